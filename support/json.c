@@ -1,0 +1,199 @@
+/* support/json.c - json-c helpers (see json.h). */
+#include "support/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "support/alloc.h"
+
+int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret,
+		  struct op_err *err)
+{
+	if (len > (size_t)INT32_MAX)
+		return op_err_set(err, -EMSGSIZE, "JSON document too large (%zu bytes)", len);
+	json_tokener *tok = json_tokener_new_ex(max_depth > 0 ? max_depth : OP_JSON_MAX_DEPTH);
+	if (!tok)
+		return op_err_set(err, -ENOMEM, "cannot allocate JSON parser");
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	json_object *o = json_tokener_parse_ex(tok, data ? data : "", (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t off = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (jerr == json_tokener_continue) {
+		json_object_put(o);
+		return op_err_set(err, -EINVAL, "invalid JSON: unexpected end of input");
+	}
+	if (jerr != json_tokener_success) {
+		json_object_put(o);
+		return op_err_set(err, -EINVAL, "invalid JSON at offset %zu: %s", off,
+				  json_tokener_error_desc(jerr));
+	}
+	for (size_t i = off; i < len; i++) {
+		if (!strchr(" \t\r\n", data[i])) {
+			json_object_put(o);
+			return op_err_set(err, -EINVAL,
+					  "invalid JSON at offset %zu: trailing data after value", i);
+		}
+	}
+	*ret = o;
+	return 0;
+}
+
+const char *op_json_type_name(const json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "boolean";
+	case json_type_double: return "number";
+	case json_type_int: return "integer";
+	case json_type_object: return "object";
+	case json_type_array: return "array";
+	case json_type_string: return "string";
+	}
+	return "unknown";
+}
+
+static int get_typed(json_object *obj, const char *key, const char *path, json_type want,
+		     const char *want_name, json_object **ret, struct op_err *err)
+{
+	json_object *v = NULL;
+	if (!obj || !json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, key, &v) || !v)
+		return 0;
+	if (!json_object_is_type(v, want))
+		return op_err_set(err, -EINVAL, "%s%s%s: expected %s, got %s", path ? path : "",
+				  path && *path ? "." : "", key, want_name, op_json_type_name(v));
+	*ret = v;
+	return 1;
+}
+
+int op_json_get_obj(json_object *obj, const char *key, const char *path, json_object **ret,
+		    struct op_err *err)
+{
+	return get_typed(obj, key, path, json_type_object, "object", ret, err);
+}
+
+int op_json_get_arr(json_object *obj, const char *key, const char *path, json_object **ret,
+		    struct op_err *err)
+{
+	return get_typed(obj, key, path, json_type_array, "array", ret, err);
+}
+
+int op_json_get_str(json_object *obj, const char *key, const char *path, const char **ret,
+		    struct op_err *err)
+{
+	json_object *v;
+	int r = get_typed(obj, key, path, json_type_string, "string", &v, err);
+	if (r == 1)
+		*ret = json_object_get_string(v);
+	return r;
+}
+
+int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
+		    struct op_err *err)
+{
+	json_object *v = NULL;
+	if (!obj || !json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, key, &v) || !v)
+		return 0;
+	const char *sep = path && *path ? "." : "";
+	if (json_object_is_type(v, json_type_int)) {
+		errno = 0;
+		int64_t i = json_object_get_int64(v);
+		if (errno == EINVAL || errno == ERANGE)
+			return op_err_set(err, -EINVAL, "%s%s%s: integer out of range",
+					  path ? path : "", sep, key);
+		*ret = i;
+		return 1;
+	}
+	if (json_object_is_type(v, json_type_double)) {
+		double d = json_object_get_double(v);
+		if (isfinite(d) && d == floor(d) && fabs(d) < 9.0e15) {
+			*ret = (int64_t)d;
+			return 1;
+		}
+	}
+	return op_err_set(err, -EINVAL, "%s%s%s: expected integer, got %s", path ? path : "", sep,
+			  key, op_json_type_name(v));
+}
+
+int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *ret,
+		     struct op_err *err)
+{
+	json_object *v;
+	int r = get_typed(obj, key, path, json_type_boolean, "boolean", &v, err);
+	if (r == 1)
+		*ret = json_object_get_boolean(v);
+	return r;
+}
+
+json_object *op_json_at(json_object *root, const char *dotted)
+{
+	json_object *cur = root;
+	const char *p = dotted;
+	while (cur && *p) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		_cleanup_free_ char *key = op_strndup(p, n);
+		json_object *next = NULL;
+		if (!json_object_is_type(cur, json_type_object) ||
+		    !json_object_object_get_ex(cur, key, &next))
+			return NULL;
+		cur = next;
+		p += n;
+		if (*p == '.')
+			p++;
+	}
+	return cur;
+}
+
+const char *op_json_str_at(json_object *root, const char *dotted)
+{
+	json_object *v = op_json_at(root, dotted);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+int op_json_path_join(struct op_buf *b, const char *path, const char *key)
+{
+	if (path && *path) {
+		int r = op_buf_adds(b, path);
+		if (r)
+			return r;
+		if (key && *key && (r = op_buf_addc(b, '.')))
+			return r;
+	}
+	return key ? op_buf_adds(b, key) : 0;
+}
+
+int op_json_pointer_escape(struct op_buf *b, const char *key)
+{
+	int r = 0;
+	for (const char *p = key; !r && *p; p++) {
+		if (*p == '~')
+			r = op_buf_add(b, "~0", 2);
+		else if (*p == '/')
+			r = op_buf_add(b, "~1", 2);
+		else
+			r = op_buf_addc(b, *p);
+	}
+	return r;
+}
+
+int op_json_set(json_object *obj, const char *key, json_object *val)
+{
+	if (!obj || json_object_object_add(obj, key, val) != 0) {
+		json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int op_json_append(json_object *arr, json_object *val)
+{
+	if (!arr || json_object_array_add(arr, val) != 0) {
+		json_object_put(val);
+		return -ENOMEM;
+	}
+	return 0;
+}

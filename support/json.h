@@ -1,0 +1,70 @@
+/* support/json.h - json-c helpers: bounded parsing and typed getters that
+ * name the field path in their errors.
+ *
+ * Ownership: json-c objects follow json-c rules. Getters return BORROWED
+ * pointers that live as long as the parent object. op_json_parse() returns an
+ * OWNED object (release with json_object_put or _cleanup_(op_json_putp)).
+ *
+ * Typed getters return 1 when the key is present with the right type (and
+ * write *ret), 0 when it is absent or null (ret untouched), and -EINVAL when
+ * present with the wrong type; the error then reads
+ *   "spec.instances: expected integer, got string".
+ * `path` is the JSON path of `obj` ("" for the root, "spec", "spec.storage").
+ */
+#ifndef PGOP_SUPPORT_JSON_H
+#define PGOP_SUPPORT_JSON_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "support/buf.h"
+#include "support/err.h"
+
+#define OP_JSON_MAX_DEPTH 64
+
+static inline void op_json_putp(json_object **p)
+{
+	if (*p)
+		json_object_put(*p);
+}
+
+/* Parses exactly one JSON value from data[0..len) (trailing whitespace
+ * allowed), nesting at most max_depth. On failure err says what and where
+ * ("invalid JSON at offset 17: unexpected character"). */
+int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret,
+		  struct op_err *err);
+
+/* Name of a json-c type for messages: "string", "integer", "object"... */
+const char *op_json_type_name(const json_object *o);
+
+int op_json_get_obj(json_object *obj, const char *key, const char *path, json_object **ret,
+		    struct op_err *err);
+int op_json_get_arr(json_object *obj, const char *key, const char *path, json_object **ret,
+		    struct op_err *err);
+int op_json_get_str(json_object *obj, const char *key, const char *path, const char **ret,
+		    struct op_err *err);
+/* Integers: JSON numbers with no fraction; doubles like 3.0 are accepted. */
+int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
+		    struct op_err *err);
+int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *ret,
+		     struct op_err *err);
+
+/* Convenience: borrowed string at a dotted path ("metadata.name"), or NULL when
+ * absent or not a string. No error reporting. */
+const char *op_json_str_at(json_object *root, const char *dotted);
+/* Borrowed value at a dotted path, or NULL. */
+json_object *op_json_at(json_object *root, const char *dotted);
+
+/* Appends "path.key" (or "key" when path is empty) to b. */
+int op_json_path_join(struct op_buf *b, const char *path, const char *key);
+/* Appends key escaped for a JSON Pointer (RFC 6901: ~ -> ~0, / -> ~1). */
+int op_json_pointer_escape(struct op_buf *b, const char *key);
+
+/* Sets key on obj, taking ownership of val even on failure. 0 or -ENOMEM. */
+int op_json_set(json_object *obj, const char *key, json_object *val);
+/* Appends val to arr, taking ownership even on failure. 0 or -ENOMEM. */
+int op_json_append(json_object *arr, json_object *val);
+
+#endif
