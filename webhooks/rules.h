@@ -1,0 +1,36 @@
+/* webhooks/rules.h - the shape of a validation rule (internal to webhooks/).
+ *
+ * Rules live in static const tables, one row per rule, in the order of
+ * admission-rules.md. A rule reads the context and records findings in res;
+ * it never allocates anything that outlives the call besides res entries.
+ */
+#ifndef PGOP_WEBHOOKS_RULES_H
+#define PGOP_WEBHOOKS_RULES_H
+
+#include "webhooks/webhooks.h"
+
+struct wh_ctx {
+	json_object *obj;     /* borrowed: the new Cluster, already defaulted */
+	json_object *spec;    /* borrowed: obj.spec (an object, maybe empty) */
+	json_object *old;     /* borrowed: the old Cluster on UPDATE, else NULL */
+	json_object *old_spec;/* borrowed: old.spec on UPDATE, else NULL */
+	enum wh_op op;
+};
+
+typedef void (*wh_rule_fn)(const struct wh_ctx *ctx, struct wh_result *res);
+
+struct wh_rule {
+	const char *id;   /* "V12", "U3", "W2" as in admission-rules.md */
+	unsigned ops;     /* WH_OP_CREATE | WH_OP_UPDATE */
+	wh_rule_fn fn;
+};
+
+/* Rule tables, each defined in its own rules_*.c, run in this order by validate.c. */
+extern const struct wh_rule wh_rules_spec[];      /* V1-V50 (rules_spec*.c) */
+extern const size_t wh_rules_spec_count;
+extern const struct wh_rule wh_rules_update[];    /* U1-U9 (rules_update.c) */
+extern const size_t wh_rules_update_count;
+extern const struct wh_rule wh_rules_warnings[];  /* W1-W9 (rules_warnings.c) */
+extern const size_t wh_rules_warnings_count;
+
+#endif

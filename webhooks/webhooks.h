@@ -1,0 +1,68 @@
+/* webhooks/webhooks.h - admission for postgresql.cnpg.io/v1 Cluster.
+ *
+ * Admission is a pure function of (old, new): no network I/O, no locks, no
+ * globals besides the read-only operator settings. The rules mirror
+ * CloudNativePG (../shared/reference/admission-rules.md) and report the real
+ * JSON field path of each problem.
+ *
+ * Files:
+ *   admission.c   AdmissionReview v1 envelope (request decode, response encode)
+ *   result.c      wh_result: collected errors and warnings
+ *   defaults.c    D1-D14: defaulting, returned as a JSONPatch
+ *   validate.c    the driver: bypass annotation, then every rule table in order
+ *   rules_*.c     validation rules, one static const table per file (rules.h)
+ */
+#ifndef PGOP_WEBHOOKS_WEBHOOKS_H
+#define PGOP_WEBHOOKS_WEBHOOKS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "support/buf.h"
+#include "support/err.h"
+
+enum wh_op { WH_OP_CREATE = 1, WH_OP_UPDATE = 2 };
+enum wh_kind { WH_MUTATE, WH_VALIDATE };
+
+/* One field error: path is the JSON path ("spec.maxSyncReplicas"). Both owned. */
+struct wh_issue {
+	char *path;
+	char *msg;
+};
+
+/* Everything admission found; owned by the caller, released with wh_result_done(). */
+struct wh_result {
+	struct wh_issue *errors;
+	size_t n_errors;
+	char **warnings; /* each owned */
+	size_t n_warnings;
+};
+
+void wh_result_done(struct wh_result *res);
+/* Record an error / a warning (formatted message). Never fails (OOM aborts). */
+void wh_result_error(struct wh_result *res, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void wh_result_warn(struct wh_result *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Applies the defaulting rules to cluster (a Cluster object, modified in place).
+ * On success *ret_patch is an OWNED JSON array of RFC 6902 operations turning
+ * the input into the defaulted object (empty array when nothing changed).
+ * Returns 0, or -EINVAL when cluster is not an object (err says why). */
+int wh_default(json_object *cluster, json_object **ret_patch, struct op_err *err);
+
+/* Validates a (defaulted) Cluster. old is NULL on CREATE, else the stored
+ * object (UPDATE rules run too). Borrowed arguments; findings go to res.
+ * Returns the number of errors (0 = admitted). */
+int wh_validate(json_object *cluster, json_object *old, struct wh_result *res);
+
+/* Handles one AdmissionReview request body for the mutate or validate path.
+ * On success writes the AdmissionReview response into resp and returns 0 (HTTP
+ * 200; a denied object is still 200 with allowed=false). Returns -EINVAL when
+ * the body is not a usable AdmissionReview (HTTP 400; err names the field),
+ * -EMSGSIZE when the response would exceed resp's cap. */
+int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_buf *resp,
+		     struct op_err *err);
+
+#endif
