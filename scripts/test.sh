@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Run every pgop test: unit tests under ASan+UBSan (ctest), the fuzz targets
+# briefly, then the end-to-end suite against a real local control plane.
+# Installs what it needs (Debian packages; the upstream Kubernetes binaries are
+# built once per machine into ~/.cache/pgop). This is the README's test command
+# and what .ci/run calls.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh unit       unit tests only (ASan+UBSan)
+#   scripts/test.sh fuzz       fuzz targets only
+#   scripts/test.sh e2e        end-to-end only
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+what=${1:-all}
+jobs=$(nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+[ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin
+
+t0=$SECONDS
+passed=0 failed=0 failures=()
+stage() { printf '\n=== [%4ds] %s\n' "$((SECONDS - t0))" "$*"; }
+ok() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
+ko() { failed=$((failed + 1)); failures+=("$1"); printf 'FAIL %s\n' "$1"; }
+
+stage "installing dependencies (scripts/setup-deps.sh)"
+scripts/setup-deps.sh || { echo "dependency installation failed"; exit 2; }
+
+run_unit() {
+	stage "unit tests under ASan+UBSan (build-asan/)"
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPGOP_SANITIZE=ON >/dev/null &&
+		ninja -C build-asan -j"$jobs" >build-asan.log 2>&1 ||
+		{ tail -n 40 build-asan.log; ko "build (asan)"; return; }
+	ok "build (asan, warnings as errors)"
+	if (cd build-asan && ctest --output-on-failure -j"$jobs"); then
+		ok "ctest (asan+ubsan)"
+	else
+		ko "ctest (asan+ubsan)"
+	fi
+}
+
+run_fuzz() {
+	stage "fuzz targets, ${FUZZ_SECONDS}s each (build-fuzz/)"
+	command -v clang >/dev/null || { ko "fuzz: clang missing"; return; }
+	CC=clang cmake -S . -B build-fuzz -G Ninja -DPGOP_FUZZ=ON -DPGOP_TESTS=OFF \
+		-DCMAKE_C_COMPILER=clang >/dev/null &&
+		ninja -C build-fuzz -j"$jobs" >build-fuzz.log 2>&1 ||
+		{ tail -n 40 build-fuzz.log; ko "build (fuzz)"; return; }
+	local n=0
+	for f in build-fuzz/tests/fuzz/fuzz_*; do
+		[ -x "$f" ] || continue
+		n=$((n + 1))
+		name=$(basename "$f")
+		corpus=tests/fuzz/corpus/${name#fuzz_}
+		work=$(mktemp -d)
+		[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+		if "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=10 \
+			"$work" >"build-fuzz/$name.log" 2>&1; then
+			ok "$name (${FUZZ_SECONDS}s, $(grep -o 'stat::number_of_executed_units: [0-9]*' "build-fuzz/$name.log" | awk '{print $2}') runs)"
+		else
+			tail -n 30 "build-fuzz/$name.log"; ko "$name"
+		fi
+		rm -rf "$work"
+	done
+	[ "$n" -gt 0 ] || ko "fuzz: no fuzz targets built"
+}
+
+run_e2e() {
+	stage "end-to-end tests (tests/e2e/run.sh)"
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+		ninja -C build -j"$jobs" >build.log 2>&1 ||
+		{ tail -n 40 build.log; ko "build (release)"; return; }
+	if tests/e2e/run.sh "$top/build"; then
+		ok "e2e suite"
+	else
+		ko "e2e suite"
+	fi
+}
+
+case $what in
+all) run_unit; run_fuzz; run_e2e ;;
+unit) run_unit ;;
+fuzz) run_fuzz ;;
+e2e) run_e2e ;;
+*) echo "usage: $0 [all|unit|fuzz|e2e]"; exit 2 ;;
+esac
+
+stage "summary"
+for f in "${failures[@]+"${failures[@]}"}"; do echo "  failed: $f"; done
+echo "test.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
