@@ -1,0 +1,441 @@
+/* api/cluster.c - decode a Cluster object into struct api_cluster (cluster.h). */
+#include "api/cluster.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "api/decode.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+/* Shorthands: every decoder takes (d, obj, path) where path names obj. */
+#define STR(o, p, k, out) api_dec_str(d, o, p, k, out)
+#define I64(o, p, k, out) api_dec_i64(d, o, p, k, out)
+#define BOOL(o, p, k, out) api_dec_bool(d, o, p, k, out)
+
+/* Decodes obj.key as an object and calls fn(d, child, child_path, arg). */
+#define SUB(o, p, k, fn, arg)                                                                      \
+	do {                                                                                       \
+		json_object *_c = api_dec_obj(d, o, p, k);                                         \
+		if (_c) {                                                                          \
+			_cleanup_free_ char *_cp = api_dec_join(p, k);                             \
+			fn(d, _c, _cp, arg);                                                       \
+		}                                                                                  \
+	} while (0)
+
+static void dec_metadata(struct api_dec *d, json_object *o, const char *p, struct api_metadata *m)
+{
+	STR(o, p, "name", &m->name);
+	STR(o, p, "namespace", &m->namespace_);
+	STR(o, p, "uid", &m->uid);
+	STR(o, p, "resourceVersion", &m->resource_version);
+	I64(o, p, "generation", &m->generation);
+	api_dec_kvs(d, o, p, "labels", &m->labels, false);
+	api_dec_kvs(d, o, p, "annotations", &m->annotations, false);
+}
+
+static void dec_secret_ref(struct api_dec *d, json_object *o, const char *p,
+			   struct api_secret_ref *r)
+{
+	STR(o, p, "name", &r->name);
+	STR(o, p, "key", &r->key);
+}
+
+static void dec_pvc_template(struct api_dec *d, json_object *o, const char *p,
+			     struct api_storage *s)
+{
+	s->has_pvc_template = true;
+	STR(o, p, "storageClassName", &s->pvc_storage_class);
+	json_object *res = api_dec_obj(d, o, p, "resources");
+	if (!res)
+		return;
+	_cleanup_free_ char *rp = api_dec_join(p, "resources");
+	json_object *req = api_dec_obj(d, res, rp, "requests");
+	if (!req)
+		return;
+	_cleanup_free_ char *qp = api_dec_join(rp, "requests");
+	json_object *v = NULL;
+	if (json_object_object_get_ex(req, "storage", &v) && v &&
+	    (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))) {
+		free(s->pvc_request_storage);
+		s->pvc_request_storage = op_strdup(json_object_get_string(v));
+	} else {
+		STR(req, qp, "storage", &s->pvc_request_storage);
+	}
+}
+
+static void dec_storage(struct api_dec *d, json_object *o, const char *p, struct api_storage *s)
+{
+	s->present = true;
+	STR(o, p, "size", &s->size);
+	STR(o, p, "storageClass", &s->storage_class);
+	BOOL(o, p, "resizeInUseVolumes", &s->resize_in_use_volumes);
+	SUB(o, p, "pvcTemplate", dec_pvc_template, s);
+}
+
+static void dec_initdb(struct api_dec *d, json_object *o, const char *p, struct api_initdb *x)
+{
+	x->present = true;
+	STR(o, p, "database", &x->database);
+	STR(o, p, "owner", &x->owner);
+	STR(o, p, "encoding", &x->encoding);
+	STR(o, p, "localeCollate", &x->locale_collate);
+	STR(o, p, "localeCType", &x->locale_ctype);
+	STR(o, p, "locale", &x->locale);
+	STR(o, p, "localeProvider", &x->locale_provider);
+	STR(o, p, "icuLocale", &x->icu_locale);
+	STR(o, p, "builtinLocale", &x->builtin_locale);
+	SUB(o, p, "secret", dec_secret_ref, &x->secret);
+	BOOL(o, p, "dataChecksums", &x->data_checksums);
+	I64(o, p, "walSegmentSize", &x->wal_segment_size);
+	api_dec_strv(d, o, p, "options", &x->options);
+	api_dec_strv(d, o, p, "postInitSQL", &x->post_init_sql);
+	api_dec_strv(d, o, p, "postInitApplicationSQL", &x->post_init_application_sql);
+	api_dec_strv(d, o, p, "postInitTemplateSQL", &x->post_init_template_sql);
+	json_object *imp = api_dec_obj(d, o, p, "import");
+	if (imp) {
+		_cleanup_free_ char *ip = api_dec_join(p, "import");
+		STR(imp, ip, "type", &x->import_type);
+		if (!x->import_type)
+			x->import_type = op_strdup("");
+	}
+}
+
+static void dec_pg_basebackup(struct api_dec *d, json_object *o, const char *p,
+			      struct api_pg_basebackup *x)
+{
+	x->present = true;
+	STR(o, p, "source", &x->source);
+	STR(o, p, "database", &x->database);
+	STR(o, p, "owner", &x->owner);
+	SUB(o, p, "secret", dec_secret_ref, &x->secret);
+}
+
+static void dec_recovery_target(struct api_dec *d, json_object *o, const char *p,
+				struct api_recovery *r)
+{
+	struct api_recovery_target *t = &r->target;
+	r->has_recovery_target = true;
+	STR(o, p, "backupID", &t->backup_id);
+	STR(o, p, "targetTLI", &t->target_tli);
+	STR(o, p, "targetXID", &t->target_xid);
+	STR(o, p, "targetName", &t->target_name);
+	STR(o, p, "targetLSN", &t->target_lsn);
+	STR(o, p, "targetTime", &t->target_time);
+	BOOL(o, p, "targetImmediate", &t->target_immediate);
+	BOOL(o, p, "exclusive", &t->exclusive);
+}
+
+static void dec_recovery(struct api_dec *d, json_object *o, const char *p, struct api_recovery *x)
+{
+	x->present = true;
+	STR(o, p, "source", &x->source);
+	STR(o, p, "database", &x->database);
+	STR(o, p, "owner", &x->owner);
+	SUB(o, p, "secret", dec_secret_ref, &x->secret);
+	json_object *b = api_dec_obj(d, o, p, "backup");
+	if (b) {
+		_cleanup_free_ char *bp = api_dec_join(p, "backup");
+		STR(b, bp, "name", &x->backup_name);
+	}
+	x->has_volume_snapshots = api_dec_obj(d, o, p, "volumeSnapshots") != NULL;
+	SUB(o, p, "recoveryTarget", dec_recovery_target, x);
+}
+
+static void dec_bootstrap(struct api_dec *d, json_object *o, const char *p, struct api_bootstrap *b)
+{
+	SUB(o, p, "initdb", dec_initdb, &b->initdb);
+	SUB(o, p, "pg_basebackup", dec_pg_basebackup, &b->pg_basebackup);
+	SUB(o, p, "recovery", dec_recovery, &b->recovery);
+}
+
+static void dec_synchronous(struct api_dec *d, json_object *o, const char *p,
+			    struct api_synchronous *s)
+{
+	s->present = true;
+	STR(o, p, "method", &s->method);
+	I64(o, p, "number", &s->number);
+	I64(o, p, "maxStandbyNamesFromCluster", &s->max_standby_names_from_cluster);
+	api_dec_strv(d, o, p, "standbyNamesPre", &s->standby_names_pre);
+	api_dec_strv(d, o, p, "standbyNamesPost", &s->standby_names_post);
+	STR(o, p, "dataDurability", &s->data_durability);
+	BOOL(o, p, "failoverQuorum", &s->failover_quorum);
+}
+
+static void dec_postgresql(struct api_dec *d, json_object *o, const char *p,
+			   struct api_postgresql *pg)
+{
+	api_dec_kvs(d, o, p, "parameters", &pg->parameters, false);
+	api_dec_strv(d, o, p, "pg_hba", &pg->pg_hba);
+	api_dec_strv(d, o, p, "pg_ident", &pg->pg_ident);
+	api_dec_strv(d, o, p, "shared_preload_libraries", &pg->shared_preload_libraries);
+	SUB(o, p, "synchronous", dec_synchronous, &pg->synchronous);
+	BOOL(o, p, "enableAlterSystem", &pg->enable_alter_system);
+}
+
+static void dec_ha(struct api_dec *d, json_object *o, const char *p, struct api_replication_slots *r)
+{
+	BOOL(o, p, "enabled", &r->ha_enabled);
+	STR(o, p, "slotPrefix", &r->slot_prefix);
+}
+
+static void dec_sync_replicas(struct api_dec *d, json_object *o, const char *p,
+			      struct api_replication_slots *r)
+{
+	BOOL(o, p, "enabled", &r->sync_replicas_enabled);
+	api_dec_strv(d, o, p, "excludePatterns", &r->sync_exclude_patterns);
+}
+
+static void dec_slots(struct api_dec *d, json_object *o, const char *p,
+		      struct api_replication_slots *r)
+{
+	SUB(o, p, "highAvailability", dec_ha, r);
+	I64(o, p, "updateInterval", &r->update_interval);
+	SUB(o, p, "synchronizeReplicas", dec_sync_replicas, r);
+}
+
+static void dec_certificates(struct api_dec *d, json_object *o, const char *p,
+			     struct api_certificates *c)
+{
+	STR(o, p, "serverCASecret", &c->server_ca_secret);
+	STR(o, p, "serverTLSSecret", &c->server_tls_secret);
+	STR(o, p, "replicationTLSSecret", &c->replication_tls_secret);
+	STR(o, p, "clientCASecret", &c->client_ca_secret);
+	api_dec_strv(d, o, p, "serverAltDNSNames", &c->server_alt_dns_names);
+}
+
+static void dec_external_cluster(struct api_dec *d, json_object *o, const char *p,
+				 struct api_external_cluster *e)
+{
+	STR(o, p, "name", &e->name);
+	api_dec_kvs(d, o, p, "connectionParameters", &e->connection_parameters, false);
+	SUB(o, p, "sslCert", dec_secret_ref, &e->ssl_cert);
+	SUB(o, p, "sslKey", dec_secret_ref, &e->ssl_key);
+	SUB(o, p, "sslRootCert", dec_secret_ref, &e->ssl_root_cert);
+	SUB(o, p, "password", dec_secret_ref, &e->password);
+	e->has_barman_object_store = api_dec_obj(d, o, p, "barmanObjectStore") != NULL;
+	e->has_plugin = api_dec_obj(d, o, p, "plugin") != NULL;
+}
+
+static void dec_external_clusters(struct api_dec *d, json_object *spec, const char *p,
+				  struct api_cluster_spec *s)
+{
+	json_object *a = api_dec_arr(d, spec, p, "externalClusters");
+	if (!a)
+		return;
+	_cleanup_free_ char *ap = api_dec_join(p, "externalClusters");
+	size_t n = json_object_array_length(a);
+	s->external_clusters = op_calloc(n ? n : 1, sizeof(*s->external_clusters));
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		_cleanup_free_ char *ep = api_dec_index(ap, i);
+		if (!e || !json_object_is_type(e, json_type_object)) {
+			api_dec_error(d, ep, "expected object, got %s", op_json_type_name(e));
+			continue;
+		}
+		dec_external_cluster(d, e, ep, &s->external_clusters[s->n_external_clusters++]);
+	}
+}
+
+static void dec_resources(struct api_dec *d, json_object *o, const char *p,
+			  struct api_resources *r)
+{
+	api_dec_kvs(d, o, p, "requests", &r->requests, true);
+	api_dec_kvs(d, o, p, "limits", &r->limits, true);
+}
+
+static void dec_affinity(struct api_dec *d, json_object *o, const char *p, struct api_affinity *a)
+{
+	BOOL(o, p, "enablePodAntiAffinity", &a->enable_pod_anti_affinity);
+	STR(o, p, "podAntiAffinityType", &a->pod_anti_affinity_type);
+	STR(o, p, "topologyKey", &a->topology_key);
+	api_dec_kvs(d, o, p, "nodeSelector", &a->node_selector, false);
+	a->has_tolerations = api_dec_arr(d, o, p, "tolerations") != NULL;
+	a->has_node_affinity = api_dec_obj(d, o, p, "nodeAffinity") != NULL;
+}
+
+static void dec_image_catalog(struct api_dec *d, json_object *o, const char *p,
+			      struct api_cluster_spec *s)
+{
+	s->has_image_catalog_ref = true;
+	STR(o, p, "name", &s->image_catalog_name);
+	I64(o, p, "major", &s->image_catalog_major);
+}
+
+static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct api_cluster_spec *s)
+{
+	I64(o, p, "instances", &s->instances);
+	STR(o, p, "imageName", &s->image_name);
+	SUB(o, p, "imageCatalogRef", dec_image_catalog, s);
+	STR(o, p, "imagePullPolicy", &s->image_pull_policy);
+	SUB(o, p, "postgresql", dec_postgresql, &s->postgresql);
+	I64(o, p, "minSyncReplicas", &s->min_sync_replicas);
+	I64(o, p, "maxSyncReplicas", &s->max_sync_replicas);
+	SUB(o, p, "bootstrap", dec_bootstrap, &s->bootstrap);
+	SUB(o, p, "storage", dec_storage, &s->storage);
+	SUB(o, p, "walStorage", dec_storage, &s->wal_storage);
+	SUB(o, p, "superuserSecret", dec_secret_ref, &s->superuser_secret);
+	BOOL(o, p, "enableSuperuserAccess", &s->enable_superuser_access);
+	STR(o, p, "primaryUpdateStrategy", &s->primary_update_strategy);
+	STR(o, p, "primaryUpdateMethod", &s->primary_update_method);
+	SUB(o, p, "replicationSlots", dec_slots, &s->replication_slots);
+	SUB(o, p, "certificates", dec_certificates, &s->certificates);
+	dec_external_clusters(d, o, p, s);
+	SUB(o, p, "resources", dec_resources, &s->resources);
+	SUB(o, p, "affinity", dec_affinity, &s->affinity);
+	I64(o, p, "postgresUID", &s->postgres_uid);
+	I64(o, p, "postgresGID", &s->postgres_gid);
+	STR(o, p, "logLevel", &s->log_level);
+	BOOL(o, p, "enablePDB", &s->enable_pdb);
+}
+
+static void dec_status(struct api_dec *d, json_object *o, const char *p,
+		       struct api_cluster_status *st)
+{
+	STR(o, p, "phase", &st->phase);
+	STR(o, p, "phaseReason", &st->phase_reason);
+	I64(o, p, "instances", &st->instances);
+	I64(o, p, "readyInstances", &st->ready_instances);
+	STR(o, p, "currentPrimary", &st->current_primary);
+	STR(o, p, "targetPrimary", &st->target_primary);
+	I64(o, p, "latestGeneratedNode", &st->latest_generated_node);
+	I64(o, p, "timelineID", &st->timeline_id);
+	api_dec_strv(d, o, p, "instanceNames", &st->instance_names);
+}
+
+static void set_crd_defaults(struct api_cluster_spec *s)
+{
+	s->instances = 1;
+	s->storage.resize_in_use_volumes = true;
+	s->wal_storage.resize_in_use_volumes = true;
+	s->postgresql.synchronous.max_standby_names_from_cluster = -1;
+	s->replication_slots.ha_enabled = true;
+	s->replication_slots.update_interval = 30;
+	s->replication_slots.sync_replicas_enabled = true;
+	s->affinity.enable_pod_anti_affinity = true;
+	s->postgres_uid = 26;
+	s->postgres_gid = 26;
+	s->enable_pdb = true;
+}
+
+int api_cluster_decode(json_object *obj, struct api_errors *errs, struct api_cluster **ret_cluster,
+		       struct op_err *err)
+{
+	struct api_dec dd = { .errs = errs }, *d = &dd;
+	if (!obj || !json_object_is_type(obj, json_type_object)) {
+		api_dec_error(d, "", "expected object, got %s", op_json_type_name(obj));
+		int r = op_err_set(err, -EINVAL, "cluster: expected object, got %s",
+				   op_json_type_name(obj));
+		free(dd.first);
+		return r;
+	}
+	_cleanup_(api_cluster_freep) struct api_cluster *c = op_calloc(1, sizeof(*c));
+	set_crd_defaults(&c->spec);
+	SUB(obj, "", "metadata", dec_metadata, &c->metadata);
+	SUB(obj, "", "spec", dec_spec, &c->spec);
+	SUB(obj, "", "status", dec_status, &c->status);
+	if (dd.n > 0) {
+		int r = op_err_set(err, -EINVAL, "%s%s", dd.first,
+				   dd.n > 1 ? " (and more type errors)" : "");
+		free(dd.first);
+		return r;
+	}
+	*ret_cluster = TAKE_PTR(c);
+	return 0;
+}
+
+static void secret_ref_done(struct api_secret_ref *r)
+{
+	free(r->name);
+	free(r->key);
+}
+
+static void storage_done(struct api_storage *s)
+{
+	free(s->size);
+	free(s->storage_class);
+	free(s->pvc_storage_class);
+	free(s->pvc_request_storage);
+}
+
+static void bootstrap_done(struct api_bootstrap *b)
+{
+	struct api_initdb *i = &b->initdb;
+	free(i->database), free(i->owner), free(i->encoding), free(i->locale_collate);
+	free(i->locale_ctype), free(i->locale), free(i->locale_provider), free(i->icu_locale);
+	free(i->builtin_locale), free(i->import_type);
+	secret_ref_done(&i->secret);
+	api_strv_done(&i->options);
+	api_strv_done(&i->post_init_sql);
+	api_strv_done(&i->post_init_application_sql);
+	api_strv_done(&i->post_init_template_sql);
+	struct api_pg_basebackup *pb = &b->pg_basebackup;
+	free(pb->source), free(pb->database), free(pb->owner);
+	secret_ref_done(&pb->secret);
+	struct api_recovery *r = &b->recovery;
+	free(r->source), free(r->database), free(r->owner), free(r->backup_name);
+	secret_ref_done(&r->secret);
+	struct api_recovery_target *t = &r->target;
+	free(t->backup_id), free(t->target_tli), free(t->target_xid), free(t->target_name);
+	free(t->target_lsn), free(t->target_time);
+}
+
+struct api_cluster *api_cluster_free(struct api_cluster *c)
+{
+	if (!c)
+		return NULL;
+	struct api_metadata *m = &c->metadata;
+	free(m->name), free(m->namespace_), free(m->uid), free(m->resource_version);
+	api_kvs_done(&m->labels);
+	api_kvs_done(&m->annotations);
+
+	struct api_cluster_spec *s = &c->spec;
+	free(s->image_name), free(s->image_catalog_name), free(s->image_pull_policy);
+	api_kvs_done(&s->postgresql.parameters);
+	api_strv_done(&s->postgresql.pg_hba);
+	api_strv_done(&s->postgresql.pg_ident);
+	api_strv_done(&s->postgresql.shared_preload_libraries);
+	struct api_synchronous *sy = &s->postgresql.synchronous;
+	free(sy->method), free(sy->data_durability);
+	api_strv_done(&sy->standby_names_pre);
+	api_strv_done(&sy->standby_names_post);
+	bootstrap_done(&s->bootstrap);
+	storage_done(&s->storage);
+	storage_done(&s->wal_storage);
+	secret_ref_done(&s->superuser_secret);
+	free(s->primary_update_strategy), free(s->primary_update_method);
+	free(s->replication_slots.slot_prefix);
+	api_strv_done(&s->replication_slots.sync_exclude_patterns);
+	struct api_certificates *ce = &s->certificates;
+	free(ce->server_ca_secret), free(ce->server_tls_secret);
+	free(ce->replication_tls_secret), free(ce->client_ca_secret);
+	api_strv_done(&ce->server_alt_dns_names);
+	for (size_t i = 0; i < s->n_external_clusters; i++) {
+		struct api_external_cluster *e = &s->external_clusters[i];
+		free(e->name);
+		api_kvs_done(&e->connection_parameters);
+		secret_ref_done(&e->ssl_cert);
+		secret_ref_done(&e->ssl_key);
+		secret_ref_done(&e->ssl_root_cert);
+		secret_ref_done(&e->password);
+	}
+	free(s->external_clusters);
+	api_kvs_done(&s->resources.requests);
+	api_kvs_done(&s->resources.limits);
+	free(s->affinity.pod_anti_affinity_type), free(s->affinity.topology_key);
+	api_kvs_done(&s->affinity.node_selector);
+	free(s->log_level);
+
+	struct api_cluster_status *st = &c->status;
+	free(st->phase), free(st->phase_reason), free(st->current_primary), free(st->target_primary);
+	api_strv_done(&st->instance_names);
+	free(c);
+	return NULL;
+}
+
+const char *api_cluster_slot_prefix(const struct api_cluster *c)
+{
+	if (c && c->spec.replication_slots.slot_prefix && *c->spec.replication_slots.slot_prefix)
+		return c->spec.replication_slots.slot_prefix;
+	return "_cnpg_";
+}

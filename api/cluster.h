@@ -1,0 +1,228 @@
+/* api/cluster.h - the postgresql.cnpg.io/v1 Cluster decoded into C structs.
+ *
+ * Only the fields the operator acts on are decoded; everything else stays in
+ * the JSON object. Decoding checks JSON types only (not semantics: that is the
+ * webhooks' job) and collects EVERY type error with its JSON field path, e.g.
+ *   path "spec.storage.size", msg "expected string, got integer".
+ *
+ * Ownership: every char * and array inside struct api_cluster is OWNED by the
+ * cluster and released by api_cluster_free(). Absent fields are NULL / 0 /
+ * empty, or the CRD default where one is documented below ("default: x").
+ */
+#ifndef PGOP_API_CLUSTER_H
+#define PGOP_API_CLUSTER_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "support/err.h"
+
+/* One type error found while decoding. Both strings owned by the list. */
+struct api_field_error {
+	char *path; /* "spec.storage.size", "spec.externalClusters[1].name" */
+	char *msg;  /* "expected string, got integer" */
+};
+
+/* Caller-owned list of field errors; api_errors_done() frees the contents. */
+struct api_errors {
+	struct api_field_error *items;
+	size_t n;
+};
+void api_errors_done(struct api_errors *errs);
+/* Appends one error (strings copied). Never fails (OOM aborts). */
+void api_errors_add(struct api_errors *errs, const char *path, const char *msg);
+
+/* Ordered key/value list (JSON object order kept). All strings owned. */
+struct api_kv {
+	char *key;
+	char *value;
+};
+struct api_kvs {
+	struct api_kv *items;
+	size_t n;
+};
+/* Borrowed value for key, or NULL. */
+const char *api_kvs_get(const struct api_kvs *kvs, const char *key);
+
+/* Owned string vector. */
+struct api_strv {
+	char **items;
+	size_t n;
+};
+
+struct api_metadata {
+	char *name, *namespace_, *uid, *resource_version;
+	int64_t generation;
+	struct api_kvs labels, annotations;
+};
+
+struct api_storage {
+	bool present;
+	char *size;          /* quantity text ("1Gi"); parse with api_quantity_parse */
+	char *storage_class; /* storageClass */
+	bool resize_in_use_volumes; /* default: true */
+	bool has_pvc_template;
+	char *pvc_storage_class;    /* pvcTemplate.storageClassName */
+	char *pvc_request_storage;  /* pvcTemplate.resources.requests.storage */
+};
+
+struct api_secret_ref {
+	char *name; /* NULL when absent */
+	char *key;  /* only for key selectors */
+};
+
+struct api_initdb {
+	bool present;
+	char *database, *owner, *encoding, *locale_collate, *locale_ctype, *locale;
+	char *locale_provider, *icu_locale, *builtin_locale;
+	struct api_secret_ref secret;
+	bool data_checksums;
+	int64_t wal_segment_size; /* MB, 0 = default */
+	struct api_strv options, post_init_sql, post_init_application_sql, post_init_template_sql;
+	char *import_type; /* import.type, NULL without import */
+};
+
+struct api_pg_basebackup {
+	bool present;
+	char *source, *database, *owner;
+	struct api_secret_ref secret;
+};
+
+struct api_recovery_target {
+	char *backup_id, *target_tli, *target_xid, *target_name, *target_lsn, *target_time;
+	bool target_immediate, exclusive;
+};
+
+struct api_recovery {
+	bool present;
+	char *source, *database, *owner, *backup_name;
+	struct api_secret_ref secret;
+	bool has_volume_snapshots;
+	bool has_recovery_target;
+	struct api_recovery_target target;
+};
+
+struct api_bootstrap {
+	struct api_initdb initdb;
+	struct api_pg_basebackup pg_basebackup;
+	struct api_recovery recovery;
+};
+
+struct api_synchronous {
+	bool present;
+	char *method;          /* "any" | "first" */
+	int64_t number;
+	int64_t max_standby_names_from_cluster; /* -1 when absent */
+	struct api_strv standby_names_pre, standby_names_post;
+	char *data_durability; /* "required" | "preferred" */
+	bool failover_quorum;
+};
+
+struct api_postgresql {
+	struct api_kvs parameters; /* spec.postgresql.parameters, in JSON order */
+	struct api_strv pg_hba, pg_ident, shared_preload_libraries;
+	struct api_synchronous synchronous;
+	bool enable_alter_system;
+};
+
+struct api_replication_slots {
+	bool ha_enabled;   /* default: true */
+	char *slot_prefix; /* default: NULL meaning "_cnpg_" (see api_cluster_slot_prefix) */
+	int64_t update_interval; /* default: 30 */
+	bool sync_replicas_enabled; /* default: true */
+	struct api_strv sync_exclude_patterns;
+};
+
+struct api_certificates {
+	char *server_ca_secret, *server_tls_secret, *replication_tls_secret, *client_ca_secret;
+	struct api_strv server_alt_dns_names;
+};
+
+struct api_external_cluster {
+	char *name;
+	struct api_kvs connection_parameters; /* values are strings */
+	struct api_secret_ref ssl_cert, ssl_key, ssl_root_cert, password;
+	bool has_barman_object_store, has_plugin;
+};
+
+struct api_resources {
+	struct api_kvs requests, limits; /* quantity strings ("500m", "1Gi") */
+};
+
+struct api_affinity {
+	bool enable_pod_anti_affinity; /* default: true */
+	char *pod_anti_affinity_type;  /* "preferred" | "required" | NULL */
+	char *topology_key;
+	struct api_kvs node_selector;
+	bool has_tolerations, has_node_affinity;
+};
+
+struct api_cluster_spec {
+	int64_t instances;         /* default: 1 */
+	char *image_name;
+	bool has_image_catalog_ref;
+	char *image_catalog_name;
+	int64_t image_catalog_major; /* 0 when absent */
+	char *image_pull_policy;
+	struct api_postgresql postgresql;
+	int64_t min_sync_replicas, max_sync_replicas; /* default: 0 */
+	struct api_bootstrap bootstrap;
+	struct api_storage storage, wal_storage;
+	struct api_secret_ref superuser_secret;
+	bool enable_superuser_access; /* default: false */
+	char *primary_update_strategy; /* NULL = "unsupervised" */
+	char *primary_update_method;   /* NULL = "restart" */
+	struct api_replication_slots replication_slots;
+	struct api_certificates certificates;
+	struct api_external_cluster *external_clusters;
+	size_t n_external_clusters;
+	struct api_resources resources;
+	struct api_affinity affinity;
+	int64_t postgres_uid, postgres_gid; /* default: 26 */
+	char *log_level;
+	bool enable_pdb; /* default: true */
+};
+
+struct api_cluster_status {
+	char *phase, *phase_reason;
+	int64_t instances, ready_instances;
+	char *current_primary, *target_primary;
+	int64_t latest_generated_node, timeline_id;
+	struct api_strv instance_names;
+};
+
+struct api_cluster {
+	struct api_metadata metadata;
+	struct api_cluster_spec spec;
+	struct api_cluster_status status;
+};
+
+/* Decodes a Cluster object. obj is borrowed (nothing in the result points
+ * into it). Every JSON type error is appended to errs (may be NULL to ignore
+ * them). Returns 0 and writes *ret_cluster (owned, free with
+ * api_cluster_free) when there was no type error; otherwise returns -EINVAL,
+ * err names the first error and *ret_cluster is untouched. */
+int api_cluster_decode(json_object *obj, struct api_errors *errs, struct api_cluster **ret_cluster,
+		       struct op_err *err);
+
+/* Frees everything; accepts NULL; returns NULL. */
+struct api_cluster *api_cluster_free(struct api_cluster *c);
+static inline void api_cluster_freep(struct api_cluster **c) { api_cluster_free(*c); }
+
+/* Effective replication slot prefix (spec value or "_cnpg_"); borrowed. */
+const char *api_cluster_slot_prefix(const struct api_cluster *c);
+
+/* Kubernetes resource quantity ("1Gi", "500M", "1.5Gi", "100m", "1e3") to
+ * an integer, rounded up like resource.Quantity.Value(). Returns 0, or
+ * -EINVAL (syntax) / -ERANGE (does not fit int64) with err saying why. */
+int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err);
+
+/* PostgreSQL major version from an image reference: the tag's leading
+ * number ("...:15", ":15.4", ":16.2-bookworm", ":18.6-system-trixie@sha256:...").
+ * Returns 0 and *ret_major, or -EINVAL when there is no tag or it does not
+ * start with a version ("latest", digest-only). */
+int api_image_major_version(const char *image, int *ret_major, struct op_err *err);
+
+#endif

@@ -1,0 +1,50 @@
+/* api/decode.h - internal to api/: typed JSON getters that record every type
+ * error with its field path instead of stopping at the first one.
+ *
+ * All json_object pointers are BORROWED from the document being decoded.
+ * Strings written through char ** are OWNED by the caller (freed with free()).
+ */
+#ifndef PGOP_API_DECODE_H
+#define PGOP_API_DECODE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/cluster.h"
+
+struct api_dec {
+	struct api_errors *errs; /* borrowed, may be NULL */
+	size_t n;                /* errors seen (also when errs is NULL) */
+	char *first;             /* owned: "path: msg" of the first error */
+};
+
+/* Owned "path.key" ("key" when path is empty). */
+char *api_dec_join(const char *path, const char *key);
+/* Owned "path[i]". */
+char *api_dec_index(const char *path, size_t i);
+void api_dec_error(struct api_dec *d, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Each getter: absent or null -> false, nothing written; wrong type -> error
+ * recorded, false; right type -> true and *out written (a string replaces
+ * and frees any previous *out). */
+json_object *api_dec_obj(struct api_dec *d, json_object *obj, const char *path, const char *key);
+json_object *api_dec_arr(struct api_dec *d, json_object *obj, const char *path, const char *key);
+bool api_dec_str(struct api_dec *d, json_object *obj, const char *path, const char *key,
+		 char **out);
+bool api_dec_i64(struct api_dec *d, json_object *obj, const char *path, const char *key,
+		 int64_t *out);
+bool api_dec_bool(struct api_dec *d, json_object *obj, const char *path, const char *key,
+		  bool *out);
+/* Array of strings. */
+void api_dec_strv(struct api_dec *d, json_object *obj, const char *path, const char *key,
+		  struct api_strv *out);
+/* Object of strings (numbers too when numbers_ok: quantities like `cpu: 1`). */
+void api_dec_kvs(struct api_dec *d, json_object *obj, const char *path, const char *key,
+		 struct api_kvs *out, bool numbers_ok);
+
+void api_strv_done(struct api_strv *v);
+void api_kvs_done(struct api_kvs *kvs);
+
+#endif

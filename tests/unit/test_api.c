@@ -1,0 +1,350 @@
+/* tests/unit/test_api.c - api/: Cluster decoding, quantities, image versions, names. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+/* cmocka maps free to test_free under UNIT_TESTING; our strings come from libc. */
+#undef free
+
+#include "api/cluster.h"
+#include "api/names.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+static json_object *parse(const char *s)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(s, strlen(s), 0, &o, &err), 0);
+	return o;
+}
+
+static const char *full_cluster =
+	"{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\","
+	"\"metadata\":{\"name\":\"pg\",\"namespace\":\"db\",\"uid\":\"u-1\",\"generation\":4,"
+	"\"labels\":{\"a\":\"b\"},\"annotations\":{\"cnpg.io/validation\":\"enabled\"}},"
+	"\"spec\":{\"instances\":3,\"imageName\":\"ghcr.io/cloudnative-pg/postgresql:15.4\","
+	"\"postgresql\":{\"parameters\":{\"work_mem\":\"8MB\",\"max_connections\":\"200\","
+	"\"a_first\":\"x\"},\"pg_hba\":[\"host all all 10.0.0.0/8 md5\"],"
+	"\"synchronous\":{\"method\":\"any\",\"number\":1,\"dataDurability\":\"required\"}},"
+	"\"minSyncReplicas\":0,\"maxSyncReplicas\":1,"
+	"\"bootstrap\":{\"initdb\":{\"database\":\"app\",\"owner\":\"app\",\"encoding\":\"UTF8\","
+	"\"secret\":{\"name\":\"app-secret\"},\"walSegmentSize\":32,"
+	"\"postInitSQL\":[\"select 1\",\"select 2\"]}},"
+	"\"storage\":{\"size\":\"1Gi\",\"storageClass\":\"standard\"},"
+	"\"walStorage\":{\"pvcTemplate\":{\"storageClassName\":\"fast\","
+	"\"resources\":{\"requests\":{\"storage\":\"2Gi\"}}}},"
+	"\"superuserSecret\":{\"name\":\"su\"},\"enableSuperuserAccess\":true,"
+	"\"primaryUpdateStrategy\":\"supervised\",\"primaryUpdateMethod\":\"switchover\","
+	"\"replicationSlots\":{\"highAvailability\":{\"enabled\":false,\"slotPrefix\":\"_x_\"},"
+	"\"updateInterval\":10},"
+	"\"certificates\":{\"serverCASecret\":\"ca\",\"serverAltDNSNames\":[\"a.example\"]},"
+	"\"externalClusters\":[{\"name\":\"src\",\"connectionParameters\":{\"host\":\"h\","
+	"\"dbname\":\"postgres\"},\"password\":{\"name\":\"pw\",\"key\":\"password\"}}],"
+	"\"resources\":{\"requests\":{\"cpu\":1,\"memory\":\"512Mi\"},\"limits\":{\"memory\":\"1Gi\"}},"
+	"\"affinity\":{\"enablePodAntiAffinity\":false,\"podAntiAffinityType\":\"required\","
+	"\"topologyKey\":\"zone\",\"nodeSelector\":{\"disk\":\"ssd\"}}},"
+	"\"status\":{\"phase\":\"Cluster in healthy state\",\"instances\":3,\"readyInstances\":2,"
+	"\"currentPrimary\":\"pg-1\",\"targetPrimary\":\"pg-2\",\"latestGeneratedNode\":3,"
+	"\"timelineID\":2,\"instanceNames\":[\"pg-1\",\"pg-2\",\"pg-3\"]}}";
+
+static void test_decode_full(void **state)
+{
+	(void)state;
+	json_object *o = parse(full_cluster);
+	struct api_errors errs = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, &errs, &c, &err), 0);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(c->metadata.name, "pg");
+	assert_string_equal(c->metadata.namespace_, "db");
+	assert_string_equal(c->metadata.uid, "u-1");
+	assert_int_equal(c->metadata.generation, 4);
+	assert_string_equal(api_kvs_get(&c->metadata.labels, "a"), "b");
+	assert_string_equal(api_kvs_get(&c->metadata.annotations, "cnpg.io/validation"),
+			    "enabled");
+	const struct api_cluster_spec *s = &c->spec;
+	assert_int_equal(s->instances, 3);
+	assert_string_equal(s->image_name, "ghcr.io/cloudnative-pg/postgresql:15.4");
+	/* parameters keep JSON order */
+	assert_int_equal(s->postgresql.parameters.n, 3);
+	assert_string_equal(s->postgresql.parameters.items[0].key, "work_mem");
+	assert_string_equal(s->postgresql.parameters.items[1].key, "max_connections");
+	assert_string_equal(s->postgresql.parameters.items[2].key, "a_first");
+	assert_string_equal(s->postgresql.parameters.items[1].value, "200");
+	assert_int_equal(s->postgresql.pg_hba.n, 1);
+	assert_true(s->postgresql.synchronous.present);
+	assert_string_equal(s->postgresql.synchronous.method, "any");
+	assert_int_equal(s->postgresql.synchronous.number, 1);
+	assert_int_equal(s->max_sync_replicas, 1);
+	assert_true(s->bootstrap.initdb.present);
+	assert_false(s->bootstrap.recovery.present);
+	assert_false(s->bootstrap.pg_basebackup.present);
+	assert_string_equal(s->bootstrap.initdb.secret.name, "app-secret");
+	assert_int_equal(s->bootstrap.initdb.wal_segment_size, 32);
+	assert_int_equal(s->bootstrap.initdb.post_init_sql.n, 2);
+	assert_string_equal(s->bootstrap.initdb.post_init_sql.items[1], "select 2");
+	assert_true(s->storage.present);
+	assert_string_equal(s->storage.size, "1Gi");
+	assert_string_equal(s->storage.storage_class, "standard");
+	assert_true(s->storage.resize_in_use_volumes);
+	assert_true(s->wal_storage.present);
+	assert_null(s->wal_storage.size);
+	assert_true(s->wal_storage.has_pvc_template);
+	assert_string_equal(s->wal_storage.pvc_request_storage, "2Gi");
+	assert_string_equal(s->wal_storage.pvc_storage_class, "fast");
+	assert_string_equal(s->superuser_secret.name, "su");
+	assert_true(s->enable_superuser_access);
+	assert_string_equal(s->primary_update_strategy, "supervised");
+	assert_string_equal(s->primary_update_method, "switchover");
+	assert_false(s->replication_slots.ha_enabled);
+	assert_string_equal(api_cluster_slot_prefix(c), "_x_");
+	assert_int_equal(s->replication_slots.update_interval, 10);
+	assert_true(s->replication_slots.sync_replicas_enabled);
+	assert_string_equal(s->certificates.server_ca_secret, "ca");
+	assert_string_equal(s->certificates.server_alt_dns_names.items[0], "a.example");
+	assert_int_equal(s->n_external_clusters, 1);
+	assert_string_equal(s->external_clusters[0].name, "src");
+	assert_string_equal(api_kvs_get(&s->external_clusters[0].connection_parameters, "dbname"),
+			    "postgres");
+	assert_string_equal(s->external_clusters[0].password.key, "password");
+	assert_string_equal(api_kvs_get(&s->resources.requests, "cpu"), "1");
+	assert_string_equal(api_kvs_get(&s->resources.limits, "memory"), "1Gi");
+	assert_false(s->affinity.enable_pod_anti_affinity);
+	assert_string_equal(s->affinity.pod_anti_affinity_type, "required");
+	assert_string_equal(api_kvs_get(&s->affinity.node_selector, "disk"), "ssd");
+	assert_int_equal(s->postgres_uid, 26);
+	const struct api_cluster_status *st = &c->status;
+	assert_string_equal(st->phase, "Cluster in healthy state");
+	assert_int_equal(st->instances, 3);
+	assert_int_equal(st->ready_instances, 2);
+	assert_string_equal(st->current_primary, "pg-1");
+	assert_string_equal(st->target_primary, "pg-2");
+	assert_int_equal(st->latest_generated_node, 3);
+	assert_int_equal(st->timeline_id, 2);
+	assert_int_equal(st->instance_names.n, 3);
+	api_cluster_free(c);
+	api_errors_done(&errs);
+	json_object_put(o);
+}
+
+static void test_decode_defaults(void **state)
+{
+	(void)state;
+	json_object *o = parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, NULL, &c, NULL), 0);
+	assert_int_equal(c->spec.instances, 1);
+	assert_true(c->spec.replication_slots.ha_enabled);
+	assert_string_equal(api_cluster_slot_prefix(c), "_cnpg_");
+	assert_true(c->spec.affinity.enable_pod_anti_affinity);
+	assert_false(c->spec.enable_superuser_access);
+	assert_false(c->spec.storage.present);
+	assert_false(c->spec.postgresql.synchronous.present);
+	assert_null(c->spec.image_name);
+	assert_int_equal(c->spec.postgresql.parameters.n, 0);
+	api_cluster_free(c);
+	json_object_put(o);
+	assert_null(api_cluster_free(NULL));
+}
+
+static bool has_error(const struct api_errors *e, const char *path, const char *msg)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strcmp(e->items[i].path, path) == 0 && strcmp(e->items[i].msg, msg) == 0)
+			return true;
+	return false;
+}
+
+static void test_decode_collects_all_type_errors(void **state)
+{
+	(void)state;
+	json_object *o = parse(
+		"{\"metadata\":{\"name\":5,\"labels\":{\"a\":1}},"
+		"\"spec\":{\"instances\":\"3\",\"storage\":{\"size\":1024},"
+		"\"postgresql\":{\"parameters\":{\"ok\":\"x\",\"bad\":true},\"pg_hba\":[\"a\",7]},"
+		"\"bootstrap\":{\"initdb\":\"yes\"},\"walStorage\":[],"
+		"\"externalClusters\":[{\"name\":\"ok\"},3,{\"name\":[]}],"
+		"\"enableSuperuserAccess\":\"true\",\"minSyncReplicas\":1.5},"
+		"\"status\":{\"timelineID\":\"2\"}}");
+	struct api_errors errs = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct api_cluster *c = (struct api_cluster *)(uintptr_t)0x1;
+	assert_int_equal(api_cluster_decode(o, &errs, &c, &err), -EINVAL);
+	assert_ptr_equal(c, (struct api_cluster *)(uintptr_t)0x1); /* untouched on failure */
+	assert_true(has_error(&errs, "metadata.name", "expected string, got integer"));
+	assert_true(has_error(&errs, "metadata.labels.a", "expected string, got integer"));
+	assert_true(has_error(&errs, "spec.instances", "expected integer, got string"));
+	assert_true(has_error(&errs, "spec.storage.size", "expected string, got integer"));
+	assert_true(has_error(&errs, "spec.postgresql.parameters.bad",
+			      "expected string, got boolean"));
+	assert_true(has_error(&errs, "spec.postgresql.pg_hba[1]", "expected string, got integer"));
+	assert_true(has_error(&errs, "spec.bootstrap.initdb", "expected object, got string"));
+	assert_true(has_error(&errs, "spec.walStorage", "expected object, got array"));
+	assert_true(has_error(&errs, "spec.externalClusters[1]", "expected object, got integer"));
+	assert_true(has_error(&errs, "spec.externalClusters[2].name", "expected string, got array"));
+	assert_true(has_error(&errs, "spec.enableSuperuserAccess", "expected boolean, got string"));
+	assert_true(has_error(&errs, "spec.minSyncReplicas", "expected integer, got number"));
+	assert_true(has_error(&errs, "status.timelineID", "expected integer, got string"));
+	assert_int_equal(errs.n, 13);
+	assert_string_equal(err.msg,
+			    "metadata.name: expected string, got integer (and more type errors)");
+	api_errors_done(&errs);
+	json_object_put(o);
+}
+
+static void test_decode_not_object(void **state)
+{
+	(void)state;
+	json_object *o = parse("[1]");
+	struct api_errors errs = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, &errs, &c, &err), -EINVAL);
+	assert_null(c);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.items[0].msg, "expected object, got array");
+	api_errors_done(&errs);
+	json_object_put(o);
+	o = parse("{\"spec\":\"x\"}");
+	assert_int_equal(api_cluster_decode(o, &errs, &c, NULL), -EINVAL);
+	assert_string_equal(errs.items[0].path, "spec");
+	api_errors_done(&errs);
+	json_object_put(o);
+}
+
+static void test_quantity(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		int64_t want;
+	} ok[] = {
+		{ "1Gi", 1073741824LL },   { "500M", 500000000LL }, { "1.5Gi", 1610612736LL },
+		{ "0.5Gi", 536870912LL },  { "1Ki", 1024 },          { "100", 100 },
+		{ "1k", 1000 },            { "2Ti", 2199023255552LL }, { "1e3", 1000 },
+		{ "100m", 1 },             { "1500m", 2 },           { "0", 0 },
+		{ "+1Mi", 1048576 },       { "-1Mi", -1048576 },     { ".5Ki", 512 },
+		{ "1.05k", 1050 },         { "0.001Ki", 2 },         { "7Ei", 8070450532247928832LL },
+		{ "1E", 1000000000000000000LL }, { "1E-3", 1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(ok); i++) {
+		int64_t v = -7;
+		struct op_err err = OP_ERR_INIT;
+		int r = api_quantity_parse(ok[i].in, &v, &err);
+		if (r != 0)
+			fail_msg("%s: %s", ok[i].in, err.msg);
+		if (v != ok[i].want)
+			fail_msg("%s: got %lld want %lld", ok[i].in, (long long)v,
+				 (long long)ok[i].want);
+	}
+	static const char *const bad[] = { "",     "Gi",  "1GiB", "1 Gi", "1.2.3", "abc",
+					   "1gi",  "1e",  "1e+",  "--1",  "1Gi ",  ".",
+					   "1e3x" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
+		int64_t v = 42;
+		struct op_err err = OP_ERR_INIT;
+		if (api_quantity_parse(bad[i], &v, &err) != -EINVAL)
+			fail_msg("'%s' should be invalid", bad[i]);
+		assert_int_equal(v, 42);
+		assert_true(op_err_isset(&err));
+	}
+	int64_t v = 0;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(api_quantity_parse("8Ei", &v, &err), -ERANGE);
+	assert_int_equal(api_quantity_parse("99999999999999999999999", &v, NULL), -ERANGE);
+	assert_string_equal(err.msg, "quantity '8Ei' is too large");
+}
+
+static void test_image_major(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		int want;
+	} ok[] = {
+		{ "ghcr.io/cloudnative-pg/postgresql:15", 15 },
+		{ "ghcr.io/cloudnative-pg/postgresql:15.4", 15 },
+		{ "ghcr.io/cloudnative-pg/postgresql:16.2-bookworm", 16 },
+		{ "ghcr.io/cloudnative-pg/postgresql:18.6-system-trixie", 18 },
+		{ "localhost:5000/pg:17@sha256:abcd", 17 },
+		{ "postgres:13", 13 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(ok); i++) {
+		int m = 0;
+		assert_int_equal(api_image_major_version(ok[i].in, &m, NULL), 0);
+		assert_int_equal(m, ok[i].want);
+	}
+	static const char *const bad[] = { "postgres", "postgres:latest",
+					   "localhost:5000/pg", "pg@sha256:abc", "pg:15x", "" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
+		int m = -1;
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(api_image_major_version(bad[i], &m, &err), -EINVAL);
+		assert_int_equal(m, -1);
+	}
+}
+
+static void check_name(char *got, const char *want)
+{
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	check_name(api_service_name("pg", API_SVC_RW), "pg-rw");
+	check_name(api_service_name("pg", API_SVC_RO), "pg-ro");
+	check_name(api_service_name("pg", API_SVC_R), "pg-r");
+	check_name(api_service_name("pg", API_SVC_ANY), "pg-any");
+	check_name(api_secret_name("pg", API_SECRET_CA), "pg-ca");
+	check_name(api_secret_name("pg", API_SECRET_SERVER), "pg-server");
+	check_name(api_secret_name("pg", API_SECRET_REPLICATION), "pg-replication");
+	check_name(api_secret_name("pg", API_SECRET_SUPERUSER), "pg-superuser");
+	check_name(api_secret_name("pg", API_SECRET_APP), "pg-app");
+	check_name(api_pod_name("cluster-example", 3), "cluster-example-3");
+	check_name(api_pgdata_pvc_name("cluster-example", 3), "cluster-example-3");
+	check_name(api_wal_pvc_name("cluster-example", 12), "cluster-example-12-wal");
+	check_name(api_tablespace_pvc_name("pg-1", "tbs1"), "pg-1-tbs-tbs1");
+	check_name(api_slot_name(NULL, "cluster-example-2"), "_cnpg_cluster_example_2");
+	check_name(api_slot_name("", "pg-1"), "_cnpg_pg_1");
+	check_name(api_slot_name("_x_", "Pg--a.b-1"), "_x_pg_a_b_1");
+}
+
+static void test_pod_serial(void **state)
+{
+	(void)state;
+	int64_t s = 0;
+	assert_int_equal(api_pod_serial("pg", "pg-12", &s, NULL), 0);
+	assert_int_equal(s, 12);
+	assert_int_equal(api_pod_serial("pg-a", "pg-a-1", &s, NULL), 0);
+	assert_int_equal(s, 1);
+	s = 99;
+	static const char *const bad[] = { "pg-0", "pg-01", "pg-", "pg", "pgx-1", "pg-1a",
+					   "other-1", "pg-99999999999999999999" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++)
+		assert_int_equal(api_pod_serial("pg", bad[i], &s, NULL), -EINVAL);
+	assert_int_equal(s, 99);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decode_full),
+		cmocka_unit_test(test_decode_defaults),
+		cmocka_unit_test(test_decode_collects_all_type_errors),
+		cmocka_unit_test(test_decode_not_object),
+		cmocka_unit_test(test_quantity),
+		cmocka_unit_test(test_image_major),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_pod_serial),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
