@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
 	build-essential cmake pkg-config git curl ca-certificates
 	libmicrohttpd-dev libgnutls28-dev gnutls-bin libcurl4-gnutls-dev libjson-c-dev
-	libpq-dev libyaml-dev libcmocka-dev
+	libpq-dev libyaml-dev libcmocka-dev openssl
 	postgresql-15 postgresql-client-15
 	clang libclang-rt-14-dev
 	iproute2 nftables util-linux procps psmisc

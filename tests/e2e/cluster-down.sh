@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Take down everything the e2e suite started, then verify that nothing is left:
+#   - the control plane (STATE/pids/*.pid, each its own process group),
+#   - the node agent and its pods (STATE/agent/**/*.pid, every process inside a
+#     pgop-e2e-* network namespace or a namespace bind-mounted under STATE, and any
+#     process carrying PGOP_E2E_OWNER=STATE in its environment),
+#   - network namespaces pgop-e2e-*, host links pe2e* / pgop-e2e* (bridge, veths) and
+#     any listed in STATE/agent/links, the nftables table pgop_e2e (any family),
+#   - mounts under STATE; then STATE itself (unless PGOP_E2E_KEEP_STATE=1).
+#
+# Usage: tests/e2e/cluster-down.sh [STATE_DIR]      (default /tmp/pgop-e2e)
+# Exit status: 0 when nothing is left behind, 1 otherwise (leftovers are listed).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+export PGOP_E2E_STATE=${1:-${PGOP_E2E_STATE:-/tmp/pgop-e2e}}
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+S=$(realpath -m "$PGOP_E2E_STATE")
+e2e_check_state_dir "$S" || exit 2
+
+# Never signal ourselves or a caller (run.sh may carry the same environment).
+declare -A protected=()
+p=$$
+while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+	protected[$p]=1
+	p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+done
+
+host_netns=$(readlink /proc/1/ns/net)
+
+# Inodes of our network namespaces: named ones with our prefix, and nsfs mounts under S.
+our_netns() {
+	local f
+	for f in /run/netns/"$E2E_NETNS_PREFIX"*; do
+		[ -e "$f" ] && echo "net:[$(stat -L -c %i "$f" 2>/dev/null)]"
+	done
+	awk -v s="$S" '{ for (i = 7; $i != "-"; i++); if ($(i+1) == "nsfs" && ($5 == s || index($5, s "/") == 1)) print $5 }' \
+		/proc/self/mountinfo | while read -r f; do
+		echo "net:[$(stat -L -c %i "$f" 2>/dev/null)]"
+	done
+}
+
+# Every live process that belongs to this e2e state dir, one PID per line.
+our_pids() {
+	local f pid ns
+	{
+		for f in "$S"/pids/*.pid; do [ -f "$f" ] && cat "$f"; done
+		[ -d "$S/agent" ] && find "$S/agent" -name '*.pid' -type f -exec cat {} + 2>/dev/null
+		grep -lsxzF "PGOP_E2E_OWNER=$S" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+		mapfile -t nss < <(our_netns | grep -vxF "$host_netns" | sort -u)
+		if ((${#nss[@]})); then
+			for f in /proc/[0-9]*/ns/net; do
+				ns=$(readlink "$f" 2>/dev/null) || continue
+				for n in "${nss[@]}"; do
+					if [ "$ns" = "$n" ]; then
+						pid=${f#/proc/}
+						echo "${pid%%/*}"
+					fi
+				done
+			done
+		fi
+	} 2>/dev/null | grep -E '^[0-9]+$' | sort -un | while read -r pid; do
+		[ -n "${protected[$pid]:-}" ] && continue
+		# Zombies are dead already; their parent reaps them.
+		[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && continue
+		kill -0 "$pid" 2>/dev/null && echo "$pid"
+	done
+}
+
+signal_all() { # SIG PID...
+	local sig=$1 pid
+	shift
+	for pid in "$@"; do
+		# A daemon started by cluster-up.sh leads its own process group: signal the group.
+		if [ "$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$pid" ]; then
+			kill "-$sig" -- "-$pid" 2>/dev/null
+		fi
+		kill "-$sig" "$pid" 2>/dev/null
+	done
+}
+
+wait_gone() { # TIMEOUT
+	local deadline=$(($(date +%s) + $1))
+	while [ -n "$(our_pids)" ]; do
+		(($(date +%s) < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# 1. The node agent first, so it does not restart pods we are about to kill.
+if [ -d "$S/agent" ]; then
+	mapfile -t agent < <(find "$S/agent" -maxdepth 1 -name '*.pid' -type f -exec cat {} + 2>/dev/null |
+		grep -E '^[0-9]+$')
+	if ((${#agent[@]})); then
+		signal_all TERM "${agent[@]}"
+		sleep 1
+	fi
+fi
+# 2. Everything else, scheduler/controller-manager before the apiserver before etcd.
+for name in kube-scheduler kube-controller-manager; do
+	[ -f "$S/pids/$name.pid" ] && signal_all TERM "$(cat "$S/pids/$name.pid")"
+done
+mapfile -t pids < <(our_pids)
+if ((${#pids[@]})); then
+	e2e_log "stopping ${#pids[@]} processes of $S"
+	signal_all TERM "${pids[@]}"
+	if ! wait_gone 15; then
+		mapfile -t pids < <(our_pids)
+		e2e_log "killing ${#pids[@]} processes that ignored SIGTERM: ${pids[*]}"
+		signal_all KILL "${pids[@]}"
+		wait_gone 10
+	fi
+fi
+
+# 3. Network: namespaces, links, nftables.
+for f in /run/netns/"$E2E_NETNS_PREFIX"*; do
+	[ -e "$f" ] || continue
+	ip netns delete "${f##*/}" 2>/dev/null || { umount -l "$f" 2>/dev/null; rm -f "$f"; }
+done
+links() {
+	ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 |
+		grep -E "^($E2E_LINK_PREFIX|pgop-e2e)"
+	[ -f "$S/agent/links" ] && grep -vE '^\s*(#|$)' "$S/agent/links" | while read -r l; do
+		ip link show "$l" >/dev/null 2>&1 && echo "$l"
+	done
+}
+for l in $(links | sort -u); do ip link delete "$l" 2>/dev/null; done
+nft_tables() { nft list tables 2>/dev/null | awk -v t="$E2E_NFT_TABLE" '$1 == "table" && $3 == t {print $2}'; }
+if command -v nft >/dev/null; then
+	for fam in $(nft_tables); do nft delete table "$fam" "$E2E_NFT_TABLE"; done
+fi
+
+# 4. Mounts under S, deepest first.
+mounts() {
+	awk -v s="$S" '$5 == s || index($5, s "/") == 1 {print $5}' /proc/self/mountinfo |
+		awk '{print length, $0}' | sort -rn | cut -d' ' -f2-
+}
+for m in $(mounts); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+
+# 5. The state itself.
+if [ -z "${PGOP_E2E_KEEP_STATE:-}" ] && [ -d "$S" ]; then
+	rm -rf --one-file-system "$S" 2>/dev/null || rm -rf "$S"
+fi
+
+# 6. Verify.
+left=()
+mapfile -t pids < <(our_pids)
+for p in "${pids[@]}"; do left+=("process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"); done
+for f in /run/netns/"$E2E_NETNS_PREFIX"*; do [ -e "$f" ] && left+=("netns ${f##*/}"); done
+for l in $(links | sort -u); do left+=("link $l"); done
+for fam in $(nft_tables); do left+=("nft table $fam $E2E_NFT_TABLE"); done
+for m in $(mounts); do left+=("mount $m"); done
+[ -z "${PGOP_E2E_KEEP_STATE:-}" ] && [ -e "$S" ] && left+=("directory $S")
+if ((${#left[@]})); then
+	e2e_log "cluster-down: left behind:"
+	printf '  %s\n' "${left[@]}" >&2
+	exit 1
+fi
+e2e_log "cluster-down: nothing left of $S"

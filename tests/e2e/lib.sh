@@ -1,0 +1,153 @@
+# shellcheck shell=bash
+# Shared helpers for the e2e suite. Source it; it only defines functions and defaults.
+#
+#   . "$(dirname "$0")/lib.sh"
+#   e2e_up                      # control plane up (reuses the runner's), sources STATE/env
+#   e2e_log "creating things"
+#   e2e_wait_for "kubectl get ns foo" 30
+#   e2e_assert_eq "want" "$got" "what is compared"
+#
+# The contract between tests/e2e/run.sh and a test (see docs/internals/e2e.md):
+#   $1 / PGOP_BIN        path to the pgop binary (may not exist if the build failed)
+#   $2 / PGOP_E2E_STATE  control-plane state dir (default /tmp/pgop-e2e, never in the repo)
+#   PGOP_E2E_DIR         this directory
+#   PGOP_E2E_BIN         directory with kube-apiserver, kubectl, etcd, helm, ...
+# A test that needs the control plane calls e2e_up (run.sh greps for it to decide which
+# tests run against the shared cluster). Tests create their own namespaces and clean up.
+
+E2E_DIR=${PGOP_E2E_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
+export PGOP_E2E_DIR=$E2E_DIR
+export PGOP_E2E_STATE=${PGOP_E2E_STATE:-/tmp/pgop-e2e}
+E2E_T0=${E2E_T0:-$(date +%s)}
+export E2E_T0
+
+# Default ports: fixed, high, loopback only. Override through the environment.
+: "${PGOP_E2E_ETCD_PORT:=22379}"
+: "${PGOP_E2E_ETCD_PEER_PORT:=22380}"
+: "${PGOP_E2E_APISERVER_PORT:=26443}"
+: "${PGOP_E2E_KCM_PORT:=20257}"
+: "${PGOP_E2E_SCHEDULER_PORT:=20259}"
+# Service addresses exist only inside network namespaces the tests create; this range is
+# not routed on the build hosts (checked against `ip route` by cluster-up.sh).
+: "${PGOP_E2E_SERVICE_CIDR:=10.213.0.0/16}"
+: "${PGOP_E2E_BIND_ADDRESS:=127.0.0.1}"
+export PGOP_E2E_ETCD_PORT PGOP_E2E_ETCD_PEER_PORT PGOP_E2E_APISERVER_PORT PGOP_E2E_KCM_PORT \
+	PGOP_E2E_SCHEDULER_PORT PGOP_E2E_SERVICE_CIDR PGOP_E2E_BIND_ADDRESS
+
+# Prefixes of everything the suite creates on the host; cluster-down.sh removes them all.
+E2E_NETNS_PREFIX=pgop-e2e-  # network namespaces (ip netns)
+E2E_LINK_PREFIX=pe2e        # host-side links: bridge, veths (IFNAMSIZ leaves 15 chars)
+E2E_NFT_TABLE=pgop_e2e      # nftables table, any family
+
+e2e_log() { printf '[e2e %4ds] %s\n' "$(($(date +%s) - E2E_T0))" "$*" >&2; }
+
+# e2e_fail MSG: log and exit the test with status 1.
+e2e_fail() {
+	e2e_log "FAIL: $*"
+	exit 1
+}
+
+# e2e_wait_for CMD TIMEOUT [INTERVAL]: eval CMD until it succeeds; 1 on timeout.
+e2e_wait_for() {
+	local cmd=$1 timeout=${2:-60} interval=${3:-0.5}
+	local deadline=$(($(date +%s) + timeout))
+	while :; do
+		if eval "$cmd" >/dev/null 2>&1; then return 0; fi
+		if (($(date +%s) >= deadline)); then
+			e2e_log "timed out after ${timeout}s waiting for: $cmd"
+			return 1
+		fi
+		sleep "$interval"
+	done
+}
+
+e2e_assert_eq() { # EXPECTED ACTUAL [WHAT]
+	[ "$1" == "$2" ] || e2e_fail "${3:-values differ}: expected '$1', got '$2'"
+}
+
+e2e_assert_ne() { # UNEXPECTED ACTUAL [WHAT]
+	[ "$1" != "$2" ] || e2e_fail "${3:-values equal}: did not expect '$1'"
+}
+
+e2e_assert_contains() { # HAYSTACK NEEDLE [WHAT]
+	[[ $1 == *"$2"* ]] || e2e_fail "${3:-missing text}: '$2' not in '$1'"
+}
+
+e2e_assert_match() { # STRING ERE [WHAT]
+	[[ $1 =~ $2 ]] || e2e_fail "${3:-no match}: '$1' does not match /$2/"
+}
+
+e2e_assert_ok() { # CMD...: the command must succeed
+	local out
+	out=$("$@" 2>&1) || e2e_fail "command failed: $* -> $out"
+}
+
+e2e_assert_fails() { # CMD...: the command must fail
+	local out
+	if out=$("$@" 2>&1); then e2e_fail "command unexpectedly succeeded: $* -> $out"; fi
+}
+
+# e2e_k8s_bin: directory of the upstream binaries (builds them once per machine).
+e2e_k8s_bin() {
+	if [ -n "${PGOP_E2E_BIN:-}" ] && [ -x "$PGOP_E2E_BIN/kube-apiserver" ]; then
+		echo "$PGOP_E2E_BIN"
+		return 0
+	fi
+	"$E2E_DIR/build-k8s.sh"
+}
+
+# e2e_ready: 0 when the control plane of PGOP_E2E_STATE answers /readyz.
+e2e_ready() {
+	local s=$PGOP_E2E_STATE
+	[ -f "$s/env" ] || return 1
+	curl -sf --max-time 5 --cacert "$s/pki/ca.crt" --cert "$s/pki/admin.crt" \
+		--key "$s/pki/admin.key" "https://127.0.0.1:$PGOP_E2E_APISERVER_PORT/readyz" >/dev/null
+}
+
+# e2e_up: make sure the control plane runs and source its env. Reuses the runner's
+# control plane; a test started on its own brings one up and takes it down on exit.
+e2e_up() {
+	if ! e2e_ready; then
+		[ -z "${PGOP_E2E_SHARED:-}" ] || e2e_fail "the runner's control plane is not ready"
+		"$E2E_DIR/cluster-up.sh" "$PGOP_E2E_STATE" || e2e_fail "cluster-up.sh failed"
+		E2E_OWN_CLUSTER=1
+		trap e2e_down EXIT
+	fi
+	# shellcheck source=/dev/null
+	. "$PGOP_E2E_STATE/env"
+}
+
+# e2e_down: take the control plane down if this shell brought it up.
+e2e_down() {
+	if [ -n "${E2E_OWN_CLUSTER:-}" ]; then
+		E2E_OWN_CLUSTER=
+		"$E2E_DIR/cluster-down.sh" "$PGOP_E2E_STATE"
+	fi
+}
+
+# e2e_ns PREFIX: create a fresh namespace and print its name.
+e2e_ns() {
+	local ns
+	ns="$1-$(date +%s%N | tail -c 7)"
+	kubectl create namespace "$ns" >/dev/null || e2e_fail "create namespace $ns"
+	echo "$ns"
+}
+
+# e2e_check_state_dir DIR: refuse paths that rm -rf must never touch.
+e2e_check_state_dir() {
+	local d=$1 top
+	case $d in
+	/*) ;;
+	*) echo "state dir must be absolute: $d" >&2; return 1 ;;
+	esac
+	d=$(realpath -m "$d")
+	case $d in
+	/ | /tmp | /root | /home | /usr | /usr/* | /etc | /etc/* | /var | /proc/* | /sys/* | /dev/*)
+		echo "refusing state dir $d" >&2; return 1 ;;
+	esac
+	top=$(realpath -m "$E2E_DIR/../..")
+	case $d/ in
+	"$top"/*) echo "state dir must not be inside the repository: $d" >&2; return 1 ;;
+	esac
+	return 0
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The e2e runner. Runs every tests/e2e/test_*.sh with a per-test timeout:
+#   1. tests that do not call e2e_up, without a control plane;
+#   2. one control plane (cluster-up.sh), the tests that call e2e_up against it, then
+#      cluster-down.sh, which must leave nothing behind (counted as a test).
+# Prints "N passed, N failed" and exits non-zero on any failure.
+#
+# Usage: tests/e2e/run.sh [BUILD_DIR] [TEST_NAME...]
+#   BUILD_DIR     CMake build dir holding cmd/pgop (default: <repo>/build)
+#   TEST_NAME     run only these (e.g. test_controlplane); default: all
+# Environment:
+#   PGOP_E2E_STATE    control-plane state dir (default /tmp/pgop-e2e)
+#   PGOP_E2E_LOGS     per-test logs and a copy of the control-plane logs (default /tmp/pgop-e2e-logs)
+#   E2E_TEST_TIMEOUT  seconds per test (default 600; a test may say "# e2e-timeout: N")
+#   E2E_VERBOSE=1     stream test output instead of showing it only on failure
+# A test exits 0 (pass), 77 (skipped, e.g. a prerequisite is not built yet) or else (fail).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=$(realpath -m "${1:-$top/build}")
+shift || true
+export PGOP_E2E_STATE=${PGOP_E2E_STATE:-/tmp/pgop-e2e}
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+S=$PGOP_E2E_STATE
+e2e_check_state_dir "$S" || exit 2
+LOGS=${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}
+e2e_check_state_dir "$LOGS" || exit 2
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
+[ -x "$PGOP_BIN" ] || e2e_log "warning: $PGOP_BIN is not built; tests that need it will fail"
+
+passed=0 failed=0 skipped=0 failures=()
+result() { # NAME STATUS SECONDS
+	case $2 in
+	0) passed=$((passed + 1)); printf 'PASS  %-40s %4ds\n' "$1" "$3" ;;
+	77) skipped=$((skipped + 1)); printf 'SKIP  %-40s %4ds\n' "$1" "$3" ;;
+	*) failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %-40s %4ds (status %s)\n' "$1" "$3" "$2" ;;
+	esac
+}
+
+run_test() { # FILE
+	local t=$1 name to t1 rc
+	name=$(basename "$t" .sh)
+	to=$(sed -n 's/^# e2e-timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n 1)
+	to=${to:-${E2E_TEST_TIMEOUT:-600}}
+	t1=$(date +%s)
+	e2e_log "running $name (timeout ${to}s, log: $LOGS/$name.log)"
+	if [ -n "${E2E_VERBOSE:-}" ]; then
+		timeout -k 10 "$to" bash "$t" "$PGOP_BIN" "$S" 2>&1 | tee "$LOGS/$name.log"
+		rc=${PIPESTATUS[0]}
+	else
+		timeout -k 10 "$to" bash "$t" "$PGOP_BIN" "$S" >"$LOGS/$name.log" 2>&1
+		rc=$?
+	fi
+	[ "$rc" = 124 ] && echo "timed out after ${to}s" >>"$LOGS/$name.log"
+	if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -z "${E2E_VERBOSE:-}" ]; then
+		echo "----- $name: last 40 lines of $LOGS/$name.log -----"
+		tail -n 40 "$LOGS/$name.log"
+		echo "-----"
+	fi
+	result "$name" "$rc" $(($(date +%s) - t1))
+}
+
+# Which tests, and which of them need the control plane.
+all=()
+if (($#)); then
+	for n in "$@"; do all+=("$here/${n%.sh}.sh"); done
+else
+	for t in "$here"/test_*.sh; do [ -f "$t" ] && all+=("$t"); done
+fi
+plain=() cluster=()
+for t in "${all[@]}"; do
+	[ -f "$t" ] || { result "$(basename "$t" .sh)" 127 0; continue; }
+	if grep -qE '^[^#]*\be2e_up\b' "$t"; then cluster+=("$t"); else plain+=("$t"); fi
+done
+e2e_log "${#all[@]} tests: ${#plain[@]} without and ${#cluster[@]} with the control plane; state $S, logs $LOGS"
+
+cleanup() {
+	if [ -d "$S" ]; then
+		[ -d "$S/logs" ] && mkdir -p "$LOGS/controlplane" && cp -r "$S/logs/." "$LOGS/controlplane/"
+		[ -d "$S/agent" ] && mkdir -p "$LOGS/agent" &&
+			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent/" \; 2>/dev/null
+		"$here/cluster-down.sh" "$S"
+	fi
+}
+trap 'e2e_log "interrupted"; cleanup; exit 130' INT TERM
+
+# A previous run that was killed may have left a control plane behind.
+if [ -e "$S" ]; then
+	e2e_log "removing the leftovers of a previous run in $S"
+	"$here/cluster-down.sh" "$S" || e2e_log "warning: previous state not fully removed"
+fi
+
+for t in "${plain[@]}"; do run_test "$t"; done
+
+if ((${#cluster[@]})); then
+	t1=$(date +%s)
+	e2e_log "building the control-plane binaries if needed"
+	if ! bin=$("$here/build-k8s.sh"); then
+		result build-k8s 1 $(($(date +%s) - t1))
+		for t in "${cluster[@]}"; do result "$(basename "$t" .sh)" 1 0; done
+	else
+		export PGOP_E2E_BIN=$bin
+		t1=$(date +%s)
+		if "$here/cluster-up.sh" "$S" 2>&1 | tee "$LOGS/cluster-up.log" >&2; then
+			result cluster-up 0 $(($(date +%s) - t1))
+			export PGOP_E2E_SHARED=1
+			for t in "${cluster[@]}"; do run_test "$t"; done
+			unset PGOP_E2E_SHARED
+		else
+			result cluster-up 1 $(($(date +%s) - t1))
+			for t in "${cluster[@]}"; do result "$(basename "$t" .sh)" 1 0; done
+		fi
+		t1=$(date +%s)
+		if cleanup 2>&1 | tee "$LOGS/cluster-down.log" >&2; then
+			result "cluster-down (nothing left behind)" 0 $(($(date +%s) - t1))
+		else
+			result "cluster-down (nothing left behind)" 1 $(($(date +%s) - t1))
+		fi
+	fi
+fi
+
+for f in "${failures[@]+"${failures[@]}"}"; do echo "  failed: $f"; done
+summary="$passed passed, $failed failed"
+((skipped)) && summary+=", $skipped skipped"
+echo "$summary (e2e, $(($(date +%s) - E2E_T0))s; logs in $LOGS)"
+[ "$failed" -eq 0 ]
