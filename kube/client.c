@@ -1,0 +1,467 @@
+/* kube/client.c - struct kube_client: curl setup, auth, rate limit, retries,
+ * error mapping, and the generic request. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kube/internal.h"
+#include "kube/kube.h"
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/json.h"
+
+#define TOKEN_MAX (64u * 1024)
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_ALL);
+}
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+	struct kube_client *c = ud;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_lock(&c->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+	struct kube_client *c = ud;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_unlock(&c->share_locks[data]);
+}
+
+struct kube_client *kube_client_free(struct kube_client *c)
+{
+	if (!c)
+		return NULL;
+	if (c->share)
+		curl_share_cleanup(c->share);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&c->share_locks[i]);
+	pthread_mutex_destroy(&c->lock);
+	for (int i = 0; i < KUBE__EVENT_CACHE; i++) {
+		free(c->events[i].key);
+		free(c->events[i].ns);
+		free(c->events[i].name);
+	}
+	free(c->token);
+	free(c->user_agent);
+	kube_config_free(c->cfg);
+	free(c);
+	return NULL;
+}
+
+int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
+		    struct kube_client **ret_client, struct op_err *err)
+{
+	static const struct kube_client_opts none = { 0 };
+	if (!cfg) 
+		return op_err_set(err, -EINVAL, "kube client: no configuration");
+	if (!opts)
+		opts = &none;
+	pthread_once(&curl_once, curl_init_once);
+	struct kube_client *c = op_calloc(1, sizeof(*c));
+	c->cfg = cfg;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&c->share_locks[i], NULL);
+	pthread_mutex_init(&c->lock, NULL);
+	c->qps = opts->qps > 0 ? opts->qps : 20.0;
+	c->burst = opts->burst > 0 ? opts->burst : 40;
+	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
+	c->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 10000;
+	c->max_retries = opts->max_retries > 0 ? opts->max_retries : opts->max_retries < 0 ? 0 : 5;
+	c->max_retry_after_ms = opts->max_retry_after_ms > 0 ? opts->max_retry_after_ms : 10000;
+	c->max_response = opts->max_response > 0 ? opts->max_response : OP_BUF_MAX_KUBE_RESPONSE;
+	c->user_agent = op_strdup(opts->user_agent ? opts->user_agent : "pgop/" PGOP_VERSION);
+	c->tokens = c->burst;
+	c->refill_ms = kube__now_ms();
+	c->share = curl_share_init();
+	if (!c->share) {
+		kube_client_free(c);
+		return op_err_set(err, -ENOMEM, "kube client: cannot allocate curl share");
+	}
+	curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
+	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	*ret_client = c;
+	return 0;
+}
+
+const struct kube_config *kube_client_config(const struct kube_client *c)
+{
+	return c->cfg;
+}
+
+const char *kube_client_namespace(const struct kube_client *c)
+{
+	return c->cfg->namespace;
+}
+
+void kube_client_stats(struct kube_client *c, struct kube_client_stats *ret_stats)
+{
+	pthread_mutex_lock(&c->lock);
+	*ret_stats = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void kube__stat_add(struct kube_client *c, bool retry)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stats.requests++;
+	if (retry)
+		c->stats.retries++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void kube__throttle(struct kube_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int64_t now = kube__now_ms();
+	c->tokens += (double)(now - c->refill_ms) * c->qps / 1000.0;
+	if (c->tokens > c->burst)
+		c->tokens = c->burst;
+	c->refill_ms = now;
+	c->tokens -= 1.0; /* reserve; negative means wait for the refill */
+	long wait = c->tokens < 0 ? (long)ceil(-c->tokens * 1000.0 / c->qps) : 0;
+	c->stats.throttled_ms += (uint64_t)wait;
+	pthread_mutex_unlock(&c->lock);
+	kube__sleep_ms(wait);
+}
+
+/* Returns an owned copy of the bearer token, re-reading token_file when it
+ * changed (bound service-account tokens rotate). NULL when none. */
+static char *current_token(struct kube_client *c, struct op_err *err)
+{
+	const struct kube_config *cfg = c->cfg;
+	if (!cfg->token_file)
+		return cfg->token ? op_strdup(cfg->token) : NULL;
+	struct stat st;
+	char *out = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (stat(cfg->token_file, &st) == 0) {
+		int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		if (!c->token || st.st_ino != c->token_ino || st.st_dev != c->token_dev ||
+		    mt != c->token_mtime_ns || st.st_size != c->token_size) {
+			struct op_buf b = OP_BUF_INIT(TOKEN_MAX);
+			if (kube__read_file(cfg->token_file, TOKEN_MAX, &b, err) == 0) {
+				size_t n = strcspn(op_buf_str(&b), "\r\n");
+				free(c->token);
+				c->token = op_strndup(op_buf_str(&b), n);
+				c->token_ino = st.st_ino;
+				c->token_dev = st.st_dev;
+				c->token_mtime_ns = mt;
+				c->token_size = st.st_size;
+			}
+			op_buf_done(&b);
+		}
+	}
+	/* On a read failure keep using the last good token. */
+	if (c->token)
+		out = op_strdup(c->token);
+	else if (cfg->token)
+		out = op_strdup(cfg->token);
+	pthread_mutex_unlock(&c->lock);
+	return out;
+}
+
+int kube__curl_errno(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CIPHER:
+		return -EPROTO;
+	case CURLE_FILESIZE_EXCEEDED:
+		return -EMSGSIZE;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+int kube__easy_new(struct kube_client *c, const char *method, const char *url,
+		   const char *content_type, char *errbuf, struct curl_slist **ret_headers,
+		   CURL **ret_easy, struct op_err *err)
+{
+	const struct kube_config *cfg = c->cfg;
+	CURL *h = curl_easy_init();
+	if (!h)
+		return op_err_set(err, -ENOMEM, "cannot allocate a curl handle");
+	struct curl_slist *hdrs = NULL, *tmp;
+	_cleanup_free_ char *token = current_token(c, err);
+	_cleanup_free_ char *auth = token ? op_asprintf("Authorization: Bearer %s", token) : NULL;
+	_cleanup_free_ char *ct = content_type ? op_asprintf("Content-Type: %s", content_type) : NULL;
+	const char *lines[] = { "Accept: application/json", auth, ct };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(lines); i++) {
+		if (!lines[i])
+			continue;
+		tmp = curl_slist_append(hdrs, lines[i]);
+		if (!tmp) {
+			curl_slist_free_all(hdrs);
+			curl_easy_cleanup(h);
+			return op_err_set(err, -ENOMEM, "cannot allocate request headers");
+		}
+		hdrs = tmp;
+	}
+	errbuf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (!strcmp(method, "GET"))
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+	curl_easy_setopt(h, CURLOPT_SHARE, c->share);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (cfg->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->insecure_skip_tls_verify) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (cfg->client_cert_file)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, cfg->client_cert_file);
+	if (cfg->client_key_file)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, cfg->client_key_file);
+	if (cfg->username && !token) {
+		curl_easy_setopt(h, CURLOPT_USERNAME, cfg->username);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, cfg->password ? cfg->password : "");
+	}
+	*ret_headers = hdrs;
+	*ret_easy = h;
+	return 0;
+}
+
+int kube_errno_from_http(long http, const char *reason)
+{
+	switch (http) {
+	case 404:
+		return -ENOENT;
+	case 409:
+		return reason && !strcmp(reason, "AlreadyExists") ? -EEXIST : -ESTALE;
+	case 400:
+	case 422:
+		return -EINVAL;
+	case 401:
+	case 403:
+		return -EACCES;
+	case 410:
+		return -ETIME;
+	case 429:
+		return -EBUSY;
+	case 503:
+		return -EAGAIN;
+	case 413:
+		return -EMSGSIZE;
+	case 405:
+	case 415:
+		return -EOPNOTSUPP;
+	default:
+		return http >= 500 ? -EIO : -EPROTO;
+	}
+}
+
+int kube__http_error(long http, const char *body, size_t len, const char *verb,
+		     const struct kube_kind *k, const char *ns, const char *name,
+		     struct op_err *err)
+{
+	_cleanup_(op_json_putp) json_object *st = NULL;
+	const char *reason = NULL, *message = NULL;
+	if (len > 0 && op_json_parse(body, len, 16, &st, NULL) == 0) {
+		reason = op_json_str_at(st, "reason");
+		message = op_json_str_at(st, "message");
+	}
+	int code = kube_errno_from_http(http, reason);
+	_cleanup_free_ char *snippet = NULL;
+	if (!message && len > 0) {
+		snippet = op_strndup(body, len < 200 ? len : 200);
+		message = snippet;
+	}
+	const char *res = k ? k->resource : "";
+	const char *sep = ns && *ns && name && *name ? "/" : "";
+	return op_err_set(err, code, "%s %s %s%s%s: %s%s%s (%ld)", verb, res, ns ? ns : "", sep,
+			  name ? name : "", reason ? reason : "", reason ? ": " : "",
+			  message ? message : "no message", http);
+}
+
+/* ---- one buffered request ---- */
+
+struct reply {
+	struct op_buf body;
+	bool too_big;
+	long retry_after_ms; /* -1 = absent */
+};
+
+static size_t reply_write(char *p, size_t size, size_t n, void *ud)
+{
+	struct reply *r = ud;
+	if (op_buf_add(&r->body, p, size * n) < 0) {
+		r->too_big = true;
+		return 0;
+	}
+	return size * n;
+}
+
+static size_t reply_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct reply *r = ud;
+	size_t len = size * n;
+	static const char name[] = "retry-after:";
+	if (len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1)) {
+		long v = 0;
+		size_t i = sizeof(name) - 1;
+		while (i < len && p[i] == ' ')
+			i++;
+		size_t digits = 0;
+		for (; i < len && p[i] >= '0' && p[i] <= '9' && digits < 6; i++, digits++)
+			v = v * 10 + (p[i] - '0');
+		if (digits > 0)
+			r->retry_after_ms = v * 1000;
+	}
+	return len;
+}
+
+static bool method_idempotent(const char *m)
+{
+	return !strcmp(m, "GET") || !strcmp(m, "PUT") || !strcmp(m, "DELETE") ||
+	       !strcmp(m, "HEAD");
+}
+
+static bool transport_retryable(CURLcode cc, bool idempotent)
+{
+	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+		return true; /* nothing was sent */
+	return idempotent && (cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
+			      cc == CURLE_SEND_ERROR || cc == CURLE_PARTIAL_FILE);
+}
+
+int kube_request(struct kube_client *c, const struct kube_request *req, json_object **ret_obj,
+		 struct op_err *err)
+{
+	const char *verb = req->verb ? req->verb : req->method;
+	_cleanup_(op_buf_donep) struct op_buf url = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = op_buf_adds(&url, c->cfg->server);
+	if (r >= 0)
+		r = req->kind ? kube_path(&url, req->kind, req->ns, req->name, req->subresource)
+			      : op_buf_adds(&url, req->path ? req->path : "/");
+	if (r >= 0 && req->query && *req->query)
+		r = op_buf_addf(&url, "?%s", req->query);
+	if (r < 0)
+		return op_err_set(err, -EINVAL, "%s: request URL too long", verb);
+	const char *ctype = req->body ? (req->content_type ? req->content_type : "application/json")
+				      : NULL;
+	bool idem = method_idempotent(req->method);
+	struct reply rep = { .body = OP_BUF_INIT(c->max_response), .retry_after_ms = -1 };
+	long http = 0;
+	int rc = 0;
+	for (int attempt = 0;; attempt++) {
+		char errbuf[CURL_ERROR_SIZE];
+		struct curl_slist *hdrs = NULL;
+		CURL *h = NULL;
+		op_buf_done(&rep.body);
+		op_buf_init(&rep.body, c->max_response);
+		rep.too_big = false;
+		rep.retry_after_ms = -1;
+		rc = kube__easy_new(c, req->method, op_buf_str(&url), ctype, errbuf, &hdrs, &h, err);
+		if (rc < 0)
+			break;
+		if (req->body) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
+		}
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &rep);
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, &rep);
+		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
+		kube__throttle(c);
+		kube__stat_add(c, attempt > 0);
+		CURLcode cc = curl_easy_perform(h);
+		http = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
+		curl_easy_cleanup(h);
+		curl_slist_free_all(hdrs);
+		bool last = attempt >= c->max_retries;
+		long wait = 0;
+		if (rep.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
+			rc = op_err_set(err, -EMSGSIZE, "%s %s: response larger than %zu bytes", verb,
+					req->kind ? req->kind->resource : op_buf_str(&url),
+					c->max_response);
+			break;
+		}
+		if (cc != CURLE_OK) {
+			if (!last && transport_retryable(cc, idem)) {
+				kube__sleep_ms(200L << (attempt < 5 ? attempt : 5));
+				continue;
+			}
+			rc = op_err_set(err, kube__curl_errno(cc), "%s %s: %s", verb,
+					op_buf_str(&url),
+					errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			break;
+		}
+		if (http == 429 || (idem && (http == 500 || http == 502 || http == 503 ||
+					     http == 504))) {
+			if (!last) {
+				wait = rep.retry_after_ms >= 0 ? rep.retry_after_ms
+							       : 200L << (attempt < 5 ? attempt : 5);
+				if (wait > c->max_retry_after_ms)
+					wait = c->max_retry_after_ms;
+				kube__sleep_ms(wait);
+				continue;
+			}
+		}
+		if (http < 200 || http >= 300) {
+			rc = kube__http_error(http, rep.body.data, rep.body.len, verb, req->kind,
+					      req->ns, req->name ? req->name : req->msg_name, err);
+			break;
+		}
+		rc = (int)http;
+		break;
+	}
+	if (rc >= 0 && ret_obj) {
+		json_object *o = NULL;
+		if (rep.body.len > 0) {
+			int pr = op_json_parse(rep.body.data, rep.body.len, OP_JSON_MAX_DEPTH, &o, err);
+			if (pr < 0) {
+				op_err_prefix(err, "%s %s: response", verb,
+					      req->kind ? req->kind->resource : op_buf_str(&url));
+				rc = pr;
+			}
+		}
+		if (rc >= 0)
+			*ret_obj = o;
+	}
+	op_buf_done(&rep.body);
+	return rc;
+}

@@ -1,0 +1,88 @@
+/* kube/internal.h - shared between the files of kube/ only (kube__ prefix).
+ * Not for use outside kube/.
+ */
+#ifndef PGOP_KUBE_INTERNAL_H
+#define PGOP_KUBE_INTERNAL_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kube/kube.h"
+#include "support/buf.h"
+#include "support/err.h"
+
+#define KUBE__EVENT_CACHE 64
+
+/* One remembered Event for folding repeats (kube_event_emit). */
+struct kube__event_slot {
+	char *key;   /* uid|type|reason|message, owned */
+	char *ns;    /* Event namespace, owned */
+	char *name;  /* Event name, owned */
+	int count;
+	int64_t last_ms;
+};
+
+struct kube_client {
+	struct kube_config *cfg; /* owned */
+	CURLSH *share;           /* owned */
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	char *user_agent;        /* owned */
+	double qps;
+	int burst;
+	long timeout_ms;
+	long connect_timeout_ms;
+	int max_retries;
+	long max_retry_after_ms;
+	size_t max_response;
+
+	pthread_mutex_t lock; /* guards everything below */
+	double tokens;
+	int64_t refill_ms;
+	char *token;          /* current bearer token (owned) */
+	dev_t token_dev;
+	ino_t token_ino;
+	int64_t token_mtime_ns;
+	off_t token_size;
+	struct kube_client_stats stats;
+	struct kube__event_slot events[KUBE__EVENT_CACHE];
+	unsigned events_next;
+};
+
+/* Monotonic and wall clocks in milliseconds. */
+int64_t kube__now_ms(void);
+int64_t kube__wall_ms(void);
+/* Sleeps ms (restarting on EINTR). */
+void kube__sleep_ms(long ms);
+
+/* Reads a whole file into b (cleared first), at most max bytes. */
+int kube__read_file(const char *path, size_t max, struct op_buf *b, struct op_err *err);
+
+/* Appends s percent-encoded (RFC 3986 unreserved kept) to b. */
+int kube__escape(struct op_buf *b, const char *s);
+
+/* Takes one token from the client's rate limiter, sleeping if needed. */
+void kube__throttle(struct kube_client *c);
+
+/* A new easy handle for method/url with TLS, auth, user agent, share,
+ * timeouts and errbuf (CURL_ERROR_SIZE, must outlive the handle) set.
+ * *ret_headers: owned slist (curl_slist_free_all) to keep until cleanup;
+ * extra headers (may be NULL) are appended after auth. */
+int kube__easy_new(struct kube_client *c, const char *method, const char *url,
+		   const char *content_type, char *errbuf, struct curl_slist **ret_headers,
+		   CURL **ret_easy, struct op_err *err);
+
+/* Maps a CURLcode to -errno. */
+int kube__curl_errno(CURLcode cc);
+
+/* Fills err from an error response: Status reason/message when body is a
+ * Status, else the first bytes of body. Returns the -errno for it. */
+int kube__http_error(long http, const char *body, size_t len, const char *verb,
+		     const struct kube_kind *k, const char *ns, const char *name,
+		     struct op_err *err);
+
+void kube__stat_add(struct kube_client *c, bool retry);
+
+#endif
