@@ -105,7 +105,7 @@ mapfile -t pids < <(our_pids)
 if ((${#pids[@]})); then
 	e2e_log "stopping ${#pids[@]} processes of $S"
 	signal_all TERM "${pids[@]}"
-	if ! wait_gone 15; then
+	if ! wait_gone "${PGOP_E2E_TERM_GRACE:-10}"; then
 		mapfile -t pids < <(our_pids)
 		e2e_log "killing ${#pids[@]} processes that ignored SIGTERM: ${pids[*]}"
 		signal_all KILL "${pids[@]}"
