@@ -3,7 +3,8 @@
  * small read-only helpers they share (rules_spec_util.c).
  *
  * All json_object pointers taken or returned here are BORROWED from the
- * context (ctx->obj / ctx->spec) and live as long as it.
+ * context (ctx->obj / ctx->spec) and live as long as it. Returned strings
+ * are borrowed from the JSON tree too, unless stated otherwise.
  */
 #ifndef PGOP_WEBHOOKS_RULES_SPEC_H
 #define PGOP_WEBHOOKS_RULES_SPEC_H
@@ -13,10 +14,122 @@
 
 #include "webhooks/rules.h"
 
-/* Rule functions, one per V rule (admission-rules.md §4). */
+/* ---- helpers (rules_spec_util.c) ---- */
+
+/* Value at a dotted path, or NULL when absent or JSON null. */
+json_object *wh_at(json_object *root, const char *dotted);
+/* Same, but only when the value is an object / array / string. */
+json_object *wh_obj(json_object *root, const char *dotted);
+json_object *wh_arr(json_object *root, const char *dotted);
+const char *wh_str(json_object *root, const char *dotted);
+/* A string that is present and non-empty, else NULL. */
+const char *wh_nstr(json_object *root, const char *dotted);
+/* Integer / boolean at a dotted path: true and *ret written when present
+ * with that type. */
+bool wh_i64(json_object *root, const char *dotted, int64_t *ret);
+bool wh_bool(json_object *root, const char *dotted, bool *ret);
+/* Number of elements of the array at dotted (0 when absent). */
+size_t wh_len(json_object *root, const char *dotted);
+/* metadata.annotations[key] of the Cluster, or NULL. */
+const char *wh_annotation(const struct wh_ctx *ctx, const char *key);
+/* spec.postgresql.parameters[key] (string), or NULL. */
+const char *wh_param(const struct wh_ctx *ctx, const char *key);
+/* Whether the string array at dotted contains s. */
+bool wh_arr_has_str(json_object *root, const char *dotted, const char *s);
+/* Whether spec.externalClusters has an entry called name (borrowed entry). */
+json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name);
+
+/* Kubernetes quantity ("1Gi", "500m", "1e3") to its value (bytes, cores).
+ * 0, or -EINVAL when s is not a quantity. */
+int wh_quantity_parse(const char *s, long double *ret);
+/* A quantity field that may be a JSON string or number. 1 = parsed, 0 =
+ * absent, -EINVAL = present but invalid. */
+int wh_quantity_at(json_object *root, const char *dotted, long double *ret);
+
+/* PostgreSQL major version of the cluster: imageCatalogRef.major when a
+ * catalog is used, else the leading number of the imageName tag. -1 when it
+ * does not resolve. */
+int wh_pg_major(const struct wh_ctx *ctx);
+/* Tag of an image reference ("img:tag@sha256:x" -> "tag"): writes the tag
+ * start and length; *ret_digest says whether a digest is present. A
+ * reference without tag or digest gets tag "latest". */
+void wh_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest);
+/* CNPG IsReplica(): replica.enabled when set, else (self or metadata.name)
+ * differs from replica.primary; false without spec.replica. */
+bool wh_is_replica(const struct wh_ctx *ctx);
+/* PostgreSQL boolean (parse_bool): on/off/true/false/yes/no/1/0 and
+ * unambiguous prefixes, case-insensitive. */
+bool wh_pg_bool_parse(const char *v, bool *ret);
+/* PostgreSQL memory size ("128MB", "1GB", "8kB", bare number in unit_kb
+ * kilobytes) to kilobytes. 0 or -EINVAL. */
+int wh_pg_size_parse(const char *v, int64_t unit_kb, int64_t *ret_kb);
+/* Postgres-identifier-like regex ^[A-Za-z_][A-Za-z0-9_$]*$ on s[0..n). */
+bool wh_is_pg_ident(const char *s, size_t n);
+/* DNS-1035 label / RFC 1123 label / subdomain / qualified name / label value. */
+bool wh_is_dns1035_label(const char *s);
+bool wh_is_dns1123_subdomain(const char *s);
+bool wh_is_qualified_name(const char *s);
+bool wh_is_label_value(const char *s);
+/* Validates a metav1.LabelSelector at path; records errors in res. */
+void wh_check_label_selector(json_object *sel, const char *path, struct wh_result *res);
+
+/* ---- rule functions, one per V rule (admission-rules.md §4) ---- */
 #define WH_RULE_FN(name) void name(const struct wh_ctx *ctx, struct wh_result *res)
+/* rules_spec_bootstrap.c */
+WH_RULE_FN(wh_v1_initdb);
+WH_RULE_FN(wh_v2_recovery_app_db);
+WH_RULE_FN(wh_v3_pg_basebackup_app_db);
+WH_RULE_FN(wh_v4_import);
 WH_RULE_FN(wh_v7_bootstrap_method);
+WH_RULE_FN(wh_v10_recovery_target);
+WH_RULE_FN(wh_v20_pg_basebackup_source);
+WH_RULE_FN(wh_v22_recovery_source);
+WH_RULE_FN(wh_v23_recovery_data_source);
+/* rules_spec_cluster.c */
+WH_RULE_FN(wh_v5_superuser_secret);
+WH_RULE_FN(wh_v6_certs);
+WH_RULE_FN(wh_v8_image_name);
+WH_RULE_FN(wh_v9_image_pull_policy);
+WH_RULE_FN(wh_v11_primary_update_strategy);
 WH_RULE_FN(wh_v12_min_sync_replicas);
 WH_RULE_FN(wh_v13_max_sync_replicas);
+WH_RULE_FN(wh_v18_name);
+WH_RULE_FN(wh_v25_tolerations);
+WH_RULE_FN(wh_v26_anti_affinity);
+WH_RULE_FN(wh_v42_hibernation_annotation);
+WH_RULE_FN(wh_v43_pod_patch_annotation);
+WH_RULE_FN(wh_v46_liveness_pinger);
+WH_RULE_FN(wh_v49_service_account);
+WH_RULE_FN(wh_v50_primary_lease);
+/* rules_spec_storage.c */
+WH_RULE_FN(wh_v14_storage_size);
+WH_RULE_FN(wh_v15_wal_storage_size);
+WH_RULE_FN(wh_v16_ephemeral_volume_source);
+WH_RULE_FN(wh_v17_tablespace_storage_size);
+WH_RULE_FN(wh_v19_tablespace_names);
+WH_RULE_FN(wh_v21_tablespace_backup_snapshot);
+WH_RULE_FN(wh_v41_resources);
+/* rules_spec_replica.c */
+WH_RULE_FN(wh_v24_external_clusters);
+WH_RULE_FN(wh_v27_replica_mode);
+WH_RULE_FN(wh_v28_backup_configuration);
+WH_RULE_FN(wh_v29_retention_policy);
+WH_RULE_FN(wh_v44_promotion_token);
+WH_RULE_FN(wh_v45_plugins);
+/* rules_spec_managed.c */
+WH_RULE_FN(wh_v37_env);
+WH_RULE_FN(wh_v38_managed_services);
+WH_RULE_FN(wh_v39_managed_roles);
+WH_RULE_FN(wh_v47_pod_selector_refs);
+WH_RULE_FN(wh_v48_extensions);
+/* rules_spec_postgres.c */
+WH_RULE_FN(wh_v30_configuration);
+WH_RULE_FN(wh_v31_synchronous);
+WH_RULE_FN(wh_v32_failover_quorum_annotation);
+WH_RULE_FN(wh_v33_failover_quorum);
+WH_RULE_FN(wh_v34_ldap);
+WH_RULE_FN(wh_v35_replication_slots);
+WH_RULE_FN(wh_v36_synchronize_logical_decoding);
+WH_RULE_FN(wh_v40_pg_failover_slots);
 
 #endif

@@ -1,0 +1,269 @@
+/* webhooks/rules_spec_replica.c - topology and backup rules: external
+ * clusters (V24), replica clusters (V27), barman object store credentials
+ * (V28), retention policy (V29), promotion token (V44) and WAL archiver
+ * plugins (V45). CNPG cluster_webhook.go and barman-cloud webhooks.
+ */
+#include "webhooks/rules_spec.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "support/alloc.h"
+#include "support/json.h"
+
+#define TOKEN_MAX (64u * 1024)
+
+/* A name used as a file name: not ".", "..", no '/' or '\'. */
+static bool safe_file_name(const char *s)
+{
+	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0 && !strchr(s, '/') && !strchr(s, '\\');
+}
+
+WH_RULE_FN(wh_v24_external_clusters)
+{
+	static const char *const ssl_fields[] = { "sslCert", "sslKey", "sslRootCert" };
+	static const char *const sel_fields[] = { "name", "key" };
+	json_object *ecs = wh_arr(ctx->spec, "externalClusters");
+	size_t n = ecs ? json_object_array_length(ecs) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *ec = json_object_array_get_idx(ecs, i);
+		_cleanup_free_ char *base = op_asprintf("spec.externalClusters[%zu]", i);
+		if (!wh_at(ec, "connectionParameters") && !wh_at(ec, "plugin") &&
+		    !wh_at(ec, "barmanObjectStore"))
+			wh_result_error(res, base, "one of connectionParameters, plugin and "
+						   "barmanObjectStore is required");
+		const char *name = wh_str(ec, "name");
+		name = name ? name : "";
+		_cleanup_free_ char *np = op_asprintf("%s.name", base);
+		if (!safe_file_name(name))
+			wh_result_error(res, np, "external cluster name must not be '.', '..' or "
+						 "contain '/' or '\\'");
+		for (size_t j = 0; j < i; j++) {
+			const char *other = wh_str(json_object_array_get_idx(ecs, j), "name");
+			if (other && strcmp(other, name) == 0) {
+				wh_result_error(res, np, "Duplicate value: \"%s\"", name);
+				break;
+			}
+		}
+		for (size_t f = 0; f < OP_ARRAY_SIZE(ssl_fields); f++) {
+			json_object *sel = wh_obj(ec, ssl_fields[f]);
+			for (size_t k = 0; sel && k < OP_ARRAY_SIZE(sel_fields); k++) {
+				const char *v = wh_str(sel, sel_fields[k]);
+				if (!v || safe_file_name(v))
+					continue;
+				_cleanup_free_ char *p =
+					op_asprintf("%s.%s.%s", base, ssl_fields[f], sel_fields[k]);
+				wh_result_error(res, p, "value must not be '.', '..' or contain "
+							"'/' or '\\'");
+			}
+		}
+	}
+}
+
+WH_RULE_FN(wh_v27_replica_mode)
+{
+	json_object *r = wh_obj(ctx->spec, "replica");
+	if (!r)
+		return;
+	bool enabled;
+	bool has_enabled = wh_bool(r, "enabled", &enabled);
+	const char *primary = wh_nstr(r, "primary");
+	if (has_enabled && primary)
+		wh_result_error(res, "spec.replica.enabled",
+				"replica.enabled cannot be used together with replica.primary");
+	if (wh_is_replica(ctx)) {
+		json_object *b = wh_obj(ctx->spec, "bootstrap");
+		const char *rv = wh_str(ctx->obj, "metadata.resourceVersion");
+		if (!b)
+			wh_result_error(res, "spec.bootstrap",
+					"bootstrap configuration is required for replica mode");
+		else if ((!rv || !*rv) && !wh_at(b, "pg_basebackup") && !wh_at(b, "recovery"))
+			wh_result_error(res, "spec.bootstrap",
+					"replica mode bootstrap is compatible only with "
+					"pg_basebackup or recovery");
+	}
+	const char *src = wh_str(r, "source");
+	if (!wh_external_cluster(ctx, src))
+		wh_result_error(res, "spec.replica.source", "External cluster %s not found",
+				src ? src : "");
+	const char *self = wh_nstr(r, "self");
+	if (self && !wh_external_cluster(ctx, self))
+		wh_result_error(res, "spec.replica.self", "External cluster %s not found", self);
+	if (primary && !wh_external_cluster(ctx, primary))
+		wh_result_error(res, "spec.replica.primary", "External cluster %s not found",
+				primary);
+}
+
+/* ---- V28 barman object store credentials ---- */
+
+static void check_s3(json_object *s3, const char *path, struct wh_result *res)
+{
+	bool inherit = false;
+	wh_bool(s3, "inheritFromIAMRole", &inherit);
+	if (!inherit && (!wh_at(s3, "accessKeyId") || !wh_at(s3, "secretAccessKey")))
+		wh_result_error(res, path, "when not using inheritFromIAMRole, accessKeyId and "
+					   "secretAccessKey are required");
+}
+
+static void check_azure(json_object *az, const char *path, struct wh_result *res)
+{
+	bool ad = false, dflt = false;
+	wh_bool(az, "inheritFromAzureAD", &ad);
+	wh_bool(az, "useDefaultAzureCredentials", &dflt);
+	bool key = wh_at(az, "storageKey"), sas = wh_at(az, "storageSasToken");
+	bool account = wh_at(az, "storageAccount");
+	if (wh_at(az, "connectionString")) {
+		if (account || key || sas || ad || dflt)
+			wh_result_error(res, path, "when a connection string is specified, the "
+						   "other parameters must be empty");
+		return;
+	}
+	if (key + sas + ad + dflt != 1)
+		wh_result_error(res, path, "when connection string is not specified, one and only "
+					   "one of storage key, storage SAS token, Azure AD or "
+					   "default Azure credentials is allowed");
+	if ((key || sas) && !account)
+		wh_result_error(res, path, "storage account is required when using a storage key "
+					   "or a SAS token");
+}
+
+WH_RULE_FN(wh_v28_backup_configuration)
+{
+	json_object *bos = wh_obj(ctx->spec, "backup.barmanObjectStore");
+	if (!bos)
+		return;
+	json_object *s3 = wh_obj(bos, "s3Credentials"), *az = wh_obj(bos, "azureCredentials");
+	json_object *gcs = wh_obj(bos, "googleCredentials");
+	if (!!s3 + !!az + !!gcs != 1)
+		wh_result_error(res, "spec.backup.barmanObjectStore",
+				"one and only one of azureCredentials, s3Credentials and "
+				"googleCredentials are required");
+	if (s3)
+		check_s3(s3, "spec.backup.barmanObjectStore.s3Credentials", res);
+	if (az)
+		check_azure(az, "spec.backup.barmanObjectStore.azureCredentials", res);
+}
+
+WH_RULE_FN(wh_v29_retention_policy)
+{
+	const char *p = wh_str(ctx->spec, "backup.retentionPolicy");
+	if (!p || !*p)
+		return;
+	size_t n = strlen(p), i = 0;
+	bool ok = n >= 2 && p[0] >= '1' && p[0] <= '9';
+	for (i = 1; ok && i + 1 < n; i++)
+		ok = isdigit((unsigned char)p[i]) != 0;
+	ok = ok && n <= 12 && strchr("dwm", p[n - 1]);
+	if (!ok)
+		wh_result_error(res, "spec.backup.retentionPolicy", "not a valid retention policy");
+}
+
+/* ---- V44 promotion token ---- */
+
+static int b64_value(char c)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = c ? strchr(alphabet, c) : NULL;
+	return p ? (int)(p - alphabet) : -1;
+}
+
+/* Standard base64 with padding; returns an OWNED string or NULL. */
+static char *b64_decode(const char *in)
+{
+	size_t n = strlen(in);
+	if (n == 0 || n % 4 || n > TOKEN_MAX)
+		return NULL;
+	char *out = op_malloc(n / 4 * 3 + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+		for (int k = 0; k < 4; k++) {
+			bool pad = in[i + k] == '=' && i + 4 == n && k >= 2 &&
+				   (k == 3 || in[i + 3] == '=');
+			v[k] = pad ? -2 : b64_value(in[i + k]);
+			if (v[k] == -1) {
+				free(out);
+				return NULL;
+			}
+		}
+		if (v[0] < 0 || v[1] < 0) {
+			free(out);
+			return NULL;
+		}
+		out[o++] = (char)(v[0] << 2 | v[1] >> 4);
+		if (v[2] >= 0)
+			out[o++] = (char)((v[1] & 0xf) << 4 | v[2] >> 2);
+		if (v[2] >= 0 && v[3] >= 0)
+			out[o++] = (char)((v[2] & 0x3) << 6 | v[3]);
+	}
+	out[o] = '\0';
+	if (strlen(out) != o) { /* embedded NUL */
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static const char *const token_fields[] = {
+	"latestCheckpointTimelineID", "redoWalFile",		 "databaseSystemIdentifier",
+	"latestCheckpointREDOLocation", "timeOfLatestCheckpoint", "operatorVersion",
+};
+
+/* NULL when token is a valid pg_controldata token, else the problem. */
+static const char *token_problem(const char *token)
+{
+	_cleanup_free_ char *raw = b64_decode(token);
+	if (!raw)
+		return "not valid base64";
+	_cleanup_(op_json_putp) json_object *doc = NULL;
+	if (op_json_parse(raw, strlen(raw), OP_JSON_MAX_DEPTH, &doc, NULL) < 0 ||
+	    !json_object_is_type(doc, json_type_object))
+		return "not a JSON object";
+	for (size_t i = 0; i < OP_ARRAY_SIZE(token_fields); i++)
+		if (!wh_nstr(doc, token_fields[i]))
+			return token_fields[i];
+	return NULL;
+}
+
+WH_RULE_FN(wh_v44_promotion_token)
+{
+	const char *token = wh_nstr(ctx->spec, "replica.promotionToken");
+	if (!token)
+		return;
+	if (wh_at(ctx->spec, "replica.minApplyDelay"))
+		wh_result_error(res, "spec.replica.minApplyDelay",
+				"minApplyDelay cannot be applied with a promotion token");
+	if (wh_is_replica(ctx))
+		wh_result_error(res, "spec.replica.promotionToken",
+				"promotionToken is only allowed for primary clusters");
+	const char *problem = token_problem(token);
+	if (problem)
+		wh_result_error(res, "spec.replica.promotionToken",
+				"Invalid promotionToken format: %s", problem);
+}
+
+WH_RULE_FN(wh_v45_plugins)
+{
+	json_object *plugins = wh_arr(ctx->spec, "plugins");
+	size_t n = plugins ? json_object_array_length(plugins) : 0;
+	bool barman = wh_at(ctx->spec, "backup.barmanObjectStore") != NULL;
+	size_t archivers = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(plugins, i);
+		bool enabled = true, archiver = false;
+		wh_bool(p, "enabled", &enabled);
+		wh_bool(p, "isWALArchiver", &archiver);
+		if (!enabled || !archiver)
+			continue;
+		archivers++;
+		_cleanup_free_ char *path = op_asprintf("spec.plugins[%zu].isWALArchiver", i);
+		if (barman)
+			wh_result_error(res, path,
+					"Cannot enable a WAL archiver plugin when barmanObjectStore "
+					"is configured");
+		if (archivers == 2)
+			wh_result_error(res, path,
+					"Cannot enable more than one WAL archiver plugin");
+	}
+}

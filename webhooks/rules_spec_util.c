@@ -1,0 +1,488 @@
+/* webhooks/rules_spec_util.c - read-only helpers shared by the V rules
+ * (rules_spec.h): typed lookups on the borrowed JSON tree, quantities,
+ * image tags, PostgreSQL value formats and Kubernetes name formats.
+ */
+#include "webhooks/rules_spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "support/alloc.h"
+#include "support/json.h"
+
+json_object *wh_at(json_object *root, const char *dotted)
+{
+	json_object *v = op_json_at(root, dotted);
+	return v && !json_object_is_type(v, json_type_null) ? v : NULL;
+}
+
+json_object *wh_obj(json_object *root, const char *dotted)
+{
+	json_object *v = wh_at(root, dotted);
+	return v && json_object_is_type(v, json_type_object) ? v : NULL;
+}
+
+json_object *wh_arr(json_object *root, const char *dotted)
+{
+	json_object *v = wh_at(root, dotted);
+	return v && json_object_is_type(v, json_type_array) ? v : NULL;
+}
+
+const char *wh_str(json_object *root, const char *dotted)
+{
+	json_object *v = wh_at(root, dotted);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+const char *wh_nstr(json_object *root, const char *dotted)
+{
+	const char *s = wh_str(root, dotted);
+	return s && *s ? s : NULL;
+}
+
+bool wh_i64(json_object *root, const char *dotted, int64_t *ret)
+{
+	json_object *v = wh_at(root, dotted);
+	if (!v)
+		return false;
+	if (json_object_is_type(v, json_type_int)) {
+		*ret = json_object_get_int64(v);
+		return true;
+	}
+	if (json_object_is_type(v, json_type_double)) {
+		double d = json_object_get_double(v);
+		if (isfinite(d) && d == floor(d) && fabs(d) < 9.0e15) {
+			*ret = (int64_t)d;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool wh_bool(json_object *root, const char *dotted, bool *ret)
+{
+	json_object *v = wh_at(root, dotted);
+	if (!v || !json_object_is_type(v, json_type_boolean))
+		return false;
+	*ret = json_object_get_boolean(v);
+	return true;
+}
+
+size_t wh_len(json_object *root, const char *dotted)
+{
+	json_object *a = wh_arr(root, dotted);
+	return a ? json_object_array_length(a) : 0;
+}
+
+const char *wh_annotation(const struct wh_ctx *ctx, const char *key)
+{
+	json_object *ann = wh_obj(ctx->obj, "metadata.annotations");
+	json_object *v = NULL;
+	if (!ann || !json_object_object_get_ex(ann, key, &v) || !v ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+const char *wh_param(const struct wh_ctx *ctx, const char *key)
+{
+	json_object *params = wh_obj(ctx->spec, "postgresql.parameters");
+	json_object *v = NULL;
+	if (!params || !json_object_object_get_ex(params, key, &v) || !v ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+bool wh_arr_has_str(json_object *root, const char *dotted, const char *s)
+{
+	json_object *a = wh_arr(root, dotted);
+	size_t n = a ? json_object_array_length(a) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		if (e && json_object_is_type(e, json_type_string) &&
+		    strcmp(json_object_get_string(e), s) == 0)
+			return true;
+	}
+	return false;
+}
+
+json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name)
+{
+	json_object *a = wh_arr(ctx->spec, "externalClusters");
+	size_t n = a ? json_object_array_length(a) : 0;
+	for (size_t i = 0; name && i < n; i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		const char *en = wh_str(e, "name");
+		if (en && strcmp(en, name) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* ---- quantities ---- */
+
+struct qsuffix {
+	const char *s;
+	long double factor;
+};
+
+static const struct qsuffix qsuffixes[] = {
+	{ "Ki", 1024.0L },
+	{ "Mi", 1048576.0L },
+	{ "Gi", 1073741824.0L },
+	{ "Ti", 1099511627776.0L },
+	{ "Pi", 1125899906842624.0L },
+	{ "Ei", 1152921504606846976.0L },
+	{ "n", 1e-9L },
+	{ "u", 1e-6L },
+	{ "m", 1e-3L },
+	{ "", 1.0L },
+	{ "k", 1e3L },
+	{ "M", 1e6L },
+	{ "G", 1e9L },
+	{ "T", 1e12L },
+	{ "P", 1e15L },
+	{ "E", 1e18L },
+};
+
+int wh_quantity_parse(const char *s, long double *ret)
+{
+	if (!s || !*s || strlen(s) > 64)
+		return -EINVAL;
+	const char *p = s;
+	bool neg = false;
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	long double mant = 0;
+	long double scale = 1;
+	int digits = 0;
+	bool dot = false;
+	for (; isdigit((unsigned char)*p) || *p == '.'; p++) {
+		if (*p == '.') {
+			if (dot)
+				return -EINVAL;
+			dot = true;
+			continue;
+		}
+		digits++;
+		mant = mant * 10 + (*p - '0');
+		if (dot)
+			scale *= 10;
+	}
+	if (digits == 0)
+		return -EINVAL;
+	long double factor = 0;
+	if ((*p == 'e' || *p == 'E') && p[1]) {
+		const char *q = p + 1;
+		bool eneg = false;
+		if (*q == '+' || *q == '-')
+			eneg = *q++ == '-';
+		int ex = 0, nd = 0;
+		for (; isdigit((unsigned char)*q); q++, nd++)
+			if ((ex = ex * 10 + (*q - '0')) > 100)
+				return -EINVAL;
+		if (nd == 0 || *q)
+			return -EINVAL;
+		factor = powl(10.0L, eneg ? -ex : ex);
+	} else {
+		for (size_t i = 0; i < OP_ARRAY_SIZE(qsuffixes); i++)
+			if (strcmp(p, qsuffixes[i].s) == 0)
+				factor = qsuffixes[i].factor;
+		if (factor == 0)
+			return -EINVAL;
+	}
+	long double v = mant / scale * factor;
+	*ret = neg ? -v : v;
+	return 0;
+}
+
+int wh_quantity_at(json_object *root, const char *dotted, long double *ret)
+{
+	json_object *v = wh_at(root, dotted);
+	if (!v)
+		return 0;
+	if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) {
+		*ret = (long double)json_object_get_double(v);
+		return 1;
+	}
+	if (!json_object_is_type(v, json_type_string))
+		return -EINVAL;
+	return wh_quantity_parse(json_object_get_string(v), ret) < 0 ? -EINVAL : 1;
+}
+
+/* ---- images and versions ---- */
+
+void wh_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest)
+{
+	size_t len = strcspn(image, "@");
+	const char *start = image;
+	for (size_t i = 0; i < len; i++)
+		if (image[i] == '/')
+			start = image + i + 1;
+	const char *colon = memchr(start, ':', (size_t)(image + len - start));
+	const char *last = colon;
+	while (last) {
+		colon = last;
+		last = memchr(colon + 1, ':', (size_t)(image + len - colon - 1));
+	}
+	*ret_digest = image[len] == '@';
+	if (colon) {
+		*ret_tag = colon + 1;
+		*ret_len = (size_t)(image + len - colon - 1);
+	} else if (*ret_digest) {
+		*ret_tag = "";
+		*ret_len = 0;
+	} else {
+		*ret_tag = "latest";
+		*ret_len = 6;
+	}
+}
+
+int wh_pg_major(const struct wh_ctx *ctx)
+{
+	int64_t major = 0;
+	if (wh_obj(ctx->spec, "imageCatalogRef"))
+		return wh_i64(ctx->spec, "imageCatalogRef.major", &major) && major > 0 &&
+				       major < 100000
+			       ? (int)major
+			       : -1;
+	const char *image = wh_nstr(ctx->spec, "imageName");
+	if (!image)
+		return -1;
+	const char *tag;
+	size_t n;
+	bool digest;
+	wh_image_tag(image, &tag, &n, &digest);
+	int m = 0;
+	size_t i = 0;
+	for (; i < n && isdigit((unsigned char)tag[i]) && m < 100000; i++)
+		m = m * 10 + (tag[i] - '0');
+	if (i == 0 || m >= 100000)
+		return -1;
+	return m;
+}
+
+bool wh_is_replica(const struct wh_ctx *ctx)
+{
+	json_object *r = wh_obj(ctx->spec, "replica");
+	if (!r)
+		return false;
+	bool enabled;
+	if (wh_bool(r, "enabled", &enabled))
+		return enabled;
+	const char *self = wh_nstr(r, "self");
+	if (!self)
+		self = wh_str(ctx->obj, "metadata.name");
+	const char *primary = wh_str(r, "primary");
+	return strcmp(primary ? primary : "", self ? self : "") != 0;
+}
+
+/* ---- PostgreSQL value formats ---- */
+
+bool wh_pg_bool_parse(const char *v, bool *ret)
+{
+	if (!v)
+		return false;
+	size_t n = strlen(v);
+	if (n == 0)
+		return false;
+	static const struct {
+		const char *word;
+		size_t min;
+		bool val;
+	} words[] = {
+		{ "true", 1, true }, { "false", 1, false }, { "yes", 1, true },
+		{ "no", 1, false },  { "on", 2, true },     { "off", 2, false },
+		{ "1", 1, true },    { "0", 1, false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(words); i++) {
+		if (n >= words[i].min && n <= strlen(words[i].word) &&
+		    strncasecmp(v, words[i].word, n) == 0) {
+			*ret = words[i].val;
+			return true;
+		}
+	}
+	return false;
+}
+
+int wh_pg_size_parse(const char *v, int64_t unit_kb, int64_t *ret_kb)
+{
+	static const struct {
+		const char *unit;
+		int64_t kb;
+	} units[] = { { "kB", 1 }, { "MB", 1024 }, { "GB", 1024 * 1024 },
+		      { "TB", 1024LL * 1024 * 1024 } };
+	if (!v)
+		return -EINVAL;
+	const char *p = v;
+	while (*p == ' ')
+		p++;
+	int64_t n = 0;
+	int nd = 0;
+	for (; isdigit((unsigned char)*p); p++, nd++) {
+		if (n > INT64_MAX / 10 / (1024LL * 1024 * 1024))
+			return -EINVAL;
+		n = n * 10 + (*p - '0');
+	}
+	if (nd == 0)
+		return -EINVAL;
+	while (*p == ' ')
+		p++;
+	int64_t mult = unit_kb;
+	if (*p) {
+		mult = 0;
+		for (size_t i = 0; i < OP_ARRAY_SIZE(units); i++)
+			if (strcmp(p, units[i].unit) == 0)
+				mult = units[i].kb;
+		if (!mult)
+			return -EINVAL;
+	}
+	*ret_kb = n * mult;
+	return 0;
+}
+
+bool wh_is_pg_ident(const char *s, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '$'))
+			return false;
+	return true;
+}
+
+/* ---- Kubernetes name formats ---- */
+
+static bool is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool is_alnum(char c)
+{
+	return isalnum((unsigned char)c) != 0;
+}
+
+bool wh_is_dns1035_label(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || !is_lower_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_lower_alnum(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+static bool is_dns1123_label_n(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_lower_alnum(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+bool wh_is_dns1123_subdomain(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 253)
+		return false;
+	const char *p = s;
+	for (;;) {
+		size_t l = strcspn(p, ".");
+		if (!is_dns1123_label_n(p, l))
+			return false;
+		if (!p[l])
+			return true;
+		p += l + 1;
+	}
+}
+
+/* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most max chars, n > 0 */
+static bool is_name_part(const char *s, size_t n, size_t max)
+{
+	if (n == 0 || n > max || !is_alnum(s[0]) || !is_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+bool wh_is_qualified_name(const char *s)
+{
+	if (!s)
+		return false;
+	const char *slash = strchr(s, '/');
+	if (!slash)
+		return is_name_part(s, strlen(s), 63);
+	if (strchr(slash + 1, '/'))
+		return false;
+	_cleanup_free_ char *prefix = op_strndup(s, (size_t)(slash - s));
+	return wh_is_dns1123_subdomain(prefix) && is_name_part(slash + 1, strlen(slash + 1), 63);
+}
+
+bool wh_is_label_value(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	return n == 0 || is_name_part(s, n, 63);
+}
+
+void wh_check_label_selector(json_object *sel, const char *path, struct wh_result *res)
+{
+	if (!sel)
+		return;
+	if (!json_object_is_type(sel, json_type_object)) {
+		wh_result_error(res, path, "a label selector must be an object");
+		return;
+	}
+	json_object *labels = wh_obj(sel, "matchLabels");
+	if (labels) {
+		json_object_object_foreach(labels, k, v)
+		{
+			if (!wh_is_qualified_name(k))
+				wh_result_error(res, path, "invalid label key in matchLabels: '%s'",
+						k);
+			if (!v || !json_object_is_type(v, json_type_string) ||
+			    !wh_is_label_value(json_object_get_string(v)))
+				wh_result_error(res, path,
+						"invalid label value in matchLabels for key '%s'", k);
+		}
+	}
+	json_object *exprs = wh_arr(sel, "matchExpressions");
+	size_t n = exprs ? json_object_array_length(exprs) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(exprs, i);
+		_cleanup_free_ char *ep = op_asprintf("%s.matchExpressions[%zu]", path, i);
+		const char *key = wh_str(e, "key");
+		const char *op = wh_str(e, "operator");
+		size_t nv = wh_len(e, "values");
+		if (!wh_is_qualified_name(key))
+			wh_result_error(res, ep, "invalid label key '%s'", key ? key : "");
+		if (op && (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0)) {
+			if (nv == 0)
+				wh_result_error(res, ep,
+						"values: must be specified when `operator` is 'In' or 'NotIn'");
+		} else if (op && (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0)) {
+			if (nv != 0)
+				wh_result_error(res, ep,
+						"values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+		} else {
+			wh_result_error(res, ep, "operator: not a valid selector operator");
+		}
+		json_object *vals = wh_arr(e, "values");
+		for (size_t j = 0; j < nv; j++) {
+			json_object *v = json_object_array_get_idx(vals, j);
+			if (!v || !json_object_is_type(v, json_type_string) ||
+			    !wh_is_label_value(json_object_get_string(v)))
+				wh_result_error(res, ep, "values[%zu]: invalid label value", j);
+		}
+	}
+}
