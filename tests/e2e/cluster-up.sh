@@ -77,6 +77,14 @@ if ip -4 -o addr 2>/dev/null | awk '{print $4}' | grep -q "^${svc_net%.*.*}\."; 
 	die "service range $PGOP_E2E_SERVICE_CIDR overlaps an address of this host"
 fi
 
+# The apiserver listens on loopback by default. A node agent whose pods must reach it
+# from their network namespaces may set PGOP_E2E_BIND_ADDRESS (e.g. 0.0.0.0) and
+# PGOP_E2E_ADVERTISE_ADDRESS / PGOP_E2E_APISERVER_EXTRA_SANS ("IP:10.214.0.1,...").
+case $PGOP_E2E_BIND_ADDRESS in
+0.0.0.0 | ::) advertise=${PGOP_E2E_ADVERTISE_ADDRESS:-127.0.0.1} ;;
+*) advertise=${PGOP_E2E_ADVERTISE_ADDRESS:-$PGOP_E2E_BIND_ADDRESS} ;;
+esac
+
 # ---------------------------------------------------------------- PKI
 P=$S/pki
 step "generating PKI in $P" "$S/logs/pki.log"
@@ -104,8 +112,11 @@ leaf() { # NAME CA SUBJ EKU [SANS]
 	rm -f "$P/$1.csr" "$ext"
 }
 ca ca "pgop-e2e-ca"
-leaf apiserver ca "/CN=kube-apiserver" serverAuth \
-	"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:$first_svc_ip$([ "$PGOP_E2E_BIND_ADDRESS" = 127.0.0.1 ] || echo ",IP:$PGOP_E2E_BIND_ADDRESS")"
+sans="DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+sans+=",DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:$first_svc_ip"
+[ "$advertise" = 127.0.0.1 ] || sans+=",IP:$advertise"
+[ -z "${PGOP_E2E_APISERVER_EXTRA_SANS:-}" ] || sans+=",$PGOP_E2E_APISERVER_EXTRA_SANS"
+leaf apiserver ca "/CN=kube-apiserver" serverAuth "$sans"
 leaf admin ca "/O=system:masters/CN=pgop-e2e-admin" clientAuth
 leaf kcm ca "/CN=system:kube-controller-manager" clientAuth
 leaf scheduler ca "/CN=system:kube-scheduler" clientAuth
@@ -166,7 +177,7 @@ step "starting kube-apiserver on https://127.0.0.1:$PGOP_E2E_APISERVER_PORT" "$S
 start kube-apiserver kube-apiserver \
 	--etcd-servers="$etcd_url" \
 	--bind-address="$PGOP_E2E_BIND_ADDRESS" --secure-port="$PGOP_E2E_APISERVER_PORT" \
-	--advertise-address="$PGOP_E2E_BIND_ADDRESS" \
+	--advertise-address="$advertise" \
 	--endpoint-reconciler-type=none \
 	--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
 	--client-ca-file="$P/ca.crt" \
