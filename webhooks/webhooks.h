@@ -46,6 +46,25 @@ void wh_result_error(struct wh_result *res, const char *path, const char *fmt, .
 void wh_result_warn(struct wh_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Operator settings that defaulting reads (CNPG's operator configuration).
+ * Set once at start-up, read-only afterwards. All strings are BORROWED and
+ * must outlive every admission call; NULL or "" means unset. */
+struct wh_settings {
+	const char *default_image;        /* D1 POSTGRES_IMAGE_NAME; default WH_DEFAULT_IMAGE */
+	const char *monitoring_configmap; /* D8 MONITORING_QUERIES_CONFIGMAP; default unset */
+	const char *monitoring_secret;    /* D8 MONITORING_QUERIES_SECRET; default unset */
+	const char *include_plugins;      /* D12 INCLUDE_PLUGINS, comma separated; default unset */
+};
+
+/* pgop runs PostgreSQL 15 (CNPG's default is 18.6-system-trixie). */
+#define WH_DEFAULT_IMAGE "ghcr.io/cloudnative-pg/postgresql:15"
+
+/* Installs settings (borrowed, must outlive use); NULL restores the defaults.
+ * Not thread-safe: call before serving. */
+void wh_settings_set(const struct wh_settings *settings);
+/* The settings in force (never NULL; default_image never NULL or ""). */
+const struct wh_settings *wh_settings_get(void);
+
 /* Applies the defaulting rules to cluster (a Cluster object, modified in place).
  * On success *ret_patch is an OWNED JSON array of RFC 6902 operations turning
  * the input into the defaulted object (empty array when nothing changed).

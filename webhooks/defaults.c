@@ -1,0 +1,476 @@
+/* webhooks/defaults.c - D1-D14 (admission-rules.md §3, CNPG setDefaults) and
+ * the mutating entry point wh_default(), which returns a JSONPatch.
+ *
+ * Each rule mirrors Go semantics on the JSON: an absent, null or "" string is
+ * "empty" (omitempty); a field of the wrong JSON type is left alone so the
+ * validator reports it with its path.
+ */
+#include "webhooks/defaults.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/alloc.h"
+#include "support/json.h"
+#include "webhooks/clusterinfo.h"
+#include "webhooks/patch.h"
+#include "webhooks/pgparams.h"
+#include "webhooks/webhooks.h"
+
+static const struct wh_settings default_settings = { .default_image = WH_DEFAULT_IMAGE };
+static const struct wh_settings *current_settings = &default_settings;
+
+void wh_settings_set(const struct wh_settings *settings)
+{
+	current_settings = settings ? settings : &default_settings;
+}
+
+const struct wh_settings *wh_settings_get(void)
+{
+	return current_settings;
+}
+
+static const char *setting_image(const struct wh_settings *s)
+{
+	return s->default_image && *s->default_image ? s->default_image : WH_DEFAULT_IMAGE;
+}
+
+/* ---- JSON helpers with Go zero-value semantics ---- */
+
+static json_object *member(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v;
+}
+
+/* The object at o.key, created when absent or null; NULL when another type. */
+static json_object *ensure_obj(json_object *o, const char *key)
+{
+	if (!o)
+		return NULL;
+	json_object *v = member(o, key);
+	if (v)
+		return json_object_is_type(v, json_type_object) ? v : NULL;
+	v = json_object_new_object();
+	if (!v || op_json_set(o, key, v) < 0)
+		abort(); /* OOM policy */
+	return v;
+}
+
+/* o.key is absent, null or "" (a non-string value is not empty). */
+static bool str_empty(json_object *o, const char *key)
+{
+	json_object *v = member(o, key);
+	return !v || (json_object_is_type(v, json_type_string) && !*json_object_get_string(v));
+}
+
+static const char *str_or_empty(json_object *o, const char *key)
+{
+	json_object *v = member(o, key);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+static void set_val(json_object *o, const char *key, json_object *v)
+{
+	if (!v || op_json_set(o, key, v) < 0)
+		abort(); /* OOM policy */
+}
+
+static void set_str(json_object *o, const char *key, const char *s)
+{
+	set_val(o, key, json_object_new_string(s));
+}
+
+/* A non-empty Go string field: set it when it is "" too (omitempty then drops
+ * an empty result, so "" -> "" means "leave absent"). */
+static void default_str(json_object *o, const char *key, const char *value)
+{
+	if (o && str_empty(o, key) && value && *value)
+		set_str(o, key, value);
+}
+
+static json_object *obj_of(json_object *o, const char *key)
+{
+	json_object *v = member(o, key);
+	return v && json_object_is_type(v, json_type_object) ? v : NULL;
+}
+
+/* ---- the rules ---- */
+
+struct dctx {
+	json_object *obj, *spec;
+	const struct wh_settings *set;
+	bool preserve_user_fixed;
+};
+
+static void d1_image(const struct dctx *c)
+{
+	if (str_empty(c->spec, "imageName") && !obj_of(c->spec, "imageCatalogRef"))
+		set_str(c->spec, "imageName", setting_image(c->set));
+}
+
+static void d2_bootstrap(const struct dctx *c)
+{
+	ensure_obj(c->spec, "bootstrap");
+}
+
+static void app_db_and_owner(json_object *m, bool monolith)
+{
+	if (str_empty(m, "database") && !monolith)
+		set_str(m, "database", "app");
+	default_str(m, "owner", str_or_empty(m, "database"));
+}
+
+static void d3_bootstrap_method(const struct dctx *c)
+{
+	json_object *b = obj_of(c->spec, "bootstrap");
+	if (!b)
+		return;
+	if (member(b, "recovery")) {
+		json_object *r = obj_of(b, "recovery");
+		if (r)
+			app_db_and_owner(r, false);
+		return;
+	}
+	if (member(b, "pg_basebackup")) {
+		json_object *p = obj_of(b, "pg_basebackup");
+		if (p)
+			app_db_and_owner(p, false);
+		return;
+	}
+	json_object *i = ensure_obj(b, "initdb");
+	if (!i)
+		return;
+	const char *itype = str_or_empty(obj_of(i, "import"), "type");
+	app_db_and_owner(i, strcmp(itype, "monolith") == 0);
+	default_str(i, "encoding", "UTF8");
+	default_str(i, "localeCollate", "C");
+	default_str(i, "localeCType", "C");
+}
+
+static void d4_anti_affinity(const struct dctx *c)
+{
+	json_object *a = ensure_obj(c->spec, "affinity");
+	if (!a)
+		return;
+	json_object *en = member(a, "enablePodAntiAffinity");
+	bool enabled = !en || !json_object_is_type(en, json_type_boolean) ||
+		       json_object_get_boolean(en);
+	if (enabled)
+		default_str(a, "podAntiAffinityType", "preferred");
+}
+
+static void d5_backup_target(const struct dctx *c)
+{
+	default_str(obj_of(c->spec, "backup"), "target", "prefer-standby");
+}
+
+struct param {
+	const char *key;
+	json_object *value; /* borrowed from the user object or NULL for a default */
+	const char *def;
+};
+
+static int param_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct param *)a)->key, ((const struct param *)b)->key);
+}
+
+/* D6: defaults, then user values (fixed ones only when preserving), then
+ * archive_mode; keys sorted like Go's JSON encoding of a map. */
+static void d6_parameters(const struct dctx *c)
+{
+	int major;
+	if (!wh_ci_major(c->obj, &major))
+		return;
+	json_object *pg = member(c->spec, "postgresql");
+	if (pg && !json_object_is_type(pg, json_type_object))
+		return;
+	json_object *user = member(pg, "parameters");
+	if (user && !json_object_is_type(user, json_type_object))
+		return;
+	size_t cap = wh_pg_default_params_count + 1 +
+		     (user ? (size_t)json_object_object_length(user) : 0);
+	_cleanup_free_ struct param *ps = op_calloc(cap, sizeof(*ps));
+	size_t n = 0;
+	for (size_t i = 0; i < wh_pg_default_params_count; i++)
+		ps[n++] = (struct param){ .key = wh_pg_default_params[i].name,
+					  .def = wh_pg_default_params[i].value };
+	if (user) {
+		json_object_object_foreach(user, k, v)
+		{
+			if (!c->preserve_user_fixed && wh_pg_param_is_fixed(k))
+				continue;
+			size_t j = 0;
+			while (j < n && strcmp(ps[j].key, k) != 0)
+				j++;
+			ps[j] = (struct param){ .key = k, .value = v };
+			if (j == n)
+				n++;
+		}
+	}
+	const char *skip = wh_ci_annotation(c->obj, "cnpg.io/skipWalArchiving");
+	const char *am = wh_pg_archive_mode(skip && strcmp(skip, "enabled") == 0,
+					    wh_ci_is_replica(c->obj));
+	size_t j = 0;
+	while (j < n && strcmp(ps[j].key, "archive_mode") != 0)
+		j++;
+	ps[j] = (struct param){ .key = "archive_mode", .def = am };
+	if (j == n)
+		n++;
+	qsort(ps, n, sizeof(*ps), param_cmp);
+	json_object *out = json_object_new_object();
+	if (!out)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		set_val(out, ps[i].key,
+			ps[i].value ? json_object_get(ps[i].value) : json_object_new_string(ps[i].def));
+	pg = ensure_obj(c->spec, "postgresql");
+	set_val(pg, "parameters", out);
+}
+
+static void d7_log_level(const struct dctx *c)
+{
+	default_str(c->spec, "logLevel", "info");
+}
+
+#define DEFAULT_MONITORING_NAME "cnpg-default-monitoring"
+#define DEFAULT_MONITORING_KEY "queries"
+
+/* Prepends {name: cnpg-default-monitoring, key: queries} to m.key unless listed. */
+static void prepend_default_queries(json_object *m, const char *key)
+{
+	json_object *arr = member(m, key);
+	if (arr && !json_object_is_type(arr, json_type_array))
+		return;
+	size_t n = arr ? json_object_array_length(arr) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(str_or_empty(json_object_array_get_idx(arr, i), "name"),
+			   DEFAULT_MONITORING_NAME) == 0)
+			return;
+	json_object *out = json_object_new_array(), *ref = json_object_new_object();
+	if (!out || !ref)
+		abort();
+	set_str(ref, "name", DEFAULT_MONITORING_NAME);
+	set_str(ref, "key", DEFAULT_MONITORING_KEY);
+	if (op_json_append(out, ref) < 0)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (op_json_append(out, json_object_get(json_object_array_get_idx(arr, i))) < 0)
+			abort();
+	set_val(m, key, out);
+}
+
+static void d8_monitoring(const struct dctx *c)
+{
+	bool disabled = false;
+	if (wh_ci_bool(c->spec, "monitoring.disableDefaultQueries", &disabled) && disabled)
+		return;
+	json_object *m = ensure_obj(c->spec, "monitoring");
+	if (!m)
+		return;
+	if (c->set->monitoring_configmap && *c->set->monitoring_configmap)
+		prepend_default_queries(m, "customQueriesConfigMap");
+	if (c->set->monitoring_secret && *c->set->monitoring_secret)
+		prepend_default_queries(m, "customQueriesSecret");
+}
+
+static void d9_replication_slots(const struct dctx *c)
+{
+	json_object *rs = ensure_obj(c->spec, "replicationSlots");
+	if (!rs)
+		return;
+	if (!member(rs, "highAvailability")) {
+		json_object *ha = ensure_obj(rs, "highAvailability");
+		set_val(ha, "enabled", json_object_new_boolean(1));
+		set_str(ha, "slotPrefix", "_cnpg_");
+	}
+	if (!member(rs, "synchronizeReplicas")) {
+		json_object *sr = ensure_obj(rs, "synchronizeReplicas");
+		set_val(sr, "enabled", json_object_new_boolean(1));
+	}
+}
+
+/* CNPG GetApplicationDatabaseOwner: the first method that creates an
+ * application database (owner and database set), none for a replica. */
+static const char *application_owner(const struct dctx *c)
+{
+	if (wh_ci_is_replica(c->obj))
+		return NULL;
+	static const char *const methods[] = { "recovery", "pg_basebackup", "initdb" };
+	json_object *b = obj_of(c->spec, "bootstrap");
+	for (size_t i = 0; i < OP_ARRAY_SIZE(methods); i++) {
+		json_object *m = obj_of(b, methods[i]);
+		if (m && *str_or_empty(m, "owner") && *str_or_empty(m, "database"))
+			return str_or_empty(m, "owner");
+	}
+	return NULL;
+}
+
+static void d10_tablespace_owner(const struct dctx *c)
+{
+	json_object *ts = member(c->spec, "tablespaces");
+	if (!ts || !json_object_is_type(ts, json_type_array))
+		return;
+	const char *owner = application_owner(c);
+	if (!owner || !*owner)
+		owner = "postgres";
+	for (size_t i = 0; i < json_object_array_length(ts); i++) {
+		json_object *t = json_object_array_get_idx(ts, i);
+		if (t && json_object_is_type(t, json_type_object))
+			default_str(ensure_obj(t, "owner"), "name", owner);
+	}
+}
+
+static void d11_data_durability(const struct dctx *c)
+{
+	default_str(wh_ci_obj(c->spec, "postgresql.synchronous"), "dataDurability", "required");
+}
+
+static bool has_plugin(json_object *plugins, const char *name, size_t len)
+{
+	for (size_t i = 0; i < json_object_array_length(plugins); i++) {
+		const char *n = str_or_empty(json_object_array_get_idx(plugins, i), "name");
+		if (strlen(n) == len && strncmp(n, name, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void d12_plugins(const struct dctx *c)
+{
+	const char *csv = c->set->include_plugins;
+	if (!csv || !*csv)
+		return;
+	json_object *plugins = member(c->spec, "plugins");
+	if (plugins && !json_object_is_type(plugins, json_type_array))
+		return;
+	for (const char *p = csv; *p;) {
+		size_t len = strcspn(p, ",");
+		const char *s = p, *e = p + len;
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e > s) {
+			if (!plugins) {
+				plugins = json_object_new_array();
+				set_val(c->spec, "plugins", plugins);
+			}
+			if (!has_plugin(plugins, s, (size_t)(e - s))) {
+				json_object *pl = json_object_new_object();
+				if (!pl)
+					abort();
+				set_val(pl, "name", json_object_new_string_len(s, (int)(e - s)));
+				set_val(pl, "enabled", json_object_new_boolean(1));
+				if (op_json_append(plugins, pl) < 0)
+					abort();
+			}
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+}
+
+/* isolationCheck from the alpha.cnpg.io/livenessPinger annotation, or NULL. */
+static json_object *pinger_from_annotation(const struct dctx *c)
+{
+	const char *a = wh_ci_annotation(c->obj, "alpha.cnpg.io/livenessPinger");
+	if (!a)
+		return NULL;
+	_cleanup_(op_json_putp) json_object *cfg = NULL;
+	if (op_json_parse(a, strlen(a), 8, &cfg, NULL) < 0 ||
+	    !json_object_is_type(cfg, json_type_object))
+		return NULL;
+	json_object *en = member(cfg, "enabled");
+	if (en && !json_object_is_type(en, json_type_boolean))
+		return NULL;
+	int64_t rt = 0, ct = 0;
+	if (op_json_get_i64(cfg, "requestTimeout", "", &rt, NULL) < 0 ||
+	    op_json_get_i64(cfg, "connectionTimeout", "", &ct, NULL) < 0)
+		return NULL;
+	json_object *out = json_object_new_object();
+	if (!out)
+		abort();
+	if (en)
+		set_val(out, "enabled", json_object_new_boolean(json_object_get_boolean(en)));
+	set_val(out, "requestTimeout", json_object_new_int64(rt ? rt : 1000));
+	set_val(out, "connectionTimeout", json_object_new_int64(ct ? ct : 1000));
+	return out;
+}
+
+static void d13_probes(const struct dctx *c)
+{
+	json_object *live = ensure_obj(ensure_obj(c->spec, "probes"), "liveness");
+	if (!live || member(live, "isolationCheck"))
+		return;
+	json_object *ic = pinger_from_annotation(c);
+	if (!ic) {
+		ic = json_object_new_object();
+		if (!ic)
+			abort();
+		set_val(ic, "enabled", json_object_new_boolean(1));
+		set_val(ic, "requestTimeout", json_object_new_int(1000));
+		set_val(ic, "connectionTimeout", json_object_new_int(1000));
+	}
+	set_val(live, "isolationCheck", ic);
+}
+
+static void d14_failover_quorum(const struct dctx *c)
+{
+	bool q;
+	json_object *sync = wh_ci_obj(c->spec, "postgresql.synchronous");
+	if (sync && wh_ci_parse_go_bool(wh_ci_annotation(c->obj, "alpha.cnpg.io/failoverQuorum"), &q))
+		set_val(sync, "failoverQuorum", json_object_new_boolean(q));
+}
+
+static const struct {
+	const char *id;
+	void (*fn)(const struct dctx *c);
+} default_rules[] = {
+	{ "D1", d1_image },
+	{ "D2", d2_bootstrap },
+	{ "D3", d3_bootstrap_method },
+	{ "D4", d4_anti_affinity },
+	{ "D5", d5_backup_target },
+	{ "D6", d6_parameters },
+	{ "D7", d7_log_level },
+	{ "D8", d8_monitoring },
+	{ "D9", d9_replication_slots },
+	{ "D10", d10_tablespace_owner },
+	{ "D11", d11_data_durability },
+	{ "D12", d12_plugins },
+	{ "D13", d13_probes },
+	{ "D14", d14_failover_quorum },
+};
+
+void wh_defaults_apply(json_object *cluster, bool preserve_user_fixed)
+{
+	if (!cluster || !json_object_is_type(cluster, json_type_object))
+		return;
+	json_object *spec = ensure_obj(cluster, "spec");
+	if (!spec)
+		return; /* spec of the wrong type: the validator reports it */
+	struct dctx c = { .obj = cluster,
+			  .spec = spec,
+			  .set = wh_settings_get(),
+			  .preserve_user_fixed = preserve_user_fixed };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(default_rules); i++)
+		default_rules[i].fn(&c);
+}
+
+int wh_default(json_object *cluster, json_object **ret_patch, struct op_err *err)
+{
+	if (!cluster || !json_object_is_type(cluster, json_type_object))
+		return op_err_set(err, -EINVAL, "cluster: expected object, got %s",
+				  op_json_type_name(cluster));
+	_cleanup_(op_json_putp) json_object *orig = NULL;
+	if (json_object_deep_copy(cluster, &orig, NULL) != 0)
+		return op_err_set(err, -ENOMEM, "cannot copy cluster");
+	wh_defaults_apply(cluster, true);
+	return wh_patch_diff(orig, cluster, ret_patch, err);
+}

@@ -1,0 +1,28 @@
+/* webhooks/patch.h - internal to webhooks/: RFC 6902 JSON Patch from the
+ * difference of two JSON documents, and applying a patch (tests, and V43's
+ * cnpg.io/podPatch check).
+ *
+ * Objects are diffed member by member (member order is ignored); arrays and
+ * values of different types are replaced wholesale. Paths are RFC 6901 JSON
+ * Pointers with '~' -> "~0" and '/' -> "~1".
+ */
+#ifndef PGOP_WEBHOOKS_PATCH_H
+#define PGOP_WEBHOOKS_PATCH_H
+
+#include <json-c/json.h>
+
+#include "support/err.h"
+
+/* from and to are borrowed. On success *ret_patch is an OWNED JSON array of
+ * operations (empty when the documents are equal). Returns 0 or -ENOMEM. */
+int wh_patch_diff(json_object *from, json_object *to, json_object **ret_patch,
+		  struct op_err *err);
+
+/* Applies patch (borrowed JSON array) to a deep copy of doc (borrowed).
+ * Supports add, remove, replace, move, copy and test. On success
+ * *ret_doc is the OWNED patched document. Returns -EINVAL (err names the
+ * operation index and path) when an operation is malformed or does not apply. */
+int wh_patch_apply(json_object *doc, json_object *patch, json_object **ret_doc,
+		   struct op_err *err);
+
+#endif
