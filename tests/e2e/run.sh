@@ -7,7 +7,7 @@
 #
 # Usage: tests/e2e/run.sh [BUILD_DIR] [TEST_NAME...]
 #   BUILD_DIR     CMake build dir holding cmd/pgop (default: <repo>/build)
-#   TEST_NAME     run only these (e.g. test_controlplane); default: all
+#   TEST_NAME     run only these (e.g. test_controlplane, or a path); default: all
 # Environment:
 #   PGOP_E2E_STATE    control-plane state dir (default /tmp/pgop-e2e)
 #   PGOP_E2E_LOGS     per-test logs and a copy of the control-plane logs (default /tmp/pgop-e2e-logs)
@@ -66,7 +66,12 @@ run_test() { # FILE
 # Which tests, and which of them need the control plane.
 all=()
 if (($#)); then
-	for n in "$@"; do all+=("$here/${n%.sh}.sh"); done
+	for n in "$@"; do
+		case $n in
+		*/*) all+=("$n") ;;
+		*) all+=("$here/${n%.sh}.sh") ;;
+		esac
+	done
 else
 	for t in "$here"/test_*.sh; do [ -f "$t" ] && all+=("$t"); done
 fi
