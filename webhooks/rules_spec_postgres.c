@@ -1,0 +1,343 @@
+/* webhooks/rules_spec_postgres.c - spec.postgresql rules: parameters
+ * (V30), synchronous replication (V31-V33), LDAP (V34), replication slots
+ * (V35, V36) and pg_failover_slots (V40). CNPG cluster_webhook.go and
+ * pkg/postgres/configuration.go.
+ */
+#include "webhooks/rules_spec.h"
+
+#include <regex.h>
+#include <string.h>
+#include <strings.h>
+
+#include "support/alloc.h"
+#include "webhooks/pgparams.h"
+
+#define PARAMS_PATH "spec.postgresql.parameters"
+#define SYNC_PATH "spec.postgresql.synchronous"
+#define ANN_SKIP_WAL_ARCHIVING "cnpg.io/skipWalArchiving"
+#define ANN_FAILOVER_QUORUM "alpha.cnpg.io/failoverQuorum"
+#define MB_IN_KB 1024
+
+/* V30c: [A-Za-z_][A-Za-z0-9_$]* with at most one ".part" of the same shape. */
+static bool param_name_valid(const char *k)
+{
+	const char *dot = strchr(k, '.');
+	if (!dot)
+		return wh_is_pg_ident(k, strlen(k));
+	return wh_is_pg_ident(k, (size_t)(dot - k)) && wh_is_pg_ident(dot + 1, strlen(dot + 1));
+}
+
+static int64_t instances_of(const struct wh_ctx *ctx)
+{
+	int64_t n = 1;
+	wh_i64(ctx->spec, "instances", &n);
+	return n;
+}
+
+static void check_fixed_params(const struct wh_ctx *ctx, json_object *params,
+			       struct wh_result *res)
+{
+	bool skip = false;
+	const char *s = wh_annotation(ctx, ANN_SKIP_WAL_ARCHIVING);
+	skip = s && strcmp(s, "enabled") == 0;
+	const char *archive_mode = wh_pg_archive_mode(skip, wh_is_replica(ctx));
+	json_object_object_foreach(params, k, v)
+	{
+		_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", k);
+		if (!param_name_valid(k)) {
+			wh_result_error(res, p, "Invalid parameter name");
+			continue;
+		}
+		if (!wh_pg_param_is_fixed(k))
+			continue;
+		const char *sanitized = strcasecmp(k, "archive_mode") == 0
+						? archive_mode
+						: wh_pg_param_default(k);
+		const char *value = v && json_object_is_type(v, json_type_string)
+					    ? json_object_get_string(v)
+					    : NULL;
+		if (!sanitized || !value || strcmp(value, sanitized) != 0)
+			wh_result_error(res, p, "Can't set fixed configuration parameter");
+	}
+}
+
+static void check_wal_level(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	const char *wl = wh_param(ctx, "wal_level");
+	if (!wl)
+		wl = wh_pg_param_default("wal_level");
+	if (strcmp(wl, "logical") != 0 && strcmp(wl, "replica") != 0 &&
+	    strcmp(wl, "minimal") != 0) {
+		wh_result_error(res, PARAMS_PATH ".wal_level",
+				"unrecognized `wal_level` value - allowed values: `logical`, "
+				"`replica` or `minimal`");
+		return;
+	}
+	if (strcmp(wl, "minimal") != 0)
+		return;
+	const char *am = wh_param(ctx, "archive_mode");
+	if (!am) {
+		const char *s = wh_annotation(ctx, ANN_SKIP_WAL_ARCHIVING);
+		am = wh_pg_archive_mode(s && strcmp(s, "enabled") == 0, wh_is_replica(ctx));
+	}
+	if (instances_of(ctx) > 1)
+		wh_result_error(res, PARAMS_PATH ".wal_level",
+				"`wal_level` should be set at `logical` or `replica` when "
+				"`instances` > 1");
+	if (strcmp(am, "off") != 0)
+		wh_result_error(res, PARAMS_PATH ".wal_level",
+				"`wal_level` should be set at `logical` or `replica` when "
+				"`archive_mode` is `on` or `always`");
+	if (wh_is_replica(ctx))
+		wh_result_error(res, PARAMS_PATH ".wal_level",
+				"`wal_level` should be set at `logical` or `replica` in a replica "
+				"cluster");
+	const char *senders = wh_param(ctx, "max_wal_senders");
+	if (!senders || strcmp(senders, "0") != 0)
+		wh_result_error(res, PARAMS_PATH ".max_wal_senders",
+				"`max_wal_senders` should be set at `0` when `wal_level` is "
+				"`minimal`");
+}
+
+static void check_wal_sizes(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	static const struct {
+		const char *name;
+		int64_t dflt_kb;
+	} sizes[] = { { "min_wal_size", 80 * MB_IN_KB }, { "max_wal_size", 1024 * MB_IN_KB } };
+	int64_t kb[2];
+	bool ok = true, set[2];
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = wh_param(ctx, sizes[i].name);
+		set[i] = v != NULL;
+		kb[i] = sizes[i].dflt_kb;
+		if (v && wh_pg_size_parse(v, MB_IN_KB, &kb[i]) < 0) {
+			_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
+			wh_result_error(res, p, "Invalid value for configuration parameter %s",
+					sizes[i].name);
+			ok = false;
+		}
+	}
+	if (!ok)
+		return;
+	if (kb[0] >= kb[1])
+		wh_result_error(res, PARAMS_PATH ".min_wal_size",
+				"`min_wal_size` cannot be higher than `max_wal_size`");
+	long double wal_bytes = 0;
+	if (wh_quantity_at(ctx->spec, "walStorage.size", &wal_bytes) != 1 || wal_bytes <= 0)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		if (!set[i] || (long double)kb[i] * 1024 < wal_bytes)
+			continue;
+		_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
+		wh_result_error(res, p, "`%s` cannot be higher than the walStorage size",
+				sizes[i].name);
+	}
+}
+
+WH_RULE_FN(wh_v30_configuration)
+{
+	int64_t min = 0, max = 0;
+	wh_i64(ctx->spec, "minSyncReplicas", &min);
+	wh_i64(ctx->spec, "maxSyncReplicas", &max);
+	if (wh_at(ctx->spec, "postgresql.synchronous") && (min > 0 || max > 0))
+		wh_result_error(res, SYNC_PATH, "Can't have both legacy synchronous replica "
+						"configuration and new one");
+	int major = wh_pg_major(ctx);
+	if (major < 0)
+		return;
+	if (major < 13)
+		wh_result_error(res,
+				wh_at(ctx->spec, "imageCatalogRef") ? "spec.imageCatalogRef.major"
+								     : "spec.imageName",
+				"Unsupported PostgreSQL version. Versions 13 or newer are "
+				"supported");
+	json_object *params = wh_obj(ctx->spec, "postgresql.parameters");
+	if (params)
+		check_fixed_params(ctx, params, res);
+	check_wal_level(ctx, res);
+	const char *sb = wh_param(ctx, "shared_buffers");
+	int64_t kb;
+	if (sb && wh_pg_size_parse(sb, MB_IN_KB, &kb) < 0)
+		wh_result_error(res, PARAMS_PATH ".shared_buffers",
+				"Invalid value for configuration parameter shared_buffers");
+	static const char *const bools[] = { "hot_standby_feedback", "sync_replication_slots",
+					     "wal_log_hints" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bools); i++) {
+		const char *v = wh_param(ctx, bools[i]);
+		bool b;
+		if (v && !wh_pg_bool_parse(v, &b)) {
+			_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", bools[i]);
+			wh_result_error(res, p, "Invalid value for configuration parameter %s",
+					bools[i]);
+		}
+	}
+	bool hints = true;
+	if (wh_pg_bool_parse(wh_param(ctx, "wal_log_hints"), &hints) && !hints &&
+	    instances_of(ctx) > 1)
+		wh_result_error(res, PARAMS_PATH ".wal_log_hints",
+				"`wal_log_hints` must be set to `on` when `instances` > 1");
+	check_wal_sizes(ctx, res);
+	bool enabled = false;
+	if (wh_bool(ctx->spec, "postgresql.syncReplicaElectionConstraint.enabled", &enabled) &&
+	    enabled &&
+	    wh_len(ctx->spec, "postgresql.syncReplicaElectionConstraint.nodeLabelsAntiAffinity") ==
+		    0)
+		wh_result_error(res,
+				"spec.postgresql.syncReplicaElectionConstraint.nodeLabelsAntiAffinity",
+				"Can't enable syncReplicaConstraints without providing "
+				"nodeLabelsAntiAffinity");
+}
+
+WH_RULE_FN(wh_v31_synchronous)
+{
+	json_object *sync = wh_obj(ctx->spec, "postgresql.synchronous");
+	int64_t number = 0;
+	if (!sync || !wh_i64(sync, "number", &number))
+		return;
+	int64_t total = instances_of(ctx) + (int64_t)wh_len(sync, "standbyNamesPre") +
+			(int64_t)wh_len(sync, "standbyNamesPost");
+	if (number >= total)
+		wh_result_error(res, SYNC_PATH,
+				"Invalid synchronous configuration: the number of synchronous "
+				"replicas must be less than the total number of instances and the "
+				"provided standby names.");
+}
+
+/* Go strconv.ParseBool. */
+static bool go_bool_parse(const char *v, bool *ret)
+{
+	static const char *const t[] = { "1", "t", "T", "TRUE", "true", "True" };
+	static const char *const f[] = { "0", "f", "F", "FALSE", "false", "False" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++) {
+		if (strcmp(v, t[i]) == 0)
+			return *ret = true, true;
+		if (strcmp(v, f[i]) == 0)
+			return *ret = false, true;
+	}
+	return false;
+}
+
+WH_RULE_FN(wh_v32_failover_quorum_annotation)
+{
+	const char *v = wh_annotation(ctx, ANN_FAILOVER_QUORUM);
+	if (!v)
+		return;
+	bool b;
+	if (!go_bool_parse(v, &b)) {
+		wh_result_error(res, "metadata.annotations[" ANN_FAILOVER_QUORUM "]",
+				"Invalid failoverQuorum annotation value, expected boolean");
+		return;
+	}
+	if (b && !wh_at(ctx->spec, "postgresql.synchronous"))
+		wh_result_error(res, SYNC_PATH,
+				"Invalid failoverQuorum configuration: synchronous replication "
+				"configuration is required");
+}
+
+WH_RULE_FN(wh_v33_failover_quorum)
+{
+	json_object *sync = wh_obj(ctx->spec, "postgresql.synchronous");
+	bool fq = false;
+	if (!sync || !wh_bool(sync, "failoverQuorum", &fq) || !fq)
+		return;
+	int64_t number = 0;
+	wh_i64(sync, "number", &number);
+	int64_t names = (int64_t)wh_len(sync, "standbyNamesPre") +
+			(int64_t)wh_len(sync, "standbyNamesPost");
+	if (number <= names)
+		wh_result_error(res, SYNC_PATH ".number",
+				"Invalid failoverQuorum configuration: synchronous.number must be "
+				"greater than the total number of provided standby names");
+}
+
+WH_RULE_FN(wh_v34_ldap)
+{
+	json_object *ldap = wh_obj(ctx->spec, "postgresql.ldap");
+	if (!ldap)
+		return;
+	if (!wh_nstr(ldap, "server"))
+		wh_result_error(res, "spec.postgresql.ldap.server", "ldap server cannot be empty");
+	if (wh_at(ldap, "bindAsAuth") && wh_at(ldap, "bindSearchAuth"))
+		wh_result_error(res, "spec.postgresql.ldap",
+				"only bind+search or bind method can be specified");
+}
+
+WH_RULE_FN(wh_v35_replication_slots)
+{
+	json_object *sr = wh_obj(ctx->spec, "replicationSlots.synchronizeReplicas");
+	bool enabled = true;
+	wh_bool(sr, "enabled", &enabled);
+	json_object *pats = wh_arr(sr, "excludePatterns");
+	size_t n = pats ? json_object_array_length(pats) : 0;
+	for (size_t i = 0; enabled && i < n; i++) {
+		json_object *e = json_object_array_get_idx(pats, i);
+		const char *pat = e && json_object_is_type(e, json_type_string)
+					  ? json_object_get_string(e)
+					  : NULL;
+		regex_t re;
+		if (pat && regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) == 0) {
+			regfree(&re);
+			continue;
+		}
+		_cleanup_free_ char *p = op_asprintf(
+			"spec.replicationSlots.synchronizeReplicas.excludePatterns[%zu]", i);
+		wh_result_error(res, p,
+				"Cannot configure synchronizeReplicas. Invalid regexes were found");
+	}
+}
+
+static bool has_failover_slots_param(const struct wh_ctx *ctx)
+{
+	json_object *params = wh_obj(ctx->spec, "postgresql.parameters");
+	if (!params)
+		return false;
+	json_object_object_foreach(params, k, v)
+	{
+		(void)v;
+		if (strncmp(k, "pg_failover_slots.", 18) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool param_true(const struct wh_ctx *ctx, const char *name)
+{
+	bool b = false;
+	return wh_pg_bool_parse(wh_param(ctx, name), &b) && b;
+}
+
+WH_RULE_FN(wh_v36_synchronize_logical_decoding)
+{
+	bool sld = false;
+	if (!wh_bool(ctx->spec, "replicationSlots.highAvailability.synchronizeLogicalDecoding",
+		     &sld) ||
+	    !sld || has_failover_slots_param(ctx))
+		return;
+	const char *path = "spec.replicationSlots.highAvailability.synchronizeLogicalDecoding";
+	int major = wh_pg_major(ctx);
+	if (major >= 0 && major < 17) {
+		wh_result_error(res, path,
+				"pg_failover_slots extension must be enabled to use "
+				"synchronizeLogicalDecoding with Postgres versions < 17");
+		return;
+	}
+	if (!param_true(ctx, "hot_standby_feedback") || !param_true(ctx, "sync_replication_slots"))
+		wh_result_error(res, path,
+				"either pg_failover_slots extension must be enabled or "
+				"hot_standby_feedback and sync_replication_slots must be set to on");
+}
+
+WH_RULE_FN(wh_v40_pg_failover_slots)
+{
+	if (!has_failover_slots_param(ctx))
+		return;
+	if (!param_true(ctx, "hot_standby_feedback"))
+		wh_result_error(res, PARAMS_PATH ".hot_standby_feedback",
+				"hot_standby_feedback must be enabled to use pg_failover_slots");
+	bool ha = false;
+	if (!wh_bool(ctx->spec, "replicationSlots.highAvailability.enabled", &ha) || !ha)
+		wh_result_error(res, "spec.replicationSlots.highAvailability.enabled",
+				"High Availability replication slots must be enabled to use "
+				"pg_failover_slots");
+}
