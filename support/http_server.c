@@ -1,0 +1,761 @@
+/* support/http_server.c - TLS HTTP server on libmicrohttpd (see http_server.h).
+ *
+ * Lifetimes:
+ *   struct conn_state  one per TCP connection: allocated in NOTIFY_CONNECTION
+ *                      STARTED, freed in CLOSED; holds the TLS credentials the
+ *                      connection's handshake used (one reference).
+ *   struct req_state   one per request: allocated on the first access-handler
+ *                      call, freed only in NOTIFY_COMPLETED (where the request
+ *                      is also counted and logged).
+ */
+#include "support/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdio.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "support/alloc.h"
+#include "support/http_tls.h"
+#include "support/log.h"
+#include "support/metrics.h"
+
+#define DEFAULT_LISTEN "0.0.0.0:9443"
+#define MAX_LOGGED_PATH 256
+/* A body passing the cap is read and dropped so the 413 can be sent; past this
+ * much dropped data the connection is cut instead. */
+#define MAX_DISCARD (16u * 1024 * 1024)
+
+/* Status codes counted individually in pgop_http_requests_total; others go to "other". */
+static const unsigned counted_codes[] = { 200, 400, 401, 403, 404, 405,
+					  413, 415, 500, 503 };
+#define N_CODES (OP_ARRAY_SIZE(counted_codes) + 1)
+
+struct op_http_server {
+	struct MHD_Daemon *daemon;
+	struct op_tls_slot slot;
+	struct op_tls_files files; /* cert_file == NULL when started from PEM */
+	const struct op_http_route *user_routes;
+	size_t n_user;
+	size_t n_paths;               /* built-in + user + 1 ("unmatched") */
+	_Atomic uint64_t *requests;   /* [n_paths][N_CODES] */
+	struct op_hist *latency;      /* [n_paths] */
+	_Atomic int64_t in_flight;
+	_Atomic uint64_t cert_swaps;
+	_Atomic bool ready;
+	void *userdata;
+	bool (*ready_fn)(void *userdata);
+	size_t max_body;
+	unsigned drain_ms;
+	uint16_t port;
+};
+
+struct conn_state {
+	struct op_http_server *srv;
+	struct op_tls_cred *cred; /* reference for the connection's lifetime, or NULL */
+};
+
+struct req_state {
+	size_t route;        /* index into the route space; srv->n_paths - 1 = unmatched */
+	uint64_t start_ns;
+	struct op_buf body;
+	unsigned status;     /* of the queued response; 0 = none queued */
+	bool too_big;
+	size_t discarded;
+	size_t bytes_out;
+	char *method;        /* owned, for the log line */
+	char *path;          /* owned, truncated to MAX_LOGGED_PATH */
+	char *error;         /* owned: why a 4xx/5xx was sent, or NULL */
+	char peer[INET6_ADDRSTRLEN + 16];
+};
+
+/* ---- built-in routes ---------------------------------------------------- */
+
+static int handle_healthz(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+			  struct op_err *err)
+{
+	rep->content_type = "text/plain; charset=utf-8";
+	return op_buf_adds(&rep->body, "ok\n");
+}
+
+static int handle_readyz(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+			 struct op_err *err)
+{
+	struct op_http_server *srv = ud;
+	bool ready = atomic_load_explicit(&srv->ready, memory_order_relaxed) &&
+		     (!srv->ready_fn || srv->ready_fn(srv->userdata));
+	rep->content_type = "text/plain; charset=utf-8";
+	rep->status = ready ? 200 : 503;
+	return op_buf_adds(&rep->body, ready ? "ok\n" : "not ready\n");
+}
+
+static int handle_metrics(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+			  struct op_err *err)
+{
+	rep->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	int r = op_http_server_render_metrics(ud, &rep->body);
+	if (r < 0)
+		return op_err_set(err, r, "metrics text over %zu bytes", rep->body.max);
+	return 0;
+}
+
+static const struct op_http_route builtin_routes[] = {
+	{ "GET", "/healthz", handle_healthz },
+	{ "GET", "/readyz", handle_readyz },
+	{ "GET", "/metrics", handle_metrics },
+};
+#define N_BUILTIN OP_ARRAY_SIZE(builtin_routes)
+
+static const struct op_http_route *route_at(const struct op_http_server *srv, size_t i)
+{
+	if (i < N_BUILTIN)
+		return &builtin_routes[i];
+	if (i - N_BUILTIN < srv->n_user)
+		return &srv->user_routes[i - N_BUILTIN];
+	return NULL;
+}
+
+static const char *route_label(const struct op_http_server *srv, size_t i)
+{
+	const struct op_http_route *r = route_at(srv, i);
+	return r ? r->path : "unmatched";
+}
+
+static bool method_matches(const char *route_method, const char *method)
+{
+	if (strcmp(route_method, method) == 0)
+		return true;
+	return strcmp(route_method, "GET") == 0 && strcmp(method, "HEAD") == 0;
+}
+
+static bool method_has_body(const char *method)
+{
+	return strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
+	       strcmp(method, "PATCH") == 0;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void format_peer(struct MHD_Connection *conn, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	bool v6 = false;
+	if (ci && ci->client_addr) {
+		const struct sockaddr *sa = ci->client_addr;
+		if (sa->sa_family == AF_INET) {
+			const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+			inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+			port = ntohs(in->sin_port);
+		} else if (sa->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *in6 =
+				(const struct sockaddr_in6 *)(const void *)sa;
+			inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+			port = ntohs(in6->sin6_port);
+			v6 = true;
+		}
+	}
+	snprintf(out, outlen, v6 ? "[%s]:%u" : "%s:%u", ip, port);
+}
+
+/* Content-Type is application/json, optionally with parameters. */
+static bool is_json_content_type(const char *ct)
+{
+	static const char want[] = "application/json";
+	if (!ct || strncasecmp(ct, want, sizeof(want) - 1) != 0)
+		return false;
+	char next = ct[sizeof(want) - 1];
+	return next == '\0' || next == ';' || next == ' ' || next == '\t';
+}
+
+/* Strict decimal Content-Length; false when absent or malformed. */
+static bool parse_content_length(const char *s, uint64_t *ret)
+{
+	if (!s || !*s)
+		return false;
+	uint64_t v = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*ret = v;
+	return true;
+}
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct req_state *rq,
+				   unsigned status, const char *content_type, struct op_buf *body,
+				   const char *allow, bool close)
+{
+	size_t len = 0;
+	char *data = op_buf_take(body, &len);
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer_with_free_callback(len, data, free);
+	if (!resp) {
+		free(data);
+		return MHD_NO;
+	}
+	enum MHD_Result ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+						     content_type);
+	if (ok == MHD_YES && allow)
+		ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (ok == MHD_YES && close)
+		ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (ok == MHD_YES)
+		ok = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	if (ok == MHD_YES) {
+		rq->status = status;
+		rq->bytes_out = len;
+	}
+	return ok;
+}
+
+/* A JSON error body {"code":N,"message":"..."}; the message is kept for the log. */
+static enum MHD_Result queue_error(struct MHD_Connection *conn, struct req_state *rq,
+				   unsigned status, const char *allow, bool close, const char *msg)
+{
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = op_buf_addf(&b, "{\"code\":%u,\"message\":", status);
+	if (!r)
+		r = op_buf_add_json_str(&b, msg);
+	if (!r)
+		r = op_buf_adds(&b, "}\n");
+	(void)r; /* on overflow the body is empty: the status still says it */
+	free(rq->error);
+	rq->error = op_strdup(msg);
+	return queue_reply(conn, rq, status, "application/json", &b, allow, close);
+}
+
+/* "GET, HEAD" etc. for every route on path. */
+static char *allowed_methods(const struct op_http_server *srv, const char *path)
+{
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = 0;
+	for (size_t i = 0; !r && i < srv->n_paths - 1; i++) {
+		const struct op_http_route *rt = route_at(srv, i);
+		if (strcmp(rt->path, path) != 0)
+			continue;
+		r = op_buf_addf(&b, "%s%s%s", b.len ? ", " : "", rt->method,
+				strcmp(rt->method, "GET") == 0 ? ", HEAD" : "");
+	}
+	return op_buf_take(&b, NULL);
+}
+
+/* ---- request lifecycle --------------------------------------------------- */
+
+/* First call: route, then the checks that need no body. Queues an error or
+ * returns MHD_YES to go on reading. */
+static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connection *conn,
+				  struct req_state *rq, const char *url, const char *method)
+{
+	bool path_known = false;
+	rq->route = srv->n_paths - 1;
+	for (size_t i = 0; i < srv->n_paths - 1; i++) {
+		const struct op_http_route *rt = route_at(srv, i);
+		if (strcmp(rt->path, url) != 0)
+			continue;
+		path_known = true;
+		if (method_matches(rt->method, method)) {
+			rq->route = i;
+			break;
+		}
+	}
+	if (rq->route == srv->n_paths - 1) {
+		if (!path_known)
+			return queue_error(conn, rq, MHD_HTTP_NOT_FOUND, NULL, false, "not found");
+		_cleanup_free_ char *allow = allowed_methods(srv, url);
+		for (size_t i = 0; i < srv->n_paths - 1; i++) {
+			if (strcmp(route_at(srv, i)->path, url) == 0) {
+				rq->route = i; /* count 405s under the path they were for */
+				break;
+			}
+		}
+		return queue_error(conn, rq, MHD_HTTP_METHOD_NOT_ALLOWED, allow, false,
+				   "method not allowed");
+	}
+	if (!method_has_body(method))
+		return MHD_YES;
+
+	const char *cl =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	uint64_t len = 0;
+	if (cl && parse_content_length(cl, &len) && len > srv->max_body) {
+		_cleanup_free_ char *m =
+			op_asprintf("request body of %llu bytes is over the %zu byte limit",
+				    (unsigned long long)len, srv->max_body);
+		return queue_error(conn, rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, true, m);
+	}
+	const char *ct =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!is_json_content_type(ct))
+		return queue_error(conn, rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, true,
+				   "content type must be application/json");
+	return MHD_YES;
+}
+
+static unsigned status_for_error(int r)
+{
+	return r == -EINVAL || r == -EBADMSG ? MHD_HTTP_BAD_REQUEST
+					       : MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+static enum MHD_Result dispatch(struct op_http_server *srv, struct MHD_Connection *conn,
+				struct req_state *rq, const char *method)
+{
+	const struct op_http_route *rt = route_at(srv, rq->route);
+	struct op_http_request req = {
+		.method = method,
+		.path = rt->path,
+		.body = op_buf_str(&rq->body),
+		.body_len = rq->body.len,
+		.peer = rq->peer,
+	};
+	struct op_http_reply rep = {
+		.status = MHD_HTTP_OK,
+		.content_type = "application/json",
+		.body = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY),
+	};
+	struct op_err err = OP_ERR_INIT;
+	void *ud = rq->route < N_BUILTIN ? (void *)srv : srv->userdata;
+	int r = rt->fn(ud, &req, &rep, &err);
+	op_buf_done(&rq->body); /* the request body is no longer needed */
+	if (r < 0) {
+		op_buf_done(&rep.body);
+		return queue_error(conn, rq, status_for_error(r), NULL, false,
+				   err.code ? err.msg : strerror(-r));
+	}
+	enum MHD_Result ok = queue_reply(conn, rq, rep.status, rep.content_type, &rep.body,
+					 NULL, false);
+	op_buf_done(&rep.body);
+	return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct op_http_server *srv = cls;
+	struct req_state *rq = *con_cls;
+
+	if (!rq) {
+		rq = op_calloc(1, sizeof(*rq));
+		rq->start_ns = now_ns();
+		rq->body = OP_BUF_INIT(srv->max_body);
+		rq->method = op_strndup(method, 16);
+		rq->path = op_strndup(url, MAX_LOGGED_PATH);
+		format_peer(conn, rq->peer, sizeof(rq->peer));
+		*con_cls = rq;
+		atomic_fetch_add_explicit(&srv->in_flight, 1, memory_order_relaxed);
+		enum MHD_Result ok = first_call(srv, conn, rq, url, method);
+		if (ok != MHD_YES || rq->status || method_has_body(method))
+			return ok;
+		return dispatch(srv, conn, rq, method);
+	}
+	if (rq->status)
+		return MHD_YES; /* answered early; MHD drains or closes */
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (!rq->too_big && op_buf_add(&rq->body, upload_data, n) < 0)
+			rq->too_big = true; /* op_buf freed what it had */
+		if (rq->too_big) {
+			rq->discarded += n;
+			if (rq->discarded > MAX_DISCARD)
+				return MHD_NO;
+		}
+		return MHD_YES;
+	}
+	if (rq->too_big) {
+		_cleanup_free_ char *m =
+			op_asprintf("request body is over the %zu byte limit", srv->max_body);
+		return queue_error(conn, rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, true, m);
+	}
+	return dispatch(srv, conn, rq, method);
+}
+
+static size_t code_index(unsigned status)
+{
+	for (size_t i = 0; i < OP_ARRAY_SIZE(counted_codes); i++)
+		if (counted_codes[i] == status)
+			return i;
+	return N_CODES - 1;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct op_http_server *srv = cls;
+	struct req_state *rq = *con_cls;
+	if (!rq)
+		return;
+	*con_cls = NULL;
+	uint64_t ns = now_ns() - rq->start_ns;
+	if (rq->status) {
+		op_counter_add(&srv->requests[rq->route * N_CODES + code_index(rq->status)], 1);
+		op_hist_observe(&srv->latency[rq->route], ns);
+	}
+	atomic_fetch_sub_explicit(&srv->in_flight, 1, memory_order_relaxed);
+
+	bool failed = rq->status >= 400 || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
+	if (failed || op_log_enabled(OP_LOG_DEBUG)) {
+		char status[16], dur[32], out[32];
+		snprintf(status, sizeof(status), "%u", rq->status);
+		snprintf(dur, sizeof(dur), "%.3f", (double)ns / 1e6);
+		snprintf(out, sizeof(out), "%zu", rq->bytes_out);
+		const char *why = rq->error ? rq->error
+			: toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? "connection ended before the response was sent"
+								      : NULL;
+		op_log_kv(failed ? OP_LOG_WARN : OP_LOG_DEBUG, "http request", "method", rq->method,
+			  "path", rq->path, "status", status, "duration_ms", dur, "bytes_out", out,
+			  "peer", rq->peer, why ? "error" : NULL, why, (const char *)NULL);
+	}
+	op_buf_done(&rq->body);
+	free(rq->method);
+	free(rq->path);
+	free(rq->error);
+	free(rq);
+}
+
+/* ---- connections and TLS -------------------------------------------------- */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		struct conn_state *cs = op_calloc(1, sizeof(*cs));
+		cs->srv = cls;
+		*socket_context = cs;
+		return;
+	}
+	struct conn_state *cs = *socket_context;
+	if (!cs)
+		return;
+	op_tls_cred_unref(cs->cred);
+	free(cs);
+	*socket_context = NULL;
+}
+
+/* gnutls asks which certificate to present. MHD sets the session pointer to the
+ * MHD connection; its socket context is our conn_state, which keeps the
+ * credentials referenced until the connection closes. */
+static int on_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+		   const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+		   gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+	struct MHD_Connection *conn = gnutls_session_get_ptr(session);
+	const union MHD_ConnectionInfo *ci =
+		conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+	struct conn_state *cs = ci ? ci->socket_context : NULL;
+	if (!cs)
+		return -1;
+	if (!cs->cred) /* a renegotiation keeps the credentials of the first handshake */
+		cs->cred = op_tls_slot_get(&cs->srv->slot);
+	if (!cs->cred)
+		return -1;
+	*pcert = cs->cred->pcerts;
+	*pcert_length = cs->cred->n_pcerts;
+	*pkey = cs->cred->key;
+	return 0;
+}
+
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
+							      va_list ap)
+{
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	if (op_buf_vaddf(&b, fmt, ap) == 0) {
+		while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' '))
+			b.data[--b.len] = '\0';
+		op_log_warn("libmicrohttpd", "detail", op_buf_str(&b));
+	}
+	op_buf_done(&b);
+}
+
+/* ---- configuration -------------------------------------------------------- */
+
+static int parse_port(const char *s, uint16_t *ret)
+{
+	uint64_t v = 0;
+	if (!parse_content_length(s, &v) || v > 65535)
+		return -EINVAL;
+	*ret = (uint16_t)v;
+	return 0;
+}
+
+/* "ADDR:PORT", "[V6]:PORT" or ":PORT" into a sockaddr. */
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *ret_v6,
+			struct op_err *err)
+{
+	_cleanup_free_ char *host = NULL;
+	const char *port;
+	memset(ss, 0, sizeof(*ss));
+	if (listen[0] == '[') {
+		const char *end = strchr(listen, ']');
+		if (!end || end[1] != ':')
+			return op_err_set(err, -EINVAL, "listen address '%s': expected [ADDR]:PORT",
+					  listen);
+		host = op_strndup(listen + 1, (size_t)(end - listen - 1));
+		port = end + 2;
+	} else {
+		const char *colon = strrchr(listen, ':');
+		if (!colon)
+			return op_err_set(err, -EINVAL, "listen address '%s': expected ADDR:PORT",
+					  listen);
+		host = op_strndup(listen, (size_t)(colon - listen));
+		port = colon + 1;
+	}
+	uint16_t p;
+	if (parse_port(port, &p) < 0)
+		return op_err_set(err, -EINVAL, "listen address '%s': bad port '%s'", listen, port);
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (!*host) {
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_ANY);
+		in->sin_port = htons(p);
+		*ret_v6 = false;
+	} else if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons(p);
+		*ret_v6 = false;
+	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(p);
+		*ret_v6 = true;
+	} else {
+		return op_err_set(err, -EINVAL, "listen address '%s': '%s' is not a numeric IP",
+				  listen, host);
+	}
+	return 0;
+}
+
+static unsigned default_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 16 ? 16 : (unsigned)n;
+}
+
+static void server_free_state(struct op_http_server *srv)
+{
+	op_tls_slot_done(&srv->slot);
+	op_tls_files_done(&srv->files);
+	free(srv->requests);
+	free(srv->latency);
+	free(srv);
+}
+
+static int load_initial_cert(struct op_http_server *srv, const struct op_http_config *cfg,
+			     struct op_err *err)
+{
+	bool pem = cfg->cert_pem || cfg->key_pem;
+	bool files = cfg->cert_file || cfg->key_file;
+	if (pem == files || (pem && !(cfg->cert_pem && cfg->key_pem)) ||
+	    (files && !(cfg->cert_file && cfg->key_file)))
+		return op_err_set(err, -EINVAL,
+				  "http server: give either cert_pem+key_pem or cert_file+key_file");
+	struct op_tls_cred *c = NULL;
+	int r;
+	if (pem) {
+		r = op_tls_cred_load(cfg->cert_pem, strlen(cfg->cert_pem), cfg->key_pem,
+				     strlen(cfg->key_pem), &c, err);
+	} else {
+		op_tls_files_init(&srv->files, cfg->cert_file, cfg->key_file);
+		r = op_tls_files_load(&srv->files, true, &c, err);
+	}
+	if (r < 0)
+		return r;
+	op_tls_slot_swap(&srv->slot, c);
+	return 0;
+}
+
+int op_http_server_start(const struct op_http_config *cfg, struct op_http_server **ret_srv,
+			 struct op_err *err)
+{
+	struct sockaddr_storage ss;
+	bool v6 = false;
+	int r = parse_listen(cfg->listen ? cfg->listen : DEFAULT_LISTEN, &ss, &v6, err);
+	if (r < 0)
+		return r;
+	if (cfg->n_routes && !cfg->routes)
+		return op_err_set(err, -EINVAL, "http server: n_routes without routes");
+
+	struct op_http_server *srv = op_calloc(1, sizeof(*srv));
+	op_tls_slot_init(&srv->slot);
+	srv->user_routes = cfg->routes;
+	srv->n_user = cfg->n_routes;
+	srv->n_paths = N_BUILTIN + cfg->n_routes + 1;
+	srv->requests = op_calloc(srv->n_paths * N_CODES, sizeof(*srv->requests));
+	srv->latency = op_calloc(srv->n_paths, sizeof(*srv->latency));
+	for (size_t i = 0; i < srv->n_paths; i++)
+		op_hist_init(&srv->latency[i], &op_hist_bounds_http);
+	atomic_init(&srv->ready, true);
+	srv->userdata = cfg->userdata;
+	srv->ready_fn = cfg->ready_fn;
+	srv->max_body = cfg->max_body ? cfg->max_body : OP_BUF_MAX_HTTP_BODY;
+	srv->drain_ms = cfg->drain_ms ? cfg->drain_ms : 5000;
+
+	r = load_initial_cert(srv, cfg, err);
+	if (r < 0) {
+		server_free_state(srv);
+		return r;
+	}
+
+	unsigned threads = cfg->threads ? cfg->threads : default_threads();
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+	struct MHD_OptionItem opts[] = {
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
+		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)OP_HTTP_TLS_PRIORITY },
+		{ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_cert },
+		{ MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 1024,
+		  NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 30, NULL },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv },
+		/* Keep last: a single thread means no pool, so the option is cut off. */
+		{ threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	errno = 0;
+	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY,
+				       opts, MHD_OPTION_END);
+	if (!srv->daemon) {
+		int e = errno ? errno : EADDRNOTAVAIL;
+		r = op_err_set(err, -e, "http server: cannot listen on %s: %s",
+			       cfg->listen ? cfg->listen : DEFAULT_LISTEN, strerror(e));
+		server_free_state(srv);
+		return r;
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	srv->port = di ? di->port : 0;
+	*ret_srv = srv;
+	return 0;
+}
+
+void op_http_server_free(struct op_http_server *srv)
+{
+	if (!srv)
+		return;
+	if (srv->daemon) {
+		MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
+		uint64_t deadline = now_ns() + (uint64_t)srv->drain_ms * 1000000u;
+		while (atomic_load(&srv->in_flight) > 0 && now_ns() < deadline) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		MHD_stop_daemon(srv->daemon);
+	}
+	server_free_state(srv);
+}
+
+uint16_t op_http_server_port(const struct op_http_server *srv)
+{
+	return srv->port;
+}
+
+int op_http_server_set_cert(struct op_http_server *srv, const char *cert_pem,
+			    const char *key_pem, struct op_err *err)
+{
+	struct op_tls_cred *c = NULL;
+	int r = op_tls_cred_load(cert_pem, cert_pem ? strlen(cert_pem) : 0, key_pem,
+				 key_pem ? strlen(key_pem) : 0, &c, err);
+	if (r < 0)
+		return r;
+	op_log_info("serving certificate replaced", "subject", c->subject);
+	op_tls_slot_swap(&srv->slot, c);
+	op_counter_add(&srv->cert_swaps, 1);
+	return 0;
+}
+
+int op_http_server_reload_files(struct op_http_server *srv, bool force, struct op_err *err)
+{
+	if (!srv->files.cert_file)
+		return op_err_set(err, -EINVAL, "http server: not started from certificate files");
+	struct op_tls_cred *c = NULL;
+	int r = op_tls_files_load(&srv->files, force, &c, err);
+	if (r <= 0)
+		return r;
+	op_log_info("serving certificate reloaded", "subject", c->subject, "file",
+		    srv->files.cert_file);
+	op_tls_slot_swap(&srv->slot, c);
+	op_counter_add(&srv->cert_swaps, 1);
+	return 1;
+}
+
+void op_http_server_set_ready(struct op_http_server *srv, bool ready)
+{
+	atomic_store_explicit(&srv->ready, ready, memory_order_relaxed);
+}
+
+int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out)
+{
+	static const char req[] = "pgop_http_requests_total";
+	static const char lat[] = "pgop_http_request_duration_seconds";
+	struct op_buf lb = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = op_metrics_header(out, req, "counter", "HTTP requests by path and status code.");
+	for (size_t p = 0; !r && p < srv->n_paths; p++) {
+		for (size_t c = 0; !r && c < N_CODES; c++) {
+			uint64_t v = op_counter_get(&srv->requests[p * N_CODES + c]);
+			if (!v)
+				continue;
+			op_buf_reset(&lb);
+			r = op_buf_adds(&lb, "path=\"");
+			if (!r)
+				r = op_metrics_label_value(&lb, route_label(srv, p));
+			if (!r && c < N_CODES - 1)
+				r = op_buf_addf(&lb, "\",code=\"%u\"", counted_codes[c]);
+			else if (!r)
+				r = op_buf_adds(&lb, "\",code=\"other\"");
+			if (!r)
+				r = op_metrics_sample(out, req, lb.data, v);
+		}
+	}
+	if (!r)
+		r = op_metrics_header(out, lat, "histogram", "HTTP request latency by path.");
+	for (size_t p = 0; !r && p < srv->n_paths; p++) {
+		op_buf_reset(&lb);
+		r = op_buf_adds(&lb, "path=\"");
+		if (!r)
+			r = op_metrics_label_value(&lb, route_label(srv, p));
+		if (!r)
+			r = op_buf_addc(&lb, '"');
+		if (!r)
+			r = op_metrics_hist(out, lat, lb.data, &srv->latency[p]);
+	}
+	op_buf_done(&lb);
+	if (!r)
+		r = op_metrics_header(out, "pgop_http_requests_in_flight", "gauge",
+				      "HTTP requests being served.");
+	if (!r) {
+		int64_t v = atomic_load_explicit(&srv->in_flight, memory_order_relaxed);
+		r = op_metrics_sample(out, "pgop_http_requests_in_flight", NULL,
+				      v > 0 ? (uint64_t)v : 0);
+	}
+	if (!r)
+		r = op_metrics_header(out, "pgop_http_tls_cert_swaps_total", "counter",
+				      "Serving certificate replacements since start.");
+	if (!r)
+		r = op_metrics_sample(out, "pgop_http_tls_cert_swaps_total", NULL,
+				      op_counter_get(&srv->cert_swaps));
+	return r;
+}

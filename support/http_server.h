@@ -1,0 +1,127 @@
+/* support/http_server.h - the TLS HTTP server (libmicrohttpd + gnutls).
+ *
+ * One HTTPS listener with an internal thread pool (epoll), TLS 1.2+ only, a
+ * certificate that can be replaced at run time, and a route table given by the
+ * owner. Built in: GET /healthz, GET /readyz, GET /metrics (Prometheus text).
+ *
+ * Request handling, in order: unknown path -> 404; known path, other method ->
+ * 405 with Allow; POST whose Content-Length is over the cap -> 413 before the
+ * body is read (and 413 when a streamed body passes the cap); POST whose
+ * Content-Type is not application/json -> 415; then the handler. A handler
+ * returning -EINVAL (or -EBADMSG) becomes 400 with its op_err message, any other
+ * failure 500.
+ *
+ * Certificates: the serving certificate lives in a swappable slot and is handed
+ * to gnutls per handshake (MHD_OPTION_HTTPS_CERT_CALLBACK). A connection keeps a
+ * reference to the credentials it handshook with until it closes, so a swap
+ * never disturbs a handshake or a request in flight; the old credentials are
+ * freed when their last connection closes.
+ *
+ * Threads: handlers run on the server's pool threads, concurrently; the
+ * userdata they get is shared. All public functions are thread-safe.
+ */
+#ifndef PGOP_SUPPORT_HTTP_SERVER_H
+#define PGOP_SUPPORT_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "support/buf.h"
+#include "support/err.h"
+
+/* TLS 1.2 and 1.3 only (gnutls priority string). */
+#define OP_HTTP_TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+
+struct op_http_server;
+
+/* What a handler sees. Every pointer is borrowed for the duration of the call. */
+struct op_http_request {
+	const char *method;
+	const char *path;   /* without the query string */
+	const char *body;   /* NUL-terminated ("" when there is none) */
+	size_t body_len;
+	const char *peer;   /* "1.2.3.4:5678" or "[::1]:5678" */
+};
+
+/* What a handler fills. Owned by the server; body is pre-initialised with the
+ * response cap (OP_BUF_MAX_HTTP_BODY). */
+struct op_http_reply {
+	unsigned status;          /* default 200 */
+	const char *content_type; /* static string; default "application/json" */
+	struct op_buf body;
+};
+
+/* Returns 0 (reply filled) or -errno (err filled): -EINVAL/-EBADMSG -> 400,
+ * anything else -> 500. userdata is op_http_config.userdata. */
+typedef int (*op_http_handler_fn)(void *userdata, const struct op_http_request *req,
+				  struct op_http_reply *reply, struct op_err *err);
+
+struct op_http_route {
+	const char *method; /* "GET" (also serves HEAD), "POST", ... */
+	const char *path;   /* exact match */
+	op_http_handler_fn fn;
+};
+
+struct op_http_config {
+	/* "ADDR:PORT": "0.0.0.0:9443", "127.0.0.1:0" (ephemeral), "[::]:9443", ":9443".
+	 * NULL means "0.0.0.0:9443". */
+	const char *listen;
+	/* Certificate and key: PEM in memory, or files (reloadable, see
+	 * op_http_server_reload_files). Exactly one pair. Borrowed: copied. */
+	const char *cert_pem;
+	const char *key_pem;
+	const char *cert_file;
+	const char *key_file;
+	/* Routes besides the built-in ones. Borrowed: must outlive the server (a
+	 * static const table). */
+	const struct op_http_route *routes;
+	size_t n_routes;
+	void *userdata; /* passed to handlers and ready_fn; borrowed */
+	/* Optional readiness probe for /readyz (ANDed with op_http_server_set_ready). */
+	bool (*ready_fn)(void *userdata);
+	unsigned threads;          /* thread pool size; 0 = number of CPUs (max 16) */
+	unsigned connection_limit; /* 0 = 1024 */
+	unsigned timeout_s;        /* idle/request connection timeout; 0 = 30 */
+	size_t max_body;           /* request body cap; 0 = OP_BUF_MAX_HTTP_BODY */
+	unsigned drain_ms;         /* op_http_server_free waits this long for requests; 0 = 5000 */
+};
+
+/* Loads the certificate, binds and starts serving. On success *ret_srv is an
+ * OWNED server (release with op_http_server_free). Errors: -EINVAL bad config
+ * or listen address, -EBADMSG unusable certificate or key (err says which),
+ * -ENOENT/-EACCES reading the files, -EADDRINUSE and friends from bind. */
+int op_http_server_start(const struct op_http_config *cfg, struct op_http_server **ret_srv,
+			 struct op_err *err);
+
+/* Stops accepting, waits up to drain_ms for requests in flight, stops the
+ * threads and frees everything. Accepts NULL. */
+void op_http_server_free(struct op_http_server *srv);
+
+/* The bound TCP port (useful after listening on port 0). */
+uint16_t op_http_server_port(const struct op_http_server *srv);
+
+/* Replaces the serving certificate (PEM chain, leaf first) and key. New
+ * handshakes use it at once; existing connections keep theirs. On failure
+ * (-EBADMSG: unparsable, key does not match the leaf) the old one stays. */
+int op_http_server_set_cert(struct op_http_server *srv, const char *cert_pem,
+			    const char *key_pem, struct op_err *err);
+
+/* Re-reads cert_file/key_file given at start when either changed (inode,
+ * size or mtime; a Kubernetes Secret volume swaps a symlink) or when force is
+ * set. Returns 1 when the certificate was replaced, 0 when nothing changed,
+ * -errno on failure (the old certificate stays; call again later: a pair caught
+ * half-written fails the key match and is retried). -EINVAL when the server
+ * was started from PEM in memory. */
+int op_http_server_reload_files(struct op_http_server *srv, bool force, struct op_err *err);
+
+/* Drives /readyz (initially true). Lock-free. */
+void op_http_server_set_ready(struct op_http_server *srv, bool ready);
+
+/* Appends the Prometheus text of this server's metrics to out:
+ *   pgop_http_requests_total{path,code}, pgop_http_request_duration_seconds{path},
+ *   pgop_http_requests_in_flight, pgop_http_tls_cert_swaps_total.
+ * Returns 0 or -EMSGSIZE (out emptied). */
+int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out);
+
+#endif
