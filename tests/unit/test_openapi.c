@@ -1,0 +1,671 @@
+/* tests/unit/test_openapi.c - openapi/: YAML loader and emitter, schema lint,
+ * the Cluster schema's content, the CRD, and the committed crd/ file. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+/* cmocka maps malloc/free to its test allocator under UNIT_TESTING; our
+ * memory comes from libc (op_malloc, json-c, op_buf). */
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#include "openapi/openapi.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+#define CRD_FILE PGOP_SOURCE_DIR "/crd/postgresql.cnpg.io_clusters.yaml"
+#define SAMPLES_DIR PGOP_SHARED_DIR "/samples/cnpg"
+
+static json_object *parse_ok(const char *yaml)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	int r = oa_yaml_parse(yaml, strlen(yaml), &o, &err);
+	if (r < 0)
+		fail_msg("parse failed: %s", err.msg);
+	return o;
+}
+
+static int parse_err(const char *yaml, struct op_err *err)
+{
+	json_object *o = NULL;
+	int r = oa_yaml_parse(yaml, strlen(yaml), &o, err);
+	if (r == 0)
+		json_object_put(o);
+	return r;
+}
+
+static char *read_file(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	char chunk[8192];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (op_buf_add(&b, chunk, n) < 0)
+			break;
+	fclose(f);
+	return op_buf_take(&b, ret_len);
+}
+
+/* ---- YAML loader -------------------------------------------------------- */
+
+static void test_yaml_scalars(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *o =
+		parse_ok("i: 42\nneg: -7\nf: 1.5\nt: true\nF: False\nn: null\ntilde: ~\n"
+			 "empty:\nq: \"42\"\nsq: 'true'\ns: hello world\nlit: |\n  a\n  b\n"
+			 "flow: [1, x, {k: v}]\n");
+	assert_true(json_object_is_type(json_object_object_get(o, "i"), json_type_int));
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "i")), 42);
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "neg")), -7);
+	assert_true(json_object_is_type(json_object_object_get(o, "f"), json_type_double));
+	assert_true(json_object_get_boolean(json_object_object_get(o, "t")));
+	assert_true(json_object_is_type(json_object_object_get(o, "F"), json_type_boolean));
+	assert_false(json_object_get_boolean(json_object_object_get(o, "F")));
+	assert_true(json_object_object_get_ex(o, "n", NULL));
+	assert_null(json_object_object_get(o, "n"));
+	assert_null(json_object_object_get(o, "tilde"));
+	assert_null(json_object_object_get(o, "empty"));
+	assert_string_equal(op_json_str_at(o, "q"), "42");
+	assert_string_equal(op_json_str_at(o, "sq"), "true");
+	assert_string_equal(op_json_str_at(o, "s"), "hello world");
+	assert_string_equal(op_json_str_at(o, "lit"), "a\nb\n");
+	json_object *flow = json_object_object_get(o, "flow");
+	assert_int_equal(json_object_array_length(flow), 3);
+	assert_string_equal(op_json_str_at(json_object_array_get_idx(flow, 2), "k"), "v");
+}
+
+static void test_yaml_anchors_and_merge(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *o =
+		parse_ok("defs:\n  base: &base\n    type: string\n    description: base\n"
+			 "  more: &more\n    pattern: x\n"
+			 "use:\n  <<: *base\n  description: override\n"
+			 "both:\n  <<: [*base, *more]\n"
+			 "copy: *base\n");
+	assert_string_equal(op_json_str_at(o, "use.type"), "string");
+	assert_string_equal(op_json_str_at(o, "use.description"), "override");
+	assert_null(op_json_at(o, "use.<<"));
+	assert_string_equal(op_json_str_at(o, "both.pattern"), "x");
+	assert_string_equal(op_json_str_at(o, "both.description"), "base");
+	/* aliases are copies: the override did not leak into the anchor */
+	assert_string_equal(op_json_str_at(o, "copy.description"), "base");
+	assert_string_equal(op_json_str_at(o, "defs.base.description"), "base");
+}
+
+static void test_yaml_errors(void **state)
+{
+	(void)state;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(parse_err("a: 1\nb: 2\na: 3\n", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 3"));
+	assert_non_null(strstr(err.msg, "duplicate key \"a\""));
+
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err("a: 1\n---\nb: 2\n", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "single document"));
+
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err("a: *nope\n", &err), -EINVAL);
+
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err("a: [1, 2\n", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "YAML line"));
+
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err("", &err), -ENODATA);
+
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err("a: 99999999999999999999\n", &err), -ERANGE);
+
+	/* nesting is capped */
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	for (int i = 0; i < OA_MAX_DEPTH + 5; i++)
+		assert_int_equal(op_buf_adds(&b, "["), 0);
+	for (int i = 0; i < OA_MAX_DEPTH + 5; i++)
+		assert_int_equal(op_buf_adds(&b, "]"), 0);
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err(op_buf_str(&b), &err), -ELOOP);
+	op_buf_done(&b);
+
+	/* merge of a non-mapping */
+	err = OP_ERR_INIT;
+	assert_int_equal(parse_err("a:\n  <<: 3\n", &err), -EINVAL);
+}
+
+/* ---- YAML emitter -------------------------------------------------------- */
+
+static void test_yaml_emit_roundtrip(void **state)
+{
+	(void)state;
+	static const char *const tricky[] = { "true", "no", "On", "1", "-1", "1.5", ".5", "",
+					      "null", "~", "a: b", "# x", "multi\nline\n",
+					      "trailing\n", "x-y", "@at", "'q'", "*star", "inf" };
+	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < OP_ARRAY_SIZE(tricky); i++)
+		json_object_array_add(a, json_object_new_string(tricky[i]));
+	json_object_object_add(o, "strings", a);
+	json_object_object_add(o, "int", json_object_new_int64(-5));
+	json_object_object_add(o, "dbl", json_object_new_double(2.0));
+	json_object_object_add(o, "bool", json_object_new_boolean(1));
+	json_object_object_add(o, "nul", NULL);
+	json_object_object_add(o, "emptyobj", json_object_new_object());
+	json_object_object_add(o, "emptyarr", json_object_new_array());
+	json_object_object_add(o, "b-key", json_object_new_string("second"));
+	json_object_object_add(o, "a-key", json_object_new_string("first"));
+
+	struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(oa_yaml_emit(o, &out, &err), 0);
+	const char *text = op_buf_str(&out);
+	assert_true(strncmp(text, "---\n", 4) == 0);
+	/* keys sorted */
+	assert_true(strstr(text, "a-key:") < strstr(text, "b-key:"));
+	assert_non_null(strstr(text, "emptyobj: {}"));
+	assert_non_null(strstr(text, "emptyarr: []"));
+
+	json_object *back = NULL;
+	assert_int_equal(oa_yaml_parse(text, out.len, &back, &err), 0);
+	assert_true(json_object_equal(o, back));
+	json_object_put(back);
+	op_buf_done(&out);
+}
+
+static void test_yaml_emit_cap(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
+	json_object_object_add(o, "k", json_object_new_string("0123456789012345678901234567890"));
+	struct op_buf out = OP_BUF_INIT(16);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(oa_yaml_emit(o, &out, &err), -EMSGSIZE);
+	assert_int_equal(out.len, 0);
+	op_buf_done(&out);
+}
+
+/* ---- schema lint ----------------------------------------------------------- */
+
+static int lint(const char *yaml, struct op_err *err)
+{
+	_cleanup_(op_json_putp) json_object *s = parse_ok(yaml);
+	return oa_schema_check(s, err);
+}
+
+static void test_check_accepts_minimal(void **state)
+{
+	(void)state;
+	struct op_err err = OP_ERR_INIT;
+	int n = lint("type: object\ndescription: root\nproperties:\n"
+		     "  a: {type: string, description: A, enum: [x, y], default: x}\n"
+		     "  m: {type: object, description: M, additionalProperties: {type: string}}\n"
+		     "  l: {type: array, description: L, items: {type: integer}}\n"
+		     "  q: {x-kubernetes-int-or-string: true, description: Q,\n"
+		     "      anyOf: [{type: integer}, {type: string}]}\n"
+		     "  p: {type: object, description: P, x-kubernetes-preserve-unknown-fields: true}\n"
+		     "required: [a]\n"
+		     "x-kubernetes-validations:\n  - {rule: 'has(self.a)', message: need a}\n",
+		     &err);
+	if (n < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(n, 8); /* root, a, m, m[*], l, l[], q, p */
+}
+
+static void test_check_rejects(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *yaml;
+		const char *msg;
+	} cases[] = {
+		{ "type: object\nproperties:\n  a: {type: string, description: A}\n",
+		  "(root): missing description" },
+		{ "type: object\ndescription: r\nproperties:\n  a: {type: string}\n",
+		  "a: missing description" },
+		{ "type: object\ndescription: r\nproperties:\n  a: {description: A}\n",
+		  "a: missing type" },
+		{ "type: object\ndescription: r\nproperties:\n  a: {type: strin, description: A}\n",
+		  "unknown type" },
+		{ "type: object\ndescription: r\nproperties:\n  a: {type: string, description: A}\n"
+		  "required: [b]\n",
+		  "required field \"b\"" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: integer, description: A, enum: [1, x]}\n",
+		  "enum[1] is not a integer" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: integer, description: A, default: '1'}\n",
+		  "a: default is not a integer" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: string, description: A, enum: [x], default: y}\n",
+		  "default is not in enum" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: array, description: A}\n",
+		  "array without items" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: object, description: A}\n",
+		  "a: object with neither" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: string, description: A, $ref: x}\n",
+		  "unknown schema keyword \"$ref\"" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: string, description: A}\n"
+		  "x-kubernetes-validations:\n  - {rule: 'true'}\n",
+		  "has no message" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: integer, description: A, pattern: x}\n",
+		  "pattern only on strings" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  a: {type: object, description: A, properties: {b: {type: object,\n"
+		  "      description: B, properties: {c: {type: string}}}}}\n",
+		  "a.b.c: missing description" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(lint(cases[i].yaml, &err), -EINVAL);
+		if (!strstr(err.msg, cases[i].msg))
+			fail_msg("case %zu: got \"%s\", want \"%s\"", i, err.msg, cases[i].msg);
+	}
+}
+
+/* ---- the Cluster schema ------------------------------------------------------- */
+
+static json_object *cluster_schema(void)
+{
+	json_object *s = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (oa_cluster_schema(&s, &err) < 0)
+		fail_msg("%s", err.msg);
+	return s;
+}
+
+/* Schema node at a dotted field path ("spec.bootstrap.initdb"), following
+ * properties; "[]" steps into items. Borrowed. */
+static json_object *node_at(json_object *schema, const char *dotted)
+{
+	_cleanup_free_ char *copy = op_strdup(dotted);
+	json_object *n = schema;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ".", &save); tok && n; tok = strtok_r(NULL, ".", &save)) {
+		if (strcmp(tok, "[]") == 0) {
+			n = json_object_object_get(n, "items");
+			continue;
+		}
+		n = op_json_at(n, "properties");
+		n = n ? json_object_object_get(n, tok) : NULL;
+	}
+	return n;
+}
+
+static void test_cluster_schema_lints(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *s = cluster_schema();
+	struct op_err err = OP_ERR_INIT;
+	int n = oa_schema_check(s, &err);
+	if (n < 0)
+		fail_msg("%s", err.msg);
+	/* every spec and status field of admission-rules.md §9/§10 is there */
+	assert_true(n > 400);
+}
+
+static void test_cluster_schema_fields(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *s = cluster_schema();
+	static const struct {
+		const char *path, *type;
+	} fields[] = {
+		{ "spec.instances", "integer" },
+		{ "spec.imageName", "string" },
+		{ "spec.postgresql.parameters", "object" },
+		{ "spec.postgresql.synchronous.method", "string" },
+		{ "spec.bootstrap.initdb.walSegmentSize", "integer" },
+		{ "spec.bootstrap.recovery.recoveryTarget.targetTime", "string" },
+		{ "spec.bootstrap.pg_basebackup.source", "string" },
+		{ "spec.replicationSlots.highAvailability.slotPrefix", "string" },
+		{ "spec.managed.roles.[].ensure", "string" },
+		{ "spec.tablespaces.[].storage.size", "string" },
+		{ "spec.externalClusters.[].connectionParameters", "object" },
+		{ "spec.probes.liveness.isolationCheck.requestTimeout", "integer" },
+		{ "spec.primaryLease.leaseDurationSeconds", "integer" },
+		{ "status.instances", "integer" },
+		{ "status.readyInstances", "integer" },
+		{ "status.selector", "string" },
+		{ "status.instancesStatus", "object" },
+		{ "status.currentPrimary", "string" },
+		{ "status.targetPrimary", "string" },
+		{ "status.conditions.[].type", "string" },
+		{ "status.pgDataImageInfo.majorVersion", "integer" },
+		{ "status.switchReplicaClusterStatus.inProgress", "boolean" },
+		{ "status.secretsResourceVersion.managedRoleSecretVersion", "object" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(fields); i++) {
+		json_object *n = node_at(s, fields[i].path);
+		if (!n)
+			fail_msg("missing %s", fields[i].path);
+		const char *t = op_json_str_at(n, "type");
+		if (!t || strcmp(t, fields[i].type) != 0)
+			fail_msg("%s: type %s, want %s", fields[i].path, t ? t : "(none)",
+				 fields[i].type);
+	}
+	/* §6 constraints and defaults */
+	json_object *inst = node_at(s, "spec.instances");
+	assert_int_equal(json_object_get_int(op_json_at(inst, "default")), 1);
+	assert_int_equal(json_object_get_int(op_json_at(inst, "minimum")), 1);
+	assert_int_equal(json_object_get_int(op_json_at(node_at(s, "spec.postgresUID"), "default")),
+			 26);
+	assert_string_equal(op_json_str_at(node_at(s, "spec.primaryUpdateStrategy"), "default"),
+			    "unsupervised");
+	assert_string_equal(op_json_str_at(node_at(s, "spec.replicationSlots.highAvailability"
+						       ".slotPrefix"),
+					   "pattern"),
+			    "^[0-9a-z_]*$");
+	json_object *ws = node_at(s, "spec.bootstrap.initdb.walSegmentSize");
+	assert_int_equal(json_object_get_int(op_json_at(ws, "minimum")), 1);
+	assert_int_equal(json_object_get_int(op_json_at(ws, "maximum")), 1024);
+	json_object *req = op_json_at(node_at(s, "spec"), "required");
+	assert_non_null(req);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(req, 0)), "instances");
+	assert_int_equal(json_object_array_length(op_json_at(node_at(s, "spec.logLevel"), "enum")),
+			 5);
+}
+
+/* True when some x-kubernetes-validations rule on node contains all needles. */
+static bool has_rule(json_object *node, const char *const *needles, size_t n)
+{
+	json_object *list = op_json_at(node, "x-kubernetes-validations");
+	for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+		const char *rule = op_json_str_at(json_object_array_get_idx(list, i), "rule");
+		bool all = rule != NULL;
+		for (size_t j = 0; all && j < n; j++)
+			all = strstr(rule, needles[j]) != NULL;
+		if (all)
+			return true;
+	}
+	return false;
+}
+
+static void test_cluster_schema_cel(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *s = cluster_schema();
+	static const struct {
+		const char *path;
+		const char *needles[3];
+	} rules[] = {
+		{ "spec", { "self.minSyncReplicas <= self.maxSyncReplicas" } },
+		{ "spec", { "self.maxSyncReplicas < self.instances" } },
+		{ "spec", { "imageName", "imageCatalogRef" } },
+		{ "spec.bootstrap", { "initdb", "recovery", "pg_basebackup" } },
+		{ "spec.imageCatalogRef", { "ClusterImageCatalog" } },
+		{ "spec.imageCatalogRef", { "postgresql.cnpg.io" } },
+		{ "spec.postgresql.synchronous", { "self.number > 0" } },
+		{ "spec.postgresql.synchronous", { "preferred", "standbyNamesPre", "standbyNamesPost" } },
+		{ "spec.postgresql.synchronous", { "podFailureDomainKeys", "nodeFailureDomainKeys" } },
+		{ "spec.postgresql", { "syncReplicaElectionConstraint", "FailureDomainKeys" } },
+		{ "spec.bootstrap.initdb", { "builtinLocale", "builtin" } },
+		{ "spec.bootstrap.initdb", { "icuLocale", "icu" } },
+		{ "spec.bootstrap.initdb", { "icuRules", "icu" } },
+		{ "spec.serviceAccountName", { "self == oldSelf" } },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rules); i++) {
+		size_t n = 0;
+		while (n < 3 && rules[i].needles[n])
+			n++;
+		if (!has_rule(node_at(s, rules[i].path), rules[i].needles, n))
+			fail_msg("no CEL rule on %s with \"%s\"", rules[i].path, rules[i].needles[0]);
+	}
+}
+
+/* ---- the CRD -------------------------------------------------------------------- */
+
+static void test_crd_shape(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *crd = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (oa_crd_json(&crd, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(op_json_str_at(crd, "metadata.name"), "clusters.postgresql.cnpg.io");
+	assert_string_equal(op_json_str_at(crd, "spec.group"), "postgresql.cnpg.io");
+	assert_string_equal(op_json_str_at(crd, "spec.names.kind"), "Cluster");
+	assert_string_equal(op_json_str_at(crd, "spec.names.listKind"), "ClusterList");
+	assert_string_equal(op_json_str_at(crd, "spec.names.plural"), "clusters");
+	assert_string_equal(op_json_str_at(crd, "spec.names.singular"), "cluster");
+	assert_null(op_json_at(crd, "spec.names.shortNames"));
+	assert_string_equal(op_json_str_at(crd, "spec.scope"), "Namespaced");
+	json_object *vs = op_json_at(crd, "spec.versions");
+	assert_int_equal(json_object_array_length(vs), 1);
+	json_object *v = json_object_array_get_idx(vs, 0);
+	assert_string_equal(op_json_str_at(v, "name"), "v1");
+	assert_true(json_object_get_boolean(op_json_at(v, "storage")));
+	assert_non_null(op_json_at(v, "subresources.status"));
+	assert_string_equal(op_json_str_at(v, "subresources.scale.specReplicasPath"),
+			    ".spec.instances");
+	assert_string_equal(op_json_str_at(v, "subresources.scale.statusReplicasPath"),
+			    ".status.instances");
+	assert_string_equal(op_json_str_at(v, "subresources.scale.labelSelectorPath"),
+			    ".status.selector");
+	static const char *const cols[] = { "Age", "Instances", "Ready", "Status", "Primary",
+					    "SyncTopology" };
+	json_object *pc = op_json_at(v, "additionalPrinterColumns");
+	assert_int_equal(json_object_array_length(pc), OP_ARRAY_SIZE(cols));
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cols); i++)
+		assert_string_equal(op_json_str_at(json_object_array_get_idx(pc, i), "name"),
+				    cols[i]);
+	assert_int_equal(json_object_get_int(op_json_at(json_object_array_get_idx(pc, 5),
+							"priority")),
+			 1);
+	assert_non_null(op_json_at(v, "schema.openAPIV3Schema.properties.spec"));
+}
+
+/* The committed crd/ file is exactly what the generator produces. */
+static void test_crd_file_not_stale(void **state)
+{
+	(void)state;
+	struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
+	struct op_err err = OP_ERR_INIT;
+	if (oa_render_crd(&out, &err) < 0)
+		fail_msg("%s", err.msg);
+	size_t len = 0;
+	_cleanup_free_ char *committed = read_file(CRD_FILE, &len);
+	if (!committed)
+		fail_msg("cannot read %s: run `ninja gen-crd`", CRD_FILE);
+	if (len != out.len || memcmp(committed, op_buf_str(&out), len) != 0) {
+		size_t i = 0;
+		while (i < len && i < out.len && committed[i] == op_buf_str(&out)[i])
+			i++;
+		fail_msg("%s is stale (first difference at byte %zu): run `ninja gen-crd`", CRD_FILE,
+			 i);
+	}
+	/* and it reads back to the same object */
+	json_object *back = NULL, *crd = NULL;
+	assert_int_equal(oa_yaml_parse(committed, len, &back, &err), 0);
+	assert_int_equal(oa_crd_json(&crd, &err), 0);
+	assert_true(json_object_equal(back, crd));
+	json_object_put(back);
+	json_object_put(crd);
+	op_buf_done(&out);
+}
+
+/* ---- samples vs. schema (what strict field validation would say) ---------------- */
+
+__attribute__((format(printf, 2, 3))) static int why_fail(struct op_buf *why, const char *fmt,
+							    ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (op_buf_vaddf(why, fmt, ap) < 0)
+		print_message("(reason too long)\n");
+	va_end(ap);
+	return -1;
+}
+
+/* Checks value against schema node like kube-apiserver's strict decoding and
+ * type validation would: unknown fields, wrong types, enums. */
+static int conform(json_object *v, json_object *node, const char *path, struct op_buf *why)
+{
+	if (!node)
+		return why_fail(why, "%s: unknown field", path);
+	if (v == NULL)
+		return 0;
+	if (json_object_get_boolean(op_json_at(node, "x-kubernetes-int-or-string")))
+		return (json_object_is_type(v, json_type_int) ||
+			json_object_is_type(v, json_type_string))
+			       ? 0
+			       : why_fail(why, "%s: not int-or-string", path);
+	const char *type = op_json_str_at(node, "type");
+	json_type jt = json_object_get_type(v);
+	bool ok = !type || (strcmp(type, "string") == 0 && jt == json_type_string) ||
+		  (strcmp(type, "integer") == 0 && jt == json_type_int) ||
+		  (strcmp(type, "number") == 0 && (jt == json_type_int || jt == json_type_double)) ||
+		  (strcmp(type, "boolean") == 0 && jt == json_type_boolean) ||
+		  (strcmp(type, "object") == 0 && jt == json_type_object) ||
+		  (strcmp(type, "array") == 0 && jt == json_type_array);
+	if (!ok)
+		return why_fail(why, "%s: %s is not %s", path, op_json_type_name(v), type);
+	json_object *e = op_json_at(node, "enum");
+	if (e) {
+		bool found = false;
+		for (size_t i = 0; i < json_object_array_length(e); i++)
+			found = found || json_object_equal(v, json_object_array_get_idx(e, i));
+		if (!found)
+			return why_fail(why, "%s: %s not in enum", path, json_object_get_string(v));
+	}
+	if (jt == json_type_array) {
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			_cleanup_free_ char *sub = op_asprintf("%s[%zu]", path, i);
+			if (conform(json_object_array_get_idx(v, i), op_json_at(node, "items"), sub,
+				    why) < 0)
+				return -1;
+		}
+	}
+	if (jt == json_type_object) {
+		json_object *props = op_json_at(node, "properties");
+		json_object *addl = op_json_at(node, "additionalProperties");
+		bool preserve = json_object_get_boolean(
+			op_json_at(node, "x-kubernetes-preserve-unknown-fields"));
+		json_object_object_foreach(v, k, val)
+		{
+			_cleanup_free_ char *sub = op_asprintf("%s.%s", path, k);
+			json_object *child = NULL;
+			if (props)
+				json_object_object_get_ex(props, k, &child);
+			if (!child && addl)
+				child = addl;
+			if (!child && preserve)
+				continue;
+			if (conform(val, child, sub, why) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Samples CloudNativePG's own CRD rejects as well (tablespaces written as a
+ * map instead of a list). */
+static const char *const known_bad_samples[] = { "cluster-restore-with-tablespaces.yaml" };
+
+static int check_sample_file(json_object *schema, const char *dir, const char *name,
+			     int *clusters)
+{
+	_cleanup_free_ char *path = op_asprintf("%s/%s", dir, name);
+	size_t len = 0;
+	_cleanup_free_ char *text = read_file(path, &len);
+	assert_non_null(text);
+	int bad = 0;
+	/* split on document markers; the loader takes one document */
+	char *doc = text;
+	while (doc) {
+		char *next = strstr(doc, "\n---");
+		if (next) {
+			*next = '\0';
+			next += 4;
+		}
+		json_object *o = NULL;
+		struct op_err err = OP_ERR_INIT;
+		int r = oa_yaml_parse(doc, strlen(doc), &o, &err);
+		if (r == 0 && o && strcmp(op_json_str_at(o, "kind") ?: "", "Cluster") == 0) {
+			(*clusters)++;
+			struct op_buf why = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+			json_object *spec = op_json_at(o, "spec");
+			if (conform(spec, op_json_at(schema, "properties.spec"), "spec", &why) < 0) {
+				print_message("%s: %s\n", name, op_buf_str(&why));
+				bad++;
+			}
+			op_buf_done(&why);
+		}
+		if (o)
+			json_object_put(o);
+		doc = next;
+	}
+	return bad;
+}
+
+static void test_samples_conform(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *s = cluster_schema();
+	static const char *const dirs[] = { SAMPLES_DIR, SAMPLES_DIR "/dc" };
+	int clusters = 0, unexpected = 0, expected_bad = 0;
+	for (size_t d = 0; d < OP_ARRAY_SIZE(dirs); d++) {
+		DIR *dh = opendir(dirs[d]);
+		if (!dh)
+			skip();
+		struct dirent *de;
+		while ((de = readdir(dh))) {
+			size_t n = strlen(de->d_name);
+			if (n < 6 || strcmp(de->d_name + n - 5, ".yaml") != 0)
+				continue;
+			int bad = check_sample_file(s, dirs[d], de->d_name, &clusters);
+			bool known = false;
+			for (size_t i = 0; i < OP_ARRAY_SIZE(known_bad_samples); i++)
+				known = known || strcmp(de->d_name, known_bad_samples[i]) == 0;
+			if (known) {
+				assert_true(bad > 0); /* still rejected, like CloudNativePG */
+				expected_bad++;
+			} else {
+				unexpected += bad;
+			}
+		}
+		closedir(dh);
+	}
+	assert_true(clusters >= 60);
+	assert_int_equal(expected_bad, OP_ARRAY_SIZE(known_bad_samples));
+	assert_int_equal(unexpected, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_yaml_scalars),
+		cmocka_unit_test(test_yaml_anchors_and_merge),
+		cmocka_unit_test(test_yaml_errors),
+		cmocka_unit_test(test_yaml_emit_roundtrip),
+		cmocka_unit_test(test_yaml_emit_cap),
+		cmocka_unit_test(test_check_accepts_minimal),
+		cmocka_unit_test(test_check_rejects),
+		cmocka_unit_test(test_cluster_schema_lints),
+		cmocka_unit_test(test_cluster_schema_fields),
+		cmocka_unit_test(test_cluster_schema_cel),
+		cmocka_unit_test(test_crd_shape),
+		cmocka_unit_test(test_crd_file_not_stale),
+		cmocka_unit_test(test_samples_conform),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
