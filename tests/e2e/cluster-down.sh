@@ -19,13 +19,16 @@ export PGOP_E2E_STATE=${1:-${PGOP_E2E_STATE:-/tmp/pgop-e2e}}
 S=$(realpath -m "$PGOP_E2E_STATE")
 e2e_check_state_dir "$S" || exit 2
 
-# Never signal ourselves or a caller (run.sh may carry the same environment).
+# Never signal ourselves, a caller or our own process group: run.sh exports
+# PGOP_E2E_OWNER to its tests so that strays they leave are found, and its pipelines
+# (e.g. "cluster-down.sh | tee") carry it too.
 declare -A protected=()
 p=$$
 while [ -n "$p" ] && [ "$p" -gt 1 ]; do
 	protected[$p]=1
 	p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
 done
+my_pgid=$(e2e_pgid_of $$)
 
 host_netns=$(readlink /proc/1/ns/net)
 
@@ -62,6 +65,7 @@ our_pids() {
 		fi
 	} 2>/dev/null | grep -E '^[0-9]+$' | sort -un | while read -r pid; do
 		[ -n "${protected[$pid]:-}" ] && continue
+		[ "$(e2e_pgid_of "$pid")" = "$my_pgid" ] && continue
 		# Zombies are dead already; their parent reaps them.
 		[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && continue
 		kill -0 "$pid" 2>/dev/null && echo "$pid"

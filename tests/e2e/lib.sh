@@ -133,6 +133,19 @@ e2e_ns() {
 	echo "$ns"
 }
 
+# e2e_pgid_of PID: process group of PID (fails if PID is gone).
+e2e_pgid_of() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	# shellcheck disable=SC2086
+	set -- $st
+	echo "$3"
+}
+
+# e2e_is_zombie PID
+e2e_is_zombie() { [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+
 # e2e_check_state_dir DIR: refuse paths that rm -rf must never touch.
 e2e_check_state_dir() {
 	local d=$1 top

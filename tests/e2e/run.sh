@@ -29,6 +29,9 @@ LOGS=${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}
 e2e_check_state_dir "$LOGS" || exit 2
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
+# Everything the tests start inherits this; cluster-down.sh finds strays by it.
+export PGOP_E2E_OWNER=$S
+run_pgid=$(e2e_pgid_of $$)
 [ -x "$PGOP_BIN" ] || e2e_log "warning: $PGOP_BIN is not built; tests that need it will fail"
 
 passed=0 failed=0 skipped=0 failures=()
@@ -36,8 +39,38 @@ result() { # NAME STATUS SECONDS
 	case $2 in
 	0) passed=$((passed + 1)); printf 'PASS  %-40s %4ds\n' "$1" "$3" ;;
 	77) skipped=$((skipped + 1)); printf 'SKIP  %-40s %4ds\n' "$1" "$3" ;;
+	99) failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %-40s %4ds (left processes behind)\n' "$1" "$3" ;;
 	*) failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %-40s %4ds (status %s)\n' "$1" "$3" "$2" ;;
 	esac
+}
+
+# Processes a test started (they inherit PGOP_E2E_OWNER) that outlived it, as "PID CMD"
+# lines. The control-plane daemons and the node agent (pid files under STATE, with
+# their process groups) and pod processes (another network namespace) are not strays.
+strays() {
+	local f pid pg hostnet
+	declare -A infra=()
+	for f in "$S"/pids/*.pid "$S"/agent/*.pid; do [ -f "$f" ] && infra[$(cat "$f")]=1; done
+	hostnet=$(readlink /proc/$$/ns/net)
+	for f in $(grep -lsxzF "PGOP_E2E_OWNER=$S" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=${f#/proc/}
+		pid=${pid%%/*}
+		pg=$(e2e_pgid_of "$pid") || continue
+		[ "$pg" = "$run_pgid" ] && continue
+		[ -n "${infra[$pg]:-}" ] && continue
+		e2e_is_zombie "$pid" && continue
+		[ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$hostnet" ] || continue
+		echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-150)"
+	done
+}
+kill_strays() { # "PID CMD" LINES
+	local pids
+	pids=$(awk '{print $1}' <<<"$1")
+	# shellcheck disable=SC2086
+	kill -TERM $pids 2>/dev/null
+	sleep 2
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null
 }
 
 run_test() { # FILE
@@ -55,6 +88,16 @@ run_test() { # FILE
 		rc=$?
 	fi
 	[ "$rc" = 124 ] && echo "timed out after ${to}s" >>"$LOGS/$name.log"
+	local left
+	left=$(strays)
+	if [ -n "$left" ]; then
+		{
+			echo "left processes running after it exited (now killed):"
+			echo "$left"
+		} >>"$LOGS/$name.log"
+		kill_strays "$left"
+		[ "$rc" = 0 ] && rc=99
+	fi
 	if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -z "${E2E_VERBOSE:-}" ]; then
 		echo "----- $name: last 40 lines of $LOGS/$name.log -----"
 		tail -n 40 "$LOGS/$name.log"
@@ -83,12 +126,14 @@ done
 e2e_log "${#all[@]} tests: ${#plain[@]} without and ${#cluster[@]} with the control plane; state $S, logs $LOGS"
 
 cleanup() {
-	if [ -d "$S" ]; then
-		[ -d "$S/logs" ] && mkdir -p "$LOGS/controlplane" && cp -r "$S/logs/." "$LOGS/controlplane/"
-		[ -d "$S/agent" ] && mkdir -p "$LOGS/agent" &&
-			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent/" \; 2>/dev/null
-		"$here/cluster-down.sh" "$S"
+	if [ -d "$S/logs" ]; then
+		mkdir -p "$LOGS/controlplane" && cp -r "$S/logs/." "$LOGS/controlplane/"
 	fi
+	if [ -d "$S/agent" ]; then
+		mkdir -p "$LOGS/agent" &&
+			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent/" \; 2>/dev/null
+	fi
+	"$here/cluster-down.sh" "$S"
 }
 trap 'e2e_log "interrupted"; cleanup; exit 130' INT TERM
 
@@ -118,13 +163,15 @@ if ((${#cluster[@]})); then
 			result cluster-up 1 $(($(date +%s) - t1))
 			for t in "${cluster[@]}"; do result "$(basename "$t" .sh)" 1 0; done
 		fi
-		t1=$(date +%s)
-		if cleanup 2>&1 | tee "$LOGS/cluster-down.log" >&2; then
-			result "cluster-down (nothing left behind)" 0 $(($(date +%s) - t1))
-		else
-			result "cluster-down (nothing left behind)" 1 $(($(date +%s) - t1))
-		fi
 	fi
+fi
+
+# Always: take everything down and prove that nothing is left (also after plain tests).
+t1=$(date +%s)
+if cleanup 2>&1 | tee "$LOGS/cluster-down.log" >&2; then
+	result "cluster-down (nothing left behind)" 0 $(($(date +%s) - t1))
+else
+	result "cluster-down (nothing left behind)" 1 $(($(date +%s) - t1))
 fi
 
 for f in "${failures[@]+"${failures[@]}"}"; do echo "  failed: $f"; done

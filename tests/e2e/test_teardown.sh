@@ -44,7 +44,7 @@ sleep 0.5
 for p in $pod_pid $pod2_pid $agent_pid $marked_pid; do kill -0 "$p" || e2e_fail "setup: $p not running"; done
 
 e2e_log "cluster-down.sh $S"
-"$E2E_DIR/cluster-down.sh" "$S" || e2e_fail "cluster-down.sh reported leftovers"
+PGOP_E2E_TERM_GRACE=2 "$E2E_DIR/cluster-down.sh" "$S" || e2e_fail "cluster-down.sh reported leftovers"
 
 e2e_log "checking that nothing is left"
 sleep 0.2
