@@ -12,13 +12,25 @@ int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret
 {
 	if (len > (size_t)INT32_MAX)
 		return op_err_set(err, -EMSGSIZE, "JSON document too large (%zu bytes)", len);
-	json_tokener *tok = json_tokener_new_ex(max_depth > 0 ? max_depth : OP_JSON_MAX_DEPTH);
+	/* json-c counts the top level as one stack entry: depth N allows N-1
+	 * nested containers, so ask for one more to allow max_depth of them. */
+	if (max_depth <= 0 || max_depth > 100000)
+		max_depth = OP_JSON_MAX_DEPTH;
+	json_tokener *tok = json_tokener_new_ex(max_depth + 1);
 	if (!tok)
 		return op_err_set(err, -ENOMEM, "cannot allocate JSON parser");
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	json_object *o = json_tokener_parse_ex(tok, data ? data : "", (int)len);
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	size_t off = json_tokener_get_parse_end(tok);
+	if (jerr == json_tokener_continue && len > 0) {
+		/* A bare top-level number ("5") is only complete at end of input:
+		 * json-c needs to see a terminator to finish it. */
+		o = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		if (jerr != json_tokener_success)
+			off = len;
+	}
 	json_tokener_free(tok);
 	if (jerr == json_tokener_continue) {
 		json_object_put(o);
