@@ -91,7 +91,8 @@ static int get_sans(gnutls_x509_crt_t crt, struct pki_cert_info *info, struct op
 		} else if (g == GNUTLS_SAN_IPADDRESS && (size == 4 || size == 16)) {
 			char txt[INET6_ADDRSTRLEN];
 			if (!inet_ntop(size == 4 ? AF_INET : AF_INET6, buf, txt, sizeof(txt)))
-				return op_err_set(err, -EINVAL, "%s: bad IP subject alt name", what);
+				return op_err_set(err, -EINVAL, "%s: bad IP subject alt name",
+						  what);
 			push(&info->ips, &info->n_ips, op_strdup(txt));
 		}
 	}

@@ -1,13 +1,13 @@
 /* pki/secret.c - kubernetes.io/tls and CA Secret JSON, built and parsed
  * (see pki.h). No API calls: the caller creates/patches the object.
- *
- * base64: support/base64.h was not committed when this was written, so a
- * small static codec lives here (b64_*); swap to op_base64_* once it lands. */
+ * Base64 is support/base64.h; decoding skips line breaks like Go's decoder
+ * (the API server accepts wrapped []byte values). */
 #include <errno.h>
 #include <stdio.h>
 
 #include "pki/internal.h"
 #include "support/alloc.h"
+#include "support/base64.h"
 #include "support/buf.h"
 #include "support/json.h"
 
@@ -23,83 +23,6 @@ static const struct secret_shape {
 			     "ca.crt" },
 	[PKI_SECRET_CA] = { NULL, "Opaque", "ca.crt", "ca.key", false, NULL },
 };
-
-/* ----------------------------------------------------------------- base64 */
-
-static const char b64_alpha[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const unsigned char *p, size_t n)
-{
-	char *out = op_malloc((n + 2) / 3 * 4 + 1);
-	size_t o = 0, i = 0;
-	for (; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		out[o++] = b64_alpha[v >> 18 & 63];
-		out[o++] = b64_alpha[v >> 12 & 63];
-		out[o++] = b64_alpha[v >> 6 & 63];
-		out[o++] = b64_alpha[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-		out[o++] = b64_alpha[v >> 18 & 63];
-		out[o++] = b64_alpha[v >> 12 & 63];
-		out[o++] = i + 1 < n ? b64_alpha[v >> 6 & 63] : '=';
-		out[o++] = '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static int b64_val(char c)
-{
-	const char *p = c ? strchr(b64_alpha, c) : NULL;
-	return p ? (int)(p - b64_alpha) : -1;
-}
-
-/* Strict standard base64 (padding required); '\r' and '\n' are skipped like
- * Go's decoder. Output is NUL-terminated and owned. */
-static int b64_decode(const char *in, size_t len, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *out = op_malloc(len / 4 * 3 + 4);
-	size_t o = 0, q = 0, pad = 0;
-	uint32_t acc = 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = in[i];
-		if (c == '\r' || c == '\n')
-			continue;
-		if (c == '=') {
-			pad++;
-			acc <<= 6;
-			q++;
-		} else {
-			int v = b64_val(c);
-			if (v < 0 || pad)
-				return -EINVAL;
-			acc = acc << 6 | (uint32_t)v;
-			q++;
-		}
-		if (q == 4) {
-			if (pad > 2)
-				return -EINVAL;
-			out[o++] = (char)(acc >> 16);
-			if (pad < 2)
-				out[o++] = (char)(acc >> 8 & 0xff);
-			if (pad < 1)
-				out[o++] = (char)(acc & 0xff);
-			q = 0;
-			acc = 0;
-			if (o > max)
-				return -EMSGSIZE;
-		}
-	}
-	if (q != 0)
-		return -EINVAL;
-	out[o] = '\0';
-	*ret_len = o;
-	*ret = TAKE_PTR(out);
-	return 0;
-}
 
 /* ----------------------------------------------------------------- build */
 
@@ -126,7 +49,7 @@ static int add_str(json_object *o, const char *k, const char *v)
 
 static int add_b64(json_object *data, const char *k, const char *pem)
 {
-	_cleanup_free_ char *b = b64_encode((const unsigned char *)pem, strlen(pem));
+	_cleanup_free_ char *b = op_base64_encode_str(pem, strlen(pem), 0);
 	return add_str(data, k, b);
 }
 
@@ -159,11 +82,11 @@ int pki_secret_build(enum pki_secret_kind kind, const char *ns, const char *name
 		return op_err_set(err, -ENOMEM, "secret %s/%s: out of memory", ns, name);
 	meta = json_object_object_get(root, "metadata");
 	data = json_object_object_get(root, "data");
-	if ((r = add_str(root, "apiVersion", "v1")) < 0 || (r = add_str(root, "kind", "Secret")) < 0 ||
-	    (r = add_str(root, "type", sh->out_type)) < 0 || (r = add_str(meta, "name", name)) < 0 ||
-	    (r = add_str(meta, "namespace", ns)) < 0 || (r = add_b64(data, sh->crt_key, d->crt)) < 0 ||
-	    (d->key && (r = add_b64(data, sh->key_key, d->key)) < 0) ||
-	    (d->ca && (r = add_b64(data, sh->ca_key, d->ca)) < 0))
+	if (add_str(root, "apiVersion", "v1") < 0 || add_str(root, "kind", "Secret") < 0 ||
+	    add_str(root, "type", sh->out_type) < 0 || add_str(meta, "name", name) < 0 ||
+	    add_str(meta, "namespace", ns) < 0 || add_b64(data, sh->crt_key, d->crt) < 0 ||
+	    (d->key && add_b64(data, sh->key_key, d->key) < 0) ||
+	    (d->ca && add_b64(data, sh->ca_key, d->ca) < 0))
 		return op_err_set(err, -ENOMEM, "secret %s/%s: out of memory", ns, name);
 	*ret = TAKE_PTR(root);
 	return 0;
@@ -179,18 +102,23 @@ static int get_pem(json_object *data, const char *key, char **ret, struct op_err
 	if (r <= 0)
 		return r;
 	size_t len = strlen(b);
-	if (len > (size_t)PKI_PEM_MAX / 3 * 4 + 8)
+	/* base64 of the cap, with room for line breaks */
+	if (len > (size_t)PKI_PEM_MAX * 2)
 		return op_err_set(err, -EMSGSIZE, "data.%s: larger than %u bytes", key, PKI_PEM_MAX);
-	_cleanup_free_ char *pem = NULL;
-	size_t n = 0;
-	r = b64_decode(b, len, PKI_PEM_MAX, &pem, &n);
+	_cleanup_(op_buf_donep) struct op_buf pem = OP_BUF_INIT(PKI_PEM_MAX);
+	struct op_err b64err = OP_ERR_INIT;
+	r = op_base64_decode(b, len, OP_BASE64_IGNORE_NEWLINES, &pem, &b64err);
 	if (r == -EMSGSIZE)
 		return op_err_set(err, r, "data.%s: larger than %u bytes", key, PKI_PEM_MAX);
 	if (r < 0)
-		return op_err_set(err, r, "data.%s: invalid base64", key);
-	if (strlen(pem) != n)
+		return op_err_set(err, r, "data.%s: invalid base64: %s", key, b64err.msg);
+	size_t n = 0;
+	char *out = op_buf_take(&pem, &n);
+	if (strlen(out) != n) {
+		free(out);
 		return op_err_set(err, -EINVAL, "data.%s: PEM contains a NUL byte", key);
-	*ret = TAKE_PTR(pem);
+	}
+	*ret = out;
 	return 1;
 }
 
