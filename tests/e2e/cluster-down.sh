@@ -4,8 +4,9 @@
 #   - the node agent and its pods (STATE/agent/**/*.pid, every process inside a
 #     pgop-e2e-* network namespace or a namespace bind-mounted under STATE, and any
 #     process carrying PGOP_E2E_OWNER=STATE in its environment),
-#   - network namespaces pgop-e2e-*, host links pe2e* / pgop-e2e* (bridge, veths) and
-#     any listed in STATE/agent/links, the nftables table pgop_e2e (any family),
+#   - network namespaces pgop-e2e-*, the bridge pgope2e0 and every link enslaved to it,
+#     host links pgope2e* / pe2e* / pgop-e2e*, links listed in STATE/agent/links, the
+#     nftables table pgop_e2e (any family), sysctls listed in STATE/agent/sysctl.restore,
 #   - mounts under STATE; then STATE itself (unless PGOP_E2E_KEEP_STATE=1).
 #
 # Usage: tests/e2e/cluster-down.sh [STATE_DIR]      (default /tmp/pgop-e2e)
@@ -123,13 +124,20 @@ for f in /run/netns/"$E2E_NETNS_PREFIX"*; do
 	ip netns delete "${f##*/}" 2>/dev/null || { umount -l "$f" 2>/dev/null; rm -f "$f"; }
 done
 links() {
-	ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 |
-		grep -E "^($E2E_LINK_PREFIX|pgop-e2e)"
+	# Ports of the bridge first (veths with any name), then the bridge and prefixed links.
+	ip -o link show master "$E2E_BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1
+	ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "$E2E_LINK_RE"
 	[ -f "$S/agent/links" ] && grep -vE '^\s*(#|$)' "$S/agent/links" | while read -r l; do
 		ip link show "$l" >/dev/null 2>&1 && echo "$l"
 	done
 }
-for l in $(links | sort -u); do ip link delete "$l" 2>/dev/null; done
+for l in $(links | awk '!seen[$0]++'); do ip link delete "$l" 2>/dev/null; done
+# Sysctls the agent changed (e.g. ip_forward), as "key=old value" lines to restore.
+if [ -f "$S/agent/sysctl.restore" ]; then
+	grep -E '^[a-z0-9_./-]+=[0-9a-zA-Z ]*$' "$S/agent/sysctl.restore" | while IFS='=' read -r k v; do
+		[ -e "/proc/sys/${k//.//}" ] && sysctl -q -w "$k=$v" >/dev/null 2>&1
+	done
+fi
 nft_tables() { nft list tables 2>/dev/null | awk -v t="$E2E_NFT_TABLE" '$1 == "table" && $3 == t {print $2}'; }
 if command -v nft >/dev/null; then
 	for fam in $(nft_tables); do nft delete table "$fam" "$E2E_NFT_TABLE"; done

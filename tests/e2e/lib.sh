@@ -36,7 +36,8 @@ export PGOP_E2E_ETCD_PORT PGOP_E2E_ETCD_PEER_PORT PGOP_E2E_APISERVER_PORT PGOP_E
 
 # Prefixes of everything the suite creates on the host; cluster-down.sh removes them all.
 E2E_NETNS_PREFIX=pgop-e2e-  # network namespaces (ip netns)
-E2E_LINK_PREFIX=pe2e        # host-side links: bridge, veths (IFNAMSIZ leaves 15 chars)
+E2E_BRIDGE=pgope2e0         # the node agent's bridge; links enslaved to it go with it
+E2E_LINK_RE='^(pgope2e|pe2e|pgop-e2e)'  # other host-side links (IFNAMSIZ: 15 chars)
 E2E_NFT_TABLE=pgop_e2e      # nftables table, any family
 
 e2e_log() { printf '[e2e %4ds] %s\n' "$(($(date +%s) - E2E_T0))" "$*" >&2; }

@@ -19,12 +19,17 @@ ns=${E2E_NETNS_PREFIX}teardown
 
 e2e_log "creating what an agent would: netns $ns, bridge, veth, nft table, mounts, processes"
 ip netns add "$ns"
-ip link add "${E2E_LINK_PREFIX}br0" type bridge
-ip link add "${E2E_LINK_PREFIX}td0" type veth peer name eth0 netns "$ns"
-ip link set "${E2E_LINK_PREFIX}td0" master "${E2E_LINK_PREFIX}br0"
+ip link add "$E2E_BRIDGE" type bridge
+ip link add vethe2etd0 type veth peer name eth0 netns "$ns"   # found as a port of the bridge
+ip link set vethe2etd0 master "$E2E_BRIDGE"
+ip link add pgope2ex type veth peer name vethe2ex1               # found by its prefix
 ip link add e2elst0 type veth peer name e2elst1   # a link known only from agent/links
 echo e2elst0 >"$S/agent/links"
 nft add table inet "$E2E_NFT_TABLE"
+# A sysctl the agent changed and recorded for restoring (harmless one: ARP on lo).
+old_arp=$(sysctl -n net.ipv4.conf.lo.arp_ignore)
+echo "net.ipv4.conf.lo.arp_ignore=$old_arp" >"$S/agent/sysctl.restore"
+sysctl -q -w net.ipv4.conf.lo.arp_ignore=$(((old_arp + 1) % 2))
 mount -t tmpfs -o size=1m e2e-vol "$S/agent/pods/p1/vol"
 # A pod process inside the named netns, detached and ignoring SIGTERM.
 ip netns exec "$ns" setsid bash -c 'trap "" TERM; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &
@@ -54,12 +59,13 @@ for p in $pod_pid $pod2_pid $agent_pid $marked_pid; do
 	fi
 done
 [ ! -e "/run/netns/$ns" ] || e2e_fail "netns $ns still exists"
-for l in "${E2E_LINK_PREFIX}br0" "${E2E_LINK_PREFIX}td0" e2elst0 e2elst1; do
+for l in "$E2E_BRIDGE" vethe2etd0 pgope2ex vethe2ex1 e2elst0 e2elst1; do
 	! ip link show "$l" >/dev/null 2>&1 || e2e_fail "link $l still exists"
 done
 ! nft list table inet "$E2E_NFT_TABLE" >/dev/null 2>&1 || e2e_fail "nft table still exists"
 ! grep -q " $S" /proc/self/mountinfo || e2e_fail "mounts under $S remain"
 [ ! -e "$S" ] || e2e_fail "$S still exists"
+e2e_assert_eq "$old_arp" "$(sysctl -n net.ipv4.conf.lo.arp_ignore)" "restored sysctl"
 
 e2e_log "a leftover it cannot remove is reported (exit 1)"
 mkdir -p "$S/pids"
