@@ -126,7 +126,8 @@ static int check_children(json_object *node, const char *path, const char *type,
 		return op_err_set(err, -EINVAL, "%s: %s", path,
 				  has_items ? "items on a non-array node" : "array without items");
 	if (strcmp(type, "object") == 0 && !has_props && !has_addl &&
-	    !flag(node, "x-kubernetes-preserve-unknown-fields") && strcmp(path, "metadata") != 0)
+	    !flag(node, "x-kubernetes-preserve-unknown-fields") &&
+	    !(depth == 1 && strcmp(path, "metadata") == 0))
 		return op_err_set(err, -EINVAL,
 				  "%s: object with neither properties, additionalProperties nor "
 				  "x-kubernetes-preserve-unknown-fields",
@@ -189,8 +190,12 @@ static int check_node(json_object *node, const char *path, bool is_property, int
 					  key);
 	}
 
+	/* the root metadata may only say `type: object` (kube-apiserver rule) */
+	bool root_metadata = depth == 1 && strcmp(path, "metadata") == 0;
+	if (root_metadata && json_object_object_length(node) != 1)
+		return op_err_set(err, -EINVAL, "metadata: only `type: object` is allowed");
 	const char *desc = op_json_str_at(node, "description");
-	if ((is_property || depth == 0) && (!desc || !*desc))
+	if ((is_property || depth == 0) && !root_metadata && (!desc || !*desc))
 		return op_err_set(err, -EINVAL, "%s: missing description", where);
 
 	bool int_or_string = flag(node, "x-kubernetes-int-or-string");

@@ -273,6 +273,13 @@ static void test_check_rejects(void **state)
 		  "  a: {type: object, description: A, properties: {b: {type: object,\n"
 		  "      description: B, properties: {c: {type: string}}}}}\n",
 		  "a.b.c: missing description" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  metadata: {type: object, description: M}\n",
+		  "metadata: only `type: object` is allowed" },
+		{ "type: object\ndescription: r\nproperties:\n"
+		  "  s: {type: object, description: S, properties: {metadata: {type: object,\n"
+		  "      description: M}}}\n",
+		  "s.metadata: object with neither" },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
 		struct op_err err = OP_ERR_INIT;
