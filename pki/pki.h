@@ -85,6 +85,13 @@ struct pki_leaf_req {
 };
 
 int pki_ca_create(const struct pki_ca_req *req, struct pki_pair *ret, struct op_err *err);
+
+/* The operator's in-memory mTLS client identity (CNPG v1.30 semantics):
+ * self-signed, not a CA, CN = cn (pod hostname), extKeyUsage clientAuth,
+ * notAfter 9999-12-31T23:59:59Z, fresh key. Instances pin it by
+ * pki_cert_info.spki_sha256 (SHA-256 of SubjectPublicKeyInfo, hex). */
+#define PKI_NOT_AFTER_FOREVER ((int64_t)253402300799) /* 9999-12-31T23:59:59Z */
+int pki_client_selfsigned(const char *cn, int64_t now, struct pki_pair *ret, struct op_err *err);
 /* ca must carry both cert_pem and key_pem. */
 int pki_leaf_issue(const struct pki_pair *ca, const struct pki_leaf_req *req,
 		   struct pki_pair *ret, struct op_err *err);

@@ -345,6 +345,32 @@ int pki_ca_create(const struct pki_ca_req *req, struct pki_pair *ret, struct op_
 	return finish(crt, key, ret, err);
 }
 
+int pki_client_selfsigned(const char *cn, int64_t now, struct pki_pair *ret, struct op_err *err)
+{
+	int r = check_name(cn, "client.cn", err);
+	if (r < 0)
+		return r;
+	_cleanup_(pki__key_deinitp) gnutls_x509_privkey_t key = NULL;
+	_cleanup_(pki__crt_deinitp) gnutls_x509_crt_t crt = NULL;
+	r = key_new(&key, err);
+	if (r < 0)
+		return r;
+	if (gnutls_x509_crt_init(&crt) < 0)
+		return op_err_set(err, -ENOMEM, "cannot allocate certificate");
+	r = crt_base(crt, key, cn, NULL, now - PKI_BACKDATE_S, PKI_NOT_AFTER_FOREVER, err);
+	if (r < 0)
+		return r;
+	int g;
+	if ((g = gnutls_x509_crt_set_basic_constraints(crt, 0, -1)) < 0 ||
+	    (g = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE |
+							    GNUTLS_KEY_KEY_AGREEMENT)) < 0 ||
+	    (g = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_CLIENT, 0)) < 0 ||
+	    (g = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0)) < 0)
+		return op_err_set(err, -EIO, "cannot sign client certificate '%s': %s", cn,
+				  gnutls_strerror(g));
+	return finish(crt, key, ret, err);
+}
+
 static int add_sans(gnutls_x509_crt_t crt, const struct pki_leaf_req *req, struct op_err *err)
 {
 	if (req->n_sans > PKI_SAN_MAX)

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
+#include <gnutls/abstract.h>
+#include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 
 #include "pki/pki.h"
@@ -293,6 +295,51 @@ static void test_pkcs8_key_accepted(void **state)
 	free(p8);
 	pki_pair_done(&leaf);
 	pki_pair_done(&ca);
+}
+
+static void test_client_selfsigned_pin(void **state)
+{
+	struct pki_pair op = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(pki_client_selfsigned("pgop-controller-7d9f", T0, &op, &err), 0);
+	struct pki_cert_info info = { 0 };
+	assert_int_equal(pki_cert_info_parse(op.cert_pem, NULL, &info, NULL), 0);
+	assert_string_equal(info.subject_cn, "pgop-controller-7d9f");
+	assert_false(info.is_ca);
+	assert_true(info.self_signed);
+	assert_int_equal(info.usage, PKI_USAGE_CLIENT);
+	assert_int_equal(info.not_after, PKI_NOT_AFTER_FOREVER);
+	assert_int_equal(pki_pair_check(op.cert_pem, op.key_pem, NULL), 0);
+
+	/* spki_sha256 is SHA-256 over the DER SubjectPublicKeyInfo (what Go's
+	 * sha256.Sum256(cert.RawSubjectPublicKeyInfo) gives): recompute it. */
+	gnutls_x509_crt_t crt;
+	crt_load(op.cert_pem, &crt);
+	gnutls_pubkey_t pub;
+	assert_int_equal(gnutls_pubkey_init(&pub), 0);
+	assert_int_equal(gnutls_pubkey_import_x509(pub, crt, 0), 0);
+	gnutls_datum_t der = { 0 };
+	assert_int_equal(gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &der), 0);
+	unsigned char md[32];
+	assert_int_equal(gnutls_hash_fast(GNUTLS_DIG_SHA256, der.data, der.size, md), 0);
+	char hexs[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hexs + 2 * i, 3, "%02x", md[i]);
+	assert_string_equal(info.spki_sha256, hexs);
+	gnutls_free(der.data);
+	gnutls_pubkey_deinit(pub);
+	gnutls_x509_crt_deinit(crt);
+
+	/* Each start gets a fresh key, so a fresh pin. */
+	struct pki_pair op2 = { 0 };
+	struct pki_cert_info info2 = { 0 };
+	assert_int_equal(pki_client_selfsigned("pgop-controller-7d9f", T0, &op2, NULL), 0);
+	assert_int_equal(pki_cert_info_parse(op2.cert_pem, NULL, &info2, NULL), 0);
+	assert_string_not_equal(info.spki_sha256, info2.spki_sha256);
+	pki_cert_info_done(&info2);
+	pki_pair_done(&op2);
+	pki_cert_info_done(&info);
+	pki_pair_done(&op);
 }
 
 /* --------------------------------------------------------- verification */
@@ -1117,6 +1164,7 @@ int main(void)
 		cmocka_unit_test(test_leaf_client_and_both),
 		cmocka_unit_test(test_leaf_clamped_and_key_reuse),
 		cmocka_unit_test(test_pkcs8_key_accepted),
+		cmocka_unit_test(test_client_selfsigned_pin),
 		cmocka_unit_test(test_verify_rejects),
 		cmocka_unit_test(test_tls_handshake),
 		cmocka_unit_test(test_needs_renewal_table),
