@@ -83,7 +83,10 @@ struct kube_watch *kube_watch_free(struct kube_watch *w);
 
 /* Handlers run on the informer thread, after the cache is updated, with no
  * informer lock held (they may call kube_informer_get). Objects are
- * borrowed for the duration of the call. Any handler may be NULL. On a
+ * borrowed for the duration of the call and READ-ONLY (they are shared with
+ * the cache: no json_object_get/put, no modification; serializing with
+ * json_object_to_json_string is fine from this thread only). Copy with
+ * json_object_deep_copy to keep one. Any handler may be NULL. On a
  * relist, objects that disappeared get on_delete, new ones on_add and
  * changed ones (different resourceVersion) on_update. */
 struct kube_informer_handlers {
@@ -120,11 +123,14 @@ bool kube_informer_has_synced(struct kube_informer *inf);
 /* Waits up to timeout_ms for has_synced: 0 or -ETIMEDOUT (-ECANCELED if stopped). */
 int kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms);
 
-/* Cache reads (read lock). Returns a NEW reference (json_object_put when
- * done) to the cached object, or NULL. ns NULL/"" for cluster-scoped. */
+/* Cache reads (read lock). Returns an OWNED DEEP COPY of the cached object
+ * (json_object_put when done), or NULL. ns NULL/"" for cluster-scoped.
+ * Why a copy and not json_object_get(): Debian's json-c is built without
+ * ENABLE_THREADING, so its reference counts are not atomic and two threads
+ * taking/dropping references to one object would race. */
 json_object *kube_informer_get(struct kube_informer *inf, const char *ns, const char *name);
-/* New owned JSON array holding references to all cached objects in ns (NULL =
- * all), sorted by ns/name. Never NULL (aborts on OOM). */
+/* New owned JSON array of deep copies of all cached objects in ns (NULL =
+ * all), sorted by ns/name. NULL only on allocation failure. */
 json_object *kube_informer_list(struct kube_informer *inf, const char *ns);
 size_t kube_informer_count(struct kube_informer *inf);
 /* Last resourceVersion applied to the cache (owned copy) or NULL. */

@@ -6,6 +6,8 @@
 #ifndef PGOP_TEST_KUBE_SERVER_H
 #define PGOP_TEST_KUBE_SERVER_H
 
+#pragma GCC diagnostic ignored "-Wunused-function"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>

@@ -1,0 +1,450 @@
+/* tests/unit/test_kube_watch.c - kube/ watch streams and the informer against
+ * a scripted local HTTPS server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "support/json.h"
+#include "test_kube_server.h"
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#define EV(type, name, rv)                                                                         \
+	"{\"type\":\"" type "\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"  \
+	"\"name\":\"" name "\",\"namespace\":\"ns1\",\"resourceVersion\":\"" rv "\"}}}\n"
+#define BOOKMARK(rv)                                                                               \
+	"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{" \
+	"\"resourceVersion\":\"" rv "\"}}}\n"
+#define GONE                                                                                       \
+	"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{}," \
+	"\"status\":\"Failure\",\"message\":\"too old resource version: 1 (12000)\","              \
+	"\"reason\":\"Expired\",\"code\":410}}\n"
+
+static atomic_int watch_calls;
+
+static void add_chunk(struct ts_resp *r, const char *s, int delay)
+{
+	r->chunks[r->nchunks] = op_strdup(s);
+	r->delay_ms[r->nchunks] = delay;
+	r->nchunks++;
+}
+
+/* Adds s split into pieces of n bytes (events cross chunk boundaries). */
+static void add_split(struct ts_resp *r, const char *s, size_t n, int delay)
+{
+	size_t len = strlen(s);
+	for (size_t off = 0; off < len; off += n) {
+		r->chunks[r->nchunks] = op_strndup(s + off, n);
+		r->delay_ms[r->nchunks] = delay;
+		r->nchunks++;
+	}
+}
+
+static bool is_watch(const struct ts_req *req)
+{
+	return strstr(req->query, "watch=1") != NULL;
+}
+
+/* ---- raw watch ---- */
+
+struct seen {
+	pthread_mutex_t lock;
+	int n;
+	enum kube_watch_type type[64];
+	char name[64][32];
+	char rv[64][16];
+};
+
+static struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void seen_reset(void)
+{
+	pthread_mutex_lock(&seen.lock);
+	seen.n = 0;
+	pthread_mutex_unlock(&seen.lock);
+}
+
+static int seen_count(void)
+{
+	pthread_mutex_lock(&seen.lock);
+	int n = seen.n;
+	pthread_mutex_unlock(&seen.lock);
+	return n;
+}
+
+static int record(void *ud, enum kube_watch_type t, json_object *obj)
+{
+	pthread_mutex_lock(&seen.lock);
+	if (seen.n < 64) {
+		const char *n = kube_obj_name(obj);
+		const char *rv = kube_obj_resource_version(obj);
+		seen.type[seen.n] = t;
+		snprintf(seen.name[seen.n], 32, "%s", n ? n : "");
+		snprintf(seen.rv[seen.n], 16, "%s", rv ? rv : "");
+		seen.n++;
+	}
+	pthread_mutex_unlock(&seen.lock);
+	return 0;
+}
+
+static void h_watch(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	const char *p = req->path;
+	if (!is_watch(req)) {
+		r->status = 404;
+		r->body = ts_status(404, "NotFound", "x");
+		return;
+	}
+	int n = atomic_fetch_add(&watch_calls, 1);
+	if (strstr(p, "/configmaps")) { /* an endless line */
+		r->big = 16u << 20;
+		r->big_chunked = true;
+		return;
+	}
+	if (strstr(p, "/secrets")) { /* HTTP 410 */
+		r->status = 410;
+		r->body = ts_status(410, "Expired", "too old resource version");
+		return;
+	}
+	if (strstr(p, "/services")) { /* 410 as an ERROR event after one event */
+		add_chunk(r, EV("ADDED", "s1", "30"), 0);
+		add_chunk(r, GONE, 10);
+		r->hold_ms = 3000;
+		return;
+	}
+	if (strstr(p, "/endpoints")) { /* forbidden */
+		r->status = 403;
+		r->body = ts_status(403, "Forbidden", "endpoints is forbidden: User cannot watch");
+		return;
+	}
+	/* pods: first stream has split events + bookmark and ends; the second
+	 * one (expected to resume from rv 20) sends one more and holds open. */
+	if (n == 0) {
+		add_split(r, EV("ADDED", "a", "11"), 7, 5);
+		add_chunk(r, EV("MODIFIED", "a", "12") EV("DELETED", "a", "13"), 5);
+		add_split(r, BOOKMARK("20"), 50, 5);
+	} else {
+		add_chunk(r, "\n" EV("ADDED", "b", "21"), 5);
+		r->hold_ms = 10000;
+	}
+}
+
+static struct kube_client *client_for(struct ts *s)
+{
+	struct kube_config *cfg = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_config_from_file(ts_kubeconfig(s, "tok-w"), NULL, &cfg, &err), 0);
+	struct kube_client *c = NULL;
+	assert_int_equal(kube_client_new(cfg, NULL, &c, &err), 0);
+	return c;
+}
+
+static void test_watch_one_stream(void **state)
+{
+	atomic_store(&watch_calls, 0);
+	seen_reset();
+	struct ts *s = ts_start(h_watch, NULL);
+	struct kube_client *c = client_for(s);
+	struct kube_watch *w = NULL;
+	struct op_err err = OP_ERR_INIT;
+	struct kube_watch_opts wo = { .resource_version = "5", .label_selector = "app=pg",
+				      .timeout_seconds = 60 };
+	assert_int_equal(kube_watch_new(c, KUBE_PODS, "ns1", &wo, &w, &err), 0);
+	assert_int_equal(kube_watch_run(w, record, NULL, -1, &err), 0);
+	assert_int_equal(seen.n, 4);
+	assert_int_equal(seen.type[0], KUBE_WATCH_ADDED);
+	assert_string_equal(seen.name[0], "a");
+	assert_int_equal(seen.type[1], KUBE_WATCH_MODIFIED);
+	assert_int_equal(seen.type[2], KUBE_WATCH_DELETED);
+	assert_string_equal(seen.rv[2], "13");
+	assert_int_equal(seen.type[3], KUBE_WATCH_BOOKMARK);
+	char *rv = kube_watch_resource_version(w);
+	assert_string_equal(rv, "20");
+	free(rv);
+	const struct ts_req *r = ts_at(s, 0);
+	assert_string_equal(r->path, "/api/v1/namespaces/ns1/pods");
+	assert_non_null(strstr(r->query, "allowWatchBookmarks=true"));
+	assert_non_null(strstr(r->query, "resourceVersion=5"));
+	assert_non_null(strstr(r->query, "timeoutSeconds=60"));
+	assert_non_null(strstr(r->query, "labelSelector=app=pg"));
+	assert_string_equal(r->auth, "Bearer tok-w");
+	kube_watch_free(w);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
+struct runner {
+	struct kube_watch *w;
+	int rc;
+	struct op_err err;
+};
+
+static void *run_thread(void *arg)
+{
+	struct runner *rn = arg;
+	rn->rc = kube_watch_run(rn->w, record, NULL, 0, &rn->err);
+	return NULL;
+}
+
+static void test_watch_resume_and_stop(void **state)
+{
+	atomic_store(&watch_calls, 0);
+	seen_reset();
+	struct ts *s = ts_start(h_watch, NULL);
+	struct kube_client *c = client_for(s);
+	struct runner rn = { .err = OP_ERR_INIT };
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_watch_new(c, KUBE_PODS, "ns1", NULL, &rn.w, &err), 0);
+	pthread_t t;
+	pthread_create(&t, NULL, run_thread, &rn);
+	int64_t deadline = ts_now_ms() + 5000;
+	while (seen_count() < 5 && ts_now_ms() < deadline)
+		ts_sleep_ms(20);
+	assert_int_equal(seen_count(), 5);
+	assert_string_equal(seen.name[4], "b");
+	/* second stream resumed from the bookmark's rv */
+	assert_int_equal(ts_count(s), 2);
+	assert_non_null(strstr(ts_at(s, 1)->query, "resourceVersion=20"));
+	assert_null(strstr(ts_at(s, 0)->query, "resourceVersion="));
+	int64_t t0 = ts_now_ms();
+	kube_watch_stop(rn.w);
+	pthread_join(t, NULL);
+	int64_t stop_ms = ts_now_ms() - t0;
+	assert_int_equal(rn.rc, -ECANCELED);
+	assert_true(stop_ms < 2500);
+	assert_int_equal(kube_watch_streams(rn.w), 2);
+	char *rv = kube_watch_resource_version(rn.w);
+	assert_string_equal(rv, "21");
+	free(rv);
+	kube_watch_free(rn.w);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
+static void test_watch_gone_and_errors(void **state)
+{
+	struct ts *s = ts_start(h_watch, NULL);
+	struct kube_client *c = client_for(s);
+	struct op_err err = OP_ERR_INIT;
+	struct kube_watch *w = NULL;
+
+	/* HTTP 410 */
+	seen_reset();
+	assert_int_equal(kube_watch_new(c, KUBE_SECRETS, "ns1", NULL, &w, &err), 0);
+	assert_int_equal(kube_watch_run(w, record, NULL, 0, &err), -ETIME);
+	assert_int_equal(seen_count(), 0);
+	w = kube_watch_free(w);
+
+	/* ERROR event with code 410, after one event; not delivered as an event */
+	err = OP_ERR_INIT;
+	assert_int_equal(kube_watch_new(c, KUBE_SERVICES, "ns1", NULL, &w, &err), 0);
+	int64_t t0 = ts_now_ms();
+	assert_int_equal(kube_watch_run(w, record, NULL, 0, &err), -ETIME);
+	assert_true(ts_now_ms() - t0 < 2500); /* did not wait for the server to hang up */
+	assert_non_null(strstr(err.msg, "too old resource version"));
+	assert_int_equal(seen_count(), 1);
+	assert_int_equal(seen.type[0], KUBE_WATCH_ADDED);
+	w = kube_watch_free(w);
+
+	/* 403 is returned at once, with the Status message */
+	err = OP_ERR_INIT;
+	assert_int_equal(kube_watch_new(c, KUBE_ENDPOINTS, "ns1", NULL, &w, &err), 0);
+	assert_int_equal(kube_watch_run(w, record, NULL, 0, &err), -EACCES);
+	assert_non_null(strstr(err.msg, "User cannot watch"));
+	w = kube_watch_free(w);
+
+	/* a line longer than OP_BUF_MAX_WATCH_EVENT */
+	err = OP_ERR_INIT;
+	atomic_store(&s->big_served, 0);
+	assert_int_equal(kube_watch_new(c, KUBE_CONFIGMAPS, "ns1", NULL, &w, &err), 0);
+	assert_int_equal(kube_watch_run(w, record, NULL, 0, &err), -EMSGSIZE);
+	ts_sleep_ms(200);
+	assert_true(atomic_load(&s->big_served) < (16u << 20));
+	w = kube_watch_free(w);
+
+	/* stop before run */
+	assert_int_equal(kube_watch_new(c, KUBE_PODS, "ns1", NULL, &w, &err), 0);
+	kube_watch_stop(w);
+	assert_true(kube_watch_stopped(w));
+	err = OP_ERR_INIT;
+	assert_int_equal(kube_watch_run(w, record, NULL, 0, &err), -ECANCELED);
+	kube_watch_free(w);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
+/* ---- informer ---- */
+
+static atomic_int list_calls, inf_watch_calls;
+
+static void h_informer(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	if (strcmp(req->path, "/api/v1/namespaces/ns1/pods") != 0) {
+		r->status = 404;
+		r->body = ts_status(404, "NotFound", "x");
+		return;
+	}
+	if (!is_watch(req)) {
+		int n = atomic_fetch_add(&list_calls, 1);
+		if (n == 0)
+			r->body = op_strdup(
+				"{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+				"\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\","
+				"\"resourceVersion\":\"1\"}},{\"metadata\":{\"name\":\"b\","
+				"\"namespace\":\"ns1\",\"resourceVersion\":\"2\"}}]}");
+		else
+			r->body = op_strdup(
+				"{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},"
+				"\"items\":[{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\","
+				"\"resourceVersion\":\"12\"}},{\"metadata\":{\"name\":\"c\","
+				"\"namespace\":\"ns1\",\"resourceVersion\":\"15\"}},{\"metadata\":{"
+				"\"name\":\"d\",\"namespace\":\"ns1\",\"resourceVersion\":\"16\"}}]}");
+		return;
+	}
+	int n = atomic_fetch_add(&inf_watch_calls, 1);
+	if (n == 0) {
+		add_chunk(r, EV("ADDED", "c", "11"), 20);
+		add_split(r, EV("MODIFIED", "a", "12") EV("DELETED", "b", "13"), 33, 5);
+		add_chunk(r, BOOKMARK("14"), 5);
+	} else if (n == 1) {
+		add_chunk(r, GONE, 20);
+		r->hold_ms = 3000;
+	} else {
+		r->hold_ms = 30000;
+	}
+}
+
+struct calls {
+	pthread_mutex_t lock;
+	char log[1024];
+	int synced;
+};
+
+static void log_call(struct calls *cl, const char *what, json_object *o)
+{
+	pthread_mutex_lock(&cl->lock);
+	size_t len = strlen(cl->log);
+	snprintf(cl->log + len, sizeof(cl->log) - len, "%s:%s@%s ", what, kube_obj_name(o),
+		 kube_obj_resource_version(o));
+	pthread_mutex_unlock(&cl->lock);
+}
+
+static void cb_add(void *ud, json_object *o)
+{
+	log_call(ud, "add", o);
+}
+
+static void cb_update(void *ud, json_object *old, json_object *o)
+{
+	log_call(ud, "upd", o);
+}
+
+static void cb_delete(void *ud, json_object *o)
+{
+	log_call(ud, "del", o);
+}
+
+static void cb_synced(void *ud)
+{
+	struct calls *cl = ud;
+	pthread_mutex_lock(&cl->lock);
+	cl->synced++;
+	pthread_mutex_unlock(&cl->lock);
+}
+
+static void test_informer(void **state)
+{
+	atomic_store(&list_calls, 0);
+	atomic_store(&inf_watch_calls, 0);
+	struct ts *s = ts_start(h_informer, NULL);
+	struct kube_client *c = client_for(s);
+	struct calls cl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	const struct kube_informer_handlers hd = { cb_add, cb_update, cb_delete, cb_synced, &cl };
+	const struct kube_informer_opts io = { .ns = "ns1", .label_selector = "cnpg.io/cluster=pg",
+					       .page_size = 50 };
+	struct kube_informer *inf = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_informer_new(c, KUBE_PODS, &io, &hd, &inf, &err), 0);
+	assert_false(kube_informer_has_synced(inf));
+	assert_int_equal(kube_informer_wait_synced(inf, 50), -ETIMEDOUT);
+	assert_int_equal(kube_informer_start(inf, &err), 0);
+	assert_int_equal(kube_informer_start(inf, &err), -EALREADY);
+	assert_int_equal(kube_informer_wait_synced(inf, 5000), 0);
+	assert_true(kube_informer_has_synced(inf));
+	/* wait for: list, watch (3 events + bookmark), 410, relist, third watch */
+	int64_t deadline = ts_now_ms() + 8000;
+	while ((kube_informer_lists(inf) < 2 || atomic_load(&inf_watch_calls) < 3) &&
+	       ts_now_ms() < deadline)
+		ts_sleep_ms(20);
+	ts_sleep_ms(100);
+	assert_int_equal(kube_informer_lists(inf), 2);
+	pthread_mutex_lock(&cl.lock);
+	assert_string_equal(cl.log, "add:a@1 add:b@2 add:c@11 upd:a@12 del:b@2 upd:c@15 add:d@16 ");
+	assert_int_equal(cl.synced, 1);
+	pthread_mutex_unlock(&cl.lock);
+
+	assert_int_equal(kube_informer_count(inf), 3);
+	json_object *o = kube_informer_get(inf, "ns1", "c");
+	assert_non_null(o);
+	assert_string_equal(kube_obj_resource_version(o), "15");
+	json_object_put(o);
+	assert_null(kube_informer_get(inf, "ns1", "b"));
+	assert_null(kube_informer_get(inf, "other", "a"));
+	json_object *all = kube_informer_list(inf, "ns1");
+	assert_int_equal(json_object_array_length(all), 3);
+	assert_string_equal(kube_obj_name(json_object_array_get_idx(all, 0)), "a");
+	assert_string_equal(kube_obj_name(json_object_array_get_idx(all, 2)), "d");
+	json_object_put(all);
+	all = kube_informer_list(inf, "zz");
+	assert_int_equal(json_object_array_length(all), 0);
+	json_object_put(all);
+	char *rv = kube_informer_resource_version(inf);
+	assert_string_equal(rv, "20");
+	free(rv);
+
+	/* queries: selector on list and watch; the 2nd watch resumed from the bookmark */
+	int n = ts_count(s);
+	int watches = 0;
+	for (int i = 0; i < n; i++) {
+		const struct ts_req *r = ts_at(s, i);
+		assert_non_null(strstr(r->query, "labelSelector=cnpg.io/cluster=pg"));
+		if (!is_watch(r)) {
+			assert_non_null(strstr(r->query, "limit=50"));
+			continue;
+		}
+		watches++;
+		const char *want = watches == 1 ? "resourceVersion=10"
+				   : watches == 2 ? "resourceVersion=14"
+						  : "resourceVersion=20";
+		assert_non_null(strstr(r->query, want));
+	}
+	assert_int_equal(watches, 3);
+
+	int64_t t0 = ts_now_ms();
+	kube_informer_stop(inf);
+	assert_true(ts_now_ms() - t0 < 2500);
+	kube_informer_stop(inf); /* idempotent */
+	kube_informer_free(inf);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_watch_one_stream),
+		cmocka_unit_test(test_watch_resume_and_stop),
+		cmocka_unit_test(test_watch_gone_and_errors),
+		cmocka_unit_test(test_informer),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
