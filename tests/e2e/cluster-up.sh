@@ -68,6 +68,8 @@ done
 
 # The service range is only used inside network namespaces we create, but it must not
 # shadow a real route of this host.
+[[ $PGOP_E2E_SERVICE_CIDR =~ ^([0-9]{1,3}\.){3}0/(1[2-9]|2[0-4])$ ]] ||
+	die "PGOP_E2E_SERVICE_CIDR must look like 10.213.0.0/16 (prefix 12..24): $PGOP_E2E_SERVICE_CIDR"
 svc_net=${PGOP_E2E_SERVICE_CIDR%/*}
 first_svc_ip=${svc_net%.*}.$((${svc_net##*.} + 1))
 if ip -4 route get "$first_svc_ip" 2>/dev/null | head -n 1 | grep -qv ' via '; then
@@ -83,6 +85,11 @@ fi
 case $PGOP_E2E_BIND_ADDRESS in
 0.0.0.0 | ::) advertise=${PGOP_E2E_ADVERTISE_ADDRESS:-127.0.0.1} ;;
 *) advertise=${PGOP_E2E_ADVERTISE_ADDRESS:-$PGOP_E2E_BIND_ADDRESS} ;;
+esac
+
+case $PGOP_E2E_BIND_ADDRESS in
+0.0.0.0 | 127.0.0.1) api_url=https://127.0.0.1:$PGOP_E2E_APISERVER_PORT ;;
+*) api_url=https://$PGOP_E2E_BIND_ADDRESS:$PGOP_E2E_APISERVER_PORT ;;
 esac
 
 # ---------------------------------------------------------------- PKI
@@ -131,7 +138,7 @@ kubeconfig() { # FILE USER CERTNAME
 	local f=$1
 	kubectl config --kubeconfig="$f" set-cluster pgop-e2e --embed-certs \
 		--certificate-authority="$P/ca.crt" \
-		--server="https://127.0.0.1:$PGOP_E2E_APISERVER_PORT" >&4
+		--server="$api_url" >&4
 	kubectl config --kubeconfig="$f" set-credentials "$2" --embed-certs \
 		--client-certificate="$P/$3.crt" --client-key="$P/$3.key" >&4
 	kubectl config --kubeconfig="$f" set-context pgop-e2e --cluster=pgop-e2e --user="$2" >&4
@@ -173,7 +180,7 @@ start etcd etcd --name pgop-e2e --data-dir "$S/etcd/data" \
 	--unsafe-no-fsync --log-level warn
 wait_up etcd 30 "curl -sf --max-time 2 $etcd_url/health | grep -q '\"health\":\"true\"'"
 
-step "starting kube-apiserver on https://127.0.0.1:$PGOP_E2E_APISERVER_PORT" "$S/logs/kube-apiserver.log"
+step "starting kube-apiserver on $api_url" "$S/logs/kube-apiserver.log"
 start kube-apiserver kube-apiserver \
 	--etcd-servers="$etcd_url" \
 	--bind-address="$PGOP_E2E_BIND_ADDRESS" --secure-port="$PGOP_E2E_APISERVER_PORT" \
@@ -199,7 +206,7 @@ start kube-apiserver kube-apiserver \
 	--proxy-client-key-file="$P/front-proxy-client.key" \
 	--enable-aggregator-routing=true \
 	--profiling=false
-wait_up kube-apiserver 90 "ccurl https://127.0.0.1:$PGOP_E2E_APISERVER_PORT/readyz"
+wait_up kube-apiserver 90 "ccurl $api_url/readyz"
 
 step "starting kube-controller-manager (secure port $PGOP_E2E_KCM_PORT)" "$S/logs/kube-controller-manager.log"
 start kube-controller-manager kube-controller-manager \
@@ -237,7 +244,7 @@ export KUBECONFIG=$S/kubeconfig
 export PATH=$BIN:\$PATH
 export PGOP_E2E_STATE=$S
 export PGOP_E2E_BIN=$BIN
-export PGOP_E2E_APISERVER=https://127.0.0.1:$PGOP_E2E_APISERVER_PORT
+export PGOP_E2E_APISERVER=$api_url
 export PGOP_E2E_APISERVER_PORT=$PGOP_E2E_APISERVER_PORT
 export PGOP_E2E_ETCD=$etcd_url
 export PGOP_E2E_CA=$P/ca.crt

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # E2E_* names are used by the scripts that source this file
 # Shared helpers for the e2e suite. Source it; it only defines functions and defaults.
 #
 #   . "$(dirname "$0")/lib.sh"
@@ -101,8 +102,10 @@ e2e_k8s_bin() {
 e2e_ready() {
 	local s=$PGOP_E2E_STATE
 	[ -f "$s/env" ] || return 1
+	local url
+	url=$(sed -n 's/^export PGOP_E2E_APISERVER=//p' "$s/env")
 	curl -sf --max-time 5 --cacert "$s/pki/ca.crt" --cert "$s/pki/admin.crt" \
-		--key "$s/pki/admin.key" "https://127.0.0.1:$PGOP_E2E_APISERVER_PORT/readyz" >/dev/null
+		--key "$s/pki/admin.key" "${url:-https://127.0.0.1:$PGOP_E2E_APISERVER_PORT}/readyz" >/dev/null
 }
 
 # e2e_up: make sure the control plane runs and source its env. Reuses the runner's
