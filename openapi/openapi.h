@@ -29,8 +29,8 @@
 #define OA_CRD_GROUP "postgresql.cnpg.io"
 #define OA_CRD_NAME "clusters.postgresql.cnpg.io"
 
-/* The embedded schema file text (static, not NUL-terminated past len... it is
- * NUL-terminated for convenience); *ret_len gets its length. */
+/* The embedded schema file text: static, NUL-terminated; *ret_len (may be
+ * NULL) gets its length without the NUL. */
 const char *oa_cluster_schema_text(size_t *ret_len);
 
 /* Parses one YAML document (libyaml) into json-c. Plain scalars resolve as

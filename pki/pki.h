@@ -255,8 +255,10 @@ struct pki_rotation_step {
 
 void pki_rotation_step_done(struct pki_rotation_step *s); /* accepts NULL */
 
-/* Pure: decides the next action. Fails only on allocation-free internal
- * errors of gnutls (-EIO); malformed inputs are treated as absent. */
+/* Pure: decides the next action; *ret is owned (pki_rotation_step_done).
+ * Malformed, non-CA or expired inputs are treated as absent (and so lead to
+ * CREATE_CA / ISSUE_LEAF / PUBLISH_BUNDLE). Fails only when the wanted
+ * bundle would pass PKI_BUNDLE_MAX_CERTS (-EMSGSIZE) or gnutls fails. */
 int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rotation_policy *pol,
 		      struct pki_rotation_step *ret, struct op_err *err);
 
@@ -269,7 +271,8 @@ enum pki_secret_kind { PKI_SECRET_TLS, PKI_SECRET_CA };
 
 struct pki_secret_data {
 	char *crt; /* owned PEM: tls.crt (TLS) or ca.crt (CA) */
-	char *key; /* owned PEM: tls.key or ca.key */
+	char *key; /* owned PEM: tls.key (required) or ca.key (optional: a user CA
+		      given for trust only) */
 	char *ca;  /* owned PEM: ca.crt (TLS only), may be NULL */
 };
 

@@ -83,12 +83,11 @@ static bool ca_in_use(const struct pki_rotation_input *in, const char *ca_pem)
 	return false;
 }
 
-static int set_bundle(struct pki_rotation_step *s, enum pki_rot_action a,
-		      const struct pki_bundle *want)
+static void set_bundle(struct pki_rotation_step *s, enum pki_rot_action a,
+		       const struct pki_bundle *want)
 {
 	s->action = a;
 	s->bundle_pem = pki_bundle_render(want);
-	return 0;
 }
 
 int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rotation_policy *pol,
@@ -100,7 +99,7 @@ int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rota
 	struct pki_rotation_step s = { 0 };
 	char ca_fp[PKI_FINGERPRINT_HEX + 1] = "", next_fp[PKI_FINGERPRINT_HEX + 1] = "";
 	enum pki_renew_reason ca_r = ca_check(in->ca_pem, in->now, pol->ca_renew_fraction, ca_fp);
-	enum pki_renew_reason next_r = ca_check(in->next_ca_pem, in->now, 1.0, next_fp);
+	enum pki_renew_reason next_r = ca_check(in->next_ca_pem, in->now, 0, next_fp);
 	bool next_ok = usable(next_r);
 
 	/* 1. No usable CA: promote a pending one, or start afresh. */

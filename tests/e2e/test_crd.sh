@@ -45,6 +45,13 @@ for d in "${PGOP_E2E_BIN:-}" "${PGOP_CACHE:-$HOME/.cache/pgop}"/bin-k8s-*; do
 done
 [ -n "$bin" ] || skip "etcd, kube-apiserver and kubectl are not built (run tests/e2e/build-k8s.sh)"
 [ -f "$CRD" ] || e2e_fail "$CRD is missing (ninja gen-crd)"
+# `pgop crd` prints exactly the committed file (when the binary is built)
+if [ -x "${PGOP_BIN:-}" ]; then
+	"$PGOP_BIN" crd | cmp -s - "$CRD" || e2e_fail "pgop crd differs from $CRD: run ninja gen-crd"
+	command -v jq >/dev/null && { "$PGOP_BIN" crd -o json | jq -e '.spec.names.kind == "Cluster"' >/dev/null ||
+		e2e_fail "pgop crd -o json"; }
+	e2e_log "pgop crd matches $CRD"
+fi
 for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT"; do
 	if ss -Hltn "sport = :$p" | grep -q .; then e2e_fail "port $p is in use"; fi
 done
