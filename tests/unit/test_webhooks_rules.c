@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
 #include <cmocka.h>
 #undef malloc
 #undef calloc
@@ -26,6 +28,7 @@
 
 #include "support/alloc.h"
 #include "support/json.h"
+#include "support/yaml.h"
 #include "webhooks/pgparams.h"
 #include "webhooks/reserved.h"
 #include "webhooks/rules_spec.h"
@@ -1001,6 +1004,89 @@ static void test_wrong_types_do_not_crash(void **state)
 	}
 }
 
+/* ---- the CNPG sample manifests must be admitted ---- */
+
+#define SAMPLES_DIR PGOP_SHARED_DIR "/samples/cnpg"
+#define SAMPLE_MAX (1024u * 1024)
+
+static char *read_file(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	char *data = op_malloc(SAMPLE_MAX + 1);
+	size_t n = fread(data, 1, SAMPLE_MAX + 1, f);
+	fclose(f);
+	assert_true(n <= SAMPLE_MAX);
+	data[n] = '\0';
+	*ret_len = n;
+	return data;
+}
+
+/* Defaults then validates every Cluster document of one sample file;
+ * returns the number of Cluster documents. */
+static int check_sample(const char *file, int *failures)
+{
+	_cleanup_free_ char *path = op_asprintf("%s/%s", SAMPLES_DIR, file);
+	size_t len;
+	_cleanup_free_ char *data = read_file(path, &len);
+	_cleanup_(op_json_putp) json_object *docs = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_yaml_parse_docs(data, len, NULL, &docs, &err) < 0)
+		fail_msg("%s: %s", file, err.msg);
+	int clusters = 0;
+	for (size_t i = 0; i < json_object_array_length(docs); i++) {
+		json_object *doc = json_object_array_get_idx(docs, i);
+		const char *kind = op_json_str_at(doc, "kind");
+		if (!kind || strcmp(kind, "Cluster") != 0)
+			continue;
+		clusters++;
+		_cleanup_(op_json_putp) json_object *patch = NULL;
+		assert_int_equal(wh_default(doc, &patch, &err), 0);
+		struct wh_result res = { 0 };
+		run_spec_rules(doc, &res);
+		if (res.n_errors) {
+			print_message("FAILED sample %s\n", file);
+			for (size_t e = 0; e < res.n_errors; e++)
+				print_message("  %s: %s\n", res.errors[e].path, res.errors[e].msg);
+			(*failures)++;
+		}
+		wh_result_done(&res);
+	}
+	return clusters;
+}
+
+/* Checks the .yaml files of SAMPLES_DIR/sub (sub "" = the top) and its
+ * subfolders. */
+static void check_sample_dir(const char *sub, int *clusters, int *failures)
+{
+	_cleanup_free_ char *dir = op_asprintf("%s/%s", SAMPLES_DIR, sub);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		_cleanup_free_ char *rel = op_asprintf("%s%s%s", sub, *sub ? "/" : "", e->d_name);
+		if (e->d_type == DT_DIR && e->d_name[0] != '.')
+			check_sample_dir(rel, clusters, failures);
+		else if (n > 5 && strcmp(e->d_name + n - 5, ".yaml") == 0)
+			*clusters += check_sample(rel, failures);
+	}
+	closedir(d);
+}
+
+static void test_samples_admitted(void **state)
+{
+	(void)state;
+	int failures = 0, clusters = 0;
+	check_sample_dir("", &clusters, &failures);
+	if (clusters == 0)
+		skip();
+	print_message("%d sample Cluster(s) checked\n", clusters);
+	assert_int_equal(failures, 0);
+}
+
 /* ---- pgparams.c and reserved.c ---- */
 
 static void test_pgparams(void **state)
@@ -1182,6 +1268,7 @@ int main(void)
 		cmocka_unit_test(test_postgres_rules),
 		cmocka_unit_test(test_managed_rules),
 		cmocka_unit_test(test_wrong_types_do_not_crash),
+		cmocka_unit_test(test_samples_admitted),
 		cmocka_unit_test(test_pgparams),
 		cmocka_unit_test(test_reserved),
 		cmocka_unit_test(test_helpers),
