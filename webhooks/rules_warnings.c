@@ -1,0 +1,245 @@
+/* webhooks/rules_warnings.c - W1-W9 admission warnings (admission-rules.md §5,
+ * CNPG getAdmissionWarnings), plus one warning per field pgop accepts for
+ * CloudNativePG compatibility but does not act on yet (unsupported_fields).
+ * Warnings never deny; they end up in AdmissionReview response.warnings.
+ */
+#include <string.h>
+
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/json.h"
+#include "webhooks/clusterinfo.h"
+#include "webhooks/rules.h"
+
+#define CU (WH_OP_CREATE | WH_OP_UPDATE)
+
+/* W1 */
+static void w1_maintenance_window(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	if (wh_ci_has(ctx->spec, "nodeMaintenanceWindow"))
+		wh_result_warn(res, "Consider using `.spec.enablePDB` instead of the node "
+				    "maintenance window feature");
+}
+
+/* W2: in-tree barmanObjectStore, in backup or in any externalClusters[i]. */
+static void w2_barman_deprecated(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	_cleanup_(op_buf_donep) struct op_buf where = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int n = 0, r = 0;
+	if (wh_ci_has(ctx->spec, "backup.barmanObjectStore")) {
+		r = op_buf_adds(&where, "spec.backup.barmanObjectStore");
+		n++;
+	}
+	json_object *ext = wh_ci_arr(ctx->spec, "externalClusters");
+	for (size_t i = 0; r == 0 && ext && i < json_object_array_length(ext); i++) {
+		if (!wh_ci_has(json_object_array_get_idx(ext, i), "barmanObjectStore"))
+			continue;
+		r = op_buf_addf(&where, "%sspec.externalClusters[%zu].barmanObjectStore",
+				n ? ", " : "", i);
+		n++;
+	}
+	if (n)
+		wh_result_warn(res,
+			       "Native support for Barman Cloud backups and recovery is deprecated "
+			       "and will be completely removed in CloudNativePG 1.31.0. Found usage "
+			       "in: %s. Please migrate existing clusters to the new Barman Cloud "
+			       "Plugin to ensure a smooth transition",
+			       op_buf_str(&where));
+}
+
+/* W3 */
+static void w3_retention_without_barman(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	const char *rp = wh_ci_str(ctx->spec, "backup.retentionPolicy");
+	if (rp && *rp && !wh_ci_has(ctx->spec, "backup.barmanObjectStore"))
+		wh_result_warn(res, "Retention policies specified in .spec.backup.retentionPolicy "
+				    "are only used by the in-tree barman-cloud support, which is not "
+				    "being used in this cluster. Please use a backup plugin and "
+				    "migrate this configuration there");
+}
+
+/* W4 */
+static void storage_warnings(json_object *st, const char *path, struct wh_result *res)
+{
+	if (!st)
+		return;
+	const char *sc = wh_ci_str(st, "storageClass");
+	const char *psc = wh_ci_str(st, "pvcTemplate.storageClassName");
+	if (sc && *sc && psc && *psc)
+		wh_result_warn(res, "%s: both storageClass and pvcTemplate.storageClassName are "
+				    "set; storageClass '%s' takes precedence",
+			       path, sc);
+	const char *size = wh_ci_str(st, "size");
+	if (size && *size && wh_ci_has(st, "pvcTemplate.resources.requests.storage"))
+		wh_result_warn(res, "%s: both size and pvcTemplate.resources.requests.storage are "
+				    "set; size '%s' takes precedence",
+			       path, size);
+}
+
+static void w4_storage_overrides(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	storage_warnings(wh_ci_obj(ctx->spec, "storage"), "spec.storage", res);
+	storage_warnings(wh_ci_obj(ctx->spec, "walStorage"), "spec.walStorage", res);
+}
+
+/* W5 */
+static void w5_shared_buffers_unit(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	const char *v = wh_ci_str(wh_ci_obj(ctx->spec, "postgresql.parameters"), "shared_buffers");
+	if (!v || !*v || strspn(v, "0123456789") != strlen(v))
+		return;
+	wh_result_warn(res, "spec.postgresql.parameters.shared_buffers: value '%s' has no unit; "
+			    "PostgreSQL reads it as a number of 8kB pages, specify a unit "
+			    "(for example '%sMB') to make the size explicit",
+		       v, v);
+}
+
+/* W6: a zero metricsQueriesTTL ("0", "0s", "0m0s") disables the cache. */
+static void w6_metrics_ttl_zero(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	const char *ttl = wh_ci_str(ctx->spec, "monitoring.metricsQueriesTTL");
+	if (!ttl || !*ttl || !strpbrk(ttl, "0") || strpbrk(ttl, "123456789"))
+		return;
+	wh_result_warn(res, "spec.monitoring.metricsQueriesTTL is 0: metrics query results are not "
+			    "cached and every scrape runs all queries against PostgreSQL");
+}
+
+/* W7 */
+static void w7_pod_monitor_deprecated(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	static const char *const fields[] = { "enablePodMonitor", "podMonitorMetricRelabelings",
+					      "podMonitorRelabelings" };
+	json_object *m = wh_ci_obj(ctx->spec, "monitoring");
+	for (size_t i = 0; m && i < OP_ARRAY_SIZE(fields); i++) {
+		bool b;
+		if (!wh_ci_has(m, fields[i]) || (wh_ci_bool(m, fields[i], &b) && !b))
+			continue;
+		wh_result_warn(res, "spec.monitoring.%s is deprecated and will be removed in a "
+				    "future release; create and manage the PodMonitor manually",
+			       fields[i]);
+	}
+}
+
+/* W8: several instances, not a replica cluster, no synchronous replication. */
+static void w8_no_sync_replication(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	int64_t instances = 1, max_sync = 0;
+	wh_ci_i64(ctx->spec, "instances", &instances);
+	wh_ci_i64(ctx->spec, "maxSyncReplicas", &max_sync);
+	if (instances < 2 || wh_ci_is_replica(ctx->obj) ||
+	    wh_ci_obj(ctx->spec, "postgresql.synchronous") || max_sync > 0)
+		return;
+	wh_result_warn(res, "no synchronous replication is configured for a cluster with %lld "
+			    "instances: a failover can lose recently committed transactions; set "
+			    "spec.postgresql.synchronous to avoid it",
+		       (long long)instances);
+}
+
+/* W9: failure-domain keys set while the topology condition is False. */
+static void w9_failure_domain_unsatisfied(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	json_object *sync = wh_ci_obj(ctx->spec, "postgresql.synchronous");
+	json_object *pk = wh_ci_arr(sync, "podFailureDomainKeys");
+	json_object *nk = wh_ci_arr(sync, "nodeFailureDomainKeys");
+	if ((!pk || !json_object_array_length(pk)) && (!nk || !json_object_array_length(nk)))
+		return;
+	json_object *conds = wh_ci_arr(ctx->obj, "status.conditions");
+	for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		const char *type = wh_ci_str(c, "type"), *status = wh_ci_str(c, "status");
+		if (!type || strcmp(type, "SyncReplicationTopologySatisfied") != 0 || !status ||
+		    strcmp(status, "False") != 0)
+			continue;
+		const char *msg = wh_ci_str(c, "message");
+		wh_result_warn(res, "spec.postgresql.synchronous: the failure-domain keys are not "
+				    "satisfied by the current topology%s%s",
+			       msg && *msg ? ": " : "", msg && *msg ? msg : "");
+		return;
+	}
+}
+
+/* Fields accepted for CloudNativePG compatibility that pgop does not act on
+ * yet. `each` names an array whose elements are checked for `field`. */
+static const struct {
+	const char *each;  /* dotted array path under the object, or NULL */
+	const char *field; /* dotted path (under the element when each is set) */
+} unsupported_fields[] = {
+	{ NULL, "spec.backup" },
+	{ NULL, "spec.plugins" },
+	{ NULL, "spec.monitoring" },
+	{ NULL, "spec.managed" },
+	{ NULL, "spec.tablespaces" },
+	{ NULL, "spec.replica" },
+	{ NULL, "spec.projectedVolumeTemplate" },
+	{ NULL, "spec.imageCatalogRef" },
+	{ NULL, "spec.nodeMaintenanceWindow" },
+	{ NULL, "spec.serviceAccountTemplate" },
+	{ NULL, "spec.ephemeralVolumeSource" },
+	{ NULL, "spec.podSelectorRefs" },
+	{ NULL, "spec.topologySpreadConstraints" },
+	{ NULL, "spec.postgresql.ldap" },
+	{ NULL, "spec.postgresql.extensions" },
+	{ NULL, "spec.postgresql.syncReplicaElectionConstraint" },
+	{ NULL, "spec.bootstrap.recovery" },
+	{ NULL, "spec.bootstrap.initdb.import" },
+	{ "spec.externalClusters", "barmanObjectStore" },
+	{ "spec.externalClusters", "plugin" },
+};
+
+/* Set to something other than zero values (null, false, 0, "", [], {} and
+ * objects holding only those): CRD and D8 defaults such as
+ * monitoring {disableDefaultQueries:false} do not count as use. */
+static bool meaningful(json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null: return false;
+	case json_type_boolean: return json_object_get_boolean(v);
+	case json_type_int: return json_object_get_int64(v) != 0;
+	case json_type_double: return json_object_get_double(v) != 0;
+	case json_type_string: return json_object_get_string_len(v) > 0;
+	case json_type_array: return json_object_array_length(v) > 0;
+	case json_type_object: {
+		json_object_object_foreach(v, k, m)
+		{
+			(void)k;
+			if (meaningful(m))
+				return true;
+		}
+		return false;
+	}
+	}
+	return true;
+}
+
+static void w_unsupported_fields(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	for (size_t i = 0; i < OP_ARRAY_SIZE(unsupported_fields); i++) {
+		const char *each = unsupported_fields[i].each, *field = unsupported_fields[i].field;
+		if (!each) {
+			if (meaningful(op_json_at(ctx->obj, field)))
+				wh_result_warn(res, "%s is accepted but not implemented by pgop yet",
+					       field);
+			continue;
+		}
+		json_object *arr = wh_ci_arr(ctx->obj, each);
+		for (size_t j = 0; arr && j < json_object_array_length(arr); j++)
+			if (meaningful(op_json_at(json_object_array_get_idx(arr, j), field)))
+				wh_result_warn(res,
+					       "%s[%zu].%s is accepted but not implemented by pgop yet",
+					       each, j, field);
+	}
+}
+
+const struct wh_rule wh_rules_warnings[] = {
+	{ "W1", CU, w1_maintenance_window },
+	{ "W2", CU, w2_barman_deprecated },
+	{ "W3", CU, w3_retention_without_barman },
+	{ "W4", CU, w4_storage_overrides },
+	{ "W5", CU, w5_shared_buffers_unit },
+	{ "W6", CU, w6_metrics_ttl_zero },
+	{ "W7", CU, w7_pod_monitor_deprecated },
+	{ "W8", CU, w8_no_sync_replication },
+	{ "W9", CU, w9_failure_domain_unsatisfied },
+	{ "PGOP-UNSUPPORTED", CU, w_unsupported_fields },
+};
+const size_t wh_rules_warnings_count = OP_ARRAY_SIZE(wh_rules_warnings);
