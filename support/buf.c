@@ -93,11 +93,44 @@ int op_buf_addf(struct op_buf *b, const char *fmt, ...)
 	return r;
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4), 0 when invalid (overlong,
+ * surrogate, past U+10FFFF, truncated). p is NUL-terminated, and NUL fails
+ * every continuation test, so this never reads past the terminator. */
+static size_t utf8_seq_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+	if (c >= 0xE0 && c <= 0xEF) {
+		unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+		return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+	}
+	if (c >= 0xF0 && c <= 0xF4) {
+		unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+		return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80
+			       ? 4
+			       : 0;
+	}
+	return 0;
+}
+
 int op_buf_add_json_str(struct op_buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	int r = op_buf_addc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; r == 0 && *p; p++) {
+	const unsigned char *p = (const unsigned char *)s;
+	while (r == 0 && *p) {
+		/* Copy the longest run that needs no escaping in one go. */
+		const unsigned char *run = p;
+		size_t n;
+		while (*p >= 0x20 && *p != '"' && *p != '\\' && (n = utf8_seq_len(p)) > 0)
+			p += n;
+		if (p > run && (r = op_buf_add(b, run, (size_t)(p - run))))
+			break;
+		if (!*p)
+			break;
 		switch (*p) {
 		case '"': r = op_buf_add(b, "\\\"", 2); break;
 		case '\\': r = op_buf_add(b, "\\\\", 2); break;
@@ -109,9 +142,11 @@ int op_buf_add_json_str(struct op_buf *b, const char *s)
 				char esc[6] = { '\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15] };
 				r = op_buf_add(b, esc, sizeof(esc));
 			} else {
-				r = op_buf_addc(b, (char)*p);
+				/* Invalid UTF-8: one U+FFFD per bad byte, as Go's encoder does. */
+				r = op_buf_add(b, "\\ufffd", 6);
 			}
 		}
+		p++;
 	}
 	return r ? r : op_buf_addc(b, '"');
 }

@@ -42,7 +42,9 @@ __attribute__((warn_unused_result, format(printf, 2, 3))) int op_buf_addf(struct
 									   const char *fmt, ...);
 __attribute__((warn_unused_result)) int op_buf_vaddf(struct op_buf *b, const char *fmt,
 						      va_list ap);
-/* Appends s as a JSON string literal with quotes and escapes. */
+/* Appends s as a JSON string literal with quotes and escapes (control
+ * characters as \uXXXX; each byte of invalid UTF-8 becomes \ufffd, so the
+ * output is always valid JSON). */
 __attribute__((warn_unused_result)) int op_buf_add_json_str(struct op_buf *b, const char *s);
 
 /* Returns the contents (never NULL: "" when empty); borrowed until the next change. */

@@ -7,8 +7,9 @@
 
 int op_err_set(struct op_err *err, int code, const char *fmt, ...)
 {
+	/* The first failure wins; the caller still gets the code it reports. */
 	if (!err || err->code != 0)
-		return err ? err->code : code;
+		return code;
 	err->code = code;
 	va_list ap;
 	va_start(ap, fmt);
@@ -19,8 +20,8 @@ int op_err_set(struct op_err *err, int code, const char *fmt, ...)
 
 int op_err_prefix(struct op_err *err, const char *fmt, ...)
 {
-	if (!err)
-		return 0;
+	if (!err || err->code == 0)
+		return err ? err->code : 0;
 	char old[OP_ERR_MSG_MAX];
 	memcpy(old, err->msg, sizeof(old));
 	va_list ap;

@@ -7,6 +7,30 @@
 
 #include "support/alloc.h"
 
+/* json-c accepts NaN and Infinity even in strict mode; JSON (and Kubernetes)
+ * does not. Recursion is bounded by the parser's depth limit. */
+static bool all_finite(json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_double: return isfinite(json_object_get_double(o));
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			if (!all_finite(json_object_array_get_idx(o, i)))
+				return false;
+		return true;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v)
+		{
+			(void)k;
+			if (!all_finite(v))
+				return false;
+		}
+		return true;
+	}
+	default: return true;
+	}
+}
+
 int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret,
 		  struct op_err *err)
 {
@@ -40,6 +64,10 @@ int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret
 		json_object_put(o);
 		return op_err_set(err, -EINVAL, "invalid JSON at offset %zu: %s", off,
 				  json_tokener_error_desc(jerr));
+	}
+	if (!all_finite(o)) {
+		json_object_put(o);
+		return op_err_set(err, -EINVAL, "invalid JSON: NaN and Infinity are not numbers");
 	}
 	for (size_t i = off; i < len; i++) {
 		if (!strchr(" \t\r\n", data[i])) {
@@ -113,7 +141,9 @@ int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t
 	if (json_object_is_type(v, json_type_int)) {
 		errno = 0;
 		int64_t i = json_object_get_int64(v);
-		if (errno == EINVAL || errno == ERANGE)
+		/* json-c clamps unsigned values past INT64_MAX instead of failing. */
+		if (errno == EINVAL || errno == ERANGE ||
+		    (i == INT64_MAX && json_object_get_uint64(v) != (uint64_t)INT64_MAX))
 			return op_err_set(err, -EINVAL, "%s%s%s: integer out of range",
 					  path ? path : "", sep, key);
 		*ret = i;

@@ -40,6 +40,8 @@ void op_log_kv(enum op_log_level lvl, const char *msg, ...)
 {
 	if (!op_log_enabled(lvl))
 		return;
+	if ((unsigned)lvl >= sizeof(level_names) / sizeof(level_names[0]))
+		lvl = OP_LOG_ERROR;
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	struct timespec ts;
 	struct tm tm;
@@ -50,8 +52,11 @@ void op_log_kv(enum op_log_level lvl, const char *msg, ...)
 
 	int r = op_buf_addf(&b, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\"", when,
 			    ts.tv_nsec / 1000000, level_names[lvl]);
-	if (!r && log_component)
-		r = op_buf_addf(&b, ",\"logger\":\"%s\"", log_component);
+	if (!r && log_component) {
+		r = op_buf_adds(&b, ",\"logger\":");
+		if (!r)
+			r = op_buf_add_json_str(&b, log_component);
+	}
 	if (!r)
 		r = op_buf_adds(&b, ",\"msg\":");
 	if (!r)
