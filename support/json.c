@@ -123,7 +123,7 @@ int op_json_get_arr(json_object *obj, const char *key, const char *path, json_ob
 int op_json_get_str(json_object *obj, const char *key, const char *path, const char **ret,
 		    struct op_err *err)
 {
-	json_object *v;
+	json_object *v = NULL;
 	int r = get_typed(obj, key, path, json_type_string, "string", &v, err);
 	if (r == 1)
 		*ret = json_object_get_string(v);
@@ -163,7 +163,7 @@ int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t
 int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *ret,
 		     struct op_err *err)
 {
-	json_object *v;
+	json_object *v = NULL;
 	int r = get_typed(obj, key, path, json_type_boolean, "boolean", &v, err);
 	if (r == 1)
 		*ret = json_object_get_boolean(v);
