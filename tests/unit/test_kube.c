@@ -518,9 +518,11 @@ static void test_rate_limit(void **state)
 	int64_t dt = ts_now_ms() - t0;
 	/* 2 from the burst, 4 more at 10/s: >= ~400 ms */
 	assert_true(dt >= 350);
+	/* The wait depends on how long each request took (tokens refill
+	 * meanwhile), so only the total is a stable property. */
 	struct kube_client_stats st;
 	kube_client_stats(c, &st);
-	assert_true(st.throttled_ms >= 300);
+	assert_int_equal(st.requests, 6);
 	kube_client_free(c);
 	ts_stop(s);
 }
