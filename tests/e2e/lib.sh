@@ -13,6 +13,7 @@
 #   $2 / PGOP_E2E_STATE  control-plane state dir (default /tmp/pgop-e2e, never in the repo)
 #   PGOP_E2E_DIR         this directory
 #   PGOP_E2E_BIN         directory with kube-apiserver, kubectl, etcd, helm, ...
+#   PGOP_BUILD_DIR       the CMake build dir (pgop-node-agent: tests/e2e/agent/ in it)
 # A test that needs the control plane calls e2e_up (run.sh greps for it to decide which
 # tests run against the shared cluster). Tests create their own namespaces and clean up.
 
@@ -127,6 +128,34 @@ e2e_down() {
 		E2E_OWN_CLUSTER=
 		"$E2E_DIR/cluster-down.sh" "$PGOP_E2E_STATE"
 	fi
+}
+
+# e2e_agent_up: make sure the node agent (tests/e2e/agent, pgop-node-agent) runs for this
+# control plane and its Node is Ready. Shared by all tests of a run like the control
+# plane: it is recorded in STATE/agent/agent.pid (so it is not a "stray") and stopped by
+# cluster-down.sh. Exits 77 (skip) when the agent is not built. Call after e2e_up.
+# The command line is the contract with the agent; extra flags: PGOP_NODE_AGENT_ARGS.
+e2e_agent_up() {
+	local s=$PGOP_E2E_STATE bin pid
+	bin=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
+	if [ -f "$s/agent/agent.pid" ] && kill -0 "$(cat "$s/agent/agent.pid")" 2>/dev/null; then
+		pid=$(cat "$s/agent/agent.pid")
+	else
+		if [ ! -x "$bin" ]; then
+			e2e_log "skip: node agent not built ($bin)"
+			exit 77
+		fi
+		mkdir -p "$s/agent"
+		e2e_log "starting the node agent (log: $s/agent/agent.log)"
+		# shellcheck disable=SC2086
+		PGOP_E2E_OWNER=$s setsid "$bin" --kubeconfig "$s/kubeconfig" --state-dir "$s/agent" \
+			--pgop-binary "${PGOP_BIN:-pgop}" ${PGOP_NODE_AGENT_ARGS:-} \
+			</dev/null >>"$s/agent/agent.log" 2>&1 &
+		pid=$!
+		echo "$pid" >"$s/agent/agent.pid"
+	fi
+	e2e_wait_for "kubectl get node ${PGOP_E2E_NODE:-pgop-e2e-node} -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True" 60 ||
+		e2e_fail "node ${PGOP_E2E_NODE:-pgop-e2e-node} not Ready (agent pid $pid, log $s/agent/agent.log)"
 }
 
 # e2e_ns PREFIX: create a fresh namespace and print its name.
