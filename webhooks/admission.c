@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "support/alloc.h"
+#include "support/base64.h"
 #include "support/buf.h"
 #include "support/json.h"
 #include "webhooks/webhooks.h"
@@ -19,25 +20,6 @@
 #define REVIEW_KIND "AdmissionReview"
 #define CLUSTER_GROUP "postgresql.cnpg.io"
 #define CLUSTER_KIND "Cluster"
-
-/* Standard base64 with padding (RFC 4648). Appends to b. */
-static int base64_encode(struct op_buf *b, const unsigned char *p, size_t n)
-{
-	static const char tbl[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	int r = 0;
-	for (size_t i = 0; r == 0 && i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		char q[4] = { tbl[(v >> 18) & 63], tbl[(v >> 12) & 63],
-			      i + 1 < n ? tbl[(v >> 6) & 63] : '=', i + 2 < n ? tbl[v & 63] : '=' };
-		r = op_buf_add(b, q, 4);
-	}
-	return r;
-}
 
 static json_object *member(json_object *o, const char *key)
 {
@@ -162,7 +144,7 @@ static int do_mutate(json_object *resp, json_object *object, struct op_err *err)
 	const char *ptxt = json_object_to_json_string_length(
 		patch, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &plen);
 	_cleanup_(op_buf_donep) struct op_buf b64 = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
-	if (!ptxt || base64_encode(&b64, (const unsigned char *)ptxt, plen) < 0)
+	if (!ptxt || op_base64_encode(ptxt, plen, 0, &b64) < 0)
 		return op_err_set(err, -EMSGSIZE, "patch too large (%zu bytes)", plen);
 	put_str(resp, "patchType", "JSONPatch");
 	put_str(resp, "patch", op_buf_str(&b64));

@@ -14,6 +14,7 @@
 #undef free
 
 #include "support/alloc.h"
+#include "support/base64.h"
 #include "support/json.h"
 #include "webhooks/patch.h"
 #include "webhooks/webhooks.h"
@@ -803,30 +804,12 @@ static void test_warnings(void **state)
 
 /* ---- AdmissionReview envelope ---- */
 
-static int b64val(char c)
-{
-	const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = strchr(t, c);
-	return p && c ? (int)(p - t) : -1;
-}
-
 static char *b64decode(const char *s)
 {
-	size_t n = strlen(s);
-	char *out = op_malloc(n + 1), *o = out;
-	assert_int_equal(n % 4, 0);
-	for (size_t i = 0; i < n; i += 4) {
-		int a = b64val(s[i]), b = b64val(s[i + 1]);
-		int c = s[i + 2] == '=' ? 0 : b64val(s[i + 2]), d = s[i + 3] == '=' ? 0 : b64val(s[i + 3]);
-		assert_true(a >= 0 && b >= 0 && c >= 0 && d >= 0);
-		unsigned v = (unsigned)(a << 18 | b << 12 | c << 6 | d);
-		*o++ = (char)(v >> 16);
-		if (s[i + 2] != '=')
-			*o++ = (char)(v >> 8);
-		if (s[i + 3] != '=')
-			*o++ = (char)v;
-	}
-	*o = '\0';
+	char *out = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_base64_decode_str(s, strlen(s), 0, &out, NULL, &err) != 0)
+		fail_msg("patch is not base64: %s", err.msg);
 	return out;
 }
 
