@@ -526,7 +526,7 @@ int oa_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err)
 	yaml_emitter_set_output(&c.em, write_handler, &c);
 	yaml_emitter_set_unicode(&c.em, 1);
 	yaml_emitter_set_indent(&c.em, 2);
-	yaml_emitter_set_width(&c.em, 100);
+	yaml_emitter_set_width(&c.em, -1); /* never fold: one line per scalar */
 
 	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
 	r = emit(&c, &ev, err);
