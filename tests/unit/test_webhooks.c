@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
 #include <cmocka.h>
 /* cmocka maps free to test_free under UNIT_TESTING; our memory comes from libc. */
 #undef free
@@ -16,6 +18,7 @@
 #include "support/alloc.h"
 #include "support/base64.h"
 #include "support/json.h"
+#include "support/yaml.h"
 #include "webhooks/patch.h"
 #include "webhooks/webhooks.h"
 
@@ -1000,6 +1003,117 @@ static void test_review_response_cap(void **state)
 	op_buf_done(&small);
 }
 
+/* ---- every CNPG sample through the whole admission path ---- */
+
+#define SAMPLES_DIR PGOP_SHARED_DIR "/samples/cnpg"
+#define SAMPLE_MAX (1024u * 1024)
+
+struct sample_stats {
+	int clusters, denied, with_warnings, unsupported_warnings;
+};
+
+/* One AdmissionReview round: returns the response object (owned). */
+static json_object *review_obj(enum wh_kind kind, const char *op, json_object *obj,
+			       json_object *old)
+{
+	_cleanup_free_ char *body = op_asprintf(
+		REVIEW("%s", CKIND, "%s", "%s"), op, json_object_to_json_string(obj),
+		old ? json_object_to_json_string(old) : "null");
+	int rc;
+	struct op_err err = OP_ERR_INIT;
+	json_object *out = review(kind, body, &rc, &err);
+	if (rc != 0)
+		fail_msg("review failed: %s", err.msg);
+	return out;
+}
+
+/* mutate (apply the patch), validate CREATE, then validate a no-op UPDATE. */
+static void admit_sample(const char *file, json_object *doc, struct sample_stats *st)
+{
+	json_object *out = review_obj(WH_MUTATE, "CREATE", doc, NULL), *obj = NULL;
+	assert_true(json_object_get_boolean(at(out, "response.allowed")));
+	const char *p64 = str_at(out, "response.patch");
+	if (p64) {
+		_cleanup_free_ char *ptxt = b64decode(p64);
+		json_object *patch = parse(ptxt);
+		assert_int_equal(wh_patch_apply(doc, patch, &obj, NULL), 0);
+		json_object_put(patch);
+	} else {
+		obj = json_object_get(doc);
+	}
+	json_object_put(out);
+	for (int pass = 0; pass < 2; pass++) {
+		out = review_obj(WH_VALIDATE, pass ? "UPDATE" : "CREATE", obj, pass ? obj : NULL);
+		if (!json_object_get_boolean(at(out, "response.allowed"))) {
+			print_error("sample %s (%s) denied: %s\n", file, pass ? "UPDATE" : "CREATE",
+				    str_at(out, "response.status.message"));
+			st->denied++;
+		}
+		json_object *w = at(out, "response.warnings");
+		if (!pass && w) {
+			st->with_warnings++;
+			for (size_t i = 0; i < json_object_array_length(w); i++)
+				if (strstr(json_object_get_string(json_object_array_get_idx(w, i)),
+					   "not implemented by pgop"))
+					st->unsupported_warnings++;
+		}
+		json_object_put(out);
+	}
+	json_object_put(obj);
+	st->clusters++;
+}
+
+static void admit_dir(const char *dir, struct sample_stats *st)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		fail_msg("cannot open %s", dir);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *path = op_asprintf("%s/%s", dir, e->d_name);
+		size_t n = strlen(e->d_name);
+		if (e->d_type == DT_DIR) {
+			admit_dir(path, st);
+			continue;
+		}
+		if (n < 5 || strcmp(e->d_name + n - 5, ".yaml") != 0)
+			continue;
+		FILE *f = fopen(path, "rb");
+		assert_non_null(f);
+		_cleanup_free_ char *data = op_malloc(SAMPLE_MAX + 1);
+		size_t len = fread(data, 1, SAMPLE_MAX + 1, f);
+		fclose(f);
+		assert_true(len <= SAMPLE_MAX);
+		json_object *docs = NULL;
+		struct op_err err = OP_ERR_INIT;
+		if (op_yaml_parse_docs(data, len, NULL, &docs, &err) < 0)
+			fail_msg("%s: %s", path, err.msg);
+		for (size_t i = 0; i < json_object_array_length(docs); i++) {
+			json_object *doc = json_object_array_get_idx(docs, i);
+			const char *kind = str_at(doc, "kind");
+			if (kind && strcmp(kind, "Cluster") == 0)
+				admit_sample(e->d_name, doc, st);
+		}
+		json_object_put(docs);
+	}
+	closedir(d);
+}
+
+static void test_samples_through_admission(void **state)
+{
+	(void)state;
+	struct sample_stats st = { 0 };
+	admit_dir(SAMPLES_DIR, &st);
+	print_message("%d sample Clusters: %d denied, %d with warnings, %d unsupported-field "
+		      "warnings\n",
+		      st.clusters, st.denied, st.with_warnings, st.unsupported_warnings);
+	assert_true(st.clusters >= 60);
+	assert_int_equal(st.denied, 0);
+	assert_true(st.unsupported_warnings > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1031,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_review_envelope_errors),
 		cmocka_unit_test(test_review_other_kind_and_delete),
 		cmocka_unit_test(test_review_response_cap),
+		cmocka_unit_test(test_samples_through_admission),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
