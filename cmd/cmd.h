@@ -1,7 +1,21 @@
-/* cmd/cmd.h - subcommand entry points; each returns the process exit code
- * (0 success, 1 failure, 2 usage error). argv[0] is the subcommand name. */
+/* cmd/cmd.h - subcommand entry points, one per row of the table in main.c.
+ * Each returns the process exit code (0 success, 1 failure or denial, 2 usage
+ * or input error). argv[0] is the subcommand name; argv is borrowed. */
 #ifndef PGOP_CMD_CMD_H
 #define PGOP_CMD_CMD_H
+
+/* `pgop controller --tls-cert-file F --tls-key-file F [--listen ADDR:PORT]
+ * [--log-level L] [--threads N] [--kubeconfig F]`: serves the admission
+ * webhooks, /healthz, /readyz and /metrics over HTTPS until SIGTERM/SIGINT
+ * (cmd/controller.c). */
+int cmd_controller(int argc, char **argv);
+
+/* `pgop validate -f FILE [-f FILE...] [--old FILE] [-o text|json]`: admission
+ * offline, on YAML or JSON manifests or AdmissionReviews (cmd/validate.c). */
+int cmd_validate(int argc, char **argv);
+
+/* `pgop version` (cmd/main.c). */
+int cmd_version(int argc, char **argv);
 
 /* `pgop crd [-o yaml|json]`: prints the Cluster CustomResourceDefinition
  * (cmd/crd.c). */

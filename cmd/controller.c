@@ -1,0 +1,227 @@
+/* cmd/controller.c - `pgop controller`: the operator process.
+ *
+ * Today it serves the admission webhooks (plus health and metrics) over HTTPS.
+ * The reconciler is not implemented yet; cluster access is detected and
+ * reported so that the log says plainly what this process is doing.
+ *
+ * Signals are blocked in every thread (the mask is set before the server
+ * starts its threads) and taken synchronously by the main thread with
+ * sigtimedwait(): SIGTERM/SIGINT stop gracefully (readiness off, drain, stop),
+ * SIGHUP forces a certificate reload, and every poll interval the certificate
+ * files are checked for changes (a Kubernetes Secret volume updates in place).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/flags.h"
+#include "support/alloc.h"
+#include "support/http_server.h"
+#include "support/log.h"
+#include "webhooks/webhooks.h"
+
+#define MUTATE_PATH "/mutate-postgresql-cnpg-io-v1-cluster"
+#define VALIDATE_PATH "/validate-postgresql-cnpg-io-v1-cluster"
+
+struct controller_opts {
+	const char *cert_file;
+	const char *key_file;
+	const char *listen;
+	const char *kubeconfig;
+	enum op_log_level log_level;
+	unsigned threads;
+	unsigned poll_s;
+	unsigned drain_s;
+	unsigned timeout_s;
+	unsigned max_connections;
+};
+
+static const struct cmd_flag controller_flags[] = {
+	{ "tls-cert-file", 0, CMD_FLAG_STRING, offsetof(struct controller_opts, cert_file), 0,
+	  "FILE", "serving certificate chain, PEM (required; re-read when it changes)" },
+	{ "tls-key-file", 0, CMD_FLAG_STRING, offsetof(struct controller_opts, key_file), 0,
+	  "FILE", "serving private key, PEM (required)" },
+	{ "listen", 0, CMD_FLAG_STRING, offsetof(struct controller_opts, listen), 0, "ADDR:PORT",
+	  "HTTPS listen address (default 0.0.0.0:9443; [::]:9443 for IPv6)" },
+	{ "kubeconfig", 0, CMD_FLAG_STRING, offsetof(struct controller_opts, kubeconfig), 0,
+	  "FILE", "kubeconfig for cluster access (default $KUBECONFIG, or in-cluster)" },
+	{ "log-level", 0, CMD_FLAG_LOG_LEVEL, offsetof(struct controller_opts, log_level), 0,
+	  "LEVEL", "debug, info (default), warn or error" },
+	{ "threads", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, threads), 64, "N",
+	  "HTTPS worker threads (default: number of CPUs, at most 16)" },
+	{ "cert-poll-interval", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, poll_s), 3600,
+	  "SECONDS", "how often the certificate files are checked (default 5)" },
+	{ "shutdown-grace", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, drain_s), 600,
+	  "SECONDS", "how long requests in flight may finish on SIGTERM (default 10)" },
+	{ "request-timeout", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, timeout_s), 3600,
+	  "SECONDS", "idle/request connection timeout (default 30)" },
+	{ "max-connections", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, max_connections),
+	  65536, "N", "concurrent connection limit (default 1024)" },
+	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" },
+};
+
+static const char controller_usage[] =
+	"Usage: pgop controller --tls-cert-file FILE --tls-key-file FILE [flags]\n"
+	"Serves the Cluster admission webhooks (" MUTATE_PATH ",\n" VALIDATE_PATH
+	"), /healthz, /readyz and /metrics over HTTPS.\n\nFlags:\n";
+
+static int handle_review(enum wh_kind kind, const struct op_http_request *req,
+			 struct op_http_reply *rep, struct op_err *err)
+{
+	return wh_handle_review(kind, req->body, req->body_len, &rep->body, err);
+}
+
+static int handle_mutate(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+			 struct op_err *err)
+{
+	return handle_review(WH_MUTATE, req, rep, err);
+}
+
+static int handle_validate(void *ud, const struct op_http_request *req,
+			   struct op_http_reply *rep, struct op_err *err)
+{
+	return handle_review(WH_VALIDATE, req, rep, err);
+}
+
+static const struct op_http_route controller_routes[] = {
+	{ "POST", MUTATE_PATH, handle_mutate },
+	{ "POST", VALIDATE_PATH, handle_validate },
+};
+
+/* Where cluster access would come from, or NULL. Borrowed strings. */
+static const char *cluster_access(const struct controller_opts *o, const char **ret_source)
+{
+	const char *env = getenv("KUBECONFIG");
+	if (o->kubeconfig) {
+		*ret_source = "--kubeconfig";
+		return o->kubeconfig;
+	}
+	if (env && *env) {
+		*ret_source = "KUBECONFIG";
+		return env;
+	}
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	if (host && *host) {
+		*ret_source = "in-cluster";
+		return host;
+	}
+	return NULL;
+}
+
+static void report_cluster_access(const struct controller_opts *o)
+{
+	const char *source = NULL;
+	const char *where = cluster_access(o, &source);
+	if (o->kubeconfig && access(o->kubeconfig, R_OK) < 0) {
+		op_log_warn("kubeconfig not readable: serving admission webhooks only", "kubeconfig",
+			    o->kubeconfig, "error", strerror(errno));
+		return;
+	}
+	if (!where) {
+		op_log_info("no cluster access: serving admission webhooks only");
+		return;
+	}
+	op_log_info("cluster access found, but the reconciler is not implemented yet: serving "
+		    "admission webhooks only",
+		    "source", source, "target", where);
+}
+
+static void set_signal_mask(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void reload_certificate(struct op_http_server *srv, bool force)
+{
+	struct op_err err = OP_ERR_INIT;
+	int r = op_http_server_reload_files(srv, force, &err);
+	if (r < 0) /* keep serving the previous certificate; retried at the next poll */
+		op_log_warn("certificate reload failed, keeping the current one", "error", err.msg);
+}
+
+/* Blocks until SIGTERM/SIGINT; polls the certificate files meanwhile. */
+static int serve_until_signal(struct op_http_server *srv, const sigset_t *set, unsigned poll_s)
+{
+	for (;;) {
+		struct timespec ts = { (time_t)poll_s, 0 };
+		int sig = sigtimedwait(set, NULL, &ts);
+		if (sig < 0 && errno == EAGAIN) {
+			reload_certificate(srv, false);
+			continue;
+		}
+		if (sig < 0 && errno == EINTR)
+			continue;
+		if (sig == SIGHUP) {
+			op_log_info("SIGHUP: reloading the certificate");
+			reload_certificate(srv, true);
+			continue;
+		}
+		if (sig < 0) {
+			op_log_error("sigtimedwait failed", "error", strerror(errno));
+			return 1;
+		}
+		op_log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		return 0;
+	}
+}
+
+int cmd_controller(int argc, char **argv)
+{
+	struct controller_opts o = { .log_level = OP_LOG_INFO, .poll_s = 5, .drain_s = 10 };
+	int r = cmd_parse_flags(controller_flags, OP_ARRAY_SIZE(controller_flags),
+				controller_usage, argc, argv, &o, NULL);
+	if (r == CMD_FLAGS_HELP)
+		return 0;
+	if (r)
+		return 2;
+	if (!o.cert_file || !o.key_file) {
+		fputs("pgop controller: --tls-cert-file and --tls-key-file are required\n"
+		      "Try 'pgop controller --help'.\n",
+		      stderr);
+		return 2;
+	}
+	op_log_set_level(o.log_level);
+	op_log_set_component("controller");
+
+	sigset_t set;
+	set_signal_mask(&set); /* before any thread starts: they all inherit it */
+
+	struct op_http_config cfg = {
+		.listen = o.listen,
+		.cert_file = o.cert_file,
+		.key_file = o.key_file,
+		.routes = controller_routes,
+		.n_routes = OP_ARRAY_SIZE(controller_routes),
+		.threads = o.threads,
+		.connection_limit = o.max_connections,
+		.timeout_s = o.timeout_s,
+		.drain_ms = o.drain_s ? o.drain_s * 1000u : 1,
+	};
+	struct op_http_server *srv = NULL;
+	struct op_err err = OP_ERR_INIT;
+	r = op_http_server_start(&cfg, &srv, &err);
+	if (r < 0) {
+		op_log_error("cannot start the HTTPS server", "error", err.msg);
+		return 1;
+	}
+	char port[8];
+	snprintf(port, sizeof(port), "%u", op_http_server_port(srv));
+	op_log_info("serving HTTPS", "listen", o.listen ? o.listen : "0.0.0.0:9443", "port", port,
+		    "version", PGOP_VERSION);
+	report_cluster_access(&o);
+
+	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5);
+	op_http_server_set_ready(srv, false);
+	op_http_server_free(srv); /* drains requests in flight */
+	op_log_info("stopped");
+	return rc;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# e2e-timeout: 120
+# `pgop validate` on every CloudNativePG sample manifest (../shared/samples/cnpg,
+# dc/ included): every Cluster must be admitted (exit 0), the other kinds listed
+# as skipped. Also checks the JSON output agrees and that a known-bad Cluster
+# is denied with exit 1 naming the field.
+#
+# Usage: tests/e2e/test_validate_samples.sh [PGOP_BINARY]   (default $PGOP_BIN)
+# Builds nothing. Prints "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+
+PGOP=${1:-${PGOP_BIN:-}}
+if [ -z "$PGOP" ] || [ ! -x "$PGOP" ]; then
+	echo "usage: $0 PATH/TO/pgop (not executable: '${PGOP}')" >&2
+	exit 2
+fi
+shared=${PGOP_SHARED_DIR:-$(dirname "$0")/../../../shared}
+samples=$shared/samples/cnpg
+[ -d "$samples" ] || { echo "no samples at $samples" >&2; exit 2; }
+
+tmp=$(mktemp -d /tmp/pgop-validate-e2e.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
+
+files=("$samples"/*.yaml "$samples"/dc/*.yaml)
+"$PGOP" validate -f "${files[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
+rc=$?
+if [ "$rc" -eq 0 ]; then
+	pass "pgop validate admits every sample Cluster (${#files[@]} files)"
+else
+	fail "pgop validate admits every sample Cluster (exit $rc)"
+	grep -v ': admitted$\|: skipped\|: warning: ' "$tmp/out.txt" | head -40
+	head -20 "$tmp/err.txt"
+fi
+clusters=$(cat "${files[@]}" | grep -c '^kind: Cluster$')
+admitted=$(grep -c ': admitted$' "$tmp/out.txt")
+[ "$admitted" -eq "$clusters" ] && pass "one 'admitted' line per Cluster ($admitted)" ||
+	fail "one 'admitted' line per Cluster: $admitted admitted, $clusters in the files"
+others=$(cat "${files[@]}" | grep -c '^kind: ')
+skipped=$(grep -c ': skipped (' "$tmp/out.txt")
+[ "$skipped" -eq $((others - clusters)) ] && pass "other kinds listed as skipped ($skipped)" ||
+	fail "other kinds listed as skipped: $skipped, expected $((others - clusters))"
+
+"$PGOP" validate -o json -f "${files[@]}" >"$tmp/out.json" 2>/dev/null
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^  "admitted": true,' "$tmp/out.json" &&
+	grep -q "\"admitted\": $clusters," "$tmp/out.json"; then
+	pass "-o json agrees (admitted: true, $clusters Clusters)"
+else
+	fail "-o json agrees (exit $rc)"
+	head -20 "$tmp/out.json"
+fi
+
+cat >"$tmp/bad.yaml" <<'YAML'
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata:
+  name: too-many-sync
+spec:
+  instances: 3
+  maxSyncReplicas: 3
+  storage:
+    size: 1Gi
+YAML
+out=$("$PGOP" validate -f "$tmp/bad.yaml" 2>/dev/null)
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "bad.yaml: default/too-many-sync: spec.maxSyncReplicas: " <<<"$out"; then
+	pass "a denied Cluster exits 1 and names spec.maxSyncReplicas"
+else
+	fail "a denied Cluster exits 1 and names spec.maxSyncReplicas (exit $rc: $out)"
+fi
+printf 'kind: [unterminated\n' >"$tmp/broken.yaml"
+"$PGOP" validate -f "$tmp/broken.yaml" >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && pass "unparsable input exits 2" || fail "unparsable input exits 2 (got $rc)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
