@@ -127,6 +127,7 @@ leaf apiserver ca "/CN=kube-apiserver" serverAuth "$sans"
 leaf admin ca "/O=system:masters/CN=pgop-e2e-admin" clientAuth
 leaf kcm ca "/CN=system:kube-controller-manager" clientAuth
 leaf scheduler ca "/CN=system:kube-scheduler" clientAuth
+leaf node ca "/O=system:nodes/CN=system:node:${PGOP_E2E_NODE:-pgop-e2e-node}" clientAuth
 leaf apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 ca front-proxy-ca "pgop-e2e-front-proxy-ca"
 leaf front-proxy-client front-proxy-ca "/CN=front-proxy-client" clientAuth
@@ -148,6 +149,8 @@ kubeconfig() { # FILE USER CERTNAME
 kubeconfig "$S/kubeconfig" pgop-e2e-admin admin
 kubeconfig "$S/kcm/kubeconfig" system:kube-controller-manager kcm
 kubeconfig "$S/scheduler/kubeconfig" system:kube-scheduler scheduler
+# For a node agent that wants the kubelet's identity (Node authorizer, NodeRestriction).
+kubeconfig "$S/node.kubeconfig" "system:node:${PGOP_E2E_NODE:-pgop-e2e-node}" node
 exec 4>&-
 
 # ---------------------------------------------------------------- processes

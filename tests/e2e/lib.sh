@@ -90,6 +90,13 @@ e2e_assert_fails() { # CMD...: the command must fail
 	if out=$("$@" 2>&1); then e2e_fail "command unexpectedly succeeded: $* -> $out"; fi
 }
 
+e2e_assert_fails_with() { # TEXT CMD...: the command must fail and say TEXT
+	local text=$1 out
+	shift
+	if out=$("$@" 2>&1); then e2e_fail "command unexpectedly succeeded: $* -> $out"; fi
+	[[ $out == *"$text"* ]] || e2e_fail "command failed without '$text': $* -> $out"
+}
+
 # e2e_k8s_bin: directory of the upstream binaries (builds them once per machine).
 e2e_k8s_bin() {
 	if [ -n "${PGOP_E2E_BIN:-}" ] && [ -x "$PGOP_E2E_BIN/kube-apiserver" ]; then

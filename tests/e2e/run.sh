@@ -52,7 +52,7 @@ strays() {
 	declare -A infra=()
 	for f in "$S"/pids/*.pid "$S"/agent/*.pid; do [ -f "$f" ] && infra[$(cat "$f")]=1; done
 	hostnet=$(readlink /proc/$$/ns/net)
-	for f in $(grep -lsxzF "PGOP_E2E_OWNER=$S" /proc/[0-9]*/environ 2>/dev/null); do
+	while read -r f; do
 		pid=${f#/proc/}
 		pid=${pid%%/*}
 		pg=$(e2e_pgid_of "$pid") || continue
@@ -61,7 +61,7 @@ strays() {
 		e2e_is_zombie "$pid" && continue
 		[ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$hostnet" ] || continue
 		echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-150)"
-	done
+	done < <(grep -lsxzF "PGOP_E2E_OWNER=$S" /proc/[0-9]*/environ 2>/dev/null)
 }
 kill_strays() { # "PID CMD" LINES
 	local pids

@@ -29,6 +29,16 @@ rh=$(kubectl -n kube-system get configmap extension-apiserver-authentication \
 e2e_assert_eq '["front-proxy-client"]' "$rh" "requestheader-allowed-names"
 whoami=$(kubectl auth whoami -o jsonpath='{.status.userInfo.groups}')
 e2e_assert_contains "$whoami" system:masters "admin groups"
+e2e_log "component identities; the Node authorizer confines the node identity"
+e2e_assert_eq system:kube-controller-manager \
+	"$(kubectl --kubeconfig "$PGOP_E2E_STATE/kcm/kubeconfig" auth whoami -o jsonpath='{.status.userInfo.username}')" "kcm identity"
+e2e_assert_eq system:kube-scheduler \
+	"$(kubectl --kubeconfig "$PGOP_E2E_STATE/scheduler/kubeconfig" auth whoami -o jsonpath='{.status.userInfo.username}')" "scheduler identity"
+node_kc=$PGOP_E2E_STATE/node.kubeconfig
+e2e_assert_eq system:node:pgop-e2e-node \
+	"$(kubectl --kubeconfig "$node_kc" auth whoami -o jsonpath='{.status.userInfo.username}')" "node identity"
+e2e_assert_fails_with Forbidden kubectl --kubeconfig "$node_kc" -n kube-system get secrets
+e2e_assert_fails_with Forbidden kubectl --kubeconfig "$node_kc" -n kube-system get configmap extension-apiserver-authentication
 svc_ip=$(kubectl -n default get service kubernetes -o jsonpath='{.spec.clusterIP}')
 e2e_assert_eq "$PGOP_E2E_FIRST_SERVICE_IP" "$svc_ip" "clusterIP of default/kubernetes"
 
