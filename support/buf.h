@@ -40,8 +40,9 @@ __attribute__((warn_unused_result)) int op_buf_adds(struct op_buf *b, const char
 __attribute__((warn_unused_result)) int op_buf_addc(struct op_buf *b, char c);
 __attribute__((warn_unused_result, format(printf, 2, 3))) int op_buf_addf(struct op_buf *b,
 									   const char *fmt, ...);
-__attribute__((warn_unused_result)) int op_buf_vaddf(struct op_buf *b, const char *fmt,
-						      va_list ap);
+__attribute__((warn_unused_result, format(printf, 2, 0))) int op_buf_vaddf(struct op_buf *b,
+									    const char *fmt,
+									    va_list ap);
 /* Appends s as a JSON string literal with quotes and escapes (control
  * characters as \uXXXX; each byte of invalid UTF-8 becomes \ufffd, so the
  * output is always valid JSON). */

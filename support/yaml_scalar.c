@@ -320,7 +320,26 @@ void op_yaml_format_float_json(double d, char out[OP_YAML_FLOAT_TEXT_MAX])
 		snprintf(out, OP_YAML_FLOAT_TEXT_MAX, "%s", tmp);
 		return;
 	}
-	int decimals = prec - 1 - sci_exponent(tmp);
+	int exp = sci_exponent(tmp);
+	if (a >= 9.2e18) {
+		/* Integral and past int64: json-c would read Go's "1234...0000"
+		 * back as a clamped integer, so keep the exponent form. */
+		snprintf(out, OP_YAML_FLOAT_TEXT_MAX, "%s", tmp);
+		return;
+	}
+	if (exp >= prec) {
+		/* Go pads the shortest digits with zeros, %f would print the exact
+		 * binary value (1e20+ digits noise): build it from the digits. */
+		size_t n = 0;
+		for (const char *p = tmp; *p && *p != 'e' && n + 1 < OP_YAML_FLOAT_TEXT_MAX; p++)
+			if (*p == '-' || (*p >= '0' && *p <= '9'))
+				out[n++] = *p;
+		for (int z = exp - prec + 1; z > 0 && n + 1 < OP_YAML_FLOAT_TEXT_MAX; z--)
+			out[n++] = '0';
+		out[n] = '\0';
+		return;
+	}
+	int decimals = prec - 1 - exp;
 	snprintf(out, OP_YAML_FLOAT_TEXT_MAX, "%.*f", decimals > 0 ? decimals : 0, d);
 }
 
