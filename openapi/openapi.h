@@ -44,7 +44,8 @@ int oa_yaml_parse(const char *data, size_t len, json_object **ret, struct op_err
 
 /* Appends obj rendered as one YAML document ("---" first) to out. Object keys
  * are sorted (byte order); strings that would read back as another type are
- * quoted; multi-line strings use literal block style. */
+ * quoted; multi-line strings use literal block style; scalars are never
+ * folded. On failure out is left as it was (or emptied when its cap was hit). */
 int oa_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err);
 
 /* The Cluster openAPIV3Schema (the `schema` key of the embedded file), after

@@ -518,6 +518,7 @@ static int emit_node(struct emit_ctx *c, json_object *o, int depth, struct op_er
 int oa_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err)
 {
 	struct emit_ctx c = { .out = out };
+	size_t start = out->len;
 	yaml_event_t ev;
 	int r;
 
@@ -551,5 +552,10 @@ int oa_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err)
 		r = op_err_set(err, c.out_err ? c.out_err : -EIO, "YAML emitter flush failed");
 out:
 	yaml_emitter_delete(&c.em);
+	if (r < 0 && out->data && out->len > start) {
+		/* nothing half-written is left behind */
+		out->len = start;
+		out->data[start] = '\0';
+	}
 	return r;
 }

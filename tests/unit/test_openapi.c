@@ -197,6 +197,21 @@ static void test_yaml_emit_cap(void **state)
 	assert_int_equal(oa_yaml_emit(o, &out, &err), -EMSGSIZE);
 	assert_int_equal(out.len, 0);
 	op_buf_done(&out);
+
+	/* too deep to render: the buffer keeps what it had */
+	json_object *deep = json_object_new_array(), *cur = deep;
+	for (int i = 0; i < OA_MAX_DEPTH + 2; i++) {
+		json_object *next = json_object_new_array();
+		json_object_array_add(cur, next);
+		cur = next;
+	}
+	struct op_buf keep = OP_BUF_INIT(OA_MAX_DOC);
+	assert_int_equal(op_buf_adds(&keep, "prefix"), 0);
+	err = OP_ERR_INIT;
+	assert_int_equal(oa_yaml_emit(deep, &keep, &err), -ELOOP);
+	assert_string_equal(op_buf_str(&keep), "prefix");
+	op_buf_done(&keep);
+	json_object_put(deep);
 }
 
 /* ---- schema lint ----------------------------------------------------------- */
