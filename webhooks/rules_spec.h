@@ -97,7 +97,7 @@ WH_RULE_FN(wh_v18_name);
 WH_RULE_FN(wh_v25_tolerations);
 WH_RULE_FN(wh_v26_anti_affinity);
 WH_RULE_FN(wh_v42_hibernation_annotation);
-WH_RULE_FN(wh_v43_pod_patch_annotation);
+WH_RULE_FN(wh_v43_pod_patch_annotation); /* rules_spec_podpatch.c */
 WH_RULE_FN(wh_v46_liveness_pinger);
 WH_RULE_FN(wh_v49_service_account);
 WH_RULE_FN(wh_v50_primary_lease);

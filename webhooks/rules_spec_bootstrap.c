@@ -56,9 +56,8 @@ WH_RULE_FN(wh_v1_initdb)
 	if (wh_i64(initdb, "walSegmentSize", &wss) && wss != 0 && (wss < 0 || (wss & (wss - 1))))
 		wh_result_error(res, "spec.bootstrap.initdb.walSegmentSize",
 				"WAL segment size must be a power of 2");
+	/* CNPG checks only the application refs (the other two are used as-is) */
 	check_sql_refs(initdb, "postInitApplicationSQLRefs", res);
-	check_sql_refs(initdb, "postInitTemplateSQLRefs", res);
-	check_sql_refs(initdb, "postInitSQLRefs", res);
 }
 
 WH_RULE_FN(wh_v2_recovery_app_db)
@@ -85,20 +84,20 @@ WH_RULE_FN(wh_v4_import)
 	if (type && strcmp(type, "microservice") == 0) {
 		if (ndb != 1)
 			wh_result_error(res, IMPORT_PATH ".databases",
-					"You need to specify a single database for the microservice import type");
+					"You need to specify a single database for the `microservice` import type");
 		if (nroles != 0)
 			wh_result_error(res, IMPORT_PATH ".roles",
-					"You cannot specify roles to import for the microservice import type");
+					"You cannot specify roles to import for the `microservice` import type");
 		json_object *d0 = ndb ? json_object_array_get_idx(wh_arr(imp, "databases"), 0)
 				      : NULL;
 		if (d0 && json_object_is_type(d0, json_type_string) &&
 		    strchr(json_object_get_string(d0), '*'))
 			wh_result_error(res, IMPORT_PATH ".databases[0]",
-					"You cannot specify any wildcard for the microservice import type");
+					"You cannot specify any wildcard for the `microservice` import type");
 	} else if (type && strcmp(type, "monolith") == 0) {
 		if (ndb < 1)
 			wh_result_error(res, IMPORT_PATH ".databases",
-					"You need to specify at least a database for the monolith import type");
+					"You need to specify at least a database for the `monolith` import type");
 		if (ndb > 1 && db_wild)
 			wh_result_error(res, IMPORT_PATH ".databases",
 					"Wildcard import cannot be used along other database names");
@@ -107,7 +106,7 @@ WH_RULE_FN(wh_v4_import)
 					"Wildcard import cannot be used along other role names");
 		if (wh_len(imp, "postImportApplicationSQL") > 0)
 			wh_result_error(res, IMPORT_PATH ".postImportApplicationSQL",
-					"postImportApplicationSQL is not allowed for monolith import type");
+					"postImportApplicationSQL is not allowed for the `monolith` import type");
 	} else {
 		wh_result_error(res, IMPORT_PATH ".type", "Unrecognized import type");
 	}
@@ -154,14 +153,16 @@ static bool digits(const char **p, int n, int lo, int hi)
 	return v >= lo && v <= hi;
 }
 
-/* Timestamps as accepted by CNPG ParseTargetTime: RFC 3339 and the
- * PostgreSQL forms "YYYY-MM-DD HH:MM:SS[.frac][Z|±HH[[:]MM]]". */
+/* Timestamps as accepted by CNPG ParseTargetTime (lib/pq ParseTimestamp,
+ * then RFC 3339): "YYYY-MM-DD[( |T)HH:MM:SS[.frac][Z|±HH[[:]MM[[:]SS]]]]". */
 static bool target_time_valid(const char *s)
 {
 	const char *p = s;
 	if (!digits(&p, 4, 0, 9999) || *p++ != '-' || !digits(&p, 2, 1, 12) || *p++ != '-' ||
 	    !digits(&p, 2, 1, 31))
 		return false;
+	if (*p == '\0')
+		return true; /* a bare date, as lib/pq accepts */
 	if (*p != ' ' && *p != 'T')
 		return false;
 	p++;
@@ -182,10 +183,12 @@ static bool target_time_valid(const char *s)
 		p++;
 		if (!digits(&p, 2, 0, 23))
 			return false;
-		if (*p == ':')
-			p++;
-		if (*p && !digits(&p, 2, 0, 59))
-			return false;
+		for (int part = 0; part < 2 && *p; part++) { /* [[:]MM[[:]SS]] */
+			if (*p == ':')
+				p++;
+			if (!digits(&p, 2, 0, 59))
+				return false;
+		}
 	}
 	return *p == '\0';
 }
@@ -235,17 +238,17 @@ WH_RULE_FN(wh_v10_recovery_target)
 	json_object *rt = wh_obj(recovery, "recoveryTarget");
 	if (!rt)
 		return;
-	bool immediate = false;
-	wh_bool(rt, "targetImmediate", &immediate);
+	/* a set targetImmediate counts even when false (CNPG tests != nil) */
+	bool immediate = wh_at(rt, "targetImmediate") != NULL;
 	const char *lsn = wh_nstr(rt, "targetLSN"), *name = wh_nstr(rt, "targetName");
 	const char *xid = wh_nstr(rt, "targetXID"), *time = wh_nstr(rt, "targetTime");
 	int targets = immediate + !!lsn + !!name + !!xid + !!time;
 	if (targets > 1)
 		wh_result_error(res, RT_PATH, "Recovery target options are mutually exclusive");
 	if (lsn && !lsn_valid(lsn))
-		wh_result_error(res, RT_PATH ".targetLSN", "Invalid targetLSN value");
+		wh_result_error(res, RT_PATH ".targetLSN", "Invalid TargetLSN");
 	if (time && !target_time_valid(time))
-		wh_result_error(res, RT_PATH ".targetTime", "Invalid targetTime value");
+		wh_result_error(res, RT_PATH ".targetTime", "The format of TargetTime is invalid");
 	if (xid && !xid_valid(xid))
 		wh_result_error(res, RT_PATH ".targetXID",
 				"Invalid targetXID value: it must be an unsigned 32-bit integer");
@@ -304,9 +307,7 @@ static void check_snapshot_ref(json_object *ref, const char *path, struct wh_res
 		return;
 	if (strcmp(kind, "PersistentVolumeClaim") == 0 && *group == '\0')
 		return;
-	wh_result_error(res, path,
-			"Only VolumeSnapshots (snapshot.storage.k8s.io) and "
-			"PersistentVolumeClaims are supported as a data source");
+	wh_result_error(res, path, "Only VolumeSnapshots and PersistentVolumeClaims are supported");
 }
 
 WH_RULE_FN(wh_v23_recovery_data_source)
@@ -315,18 +316,24 @@ WH_RULE_FN(wh_v23_recovery_data_source)
 	json_object *vs = wh_obj(recovery, "volumeSnapshots");
 	if (!vs)
 		return;
-	if (wh_at(recovery, "backup"))
+	if (wh_at(recovery, "backup")) {
 		wh_result_error(res, "spec.bootstrap.recovery.backup",
-				"Recovery from a backup cannot be used together with volumeSnapshots");
-	if (wh_nstr(recovery, "recoveryTarget.backupID"))
+				"Recovery from dataSource is not compatible with other types of "
+				"recovery");
+		return;
+	}
+	if (wh_nstr(recovery, "recoveryTarget.backupID")) {
 		wh_result_error(res, RT_PATH ".backupID",
-				"Cannot specify a backupID when recovering from volumeSnapshots");
+				"Cannot specify a backupID when recovering using a DataSource");
+		return;
+	}
 	check_snapshot_ref(wh_at(vs, "storage"), VS_PATH ".storage", res);
 	json_object *wal = wh_at(vs, "walStorage");
 	check_snapshot_ref(wal, VS_PATH ".walStorage", res);
 	if (wal && !wh_at(ctx->spec, "walStorage"))
 		wh_result_error(res, VS_PATH ".walStorage",
-				"A WAL storage snapshot requires spec.walStorage to be configured");
+				"A WAL storage configuration is required when recovering using a "
+				"DataSource for WALs");
 	json_object *ts = wh_obj(vs, "tablespaceStorage");
 	if (ts) {
 		json_object_object_foreach(ts, k, v)

@@ -1,7 +1,8 @@
 /* webhooks/rules_spec_cluster.c - cluster-level rules: superuser secret
  * (V5), certificates (V6), image (V8, V9), primary update strategy (V11),
  * synchronous replica bounds (V12, V13), name (V18), tolerations and
- * anti-affinity (V25, V26), annotations (V42, V43, V46), service account
+ * anti-affinity (V25, V26), annotations (V42, V46; V43 is in
+ * rules_spec_podpatch.c), service account
  * (V49) and primary lease timings (V50). CNPG cluster_webhook.go.
  */
 #include "webhooks/rules_spec.h"
@@ -13,7 +14,6 @@
 #include "support/json.h"
 
 #define ANN_HIBERNATION "cnpg.io/hibernation"
-#define ANN_POD_PATCH "cnpg.io/podPatch"
 #define ANN_LIVENESS_PINGER "alpha.cnpg.io/livenessPinger"
 #define ANN_MAX_LEN (256u * 1024) /* annotations total at most 256 KiB in Kubernetes */
 
@@ -33,16 +33,16 @@ WH_RULE_FN(wh_v6_certs)
 	bool server_tls = wh_nstr(c, "serverTLSSecret") != NULL;
 	if (server_tls && wh_len(c, "serverAltDNSNames") > 0)
 		wh_result_error(res, "spec.certificates.serverAltDNSNames",
-				"Server alternative DNS names can't be defined when server "
-				"certificates are provided");
+				"Server alternative DNS names can't be defined when server TLS "
+				"secret is provided");
 	if (server_tls && !wh_nstr(c, "serverCASecret"))
 		wh_result_error(res, "spec.certificates.serverCASecret",
-				"Server CA secret can't be empty when providing a server TLS "
-				"secret");
+				"Server CA secret can't be empty when server TLS secret is "
+				"provided");
 	if (wh_nstr(c, "replicationTLSSecret") && !wh_nstr(c, "clientCASecret"))
 		wh_result_error(res, "spec.certificates.clientCASecret",
-				"Client CA secret can't be empty when providing a replication "
-				"TLS secret");
+				"Client CA secret can't be empty when client replication secret "
+				"is provided");
 }
 
 /* CNPG version.FromTag: the tag must start with a number, optionally
@@ -146,11 +146,7 @@ WH_RULE_FN(wh_v18_name)
 	if (!name)
 		return;
 	if (!wh_is_dns1035_label(name))
-		wh_result_error(res, "metadata.name",
-				"a DNS-1035 label must consist of lower case alphanumeric "
-				"characters or '-', start with an alphabetic character, and end "
-				"with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-				"regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')");
+		wh_result_error(res, "metadata.name", "cluster name must be a valid DNS label");
 	if (strlen(name) > 50)
 		wh_result_error(res, "metadata.name",
 				"the maximum length of a cluster name is 50 characters");
@@ -240,57 +236,6 @@ WH_RULE_FN(wh_v42_hibernation_annotation)
 	if (v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
 		wh_result_error(res, "metadata.annotations[" ANN_HIBERNATION "]",
 				"Annotation value for hibernation should be \"on\" or \"off\"");
-}
-
-/* One RFC 6902 operation: op known, path a JSON pointer, value / from
- * present when the op needs them. */
-static const char *patch_op_problem(json_object *op)
-{
-	static const char *const ops[] = { "add", "remove", "replace", "move", "copy", "test" };
-	if (!op || !json_object_is_type(op, json_type_object))
-		return "each operation must be an object";
-	const char *name = wh_str(op, "op");
-	if (!name || !str_in(name, ops, OP_ARRAY_SIZE(ops)))
-		return "unknown or missing operation";
-	const char *path = wh_str(op, "path");
-	if (!path || (*path && *path != '/'))
-		return "path must be a JSON pointer";
-	json_object *dummy = NULL;
-	bool needs_value = strcmp(name, "add") == 0 || strcmp(name, "replace") == 0 ||
-			   strcmp(name, "test") == 0;
-	if (needs_value && !json_object_object_get_ex(op, "value", &dummy))
-		return "missing value";
-	if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
-		const char *from = wh_str(op, "from");
-		if (!from || (*from && *from != '/'))
-			return "from must be a JSON pointer";
-	}
-	return NULL;
-}
-
-WH_RULE_FN(wh_v43_pod_patch_annotation)
-{
-	const char *v = wh_annotation(ctx, ANN_POD_PATCH);
-	if (!v)
-		return;
-	const char *path = "metadata.annotations[" ANN_POD_PATCH "]";
-	_cleanup_(op_json_putp) json_object *patch = NULL;
-	struct op_err err = OP_ERR_INIT;
-	if (op_json_parse(v, strnlen(v, ANN_MAX_LEN + 1), OP_JSON_MAX_DEPTH, &patch, &err) < 0 ||
-	    !json_object_is_type(patch, json_type_array)) {
-		wh_result_error(res, path, "error decoding JSON patch: %s",
-				op_err_isset(&err) ? err.msg : "expected an array of operations");
-		return;
-	}
-	size_t n = json_object_array_length(patch);
-	for (size_t i = 0; i < n; i++) {
-		const char *problem = patch_op_problem(json_object_array_get_idx(patch, i));
-		if (problem) {
-			wh_result_error(res, path, "error decoding JSON patch: operation %zu: %s",
-					i, problem);
-			return;
-		}
-	}
 }
 
 WH_RULE_FN(wh_v46_liveness_pinger)

@@ -158,10 +158,10 @@ static const struct row bootstrap_rows[] = {
 	  "{'bootstrap':{'initdb':{'database':'a','owner':'a',"
 	  "'postInitApplicationSQLRefs':{'configMapRefs':[{'name':'c'}]}}}}",
 	  "spec.bootstrap.initdb.postInitApplicationSQLRefs.configMapRefs[0]" },
-	{ "V1 template sql ref without name", NULL,
+	{ "V1 template sql refs are not checked (as in CNPG)", NULL,
 	  "{'bootstrap':{'initdb':{'database':'a','owner':'a',"
 	  "'postInitTemplateSQLRefs':{'secretRefs':[{'key':'k'}]}}}}",
-	  "spec.bootstrap.initdb.postInitTemplateSQLRefs.secretRefs[0]" },
+	  NULL },
 	{ "V2 recovery app db", NULL,
 	  "{'bootstrap':{'recovery':{'source':'origin','database':'app','owner':'app'}}," EXT_ORIGIN
 	  "}",
@@ -382,8 +382,20 @@ static const struct row cluster_rows[] = {
 	  "metadata.annotations[cnpg.io/hibernation]" },
 	{ "V43 valid pod patch",
 	  "{'annotations':{'cnpg.io/podPatch':'[{`op`:`add`,`path`:`/metadata/labels/a`,"
-	  "`value`:`b`},{`op`:`remove`,`path`:`/spec/x`}]'}}",
+	  "`value`:`b`},{`op`:`add`,`path`:`/spec/containers/0/env/-`,`value`:{`name`:`X`,"
+	  "`value`:`1`}},{`op`:`replace`,`path`:`/spec/containers/0/securityContext/"
+	  "readOnlyRootFilesystem`,`value`:false},{`op`:`remove`,`path`:`/spec/affinity`},"
+	  "{`op`:`add`,`path`:`/spec/dnsPolicy`,`value`:`None`}]'}}",
 	  NULL, NULL },
+	{ "V43 patch on the WAL volume", "{'annotations':{'cnpg.io/podPatch':'[{`op`:`test`,"
+					 "`path`:`/spec/volumes/3/name`,`value`:`pg-wal`}]'}}",
+	  "{'walStorage':{'size':'1Gi'}}", NULL },
+	{ "V43 patch does not apply",
+	  "{'annotations':{'cnpg.io/podPatch':'[{`op`:`remove`,`path`:`/spec/nothing`}]'}}", NULL,
+	  "metadata.annotations[cnpg.io/podPatch]" },
+	{ "V43 test fails", "{'annotations':{'cnpg.io/podPatch':'[{`op`:`test`,"
+			    "`path`:`/spec/containers/0/name`,`value`:`mysql`}]'}}",
+	  NULL, "metadata.annotations[cnpg.io/podPatch]" },
 	{ "V43 pod patch not JSON", "{'annotations':{'cnpg.io/podPatch':'not json'}}", NULL,
 	  "metadata.annotations[cnpg.io/podPatch]" },
 	{ "V43 pod patch unknown op",
