@@ -136,15 +136,25 @@ openssl pkey -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>&4
 chmod 600 "$P"/*.key
 
 kubeconfig() { # FILE USER CERTNAME
-	local f=$1
-	kubectl config --kubeconfig="$f" set-cluster pgop-e2e --embed-certs \
-		--certificate-authority="$P/ca.crt" \
-		--server="$api_url" >&4
-	kubectl config --kubeconfig="$f" set-credentials "$2" --embed-certs \
-		--client-certificate="$P/$3.crt" --client-key="$P/$3.key" >&4
-	kubectl config --kubeconfig="$f" set-context pgop-e2e --cluster=pgop-e2e --user="$2" >&4
-	kubectl config --kubeconfig="$f" use-context pgop-e2e >&4
-	chmod 600 "$f"
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: pgop-e2e
+  cluster:
+    server: $api_url
+    certificate-authority-data: $(base64 -w0 "$P/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 "$P/$3.crt")
+    client-key-data: $(base64 -w0 "$P/$3.key")
+contexts:
+- name: pgop-e2e
+  context: {cluster: pgop-e2e, user: "$2"}
+current-context: pgop-e2e
+EOF
+	chmod 600 "$1"
 }
 kubeconfig "$S/kubeconfig" pgop-e2e-admin admin
 kubeconfig "$S/kcm/kubeconfig" system:kube-controller-manager kcm
