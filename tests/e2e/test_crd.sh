@@ -224,10 +224,17 @@ e2e_assert_eq 3 "$(k get -n "$N" cluster real -o jsonpath='{.spec.instances}')" 
 hdr=$(k get -n "$N" clusters -o wide | head -1)
 e2e_assert_match "$hdr" "^NAME +AGE +INSTANCES +READY +STATUS +PRIMARY +SYNCTOPOLOGY" "printer columns"
 k patch -n "$N" cluster real --subresource=status --type=merge \
-	-p '{"status":{"instances":3,"readyInstances":2,"phase":"Cluster in healthy state","currentPrimary":"real-1"}}' \
+	-p '{"status":{"instances":3,"readyInstances":2,"phase":"Cluster in healthy state","currentPrimary":"real-1",
+	  "conditions":[{"type":"SyncReplicationTopologySatisfied","status":"True","reason":"Satisfied",
+	  "message":"","lastTransitionTime":"2026-12-02T10:00:00Z"}]}}' \
 	>/dev/null || e2e_fail "status subresource patch"
-row=$(k get -n "$N" cluster real --no-headers)
-e2e_assert_match "$row" "^real +[0-9a-z]+ +3 +2 +Cluster in healthy state +real-1" "printed row"
+row=$(k get -n "$N" cluster real -o wide --no-headers)
+e2e_assert_match "$row" "^real +[0-9a-z]+ +3 +2 +Cluster in healthy state +real-1 +True *$" "printed row"
+if out=$(k patch -n "$N" cluster real --subresource=status --type=merge \
+	-p '{"status":{"conditions":[{"type":"Ready","status":"Maybe","reason":"x","message":"","lastTransitionTime":"2026-12-02T10:00:00Z"}]}}' 2>&1); then
+	e2e_fail "condition with status Maybe accepted"
+fi
+e2e_assert_contains "$out" "Unsupported value" "condition status enum"
 if out=$(k patch -n "$N" cluster real --type=merge -p '{"spec":{"serviceAccountName":"sa-two"}}' 2>&1); then
 	e2e_fail "serviceAccountName changed"
 fi
