@@ -19,6 +19,29 @@ log="$cache/logs/build-k8s.log"
 step() { printf '[build-k8s %4ds] %s (log: %s)\n' "$SECONDS" "$*" "$log" >&2; }
 fail() { printf '[build-k8s] FAILED: %s\n' "$*" >&2; tail -n 30 "$log" >&2; exit 1; }
 
+all_built() {
+	local b
+	for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd helm; do
+		[ -x "$bin/$b" ] || return 1
+	done
+}
+if all_built; then # warm cache: no Go needed, no lock
+	echo "$bin"
+	exit 0
+fi
+# One build at a time per cache (several engineers or runners may start one).
+exec 9>"$cache/build-k8s.lock"
+if ! flock -n 9; then
+	step "waiting for another build-k8s.sh to finish"
+	flock 9
+fi
+if all_built; then
+	step "done (built by another run)"
+	echo "$bin"
+	exit 0
+fi
+
+[ -x /usr/local/go/bin/go ] && ! command -v go >/dev/null && export PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || fail "go is required to build the upstream Kubernetes binaries"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
