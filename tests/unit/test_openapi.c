@@ -436,7 +436,7 @@ static void test_cluster_schema_cel(void **state)
 		{ "spec.bootstrap", { "initdb", "recovery", "pg_basebackup" } },
 		{ "spec.imageCatalogRef", { "ClusterImageCatalog" } },
 		{ "spec.imageCatalogRef", { "postgresql.cnpg.io" } },
-		{ "spec.postgresql.synchronous", { "self.number > 0" } },
+		{ "spec.postgresql.synchronous.number", { "self > 0" } },
 		{ "spec.postgresql.synchronous", { "preferred", "standbyNamesPre", "standbyNamesPost" } },
 		{ "spec.postgresql.synchronous", { "podFailureDomainKeys", "nodeFailureDomainKeys" } },
 		{ "spec.postgresql", { "syncReplicaElectionConstraint", "FailureDomainKeys" } },
