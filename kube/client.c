@@ -138,7 +138,7 @@ void kube__throttle(struct kube_client *c)
 
 /* Returns an owned copy of the bearer token, re-reading token_file when it
  * changed (bound service-account tokens rotate). NULL when none. */
-static char *current_token(struct kube_client *c, struct op_err *err)
+static char *current_token(struct kube_client *c)
 {
 	const struct kube_config *cfg = c->cfg;
 	if (!cfg->token_file)
@@ -151,7 +151,7 @@ static char *current_token(struct kube_client *c, struct op_err *err)
 		if (!c->token || st.st_ino != c->token_ino || st.st_dev != c->token_dev ||
 		    mt != c->token_mtime_ns || st.st_size != c->token_size) {
 			struct op_buf b = OP_BUF_INIT(TOKEN_MAX);
-			if (kube__read_file(cfg->token_file, TOKEN_MAX, &b, err) == 0) {
+			if (kube__read_file(cfg->token_file, TOKEN_MAX, &b, NULL) == 0) {
 				size_t n = strcspn(op_buf_str(&b), "\r\n");
 				free(c->token);
 				c->token = op_strndup(op_buf_str(&b), n);
@@ -213,7 +213,7 @@ int kube__easy_new(struct kube_client *c, const char *method, const char *url,
 	if (!h)
 		return op_err_set(err, -ENOMEM, "cannot allocate a curl handle");
 	struct curl_slist *hdrs = NULL, *tmp;
-	_cleanup_free_ char *token = current_token(c, err);
+	_cleanup_free_ char *token = current_token(c);
 	_cleanup_free_ char *auth = token ? op_asprintf("Authorization: Bearer %s", token) : NULL;
 	_cleanup_free_ char *ct = content_type ? op_asprintf("Content-Type: %s", content_type) : NULL;
 	const char *lines[] = { "Accept: application/json", auth, ct };

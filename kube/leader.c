@@ -177,7 +177,7 @@ struct kube_leader {
 	/* election state: only the election thread (or the kube_leader_try caller) */
 	char *observed;        /* holder|renewTime|rv last seen */
 	int64_t observed_ms;
-	int64_t last_renew_ms;
+	atomic_llong last_renew_ms; /* monotonic ms of our last successful write */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -215,6 +215,7 @@ int kube_leader_new(struct kube_client *c, const struct kube_leader_opts *opts,
 	pthread_condattr_destroy(&ca);
 	atomic_init(&le->stop, false);
 	atomic_init(&le->leading, false);
+	atomic_init(&le->last_renew_ms, 0);
 	*ret_le = le;
 	return 0;
 }
@@ -377,12 +378,12 @@ static void *leader_main(void *arg)
 		int r = kube_leader_try(le, &leading, NULL);
 		int64_t now = kube__now_ms();
 		if (r == 0 && leading) {
-			le->last_renew_ms = now;
+			atomic_store(&le->last_renew_ms, now);
 			set_leading(le, true);
 		} else if (r == 0) {
 			set_leading(le, false);
 		} else if (atomic_load(&le->leading) &&
-			   now - le->last_renew_ms > le->renew_deadline_ms) {
+			   now - atomic_load(&le->last_renew_ms) > le->renew_deadline_ms) {
 			/* Could not renew in time: others may take over at expiry. */
 			set_leading(le, false);
 		}
@@ -412,7 +413,11 @@ int kube_leader_start(struct kube_leader *le, struct op_err *err)
 
 bool kube_leader_is_leader(struct kube_leader *le)
 {
-	return atomic_load(&le->leading);
+	/* Past the renew deadline we no longer claim to lead even if the
+	 * election thread is stuck in a slow request: another candidate may
+	 * take over once the lease duration (> renew deadline) has passed. */
+	return atomic_load(&le->leading) &&
+	       kube__now_ms() - atomic_load(&le->last_renew_ms) <= le->renew_deadline_ms;
 }
 
 void kube_leader_stop(struct kube_leader *le)

@@ -63,7 +63,8 @@ int kube_leader_try(struct kube_leader *le, bool *ret_leading, struct op_err *er
 /* Starts the election thread (retry every retry_period; callbacks on
  * transitions; a leader that fails to renew within renew_deadline steps down). */
 int kube_leader_start(struct kube_leader *le, struct op_err *err);
-/* Thread-safe. */
+/* Thread-safe. True while we hold the lease and renewed it within
+ * renew_deadline (so it turns false on time even if a renewal hangs). */
 bool kube_leader_is_leader(struct kube_leader *le);
 /* Stops the thread (and releases the lease if configured). Idempotent. */
 void kube_leader_stop(struct kube_leader *le);

@@ -215,7 +215,7 @@ static void test_leader_two_candidates(void **state)
 	for (int i = 0; i < 2; i++) {
 		const struct kube_leader_opts o = {
 			.ns = "ns1", .name = "pgop-leader", .identity = ids[i],
-			.lease_duration_ms = 1500, .renew_deadline_ms = 1000,
+			.lease_duration_ms = 3000, .renew_deadline_ms = 2000,
 			.retry_period_ms = 100, .release_on_stop = true,
 			.on_started_leading = on_start, .on_stopped_leading = on_stop,
 			.userdata = &cs[i],
@@ -224,7 +224,11 @@ static void test_leader_two_candidates(void **state)
 	}
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(kube_leader_start(le[i], &err), 0);
-	/* sample for ~1.5 s: never two leaders at once, and one leads */
+	/* someone leads soon; then sample ~1.5 s: never two leaders at once */
+	int64_t t1 = ts_now_ms();
+	while (!kube_leader_is_leader(le[0]) && !kube_leader_is_leader(le[1]) &&
+	       ts_now_ms() - t1 < 5000)
+		ts_sleep_ms(10);
 	int both = 0, leads = 0;
 	for (int k = 0; k < 75; k++) {
 		bool l0 = kube_leader_is_leader(le[0]), l1 = kube_leader_is_leader(le[1]);
@@ -233,7 +237,7 @@ static void test_leader_two_candidates(void **state)
 		ts_sleep_ms(20);
 	}
 	assert_int_equal(both, 0);
-	assert_true(leads > 50);
+	assert_int_equal(leads, 75);
 	int w = kube_leader_is_leader(le[0]) ? 0 : 1;
 	assert_true(kube_leader_is_leader(le[w]));
 	assert_string_equal(holder(), ids[w]);

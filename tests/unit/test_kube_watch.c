@@ -220,6 +220,7 @@ static void test_watch_resume_and_stop(void **state)
 	pthread_join(t, NULL);
 	int64_t stop_ms = ts_now_ms() - t0;
 	assert_int_equal(rn.rc, -ECANCELED);
+	print_message("watch stop took %lld ms\n", (long long)stop_ms);
 	assert_true(stop_ms < 2500);
 	assert_int_equal(kube_watch_streams(rn.w), 2);
 	char *rv = kube_watch_resource_version(rn.w);
