@@ -60,9 +60,11 @@ bool wh_is_replica(const struct wh_ctx *ctx);
 /* PostgreSQL boolean (parse_bool): on/off/true/false/yes/no/1/0 and
  * unambiguous prefixes, case-insensitive. */
 bool wh_pg_bool_parse(const char *v, bool *ret);
-/* PostgreSQL memory size ("128MB", "1GB", "8kB", bare number in unit_kb
- * kilobytes) to kilobytes. 0 or -EINVAL. */
-int wh_pg_size_parse(const char *v, int64_t unit_kb, int64_t *ret_kb);
+/* A PostgreSQL size as CNPG reads it (parsePostgresQuantityValue): a bare
+ * number means MB, otherwise the value must end in "B" ("8kB", "128 MB",
+ * "1.5GB", "100B") and kB/MB/GB/TB are binary multiples. Writes bytes;
+ * 0 or -EINVAL. */
+int wh_pg_size_parse(const char *v, long double *ret_bytes);
 /* Postgres-identifier-like regex ^[A-Za-z_][A-Za-z0-9_$]*$ on s[0..n). */
 bool wh_is_pg_ident(const char *s, size_t n);
 /* DNS-1035 label / RFC 1123 label / subdomain / qualified name / label value. */

@@ -18,8 +18,8 @@ WH_RULE_FN(wh_v37_env)
 		if (!wh_reserved_env_name(name))
 			continue;
 		_cleanup_free_ char *p = op_asprintf("spec.env[%zu].name", i);
-		wh_result_error(res, p, "the environment variable %s is reserved for the operator",
-				name);
+		wh_result_error(res, p,
+				"the usage of this environment variable is reserved for the operator");
 	}
 }
 
@@ -43,7 +43,7 @@ WH_RULE_FN(wh_v38_managed_services)
 		return;
 	if (wh_arr_has_str(svc, "disabledDefaultServices", "rw"))
 		wh_result_error(res, SVC_PATH ".disabledDefaultServices",
-				"service rw can't be disabled");
+				"service of type RW cannot be disabled.");
 	const char *cluster = wh_str(ctx->obj, "metadata.name");
 	json_object *add = wh_arr(svc, "additional");
 	size_t n = add ? json_object_array_length(add) : 0;
@@ -53,15 +53,16 @@ WH_RULE_FN(wh_v38_managed_services)
 		_cleanup_free_ char *np =
 			op_asprintf(SVC_PATH ".additional[%zu].serviceTemplate.metadata.name", i);
 		if (!name)
-			wh_result_error(res, np, "the service name is required");
+			wh_result_error(res, np, "name is required");
 		else if (wh_reserved_service_name(cluster, name))
-			wh_result_error(res, np, "the service name %s is reserved for operator use",
+			wh_result_error(res, np, "the service name: '%s' is reserved for operator use",
 					name);
 		for (size_t j = 0; name && j < i; j++) {
 			const char *o = wh_str(json_object_array_get_idx(add, j),
 					       "serviceTemplate.metadata.name");
 			if (o && strcmp(o, name) == 0) {
-				wh_result_error(res, np, "Duplicate value: \"%s\"", name);
+				wh_result_error(res, np, "contains services with the same "
+							 ".metadata.name");
 				break;
 			}
 		}
@@ -84,20 +85,20 @@ WH_RULE_FN(wh_v39_managed_roles)
 		_cleanup_free_ char *base = op_asprintf("spec.managed.roles[%zu]", i);
 		_cleanup_free_ char *np = op_asprintf("%s.name", base);
 		if (dup_before(roles, i, "name", name) >= 0)
-			wh_result_error(res, np, "Duplicate value: \"%s\"", name);
+			wh_result_error(res, np, "Role name is duplicate of another");
 		if (wh_reserved_role_name(name))
 			wh_result_error(res, np, "This role is reserved for operator use");
 		int64_t limit = -1;
 		if (wh_i64(role, "connectionLimit", &limit) && limit < -1) {
 			_cleanup_free_ char *p = op_asprintf("%s.connectionLimit", base);
-			wh_result_error(res, p, "the connectionLimit must be -1 (no limit) or a "
-						"non-negative number");
+			wh_result_error(res, p,
+					"Connection limit should be positive, unless defaulting to -1");
 		}
 		bool disable = false;
 		wh_bool(role, "disablePassword", &disable);
 		if (disable && wh_at(role, "passwordSecret"))
 			wh_result_error(res, base,
-					"you cannot set both disablePassword and passwordSecret");
+					"This role both sets and disables a password");
 	}
 }
 
@@ -205,7 +206,7 @@ static void check_ext_paths(json_object *ext, const char *base, const char *fiel
 					: "";
 		_cleanup_free_ char *p = op_asprintf("%s.%s[%zu]", base, field, j);
 		if (!*v) {
-			wh_result_error(res, p, "path must not be empty");
+			wh_result_error(res, p, "value cannot be empty");
 			continue;
 		}
 		bool dup = false;
@@ -245,8 +246,8 @@ static void check_ext_env(json_object *ext, const char *base, struct wh_result *
 								  : "ld_library_path");
 		else if (wh_reserved_env_name(name))
 			wh_result_error(res, np,
-					"the environment variable %s is reserved for the operator",
-					name);
+					"the usage of this environment variable is reserved for the "
+					"operator");
 		if (dup_before(env, j, "name", name) >= 0)
 			wh_result_error(res, np, "Duplicate value: \"%s\"", name);
 		if (value && !env_value_ok(value)) {
@@ -279,7 +280,7 @@ WH_RULE_FN(wh_v48_extensions)
 		_cleanup_free_ char *np = op_asprintf("%s.name", base);
 		const char *name = wh_nstr(ext, "name");
 		if (!name) {
-			wh_result_error(res, np, "Required value: the extension name is required");
+			wh_result_error(res, np, "value cannot be empty");
 		} else if (dup_before(exts, i, "name", name) >= 0) {
 			wh_result_error(res, np, "Duplicate value: \"%s\"", name);
 		} else {
@@ -288,8 +289,11 @@ WH_RULE_FN(wh_v48_extensions)
 				const char *o = wh_str(json_object_array_get_idx(exts, j), "name");
 				_cleanup_free_ char *ovol = o ? sanitize_ext_name(o) : NULL;
 				if (ovol && strcmp(ovol, vol) == 0) {
-					wh_result_error(res, np, "the volume name %s of extension %s "
-								 "is already used", vol, name);
+					wh_result_error(res, np,
+							"extension name results in duplicate volume "
+							"name \"%s\" after sanitization (underscores "
+							"are converted to hyphens)",
+							vol);
 					break;
 				}
 			}

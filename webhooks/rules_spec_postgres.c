@@ -16,7 +16,6 @@
 #define SYNC_PATH "spec.postgresql.synchronous"
 #define ANN_SKIP_WAL_ARCHIVING "cnpg.io/skipWalArchiving"
 #define ANN_FAILOVER_QUORUM "alpha.cnpg.io/failoverQuorum"
-#define MB_IN_KB 1024
 
 /* V30c: [A-Za-z_][A-Za-z0-9_$]* with at most one ".part" of the same shape. */
 static bool param_name_valid(const char *k)
@@ -34,13 +33,16 @@ static int64_t instances_of(const struct wh_ctx *ctx)
 	return n;
 }
 
+static bool skip_wal_archiving(const struct wh_ctx *ctx)
+{
+	const char *s = wh_annotation(ctx, ANN_SKIP_WAL_ARCHIVING);
+	return s && strcmp(s, "enabled") == 0;
+}
+
 static void check_fixed_params(const struct wh_ctx *ctx, json_object *params,
 			       struct wh_result *res)
 {
-	bool skip = false;
-	const char *s = wh_annotation(ctx, ANN_SKIP_WAL_ARCHIVING);
-	skip = s && strcmp(s, "enabled") == 0;
-	const char *archive_mode = wh_pg_archive_mode(skip, wh_is_replica(ctx));
+	const char *archive_mode = wh_pg_archive_mode(skip_wal_archiving(ctx), wh_is_replica(ctx));
 	json_object_object_foreach(params, k, v)
 	{
 		_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", k);
@@ -61,37 +63,30 @@ static void check_fixed_params(const struct wh_ctx *ctx, json_object *params,
 	}
 }
 
+/* V30e/f. wal_level and archive_mode are read from the sanitized
+ * configuration: the user's wal_level over the default, and the computed
+ * archive_mode (a user archive_mode is a fixed parameter, V30d). */
 static void check_wal_level(const struct wh_ctx *ctx, struct wh_result *res)
 {
 	const char *wl = wh_param(ctx, "wal_level");
 	if (!wl)
 		wl = wh_pg_param_default("wal_level");
+	const char *am = wh_pg_archive_mode(skip_wal_archiving(ctx), wh_is_replica(ctx));
+	bool requirement = instances_of(ctx) > 1 || strcmp(am, "off") != 0 || wh_is_replica(ctx);
 	if (strcmp(wl, "logical") != 0 && strcmp(wl, "replica") != 0 &&
 	    strcmp(wl, "minimal") != 0) {
 		wh_result_error(res, PARAMS_PATH ".wal_level",
 				"unrecognized `wal_level` value - allowed values: `logical`, "
-				"`replica` or `minimal`");
+				"`replica`, `minimal`");
 		return;
 	}
 	if (strcmp(wl, "minimal") != 0)
 		return;
-	const char *am = wh_param(ctx, "archive_mode");
-	if (!am) {
-		const char *s = wh_annotation(ctx, ANN_SKIP_WAL_ARCHIVING);
-		am = wh_pg_archive_mode(s && strcmp(s, "enabled") == 0, wh_is_replica(ctx));
-	}
-	if (instances_of(ctx) > 1)
+	if (requirement)
 		wh_result_error(res, PARAMS_PATH ".wal_level",
 				"`wal_level` should be set at `logical` or `replica` when "
-				"`instances` > 1");
-	if (strcmp(am, "off") != 0)
-		wh_result_error(res, PARAMS_PATH ".wal_level",
-				"`wal_level` should be set at `logical` or `replica` when "
-				"`archive_mode` is `on` or `always`");
-	if (wh_is_replica(ctx))
-		wh_result_error(res, PARAMS_PATH ".wal_level",
-				"`wal_level` should be set at `logical` or `replica` in a replica "
-				"cluster");
+				"`archive_mode` is `on`, '.instances' field is greater than 1, or "
+				"this is a replica cluster");
 	const char *senders = wh_param(ctx, "max_wal_senders");
 	if (!senders || strcmp(senders, "0") != 0)
 		wh_result_error(res, PARAMS_PATH ".max_wal_senders",
@@ -99,40 +94,56 @@ static void check_wal_level(const struct wh_ctx *ctx, struct wh_result *res)
 				"`minimal`");
 }
 
+/* V30j: min_wal_size < max_wal_size, and explicit values < the WAL volume. */
 static void check_wal_sizes(const struct wh_ctx *ctx, struct wh_result *res)
 {
 	static const struct {
-		const char *name;
-		int64_t dflt_kb;
-	} sizes[] = { { "min_wal_size", 80 * MB_IN_KB }, { "max_wal_size", 1024 * MB_IN_KB } };
-	int64_t kb[2];
-	bool ok = true, set[2];
+		const char *name, *dflt;
+	} sizes[] = { { "min_wal_size", "80MB" }, { "max_wal_size", "1GB" } };
+	long double bytes[2] = { 0, 0 };
+	bool set[2];
 	for (size_t i = 0; i < 2; i++) {
 		const char *v = wh_param(ctx, sizes[i].name);
-		set[i] = v != NULL;
-		kb[i] = sizes[i].dflt_kb;
-		if (v && wh_pg_size_parse(v, MB_IN_KB, &kb[i]) < 0) {
+		set[i] = v && *v;
+		if (wh_pg_size_parse(set[i] ? v : sizes[i].dflt, &bytes[i]) < 0) {
 			_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
 			wh_result_error(res, p, "Invalid value for configuration parameter %s",
 					sizes[i].name);
-			ok = false;
+			bytes[i] = 0;
 		}
 	}
-	if (!ok)
-		return;
-	if (kb[0] >= kb[1])
+	if (bytes[0] != 0 && bytes[1] != 0 && bytes[0] >= bytes[1])
 		wh_result_error(res, PARAMS_PATH ".min_wal_size",
-				"`min_wal_size` cannot be higher than `max_wal_size`");
-	long double wal_bytes = 0;
-	if (wh_quantity_at(ctx->spec, "walStorage.size", &wal_bytes) != 1 || wal_bytes <= 0)
+				"Invalid value. Parameter min_wal_size (default 80MB) should be "
+				"smaller than parameter max_wal_size (default 1GB)");
+	long double wal_volume = 0;
+	json_object *wal = wh_obj(ctx->spec, "walStorage");
+	if (!wal || wh_quantity_at(wal, "size", &wal_volume) != 1)
 		return;
 	for (size_t i = 0; i < 2; i++) {
-		if (!set[i] || (long double)kb[i] * 1024 < wal_bytes)
+		if (!set[i] || bytes[i] == 0 || bytes[i] < wal_volume)
 			continue;
 		_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
-		wh_result_error(res, p, "`%s` cannot be higher than the walStorage size",
-				sizes[i].name);
+		wh_result_error(res, p,
+				"Invalid value. Parameter %s (default %s) should be smaller than "
+				"WAL volume size",
+				sizes[i].name, sizes[i].dflt);
 	}
+}
+
+/* V30h: parses a boolean parameter; records an error when it is not one.
+ * Returns 1 (true), 0 (false) or -1 (absent or invalid). */
+static int bool_param(const struct wh_ctx *ctx, const char *name, struct wh_result *res)
+{
+	const char *v = wh_param(ctx, name);
+	bool b;
+	if (!v)
+		return -1;
+	if (wh_pg_bool_parse(v, &b))
+		return b;
+	_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", name);
+	wh_result_error(res, p, "invalid `%s` value. Must be a postgres boolean", name);
+	return -1;
 }
 
 WH_RULE_FN(wh_v30_configuration)
@@ -145,7 +156,7 @@ WH_RULE_FN(wh_v30_configuration)
 						"configuration and new one");
 	int major = wh_pg_major(ctx);
 	if (major < 0)
-		return;
+		return; /* V8 reports the image */
 	if (major < 13)
 		wh_result_error(res,
 				wh_at(ctx->spec, "imageCatalogRef") ? "spec.imageCatalogRef.major"
@@ -157,24 +168,15 @@ WH_RULE_FN(wh_v30_configuration)
 		check_fixed_params(ctx, params, res);
 	check_wal_level(ctx, res);
 	const char *sb = wh_param(ctx, "shared_buffers");
-	int64_t kb;
-	if (sb && wh_pg_size_parse(sb, MB_IN_KB, &kb) < 0)
+	long double sb_bytes;
+	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) < 0)
 		wh_result_error(res, PARAMS_PATH ".shared_buffers",
-				"Invalid value for configuration parameter shared_buffers");
-	static const char *const bools[] = { "hot_standby_feedback", "sync_replication_slots",
-					     "wal_log_hints" };
-	for (size_t i = 0; i < OP_ARRAY_SIZE(bools); i++) {
-		const char *v = wh_param(ctx, bools[i]);
-		bool b;
-		if (v && !wh_pg_bool_parse(v, &b)) {
-			_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", bools[i]);
-			wh_result_error(res, p, "Invalid value for configuration parameter %s",
-					bools[i]);
-		}
-	}
-	bool hints = true;
-	if (wh_pg_bool_parse(wh_param(ctx, "wal_log_hints"), &hints) && !hints &&
-	    instances_of(ctx) > 1)
+				"Invalid value for configuration parameter shared_buffers. More "
+				"info on accepted values format: https://www.postgresql.org/docs/"
+				"current/config-setting.html#CONFIG-SETTING-NAMES-VALUES");
+	bool_param(ctx, "hot_standby_feedback", res);
+	bool_param(ctx, "sync_replication_slots", res);
+	if (bool_param(ctx, "wal_log_hints", res) == 0 && instances_of(ctx) > 1)
 		wh_result_error(res, PARAMS_PATH ".wal_log_hints",
 				"`wal_log_hints` must be set to `on` when `instances` > 1");
 	check_wal_sizes(ctx, res);
@@ -185,8 +187,8 @@ WH_RULE_FN(wh_v30_configuration)
 		    0)
 		wh_result_error(res,
 				"spec.postgresql.syncReplicaElectionConstraint.nodeLabelsAntiAffinity",
-				"Can't enable syncReplicaConstraints without providing "
-				"nodeLabelsAntiAffinity");
+				"Can't enable syncReplicaConstraints without passing labels for "
+				"comparison inside nodeLabelsAntiAffinity");
 }
 
 WH_RULE_FN(wh_v31_synchronous)
@@ -226,13 +228,13 @@ WH_RULE_FN(wh_v32_failover_quorum_annotation)
 	bool b;
 	if (!go_bool_parse(v, &b)) {
 		wh_result_error(res, "metadata.annotations[" ANN_FAILOVER_QUORUM "]",
-				"Invalid failoverQuorum annotation value, expected boolean");
+				"Invalid failoverQuorum annotation value, expected boolean.");
 		return;
 	}
 	if (b && !wh_at(ctx->spec, "postgresql.synchronous"))
 		wh_result_error(res, SYNC_PATH,
 				"Invalid failoverQuorum configuration: synchronous replication "
-				"configuration is required");
+				"configuration is required.");
 }
 
 WH_RULE_FN(wh_v33_failover_quorum)
@@ -247,8 +249,11 @@ WH_RULE_FN(wh_v33_failover_quorum)
 			(int64_t)wh_len(sync, "standbyNamesPost");
 	if (number <= names)
 		wh_result_error(res, SYNC_PATH ".number",
-				"Invalid failoverQuorum configuration: synchronous.number must be "
-				"greater than the total number of provided standby names");
+				"Invalid failoverQuorum configuration: "
+				"spec.postgresql.synchronous.number must be greater than the total "
+				"number of instances in spec.postgresql.synchronous.standbyNamesPre "
+				"and spec.postgresql.synchronous.standbyNamesPost to allow "
+				"automatic failover.");
 }
 
 WH_RULE_FN(wh_v34_ldap)
@@ -257,7 +262,7 @@ WH_RULE_FN(wh_v34_ldap)
 	if (!ldap)
 		return;
 	if (!wh_nstr(ldap, "server"))
-		wh_result_error(res, "spec.postgresql.ldap.server", "ldap server cannot be empty");
+		wh_result_error(res, "spec.postgresql.ldap.server", "ldap server cannot be empty if any other ldap parameters are specified");
 	if (wh_at(ldap, "bindAsAuth") && wh_at(ldap, "bindSearchAuth"))
 		wh_result_error(res, "spec.postgresql.ldap",
 				"only bind+search or bind method can be specified");
@@ -265,12 +270,16 @@ WH_RULE_FN(wh_v34_ldap)
 
 WH_RULE_FN(wh_v35_replication_slots)
 {
-	json_object *sr = wh_obj(ctx->spec, "replicationSlots.synchronizeReplicas");
-	bool enabled = true;
-	wh_bool(sr, "enabled", &enabled);
-	json_object *pats = wh_arr(sr, "excludePatterns");
+	/* CNPG: checked when HA slots or synchronizeReplicas are enabled; an
+	 * absent replicationSlots counts as both enabled (and has no patterns) */
+	bool ha = false, sync = false;
+	wh_bool(ctx->spec, "replicationSlots.highAvailability.enabled", &ha);
+	wh_bool(ctx->spec, "replicationSlots.synchronizeReplicas.enabled", &sync);
+	if (!ha && !sync)
+		return;
+	json_object *pats = wh_arr(ctx->spec, "replicationSlots.synchronizeReplicas.excludePatterns");
 	size_t n = pats ? json_object_array_length(pats) : 0;
-	for (size_t i = 0; enabled && i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(pats, i);
 		const char *pat = e && json_object_is_type(e, json_type_string)
 					  ? json_object_get_string(e)
@@ -314,18 +323,25 @@ WH_RULE_FN(wh_v36_synchronize_logical_decoding)
 		     &sld) ||
 	    !sld || has_failover_slots_param(ctx))
 		return;
-	const char *path = "spec.replicationSlots.highAvailability.synchronizeLogicalDecoding";
 	int major = wh_pg_major(ctx);
-	if (major >= 0 && major < 17) {
-		wh_result_error(res, path,
+	if (major < 0)
+		return;
+	if (major < 17) {
+		wh_result_error(res,
+				"spec.replicationSlots.highAvailability.synchronizeLogicalDecoding",
 				"pg_failover_slots extension must be enabled to use "
 				"synchronizeLogicalDecoding with Postgres versions < 17");
 		return;
 	}
-	if (!param_true(ctx, "hot_standby_feedback") || !param_true(ctx, "sync_replication_slots"))
-		wh_result_error(res, path,
-				"either pg_failover_slots extension must be enabled or "
-				"hot_standby_feedback and sync_replication_slots must be set to on");
+	if (!param_true(ctx, "hot_standby_feedback"))
+		wh_result_error(res, PARAMS_PATH ".hot_standby_feedback",
+				"`hot_standby_feedback` must be enabled to enable "
+				"`spec.replicationSlots.highAvailability.synchronizeLogicalDecoding`");
+	if (!param_true(ctx, "sync_replication_slots"))
+		wh_result_error(res, PARAMS_PATH ".sync_replication_slots",
+				"either `sync_replication_slots` setting or pg_failover_slots "
+				"extension must be enabled to enable "
+				"`spec.replicationSlots.highAvailability.synchronizeLogicalDecoding`");
 }
 
 WH_RULE_FN(wh_v40_pg_failover_slots)
@@ -334,10 +350,14 @@ WH_RULE_FN(wh_v40_pg_failover_slots)
 		return;
 	if (!param_true(ctx, "hot_standby_feedback"))
 		wh_result_error(res, PARAMS_PATH ".hot_standby_feedback",
-				"hot_standby_feedback must be enabled to use pg_failover_slots");
+				"`hot_standby_feedback` must be enabled to use pg_failover_slots "
+				"extension");
+	if (!wh_obj(ctx->spec, "replicationSlots")) {
+		wh_result_error(res, "spec.replicationSlots", "replicationSlots must be enabled");
+		return;
+	}
 	bool ha = false;
 	if (!wh_bool(ctx->spec, "replicationSlots.highAvailability.enabled", &ha) || !ha)
 		wh_result_error(res, "spec.replicationSlots.highAvailability.enabled",
-				"High Availability replication slots must be enabled to use "
-				"pg_failover_slots");
+				"High Availability replication slots must be enabled");
 }

@@ -41,7 +41,8 @@ WH_RULE_FN(wh_v24_external_clusters)
 		for (size_t j = 0; j < i; j++) {
 			const char *other = wh_str(json_object_array_get_idx(ecs, j), "name");
 			if (other && strcmp(other, name) == 0) {
-				wh_result_error(res, np, "Duplicate value: \"%s\"", name);
+				wh_result_error(res, np, "the list of external clusters contains "
+							 "duplicate values");
 				break;
 			}
 		}
@@ -70,7 +71,7 @@ WH_RULE_FN(wh_v27_replica_mode)
 	const char *primary = wh_nstr(r, "primary");
 	if (has_enabled && primary)
 		wh_result_error(res, "spec.replica.enabled",
-				"replica.enabled cannot be used together with replica.primary");
+				"replica mode enabled is not compatible with the primary field");
 	if (wh_is_replica(ctx)) {
 		json_object *b = wh_obj(ctx->spec, "bootstrap");
 		const char *rv = wh_str(ctx->obj, "metadata.resourceVersion");
@@ -100,9 +101,16 @@ static void check_s3(json_object *s3, const char *path, struct wh_result *res)
 {
 	bool inherit = false;
 	wh_bool(s3, "inheritFromIAMRole", &inherit);
-	if (!inherit && (!wh_at(s3, "accessKeyId") || !wh_at(s3, "secretAccessKey")))
-		wh_result_error(res, path, "when not using inheritFromIAMRole, accessKeyId and "
-					   "secretAccessKey are required");
+	bool id = wh_at(s3, "accessKeyId") != NULL, secret = wh_at(s3, "secretAccessKey") != NULL;
+	int methods = inherit + (id || secret);
+	if (id != secret)
+		wh_result_error(res, path, "when using AWS credentials both accessKeyId and "
+					   "secretAccessKey must be provided");
+	if (methods == 0)
+		wh_result_error(res, path, "at least one AWS authentication method should be "
+					   "supplied");
+	if (methods > 1)
+		wh_result_error(res, path, "only one AWS authentication method should be supplied");
 }
 
 static void check_azure(json_object *az, const char *path, struct wh_result *res)
@@ -114,7 +122,7 @@ static void check_azure(json_object *az, const char *path, struct wh_result *res
 	bool account = wh_at(az, "storageAccount");
 	if (wh_at(az, "connectionString")) {
 		if (account || key || sas || ad || dflt)
-			wh_result_error(res, path, "when a connection string is specified, the "
+			wh_result_error(res, path, "when connection string is specified, the "
 						   "other parameters must be empty");
 		return;
 	}
@@ -124,7 +132,20 @@ static void check_azure(json_object *az, const char *path, struct wh_result *res
 					   "default Azure credentials is allowed");
 	if ((key || sas) && !account)
 		wh_result_error(res, path, "storage account is required when using a storage key "
-					   "or a SAS token");
+					   "or a storage SAS token");
+}
+
+static void check_gcs(json_object *gcs, const char *path, struct wh_result *res)
+{
+	bool gke = false;
+	wh_bool(gcs, "gkeEnvironment", &gke);
+	bool creds = wh_at(gcs, "applicationCredentials") != NULL;
+	if (!gke && !creds)
+		wh_result_error(res, path, "if gkeEnvironment is false, secret with credentials "
+					   "must be provided");
+	if (gke && creds)
+		wh_result_error(res, path, "if gkeEnvironment is true, secret with credentials "
+					   "must not be provided");
 }
 
 WH_RULE_FN(wh_v28_backup_configuration)
@@ -134,14 +155,18 @@ WH_RULE_FN(wh_v28_backup_configuration)
 		return;
 	json_object *s3 = wh_obj(bos, "s3Credentials"), *az = wh_obj(bos, "azureCredentials");
 	json_object *gcs = wh_obj(bos, "googleCredentials");
-	if (!!s3 + !!az + !!gcs != 1)
+	int n = !!s3 + !!az + !!gcs;
+	if (n != 1)
 		wh_result_error(res, "spec.backup.barmanObjectStore",
-				"one and only one of azureCredentials, s3Credentials and "
-				"googleCredentials are required");
+				"%s credentials. One and only one of azureCredentials, "
+				"s3Credentials and googleCredentials are required",
+				n == 0 ? "missing" : "too many");
 	if (s3)
 		check_s3(s3, "spec.backup.barmanObjectStore.s3Credentials", res);
 	if (az)
 		check_azure(az, "spec.backup.barmanObjectStore.azureCredentials", res);
+	if (gcs)
+		check_gcs(gcs, "spec.backup.barmanObjectStore.googleCredentials", res);
 }
 
 WH_RULE_FN(wh_v29_retention_policy)
@@ -231,12 +256,16 @@ WH_RULE_FN(wh_v44_promotion_token)
 	const char *token = wh_nstr(ctx->spec, "replica.promotionToken");
 	if (!token)
 		return;
-	if (wh_at(ctx->spec, "replica.minApplyDelay"))
+	if (wh_at(ctx->spec, "replica.minApplyDelay")) {
 		wh_result_error(res, "spec.replica.minApplyDelay",
 				"minApplyDelay cannot be applied with a promotion token");
-	if (wh_is_replica(ctx))
+		return;
+	}
+	if (wh_is_replica(ctx)) {
 		wh_result_error(res, "spec.replica.promotionToken",
 				"promotionToken is only allowed for primary clusters");
+		return;
+	}
 	const char *problem = token_problem(token);
 	if (problem)
 		wh_result_error(res, "spec.replica.promotionToken",

@@ -65,12 +65,12 @@ WH_RULE_FN(wh_v17_tablespace_storage_size)
 	}
 }
 
-/* Kubernetes volume name of a tablespace: lower case, '_' -> '-'. */
+/* Kubernetes volume name of a tablespace: lower case, '_' and '$' -> '-'. */
 static char *ts_volume_name(const char *name)
 {
 	char *s = op_strdup(name);
 	for (char *p = s; *p; p++)
-		*p = *p == '_' ? '-' : (char)tolower((unsigned char)*p);
+		*p = (*p == '_' || *p == '$') ? '-' : (char)tolower((unsigned char)*p);
 	return s;
 }
 
@@ -82,8 +82,8 @@ WH_RULE_FN(wh_v19_tablespace_names)
 		const char *name = wh_str(json_object_array_get_idx(ts, i), "name");
 		name = name ? name : "";
 		_cleanup_free_ char *p = op_asprintf("spec.tablespaces[%zu]", i);
-		bool dup = false, vdup = false;
 		_cleanup_free_ char *vol = ts_volume_name(name);
+		bool dup = false, vdup = false;
 		for (size_t j = 0; j < i; j++) {
 			const char *other = wh_str(json_object_array_get_idx(ts, j), "name");
 			if (!other)
@@ -92,17 +92,25 @@ WH_RULE_FN(wh_v19_tablespace_names)
 			dup = dup || strcasecmp(name, other) == 0;
 			vdup = vdup || strcmp(vol, ovol) == 0;
 		}
-		if (dup)
-			wh_result_error(res, p, "duplicate tablespace name %s", name);
-		else if (vdup)
-			wh_result_error(res, p, "duplicate tablespace volume name for %s", name);
+		if (dup) { /* PostgreSQL identifiers are case-insensitive */
+			wh_result_error(res, p, "duplicate tablespace name");
+			continue;
+		}
 		if (wh_reserved_tablespace_name(name))
-			wh_result_error(res, p, "tablespace names beginning with 'pg_' are reserved "
-						"for Postgres");
-		else if (!wh_is_pg_ident(name, strlen(name)) || strlen(name) > 63)
-			wh_result_error(res, p, "tablespace name must be a valid Postgres identifier "
-						"of at most 63 characters: letters, digits, '_' "
-						"and '$', starting with a letter or '_'");
+			wh_result_error(res, p, "tablespace names beginning 'pg_' are reserved for "
+						"Postgres");
+		else if (!wh_is_pg_ident(name, strlen(name)))
+			wh_result_error(res, p, "tablespace names must be valid Postgres "
+						"identifiers: alphanumeric characters, '_', '$', "
+						"and must start with a letter or an underscore");
+		else if (strlen(name) > 63)
+			wh_result_error(res, p,
+					"the maximum length of an identifier is 63 characters");
+		else if (vdup)
+			wh_result_error(res, p,
+					"tablespace name results in duplicate volume name \"%s\" "
+					"after sanitization",
+					vol);
 	}
 }
 
@@ -130,7 +138,11 @@ WH_RULE_FN(wh_v21_tablespace_backup_snapshot)
 			continue;
 		_cleanup_free_ char *p =
 			op_asprintf("spec.backup.volumeSnapshot.tablespaceClassName.%s", k);
-		wh_result_error(res, p, "specified tablespace %s doesn't exist in the cluster", k);
+		wh_result_error(res, p,
+				"specified the VolumeSnapshot backup configuration for the "
+				"tablespace: %s, but it can't be found in the '.spec.tablespaces' "
+				"stanza",
+				k);
 	}
 }
 
@@ -145,60 +157,87 @@ static const struct {
 	{ "ephemeral-storage", "Ephemeral storage" },
 };
 
+/* A quantity of requests/limits, 0 when absent or invalid (Quantity.IsZero). */
+static long double quantity_of(json_object *list, const char *name)
+{
+	long double v = 0;
+	json_object *q = NULL;
+	if (!list || !json_object_object_get_ex(list, name, &q) || !q)
+		return 0;
+	if (json_object_is_type(q, json_type_string))
+		return wh_quantity_parse(json_object_get_string(q), &v) == 0 ? v : 0;
+	if (json_object_is_type(q, json_type_int) || json_object_is_type(q, json_type_double))
+		return (long double)json_object_get_double(q);
+	return 0;
+}
+
+/* Hugepages: requests must equal limits; returns the largest hugepages
+ * quantity (limits, then requests without a limit) and whether any is set. */
+static long double check_hugepages(json_object *req, json_object *lim, bool *ret_any,
+				   struct wh_result *res)
+{
+	long double largest = 0;
+	bool any = false;
+	if (lim) {
+		json_object_object_foreach(lim, k, v)
+		{
+			(void)v;
+			if (strncmp(k, "hugepages-", 10) != 0)
+				continue;
+			any = true;
+			long double q = quantity_of(lim, k);
+			largest = q > largest ? q : largest;
+		}
+	}
+	if (req) {
+		json_object_object_foreach(req, k, v)
+		{
+			(void)v;
+			if (strncmp(k, "hugepages-", 10) != 0)
+				continue;
+			any = true;
+			long double q = quantity_of(req, k);
+			json_object *l = NULL;
+			if (lim && json_object_object_get_ex(lim, k, &l)) {
+				if (q != quantity_of(lim, k)) {
+					_cleanup_free_ char *p =
+						op_asprintf("spec.resources.requests.%s", k);
+					wh_result_error(res, p,
+							"HugePages requests must equal the limits");
+				}
+				continue;
+			}
+			largest = q > largest ? q : largest;
+		}
+	}
+	*ret_any = any;
+	return largest;
+}
+
 WH_RULE_FN(wh_v41_resources)
 {
 	json_object *r = wh_obj(ctx->spec, "resources");
-	if (!r)
-		return;
 	json_object *req = wh_obj(r, "requests"), *lim = wh_obj(r, "limits");
 	for (size_t i = 0; i < OP_ARRAY_SIZE(compared_resources); i++) {
-		long double rq, lm;
-		if (wh_quantity_at(req, compared_resources[i].name, &rq) == 1 &&
-		    wh_quantity_at(lim, compared_resources[i].name, &lm) == 1 && rq > lm) {
+		long double rq = quantity_of(req, compared_resources[i].name);
+		long double lm = quantity_of(lim, compared_resources[i].name);
+		if (rq != 0 && lm != 0 && rq > lm) {
 			_cleanup_free_ char *p =
 				op_asprintf("spec.resources.requests.%s", compared_resources[i].name);
 			wh_result_error(res, p, "%s request is greater than the limit",
 					compared_resources[i].label);
 		}
 	}
-	/* hugepages: requests must equal limits; every size counts as backing */
-	bool has_hugepages = false;
-	long double max_hugepages = 0;
-	json_object *sides[] = { req, lim };
-	for (size_t s = 0; s < 2; s++) {
-		if (!sides[s])
-			continue;
-		json_object_object_foreach(sides[s], k, v)
-		{
-			(void)v;
-			if (strncmp(k, "hugepages-", 10) != 0)
-				continue;
-			has_hugepages = true;
-			long double a = 0, b = 0;
-			int ra = wh_quantity_at(req, k, &a);
-			int rb = wh_quantity_at(lim, k, &b);
-			if (rb == 1 && b > max_hugepages)
-				max_hugepages = b;
-			if (ra == 1 && rb == 1 && a > max_hugepages)
-				max_hugepages = a;
-			if (s == 0 && ra == 1 && (rb != 1 || a != b)) {
-				_cleanup_free_ char *p = op_asprintf("spec.resources.requests.%s", k);
-				wh_result_error(res, p, "HugePages requests must equal the limits");
-			}
-		}
-	}
-	if (has_hugepages && !wh_at(req, "cpu") && !wh_at(req, "memory") && !wh_at(lim, "cpu") &&
-	    !wh_at(lim, "memory"))
+	bool any_hugepages = false;
+	long double largest_hugepages = check_hugepages(req, lim, &any_hugepages, res);
+	long double mem = quantity_of(req, "memory");
+	if (any_hugepages && quantity_of(req, "cpu") == 0 && quantity_of(lim, "cpu") == 0 &&
+	    mem == 0 && quantity_of(lim, "memory") == 0)
 		wh_result_error(res, "spec.resources", "HugePages require cpu or memory");
-	long double mem = 0;
 	const char *sb = wh_param(ctx, "shared_buffers");
-	int64_t sb_kb = 0;
-	if (sb && wh_quantity_at(req, "memory", &mem) == 1 && mem > 0 &&
-	    wh_pg_size_parse(sb, 1024, &sb_kb) == 0) {
-		long double sb_bytes = (long double)sb_kb * 1024;
-		if (sb_bytes > mem && sb_bytes > max_hugepages)
-			wh_result_error(res, "spec.resources.requests.memory",
-					"Memory request is lower than PostgreSQL `shared_buffers` "
-					"value");
-	}
+	long double sb_bytes = 0;
+	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) == 0 && mem != 0 && sb_bytes > mem &&
+	    !(any_hugepages && sb_bytes <= largest_hugepages))
+		wh_result_error(res, "spec.resources.requests.memory",
+				"Memory request is lower than PostgreSQL `shared_buffers` value");
 }

@@ -310,40 +310,44 @@ bool wh_pg_bool_parse(const char *v, bool *ret)
 	return false;
 }
 
-int wh_pg_size_parse(const char *v, int64_t unit_kb, int64_t *ret_kb)
+/* Go strconv.Atoi: optional sign, then decimal digits only. */
+static bool go_atoi_ok(const char *s, size_t n)
 {
-	static const struct {
-		const char *unit;
-		int64_t kb;
-	} units[] = { { "kB", 1 }, { "MB", 1024 }, { "GB", 1024 * 1024 },
-		      { "TB", 1024LL * 1024 * 1024 } };
-	if (!v)
+	size_t i = (n > 0 && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+	if (i == n)
+		return false;
+	for (; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+int wh_pg_size_parse(const char *v, long double *ret_bytes)
+{
+	if (!v || !*v || strlen(v) > 64)
 		return -EINVAL;
-	const char *p = v;
-	while (*p == ' ')
-		p++;
-	int64_t n = 0;
-	int nd = 0;
-	for (; isdigit((unsigned char)*p); p++, nd++) {
-		if (n > INT64_MAX / 10 / (1024LL * 1024 * 1024))
-			return -EINVAL;
-		n = n * 10 + (*p - '0');
+	char q[80];
+	size_t n = strlen(v);
+	memcpy(q, v, n + 1);
+	if (go_atoi_ok(q, n)) { /* a bare number means MB */
+		memcpy(q + n, "MB", 3);
+		n += 2;
 	}
-	if (nd == 0)
+	if (q[n - 1] != 'B')
 		return -EINVAL;
-	while (*p == ' ')
-		p++;
-	int64_t mult = unit_kb;
-	if (*p) {
-		mult = 0;
-		for (size_t i = 0; i < OP_ARRAY_SIZE(units); i++)
-			if (strcmp(p, units[i].unit) == 0)
-				mult = units[i].kb;
-		if (!mult)
-			return -EINVAL;
+	q[--n] = '\0';
+	size_t o = 0; /* drop spaces: "128 MB" is valid in PostgreSQL */
+	for (size_t i = 0; i < n; i++)
+		if (q[i] != ' ')
+			q[o++] = q[i];
+	q[o] = '\0';
+	if (!go_atoi_ok(q, o)) { /* kB -> Ki, MB -> Mi, GB -> Gi, TB -> Ti */
+		if (o > 0 && q[o - 1] == 'k')
+			q[o - 1] = 'K';
+		q[o++] = 'i';
+		q[o] = '\0';
 	}
-	*ret_kb = n * mult;
-	return 0;
+	return wh_quantity_parse(q, ret_bytes);
 }
 
 bool wh_is_pg_ident(const char *s, size_t n)

@@ -251,6 +251,14 @@ static const struct row bootstrap_rows[] = {
 	{ "V10 name without backupID", NULL,
 	  "{'bootstrap':{'recovery':{'backup':{'name':'b'},'recoveryTarget':{'targetName':'rp'}}}}",
 	  "spec.bootstrap.recovery.recoveryTarget.backupID" },
+	{ "V10 targetImmediate false still counts", NULL,
+	  "{'bootstrap':{'recovery':{'backup':{'name':'b'},'recoveryTarget':{"
+	  "'targetImmediate':false,'targetLSN':'0/1','backupID':'x'}}}}",
+	  "spec.bootstrap.recovery.recoveryTarget" },
+	{ "V10 bare date", NULL,
+	  "{'bootstrap':{'recovery':{'backup':{'name':'b'},'recoveryTarget':{"
+	  "'targetTime':'2024-01-02'}}}}",
+	  NULL },
 	{ "V10 name with backupID", NULL,
 	  "{'bootstrap':{'recovery':{'backup':{'name':'b'},'recoveryTarget':{'targetName':'rp',"
 	  "'backupID':'20240101T000000'}}}}",
@@ -468,6 +476,10 @@ static const struct row storage_rows[] = {
 	  "spec.tablespaces[0]" },
 	{ "V19 bad identifier", NULL, "{'tablespaces':[{'name':'1ts','storage':{'size':'1Gi'}}]}",
 	  "spec.tablespaces[0]" },
+	{ "V19 same volume name", NULL,
+	  "{'tablespaces':[{'name':'a_b','storage':{'size':'1Gi'}},{'name':'a$b','storage':"
+	  "{'size':'1Gi'}}]}",
+	  "spec.tablespaces[1]" },
 	{ "V19 64 characters", NULL,
 	  "{'tablespaces':[{'name':'"
 	  "a234567890123456789012345678901234567890123456789012345678901234',"
@@ -504,6 +516,14 @@ static const struct row storage_rows[] = {
 	{ "V41 shared_buffers above memory", NULL,
 	  "{'resources':{'requests':{'memory':'1Gi'}},'postgresql':{'parameters':{"
 	  "'shared_buffers':'2GB'}}}",
+	  "spec.resources.requests.memory" },
+	{ "V41 hugepages request without limit", NULL,
+	  "{'resources':{'requests':{'memory':'1Gi','hugepages-1Gi':'2Gi'}}}", NULL },
+	{ "V41 shared_buffers without memory request", NULL,
+	  "{'postgresql':{'parameters':{'shared_buffers':'2GB'}}}", NULL },
+	{ "V41 bare shared_buffers is MB", NULL,
+	  "{'resources':{'requests':{'memory':'1Gi'}},'postgresql':{'parameters':{"
+	  "'shared_buffers':'1025'}}}",
 	  "spec.resources.requests.memory" },
 	{ "V41 shared_buffers backed by hugepages", NULL,
 	  "{'resources':{'requests':{'memory':'1Gi','hugepages-2Mi':'4Gi'},'limits':{"
@@ -609,6 +629,14 @@ static const struct row replica_rows[] = {
 	{ "V28 no credentials", NULL,
 	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b'}}}",
 	  "spec.backup.barmanObjectStore" },
+	{ "V28 google without credentials", NULL,
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'gs://x','googleCredentials':{}}}}",
+	  "spec.backup.barmanObjectStore.googleCredentials" },
+	{ "V28 s3 IAM role and keys", NULL,
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+	  "'inheritFromIAMRole':true,'accessKeyId':{'name':'a','key':'k'},'secretAccessKey':{"
+	  "'name':'a','key':'s'}}}}}",
+	  "spec.backup.barmanObjectStore.s3Credentials" },
 	{ "V28 two credentials", NULL,
 	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
 	  "'inheritFromIAMRole':true},'googleCredentials':{'gkeEnvironment':true}}}}",
@@ -800,7 +828,12 @@ static const struct row postgres_rows[] = {
 	  "['^foo','bar$']}}}",
 	  NULL },
 	{ "V35 bad pattern", NULL,
-	  "{'replicationSlots':{'synchronizeReplicas':{'excludePatterns':['(unclosed']}}}",
+	  "{'replicationSlots':{'synchronizeReplicas':{'enabled':true,'excludePatterns':"
+	  "['(unclosed']}}}",
+	  "spec.replicationSlots.synchronizeReplicas.excludePatterns[0]" },
+	{ "V35 bad pattern, only HA slots enabled", NULL,
+	  "{'replicationSlots':{'highAvailability':{'enabled':true},'synchronizeReplicas':{"
+	  "'enabled':false,'excludePatterns':['a[']}}}",
 	  "spec.replicationSlots.synchronizeReplicas.excludePatterns[0]" },
 	{ "V35 bad pattern but disabled", NULL,
 	  "{'replicationSlots':{'synchronizeReplicas':{'enabled':false,'excludePatterns':"
@@ -814,7 +847,15 @@ static const struct row postgres_rows[] = {
 	{ "V36 logical decoding without parameters", NULL,
 	  "{'replicationSlots':{'highAvailability':{'enabled':true,'synchronizeLogicalDecoding':"
 	  "true}}}",
-	  "spec.replicationSlots.highAvailability.synchronizeLogicalDecoding" },
+	  "spec.postgresql.parameters.hot_standby_feedback" },
+	{ "V36 logical decoding without sync_replication_slots", NULL,
+	  "{'replicationSlots':{'highAvailability':{'enabled':true,'synchronizeLogicalDecoding':"
+	  "true}},'postgresql':{'parameters':{'hot_standby_feedback':'on'}}}",
+	  "spec.postgresql.parameters.sync_replication_slots" },
+	{ "V36 skipped when the major does not resolve", NULL,
+	  "{'imageName':null,'replicationSlots':{'highAvailability':{'enabled':true,"
+	  "'synchronizeLogicalDecoding':true}}}",
+	  NULL },
 	{ "V36 logical decoding on PG 16", NULL,
 	  "{'imageName':'postgres:16.4','replicationSlots':{'highAvailability':{'enabled':true,"
 	  "'synchronizeLogicalDecoding':true}},'postgresql':{'parameters':{"
@@ -829,6 +870,10 @@ static const struct row postgres_rows[] = {
 	  "{'replicationSlots':{'highAvailability':{'enabled':true}},'postgresql':{'parameters':{"
 	  "'pg_failover_slots.synchronize_slot_names':'x'}}}",
 	  "spec.postgresql.parameters.hot_standby_feedback" },
+	{ "V40 pg_failover_slots without replicationSlots", NULL,
+	  "{'postgresql':{'parameters':{'hot_standby_feedback':'on',"
+	  "'pg_failover_slots.synchronize_slot_names':'x'}}}",
+	  "spec.replicationSlots" },
 	{ "V40 pg_failover_slots without HA slots", NULL,
 	  "{'replicationSlots':{'highAvailability':{'enabled':false}},'postgresql':{'parameters':{"
 	  "'hot_standby_feedback':'on','pg_failover_slots.synchronize_slot_names':'x'}}}",
@@ -1182,16 +1227,24 @@ static void test_helpers(void **state)
 		if (bools[i].ok)
 			assert_int_equal(b, bools[i].val);
 	}
-	int64_t kb = 0;
-	assert_int_equal(wh_pg_size_parse("128MB", 1024, &kb), 0);
-	assert_int_equal(kb, 128 * 1024);
-	assert_int_equal(wh_pg_size_parse("2", 1024, &kb), 0);
-	assert_int_equal(kb, 2048);
-	assert_int_equal(wh_pg_size_parse("1TB", 1024, &kb), 0);
-	assert_int_equal(kb, 1024LL * 1024 * 1024);
-	assert_int_equal(wh_pg_size_parse("1Gi", 1024, &kb), -EINVAL);
-	assert_int_equal(wh_pg_size_parse("MB", 1024, &kb), -EINVAL);
-	assert_int_equal(wh_pg_size_parse("99999999999999999999", 1024, &kb), -EINVAL);
+	static const struct {
+		const char *in;
+		int rc;
+		long double bytes;
+	} sizes[] = {
+		{ "128MB", 0, 128.0L * 1048576 },  { "2", 0, 2.0L * 1048576 },
+		{ "1TB", 0, 1099511627776.0L },    { "8kB", 0, 8192.0L },
+		{ "128 MB", 0, 128.0L * 1048576 }, { "1.5GB", 0, 1.5L * 1073741824 },
+		{ "100B", 0, 100.0L },             { "1Gi", -EINVAL, 0 },
+		{ "MB", -EINVAL, 0 },              { "1mB", -EINVAL, 0 },
+		{ "", -EINVAL, 0 },                { "10 kb", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(sizes); i++) {
+		long double bytes = -1;
+		assert_int_equal(wh_pg_size_parse(sizes[i].in, &bytes), sizes[i].rc);
+		if (sizes[i].rc == 0)
+			assert_true(bytes == sizes[i].bytes);
+	}
 
 	long double q = 0;
 	assert_int_equal(wh_quantity_parse("1Gi", &q), 0);
