@@ -5,8 +5,9 @@
  * The rule tests are table-driven: each row is a Cluster (a spec snippet
  * merged over a valid base spec, plus optional metadata) and the field path
  * of the error it must produce (NULL: it must be admitted with no error at
- * all). Every rule runs on every row, so an admitted row also proves that
- * no other rule fires by accident.
+ * all). Rows go through wh_validate() (the driver: type checks, then every
+ * rule table), so an admitted row also proves that no other rule fires by
+ * accident.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -116,7 +117,8 @@ static void run_rows(const struct row *rows, size_t n)
 		const struct row *r = &rows[i];
 		_cleanup_(op_json_putp) json_object *c = make_cluster(r->meta, r->spec);
 		struct wh_result res = { 0 };
-		run_spec_rules(c, &res);
+		int nerr = wh_validate(c, NULL, &res);
+		assert_int_equal((size_t)nerr, res.n_errors);
 		bool ok;
 		if (!r->path) {
 			ok = res.n_errors == 0;
@@ -1039,6 +1041,36 @@ static void test_table_order(void **state)
 	}
 }
 
+/* Applies the mutating webhook's defaults to c, as the API server would. */
+static void defaulted(json_object *c)
+{
+	_cleanup_(op_json_putp) json_object *patch = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(wh_default(c, &patch, &err), 0);
+}
+
+/* The V rules run on UPDATE too (CNPG validate() is called for both). */
+static void test_rules_run_on_update(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *old = make_cluster("{'resourceVersion':'7'}", NULL);
+	_cleanup_(op_json_putp) json_object *bad =
+		make_cluster("{'resourceVersion':'7'}", "{'instances':2,'maxSyncReplicas':2}");
+	defaulted(bad);
+	struct wh_result res = { 0 };
+	assert_int_equal(wh_validate(bad, old, &res), 1);
+	assert_string_equal(res.errors[0].path, "spec.maxSyncReplicas");
+	assert_string_equal(res.errors[0].msg,
+			    "maxSyncReplicas must be lower than the number of instances");
+	wh_result_done(&res);
+	/* V27's bootstrap method check is CREATE-only (resourceVersion set) */
+	_cleanup_(op_json_putp) json_object *replica = make_cluster(
+		"{'resourceVersion':'7'}", "{'replica':{'enabled':true,'source':'origin'}," EXT_ORIGIN "}");
+	defaulted(replica);
+	assert_int_equal(wh_validate(replica, old, &res), 0);
+	wh_result_done(&res);
+}
+
 /* Rules must cope with a spec whose fields have the wrong JSON types (the
  * schema normally prevents it, but `pgop validate` runs without it). */
 static void test_wrong_types_do_not_crash(void **state)
@@ -1101,7 +1133,7 @@ static int check_sample(const char *file, int *failures)
 		_cleanup_(op_json_putp) json_object *patch = NULL;
 		assert_int_equal(wh_default(doc, &patch, &err), 0);
 		struct wh_result res = { 0 };
-		run_spec_rules(doc, &res);
+		wh_validate(doc, NULL, &res);
 		if (res.n_errors) {
 			print_message("FAILED sample %s\n", file);
 			for (size_t e = 0; e < res.n_errors; e++)
@@ -1332,6 +1364,7 @@ int main(void)
 		cmocka_unit_test(test_replica_rules),
 		cmocka_unit_test(test_postgres_rules),
 		cmocka_unit_test(test_managed_rules),
+		cmocka_unit_test(test_rules_run_on_update),
 		cmocka_unit_test(test_wrong_types_do_not_crash),
 		cmocka_unit_test(test_samples_admitted),
 		cmocka_unit_test(test_pgparams),
