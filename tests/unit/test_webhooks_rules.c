@@ -265,6 +265,8 @@ static const struct row bootstrap_rows[] = {
 	  "{'bootstrap':{'recovery':{'backup':{'name':'b'},'recoveryTarget':{'targetName':'rp',"
 	  "'backupID':'20240101T000000'}}}}",
 	  NULL },
+	{ "V20 pg_basebackup source found", NULL,
+	  "{'bootstrap':{'pg_basebackup':{'source':'origin'}}," EXT_ORIGIN "}", NULL },
 	{ "V20 pg_basebackup unknown source", NULL,
 	  "{'bootstrap':{'pg_basebackup':{'source':'nope','database':'a','owner':'a'}}," EXT_ORIGIN
 	  "}",
