@@ -27,6 +27,12 @@ S=$PGOP_E2E_STATE
 e2e_check_state_dir "$S" || exit 2
 LOGS=${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}
 e2e_check_state_dir "$LOGS" || exit 2
+# Host-wide names (netns prefix, bridge, nft table, ports): one run per machine at a time.
+exec 9>"${PGOP_E2E_LOCK:-/tmp/pgop-e2e-run.lock}"
+if ! flock -n 9; then
+	e2e_log "another tests/e2e/run.sh is running; waiting for it (up to 30 min)"
+	flock -w 1800 9 || { e2e_log "gave up waiting"; exit 2; }
+fi
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
 # Everything the tests start inherits this; cluster-down.sh finds strays by it.
@@ -81,10 +87,10 @@ run_test() { # FILE
 	t1=$(date +%s)
 	e2e_log "running $name (timeout ${to}s, log: $LOGS/$name.log)"
 	if [ -n "${E2E_VERBOSE:-}" ]; then
-		timeout -k 10 "$to" bash "$t" "$PGOP_BIN" "$S" 2>&1 | tee "$LOGS/$name.log"
+		timeout -k 10 "$to" bash "$t" "$PGOP_BIN" "$S" 9>&- 2>&1 | tee "$LOGS/$name.log"
 		rc=${PIPESTATUS[0]}
 	else
-		timeout -k 10 "$to" bash "$t" "$PGOP_BIN" "$S" >"$LOGS/$name.log" 2>&1
+		timeout -k 10 "$to" bash "$t" "$PGOP_BIN" "$S" 9>&- >"$LOGS/$name.log" 2>&1
 		rc=$?
 	fi
 	[ "$rc" = 124 ] && echo "timed out after ${to}s" >>"$LOGS/$name.log"
@@ -133,14 +139,14 @@ cleanup() {
 		mkdir -p "$LOGS/agent" &&
 			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent/" \; 2>/dev/null
 	fi
-	"$here/cluster-down.sh" "$S"
+	"$here/cluster-down.sh" "$S" 9>&-
 }
 trap 'e2e_log "interrupted"; cleanup; exit 130' INT TERM
 
 # A previous run that was killed may have left a control plane behind.
 if [ -e "$S" ]; then
 	e2e_log "removing the leftovers of a previous run in $S"
-	"$here/cluster-down.sh" "$S" || e2e_log "warning: previous state not fully removed"
+	"$here/cluster-down.sh" "$S" 9>&- || e2e_log "warning: previous state not fully removed"
 fi
 
 for t in "${plain[@]}"; do run_test "$t"; done
@@ -148,13 +154,13 @@ for t in "${plain[@]}"; do run_test "$t"; done
 if ((${#cluster[@]})); then
 	t1=$(date +%s)
 	e2e_log "building the control-plane binaries if needed"
-	if ! bin=$("$here/build-k8s.sh"); then
+	if ! bin=$("$here/build-k8s.sh" 9>&-); then
 		result build-k8s 1 $(($(date +%s) - t1))
 		for t in "${cluster[@]}"; do result "$(basename "$t" .sh)" 1 0; done
 	else
 		export PGOP_E2E_BIN=$bin
 		t1=$(date +%s)
-		if "$here/cluster-up.sh" "$S" 2>&1 | tee "$LOGS/cluster-up.log" >&2; then
+		if "$here/cluster-up.sh" "$S" 9>&- 2>&1 | tee "$LOGS/cluster-up.log" >&2; then
 			result cluster-up 0 $(($(date +%s) - t1))
 			export PGOP_E2E_SHARED=1
 			for t in "${cluster[@]}"; do run_test "$t"; done
