@@ -1,0 +1,352 @@
+/* tests/unit/test_webhooks_rules_tables.c - webhooks/: the V rule table, V
+ * rules on UPDATE and on wrongly typed input, the CNPG samples (defaulted then
+ * validated: all admitted), pgparams.c, reserved.c and rules_spec_util.c. */
+#include <dirent.h>
+
+#include "support/yaml.h"
+#include "webhooks/pgparams.h"
+#include "webhooks/reserved.h"
+#include "webhooks_rules_harness.h"
+
+/* ---- the table itself ---- */
+
+static void test_table_order(void **state)
+{
+	(void)state;
+	assert_int_equal(wh_rules_spec_count, 50);
+	for (size_t i = 0; i < wh_rules_spec_count; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "V%zu", i + 1);
+		assert_string_equal(wh_rules_spec[i].id, want);
+		assert_int_equal(wh_rules_spec[i].ops, WH_OP_CREATE | WH_OP_UPDATE);
+		assert_non_null(wh_rules_spec[i].fn);
+	}
+}
+
+/* Applies the mutating webhook's defaults to c, as the API server would. */
+static void defaulted(json_object *c)
+{
+	_cleanup_(op_json_putp) json_object *patch = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(wh_default(c, &patch, &err), 0);
+}
+
+/* The V rules run on UPDATE too (CNPG validate() is called for both). */
+static void test_rules_run_on_update(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *old = make_cluster("{'resourceVersion':'7'}", NULL);
+	_cleanup_(op_json_putp) json_object *bad =
+		make_cluster("{'resourceVersion':'7'}", "{'instances':2,'maxSyncReplicas':2}");
+	defaulted(bad);
+	struct wh_result res = { 0 };
+	assert_int_equal(wh_validate(bad, old, &res), 1);
+	assert_string_equal(res.errors[0].path, "spec.maxSyncReplicas");
+	assert_string_equal(res.errors[0].msg,
+			    "maxSyncReplicas must be lower than the number of instances");
+	wh_result_done(&res);
+	/* V27's bootstrap method check is CREATE-only (resourceVersion set) */
+	_cleanup_(op_json_putp) json_object *replica = make_cluster(
+		"{'resourceVersion':'7'}", "{'replica':{'enabled':true,'source':'origin'}," EXT_ORIGIN "}");
+	defaulted(replica);
+	assert_int_equal(wh_validate(replica, old, &res), 0);
+	wh_result_done(&res);
+}
+
+/* Rules must cope with a spec whose fields have the wrong JSON types (the
+ * schema normally prevents it, but `pgop validate` runs without it). */
+static void test_wrong_types_do_not_crash(void **state)
+{
+	(void)state;
+	static const char *const specs[] = {
+		"{'instances':'three','storage':7,'bootstrap':[],'postgresql':'x'}",
+		"{'externalClusters':{'a':1},'tablespaces':'ts','managed':{'roles':{},"
+		"'services':[]},'replica':{'enabled':'yes','source':3}}",
+		"{'postgresql':{'parameters':{'wal_level':3,'shared_buffers':true},"
+		"'pg_hba':[1,null],'extensions':[null,{'name':5}],'synchronous':{'number':'x'}}}",
+		"{'affinity':{'tolerations':[null,3]},'resources':{'requests':{'cpu':[]}},"
+		"'env':[{'name':null}],'plugins':[1],'podSelectorRefs':[{'selector':'x'}]}",
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(specs); i++) {
+		_cleanup_(op_json_putp) json_object *c = make_cluster("{'annotations':3}", specs[i]);
+		struct wh_result res = { 0 };
+		run_spec_rules(c, &res);
+		wh_result_done(&res);
+	}
+}
+
+/* ---- the CNPG sample manifests must be admitted ---- */
+
+#define SAMPLES_DIR PGOP_SHARED_DIR "/samples/cnpg"
+#define SAMPLE_MAX (1024u * 1024)
+
+static char *read_file(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	char *data = op_malloc(SAMPLE_MAX + 1);
+	size_t n = fread(data, 1, SAMPLE_MAX + 1, f);
+	fclose(f);
+	assert_true(n <= SAMPLE_MAX);
+	data[n] = '\0';
+	*ret_len = n;
+	return data;
+}
+
+/* Defaults then validates every Cluster document of one sample file;
+ * returns the number of Cluster documents. */
+static int check_sample(const char *file, int *failures)
+{
+	_cleanup_free_ char *path = op_asprintf("%s/%s", SAMPLES_DIR, file);
+	size_t len;
+	_cleanup_free_ char *data = read_file(path, &len);
+	_cleanup_(op_json_putp) json_object *docs = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_yaml_parse_docs(data, len, NULL, &docs, &err) < 0)
+		fail_msg("%s: %s", file, err.msg);
+	int clusters = 0;
+	for (size_t i = 0; i < json_object_array_length(docs); i++) {
+		json_object *doc = json_object_array_get_idx(docs, i);
+		const char *kind = op_json_str_at(doc, "kind");
+		if (!kind || strcmp(kind, "Cluster") != 0)
+			continue;
+		clusters++;
+		_cleanup_(op_json_putp) json_object *patch = NULL;
+		assert_int_equal(wh_default(doc, &patch, &err), 0);
+		struct wh_result res = { 0 };
+		wh_validate(doc, NULL, &res);
+		if (res.n_errors) {
+			print_message("FAILED sample %s\n", file);
+			for (size_t e = 0; e < res.n_errors; e++)
+				print_message("  %s: %s\n", res.errors[e].path, res.errors[e].msg);
+			(*failures)++;
+		}
+		wh_result_done(&res);
+	}
+	return clusters;
+}
+
+/* Checks the .yaml files of SAMPLES_DIR/sub (sub "" = the top) and its
+ * subfolders. */
+static void check_sample_dir(const char *sub, int *clusters, int *failures)
+{
+	_cleanup_free_ char *dir = op_asprintf("%s/%s", SAMPLES_DIR, sub);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		_cleanup_free_ char *rel = op_asprintf("%s%s%s", sub, *sub ? "/" : "", e->d_name);
+		if (e->d_type == DT_DIR && e->d_name[0] != '.')
+			check_sample_dir(rel, clusters, failures);
+		else if (n > 5 && strcmp(e->d_name + n - 5, ".yaml") == 0)
+			*clusters += check_sample(rel, failures);
+	}
+	closedir(d);
+}
+
+static void test_samples_admitted(void **state)
+{
+	(void)state;
+	int failures = 0, clusters = 0;
+	check_sample_dir("", &clusters, &failures);
+	if (clusters == 0)
+		skip();
+	print_message("%d sample Cluster(s) checked\n", clusters);
+	assert_int_equal(failures, 0);
+}
+
+/* ---- pgparams.c and reserved.c ---- */
+
+static void test_pgparams(void **state)
+{
+	(void)state;
+	static const char *const fixed[] = { "archive_mode", "cluster_name", "port",
+					     "recovery_target_xid", "shared_preload_libraries",
+					     "ssl_key_file", "synchronized_standby_slots",
+					     "pg_failover_slots.primary_dsn", "hot_standby",
+					     "logging_collector", "unix_socket_permissions",
+					     "ARCHIVE_COMMAND" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(fixed); i++)
+		assert_true(wh_pg_param_is_fixed(fixed[i]));
+	static const char *const free_params[] = { "work_mem", "shared_buffers", "wal_level",
+						   "ssl_ecdh_curve", "pg_failover_slots.x",
+						   "archive_timeout", "" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(free_params); i++)
+		assert_false(wh_pg_param_is_fixed(free_params[i]));
+	assert_false(wh_pg_param_is_fixed(NULL));
+	assert_true(wh_pg_param_is_blocked("log_directory"));
+	assert_false(wh_pg_param_is_blocked("archive_mode"));
+	assert_int_equal(wh_pg_default_params_count, 22);
+	assert_string_equal(wh_pg_param_default("wal_level"), "logical");
+	assert_string_equal(wh_pg_param_default("archive_timeout"), "5min");
+	assert_string_equal(wh_pg_param_default("shared_preload_libraries"), "");
+	assert_string_equal(wh_pg_param_default("SSL_MIN_PROTOCOL_VERSION"), "TLSv1.3");
+	assert_null(wh_pg_param_default("work_mem"));
+	assert_null(wh_pg_param_default(NULL));
+	for (size_t i = 0; i < wh_pg_mandatory_params_count; i++)
+		assert_true(wh_pg_param_is_fixed(wh_pg_mandatory_params[i].name));
+	assert_string_equal(wh_pg_archive_mode(true, true), "off");
+	assert_string_equal(wh_pg_archive_mode(false, true), "always");
+	assert_string_equal(wh_pg_archive_mode(false, false), "on");
+}
+
+static void test_reserved(void **state)
+{
+	(void)state;
+	assert_true(wh_reserved_env_name("PGDATA"));
+	assert_true(wh_reserved_env_name("pgport"));
+	assert_true(wh_reserved_env_name("CNPG_SECRET"));
+	assert_true(wh_reserved_env_name("namespace"));
+	assert_true(wh_reserved_env_name("CLUSTER_NAME"));
+	assert_false(wh_reserved_env_name("TZ"));
+	assert_false(wh_reserved_env_name("CNPGX"));
+	assert_false(wh_reserved_env_name("POD_NAMES"));
+	assert_false(wh_reserved_env_name(NULL));
+	assert_true(wh_reserved_role_name("postgres"));
+	assert_true(wh_reserved_role_name("streaming_replica"));
+	assert_true(wh_reserved_role_name("cnpg_pooler_pgbouncer"));
+	assert_true(wh_reserved_role_name("pg_monitor"));
+	assert_false(wh_reserved_role_name("app"));
+	assert_false(wh_reserved_role_name("postgres2"));
+	assert_true(wh_reserved_service_name("pg", "pg-rw"));
+	assert_true(wh_reserved_service_name("pg", "pg-any"));
+	assert_true(wh_reserved_service_name("pg", "pg-r"));
+	assert_false(wh_reserved_service_name("pg", "pg-rwx"));
+	assert_false(wh_reserved_service_name("pg", "other-rw"));
+	assert_false(wh_reserved_service_name(NULL, "pg-rw"));
+	assert_true(wh_reserved_tablespace_name("pg_x"));
+	assert_false(wh_reserved_tablespace_name("app_pg_x"));
+}
+
+/* ---- rules_spec_util.c ---- */
+
+static void test_helpers(void **state)
+{
+	(void)state;
+	bool b = false;
+	static const struct {
+		const char *in;
+		int ok;
+		bool val;
+	} bools[] = { { "on", 1, true }, { "OFF", 1, false }, { "of", 1, false },
+		      { "o", 0, false }, { "t", 1, true },    { "FALSE", 1, false },
+		      { "y", 1, true },  { "no", 1, false },  { "1", 1, true },
+		      { "0", 1, false }, { "", 0, false },    { "truex", 0, false },
+		      { "2", 0, false } };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bools); i++) {
+		assert_int_equal(wh_pg_bool_parse(bools[i].in, &b), bools[i].ok);
+		if (bools[i].ok)
+			assert_int_equal(b, bools[i].val);
+	}
+	static const struct {
+		const char *in;
+		int rc;
+		long double bytes;
+	} sizes[] = {
+		{ "128MB", 0, 128.0L * 1048576 },  { "2", 0, 2.0L * 1048576 },
+		{ "1TB", 0, 1099511627776.0L },    { "8kB", 0, 8192.0L },
+		{ "128 MB", 0, 128.0L * 1048576 }, { "1.5GB", 0, 1.5L * 1073741824 },
+		{ "100B", 0, 100.0L },             { "1Gi", -EINVAL, 0 },
+		{ "MB", -EINVAL, 0 },              { "1mB", -EINVAL, 0 },
+		{ "", -EINVAL, 0 },                { "10 kb", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(sizes); i++) {
+		long double bytes = -1;
+		assert_int_equal(wh_pg_size_parse(sizes[i].in, &bytes), sizes[i].rc);
+		if (sizes[i].rc == 0)
+			assert_true(bytes == sizes[i].bytes);
+	}
+
+	long double q = 0;
+	assert_int_equal(wh_quantity_parse("1Gi", &q), 0);
+	assert_true(q == 1073741824.0L);
+	assert_int_equal(wh_quantity_parse("500m", &q), 0);
+	assert_true(q > 0.4999L && q < 0.5001L);
+	assert_int_equal(wh_quantity_parse("1.5G", &q), 0);
+	assert_true(q == 1.5e9L);
+	assert_int_equal(wh_quantity_parse("1e3", &q), 0);
+	assert_true(q == 1000.0L);
+	assert_int_equal(wh_quantity_parse("1Gb", &q), -EINVAL);
+	assert_int_equal(wh_quantity_parse("", &q), -EINVAL);
+	assert_int_equal(wh_quantity_parse(".", &q), -EINVAL);
+	assert_int_equal(wh_quantity_parse("1..2", &q), -EINVAL);
+
+	const char *tag;
+	size_t n;
+	bool digest;
+	wh_image_tag("reg:5000/a/b:17.2@sha256:ab", &tag, &n, &digest);
+	assert_int_equal(n, 4);
+	assert_memory_equal(tag, "17.2", 4);
+	assert_true(digest);
+	wh_image_tag("reg:5000/a/b", &tag, &n, &digest);
+	assert_string_equal(tag, "latest");
+	assert_false(digest);
+	wh_image_tag("b@sha256:ab", &tag, &n, &digest);
+	assert_int_equal(n, 0);
+	assert_true(digest);
+
+	assert_true(wh_is_dns1035_label("pg-1"));
+	assert_false(wh_is_dns1035_label("1pg"));
+	assert_false(wh_is_dns1035_label("pg-"));
+	assert_true(wh_is_dns1123_subdomain("a.b-c.d"));
+	assert_false(wh_is_dns1123_subdomain("a..b"));
+	assert_true(wh_is_qualified_name("example.com/Key_1"));
+	assert_false(wh_is_qualified_name("a/b/c"));
+	assert_false(wh_is_qualified_name(""));
+	assert_true(wh_is_label_value(""));
+	assert_false(wh_is_label_value("a b"));
+}
+
+static void test_major_and_replica(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *spec;
+		int major;
+	} majors[] = {
+		{ "{'imageName':'postgres:16.4-bookworm'}", 16 },
+		{ "{'imageName':'x/postgresql:18@sha256:ab'}", 18 },
+		{ "{'imageName':'postgres:latest'}", -1 },
+		{ "{'imageName':null}", -1 },
+		{ "{'imageName':null,'imageCatalogRef':{'name':'c','major':15}}", 15 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(majors); i++) {
+		_cleanup_(op_json_putp) json_object *c = make_cluster(NULL, majors[i].spec);
+		struct wh_ctx ctx = { .obj = c, .spec = op_json_at(c, "spec") };
+		assert_int_equal(wh_pg_major(&ctx), majors[i].major);
+	}
+	static const struct {
+		const char *spec;
+		bool replica;
+	} replicas[] = {
+		{ "{}", false },
+		{ "{'replica':{'enabled':true}}", true },
+		{ "{'replica':{'enabled':false,'primary':'x'}}", false },
+		{ "{'replica':{'primary':'pg'}}", false },
+		{ "{'replica':{'primary':'other'}}", true },
+		{ "{'replica':{'primary':'a','self':'a'}}", false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(replicas); i++) {
+		_cleanup_(op_json_putp) json_object *c = make_cluster(NULL, replicas[i].spec);
+		struct wh_ctx ctx = { .obj = c, .spec = op_json_at(c, "spec") };
+		assert_int_equal(wh_is_replica(&ctx), replicas[i].replica);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_order),
+		cmocka_unit_test(test_rules_run_on_update),
+		cmocka_unit_test(test_wrong_types_do_not_crash),
+		cmocka_unit_test(test_samples_admitted),
+		cmocka_unit_test(test_pgparams),
+		cmocka_unit_test(test_reserved),
+		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_major_and_replica),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
