@@ -230,6 +230,7 @@ static void *informer_main(void *arg)
 {
 	struct kube_informer *inf = arg;
 	long backoff = inf->backoff_ms;
+	long watch_backoff = inf->backoff_ms; /* grows while watches keep failing */
 	while (!atomic_load(&inf->stop)) {
 		struct op_err err = OP_ERR_INIT;
 		int r = relist(inf, &err);
@@ -249,11 +250,14 @@ static void *informer_main(void *arg)
 		if (r == -ETIME) {
 			op_log_debug("informer watch expired, relisting", "resource",
 				     inf->k->resource);
+			watch_backoff = inf->backoff_ms;
 			continue;
 		}
 		op_log_warn("informer watch failed, relisting", "resource", inf->k->resource,
 			    "error", err.msg);
-		wait_stop(inf, backoff);
+		wait_stop(inf, watch_backoff);
+		watch_backoff = watch_backoff * 2 > INFORMER_BACKOFF_MAX_MS ? INFORMER_BACKOFF_MAX_MS
+									   : watch_backoff * 2;
 	}
 	return NULL;
 }

@@ -506,6 +506,62 @@ static void test_capped_body(void **state)
 	ts_stop(s);
 }
 
+/* Sequential and concurrent requests reuse connections through the CURLSH
+ * connection cache instead of a TLS handshake per request. */
+struct par {
+	struct kube_client *c;
+	int fails;
+};
+
+static void *par_get(void *arg)
+{
+	struct par *p = arg;
+	for (int i = 0; i < 25; i++) {
+		json_object *o = NULL;
+		struct op_err err = OP_ERR_INIT;
+		if (kube_get(p->c, KUBE_PODS, "ns1", "p1", &o, &err) < 0 ||
+		    strcmp(kube_obj_name(o), "p1") != 0)
+			p->fails++;
+		json_object_put(o);
+	}
+	return NULL;
+}
+
+static void test_connection_reuse(void **state)
+{
+	struct ts *s = ts_start(h_basic, NULL);
+	struct kube_client_opts o = { .qps = 10000, .burst = 10000 };
+	struct kube_client *c = client_for(s, &o);
+	struct op_err err = OP_ERR_INIT;
+	int64_t t0 = ts_now_ms();
+	for (int i = 0; i < 50; i++) {
+		json_object *obj = NULL;
+		assert_int_equal(kube_get(c, KUBE_PODS, "ns1", "p1", &obj, &err), 0);
+		json_object_put(obj);
+	}
+	int64_t dt = ts_now_ms() - t0;
+	print_message("50 sequential GETs: %lld ms, %d TCP connection(s)\n", (long long)dt,
+		      atomic_load(&s->connections));
+	assert_int_equal(atomic_load(&s->connections), 1);
+
+	/* 4 threads x 25 requests on one client: all succeed, few connections */
+	struct par ps[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		ps[i] = (struct par){ .c = c };
+		pthread_create(&th[i], NULL, par_get, &ps[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(ps[i].fails, 0);
+	}
+	int conns = atomic_load(&s->connections);
+	print_message("100 GETs from 4 threads: %d TCP connection(s) in total\n", conns);
+	assert_true(conns <= 5);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 static void test_rate_limit(void **state)
 {
 	struct ts *s = ts_start(h_basic, NULL);
@@ -593,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_patch_delete_status),
 		cmocka_unit_test(test_retry_429_and_5xx),
 		cmocka_unit_test(test_capped_body),
+		cmocka_unit_test(test_connection_reuse),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_tls_verification),
 		cmocka_unit_test(test_connection_refused),

@@ -72,6 +72,7 @@ struct ts {
 	atomic_size_t big_served;
 	atomic_int streams_open;
 	atomic_int streams_closed;
+	atomic_int connections; /* TCP connections accepted */
 };
 
 /* ---- helpers ---- */
@@ -347,6 +348,14 @@ static enum MHD_Result ts_access(void *cls, struct MHD_Connection *conn, const c
 	return ret;
 }
 
+static void ts_notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+			   enum MHD_ConnectionNotificationCode toe)
+{
+	struct ts *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&s->connections, 1);
+}
+
 static void ts_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -378,6 +387,7 @@ static struct ts *ts_start(ts_handler h, void *ud)
 				MHD_OPTION_HTTPS_MEM_KEY, s->key_pem, MHD_OPTION_HTTPS_MEM_CERT,
 				s->cert_pem, MHD_OPTION_HTTPS_MEM_TRUST, s->cert_pem,
 				MHD_OPTION_NOTIFY_COMPLETED, ts_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, ts_notify_conn, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
 	if (!s->d)
 		abort();
