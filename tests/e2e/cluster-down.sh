@@ -33,6 +33,21 @@ my_pgid=$(e2e_pgid_of $$)
 
 host_netns=$(readlink /proc/1/ns/net)
 
+# PIDs from pid files, only if the process is older than its pid file: a PID reused
+# since (e.g. a state dir that survived a reboot) belongs to someone else.
+btime=$(awk '/^btime/ {print $2}' /proc/stat)
+hz=$(getconf CLK_TCK)
+pids_from_files() { # FILE...
+	local f pid start
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		pid=$(head -c 32 "$f" | tr -dc 0-9)
+		if [ -z "$pid" ] || [ ! -r "/proc/$pid/stat" ]; then continue; fi
+		start=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk -v b="$btime" -v hz="$hz" '{print int(b + $20 / hz)}')
+		[ -n "$start" ] && [ "$start" -le $(($(stat -c %Y "$f") + 2)) ] && echo "$pid"
+	done
+}
+
 # Inodes of our network namespaces: named ones with our prefix, and nsfs mounts under S.
 our_netns() {
 	local f
@@ -49,8 +64,9 @@ our_netns() {
 our_pids() {
 	local f pid ns
 	{
-		for f in "$S"/pids/*.pid; do [ -f "$f" ] && cat "$f"; done
-		[ -d "$S/agent" ] && find "$S/agent" -name '*.pid' -type f -exec cat {} + 2>/dev/null
+		pids_from_files "$S"/pids/*.pid
+		[ -d "$S/agent" ] && find "$S/agent" -name '*.pid' -type f -print0 2>/dev/null |
+			while IFS= read -r -d '' f; do pids_from_files "$f"; done
 		grep -lsxzF "PGOP_E2E_OWNER=$S" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
 		mapfile -t nss < <(our_netns | grep -vxF "$host_netns" | sort -u)
 		if ((${#nss[@]})); then
@@ -95,17 +111,15 @@ wait_gone() { # TIMEOUT
 
 # 1. The node agent first, so it does not restart pods we are about to kill.
 if [ -d "$S/agent" ]; then
-	mapfile -t agent < <(find "$S/agent" -maxdepth 1 -name '*.pid' -type f -exec cat {} + 2>/dev/null |
-		grep -E '^[0-9]+$')
+	mapfile -t agent < <(pids_from_files "$S"/agent/*.pid)
 	if ((${#agent[@]})); then
 		signal_all TERM "${agent[@]}"
 		sleep 1
 	fi
 fi
 # 2. Everything else, scheduler/controller-manager before the apiserver before etcd.
-for name in kube-scheduler kube-controller-manager; do
-	[ -f "$S/pids/$name.pid" ] && signal_all TERM "$(cat "$S/pids/$name.pid")"
-done
+mapfile -t first < <(pids_from_files "$S/pids/kube-scheduler.pid" "$S/pids/kube-controller-manager.pid")
+((${#first[@]})) && signal_all TERM "${first[@]}"
 mapfile -t pids < <(our_pids)
 if ((${#pids[@]})); then
 	e2e_log "stopping ${#pids[@]} processes of $S"
