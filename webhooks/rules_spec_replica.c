@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "support/alloc.h"
+#include "support/base64.h"
 #include "support/json.h"
 
 #define TOKEN_MAX (64u * 1024)
@@ -185,51 +186,6 @@ WH_RULE_FN(wh_v29_retention_policy)
 
 /* ---- V44 promotion token ---- */
 
-static int b64_value(char c)
-{
-	static const char alphabet[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = c ? strchr(alphabet, c) : NULL;
-	return p ? (int)(p - alphabet) : -1;
-}
-
-/* Standard base64 with padding; returns an OWNED string or NULL. */
-static char *b64_decode(const char *in)
-{
-	size_t n = strlen(in);
-	if (n == 0 || n % 4 || n > TOKEN_MAX)
-		return NULL;
-	char *out = op_malloc(n / 4 * 3 + 1);
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 4) {
-		int v[4];
-		for (int k = 0; k < 4; k++) {
-			bool pad = in[i + k] == '=' && i + 4 == n && k >= 2 &&
-				   (k == 3 || in[i + 3] == '=');
-			v[k] = pad ? -2 : b64_value(in[i + k]);
-			if (v[k] == -1) {
-				free(out);
-				return NULL;
-			}
-		}
-		if (v[0] < 0 || v[1] < 0) {
-			free(out);
-			return NULL;
-		}
-		out[o++] = (char)(v[0] << 2 | v[1] >> 4);
-		if (v[2] >= 0)
-			out[o++] = (char)((v[1] & 0xf) << 4 | v[2] >> 2);
-		if (v[2] >= 0 && v[3] >= 0)
-			out[o++] = (char)((v[2] & 0x3) << 6 | v[3]);
-	}
-	out[o] = '\0';
-	if (strlen(out) != o) { /* embedded NUL */
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 static const char *const token_fields[] = {
 	"latestCheckpointTimelineID", "redoWalFile",		 "databaseSystemIdentifier",
 	"latestCheckpointREDOLocation", "timeOfLatestCheckpoint", "operatorVersion",
@@ -238,11 +194,15 @@ static const char *const token_fields[] = {
 /* NULL when token is a valid pg_controldata token, else the problem. */
 static const char *token_problem(const char *token)
 {
-	_cleanup_free_ char *raw = b64_decode(token);
-	if (!raw)
+	size_t len = strnlen(token, TOKEN_MAX + 1);
+	_cleanup_free_ char *raw = NULL;
+	size_t raw_len = 0;
+	/* Go's base64.StdEncoding skips line breaks, so we do too */
+	if (len > TOKEN_MAX ||
+	    op_base64_decode_str(token, len, OP_BASE64_IGNORE_NEWLINES, &raw, &raw_len, NULL) < 0)
 		return "not valid base64";
 	_cleanup_(op_json_putp) json_object *doc = NULL;
-	if (op_json_parse(raw, strlen(raw), OP_JSON_MAX_DEPTH, &doc, NULL) < 0 ||
+	if (op_json_parse(raw, raw_len, OP_JSON_MAX_DEPTH, &doc, NULL) < 0 ||
 	    !json_object_is_type(doc, json_type_object))
 		return "not a JSON object";
 	for (size_t i = 0; i < OP_ARRAY_SIZE(token_fields); i++)

@@ -326,8 +326,8 @@ int wh_pg_size_parse(const char *v, long double *ret_bytes)
 {
 	if (!v || !*v || strlen(v) > 64)
 		return -EINVAL;
-	char q[80];
 	size_t n = strlen(v);
+	_cleanup_free_ char *q = op_malloc(n + 4); /* room for "MB" or "i" */
 	memcpy(q, v, n + 1);
 	if (go_atoi_ok(q, n)) { /* a bare number means MB */
 		memcpy(q + n, "MB", 3);
