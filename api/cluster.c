@@ -287,6 +287,13 @@ static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct ap
 	I64(o, p, "postgresGID", &s->postgres_gid);
 	STR(o, p, "logLevel", &s->log_level);
 	BOOL(o, p, "enablePDB", &s->enable_pdb);
+	I64(o, p, "startDelay", &s->start_delay);
+	I64(o, p, "stopDelay", &s->stop_delay);
+	I64(o, p, "smartShutdownTimeout", &s->smart_shutdown_timeout);
+	I64(o, p, "switchoverDelay", &s->switchover_delay);
+	I64(o, p, "failoverDelay", &s->failover_delay);
+	I64(o, p, "livenessProbeTimeout", &s->liveness_probe_timeout);
+	STR(o, p, "serviceAccountName", &s->service_account_name);
 }
 
 static void dec_status(struct api_dec *d, json_object *o, const char *p,
@@ -316,6 +323,10 @@ static void set_crd_defaults(struct api_cluster_spec *s)
 	s->postgres_uid = 26;
 	s->postgres_gid = 26;
 	s->enable_pdb = true;
+	s->start_delay = 3600;
+	s->stop_delay = 1800;
+	s->smart_shutdown_timeout = 180;
+	s->switchover_delay = 3600;
 }
 
 int api_cluster_decode(json_object *obj, struct api_errors *errs, struct api_cluster **ret_cluster,
@@ -425,6 +436,7 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 	free(s->affinity.pod_anti_affinity_type), free(s->affinity.topology_key);
 	api_kvs_done(&s->affinity.node_selector);
 	free(s->log_level);
+	free(s->service_account_name);
 
 	struct api_cluster_status *st = &c->status;
 	free(st->phase), free(st->phase_reason), free(st->current_primary), free(st->target_primary);

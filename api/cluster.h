@@ -183,6 +183,12 @@ struct api_cluster_spec {
 	int64_t postgres_uid, postgres_gid; /* default: 26 */
 	char *log_level;
 	bool enable_pdb; /* default: true */
+	/* Delays in seconds (CRD defaults): startDelay 3600, stopDelay 1800,
+	 * smartShutdownTimeout 180, switchoverDelay 3600, failoverDelay 0;
+	 * livenessProbeTimeout 0 = unset. */
+	int64_t start_delay, stop_delay, smart_shutdown_timeout, switchover_delay, failover_delay;
+	int64_t liveness_probe_timeout;
+	char *service_account_name;
 };
 
 struct api_cluster_status {

@@ -48,7 +48,9 @@ static const char *full_cluster =
 	"\"dbname\":\"postgres\"},\"password\":{\"name\":\"pw\",\"key\":\"password\"}}],"
 	"\"resources\":{\"requests\":{\"cpu\":1,\"memory\":\"512Mi\"},\"limits\":{\"memory\":\"1Gi\"}},"
 	"\"affinity\":{\"enablePodAntiAffinity\":false,\"podAntiAffinityType\":\"required\","
-	"\"topologyKey\":\"zone\",\"nodeSelector\":{\"disk\":\"ssd\"}}},"
+	"\"topologyKey\":\"zone\",\"nodeSelector\":{\"disk\":\"ssd\"}},"
+	"\"stopDelay\":30,\"switchoverDelay\":40,\"failoverDelay\":5,\"smartShutdownTimeout\":15,"
+	"\"serviceAccountName\":\"sa\"},"
 	"\"status\":{\"phase\":\"Cluster in healthy state\",\"instances\":3,\"readyInstances\":2,"
 	"\"currentPrimary\":\"pg-1\",\"targetPrimary\":\"pg-2\",\"latestGeneratedNode\":3,"
 	"\"timelineID\":2,\"instanceNames\":[\"pg-1\",\"pg-2\",\"pg-3\"]}}";
@@ -120,6 +122,12 @@ static void test_decode_full(void **state)
 	assert_string_equal(s->affinity.pod_anti_affinity_type, "required");
 	assert_string_equal(api_kvs_get(&s->affinity.node_selector, "disk"), "ssd");
 	assert_int_equal(s->postgres_uid, 26);
+	assert_int_equal(s->stop_delay, 30);
+	assert_int_equal(s->switchover_delay, 40);
+	assert_int_equal(s->failover_delay, 5);
+	assert_int_equal(s->smart_shutdown_timeout, 15);
+	assert_int_equal(s->start_delay, 3600);
+	assert_string_equal(s->service_account_name, "sa");
 	const struct api_cluster_status *st = &c->status;
 	assert_string_equal(st->phase, "Cluster in healthy state");
 	assert_int_equal(st->instances, 3);
@@ -141,6 +149,12 @@ static void test_decode_defaults(void **state)
 	struct api_cluster *c = NULL;
 	assert_int_equal(api_cluster_decode(o, NULL, &c, NULL), 0);
 	assert_int_equal(c->spec.instances, 1);
+	assert_int_equal(c->spec.start_delay, 3600);
+	assert_int_equal(c->spec.stop_delay, 1800);
+	assert_int_equal(c->spec.smart_shutdown_timeout, 180);
+	assert_int_equal(c->spec.switchover_delay, 3600);
+	assert_int_equal(c->spec.failover_delay, 0);
+	assert_null(c->spec.service_account_name);
 	assert_true(c->spec.replication_slots.ha_enabled);
 	assert_string_equal(api_cluster_slot_prefix(c), "_cnpg_");
 	assert_true(c->spec.affinity.enable_pod_anti_affinity);
