@@ -279,7 +279,7 @@ WH_RULE_FN(wh_v50_primary_lease)
 	if (lease <= renew)
 		wh_result_error(res, "spec.primaryLease.leaseDurationSeconds",
 				"leaseDurationSeconds must be greater than renewDeadlineSeconds");
-	if (5 * renew <= 6 * retry)
+	if ((__int128)5 * renew <= (__int128)6 * retry) /* no overflow on huge values */
 		wh_result_error(res, "spec.primaryLease.renewDeadlineSeconds",
 				"renewDeadlineSeconds must be greater than 1.2 * retryPeriodSeconds");
 }

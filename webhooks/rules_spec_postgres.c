@@ -197,8 +197,8 @@ WH_RULE_FN(wh_v31_synchronous)
 	int64_t number = 0;
 	if (!sync || !wh_i64(sync, "number", &number))
 		return;
-	int64_t total = instances_of(ctx) + (int64_t)wh_len(sync, "standbyNamesPre") +
-			(int64_t)wh_len(sync, "standbyNamesPost");
+	__int128 total = (__int128)instances_of(ctx) + wh_len(sync, "standbyNamesPre") +
+			 wh_len(sync, "standbyNamesPost"); /* instances may be huge */
 	if (number >= total)
 		wh_result_error(res, SYNC_PATH,
 				"Invalid synchronous configuration: the number of synchronous "

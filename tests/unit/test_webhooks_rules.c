@@ -294,6 +294,10 @@ static const struct row cluster_rows[] = {
 	  "{'primaryLease':{'leaseDurationSeconds':15,'renewDeadlineSeconds':10,"
 	  "'retryPeriodSeconds':2}}",
 	  NULL },
+	{ "V50 huge values do not overflow", NULL,
+	  "{'primaryLease':{'leaseDurationSeconds':9223372036854775807,"
+	  "'renewDeadlineSeconds':9223372036854775806,'retryPeriodSeconds':2}}",
+	  NULL },
 	{ "V50 lease not above renew", NULL,
 	  "{'primaryLease':{'leaseDurationSeconds':10,'renewDeadlineSeconds':10}}",
 	  "spec.primaryLease.leaseDurationSeconds" },

@@ -256,6 +256,10 @@ static const struct row postgres_rows[] = {
 	  NULL },
 	{ "V31 synchronous", NULL,
 	  "{'instances':3,'postgresql':{'synchronous':{'method':'any','number':1}}}", NULL },
+	{ "V31 huge instances do not overflow", NULL,
+	  "{'instances':9223372036854775807,'postgresql':{'synchronous':{'method':'any',"
+	  "'number':1,'standbyNamesPre':['a']}}}",
+	  NULL },
 	{ "V31 number == instances", NULL,
 	  "{'instances':3,'postgresql':{'synchronous':{'method':'any','number':3}}}",
 	  "spec.postgresql.synchronous" },
