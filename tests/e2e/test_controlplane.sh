@@ -12,6 +12,10 @@ e2e_assert_eq v1.34.1 "$ver" "kube-apiserver version"
 client=$(kubectl version --client -o yaml | awk '/gitVersion:/ {print $2}')
 e2e_assert_eq v1.34.1 "$client" "kubectl version"
 
+e2e_assert_match "$(helm version --short)" '^v3\.19\.0' "helm version"
+releases=$(helm list --all-namespaces --short 2>&1) || e2e_fail "helm list: $releases"
+e2e_assert_eq "" "$releases" "helm talks to the cluster (no releases)"
+
 e2e_log "readiness and liveness"
 e2e_assert_eq ok "$(kubectl get --raw /readyz)" "/readyz"
 e2e_assert_eq ok "$(kubectl get --raw /livez)" "/livez"
@@ -57,8 +61,21 @@ who=$(kubectl --token="$token" --kubeconfig=/dev/null --server="$PGOP_E2E_APISER
 	--certificate-authority="$PGOP_E2E_CA" auth whoami -o jsonpath='{.status.userInfo.username}')
 e2e_assert_eq "system:serviceaccount:$ns:default" "$who" "token identity"
 
-e2e_log "a Deployment makes a ReplicaSet and Pods (Pending: no node yet)"
-kubectl -n "$ns" create deployment web --image=registry.invalid/web:1 --replicas=2 >/dev/null
+e2e_log "a Deployment makes a ReplicaSet and Pods (Pending: they fit no node)"
+# The node selector keeps the pods off any node (a node agent may run for other tests).
+kubectl -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      nodeSelector: {e2e.pgop.test/no-such-node: "true"}
+      containers: [{name: web, image: registry.invalid/web:1}]
+EOF
 e2e_wait_for "[ \"\$(kubectl -n $ns get replicasets -l app=web -o name | wc -l)\" = 1 ]" 30 ||
 	e2e_fail "no ReplicaSet for deployment web"
 e2e_wait_for "[ \"\$(kubectl -n $ns get pods -l app=web -o name | wc -l)\" = 2 ]" 30 ||
@@ -67,11 +84,9 @@ rs=$(kubectl -n "$ns" get replicasets -l app=web -o jsonpath='{.items[0].metadat
 e2e_assert_eq Deployment/web "$rs" "ReplicaSet owner"
 phase=$(kubectl -n "$ns" get pods -l app=web -o jsonpath='{.items[0].status.phase}')
 e2e_assert_eq Pending "$phase" "pod phase without a node"
-if [ "$(kubectl get nodes -o name | wc -l)" = 0 ]; then
-	e2e_log "the scheduler sees the pods and reports no nodes"
-	e2e_wait_for "kubectl -n $ns get pods -l app=web -o jsonpath='{.items[0].status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -qx Unschedulable" 30 ||
-		e2e_fail "kube-scheduler did not mark the pod Unschedulable"
-fi
+e2e_log "kube-scheduler reports the pods Unschedulable"
+e2e_wait_for "kubectl -n $ns get pods -l app=web -o jsonpath='{.items[0].status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -qx Unschedulable" 30 ||
+	e2e_fail "kube-scheduler did not mark the pod Unschedulable"
 
 e2e_log "garbage collector: deleting the Deployment removes its ReplicaSet and Pods"
 kubectl -n "$ns" delete deployment web --wait=false >/dev/null
