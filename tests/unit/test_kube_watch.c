@@ -10,6 +10,7 @@
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "support/json.h"
+#include "support/log.h"
 #include "test_kube_server.h"
 
 #include <cmocka.h>
@@ -283,6 +284,74 @@ static void test_watch_gone_and_errors(void **state)
 	ts_stop(s);
 }
 
+/* ---- transient failures ---- */
+
+static atomic_int tr_calls;
+
+static void h_transient(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	int n = atomic_fetch_add(&tr_calls, 1);
+	if (strstr(req->path, "/nodes")) { /* always 500 */
+		r->status = 500;
+		r->body = ts_status(500, "InternalError", "etcd is down");
+		return;
+	}
+	if (n == 0) { /* a non-410 ERROR event: delivered, stream resumed */
+		add_chunk(r, EV("ADDED", "x", "40"), 0);
+		add_chunk(r, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,"
+			     "\"message\":\"internal\"}}\n", 5);
+		r->hold_ms = 3000;
+	} else if (n == 1) {
+		r->status = 503;
+		r->body = ts_status(503, "ServiceUnavailable", "later");
+	} else {
+		add_chunk(r, EV("ADDED", "y", "41"), 0);
+		add_chunk(r, EV("ADDED", "stop", "42"), 0);
+		r->hold_ms = 3000;
+	}
+}
+
+static int stop_on_name(void *ud, enum kube_watch_type t, json_object *obj)
+{
+	record(ud, t, obj);
+	const char *n = kube_obj_name(obj);
+	return n && !strcmp(n, "stop") ? -EINTR : 0;
+}
+
+static void test_watch_transient(void **state)
+{
+	atomic_store(&tr_calls, 0);
+	seen_reset();
+	struct ts *s = ts_start(h_transient, NULL);
+	struct kube_client *c = client_for(s);
+	struct op_err err = OP_ERR_INIT;
+	struct kube_watch *w = NULL;
+	assert_int_equal(kube_watch_new(c, KUBE_PODS, "ns1", NULL, &w, &err), 0);
+	/* ERROR(500) -> resume from rv 40 -> 503 -> resume -> y, stop (callback error) */
+	assert_int_equal(kube_watch_run(w, stop_on_name, NULL, 0, &err), -EINTR);
+	assert_non_null(strstr(err.msg, "handler failed on ADDED"));
+	assert_int_equal(seen_count(), 4);
+	assert_int_equal(seen.type[1], KUBE_WATCH_ERROR);
+	assert_string_equal(seen.name[2], "y");
+	assert_int_equal(ts_count(s), 3);
+	assert_non_null(strstr(ts_at(s, 1)->query, "resourceVersion=40"));
+	assert_non_null(strstr(ts_at(s, 2)->query, "resourceVersion=40"));
+	char *rv = kube_watch_resource_version(w);
+	assert_string_equal(rv, "41"); /* the refused event does not advance the rv */
+	free(rv);
+	w = kube_watch_free(w);
+
+	/* a server that keeps failing: bounded by max_failures */
+	err = OP_ERR_INIT;
+	assert_int_equal(kube_watch_new(c, KUBE_NODES, NULL, NULL, &w, &err), 0);
+	assert_int_equal(kube_watch_run(w, record, NULL, 3, &err), -EIO);
+	assert_non_null(strstr(err.msg, "etcd is down"));
+	assert_int_equal(kube_watch_streams(w), 3);
+	kube_watch_free(w);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 /* ---- informer ---- */
 
 static atomic_int list_calls, inf_watch_calls;
@@ -439,13 +508,61 @@ static void test_informer(void **state)
 	ts_stop(s);
 }
 
+/* The first list is refused: the informer retries and syncs. */
+static atomic_int fl_calls;
+
+static void h_list_fails(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	if (is_watch(req)) {
+		r->hold_ms = 30000;
+		return;
+	}
+	if (atomic_fetch_add(&fl_calls, 1) == 0) {
+		r->status = 403;
+		r->body = ts_status(403, "Forbidden", "not yet");
+		return;
+	}
+	r->body = op_strdup("{\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[{\"metadata\":{"
+			    "\"name\":\"n1\",\"resourceVersion\":\"7\"}}]}");
+}
+
+static void test_informer_list_retry(void **state)
+{
+	atomic_store(&fl_calls, 0);
+	struct ts *s = ts_start(h_list_fails, NULL);
+	struct kube_client *c = client_for(s);
+	const struct kube_informer_opts io = { .relist_backoff_ms = 50 };
+	struct kube_informer *inf = NULL;
+	struct op_err err = OP_ERR_INIT;
+	op_log_set_level(OP_LOG_ERROR); /* the expected warning */
+	assert_int_equal(kube_informer_new(c, KUBE_NODES, &io, NULL, &inf, &err), 0);
+	assert_int_equal(kube_informer_start(inf, &err), 0);
+	assert_int_equal(kube_informer_wait_synced(inf, 5000), 0);
+	assert_int_equal(atomic_load(&fl_calls), 2);
+	json_object *o = kube_informer_get(inf, NULL, "n1"); /* cluster-scoped */
+	assert_non_null(o);
+	json_object_put(o);
+	assert_non_null(strstr(ts_at(s, 0)->path, "/api/v1/nodes"));
+	kube_informer_free(inf);
+	op_log_set_level(OP_LOG_INFO);
+	/* stopped before start: wait_synced reports it */
+	assert_int_equal(kube_informer_new(c, KUBE_NODES, &io, NULL, &inf, &err), 0);
+	kube_informer_stop(inf);
+	assert_int_equal(kube_informer_wait_synced(inf, 1000), -ECANCELED);
+	kube_informer_free(inf);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_watch_one_stream),
 		cmocka_unit_test(test_watch_resume_and_stop),
 		cmocka_unit_test(test_watch_gone_and_errors),
+		cmocka_unit_test(test_watch_transient),
 		cmocka_unit_test(test_informer),
+		cmocka_unit_test(test_informer_list_retry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
