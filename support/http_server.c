@@ -74,6 +74,8 @@ struct req_state {
 	char *method;        /* owned, for the log line */
 	char *path;          /* owned, truncated to MAX_LOGGED_PATH */
 	char *error;         /* owned: why a 4xx/5xx was sent, or NULL */
+	unsigned pending;    /* 404/405 decided on the first call, sent on the next */
+	char *pending_allow; /* owned: Allow header for a pending 405 */
 	char peer[INET6_ADDRSTRLEN + 16];
 };
 
@@ -261,8 +263,22 @@ static char *allowed_methods(const struct op_http_server *srv, const char *path)
 
 /* ---- request lifecycle --------------------------------------------------- */
 
+static enum MHD_Result queue_pending(struct MHD_Connection *conn, struct req_state *rq)
+{
+	if (rq->pending == MHD_HTTP_NOT_FOUND)
+		return queue_error(conn, rq, MHD_HTTP_NOT_FOUND, NULL, false, "not found");
+	return queue_error(conn, rq, MHD_HTTP_METHOD_NOT_ALLOWED, rq->pending_allow, false,
+			   "method not allowed");
+}
+
 /* First call: route, then the checks that need no body. Queues an error or
- * returns MHD_YES to go on reading. */
+ * returns MHD_YES to go on reading.
+ *
+ * MHD closes the connection after a response queued on the first call (it
+ * cannot know whether a body follows), so that is kept for rejections of
+ * requests that carry a body (413, 415, and 404/405 of a POST). A 404/405 of
+ * a GET is only decided here and sent on the next call, keeping the
+ * connection alive, as does every successful GET. */
 static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connection *conn,
 				  struct req_state *rq, const char *url, const char *method)
 {
@@ -279,17 +295,21 @@ static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connect
 		}
 	}
 	if (rq->route == srv->n_paths - 1) {
-		if (!path_known)
-			return queue_error(conn, rq, MHD_HTTP_NOT_FOUND, NULL, false, "not found");
-		_cleanup_free_ char *allow = allowed_methods(srv, url);
-		for (size_t i = 0; i < srv->n_paths - 1; i++) {
-			if (strcmp(route_at(srv, i)->path, url) == 0) {
-				rq->route = i; /* count 405s under the path they were for */
-				break;
+		if (path_known) {
+			rq->pending = MHD_HTTP_METHOD_NOT_ALLOWED;
+			rq->pending_allow = allowed_methods(srv, url);
+			for (size_t i = 0; i < srv->n_paths - 1; i++) {
+				if (strcmp(route_at(srv, i)->path, url) == 0) {
+					rq->route = i; /* count 405s under their path */
+					break;
+				}
 			}
+		} else {
+			rq->pending = MHD_HTTP_NOT_FOUND;
 		}
-		return queue_error(conn, rq, MHD_HTTP_METHOD_NOT_ALLOWED, allow, false,
-				   "method not allowed");
+		if (method_has_body(method))
+			return queue_pending(conn, rq);
+		return MHD_YES;
 	}
 	if (!method_has_body(method))
 		return MHD_YES;
@@ -364,13 +384,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		format_peer(conn, rq->peer, sizeof(rq->peer));
 		*con_cls = rq;
 		atomic_fetch_add_explicit(&srv->in_flight, 1, memory_order_relaxed);
-		enum MHD_Result ok = first_call(srv, conn, rq, url, method);
-		if (ok != MHD_YES || rq->status || method_has_body(method))
-			return ok;
-		return dispatch(srv, conn, rq, method);
+		return first_call(srv, conn, rq, url, method);
 	}
 	if (rq->status)
-		return MHD_YES; /* answered early; MHD drains or closes */
+		return MHD_YES; /* answered early; MHD closes the connection */
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
@@ -383,6 +400,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		return MHD_YES;
 	}
+	if (rq->pending)
+		return queue_pending(conn, rq);
 	if (rq->too_big) {
 		_cleanup_free_ char *m =
 			op_asprintf("request body is over the %zu byte limit", srv->max_body);
@@ -431,6 +450,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(rq->method);
 	free(rq->path);
 	free(rq->error);
+	free(rq->pending_allow);
 	free(rq);
 }
 

@@ -105,6 +105,7 @@ static struct op_http_server *start_pem(const char *cert, const char *key)
 
 struct resp {
 	long code;
+	long new_connections; /* CURLINFO_NUM_CONNECTS: 0 when a kept-alive one was reused */
 	struct op_buf body;
 	char *subject; /* peer leaf subject from CURLINFO_CERTINFO */
 	char *allow;
@@ -208,6 +209,7 @@ static int do_request(CURL *c, uint16_t port, const struct req_opts *o, struct r
 
 	out->curl_rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->code);
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &out->new_connections);
 	struct curl_certinfo *ci = NULL;
 	if (curl_easy_getinfo(c, CURLINFO_CERTINFO, &ci) == CURLE_OK && ci && ci->num_of_certs > 0) {
 		for (struct curl_slist *s = ci->certinfo[0]; s; s = s->next) {
@@ -300,6 +302,38 @@ static void test_routes_and_codes(void **state)
 	assert_non_null(strstr(op_buf_str(&r.body), "backend exploded"));
 	resp_done(&r);
 
+	op_http_server_free(srv);
+}
+
+/* Successful requests and 404/405 of a GET keep the connection open. */
+static void test_keepalive(void **state)
+{
+	struct op_http_server *srv = start_pem(cert_a, key_a);
+	uint16_t port = op_http_server_port(srv);
+	CURL *c = curl_easy_init();
+	static const struct {
+		const char *method, *path, *body;
+		long code;
+	} steps[] = {
+		{ "GET", "/healthz", NULL, 200 },  { "GET", "/healthz", NULL, 200 },
+		{ "GET", "/nope", NULL, 404 },     { "GET", "/echo", NULL, 405 },
+		{ "POST", "/echo", "{}", 200 },    { "POST", "/echo", "{}", 200 },
+		{ "GET", "/metrics", NULL, 200 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(steps); i++) {
+		struct req_opts o = { .method = steps[i].method, .path = steps[i].path,
+				      .body = steps[i].body,
+				      .body_len = steps[i].body ? strlen(steps[i].body) : 0,
+				      .content_type = steps[i].body ? "application/json" : NULL };
+		struct resp r;
+		do_request(c, port, &o, &r);
+		assert_int_equal(r.code, steps[i].code);
+		if (i > 0 && r.new_connections != 0)
+			fail_msg("step %zu (%s %s) opened a new connection", i, steps[i].method,
+				 steps[i].path);
+		resp_done(&r);
+	}
+	curl_easy_cleanup(c);
 	op_http_server_free(srv);
 }
 
@@ -685,9 +719,18 @@ static void test_graceful_stop(void **state)
 	struct slow_client s = { .port = op_http_server_port(srv) };
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, slow_thread, &s), 0);
-	struct timespec ts = { 0, 150 * 1000 * 1000 }; /* the request is in the handler now */
-	nanosleep(&ts, NULL);
-	op_http_server_free(srv);
+	/* Wait until the request is inside the handler (in-flight gauge 1). */
+	bool inside = false;
+	for (int i = 0; i < 1000 && !inside; i++) {
+		struct op_buf m = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
+		assert_int_equal(op_http_server_render_metrics(srv, &m), 0);
+		inside = strstr(op_buf_str(&m), "pgop_http_requests_in_flight 1\n") != NULL;
+		op_buf_done(&m);
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	assert_true(inside);
+	op_http_server_free(srv); /* drains: the slow request still gets its 200 */
 	pthread_join(t, NULL);
 	assert_int_equal(s.code, 200);
 }
@@ -742,6 +785,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes_and_codes),
+		cmocka_unit_test(test_keepalive),
 		cmocka_unit_test(test_body_limit),
 		cmocka_unit_test(test_health_and_ready),
 		cmocka_unit_test(test_metrics),
