@@ -257,7 +257,11 @@ int kube_list(struct kube_client *c, const struct kube_kind *k, const char *ns,
 int kube_list_all(struct kube_client *c, const struct kube_kind *k, const char *ns,
 		  const struct kube_list_opts *opts, json_object **ret_list, struct op_err *err);
 
-/* POST obj (borrowed) into ns. ret_obj may be NULL; else owned server copy.
+/* Note for create/update/apply: obj is serialized with json-c, which caches
+ * the text inside obj (a write): do not pass an object that another thread
+ * is reading or serializing at the same time (informer copies are private).
+ *
+ * POST obj (borrowed) into ns. ret_obj may be NULL; else owned server copy.
  * An existing name is -EEXIST. */
 int kube_create(struct kube_client *c, const struct kube_kind *k, const char *ns, json_object *obj,
 		json_object **ret_obj, struct op_err *err);
