@@ -70,7 +70,7 @@ int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret
 		return op_err_set(err, -EINVAL, "invalid JSON: NaN and Infinity are not numbers");
 	}
 	for (size_t i = off; i < len; i++) {
-		if (!strchr(" \t\r\n", data[i])) {
+		if (data[i] != ' ' && data[i] != '\t' && data[i] != '\r' && data[i] != '\n') {
 			json_object_put(o);
 			return op_err_set(err, -EINVAL,
 					  "invalid JSON at offset %zu: trailing data after value", i);

@@ -554,7 +554,7 @@ int op_yaml_or_json_parse_docs(const char *data, size_t len, const struct op_yam
 			       json_object **ret_array, struct op_err *err)
 {
 	size_t i = 0;
-	while (i < len && strchr(" \t\r\n", data[i]))
+	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
 		i++;
 	if (i == len || (data[i] != '{' && data[i] != '['))
 		return op_yaml_parse_docs(data, len, lim, ret_array, err);

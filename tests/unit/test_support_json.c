@@ -87,6 +87,10 @@ static void test_parse_errors(void **state)
 		if (!strstr(err.msg, bad[i].msg))
 			fail_msg("'%s': message '%s' lacks '%s'", bad[i].in, err.msg, bad[i].msg);
 	}
+	/* A NUL byte after the value is not whitespace. */
+	json_object *z = NULL;
+	struct op_err ze = OP_ERR_INIT;
+	assert_int_equal(op_json_parse("[1]\0", 4, 0, &z, &ze), -EINVAL);
 	/* NULL data with zero length is an empty document. */
 	json_object *o = NULL;
 	struct op_err err = OP_ERR_INIT;

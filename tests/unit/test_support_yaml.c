@@ -402,6 +402,11 @@ static void test_yaml_or_json(void **state)
 	assert_string_equal(json_object_to_json_string_ext(docs, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
 			    "[{\"a\":true}]");
 	json_object_put(docs);
+	/* A NUL byte is not blank: "\0{" goes to YAML, which rejects it. */
+	err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_or_json_parse_docs("\0{}", 3, NULL, &docs, &err), -EINVAL);
+	assert_null(strstr(err.msg, "JSON"));
+	err = OP_ERR_INIT;
 	assert_int_equal(op_yaml_or_json_parse_docs("", 0, NULL, &docs, &err), 0);
 	json_object_put(docs);
 }
