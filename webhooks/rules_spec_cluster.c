@@ -253,10 +253,21 @@ WH_RULE_FN(wh_v46_liveness_pinger)
 		return;
 	}
 	bool enabled;
-	if (!wh_bool(cfg, "enabled", &enabled))
+	if (!wh_bool(cfg, "enabled", &enabled)) {
 		wh_result_error(res, path,
 				"error decoding liveness pinger config: the 'enabled' field is "
 				"required");
+		return;
+	}
+	static const char *const timeouts[] = { "requestTimeout", "connectionTimeout" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(timeouts); i++) {
+		int64_t t;
+		if (wh_at(cfg, timeouts[i]) && !wh_i64(cfg, timeouts[i], &t))
+			wh_result_error(res, path,
+					"error decoding liveness pinger config: '%s' must be an "
+					"integer",
+					timeouts[i]);
+	}
 }
 
 WH_RULE_FN(wh_v49_service_account)
