@@ -1,0 +1,373 @@
+/* bench/webhook.c - admission webhook throughput and latency over TLS.
+ *
+ * The server (support/http_server + wh_handle_review, as `pgop controller`
+ * runs it) is started in a CHILD process with a freshly generated ECDSA P-256
+ * certificate, so its memory figures are its own (VmRSS/VmHWM from
+ * /proc/<pid>/status). The parent drives it with N client threads, each
+ * reusing one libcurl easy handle (TLS keep-alive), for a fixed time per run:
+ *   - baseline: GET /healthz (TLS + HTTP cost alone)
+ *   - validate: POST a typical 3-instance Cluster AdmissionReview
+ *   - mutate:   the same review on the mutating path
+ * at concurrency 1, 16 and 64, printing reviews/s, p50/p99 latency, errors.
+ *
+ * Usage: bench_webhook [SECONDS_PER_RUN (default 3)] [SERVER_THREADS (default: CPUs)]
+ * Client and server share the machine: on 2 cores the client's TLS work
+ * competes with the server's, so the figures are a floor.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "support/alloc.h"
+#include "support/http_server.h"
+#include "support/log.h"
+#include "tests/unit/selfsigned_cert.h"
+#include "webhooks/webhooks.h"
+
+#define VALIDATE_PATH "/validate-postgresql-cnpg-io-v1-cluster"
+#define MUTATE_PATH "/mutate-postgresql-cnpg-io-v1-cluster"
+
+/* A typical Cluster as users write it (cluster-example + the usual knobs). */
+static const char review_body[] =
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+	"\"uid\":\"0d2a4c1e-6f1b-4c89-9a55-3f1d2b7e8a90\","
+	"\"kind\":{\"group\":\"postgresql.cnpg.io\",\"version\":\"v1\",\"kind\":\"Cluster\"},"
+	"\"resource\":{\"group\":\"postgresql.cnpg.io\",\"version\":\"v1\",\"resource\":\"clusters\"},"
+	"\"requestKind\":{\"group\":\"postgresql.cnpg.io\",\"version\":\"v1\",\"kind\":\"Cluster\"},"
+	"\"requestResource\":{\"group\":\"postgresql.cnpg.io\",\"version\":\"v1\",\"resource\":\"clusters\"},"
+	"\"name\":\"cluster-example\",\"namespace\":\"default\",\"operation\":\"CREATE\","
+	"\"userInfo\":{\"username\":\"kubernetes-admin\",\"groups\":[\"system:masters\",\"system:authenticated\"]},"
+	"\"object\":{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\","
+	"\"metadata\":{\"name\":\"cluster-example\",\"namespace\":\"default\",\"labels\":{\"app\":\"db\"}},"
+	"\"spec\":{\"instances\":3,\"imageName\":\"ghcr.io/cloudnative-pg/postgresql:17.2\","
+	"\"primaryUpdateStrategy\":\"unsupervised\",\"enableSuperuserAccess\":false,"
+	"\"postgresql\":{\"parameters\":{\"max_connections\":\"200\",\"shared_buffers\":\"256MB\","
+	"\"work_mem\":\"8MB\",\"log_min_duration_statement\":\"1000\"},"
+	"\"pg_hba\":[\"host all all 10.0.0.0/8 scram-sha-256\"],"
+	"\"synchronous\":{\"method\":\"any\",\"number\":1}},"
+	"\"bootstrap\":{\"initdb\":{\"database\":\"app\",\"owner\":\"app\",\"dataChecksums\":true}},"
+	"\"storage\":{\"size\":\"10Gi\",\"storageClass\":\"standard\"},"
+	"\"walStorage\":{\"size\":\"2Gi\"},"
+	"\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"},"
+	"\"limits\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}},"
+	"\"affinity\":{\"enablePodAntiAffinity\":true,\"topologyKey\":\"kubernetes.io/hostname\"},"
+	"\"monitoring\":{\"enablePodMonitor\":false}}},"
+	"\"oldObject\":null,\"dryRun\":false,"
+	"\"options\":{\"kind\":\"CreateOptions\",\"apiVersion\":\"meta.k8s.io/v1\"}}}";
+
+/* ---- server (child process) --------------------------------------------- */
+
+static int on_validate(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		       struct op_err *err)
+{
+	return wh_handle_review(WH_VALIDATE, req->body, req->body_len, &rep->body, err);
+}
+
+static int on_mutate(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		     struct op_err *err)
+{
+	return wh_handle_review(WH_MUTATE, req->body, req->body_len, &rep->body, err);
+}
+
+static const struct op_http_route routes[] = {
+	{ "POST", MUTATE_PATH, on_mutate },
+	{ "POST", VALIDATE_PATH, on_validate },
+};
+
+/* Runs in the child: serve until SIGTERM. Writes the port (uint16_t) to fd. */
+static int serve(const char *cert, const char *key, unsigned threads, int fd)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	op_log_set_level(OP_LOG_ERROR);
+	struct op_http_config cfg = {
+		.listen = "127.0.0.1:0",
+		.cert_pem = cert,
+		.key_pem = key,
+		.routes = routes,
+		.n_routes = OP_ARRAY_SIZE(routes),
+		.threads = threads,
+		.connection_limit = 1024,
+	};
+	struct op_http_server *srv = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_http_server_start(&cfg, &srv, &err) < 0) {
+		fprintf(stderr, "server: %s\n", err.msg);
+		return 1;
+	}
+	uint16_t port = op_http_server_port(srv);
+	if (write(fd, &port, sizeof(port)) != sizeof(port))
+		return 1;
+	close(fd);
+	int sig;
+	sigwait(&set, &sig);
+	op_http_server_free(srv);
+	return 0;
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+struct scenario {
+	const char *name;
+	const char *path;
+	const char *body; /* NULL: GET */
+};
+
+static const struct scenario scenarios[] = {
+	{ "baseline GET /healthz", "/healthz", NULL },
+	{ "validate (3-instance Cluster)", VALIDATE_PATH, review_body },
+	{ "mutate (3-instance Cluster)", MUTATE_PATH, review_body },
+};
+
+static const unsigned concurrency[] = { 1, 16, 64 };
+
+struct worker {
+	pthread_t tid;
+	const struct scenario *sc;
+	uint16_t port;
+	double seconds;
+	uint32_t *lat_us; /* owned */
+	size_t n, cap;
+	unsigned errors;
+	pthread_barrier_t *start;
+};
+
+static size_t discard(char *p, size_t sz, size_t n, void *ud)
+{
+	size_t *bytes = ud;
+	*bytes += sz * n;
+	return sz * n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char url[256];
+	size_t bytes = 0;
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u%s", w->port, w->sc->path);
+	CURL *c = curl_easy_init();
+	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &bytes);
+	if (w->sc->body) {
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, w->sc->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(w->sc->body));
+	}
+	pthread_barrier_wait(w->start);
+	double end = now_s() + w->seconds;
+	for (double t0 = now_s(); t0 < end; t0 = now_s()) {
+		CURLcode rc = curl_easy_perform(c);
+		long code = 0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		double t1 = now_s();
+		if (rc != CURLE_OK || code != 200) {
+			w->errors++;
+			continue;
+		}
+		if (w->n == w->cap) {
+			w->cap = w->cap ? w->cap * 2 : 4096;
+			w->lat_us = op_realloc(w->lat_us, w->cap * sizeof(*w->lat_us));
+		}
+		w->lat_us[w->n++] = (uint32_t)((t1 - t0) * 1e6);
+	}
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct run_result {
+	double rps, p50_ms, p99_ms;
+	size_t n;
+	unsigned errors;
+};
+
+static struct run_result run(const struct scenario *sc, unsigned conc, uint16_t port,
+			     double seconds)
+{
+	struct worker *w = op_calloc(conc, sizeof(*w));
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, conc + 1);
+	for (unsigned i = 0; i < conc; i++) {
+		w[i] = (struct worker){ .sc = sc, .port = port, .seconds = seconds, .start = &start };
+		if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0)
+			abort();
+	}
+	pthread_barrier_wait(&start);
+	double t0 = now_s();
+	size_t total = 0;
+	struct run_result res = { 0 };
+	for (unsigned i = 0; i < conc; i++) {
+		pthread_join(w[i].tid, NULL);
+		total += w[i].n;
+		res.errors += w[i].errors;
+	}
+	double elapsed = now_s() - t0;
+	pthread_barrier_destroy(&start);
+	uint32_t *all = op_malloc((total ? total : 1) * sizeof(*all));
+	size_t k = 0;
+	for (unsigned i = 0; i < conc; i++) {
+		memcpy(all + k, w[i].lat_us, w[i].n * sizeof(*all));
+		k += w[i].n;
+		free(w[i].lat_us);
+	}
+	qsort(all, total, sizeof(*all), cmp_u32);
+	res.n = total;
+	res.rps = (double)total / elapsed;
+	if (total) {
+		res.p50_ms = all[total / 2] / 1000.0;
+		res.p99_ms = all[(size_t)((double)total * 0.99)] / 1000.0;
+	}
+	free(all);
+	free(w);
+	return res;
+}
+
+/* kB value of "Field:" in /proc/PID/status, or -1. */
+static long proc_status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long v = -1;
+	size_t fl = strlen(field);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
+			char *end = NULL;
+			long x = strtol(line + fl + 1, &end, 10);
+			if (end != line + fl + 1)
+				v = x;
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static double parse_seconds(const char *s)
+{
+	char *end = NULL;
+	double v = s ? strtod(s, &end) : 0;
+	return s && end != s && *end == '\0' && v > 0 && v <= 600 ? v : 3.0;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = parse_seconds(argc > 1 ? argv[1] : NULL);
+	unsigned threads = 0;
+	if (argc > 2) {
+		char *end = NULL;
+		unsigned long t = strtoul(argv[2], &end, 10);
+		threads = end != argv[2] && *end == '\0' && t > 0 && t <= 64 ? (unsigned)t : 0;
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char *cert = NULL, *key = NULL;
+	if (selfsigned_make("bench-webhook", &cert, &key) < 0) {
+		fputs("cannot generate a certificate\n", stderr);
+		return 1;
+	}
+
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* the child waits for it with sigwait */
+	int fds[2];
+	if (pipe(fds) < 0)
+		return 1;
+	pid_t child = fork();
+	if (child < 0)
+		return 1;
+	if (child == 0) {
+		close(fds[0]);
+		int rc = serve(cert, key, threads, fds[1]);
+		free(cert);
+		free(key);
+		_exit(rc);
+	}
+	close(fds[1]);
+	uint16_t port = 0;
+	if (read(fds[0], &port, sizeof(port)) != sizeof(port)) {
+		fputs("the server did not start\n", stderr);
+		waitpid(child, NULL, 0);
+		return 1;
+	}
+	close(fds[0]);
+	curl_global_init(CURL_GLOBAL_ALL);
+
+	long rss_idle = proc_status_kb(child, "VmRSS");
+	printf("bench_webhook: server pid %d on 127.0.0.1:%u, %u server threads, %ld CPUs, "
+	       "%.1f s per run, review body %zu bytes\n",
+	       (int)child, port, threads ? threads : (unsigned)(cpus > 16 ? 16 : cpus), cpus,
+	       seconds, sizeof(review_body) - 1);
+	printf("server RSS before clients: %.1f MiB\n\n", (double)rss_idle / 1024.0);
+	printf("%-32s %5s %9s %11s %9s %9s %7s %10s\n", "scenario", "conc", "requests", "req/s",
+	       "p50 ms", "p99 ms", "errors", "HWM MiB");
+
+	int rc = 0;
+	double base_rps[OP_ARRAY_SIZE(concurrency)] = { 0 };
+	for (size_t s = 0; s < OP_ARRAY_SIZE(scenarios); s++) {
+		for (size_t c = 0; c < OP_ARRAY_SIZE(concurrency); c++) {
+			struct run_result r = run(&scenarios[s], concurrency[c], port, seconds);
+			long hwm = proc_status_kb(child, "VmHWM");
+			char ratio[32] = "";
+			if (s == 0)
+				base_rps[c] = r.rps;
+			else if (r.rps > 0)
+				snprintf(ratio, sizeof(ratio), "  (%.2fx baseline)", base_rps[c] / r.rps);
+			printf("%-32s %5u %9zu %11.0f %9.3f %9.3f %7u %10.1f%s\n", scenarios[s].name,
+			       concurrency[c], r.n, r.rps, r.p50_ms, r.p99_ms, r.errors,
+			       (double)hwm / 1024.0, ratio);
+			fflush(stdout);
+			if (r.errors)
+				rc = 1;
+		}
+	}
+	long hwm = proc_status_kb(child, "VmHWM");
+	long rss = proc_status_kb(child, "VmRSS");
+	printf("\nserver memory: VmRSS %.1f MiB now, VmHWM (peak) %.1f MiB; idle was %.1f MiB\n",
+	       (double)rss / 1024.0, (double)hwm / 1024.0, (double)rss_idle / 1024.0);
+	printf("client process (this one, shares the CPUs): VmHWM %.1f MiB\n",
+	       (double)proc_status_kb(getpid(), "VmHWM") / 1024.0);
+
+	kill(child, SIGTERM);
+	int status = 0;
+	waitpid(child, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fputs("the server did not stop cleanly\n", stderr);
+		rc = 1;
+	}
+	curl_global_cleanup();
+	free(cert);
+	free(key);
+	return rc;
+}
