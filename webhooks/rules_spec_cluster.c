@@ -1,9 +1,9 @@
 /* webhooks/rules_spec_cluster.c - cluster-level rules: superuser secret
  * (V5), certificates (V6), image (V8, V9), primary update strategy (V11),
  * synchronous replica bounds (V12, V13), name (V18), tolerations and
- * anti-affinity (V25, V26), annotations (V42, V46; V43 is in
- * rules_spec_podpatch.c), service account
- * (V49) and primary lease timings (V50). CNPG cluster_webhook.go.
+ * anti-affinity (V25, V26), annotations (V42, V46; V43 lives in
+ * rules_spec_podpatch.c), service account (V49) and primary lease timings
+ * (V50). CNPG cluster_webhook.go.
  */
 #include "webhooks/rules_spec.h"
 
