@@ -268,6 +268,41 @@ WH_RULE_FN(wh_v34_ldap)
 				"only bind+search or bind method can be specified");
 }
 
+/* Compiles a Go RE2 pattern with POSIX ERE after rewriting the RE2-only
+ * group syntax ERE lacks: "(?:" becomes "(" and flag groups such as "(?i)"
+ * are dropped (the check is "does it compile", not the match semantics). */
+static bool re2_compiles(const char *pat)
+{
+	size_t n = strlen(pat);
+	_cleanup_free_ char *ere = op_malloc(n + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		if (pat[i] == '\\' && i + 1 < n) {
+			ere[o++] = pat[i++];
+			ere[o++] = pat[i++];
+		} else if (strncmp(pat + i, "(?:", 3) == 0) {
+			ere[o++] = '(';
+			i += 3;
+		} else if (strncmp(pat + i, "(?", 2) == 0) {
+			size_t j = i + 2;
+			while (j < n && strchr("imsU-", pat[j]))
+				j++;
+			if (j < n && pat[j] == ')' && j > i + 2)
+				i = j + 1;
+			else
+				ere[o++] = pat[i++];
+		} else {
+			ere[o++] = pat[i++];
+		}
+	}
+	ere[o] = '\0';
+	regex_t re;
+	if (regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0)
+		return false;
+	regfree(&re);
+	return true;
+}
+
 WH_RULE_FN(wh_v35_replication_slots)
 {
 	/* CNPG: checked when HA slots or synchronizeReplicas are enabled; an
@@ -284,11 +319,8 @@ WH_RULE_FN(wh_v35_replication_slots)
 		const char *pat = e && json_object_is_type(e, json_type_string)
 					  ? json_object_get_string(e)
 					  : NULL;
-		regex_t re;
-		if (pat && regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) == 0) {
-			regfree(&re);
+		if (pat && re2_compiles(pat))
 			continue;
-		}
 		_cleanup_free_ char *p = op_asprintf(
 			"spec.replicationSlots.synchronizeReplicas.excludePatterns[%zu]", i);
 		wh_result_error(res, p,

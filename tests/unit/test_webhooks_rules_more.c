@@ -294,7 +294,7 @@ static const struct row postgres_rows[] = {
 	  "spec.postgresql.ldap" },
 	{ "V35 exclude patterns", NULL,
 	  "{'replicationSlots':{'synchronizeReplicas':{'enabled':true,'excludePatterns':"
-	  "['^foo','bar$']}}}",
+	  "['^foo','bar$','(?i)^Temp_','^(?:a|b)+\\\\d$']}}}",
 	  NULL },
 	{ "V35 bad pattern", NULL,
 	  "{'replicationSlots':{'synchronizeReplicas':{'enabled':true,'excludePatterns':"
