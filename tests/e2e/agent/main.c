@@ -1,0 +1,291 @@
+/* tests/e2e/agent/main.c - `pgop-node-agent`: flags, subcommands, main loop.
+ *
+ *   pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P [--node-name N]
+ *   pgop-node-agent [--state-dir D] exec NS/POD [-c CONTAINER] -- CMD...
+ *   pgop-node-agent [--state-dir D] partition NS/POD on|off
+ *   pgop-node-agent container-init SPEC.json        (internal)
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "support/alloc.h"
+#include "support/json.h"
+#include "support/log.h"
+#include "tests/e2e/agent/na.h"
+
+struct opts {
+	const char *kubeconfig, *state_dir, *pgop_binary, *node_name, *log_level;
+};
+
+static int partition_main(int argc, char **argv, const char *state_dir)
+{
+	if (argc != 3 || !strchr(argv[1], '/') || (strcmp(argv[2], "on") && strcmp(argv[2], "off"))) {
+		fprintf(stderr, "usage: pgop-node-agent partition NS/POD on|off\n");
+		return 2;
+	}
+	_cleanup_free_ char *ns = op_strndup(argv[1], (size_t)(strchr(argv[1], '/') - argv[1]));
+	_cleanup_free_ char *ipf =
+		op_asprintf("%s/run/%s_%s.ip", state_dir, ns, strchr(argv[1], '/') + 1);
+	struct op_buf b = OP_BUF_INIT(64);
+	struct op_err err = OP_ERR_INIT;
+	if (na_read_file(ipf, &b, &err) < 0) {
+		fprintf(stderr, "partition: pod not on this node: %s\n", err.msg);
+		return 1;
+	}
+	_cleanup_free_ char *ip = op_buf_take(&b, NULL);
+	_cleanup_free_ char *dir = op_asprintf("%s/partition", state_dir);
+	_cleanup_free_ char *mark = op_asprintf("%s/%s", dir, ip);
+	bool on = !strcmp(argv[2], "on");
+	if (on) {
+		if (na_mkdir_p(dir, 0755, &err) < 0 || na_write_file(mark, "", 0, 0644, &err) < 0) {
+			fprintf(stderr, "partition: %s\n", err.msg);
+			return 1;
+		}
+	} else {
+		unlink(mark);
+	}
+	/* apply now; the agent's next render keeps it */
+	static const char *const fams[] = { "ip", "bridge" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(fams); i++) {
+		_cleanup_free_ char *elem = op_asprintf("{ %s }", ip);
+		const char *cmd[] = { "nft", on ? "add" : "delete", "element", fams[i], NA_NFT_TABLE,
+				      "partitioned", elem, NULL };
+		na_run(cmd, NULL, NULL, NULL);
+	}
+	printf("%s %s (%s)\n", argv[1], on ? "partitioned" : "reconnected", ip);
+	return 0;
+}
+
+static void parse_server(struct na_agent *a, const char *server)
+{
+	/* https://HOST:PORT */
+	const char *h = strstr(server, "://");
+	h = h ? h + 3 : server;
+	const char *colon = strrchr(h, ':');
+	_cleanup_free_ char *host = colon ? op_strndup(h, (size_t)(colon - h)) : op_strdup(h);
+	long port = 443;
+	if (colon) {
+		char *end;
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (errno || port <= 0 || port > 65535)
+			port = 443;
+	}
+	a->net.apiserver_ip = op_strdup(!strcmp(host, "localhost") ? "127.0.0.1" : host);
+	a->net.apiserver_port = (int)port;
+}
+
+static char *first_service_ip(const char *cidr)
+{
+	unsigned o[4];
+	if (sscanf(cidr, "%3u.%3u.%3u.%3u", &o[0], &o[1], &o[2], &o[3]) != 4 || o[3] > 253)
+		return op_strdup("10.213.0.1");
+	return op_asprintf("%u.%u.%u.%u", o[0], o[1], o[2], o[3] + 1);
+}
+
+static int start_informer(struct na_agent *a, const struct kube_kind *k, const char *fs,
+			  struct kube_informer **ret, struct op_err *err)
+{
+	struct kube_informer_opts o = { .field_selector = fs, .watch_timeout_seconds = 120 };
+	struct kube_informer_handlers h = { 0 };
+	int rc = kube_informer_new(a->kc, k, &o, &h, ret, err);
+	if (rc == 0)
+		rc = kube_informer_start(*ret, err);
+	return rc;
+}
+
+static int run(struct opts *o)
+{
+	struct na_agent a = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	int rc = 1;
+	char exe[PATH_MAX];
+	if (!o->kubeconfig || !o->state_dir || !o->pgop_binary) {
+		fprintf(stderr, "usage: pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P "
+				"[--node-name N]\n");
+		return 2;
+	}
+	if (!realpath("/proc/self/exe", exe)) {
+		fprintf(stderr, "cannot resolve /proc/self/exe\n");
+		return 1;
+	}
+	a.self_exe = op_strdup(exe);
+	if (na_mkdir_p(o->state_dir, 0755, &err) < 0 || !realpath(o->state_dir, exe)) {
+		fprintf(stderr, "state dir: %s\n", err.msg);
+		return 1;
+	}
+	a.state_dir = op_strdup(exe);
+	a.net.state_dir = a.state_dir;
+	char pgop[PATH_MAX];
+	a.pgop_binary = op_strdup(realpath(o->pgop_binary, pgop) ? pgop : o->pgop_binary);
+	a.node_name = op_strdup(o->node_name ? o->node_name : NA_NODE_NAME_DEFAULT);
+	const char *cidr = getenv("PGOP_E2E_SERVICE_CIDR");
+	a.svc_cidr = op_strdup(cidr && *cidr ? cidr : "10.213.0.0/16");
+	a.net.kube_svc_ip = first_service_ip(a.svc_cidr);
+	a.host_ip = op_strdup(NA_POD_NET ".1");
+
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_ALL);
+
+	struct kube_config *cfg = NULL;
+	if (kube_config_load(o->kubeconfig, &cfg, &err) < 0) {
+		op_log_error("kubeconfig", "error", err.msg);
+		goto out;
+	}
+	parse_server(&a, cfg->server);
+	struct kube_client_opts co = { .qps = 200, .burst = 400, .user_agent = "pgop-node-agent" };
+	if (kube_client_new(cfg, &co, &a.kc, &err) < 0) {
+		op_log_error("client", "error", err.msg);
+		goto out;
+	}
+	static const char *const dirs[] = { "pods", "volumes", "logs", "run", "partition" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(dirs); i++) {
+		_cleanup_free_ char *d = op_asprintf("%s/%s", a.state_dir, dirs[i]);
+		if (na_mkdir_p(d, 0755, &err) < 0) {
+			op_log_error("state dir", "error", err.msg);
+			goto out;
+		}
+	}
+	if (na_net_up(&a.net, &err) < 0) {
+		op_log_error("bridge", "error", err.msg);
+		goto out;
+	}
+	_cleanup_free_ char *fs = op_asprintf("spec.nodeName=%s", a.node_name);
+	if (start_informer(&a, KUBE_PODS, fs, &a.pods, &err) < 0 ||
+	    start_informer(&a, KUBE_SERVICES, NULL, &a.svcs, &err) < 0 ||
+	    start_informer(&a, KUBE_ENDPOINTSLICES, NULL, &a.slices, &err) < 0 ||
+	    start_informer(&a, KUBE_PVCS, NULL, &a.pvcs, &err) < 0 ||
+	    start_informer(&a, KUBE_PVS, NULL, &a.pvs, &err) < 0) {
+		op_log_error("informers", "error", err.msg);
+		goto out;
+	}
+	struct kube_informer *infs[] = { a.pods, a.svcs, a.slices, a.pvcs, a.pvs };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(infs); i++)
+		kube_informer_wait_synced(infs[i], 30000);
+	if (na_storage_setup(&a, &err) < 0) {
+		op_log_warn("storage class", "error", err.msg);
+		op_err_clear(&err);
+	}
+	op_log_info("node agent running", "node", a.node_name, "state", a.state_dir, "pgop",
+		    a.pgop_binary, "apiserver", cfg->server);
+	int64_t next_hb = 0, next_svc = 0, next_pv = 0;
+	for (;;) {
+		int64_t now = na_now_ms();
+		if (now >= next_hb) {
+			if (na_node_heartbeat(&a, &err) < 0) {
+				op_log_warn("node heartbeat", "error", err.msg);
+				op_err_clear(&err);
+				next_hb = now + 2000;
+			} else {
+				next_hb = now + 10000;
+			}
+		}
+		na_pods_sync(&a);
+		if (now >= next_svc) {
+			na_services_sync(&a);
+			next_svc = now + 500;
+		}
+		if (now >= next_pv) {
+			na_provision(&a);
+			next_pv = now + 1000;
+		}
+		struct timespec ts = { 0, 100 * 1000000L };
+		int sig = sigtimedwait(&sigs, NULL, &ts);
+		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+			op_log_info("stopping: killing pods and removing the network");
+			break;
+		}
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; i < 1; i++) {
+		struct kube_informer **all[] = { &a.pods, &a.svcs, &a.slices, &a.pvcs, &a.pvs };
+		for (size_t k = 0; k < OP_ARRAY_SIZE(all); k++)
+			*all[k] = kube_informer_free(*all[k]);
+	}
+	na_pods_stop_all(&a);
+	if (a.net.up)
+		na_net_down(&a.net);
+	kube_client_free(a.kc);
+	json_object_put(a.services);
+	free(a.last_nft);
+	free(a.state_dir);
+	free(a.self_exe);
+	free(a.pgop_binary);
+	free(a.node_name);
+	free(a.svc_cidr);
+	free(a.host_ip);
+	free(a.net.apiserver_ip);
+	free(a.net.kube_svc_ip);
+	op_log_info("stopped");
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "container-init"))
+		return na_container_init_main(argc - 1, argv + 1);
+	op_log_set_component("node-agent");
+	static const struct option longs[] = {
+		{ "kubeconfig", required_argument, NULL, 'k' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "pgop-binary", required_argument, NULL, 'p' },
+		{ "node-name", required_argument, NULL, 'n' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { 0 };
+	int c;
+	/* "+": stop at the first non-option (the subcommand) */
+	while ((c = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
+		switch (c) {
+		case 'k': o.kubeconfig = optarg; break;
+		case 's': o.state_dir = optarg; break;
+		case 'p': o.pgop_binary = optarg; break;
+		case 'n': o.node_name = optarg; break;
+		case 'l': o.log_level = optarg; break;
+		case 'h':
+			printf("pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P "
+			       "[--node-name N] [--log-level L]\n"
+			       "pgop-node-agent [--state-dir D] exec NS/POD [-c C] -- CMD...\n"
+			       "pgop-node-agent [--state-dir D] partition NS/POD on|off\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (o.log_level) {
+		enum op_log_level lvl;
+		if (op_log_parse_level(o.log_level, &lvl) < 0) {
+			fprintf(stderr, "bad --log-level %s\n", o.log_level);
+			return 2;
+		}
+		op_log_set_level(lvl);
+	}
+	const char *sd = o.state_dir ? o.state_dir : "/tmp/pgop-e2e/agent";
+	if (optind < argc && !strcmp(argv[optind], "exec"))
+		return na_exec_main(argc - optind, argv + optind, sd);
+	if (optind < argc && !strcmp(argv[optind], "partition"))
+		return partition_main(argc - optind, argv + optind, sd);
+	if (optind < argc) {
+		fprintf(stderr, "unknown subcommand %s\n", argv[optind]);
+		return 2;
+	}
+	return run(&o);
+}

@@ -1,0 +1,255 @@
+/* tests/e2e/agent/na.h - the e2e node agent (kubelet / kube-proxy / DNS stand-in).
+ *
+ * Internal to tests/e2e/agent/ (prefix na_). The agent runs each pod's
+ * containers as local processes, each pod in its own network namespace
+ * (pgop-e2e-<uid8>) attached to the bridge pgope2e0. See
+ * docs/internals/node-agent.md.
+ *
+ * Ownership: every `char *` in a struct is owned by the struct unless the
+ * comment says "borrowed". Functions returning int return 0 (or a count) on
+ * success and -errno on failure, filling a caller-owned struct op_err.
+ */
+#ifndef PGOP_NA_H
+#define PGOP_NA_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "support/buf.h"
+#include "support/err.h"
+
+#define NA_NODE_NAME_DEFAULT "pgop-e2e-node"
+#define NA_BRIDGE "pgope2e0"
+#define NA_NETNS_PREFIX "pgop-e2e-"
+#define NA_VETH_PREFIX "pe2e"
+#define NA_NFT_TABLE "pgop_e2e"
+#define NA_POD_NET "10.244.213"   /* /24; .1 is the bridge */
+#define NA_POD_PREFIXLEN 24
+#define NA_STORAGE_CLASS "pgop-e2e"
+#define NA_PROVISIONER "pgop.io/e2e-hostpath"
+#define NA_PG_BIN "/usr/lib/postgresql/15/bin"
+#define NA_MAX_ARGS 256     /* argv/env entries per container */
+#define NA_MAX_MOUNTS 64
+
+/* ---------------------------------------------------------------- util.c */
+
+/* Runs argv (argv[0] searched in PATH) with `input` (may be NULL) on stdin,
+ * stdout+stderr captured into out (may be NULL; capped by out->max). Returns
+ * 0 when the command exits 0; -EIO otherwise with the command and its
+ * output in err. */
+int na_run(const char *const argv[], const char *input, struct op_buf *out, struct op_err *err);
+int na_mkdir_p(const char *path, mode_t mode, struct op_err *err);
+/* Writes data atomically (temp file + rename) with mode. */
+int na_write_file(const char *path, const void *data, size_t len, mode_t mode,
+		  struct op_err *err);
+/* Reads a whole file into b (cleared first, capped by b->max). */
+int na_read_file(const char *path, struct op_buf *b, struct op_err *err);
+/* Removes a tree without crossing mount points or following symlinks.
+ * Refuses paths not under `guard` (a directory prefix). */
+int na_rm_rf(const char *path, const char *guard, struct op_err *err);
+/* Monotonic milliseconds. */
+int64_t na_now_ms(void);
+/* RFC 3339 UTC timestamp of the wall clock into a 32-byte buffer. */
+void na_rfc3339(char out[32]);
+
+/* -------------------------------------------------------------- render.c */
+/* Pure functions (unit-tested). */
+
+enum na_image_kind { NA_IMAGE_OTHER, NA_IMAGE_PGOP, NA_IMAGE_POSTGRES };
+/* Image -> executable policy: name containing "pgop" -> the pgop binary,
+ * "postgres"/"postgresql" -> PostgreSQL 15 binaries first on PATH. The
+ * registry and tag are ignored; only the repository path is looked at. */
+enum na_image_kind na_image_kind(const char *image);
+
+/* Restart back-off after `restarts` failures: 1 s doubling, capped at 60 s
+ * (kubelet: 10 s..300 s; shortened so e2e tests stay fast). */
+int64_t na_backoff_ms(int restarts);
+
+/* Pod IP for index 2..254 of NA_POD_NET into out[16]. -ERANGE otherwise. */
+int na_pod_ip(int index, char out[16]);
+/* Network namespace and host veth names from a pod UID (first 8 hex digits
+ * without dashes). out_netns[32], out_veth[16]. -EINVAL for a short uid. */
+int na_pod_names(const char *uid, char out_netns[32], char out_veth[16]);
+
+/* One Service port after resolution to ready endpoints. */
+struct na_backend {
+	char *ip;
+	int port;
+};
+struct na_svc_rule {
+	char *cluster_ip;
+	char *proto;   /* "tcp" / "udp" */
+	int port;
+	struct na_backend *backends; /* owned array */
+	size_t n_backends;
+};
+struct na_svc_rules {
+	struct na_svc_rule *v;
+	size_t n;
+};
+void na_svc_rules_free(struct na_svc_rules *r);
+/* Adds the rules of one Service (borrowed JSON) resolved through its
+ * EndpointSlices (borrowed JSON array of all slices; those labelled
+ * kubernetes.io/service-name=<svc> in the Service's namespace are used).
+ * Only ready endpoints (conditions.ready absent or true) with an IPv4
+ * address. Services without a ClusterIP (headless, "None") add nothing.
+ * Ports are matched by name between the Service and the slice. */
+int na_svc_rules_add(struct na_svc_rules *r, json_object *svc, json_object *slices,
+		     struct op_err *err);
+/* Adds one rule by hand (the apiserver's default/kubernetes). */
+void na_svc_rules_add_one(struct na_svc_rules *r, const char *cluster_ip, const char *proto,
+			  int port, const char *backend_ip, int backend_port);
+
+/* The whole nftables ruleset of table ip pgop_e2e as an `nft -f` script
+ * that replaces any previous version atomically: DNAT (prerouting + output)
+ * from ClusterIP:port to backends with numgen random load balancing,
+ * masquerade of service traffic from the pod network, and the partition
+ * set (drop in forward/input for those addresses). */
+int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char *svc_cidr,
+		  const char *const *partitioned, size_t n_partitioned);
+
+/* One /etc/hosts for a pod: localhost lines, the pod's own hostname,
+ * and for every Service with a ClusterIP (JSON array, borrowed):
+ * <svc>.<ns>.svc.cluster.local <svc>.<ns>.svc <svc>.<ns> and, in the pod's
+ * own namespace, <svc>. */
+int na_hosts_render(struct op_buf *b, const char *pod_ns, const char *hostname,
+		    const char *subdomain, const char *pod_ip, json_object *services);
+
+/* Value of a downward-API fieldRef for env/volumes: metadata.name,
+ * metadata.namespace, metadata.uid, spec.nodeName, spec.serviceAccountName,
+ * status.podIP, status.hostIP, metadata.labels['x'], metadata.annotations['x'].
+ * Borrowed result or NULL when unsupported/absent. */
+const char *na_field_ref(json_object *pod, const char *field_path, const char *pod_ip,
+			 const char *host_ip);
+
+/* Expands $(VAR) references in s using env (NAME=value strings) like the
+ * kubelet; $$ is a literal $; unknown references are kept as is. Result
+ * appended to b. */
+int na_expand_vars(struct op_buf *b, const char *s, char *const *env, size_t n_env);
+
+/* ---------------------------------------------------------------- net.c */
+
+struct na_net {
+	char *state_dir;     /* borrowed */
+	char *apiserver_ip;  /* where 10.213.0.1:443 goes (owned) */
+	int apiserver_port;
+	char *kube_svc_ip;   /* first service IP (owned, "10.213.0.1") */
+	bool up;
+};
+/* Creates the bridge (NA_POD_NET.1/24), per-bridge forwarding and
+ * route_localnet, and an empty nft table. Idempotent. */
+int na_net_up(struct na_net *n, struct op_err *err);
+/* Deletes the nft table and the bridge. */
+void na_net_down(struct na_net *n);
+/* Creates netns + veth for the pod with address ip. Idempotent. */
+int na_net_pod_add(const char *netns, const char *veth, const char *ip, struct op_err *err);
+void na_net_pod_del(const char *netns, const char *veth);
+/* Applies a rendered nft script. */
+int na_net_apply_nft(const char *script, struct op_err *err);
+
+/* -------------------------------------------------------------- launch.c */
+
+/* `pgop-node-agent container-init SPEC.json`: runs in a fresh process,
+ * enters the pod's netns, builds a private mount namespace whose root is a
+ * tmpfs populated with bind mounts of the host's top-level directories
+ * (/tmp and /dev/shm fresh tmpfs), mounts volumes at their mountPath
+ * (directories missing on the host are created only inside the private
+ * tree: a host directory on the way is "mirrored" by a tmpfs holding bind
+ * mounts of its entries), pivots into it, drops to runAsUser/Group and
+ * execs the container. Never returns on success. */
+int na_container_init_main(int argc, char **argv);
+
+/* `pgop-node-agent exec NS/POD [-c CONTAINER] -- CMD...`: runs CMD inside
+ * the container's network and mount namespaces (like kubectl exec). */
+int na_exec_main(int argc, char **argv, const char *state_dir);
+
+/* ---------------------------------------------------------------- agent */
+
+struct kube_client;
+struct kube_informer;
+
+enum na_cstate { NA_WAITING, NA_RUNNING, NA_TERMINATED };
+enum na_probe_kind { NA_PROBE_STARTUP, NA_PROBE_READINESS, NA_PROBE_LIVENESS, NA_PROBE__N };
+
+struct na_ctr {
+	char *name;
+	bool init;
+	pid_t pid;            /* 0 when not running */
+	enum na_cstate state;
+	int restarts;
+	int exit_code;
+	int signal;
+	char *reason;         /* waiting/terminated reason, or NULL */
+	char started_at[32], finished_at[32];
+	int64_t started_ms, next_start_ms, kill_at_ms;
+	bool ever_started, ready, started;
+	int64_t next_probe_ms[NA_PROBE__N];
+	int probe_ok[NA_PROBE__N], probe_fail[NA_PROBE__N];
+	bool probe_passed[NA_PROBE__N];
+};
+
+struct na_pod {
+	struct na_pod *next;
+	char *uid, *ns, *name;
+	json_object *obj;     /* owned deep copy of the latest Pod */
+	char ip[16];
+	int ip_index;
+	char netns[32], veth[16];
+	char *dir;            /* STATE/pods/<uid> */
+	bool net_ready, vols_ready;
+	char *waiting_reason; /* while volumes/network are not ready */
+	char *waiting_msg;
+	struct na_ctr *init, *ctrs;
+	size_t n_init, n_ctrs, init_done;
+	bool init_failed;
+	bool terminating, deleted;
+	int64_t kill_deadline_ms;
+	char start_time[32];
+	char *last_status;    /* last status JSON sent */
+	int64_t seen_ms, running_ms, next_refresh_ms;
+	char *hosts;          /* last hosts file written */
+	bool cond[4];         /* Initialized, ContainersReady, Ready, PodScheduled */
+	char cond_time[4][32];
+	bool cond_set;
+	bool seen;
+};
+
+struct na_agent {
+	struct kube_client *kc;
+	struct kube_informer *pods, *svcs, *slices, *pvcs, *pvs;
+	char *state_dir, *node_name, *pgop_binary, *self_exe, *svc_cidr, *kubeconfig;
+	char *host_ip;        /* bridge address, the node's InternalIP */
+	struct na_net net;
+	struct na_pod *pod_list;
+	bool ip_used[256];
+	char *last_nft;
+	json_object *services; /* owned: last services list */
+	int64_t next_node_ms, next_svc_ms, next_pv_ms;
+	bool node_registered;
+};
+
+/* status.c: patches the Pod status when it changed since the last call. */
+void na_pod_status(struct na_agent *a, struct na_pod *p);
+/* pods.c */
+void na_pods_sync(struct na_agent *a);
+void na_pods_stop_all(struct na_agent *a);
+/* volumes.c: (re)writes the pod's volumes under its directory. */
+int na_volumes_setup(struct na_agent *a, struct na_pod *p, struct op_err *err);
+/* Host directory for volume `name` (owned string) or NULL when unknown. */
+char *na_volume_dir(struct na_agent *a, struct na_pod *p, const char *name);
+/* probes.c: runs due probes of a running container, updates ready/started.
+ * Returns true when liveness failed (the container must be restarted). */
+bool na_probes_run(struct na_agent *a, struct na_pod *p, struct na_ctr *c, json_object *spec);
+/* node.c */
+int na_node_heartbeat(struct na_agent *a, struct op_err *err);
+int na_storage_setup(struct na_agent *a, struct op_err *err);
+void na_provision(struct na_agent *a);
+/* services.c: nftables + hosts files from the Service/EndpointSlice caches. */
+void na_services_sync(struct na_agent *a);
+/* Partition state: STATE/partition/<ip> files. */
+int na_partition_list(const char *state_dir, char ***ret_ips, size_t *ret_n);
+
+#endif
