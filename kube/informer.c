@@ -332,6 +332,34 @@ static int cmp_str(const void *a, const void *b)
 
 json_object *kube_informer_list(struct kube_informer *inf, const char *ns)
 {
+	return kube_informer_list_filter(inf, ns, NULL, NULL);
+}
+
+struct sel_ctx {
+	const char *selector;
+};
+
+static bool match_selector(void *ud, json_object *obj)
+{
+	struct sel_ctx *s = ud;
+	return kube_selector_match(s->selector, obj, NULL) == 1;
+}
+
+json_object *kube_informer_list_selected(struct kube_informer *inf, const char *ns,
+					 const char *selector, struct op_err *err)
+{
+	/* Validate once so a bad selector is an error, not an empty list. */
+	int r = kube_selector_match(selector, NULL, err);
+	if (r < 0)
+		return NULL;
+	struct sel_ctx ctx = { selector };
+	return kube_informer_list_filter(inf, ns, match_selector, &ctx);
+}
+
+json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns,
+				       bool (*match)(void *userdata, json_object *obj),
+				       void *userdata)
+{
 	json_object *arr = json_object_new_array();
 	if (!arr)
 		return NULL;
@@ -348,8 +376,10 @@ json_object *kube_informer_list(struct kube_informer *inf, const char *ns)
 	qsort(keys, cnt, sizeof(*keys), cmp_str);
 	for (size_t i = 0; i < cnt; i++) {
 		json_object *copy = NULL;
-		if (json_object_deep_copy(json_object_object_get(inf->cache, keys[i]), &copy,
-					  NULL) < 0 ||
+		json_object *o = json_object_object_get(inf->cache, keys[i]);
+		if (match && !match(userdata, o))
+			continue;
+		if (json_object_deep_copy(o, &copy, NULL) < 0 ||
 		    op_json_append(arr, copy) < 0) {
 			json_object_put(arr);
 			arr = NULL;

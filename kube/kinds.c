@@ -52,6 +52,10 @@ const struct kube_kind kube_kinds[KUBE_K__COUNT] = {
 	[KUBE_K_NAMESPACES] = { "", "v1", "namespaces", "Namespace", false },
 	[KUBE_K_PODDISRUPTIONBUDGETS] = { "policy", "v1", "poddisruptionbudgets",
 					  "PodDisruptionBudget", true },
+	[KUBE_K_SUBJECTACCESSREVIEWS] = { "authorization.k8s.io", "v1", "subjectaccessreviews",
+					  "SubjectAccessReview", false },
+	[KUBE_K_TOKENREVIEWS] = { "authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+				  false },
 };
 
 const struct kube_kind *kube_kind_lookup(const char *name)

@@ -140,6 +140,8 @@ enum kube_kind_id {
 	KUBE_K_STORAGECLASSES,
 	KUBE_K_NAMESPACES,
 	KUBE_K_PODDISRUPTIONBUDGETS,
+	KUBE_K_SUBJECTACCESSREVIEWS, /* create only: authorization.k8s.io/v1 */
+	KUBE_K_TOKENREVIEWS,         /* create only: authentication.k8s.io/v1 */
 	KUBE_K__COUNT
 };
 
@@ -175,6 +177,8 @@ extern const struct kube_kind kube_kinds[KUBE_K__COUNT];
 #define KUBE_STORAGECLASSES KUBE_KIND(KUBE_K_STORAGECLASSES)
 #define KUBE_NAMESPACES KUBE_KIND(KUBE_K_NAMESPACES)
 #define KUBE_PODDISRUPTIONBUDGETS KUBE_KIND(KUBE_K_PODDISRUPTIONBUDGETS)
+#define KUBE_SUBJECTACCESSREVIEWS KUBE_KIND(KUBE_K_SUBJECTACCESSREVIEWS)
+#define KUBE_TOKENREVIEWS KUBE_KIND(KUBE_K_TOKENREVIEWS)
 
 /* Finds a built-in kind by plural resource name ("pods") or Kind ("Pod"),
  * optionally qualified by group ("leases.coordination.k8s.io"). Borrowed
@@ -339,6 +343,14 @@ int kube_request(struct kube_client *c, const struct kube_request *req, json_obj
 
 /* Maps an HTTP status (+ Status.reason, may be NULL) to the -errno above. */
 int kube_errno_from_http(long http_status, const char *reason);
+
+/* Label selectors evaluated client-side (e.g. on informer caches), same
+ * grammar as the API server: comma-separated requirements, each one of
+ *   key=value  key==value  key!=value  key  !key
+ *   key in (v1,v2)  key notin (v1,v2)
+ * Returns 1 when obj's metadata.labels match (an empty/NULL selector matches
+ * everything), 0 when not, -EINVAL for a malformed selector (err says where). */
+int kube_selector_match(const char *selector, json_object *obj, struct op_err *err);
 
 /* Small helpers on objects (borrowed results, NULL when absent). */
 const char *kube_obj_name(json_object *obj);

@@ -132,6 +132,16 @@ json_object *kube_informer_get(struct kube_informer *inf, const char *ns, const 
 /* New owned JSON array of deep copies of all cached objects in ns (NULL =
  * all), sorted by ns/name. NULL only on allocation failure. */
 json_object *kube_informer_list(struct kube_informer *inf, const char *ns);
+/* Same, keeping only objects for which match(userdata, obj) is true; match
+ * runs under the cache read lock on the shared object (read-only, must not
+ * block or call back into the informer). match NULL = all. */
+json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns,
+				       bool (*match)(void *userdata, json_object *obj),
+				       void *userdata);
+/* Same with a label selector (kube_selector_match grammar); NULL on a
+ * malformed selector (err set) or allocation failure. */
+json_object *kube_informer_list_selected(struct kube_informer *inf, const char *ns,
+					 const char *selector, struct op_err *err);
 size_t kube_informer_count(struct kube_informer *inf);
 /* Last resourceVersion applied to the cache (owned copy) or NULL. */
 char *kube_informer_resource_version(struct kube_informer *inf);

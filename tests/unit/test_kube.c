@@ -134,6 +134,58 @@ static void test_errno_mapping(void **state)
 	assert_int_equal(kube_errno_from_http(503, NULL), -EAGAIN);
 }
 
+static void test_selector(void **state)
+{
+	json_object *o = json_tokener_parse("{\"metadata\":{\"labels\":{\"app\":\"pg\","
+					    "\"role\":\"primary\",\"cnpg.io/cluster\":\"c1\","
+					    "\"empty\":\"\"}}}");
+	static const struct {
+		const char *sel;
+		int want;
+	} rows[] = {
+		{ NULL, 1 },
+		{ "", 1 },
+		{ "app=pg", 1 },
+		{ "app==pg", 1 },
+		{ "app = pg , role=primary", 1 },
+		{ "app=pg,role=replica", 0 },
+		{ "app!=pg", 0 },
+		{ "missing!=x", 1 },
+		{ "cnpg.io/cluster=c1", 1 },
+		{ "cnpg.io/cluster", 1 },
+		{ "!cnpg.io/cluster", 0 },
+		{ "!missing", 1 },
+		{ "missing", 0 },
+		{ "role in (primary, replica)", 1 },
+		{ "role in (replica)", 0 },
+		{ "role notin (replica)", 1 },
+		{ "missing notin (a)", 1 },
+		{ "missing in (a)", 0 },
+		{ "empty=", 1 },
+		{ "empty in (,x)", 1 },
+		{ "app=pg,", -EINVAL },
+		{ "=pg", -EINVAL },
+		{ "role in primary", -EINVAL },
+		{ "role in (a b)", -EINVAL },
+		{ "app=pg;x", -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct op_err err = OP_ERR_INIT;
+		int r = kube_selector_match(rows[i].sel, o, &err);
+		if (r != rows[i].want)
+			fail_msg("selector \"%s\": got %d, want %d (%s)",
+				 rows[i].sel ? rows[i].sel : "(null)", r, rows[i].want, err.msg);
+		if (r < 0)
+			assert_non_null(strstr(err.msg, "label selector"));
+	}
+	/* an object without labels */
+	json_object *bare = json_tokener_parse("{\"metadata\":{}}");
+	assert_int_equal(kube_selector_match("a", bare, NULL), 0);
+	assert_int_equal(kube_selector_match("a!=b", bare, NULL), 1);
+	json_object_put(bare);
+	json_object_put(o);
+}
+
 static void test_kubeconfig_parse(void **state)
 {
 	const char *yaml =
@@ -642,6 +694,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds_and_paths),
 		cmocka_unit_test(test_errno_mapping),
+		cmocka_unit_test(test_selector),
 		cmocka_unit_test(test_kubeconfig_parse),
 		cmocka_unit_test(test_config_load_order),
 		cmocka_unit_test(test_get_and_errors),

@@ -474,6 +474,16 @@ static void test_informer(void **state)
 	assert_string_equal(kube_obj_name(json_object_array_get_idx(all, 0)), "a");
 	assert_string_equal(kube_obj_name(json_object_array_get_idx(all, 2)), "d");
 	json_object_put(all);
+	/* filtered reads: c carries no labels in this script, so select by name */
+	err = OP_ERR_INIT;
+	assert_null(kube_informer_list_selected(inf, NULL, "a in (", &err));
+	assert_int_equal(err.code, -EINVAL);
+	all = kube_informer_list_selected(inf, NULL, "!app", &err);
+	assert_int_equal(json_object_array_length(all), 3);
+	json_object_put(all);
+	all = kube_informer_list_selected(inf, "ns1", "app=x", &err);
+	assert_int_equal(json_object_array_length(all), 0);
+	json_object_put(all);
 	all = kube_informer_list(inf, "zz");
 	assert_int_equal(json_object_array_length(all), 0);
 	json_object_put(all);
