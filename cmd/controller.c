@@ -21,6 +21,7 @@
 #include "cmd/flags.h"
 #include "support/alloc.h"
 #include "support/http_server.h"
+#include "kube/kube.h"
 #include "support/log.h"
 #include "webhooks/webhooks.h"
 
@@ -92,42 +93,26 @@ static const struct op_http_route controller_routes[] = {
 	{ "POST", VALIDATE_PATH, handle_validate },
 };
 
-/* Where cluster access would come from, or NULL. Borrowed strings. */
-static const char *cluster_access(const struct controller_opts *o, const char **ret_source)
-{
-	const char *env = getenv("KUBECONFIG");
-	if (o->kubeconfig) {
-		*ret_source = "--kubeconfig";
-		return o->kubeconfig;
-	}
-	if (env && *env) {
-		*ret_source = "KUBECONFIG";
-		return env;
-	}
-	const char *host = getenv("KUBERNETES_SERVICE_HOST");
-	if (host && *host) {
-		*ret_source = "in-cluster";
-		return host;
-	}
-	return NULL;
-}
-
+/* Says whether this process could reach a cluster (kube_config_load: --kubeconfig,
+ * $KUBECONFIG, in-cluster service account). Nothing uses it until the
+ * reconciler lands; the log line says what this process serves. */
 static void report_cluster_access(const struct controller_opts *o)
 {
-	const char *source = NULL;
-	const char *where = cluster_access(o, &source);
-	if (o->kubeconfig && access(o->kubeconfig, R_OK) < 0) {
-		op_log_warn("kubeconfig not readable: serving admission webhooks only", "kubeconfig",
-			    o->kubeconfig, "error", strerror(errno));
-		return;
-	}
-	if (!where) {
+	struct kube_config *kc = NULL;
+	struct op_err err = OP_ERR_INIT;
+	int r = kube_config_load(o->kubeconfig, &kc, &err);
+	if (r == -ENOENT && !o->kubeconfig) {
 		op_log_info("no cluster access: serving admission webhooks only");
-		return;
+	} else if (r < 0) {
+		op_log_warn("no usable cluster access: serving admission webhooks only", "error",
+			    err.msg);
+	} else {
+		op_log_info("cluster access found, but the reconciler is not implemented yet: "
+			    "serving admission webhooks only",
+			    "server", kc->server, "source",
+			    kc->in_cluster ? "in-cluster" : o->kubeconfig ? "--kubeconfig" : "KUBECONFIG");
 	}
-	op_log_info("cluster access found, but the reconciler is not implemented yet: serving "
-		    "admission webhooks only",
-		    "source", source, "target", where);
+	kube_config_free(kc);
 }
 
 static void set_signal_mask(sigset_t *set)
