@@ -1,0 +1,198 @@
+/* instance/instance.h - the instance manager (`pgop instance init|join|run|status`).
+ *
+ * Pure parts (unit-tested): PostgreSQL configuration rendering (config.c),
+ * synchronous_standby_names (syncnames.c), the /pg/status JSON encoding
+ * (status.c) and the authorization table of the status endpoints (auth.c).
+ * Process parts: init/join (bootstrap.c), the PID-1 supervisor (run.c), the
+ * status server (server.c), PostgreSQL helpers (pg.c), files (files.c).
+ *
+ * Contract with the reconciler: docs/instance-contract.md.
+ */
+#ifndef PGOP_INSTANCE_INSTANCE_H
+#define PGOP_INSTANCE_INSTANCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/cluster.h"
+#include "support/buf.h"
+#include "support/err.h"
+
+/* ------------------------------------------------------------------------ */
+/* Paths and identity                                                         */
+/* ------------------------------------------------------------------------ */
+
+#define INST_CONTROLLER_DIR "/controller"
+#define INST_CERTS_DIR "/run/pgop/certs"
+#define INST_SECRETS_DIR "/run/pgop/secrets"
+#define INST_PG_BINDIR "/usr/lib/postgresql/15/bin"
+#define INST_PG_PORT 5432
+#define INST_STATUS_LISTEN "0.0.0.0:8000"
+#define INST_OPERATOR_CN "pgop-operator"
+#define INST_PG_MAJOR 15
+
+/* Where an instance lives. All strings BORROWED (argv, env or static). */
+struct inst_paths {
+	const char *pgdata;         /* $PGDATA */
+	const char *waldir;         /* NULL unless walStorage */
+	const char *controller_dir; /* default INST_CONTROLLER_DIR */
+	const char *certs_dir;      /* mounted Secrets, default INST_CERTS_DIR */
+	const char *secrets_dir;    /* default INST_SECRETS_DIR */
+	const char *pg_bindir;      /* default INST_PG_BINDIR */
+};
+
+/* Fills unset fields with the defaults above. */
+void inst_paths_default(struct inst_paths *p);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration rendering (pure)                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Everything the renderer reads. All pointers BORROWED. */
+struct inst_config_input {
+	const struct api_cluster *cluster;
+	const char *pod_name;       /* this instance */
+	const char *controller_dir; /* NULL = INST_CONTROLLER_DIR */
+	const char *os_user;        /* OS user running postgres (pg_ident "local" map) */
+	unsigned port;              /* 0 = INST_PG_PORT */
+	int major;                  /* PostgreSQL major; 0 = INST_PG_MAJOR */
+	/* Healthy standbys (pod names, any order) for synchronous_standby_names;
+	 * NULL = every name of status.instanceNames but pod_name. */
+	const struct api_strv *healthy_replicas;
+};
+
+/* custom.conf: operator defaults (admission-rules §7b), user parameters minus
+ * fixed/blocked ones, mandatory settings (§7c), computed values (§7d), then
+ * cnpg.config_sha256 = SHA-256 of everything before it. Keys sorted. Appends
+ * to out. -EINVAL when a parameter name or value cannot be rendered safely
+ * (newline, NUL, bad name; err names it). *ret_sha256 (may be NULL): owned
+ * hex digest. */
+int inst_render_postgresql_conf(const struct inst_config_input *in, struct op_buf *out,
+				char **ret_sha256, struct op_err *err);
+/* pg_hba.conf: fixed rules (§7e), spec.postgresql.pg_hba, default line. */
+int inst_render_pg_hba(const struct inst_config_input *in, struct op_buf *out, struct op_err *err);
+/* pg_ident.conf: "local" and cnpg_* maps, then spec.postgresql.pg_ident. */
+int inst_render_pg_ident(const struct inst_config_input *in, struct op_buf *out,
+			 struct op_err *err);
+/* postgresql.conf written by init: only the two include directives. */
+extern const char inst_postgresql_conf_includes[];
+
+/* True when a user may not set this parameter (§7a blocked + fixed). */
+bool inst_param_is_fixed(const char *name);
+
+/* synchronous_standby_names from the spec (legacy min/maxSyncReplicas or the
+ * synchronous stanza, runtime.md §4.3). Appends the value (without quotes of
+ * the conf file) to out; nothing when the parameter stays unset. Returns 0. */
+int inst_sync_standby_names(const struct api_cluster *c, const char *primary,
+			    const struct api_strv *healthy_replicas, struct op_buf *out,
+			    struct op_err *err);
+
+/* override.conf of a standby: recovery_target_timeline, primary_conninfo
+ * (sslmode verify-ca with the streaming_replica certificate) and
+ * primary_slot_name when HA slots are enabled. host/port: the primary. */
+int inst_render_standby_override(const struct api_cluster *c, const char *pod_name,
+				 const char *controller_dir, const char *host, unsigned port,
+				 struct op_buf *out, struct op_err *err);
+/* The conninfo used by join, pg_rewind and primary_conninfo. dbname may be NULL. */
+int inst_primary_conninfo(const char *pod_name, const char *controller_dir, const char *host,
+			  unsigned port, const char *dbname, struct op_buf *out);
+
+/* ------------------------------------------------------------------------ */
+/* /pg/status (pure encoding)                                                 */
+/* ------------------------------------------------------------------------ */
+
+struct inst_repl_info {
+	char *application_name, *state, *sent_lsn, *write_lsn, *flush_lsn, *replay_lsn;
+	char *write_lag, *flush_lag, *replay_lag, *sync_state;
+	int64_t sync_priority;
+};
+
+struct inst_slot_info {
+	char *slot_name, *plugin, *slot_type, *database, *restart_lsn, *wal_status;
+	int64_t datoid, safe_wal_size; /* datoid 0 = none */
+	bool active;
+};
+
+/* Every string OWNED (NULL = omitted / empty). */
+struct inst_pg_status {
+	char *current_lsn, *received_lsn, *replay_lsn, *system_id;
+	bool is_primary, replay_paused, pending_restart, is_wal_receiver_active;
+	bool is_pg_rewind_running;
+	int64_t timeline_id;
+	char *loaded_configuration_hash, *session_id, *pod_name;
+	struct inst_repl_info *repl;
+	size_t n_repl;
+	struct inst_slot_info *slots;
+	size_t n_slots;
+};
+
+void inst_pg_status_done(struct inst_pg_status *s);
+/* PostgresqlStatus JSON (runtime.md §2.1) appended to out. */
+int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out);
+
+/* ------------------------------------------------------------------------ */
+/* Endpoint authorization (pure)                                              */
+/* ------------------------------------------------------------------------ */
+
+enum inst_peer_cert {
+	INST_PEER_NONE,      /* no client certificate */
+	INST_PEER_UNTRUSTED, /* presented, does not chain to the cluster CA */
+	INST_PEER_TRUSTED,   /* chains to the cluster CA */
+};
+
+/* The HTTP status to answer before running the handler: 0 = go on, 404
+ * unknown path, 405 known path other method, 401 operator-only endpoint
+ * without a trusted certificate, 403 trusted but CN != INST_OPERATOR_CN.
+ * cn may be NULL. */
+unsigned inst_auth_decide(const char *method, const char *path, enum inst_peer_cert peer,
+			  const char *cn);
+/* True when the endpoint changes state and needs the operator certificate. */
+bool inst_route_is_protected(const char *method, const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* Subcommands (cmd/instance.c parses flags, these do the work)               */
+/* ------------------------------------------------------------------------ */
+
+struct inst_init_opts {
+	struct inst_paths paths;
+	const char *cluster_file;   /* --cluster-file: read the Cluster from a file */
+	const char *kubeconfig;
+	const char *cluster_name, *namespace_, *pod_name;
+	const char *app_db, *app_user;
+	const char *const *initdb_flags; /* extra flags, n_initdb_flags */
+	size_t n_initdb_flags;
+	const char *const *post_init_sql, *const *post_init_app_sql, *const *post_init_tpl_sql;
+	size_t n_post_init_sql, n_post_init_app_sql, n_post_init_tpl_sql;
+};
+
+struct inst_join_opts {
+	struct inst_paths paths;
+	const char *cluster_file;
+	const char *kubeconfig;
+	const char *cluster_name, *namespace_, *pod_name;
+	const char *primary_host;
+	unsigned primary_port; /* 0 = 5432 */
+};
+
+struct inst_run_opts {
+	struct inst_paths paths;
+	const char *cluster_file;
+	const char *kubeconfig;
+	const char *cluster_name, *namespace_, *pod_name;
+	unsigned port;              /* 0 = 5432 */
+	const char *status_listen;  /* NULL = INST_STATUS_LISTEN */
+	const char *primary_host;   /* for pg_rewind/standby config; NULL = <c>-rw */
+	unsigned primary_port;      /* 0 = 5432 */
+	unsigned stop_timeout_s;    /* smart shutdown before fast; 0 = 30 */
+};
+
+/* Each returns 0 or -errno with err set. */
+int inst_init(const struct inst_init_opts *o, struct op_err *err);
+int inst_join(const struct inst_join_opts *o, struct op_err *err);
+/* Runs until SIGTERM (0) or postgres dies / demotion (-errno, exit non-zero). */
+int inst_run(const struct inst_run_opts *o, struct op_err *err);
+/* GET https://<listen>/pg/status (no verification: local) printed to out. */
+int inst_status_fetch(const char *url, struct op_buf *out, struct op_err *err);
+
+#endif

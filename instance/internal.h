@@ -1,0 +1,116 @@
+/* instance/internal.h - helpers shared by the files of instance/ (not
+ * exported to other modules). */
+#ifndef PGOP_INSTANCE_INTERNAL_H
+#define PGOP_INSTANCE_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "instance/instance.h"
+#include "kube/kube.h"
+
+/* ---- files.c ---- */
+/* Writes data to path through a temp file + rename, mode applied before the
+ * rename. 0 or -errno. */
+int inst_write_file(const char *path, const char *data, size_t len, mode_t mode,
+		    struct op_err *err);
+/* Reads a whole file (capped at max) into out (appended). */
+int inst_read_file(const char *path, size_t max, struct op_buf *out, struct op_err *err);
+/* Writes path only when its content differs. Returns 1 written, 0 same. */
+int inst_write_if_changed(const char *path, const char *data, size_t len, mode_t mode,
+			  struct op_err *err);
+bool inst_path_exists(const char *path);
+/* mkdir -p with mode for the missing components. */
+int inst_mkdir_p(const char *path, mode_t mode, struct op_err *err);
+/* Copies the mounted certificates (certs_dir/{server,ca,replication}) into
+ * controller_dir/certificates with mode 0600. Missing replication files are
+ * skipped. Returns 1 when anything changed, 0 when not. */
+int inst_sync_certificates(const struct inst_paths *p, struct op_err *err);
+/* Trimmed content of a one-value Secret file (secrets_dir/<secret>/<key>);
+ * *ret owned. */
+int inst_read_secret(const struct inst_paths *p, const char *secret, const char *key,
+		     char **ret, struct op_err *err);
+
+/* ---- cluster.c ---- */
+struct inst_source {
+	const char *cluster_file;       /* borrowed; NULL = API server */
+	struct kube_client *kube;       /* owned by the caller; NULL with cluster_file */
+	const char *ns, *name;          /* borrowed */
+};
+/* Loads the Cluster (file: JSON or YAML, one document). *ret owned. */
+int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
+		      struct op_err *err);
+/* Merge-patches clusters/status (file source: logged and ignored). */
+int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
+			      struct op_err *err);
+/* Opens a client from --kubeconfig/$KUBECONFIG/in-cluster. */
+int inst_kube_open(const char *kubeconfig, struct kube_client **ret, struct op_err *err);
+
+/* ---- pg.c ---- */
+/* Runs argv[0] (searched in bindir when not absolute) and waits. Returns the
+ * exit status (0..255) or -errno; output goes to our stderr. uid of the
+ * caller. */
+int inst_run_cmd(const char *bindir, const char *const *argv, struct op_err *err);
+/* Starts `postgres -D pgdata [-c k=v ...]` in its own process group. */
+int inst_start_postgres(const char *bindir, const char *pgdata, const char *const *extra,
+			pid_t *ret_pid, struct op_err *err);
+/* Connects over the unix socket in sockdir as postgres. *ret owned (PQfinish). */
+int inst_pg_connect(const char *sockdir, unsigned port, const char *dbname, PGconn **ret,
+		    struct op_err *err);
+/* Waits up to timeout_s until a connection succeeds. */
+int inst_pg_wait_ready(const char *sockdir, unsigned port, unsigned timeout_s,
+		       struct op_err *err);
+/* Runs sql with text parameters; expects COMMAND_OK or TUPLES_OK. *ret may be
+ * NULL; otherwise an owned PGresult (PQclear). */
+int inst_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+		 PGresult **ret, struct op_err *err);
+/* One text value (row 0, column 0) as an owned string; NULL when SQL NULL. */
+int inst_pg_value(PGconn *c, const char *sql, int nparams, const char *const *params,
+		  char **ret, struct op_err *err);
+/* Fills a PostgresqlStatus from a live connection. cluster_name filters
+ * replicationInfo to this cluster's pods. */
+int inst_pg_query_status(PGconn *c, const char *cluster_name, struct inst_pg_status *s,
+			 struct op_err *err);
+/* Primary: creates the HA slots of `wanted` (slot names) and drops inactive
+ * slots with `prefix` that are not wanted. Returns the number of changes. */
+int inst_pg_reconcile_slots(PGconn *c, const char *prefix, const char *const *wanted,
+			    size_t n_wanted, struct op_err *err);
+static inline void inst_pqfinishp(PGconn **c)
+{
+	if (*c)
+		PQfinish(*c);
+}
+static inline void inst_pqclearp(PGresult **r)
+{
+	if (*r)
+		PQclear(*r);
+}
+
+/* ---- server.c ---- */
+struct inst_server;
+struct inst_state;
+/* Starts the status server on listen with the server cert/key and trusting
+ * ca_file for client certificates. */
+int inst_server_start(const char *listen, const char *cert_file, const char *key_file,
+		      const char *ca_file, struct inst_state *st, struct inst_server **ret,
+		      struct op_err *err);
+/* Reloads the certificates when any file changed: 1 reloaded, 0 same. */
+int inst_server_reload(struct inst_server *srv, struct op_err *err);
+void inst_server_free(struct inst_server *srv);
+
+/* ---- run.c: state shared by threads (one mutex) ---- */
+enum inst_request {
+	INST_REQ_NONE = 0,
+	INST_REQ_PROMOTE = 1 << 0,
+	INST_REQ_DEMOTE = 1 << 1,
+	INST_REQ_RELOAD = 1 << 2,
+	INST_REQ_RESTART = 1 << 3,
+};
+/* Called by the server: /pg/status JSON into out. */
+int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err);
+bool inst_state_ready(struct inst_state *st);
+bool inst_state_started(struct inst_state *st);
+void inst_state_request(struct inst_state *st, enum inst_request req);
+
+#endif
