@@ -564,6 +564,70 @@ static void test_informer_list_retry(void **state)
 	ts_stop(s);
 }
 
+/* Throughput: 5000 events in large chunks through one informer. */
+#define TP_EVENTS 5000
+
+static void h_throughput(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	if (!is_watch(req)) {
+		r->body = op_strdup("{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}");
+		return;
+	}
+	struct op_buf b = OP_BUF_INIT(64u << 20);
+	int per = TP_EVENTS / (TS_MAX_CHUNKS - 2);
+	for (int i = 0; i < TP_EVENTS; i++) {
+		if (op_buf_addf(&b, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{"
+				"\"name\":\"p%d\",\"namespace\":\"ns1\",\"resourceVersion\":\"%d\","
+				"\"labels\":{\"app\":\"x\"}},\"spec\":{\"nodeName\":\"n1\"}}}\n",
+				i, i + 2) < 0)
+			abort();
+		if ((i + 1) % per == 0 || i == TP_EVENTS - 1) {
+			add_chunk(r, op_buf_str(&b), 0);
+			op_buf_reset(&b);
+		}
+	}
+	op_buf_done(&b);
+	r->hold_ms = 30000;
+}
+
+static atomic_int tp_adds;
+
+static void tp_add(void *ud, json_object *o)
+{
+	atomic_fetch_add(&tp_adds, 1);
+}
+
+static void test_informer_throughput(void **state)
+{
+	atomic_store(&tp_adds, 0);
+	struct ts *s = ts_start(h_throughput, NULL);
+	struct kube_client *c = client_for(s);
+	const struct kube_informer_handlers hd = { .on_add = tp_add };
+	struct kube_informer *inf = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_informer_new(c, KUBE_PODS, NULL, &hd, &inf, &err), 0);
+	assert_int_equal(kube_informer_start(inf, &err), 0);
+	assert_int_equal(kube_informer_wait_synced(inf, 5000), 0);
+	int64_t t0 = ts_now_ms();
+	while (atomic_load(&tp_adds) < TP_EVENTS && ts_now_ms() - t0 < 30000)
+		ts_sleep_ms(5);
+	int64_t dt = ts_now_ms() - t0;
+	assert_int_equal(atomic_load(&tp_adds), TP_EVENTS);
+	assert_int_equal(kube_informer_count(inf), TP_EVENTS);
+	print_message("informer: %d watch events applied in %lld ms (%.0f events/s)\n",
+		      TP_EVENTS, (long long)dt, dt > 0 ? TP_EVENTS * 1000.0 / (double)dt : 0.0);
+	int64_t t1 = ts_now_ms();
+	json_object *sel = kube_informer_list_selected(inf, "ns1", "app=x", &err);
+	int64_t dsel = ts_now_ms() - t1;
+	assert_int_equal(json_object_array_length(sel), TP_EVENTS);
+	json_object_put(sel);
+	print_message("informer: selector list of %d cached objects (deep copies) in %lld ms\n",
+		      TP_EVENTS, (long long)dsel);
+	kube_informer_free(inf);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -573,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_watch_transient),
 		cmocka_unit_test(test_informer),
 		cmocka_unit_test(test_informer_list_retry),
+		cmocka_unit_test(test_informer_throughput),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
