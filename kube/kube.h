@@ -251,7 +251,9 @@ struct kube_list_opts {
 };
 
 /* One LIST page (ns NULL = all namespaces). *ret_list: owned list object
- * ({"items":[...],"metadata":{"resourceVersion","continue"}}). */
+ * ({"items":[...],"metadata":{"resourceVersion","continue"}}). Items get
+ * "kind" and "apiVersion" from k when the server left them out (it does in
+ * lists), so listed and watched objects look alike. */
 int kube_list(struct kube_client *c, const struct kube_kind *k, const char *ns,
 	      const struct kube_list_opts *opts, json_object **ret_list, struct op_err *err);
 

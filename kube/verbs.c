@@ -79,6 +79,22 @@ int kube_list(struct kube_client *c, const struct kube_kind *k, const char *ns,
 		json_object_put(o);
 		return op_err_set(err, -EPROTO, "list %s: response has no items array", k->resource);
 	}
+	/* Items of a List carry no kind/apiVersion; fill them in from the kind
+	 * so objects from lists and from watches look alike (Events need both). */
+	_cleanup_(op_buf_donep) struct op_buf av = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	if (kube_kind_api_version(k, &av) < 0)
+		av = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	for (size_t i = 0; i < json_object_array_length(items); i++) {
+		json_object *it = json_object_array_get_idx(items, i);
+		if (!json_object_is_type(it, json_type_object))
+			continue;
+		if (!json_object_object_get_ex(it, "kind", NULL) &&
+		    op_json_set(it, "kind", json_object_new_string(k->kind)) < 0)
+			break;
+		if (!json_object_object_get_ex(it, "apiVersion", NULL) &&
+		    op_json_set(it, "apiVersion", json_object_new_string(op_buf_str(&av))) < 0)
+			break;
+	}
 	*ret_list = o;
 	return 0;
 }

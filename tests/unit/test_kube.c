@@ -379,6 +379,9 @@ static void test_list_paging(void **state)
 	}
 	assert_string_equal(op_json_str_at(l, "metadata.resourceVersion"), "100");
 	assert_null(op_json_at(l, "metadata.continue"));
+	json_object *first = json_object_array_get_idx(items, 0);
+	assert_string_equal(op_json_str_at(first, "kind"), "Pod");
+	assert_string_equal(op_json_str_at(first, "apiVersion"), "v1");
 	json_object_put(l);
 	int n = ts_count(s);
 	assert_int_equal(n, 3);
