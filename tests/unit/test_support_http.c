@@ -30,6 +30,7 @@
 #include "support/buf.h"
 #include "support/http_server.h"
 #include "support/log.h"
+#include "support/metrics.h"
 #include "tests/unit/selfsigned_cert.h"
 
 /* ---- fixtures: two certificates, routes -------------------------------- */
@@ -761,6 +762,42 @@ static void test_ipv6_listen(void **state)
 	op_http_server_free(srv);
 }
 
+static void test_metrics_primitives(void **state)
+{
+	static const double le[] = { 0.001, 0.01 };
+	static const struct op_hist_bounds bounds = { le, 2 };
+	struct op_hist h;
+	op_hist_init(&h, &bounds);
+	op_hist_observe(&h, 500 * 1000);       /* 0.5 ms -> le 0.001 */
+	op_hist_observe(&h, 1000 * 1000);      /* exactly 1 ms -> le 0.001 (inclusive) */
+	op_hist_observe(&h, 5 * 1000 * 1000);  /* 5 ms -> le 0.01 */
+	op_hist_observe(&h, 2000000000ull);    /* 2 s -> +Inf */
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(op_metrics_hist(&b, "x_seconds", "path=\"/a\"", &h), 0);
+	assert_string_equal(op_buf_str(&b),
+			    "x_seconds_bucket{path=\"/a\",le=\"0.001\"} 2\n"
+			    "x_seconds_bucket{path=\"/a\",le=\"0.01\"} 3\n"
+			    "x_seconds_bucket{path=\"/a\",le=\"+Inf\"} 4\n"
+			    "x_seconds_sum{path=\"/a\"} 2.006500000\n"
+			    "x_seconds_count{path=\"/a\"} 4\n");
+	op_buf_reset(&b);
+	assert_int_equal(op_metrics_hist(&b, "y", NULL, &h), 0);
+	assert_non_null(strstr(op_buf_str(&b), "y_bucket{le=\"+Inf\"} 4\ny_sum 2.006500000\ny_count 4\n"));
+	op_buf_reset(&b);
+	assert_int_equal(op_metrics_label_value(&b, "a\"b\\c\nd"), 0);
+	assert_string_equal(op_buf_str(&b), "a\\\"b\\\\c\\nd");
+	op_buf_reset(&b);
+	assert_int_equal(op_metrics_sample(&b, "z_total", NULL, 7), 0);
+	assert_int_equal(op_metrics_sample(&b, "z_total", "k=\"v\"", 8), 0);
+	assert_string_equal(op_buf_str(&b), "z_total 7\nz_total{k=\"v\"} 8\n");
+	op_buf_done(&b);
+
+	/* A full buffer fails cleanly. */
+	struct op_buf tiny = OP_BUF_INIT(16);
+	assert_int_equal(op_metrics_hist(&tiny, "long_metric_name", NULL, &h), -EMSGSIZE);
+	op_buf_done(&tiny);
+}
+
 static int setup_all(void **state)
 {
 	op_log_set_level(getenv("TEST_VERBOSE") ? OP_LOG_DEBUG : OP_LOG_ERROR);
@@ -796,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_graceful_stop),
 		cmocka_unit_test(test_ipv6_listen),
+		cmocka_unit_test(test_metrics_primitives),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
