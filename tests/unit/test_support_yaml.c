@@ -245,6 +245,9 @@ static void test_anchors_and_merge(void **state)
 	expect_json("base: &b {x: 1, z: [2, 3]}\ncopy: *b\n",
 		    "[{\"base\":{\"x\":1,\"z\":[2,3]},\"copy\":{\"x\":1,\"z\":[2,3]}}]");
 	expect_json("s: &s hello\nt: *s\n", "[{\"s\":\"hello\",\"t\":\"hello\"}]");
+	/* Copies keep number text and big integers exactly. */
+	expect_json("f: &f [16.1, 18446744073709551615, ~]\ng: *f\n",
+		    "[{\"f\":[16.1,18446744073709551615,null],\"g\":[16.1,18446744073709551615,null]}]");
 	expect_json("k: &k key\n*k : v\n", "[{\"k\":\"key\",\"key\":\"v\"}]");
 	/* Redefined anchors: the latest definition is used. */
 	expect_json("a: &x 1\nb: &x 2\nc: *x\n", "[{\"a\":1,\"b\":2,\"c\":2}]");
