@@ -677,6 +677,29 @@ static void test_tls_verification(void **state)
 	ts_stop(s);
 }
 
+static void h_slow(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	r->chunks[0] = op_strdup("{\"metadata\":{\"name\":\"late\"}}");
+	r->delay_ms[0] = 2000;
+	r->nchunks = 1;
+}
+
+static void test_request_timeout(void **state)
+{
+	struct ts *s = ts_start(h_slow, NULL);
+	struct kube_client_opts o = { .timeout_ms = 300 };
+	struct kube_client *c = client_for(s, &o);
+	struct op_err err = OP_ERR_INIT;
+	json_object *obj = NULL;
+	int64_t t0 = ts_now_ms();
+	assert_int_equal(kube_get(c, KUBE_PODS, "ns1", "p1", &obj, &err), -ETIMEDOUT);
+	int64_t dt = ts_now_ms() - t0;
+	assert_true(dt >= 250 && dt < 1500);
+	assert_int_equal(ts_count(s), 1); /* a timeout is not retried */
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 static void test_connection_refused(void **state)
 {
 	struct kube_config *cfg = op_calloc(1, sizeof(*cfg));
@@ -708,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_connection_reuse),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_tls_verification),
+		cmocka_unit_test(test_request_timeout),
 		cmocka_unit_test(test_connection_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
