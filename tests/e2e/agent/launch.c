@@ -252,8 +252,11 @@ int na_container_init_main(int argc, char **argv)
 	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
 		return fail("setns", netns), 126;
 	close(fd);
-	if (unshare(CLONE_NEWNS) < 0)
-		return fail("unshare", "mount"), 126;
+	if (unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0)
+		return fail("unshare", "mount/uts/ipc"), 126;
+	const char *hostname = op_json_str_at(spec, "hostname");
+	if (hostname && sethostname(hostname, strlen(hostname)) < 0)
+		return fail("sethostname", hostname), 126;
 	struct tree t = { 0 };
 	if (!rootfs || build_root(&t, rootfs) < 0)
 		return 126;
@@ -353,7 +356,8 @@ int na_exec_main(int argc, char **argv, const char *state_dir)
 	static const struct {
 		const char *ns;
 		int flag;
-	} nss[] = { { "net", CLONE_NEWNET }, { "mnt", CLONE_NEWNS } };
+	} nss[] = { { "net", CLONE_NEWNET }, { "uts", CLONE_NEWUTS }, { "ipc", CLONE_NEWIPC },
+		    { "mnt", CLONE_NEWNS } };
 	for (size_t k = 0; k < OP_ARRAY_SIZE(nss); k++) {
 		_cleanup_free_ char *p = op_asprintf("/proc/%ld/ns/%s", pid, nss[k].ns);
 		int fd = open(p, O_RDONLY | O_CLOEXEC);

@@ -463,6 +463,8 @@ static int ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, str
 	op_json_set(doc, "netns", json_object_new_string(netns));
 	op_json_set(doc, "rootfs", json_object_new_string(rootfs));
 	op_json_set(doc, "mounts", json_object_get(mounts));
+	const char *hn = op_json_str_at(p->obj, "spec.hostname");
+	op_json_set(doc, "hostname", json_object_new_string(hn ? hn : p->name));
 	op_json_set(doc, "uid", json_object_new_int64(uid));
 	op_json_set(doc, "gid", json_object_new_int64(gid));
 	json_object *groups = json_object_new_array();
@@ -525,7 +527,8 @@ static int ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, str
 	_cleanup_free_ char *rundir = op_asprintf("%s/run", a->state_dir);
 	_cleanup_free_ char *pf =
 		op_asprintf("%s/%s_%s_%s.pid", rundir, p->ns, p->name, c->name);
-	_cleanup_free_ char *pidtxt = op_asprintf("%d\n", (int)pid);
+	char pidtxt[16];
+	snprintf(pidtxt, sizeof(pidtxt), "%d", (int)pid);
 	if (na_mkdir_p(rundir, 0755, NULL) == 0) {
 		na_write_file(pf, pidtxt, strlen(pidtxt), 0644, NULL);
 		if (!c->init && c == &p->ctrs[0]) {

@@ -238,11 +238,11 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 	ADD("table ip " NA_NFT_TABLE " {\n");
 	if ((rc = render_set(b, partitioned, n_partitioned)) < 0)
 		return rc;
-	ADD("\tchain prerouting { type nat hook prerouting priority dstnat; policy accept; "
+	ADD("\tchain prerouting { type nat hook prerouting priority -100; policy accept; "
 	    "jump services; }\n");
-	ADD("\tchain output { type nat hook output priority dstnat; policy accept; "
+	ADD("\tchain output { type nat hook output priority -100; policy accept; "
 	    "jump services; }\n");
-	ADD("\tchain postrouting { type nat hook postrouting priority srcnat; policy accept; "
+	ADD("\tchain postrouting { type nat hook postrouting priority 100; policy accept; "
 	    "ip saddr %s ct status dnat oifname \"" NA_BRIDGE "\" masquerade; }\n",
 	    net);
 	ADD("\tchain forward { type filter hook forward priority filter; policy accept; "
@@ -269,7 +269,8 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 			continue;
 		ADD("\tchain svc%zu {", i);
 		if (s->n_backends == 1) {
-			ADD(" dnat to %s:%d; }\n", s->backends[0].ip, s->backends[0].port);
+			ADD(" meta l4proto %s dnat to %s:%d; }\n", s->proto, s->backends[0].ip,
+			    s->backends[0].port);
 			continue;
 		}
 		ADD(" numgen random mod %zu vmap {", s->n_backends);
@@ -277,8 +278,8 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 			ADD("%s %zu : goto svc%zu_%zu", j ? "," : "", j, i, j);
 		ADD(" }; }\n");
 		for (size_t j = 0; j < s->n_backends; j++)
-			ADD("\tchain svc%zu_%zu { dnat to %s:%d; }\n", i, j, s->backends[j].ip,
-			    s->backends[j].port);
+			ADD("\tchain svc%zu_%zu { meta l4proto %s dnat to %s:%d; }\n", i, j, s->proto,
+			    s->backends[j].ip, s->backends[j].port);
 	}
 	ADD("}\n");
 	/* pod <-> pod on the bridge never reaches the ip family hooks */
