@@ -38,11 +38,13 @@ void cmd_print_flags(FILE *out, const struct cmd_flag *flags, size_t n_flags)
 {
 	for (size_t i = 0; i < n_flags; i++) {
 		const struct cmd_flag *f = &flags[i];
-		char left[64];
-		snprintf(left, sizeof(left), "%s%c%s--%s%s%s", f->short_name ? "-" : "",
-			 f->short_name ? f->short_name : ' ', f->short_name ? ", " : "  ", f->name,
-			 f->metavar ? " " : "", f->metavar ? f->metavar : "");
-		fprintf(out, "  %-30s %s\n", left + (f->short_name ? 0 : 1), f->help);
+		char left[96];
+		char sh[8] = "    ";
+		if (f->short_name)
+			snprintf(sh, sizeof(sh), "-%c, ", f->short_name);
+		snprintf(left, sizeof(left), "%s--%s%s%s", sh, f->name, f->metavar ? " " : "",
+			 f->metavar ? f->metavar : "");
+		fprintf(out, "  %-34s %s\n", left, f->help);
 	}
 }
 
