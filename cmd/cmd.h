@@ -21,4 +21,8 @@ int cmd_version(int argc, char **argv);
  * (cmd/crd.c). */
 int cmd_crd(int argc, char **argv);
 
+/* `pgop instance init|join|run|status`, `pgop bootstrap DEST` (cmd/instance.c). */
+int cmd_instance(int argc, char **argv);
+int cmd_bootstrap(int argc, char **argv);
+
 #endif

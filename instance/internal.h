@@ -47,6 +47,17 @@ int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
 /* Opens a client from --kubeconfig/$KUBECONFIG/in-cluster. */
 int inst_kube_open(const char *kubeconfig, struct kube_client **ret, struct op_err *err);
 
+/* ---- bootstrap.c ---- */
+/* Name of the effective OS user (pg_ident "local" map). Borrowed (static). */
+const char *inst_os_user(void);
+/* Writes postgresql.conf (includes), custom.conf, pg_hba.conf, pg_ident.conf
+ * and (unless keep_override and it exists) an empty override.conf. */
+int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
+		      unsigned port, bool keep_override, struct op_err *err);
+/* Loads the Cluster once from the file or the API server. *ret owned. */
+int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
+		  const char *name, struct api_cluster **ret, struct op_err *err);
+
 /* ---- pg.c ---- */
 /* Runs argv[0] (searched in bindir when not absolute) and waits. Returns the
  * exit status (0..255) or -errno; output goes to our stderr. uid of the

@@ -1,0 +1,440 @@
+/* instance/bootstrap.c - `pgop instance init` (initdb + roles + application
+ * database) and `pgop instance join` (pg_basebackup + standby settings).
+ *
+ * SQL: role and database names are quoted with PQescapeIdentifier; passwords
+ * are SCRAM verifiers from PQencryptPasswordConn handed over as a parameter
+ * (set_config) and used by a DO block through format('%L'); the post-init SQL
+ * of the spec is administrator SQL and runs as given.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api/names.h"
+#include "instance/internal.h"
+#include "support/alloc.h"
+#include "support/log.h"
+
+/* A growing argv; strings owned. */
+struct argv_b {
+	char **v;
+	size_t n, cap;
+};
+
+static void argv_add(struct argv_b *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		a->v = op_realloc(a->v, a->cap * sizeof(*a->v));
+	}
+	a->v[a->n++] = op_strdup(s);
+	a->v[a->n] = NULL;
+}
+
+/* prefix + value as one argument ("--encoding=" "UTF8"). */
+static void argv_addf(struct argv_b *a, const char *prefix, const char *v)
+{
+	_cleanup_free_ char *s = op_asprintf("%s%s", prefix, v);
+	argv_add(a, s);
+}
+
+static void argv_done(struct argv_b *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	a->v = NULL;
+	a->n = a->cap = 0;
+}
+
+/* Splits each flag string on blanks (the Job passes them quoted together). */
+static void argv_add_split(struct argv_b *a, const char *s)
+{
+	_cleanup_free_ char *copy = op_strdup(s);
+	char *save = NULL;
+	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
+		argv_add(a, t);
+}
+
+const char *inst_os_user(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	return pw && pw->pw_name ? pw->pw_name : "postgres";
+}
+
+/* Writes postgresql.conf (includes), custom.conf, pg_hba.conf, pg_ident.conf
+ * and an empty override.conf unless keep_override. */
+static int write_config(const struct inst_paths *p, const struct api_cluster *c,
+			const char *pod, unsigned port, bool keep_override, struct op_err *err)
+{
+	struct inst_config_input in = { .cluster = c, .pod_name = pod,
+					.controller_dir = p->controller_dir,
+					.os_user = inst_os_user(), .port = port };
+	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	_cleanup_(op_buf_donep) struct op_buf hba = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	_cleanup_(op_buf_donep) struct op_buf ident = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	int r = inst_render_postgresql_conf(&in, &conf, NULL, err);
+	r = r ? r : inst_render_pg_hba(&in, &hba, err);
+	r = r ? r : inst_render_pg_ident(&in, &ident, err);
+	if (r)
+		return r;
+	static const struct {
+		const char *name;
+		int which;
+	} files[] = { { "postgresql.conf", 0 }, { "custom.conf", 1 }, { "pg_hba.conf", 2 },
+		      { "pg_ident.conf", 3 }, { "override.conf", 4 } };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
+		_cleanup_free_ char *path = op_asprintf("%s/%s", p->pgdata, files[i].name);
+		const char *data = "";
+		size_t len = 0;
+		switch (files[i].which) {
+		case 0:
+			data = inst_postgresql_conf_includes;
+			len = strlen(data);
+			break;
+		case 1:
+			data = op_buf_str(&conf), len = conf.len;
+			break;
+		case 2:
+			data = op_buf_str(&hba), len = hba.len;
+			break;
+		case 3:
+			data = op_buf_str(&ident), len = ident.len;
+			break;
+		default:
+			if (keep_override && inst_path_exists(path))
+				continue;
+			break;
+		}
+		r = inst_write_file(path, data, len, 0600, err);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
+		      unsigned port, bool keep_override, struct op_err *err)
+{
+	return write_config(p, c, pod, port, keep_override, err);
+}
+
+static int ensure_absent(const char *dir, struct op_err *err)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return errno == ENOENT ? 0 : op_err_set(err, -errno, "%s: %s", dir, strerror(errno));
+	_cleanup_free_ char *ver = op_asprintf("%s/PG_VERSION", dir);
+	if (inst_path_exists(ver))
+		return op_err_set(err, -EEXIST, "%s: already holds a data directory", dir);
+	return 0;
+}
+
+static int runtime_dirs(const struct inst_paths *p, struct op_err *err)
+{
+	_cleanup_free_ char *run = op_asprintf("%s/run", p->controller_dir);
+	_cleanup_free_ char *log = op_asprintf("%s/log", p->controller_dir);
+	int r = inst_mkdir_p(run, 0700, err);
+	return r ? r : inst_mkdir_p(log, 0700, err);
+}
+
+/* Sets one role's password from a SCRAM verifier computed client-side. */
+static int set_password(PGconn *conn, const char *role, const char *password,
+			struct op_err *err)
+{
+	char *verifier = PQencryptPasswordConn(conn, password, role, "scram-sha-256");
+	if (!verifier)
+		return op_err_set(err, -EIO, "encrypt password of %s: %s", role,
+				  PQerrorMessage(conn));
+	const char *params[] = { role, verifier };
+	int r = inst_pg_exec(conn,
+			     "SELECT set_config('pgop.role', $1, false), "
+			     "set_config('pgop.verifier', $2, false)",
+			     2, params, NULL, err);
+	PQfreemem(verifier);
+	r = r ? r
+	      : inst_pg_exec(conn,
+			     "DO $$BEGIN EXECUTE format('ALTER ROLE %I PASSWORD %L', "
+			     "current_setting('pgop.role'), current_setting('pgop.verifier')); END$$",
+			     0, NULL, NULL, err);
+	r = r ? r
+	      : inst_pg_exec(conn, "SELECT set_config('pgop.verifier', '', false)", 0, NULL, NULL,
+			     err);
+	return r ? op_err_prefix(err, "set password of %s: ", role) : 0;
+}
+
+/* `verb <quoted ident> rest` */
+static int exec_ident(PGconn *conn, const char *verb, const char *ident, const char *rest,
+		      struct op_err *err)
+{
+	char *q = PQescapeIdentifier(conn, ident, strlen(ident));
+	if (!q)
+		return op_err_set(err, -EINVAL, "quote identifier: %s", PQerrorMessage(conn));
+	_cleanup_free_ char *sql = op_asprintf("%s %s%s", verb, q, rest);
+	PQfreemem(q);
+	return inst_pg_exec(conn, sql, 0, NULL, NULL, err);
+}
+
+static int run_scripts(const struct inst_paths *p, unsigned port, const char *db,
+		       const char *const *cli, size_t n_cli, const struct api_strv *spec,
+		       const char *what, struct op_err *err)
+{
+	const char *const *v = n_cli ? cli : (const char *const *)spec->items;
+	size_t n = n_cli ? n_cli : spec->n;
+	if (!n)
+		return 0;
+	_cleanup_free_ char *sock = op_asprintf("%s/run", p->controller_dir);
+	_cleanup_(inst_pqfinishp) PGconn *conn = NULL;
+	int r = inst_pg_connect(sock, port, db, &conn, err);
+	if (r)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		PGresult *res = PQexec(conn, v[i]);
+		ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
+			op_err_set(err, -EIO, "%s[%zu] in %s: %s", what, i, db,
+				   res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+			if (res)
+				PQclear(res);
+			return -EIO;
+		}
+		PQclear(res);
+	}
+	return 0;
+}
+
+static int configure_new_instance(const struct inst_init_opts *o, const struct api_cluster *c,
+				  unsigned port, struct op_err *err)
+{
+	const struct inst_paths *p = &o->paths;
+	const struct api_initdb *idb = &c->spec.bootstrap.initdb;
+	const char *db = o->app_db ? o->app_db : idb->database ? idb->database : "app";
+	const char *owner = o->app_user ? o->app_user : idb->owner ? idb->owner : db;
+	_cleanup_free_ char *sock = op_asprintf("%s/run", p->controller_dir);
+	_cleanup_(inst_pqfinishp) PGconn *conn = NULL;
+	int r = inst_pg_connect(sock, port, "postgres", &conn, err);
+	if (r)
+		return r;
+	r = inst_pg_exec(conn, "CREATE ROLE streaming_replica WITH REPLICATION LOGIN", 0, NULL,
+			 NULL, err);
+	r = r ? r : exec_ident(conn, "CREATE ROLE", owner, " LOGIN", err);
+	if (r)
+		return r;
+	_cleanup_free_ char *app_pw = NULL;
+	if (inst_read_secret(p, "app", "password", &app_pw, NULL) == 0 && *app_pw)
+		r = set_password(conn, owner, app_pw, err);
+	else
+		op_log_warn("no application password file, the owner has no password", "role",
+			    owner);
+	if (r)
+		return r;
+	if (c->spec.enable_superuser_access) {
+		_cleanup_free_ char *su_pw = NULL;
+		r = inst_read_secret(p, "superuser", "password", &su_pw, err);
+		r = r ? r : set_password(conn, "postgres", su_pw, err);
+		if (r)
+			return r;
+	}
+	r = run_scripts(p, port, "postgres", o->post_init_sql, o->n_post_init_sql,
+			&idb->post_init_sql, "postInitSQL", err);
+	r = r ? r
+	      : run_scripts(p, port, "template1", o->post_init_tpl_sql, o->n_post_init_tpl_sql,
+			    &idb->post_init_template_sql, "postInitTemplateSQL", err);
+	if (r)
+		return r;
+	char *qo = PQescapeIdentifier(conn, owner, strlen(owner));
+	if (!qo)
+		return op_err_set(err, -EINVAL, "quote identifier: %s", PQerrorMessage(conn));
+	_cleanup_free_ char *rest = op_asprintf(" OWNER %s", qo);
+	PQfreemem(qo);
+	r = exec_ident(conn, "CREATE DATABASE", db, rest, err);
+	if (r)
+		return r;
+	return run_scripts(p, port, db, o->post_init_app_sql, o->n_post_init_app_sql,
+			   &idb->post_init_application_sql, "postInitApplicationSQL", err);
+}
+
+static void initdb_flags_from_spec(struct argv_b *a, const struct api_initdb *idb)
+{
+	if (idb->options.n) { /* deprecated options override everything */
+		for (size_t i = 0; i < idb->options.n; i++)
+			argv_add(a, idb->options.items[i]);
+		return;
+	}
+	if (idb->data_checksums)
+		argv_add(a, "-k");
+	if (idb->encoding)
+		argv_addf(a, "--encoding=", idb->encoding);
+	if (idb->locale_collate)
+		argv_addf(a, "--lc-collate=", idb->locale_collate);
+	if (idb->locale_ctype)
+		argv_addf(a, "--lc-ctype=", idb->locale_ctype);
+	if (idb->locale)
+		argv_addf(a, "--locale=", idb->locale);
+	if (idb->locale_provider)
+		argv_addf(a, "--locale-provider=", idb->locale_provider);
+	if (idb->icu_locale)
+		argv_addf(a, "--icu-locale=", idb->icu_locale);
+	if (idb->wal_segment_size > 0) {
+		char n[24];
+		snprintf(n, sizeof(n), "%lld", (long long)idb->wal_segment_size);
+		argv_addf(a, "--wal-segsize=", n);
+	}
+}
+
+/* Stops a postmaster we started: fast shutdown, then immediate after 60 s. */
+static int stop_child(pid_t pid, struct op_err *err)
+{
+	kill(pid, SIGINT);
+	for (int i = 0; i < 600; i++) {
+		int st;
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0
+				       ? 0
+				       : op_err_set(err, -EIO, "postgres exited with status %d", st);
+		usleep(100 * 1000);
+	}
+	kill(pid, SIGQUIT);
+	waitpid(pid, NULL, 0);
+	return op_err_set(err, -ETIMEDOUT, "postgres did not stop within 60 s");
+}
+
+int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
+		  const char *name, struct api_cluster **ret, struct op_err *err)
+{
+	struct inst_source src = { .cluster_file = cluster_file, .ns = ns, .name = name };
+	if (!cluster_file) {
+		int r = inst_kube_open(kubeconfig, &src.kube, err);
+		if (r)
+			return r;
+	}
+	int r = inst_cluster_load(&src, ret, err);
+	kube_client_free(src.kube);
+	return r;
+}
+
+int inst_init(const struct inst_init_opts *o, struct op_err *err)
+{
+	const struct inst_paths *p = &o->paths;
+	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
+	int r = inst_load_for(o->cluster_file, o->kubeconfig, o->namespace_, o->cluster_name, &c,
+			      err);
+	r = r ? r : ensure_absent(p->pgdata, err);
+	r = r ? r : runtime_dirs(p, err);
+	if (r)
+		return r;
+	r = inst_sync_certificates(p, err);
+	if (r < 0)
+		return r;
+	umask(077);
+	struct argv_b a = { 0 };
+	argv_add(&a, "initdb");
+	argv_add(&a, "--username");
+	argv_add(&a, "postgres");
+	argv_add(&a, "-D");
+	argv_add(&a, p->pgdata);
+	if (p->waldir) {
+		argv_add(&a, "--waldir");
+		argv_add(&a, p->waldir);
+	}
+	if (o->n_initdb_flags)
+		for (size_t i = 0; i < o->n_initdb_flags; i++)
+			argv_add_split(&a, o->initdb_flags[i]);
+	else
+		initdb_flags_from_spec(&a, &c->spec.bootstrap.initdb);
+	op_log_info("running initdb", "pgdata", p->pgdata);
+	r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
+	argv_done(&a);
+	if (r > 0)
+		return op_err_set(err, -EIO, "initdb exited with status %d", r);
+	if (r < 0)
+		return r;
+	unsigned port = INST_PG_PORT;
+	r = write_config(p, c, o->pod_name, port, false, err);
+	if (r)
+		return r;
+	_cleanup_free_ char *sock = op_asprintf("%s/run", p->controller_dir);
+	_cleanup_free_ char *sockopt = op_asprintf("unix_socket_directories=%s", sock);
+	/* A temporary postmaster on the unix socket only, logging to stderr. */
+	const char *extra[] = { "-c", "listen_addresses=", "-c", sockopt, "-c",
+				"logging_collector=off", "-c", "log_destination=stderr", NULL };
+	pid_t pid;
+	r = inst_start_postgres(p->pg_bindir, p->pgdata, extra, &pid, err);
+	if (r)
+		return r;
+	r = inst_pg_wait_ready(sock, port, 60, err);
+	r = r ? r : configure_new_instance(o, c, port, err);
+	struct op_err stop_err = OP_ERR_INIT;
+	int rs = stop_child(pid, &stop_err);
+	if (r)
+		return r;
+	if (rs)
+		return op_err_set(err, rs, "%s", stop_err.msg);
+	op_log_info("instance initialised", "pgdata", p->pgdata, "pod", o->pod_name);
+	return 0;
+}
+
+int inst_join(const struct inst_join_opts *o, struct op_err *err)
+{
+	const struct inst_paths *p = &o->paths;
+	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
+	int r = inst_load_for(o->cluster_file, o->kubeconfig, o->namespace_, o->cluster_name, &c,
+			      err);
+	r = r ? r : ensure_absent(p->pgdata, err);
+	r = r ? r : runtime_dirs(p, err);
+	if (r)
+		return r;
+	r = inst_sync_certificates(p, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);
+	const char *host = o->primary_host ? o->primary_host : rw;
+	_cleanup_(op_buf_donep) struct op_buf ci = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	if (inst_primary_conninfo(o->pod_name, p->controller_dir, host, o->primary_port,
+				  "postgres", &ci))
+		return op_err_set(err, -EMSGSIZE, "conninfo too long");
+	umask(077);
+	struct argv_b a = { 0 };
+	argv_add(&a, "pg_basebackup");
+	argv_add(&a, "-D");
+	argv_add(&a, p->pgdata);
+	argv_add(&a, "-X");
+	argv_add(&a, "stream");
+	argv_add(&a, "-c");
+	argv_add(&a, "fast");
+	argv_add(&a, "-w");
+	argv_add(&a, "-d");
+	argv_add(&a, op_buf_str(&ci));
+	if (p->waldir) {
+		argv_add(&a, "--waldir");
+		argv_add(&a, p->waldir);
+	}
+	op_log_info("cloning the primary", "host", host, "pgdata", p->pgdata);
+	r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
+	argv_done(&a);
+	if (r > 0)
+		return op_err_set(err, -EIO, "pg_basebackup exited with status %d", r);
+	if (r < 0)
+		return r;
+	r = write_config(p, c, o->pod_name, INST_PG_PORT, false, err);
+	if (r)
+		return r;
+	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	r = inst_render_standby_override(c, o->pod_name, p->controller_dir, host,
+					 o->primary_port, &ov, err);
+	_cleanup_free_ char *ovp = op_asprintf("%s/override.conf", p->pgdata);
+	_cleanup_free_ char *sig = op_asprintf("%s/standby.signal", p->pgdata);
+	r = r ? r : inst_write_file(ovp, op_buf_str(&ov), ov.len, 0600, err);
+	r = r ? r : inst_write_file(sig, "", 0, 0600, err);
+	if (r)
+		return r;
+	op_log_info("instance joined as a standby", "pgdata", p->pgdata, "pod", o->pod_name);
+	return 0;
+}

@@ -1,0 +1,638 @@
+/* instance/run.c - `pgop instance run`: PID 1 of an instance Pod.
+ *
+ * Threads: the main thread owns postgres (fork/exec, own process group) and
+ * takes signals synchronously (sigtimedwait, signals blocked everywhere);
+ * the watcher thread follows the Cluster (API watch, or the file's mtime with
+ * --cluster-file); the status server answers on its own threads. Everything
+ * they share is in struct inst_state behind one mutex.
+ *
+ * Every tick (1 s, or at once when the Cluster changed) the main thread:
+ * copies certificates (reload on change), renders the configuration (SIGHUP
+ * on change), acts on the role (promote when targetPrimary is this pod,
+ * shut down and exit when a primary is no longer the target, claim
+ * currentPrimary when it is empty), keeps the HA slots on the primary and
+ * serves the operator's requests (promote/demote/reload/restart).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/names.h"
+#include "instance/internal.h"
+#include "kube/watch.h"
+#include "support/alloc.h"
+#include "support/log.h"
+
+struct inst_state {
+	pthread_mutex_t lock;
+	/* immutable after start */
+	const struct inst_run_opts *o;
+	char *sockdir;
+	char session_id[40];
+	/* guarded by lock */
+	bool started, ready, rewinding, stopping;
+	unsigned requests;             /* enum inst_request bits */
+	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
+	bool wake;
+};
+
+/* ---- state accessors (server threads) ---- */
+
+bool inst_state_started(struct inst_state *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool v = st->started || st->rewinding;
+	pthread_mutex_unlock(&st->lock);
+	return v;
+}
+
+bool inst_state_ready(struct inst_state *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool v = st->ready;
+	pthread_mutex_unlock(&st->lock);
+	return v;
+}
+
+void inst_state_request(struct inst_state *st, enum inst_request req)
+{
+	pthread_mutex_lock(&st->lock);
+	st->requests |= (unsigned)req;
+	st->wake = true;
+	pthread_mutex_unlock(&st->lock);
+}
+
+int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err)
+{
+	struct inst_pg_status s = { 0 };
+	pthread_mutex_lock(&st->lock);
+	bool rewinding = st->rewinding;
+	pthread_mutex_unlock(&st->lock);
+	int r = 0;
+	if (!rewinding) {
+		PGconn *c = NULL;
+		r = inst_pg_connect(st->sockdir, st->o->port, NULL, &c, err);
+		r = r ? r : inst_pg_query_status(c, st->o->cluster_name, &s, err);
+		if (c)
+			PQfinish(c);
+	}
+	s.is_pg_rewind_running = rewinding;
+	s.pod_name = op_strdup(st->o->pod_name);
+	s.session_id = op_strdup(st->session_id);
+	if (r == 0 && inst_status_to_json(&s, out))
+		r = op_err_set(err, -EMSGSIZE, "status too large");
+	inst_pg_status_done(&s);
+	return r;
+}
+
+/* ---- the watcher thread ---- */
+
+struct watcher {
+	struct inst_state *st;
+	struct inst_source src;
+	struct kube_watch *w;
+	pthread_t thread;
+	bool running;
+	volatile bool stop; /* file mode */
+};
+
+static void publish(struct inst_state *st, struct api_cluster *c)
+{
+	pthread_mutex_lock(&st->lock);
+	api_cluster_free(st->pending);
+	st->pending = c;
+	st->wake = true;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static int on_event(void *ud, enum kube_watch_type type, json_object *obj)
+{
+	struct watcher *w = ud;
+	if (type != KUBE_WATCH_ADDED && type != KUBE_WATCH_MODIFIED)
+		return 0;
+	struct api_cluster *c = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (api_cluster_decode(obj, NULL, &c, &err) == 0)
+		publish(w->st, c);
+	else
+		op_log_warn("cannot decode the Cluster, ignoring", "error", err.msg);
+	return 0;
+}
+
+static void *watch_main(void *arg)
+{
+	struct watcher *w = arg;
+	if (w->src.cluster_file) {
+		struct timespec last = { 0 };
+		while (!w->stop) {
+			struct stat sb;
+			if (stat(w->src.cluster_file, &sb) == 0 &&
+			    (sb.st_mtim.tv_sec != last.tv_sec || sb.st_mtim.tv_nsec != last.tv_nsec)) {
+				struct api_cluster *c = NULL;
+				struct op_err err = OP_ERR_INIT;
+				if (inst_cluster_load(&w->src, &c, &err) == 0) {
+					last = sb.st_mtim;
+					publish(w->st, c);
+				} else {
+					op_log_warn("cannot load the cluster file, ignoring", "error",
+						    err.msg);
+				}
+			}
+			usleep(500 * 1000);
+		}
+		return NULL;
+	}
+	while (!kube_watch_stopped(w->w)) {
+		struct op_err err = OP_ERR_INIT;
+		int r = kube_watch_run(w->w, on_event, w, 0, &err);
+		if (r == -ECANCELED)
+			break;
+		/* 410 or a hard error: get the object again and resume from it. */
+		op_log_warn("cluster watch ended, relisting", "error", err.msg);
+		json_object *obj = NULL;
+		op_err_clear(&err);
+		if (kube_get(w->src.kube, KUBE_CLUSTERS, w->src.ns, w->src.name, &obj, &err) == 0) {
+			kube_watch_set_resource_version(w->w, kube_obj_resource_version(obj));
+			on_event(w, KUBE_WATCH_MODIFIED, obj);
+			json_object_put(obj);
+		} else {
+			sleep(2);
+		}
+	}
+	return NULL;
+}
+
+static int watcher_start(struct watcher *w, const char *rv, struct op_err *err)
+{
+	if (!w->src.cluster_file) {
+		_cleanup_free_ char *fs = op_asprintf("metadata.name=%s", w->src.name);
+		struct kube_watch_opts wo = { .field_selector = fs, .resource_version = rv };
+		int r = kube_watch_new(w->src.kube, KUBE_CLUSTERS, w->src.ns, &wo, &w->w, err);
+		if (r)
+			return r;
+	}
+	if (pthread_create(&w->thread, NULL, watch_main, w) != 0)
+		return op_err_set(err, -EAGAIN, "cannot start the watcher thread");
+	w->running = true;
+	return 0;
+}
+
+static void watcher_stop(struct watcher *w)
+{
+	w->stop = true;
+	if (w->w)
+		kube_watch_stop(w->w);
+	if (w->running)
+		pthread_join(w->thread, NULL);
+	w->running = false;
+	w->w = kube_watch_free(w->w);
+}
+
+/* ---- postgres process ---- */
+
+struct runner {
+	const struct inst_run_opts *o;
+	struct inst_state *st;
+	struct inst_source *src;
+	struct api_cluster *cluster; /* owned: the main thread's current view */
+	pid_t pid;
+	bool bootstrapped_primary;   /* no standby.signal when we started */
+	time_t last_slots;
+};
+
+static bool is_standby_dir(const char *pgdata)
+{
+	_cleanup_free_ char *sig = op_asprintf("%s/standby.signal", pgdata);
+	return inst_path_exists(sig);
+}
+
+static int start_pg(struct runner *rn, struct op_err *err)
+{
+	int r = inst_start_postgres(rn->o->paths.pg_bindir, rn->o->paths.pgdata, NULL, &rn->pid,
+				    err);
+	if (r)
+		return r;
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->started = true;
+	pthread_mutex_unlock(&rn->st->lock);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)rn->pid);
+	op_log_info("postgres started", "pid", pid);
+	return 0;
+}
+
+/* Waits for the child for up to ms; true when it exited. */
+static bool wait_child(pid_t pid, unsigned ms, int *ret_status)
+{
+	for (unsigned i = 0; i <= ms / 50; i++) {
+		pid_t w = waitpid(pid, ret_status, WNOHANG);
+		if (w == pid || (w < 0 && errno == ECHILD))
+			return true;
+		usleep(50 * 1000);
+	}
+	return false;
+}
+
+/* smart (SIGTERM) for stop_timeout, fast (SIGINT) for 30 s, then immediate
+ * (SIGQUIT): pg_ctl stop -m smart|fast|immediate without pg_ctl. */
+static void stop_pg(struct runner *rn, bool fast)
+{
+	if (rn->pid <= 0)
+		return;
+	int status;
+	unsigned smart_s = rn->o->stop_timeout_s ? rn->o->stop_timeout_s : 30;
+	if (!fast) {
+		op_log_info("postgres: smart shutdown");
+		kill(rn->pid, SIGTERM);
+		if (wait_child(rn->pid, smart_s * 1000, &status))
+			goto done;
+	}
+	op_log_info("postgres: fast shutdown");
+	kill(rn->pid, SIGINT);
+	if (wait_child(rn->pid, 30 * 1000, &status))
+		goto done;
+	op_log_warn("postgres: immediate shutdown");
+	kill(rn->pid, SIGQUIT);
+	wait_child(rn->pid, 10 * 1000, &status);
+done:
+	rn->pid = -1;
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->started = rn->st->ready = false;
+	pthread_mutex_unlock(&rn->st->lock);
+}
+
+/* ---- configuration ---- */
+
+static int apply_config(struct runner *rn, bool *ret_changed, struct op_err *err)
+{
+	const struct inst_paths *p = &rn->o->paths;
+	struct inst_config_input in = { .cluster = rn->cluster, .pod_name = rn->o->pod_name,
+					.controller_dir = p->controller_dir,
+					.os_user = inst_os_user(), .port = rn->o->port };
+	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	_cleanup_(op_buf_donep) struct op_buf hba = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	_cleanup_(op_buf_donep) struct op_buf ident = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	int r = inst_render_postgresql_conf(&in, &conf, NULL, err);
+	r = r ? r : inst_render_pg_hba(&in, &hba, err);
+	r = r ? r : inst_render_pg_ident(&in, &ident, err);
+	if (r)
+		return r;
+	const struct {
+		const char *name;
+		const struct op_buf *b;
+	} files[] = { { "custom.conf", &conf }, { "pg_hba.conf", &hba }, { "pg_ident.conf", &ident } };
+	bool changed = false;
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
+		_cleanup_free_ char *path = op_asprintf("%s/%s", p->pgdata, files[i].name);
+		r = inst_write_if_changed(path, op_buf_str(files[i].b), files[i].b->len, 0600, err);
+		if (r < 0)
+			return r;
+		changed |= r > 0;
+	}
+	_cleanup_free_ char *main_conf = op_asprintf("%s/postgresql.conf", p->pgdata);
+	r = inst_write_if_changed(main_conf, inst_postgresql_conf_includes,
+				  strlen(inst_postgresql_conf_includes), 0600, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *ov = op_asprintf("%s/override.conf", p->pgdata);
+	if (!inst_path_exists(ov) && (r = inst_write_file(ov, "", 0, 0600, err)))
+		return r;
+	*ret_changed = changed || r > 0;
+	return 0;
+}
+
+static const char *primary_host(struct runner *rn, char **owned)
+{
+	if (rn->o->primary_host)
+		return rn->o->primary_host;
+	*owned = api_service_name(rn->o->cluster_name, API_SVC_RW);
+	return *owned;
+}
+
+/* A former primary that another instance replaced: pg_rewind from the
+ * primary, then standby settings (CNPG verifyPgDataCoherenceForPrimary). */
+static int demote_on_start(struct runner *rn, struct op_err *err)
+{
+	const struct inst_paths *p = &rn->o->paths;
+	_cleanup_free_ char *rw = NULL;
+	const char *host = primary_host(rn, &rw);
+	_cleanup_(op_buf_donep) struct op_buf ci = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	if (inst_primary_conninfo(rn->o->pod_name, p->controller_dir, host, rn->o->primary_port,
+				  "postgres", &ci))
+		return op_err_set(err, -EMSGSIZE, "conninfo too long");
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->rewinding = true;
+	pthread_mutex_unlock(&rn->st->lock);
+	const char *argv[] = { "pg_rewind", "-P", "--target-pgdata", p->pgdata, "--source-server",
+			       op_buf_str(&ci), NULL };
+	op_log_info("former primary: running pg_rewind", "source", host);
+	int r = inst_run_cmd(p->pg_bindir, argv, err);
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->rewinding = false;
+	pthread_mutex_unlock(&rn->st->lock);
+	if (r > 0)
+		return op_err_set(err, -EIO, "pg_rewind exited with status %d", r);
+	if (r < 0)
+		return r;
+	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	r = inst_render_standby_override(rn->cluster, rn->o->pod_name, p->controller_dir, host,
+					 rn->o->primary_port, &ov, err);
+	_cleanup_free_ char *ovp = op_asprintf("%s/override.conf", p->pgdata);
+	_cleanup_free_ char *sig = op_asprintf("%s/standby.signal", p->pgdata);
+	r = r ? r : inst_write_file(ovp, op_buf_str(&ov), ov.len, 0600, err);
+	return r ? r : inst_write_file(sig, "", 0, 0600, err);
+}
+
+/* ---- role handling ---- */
+
+static int patch_current_primary(struct runner *rn, struct op_err *err)
+{
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = op_buf_adds(&b, "{\"status\":{\"currentPrimary\":");
+	r = r ? r : op_buf_add_json_str(&b, rn->o->pod_name);
+	r = r ? r : op_buf_addf(&b, ",\"currentPrimaryTimestamp\":\"%s\"}}", ts);
+	if (r)
+		return op_err_set(err, r, "patch too large");
+	r = inst_cluster_patch_status(rn->src, op_buf_str(&b), err);
+	if (r == 0) {
+		free(rn->cluster->status.current_primary);
+		rn->cluster->status.current_primary = op_strdup(rn->o->pod_name);
+		op_log_info("status.currentPrimary set", "pod", rn->o->pod_name);
+	}
+	return r;
+}
+
+static int promote(struct runner *rn, PGconn *c, struct op_err *err)
+{
+	op_log_info("promoting", "pod", rn->o->pod_name);
+	const char *argv[] = { "pg_ctl", "promote", "-w", "-t", "60", "-D", rn->o->paths.pgdata,
+			       NULL };
+	int r = inst_run_cmd(rn->o->paths.pg_bindir, argv, err);
+	if (r > 0)
+		return op_err_set(err, -EIO, "pg_ctl promote exited with status %d", r);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < 600; i++) {
+		_cleanup_free_ char *rec = NULL;
+		r = inst_pg_value(c, "SELECT pg_is_in_recovery()::text", 0, NULL, &rec, err);
+		if (r)
+			return r;
+		if (rec && strcmp(rec, "false") == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	r = inst_pg_exec(c, "CHECKPOINT", 0, NULL, NULL, err);
+	return r ? r : patch_current_primary(rn, err);
+}
+
+static int keep_slots(struct runner *rn, PGconn *c, struct op_err *err)
+{
+	const struct api_cluster *cl = rn->cluster;
+	if (!cl->spec.replication_slots.ha_enabled)
+		return 0;
+	const struct api_strv *names = &cl->status.instance_names;
+	char **wanted = op_calloc(names->n + 1, sizeof(*wanted));
+	size_t n = 0;
+	for (size_t i = 0; i < names->n; i++)
+		if (strcmp(names->items[i], rn->o->pod_name) != 0)
+			wanted[n++] = api_slot_name(api_cluster_slot_prefix(cl), names->items[i]);
+	int r = inst_pg_reconcile_slots(c, api_cluster_slot_prefix(cl), (const char *const *)wanted,
+					n, err);
+	for (size_t i = 0; i < n; i++)
+		free(wanted[i]);
+	free(wanted);
+	return r < 0 ? r : 0;
+}
+
+/* -ESHUTDOWN: this instance must stop and exit (demotion). */
+static int reconcile_role(struct runner *rn, struct op_err *err)
+{
+	PGconn *c = NULL;
+	int r = inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &c, NULL);
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->ready = r == 0;
+	unsigned req = rn->st->requests;
+	rn->st->requests = 0;
+	pthread_mutex_unlock(&rn->st->lock);
+	if (r)
+		return 0; /* not up yet */
+	_cleanup_(inst_pqfinishp) PGconn *conn = c;
+	_cleanup_free_ char *rec = NULL;
+	r = inst_pg_value(conn, "SELECT pg_is_in_recovery()::text", 0, NULL, &rec, err);
+	if (r)
+		return r;
+	bool primary = rec && strcmp(rec, "false") == 0;
+	const char *me = rn->o->pod_name;
+	const char *target = rn->cluster->status.target_primary;
+	const char *current = rn->cluster->status.current_primary;
+	if (req & INST_REQ_RELOAD)
+		kill(rn->pid, SIGHUP);
+	if (req & INST_REQ_DEMOTE && primary)
+		return op_err_set(err, -ESHUTDOWN, "demotion requested");
+	if (!primary && ((target && strcmp(target, me) == 0) || (req & INST_REQ_PROMOTE)))
+		return promote(rn, conn, err);
+	if (primary && target && *target && strcmp(target, me) != 0 &&
+	    strcmp(target, "pending") != 0)
+		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
+	if (primary && (!current || !*current) && rn->bootstrapped_primary) {
+		r = patch_current_primary(rn, err);
+		if (r)
+			return r;
+	}
+	if (primary && (!current || strcmp(current, me) == 0 || !*current) &&
+	    time(NULL) - rn->last_slots >= 5) {
+		rn->last_slots = time(NULL);
+		r = keep_slots(rn, conn, err);
+		if (r)
+			return r;
+	}
+	if (req & INST_REQ_RESTART)
+		return 1;
+	return 0;
+}
+
+static void take_cluster(struct runner *rn)
+{
+	pthread_mutex_lock(&rn->st->lock);
+	struct api_cluster *c = rn->st->pending;
+	rn->st->pending = NULL;
+	rn->st->wake = false;
+	pthread_mutex_unlock(&rn->st->lock);
+	if (c) {
+		api_cluster_free(rn->cluster);
+		rn->cluster = c;
+	}
+}
+
+static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
+{
+	take_cluster(rn);
+	struct op_err e = OP_ERR_INIT;
+	int certs = inst_sync_certificates(&rn->o->paths, &e);
+	if (certs < 0)
+		op_log_warn("certificates not copied, retrying", "error", e.msg);
+	op_err_clear(&e);
+	if (srv && inst_server_reload(srv, &e) < 0)
+		op_log_warn("status server certificate not reloaded, retrying", "error", e.msg);
+	bool changed = false;
+	op_err_clear(&e);
+	if (apply_config(rn, &changed, &e))
+		op_log_error("configuration not rendered, keeping the previous one", "error", e.msg);
+	if ((changed || certs > 0) && rn->pid > 0) {
+		op_log_info("configuration or certificates changed: reloading postgres");
+		kill(rn->pid, SIGHUP);
+	}
+	return reconcile_role(rn, err);
+}
+
+static int setup_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGPIPE);
+	return -pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+static void make_session_id(char *out, size_t n)
+{
+	unsigned char b[16];
+	FILE *f = fopen("/dev/urandom", "rb");
+	size_t got = f ? fread(b, 1, sizeof(b), f) : 0;
+	if (f)
+		fclose(f);
+	if (got != sizeof(b))
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (unsigned char)(rand() ^ (int)time(NULL));
+	snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}
+
+int inst_run(const struct inst_run_opts *o, struct op_err *err)
+{
+	sigset_t set;
+	int r = setup_signals(&set);
+	if (r)
+		return op_err_set(err, r, "cannot block signals");
+	struct inst_state st = { .o = o };
+	pthread_mutex_init(&st.lock, NULL);
+	st.sockdir = op_asprintf("%s/run", o->paths.controller_dir);
+	make_session_id(st.session_id, sizeof(st.session_id));
+	struct inst_source src = { .cluster_file = o->cluster_file, .ns = o->namespace_,
+				   .name = o->cluster_name };
+	struct runner rn = { .o = o, .st = &st, .src = &src, .pid = -1 };
+	struct watcher w = { .st = &st };
+	struct inst_server *srv = NULL;
+	_cleanup_free_ char *run = op_asprintf("%s/run", o->paths.controller_dir);
+	_cleanup_free_ char *log = op_asprintf("%s/log", o->paths.controller_dir);
+	_cleanup_free_ char *cert = op_asprintf("%s/certificates/server.crt", o->paths.controller_dir);
+	_cleanup_free_ char *key = op_asprintf("%s/certificates/server.key", o->paths.controller_dir);
+	_cleanup_free_ char *ca = op_asprintf("%s/certificates/client-ca.crt", o->paths.controller_dir);
+
+	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, &src.kube, err)))
+		goto out;
+	for (int i = 0;; i++) { /* the API server may be briefly unreachable at start */
+		struct op_err e = OP_ERR_INIT;
+		r = inst_cluster_load(&src, &rn.cluster, &e);
+		if (r == 0)
+			break;
+		if (i == 30) {
+			op_err_set(err, r, "%s", e.msg);
+			goto out;
+		}
+		op_log_warn("cannot load the Cluster, retrying", "error", e.msg);
+		sleep(2);
+	}
+	r = inst_mkdir_p(run, 0700, err);
+	r = r ? r : inst_mkdir_p(log, 0700, err);
+	if (r)
+		goto out;
+	r = inst_sync_certificates(&o->paths, err);
+	if (r < 0)
+		goto out;
+	r = inst_server_start(o->status_listen, cert, key, ca, &st, &srv, err);
+	if (r)
+		goto out;
+	op_log_info("status server listening", "listen",
+		    o->status_listen ? o->status_listen : INST_STATUS_LISTEN);
+	rn.bootstrapped_primary = !is_standby_dir(o->paths.pgdata);
+	const char *cur = rn.cluster->status.current_primary;
+	const char *tgt = rn.cluster->status.target_primary;
+	if (rn.bootstrapped_primary && cur && *cur && strcmp(cur, o->pod_name) != 0 &&
+	    !(tgt && strcmp(tgt, o->pod_name) == 0)) {
+		r = demote_on_start(&rn, err);
+		if (r)
+			goto out;
+		rn.bootstrapped_primary = false;
+	}
+	bool changed;
+	r = apply_config(&rn, &changed, err);
+	r = r ? r : start_pg(&rn, err);
+	w.src = src;
+	r = r ? r : watcher_start(&w, rn.cluster->metadata.resource_version, err);
+	if (r)
+		goto out;
+	for (;;) {
+		struct timespec to = { 1, 0 };
+		siginfo_t si;
+		int sig = sigtimedwait(&set, &si, &to);
+		if (sig == SIGTERM || sig == SIGINT) {
+			op_log_info("signal received: shutting down", "signal", strsignal(sig));
+			stop_pg(&rn, false);
+			r = 0;
+			break;
+		}
+		if (sig == SIGHUP && rn.pid > 0)
+			kill(rn.pid, SIGHUP);
+		int status;
+		if (rn.pid > 0 && waitpid(rn.pid, &status, WNOHANG) == rn.pid) {
+			rn.pid = -1;
+			r = op_err_set(err, -ECHILD, "postgres exited unexpectedly (status %d)",
+				       status);
+			break;
+		}
+		struct op_err e = OP_ERR_INIT;
+		r = tick(&rn, srv, &e);
+		if (r == -ESHUTDOWN) {
+			op_log_info("shutting down to come back as a replica", "reason", e.msg);
+			stop_pg(&rn, true);
+			op_err_set(err, r, "%s", e.msg);
+			break;
+		}
+		if (r == 1) {
+			op_log_info("restart requested");
+			stop_pg(&rn, true);
+			if ((r = start_pg(&rn, err)))
+				break;
+		} else if (r < 0) {
+			op_log_warn("reconcile failed, retrying", "error", e.msg);
+		}
+		r = 0;
+	}
+out:
+	watcher_stop(&w);
+	inst_server_free(srv);
+	if (rn.pid > 0)
+		stop_pg(&rn, true);
+	api_cluster_free(rn.cluster);
+	api_cluster_free(st.pending);
+	kube_client_free(src.kube);
+	free(st.sockdir);
+	pthread_mutex_destroy(&st.lock);
+	return r;
+}
