@@ -114,7 +114,8 @@ spec:
 EOF
 e2e_wait_for "[ \"\$(kubectl -n $ns get endpointslices -l kubernetes.io/service-name=web -o jsonpath='{.items[*].endpoints[*].addresses[0]}' | wc -w)\" = 2 ]" 30 ||
 	e2e_fail "no EndpointSlice with 2 endpoints for web"
-e2e_assert_contains "$(in_pod "${pods[0]}" cat /etc/hosts)" "web.$ns.svc.cluster.local" "hosts file"
+e2e_wait_for "'$AGENT' --state-dir '$AGENT_STATE' exec '$ns/${pods[0]}' -- grep -q ' web.$ns.svc ' /etc/hosts" 10 ||
+	e2e_fail "no web.$ns.svc in the pod's /etc/hosts: $(in_pod "${pods[0]}" cat /etc/hosts)"
 # pod 0 -> Service web-b (only pod 1) by its short, namespaced and full names
 for name in web-b "web-b.$ns" "web-b.$ns.svc.cluster.local"; do
 	e2e_wait_for "'$AGENT' --state-dir '$AGENT_STATE' exec '$ns/${pods[0]}' -- curl -skf --max-time 3 https://$name/healthz" 20 ||

@@ -249,6 +249,8 @@ int na_storage_setup(struct na_agent *a, struct op_err *err);
 void na_provision(struct na_agent *a);
 /* services.c: nftables + hosts files from the Service/EndpointSlice caches. */
 void na_services_sync(struct na_agent *a);
+/* Writes the pod's hosts file now (before its first container starts). */
+void na_pod_hosts_write(struct na_agent *a, struct na_pod *p);
 /* Partition state: STATE/partition/<ip> files. */
 int na_partition_list(const char *state_dir, char ***ret_ips, size_t *ret_n);
 

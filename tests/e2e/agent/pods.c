@@ -704,6 +704,7 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 			return;
 		}
 		p->net_ready = true;
+		na_pod_hosts_write(a, p);
 	}
 	if (!p->vols_ready || now >= p->next_refresh_ms) {
 		op_err_clear(&err);

@@ -53,26 +53,40 @@ static void write_in_place(const char *path, const char *data)
 	close(fd);
 }
 
+static void hosts_one(struct na_pod *p, json_object *svcs, struct op_buf *b)
+{
+	const char *hn = op_json_str_at(p->obj, "spec.hostname");
+	if (na_hosts_render(b, p->ns, hn ? hn : p->name, op_json_str_at(p->obj, "spec.subdomain"),
+			    p->ip, svcs) < 0)
+		return;
+	if (p->hosts && !strcmp(p->hosts, op_buf_str(b)))
+		return;
+	_cleanup_free_ char *path = op_asprintf("%s/hosts", p->dir);
+	write_in_place(path, op_buf_str(b));
+	free(p->hosts);
+	p->hosts = op_strdup(op_buf_str(b));
+}
+
+void na_pod_hosts_write(struct na_agent *a, struct na_pod *p)
+{
+	json_object *svcs = kube_informer_list(a->svcs, NULL);
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	hosts_one(p, svcs, &b);
+	op_buf_done(&b);
+	if (svcs)
+		json_object_put(svcs);
+}
+
 static void sync_hosts(struct na_agent *a, json_object *svcs)
 {
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	for (struct na_pod *p = a->pod_list; p; p = p->next) {
 		if (!p->net_ready || p->deleted)
 			continue;
-		const char *hn = op_json_str_at(p->obj, "spec.hostname");
-		if (na_hosts_render(&b, p->ns, hn ? hn : p->name, op_json_str_at(p->obj, "spec.subdomain"),
-				    p->ip, svcs) < 0)
-			continue;
-		if (p->hosts && !strcmp(p->hosts, op_buf_str(&b)))
-			continue;
-		_cleanup_free_ char *path = op_asprintf("%s/hosts", p->dir);
-		write_in_place(path, op_buf_str(&b));
-		free(p->hosts);
-		p->hosts = op_strdup(op_buf_str(&b));
+		hosts_one(p, svcs, &b);
 	}
 	op_buf_done(&b);
 }
-
 void na_services_sync(struct na_agent *a)
 {
 	json_object *svcs = kube_informer_list(a->svcs, NULL);
