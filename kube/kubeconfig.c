@@ -5,86 +5,31 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "kube/internal.h"
 #include "kube/kube.h"
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "support/yaml.h"
 
 #define KUBECONFIG_MAX_DEPTH 32
 
-/* ---- YAML -> JSON (scalars become strings) ---- */
-
-static json_object *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth)
-{
-	if (!node || depth > KUBECONFIG_MAX_DEPTH)
-		return NULL;
-	switch (node->type) {
-	case YAML_SCALAR_NODE:
-		return json_object_new_string_len((const char *)node->data.scalar.value,
-						  (int)node->data.scalar.length);
-	case YAML_SEQUENCE_NODE: {
-		json_object *arr = json_object_new_array();
-		if (!arr)
-			return NULL;
-		for (yaml_node_item_t *it = node->data.sequence.items.start;
-		     it < node->data.sequence.items.top; it++) {
-			json_object *v = yaml_node_to_json(doc, yaml_document_get_node(doc, *it),
-							   depth + 1);
-			if (v && op_json_append(arr, v) < 0)
-				break;
-		}
-		return arr;
-	}
-	case YAML_MAPPING_NODE: {
-		json_object *obj = json_object_new_object();
-		if (!obj)
-			return NULL;
-		for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
-		     p < node->data.mapping.pairs.top; p++) {
-			yaml_node_t *k = yaml_document_get_node(doc, p->key);
-			if (!k || k->type != YAML_SCALAR_NODE)
-				continue;
-			json_object *v = yaml_node_to_json(doc, yaml_document_get_node(doc, p->value),
-							   depth + 1);
-			if (!v)
-				v = json_object_new_string("");
-			_cleanup_free_ char *key = op_strndup((const char *)k->data.scalar.value,
-							      k->data.scalar.length);
-			if (op_json_set(obj, key, v) < 0)
-				break;
-		}
-		return obj;
-	}
-	default:
-		return json_object_new_string("");
-	}
-}
+/* ---- YAML -> JSON (support/yaml.h: Kubernetes' YAML semantics, bounded) ---- */
 
 static int yaml_to_json(const char *yaml, size_t len, json_object **ret, struct op_err *err)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	if (!yaml_parser_initialize(&parser))
-		return op_err_set(err, -ENOMEM, "cannot allocate YAML parser");
-	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		int r = op_err_set(err, -EINVAL, "invalid YAML at line %zu: %s",
-				   parser.problem_mark.line + 1,
-				   parser.problem ? parser.problem : "parse error");
-		yaml_parser_delete(&parser);
-		return r;
-	}
-	json_object *root = yaml_node_to_json(&doc, yaml_document_get_root_node(&doc), 0);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	if (!root || !json_object_is_type(root, json_type_object)) {
-		json_object_put(root);
+	const struct op_yaml_limits lim = { .max_bytes = OP_BUF_MAX_FILE,
+					    .max_depth = KUBECONFIG_MAX_DEPTH,
+					    .max_nodes = 200000 };
+	_cleanup_(op_json_putp) json_object *docs = NULL;
+	int r = op_yaml_parse_docs(yaml, len, &lim, &docs, err);
+	if (r < 0)
+		return op_err_prefix(err, "invalid YAML");
+	json_object *root = r > 0 ? json_object_array_get_idx(docs, 0) : NULL;
+	if (!root || !json_object_is_type(root, json_type_object))
 		return op_err_set(err, -EINVAL, "kubeconfig is not a YAML mapping");
-	}
-	*ret = root;
+	*ret = json_object_get(root);
 	return 0;
 }
 
@@ -239,10 +184,16 @@ static int file_or_data(struct kube_config *cfg, json_object *obj, const char *f
 	return 0;
 }
 
-static bool yaml_true(const char *s)
+/* insecure-skip-tls-verify: a YAML boolean (or the string "true"). */
+static bool flag_true(json_object *obj, const char *key)
 {
-	return s && (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE") ||
-		     !strcmp(s, "yes") || !strcmp(s, "on"));
+	json_object *v;
+	if (!json_object_object_get_ex(obj, key, &v))
+		return false;
+	if (json_object_is_type(v, json_type_boolean))
+		return json_object_get_boolean(v);
+	return json_object_is_type(v, json_type_string) &&
+	       !strcmp(json_object_get_string(v), "true");
 }
 
 int kube_config_from_yaml(const char *yaml, size_t len, const char *base_dir, const char *context,
@@ -276,7 +227,7 @@ int kube_config_from_yaml(const char *yaml, size_t len, const char *base_dir, co
 	size_t sl = strlen(cfg->server);
 	while (sl > 0 && cfg->server[sl - 1] == '/')
 		cfg->server[--sl] = '\0';
-	cfg->insecure_skip_tls_verify = yaml_true(op_json_str_at(cluster, "insecure-skip-tls-verify"));
+	cfg->insecure_skip_tls_verify = flag_true(cluster, "insecure-skip-tls-verify");
 	r = file_or_data(cfg, cluster, "certificate-authority", "certificate-authority-data",
 			 "ca.crt", base_dir, &cfg->ca_file, err);
 	if (r < 0)

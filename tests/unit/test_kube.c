@@ -249,6 +249,18 @@ static void test_kubeconfig_parse(void **state)
 	err = OP_ERR_INIT;
 	assert_int_equal(kube_config_from_yaml("a: [", 4, NULL, NULL, &cfg, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "invalid YAML"));
+	/* billion laughs: bounded by the node budget, fails fast */
+	const char *laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+			     "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+			     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+			     "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+			     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+			     "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+			     "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
+	err = OP_ERR_INIT;
+	int64_t t0 = ts_now_ms();
+	assert_true(kube_config_from_yaml(laughs, strlen(laughs), NULL, NULL, &cfg, &err) < 0);
+	assert_true(ts_now_ms() - t0 < 2000);
 	err = OP_ERR_INIT;
 	const char *bad = "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
 			  "clusters:\n- name: c\n  cluster: {server: ftp}\n";
