@@ -92,6 +92,18 @@ static void test_round_trip_binary(void **state)
 	assert_null(strchr(url, '+'));
 	assert_null(strchr(url, '/'));
 	assert_non_null(strchr(url, '-'));
+	for (int k = 0; k < 2; k++) {
+		char *dec = NULL;
+		size_t dlen = 0;
+		struct op_err err = OP_ERR_INIT;
+		const char *in = k ? url : enc;
+		assert_int_equal(op_base64_decode_str(in, strlen(in), k ? OP_BASE64_URL : 0, &dec,
+						      &dlen, &err),
+				 0);
+		assert_int_equal(dlen, sizeof(data));
+		assert_memory_equal(dec, data, sizeof(data));
+		free(dec);
+	}
 }
 
 static void test_rejects(void **state)

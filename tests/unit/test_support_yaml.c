@@ -157,6 +157,11 @@ static const struct {
 	{ "v: ! 42", "[{\"v\":\"42\"}]" },
 	{ "v: !!binary aGVsbG8=", "[{\"v\":\"hello\"}]" },
 	{ "v: !!timestamp 2001-12-14", "[{\"v\":\"2001-12-14\"}]" },
+	{ "v: !!float 18446744073709551615", "[{\"v\":1.8446744073709552e+19}]" },
+	{ "v: !!map text", "[{\"v\":\"text\"}]" },
+	{ "v: .5e3", "[{\"v\":500}]" },
+	{ "v: .5E-2", "[{\"v\":0.005}]" },
+	{ "v: .5e", "[{\"v\":\".5e\"}]" },
 	/* escapes */
 	{ "v: \"tab\\there \\u00e9\"", "[{\"v\":\"tab\\there \xc3\xa9\"}]" },
 };
@@ -217,7 +222,11 @@ static void test_keys(void **state)
 	expect_json("a: 1\nb: 2\na: 3\n", "[{\"a\":3,\"b\":2}]");
 	/* Explicit key syntax with a scalar key. */
 	expect_json("? k\n: v\n", "[{\"k\":\"v\"}]");
+	expect_json(".inf: a\n-.Inf: b\n.nan: c\n1e+40: d\n",
+		    "[{\".inf\":\"d\",\"-.inf\":\"b\",\".nan\":\"c\"}]"); /* 1e+40 overflows float32 */
 	expect_error("~: x\n", NULL, -EINVAL, "line 1, column 1: null mapping keys");
+	expect_error("a: &a {x: 1}\n*a : v\n", NULL, -EINVAL,
+		     "line 2, column 1: mapping keys must be scalars, got object");
 	expect_error("? [a]\n: v\n", NULL, -EINVAL, "mapping keys must be scalars, got a sequence");
 	expect_error("{a: 1}: v\n", NULL, -EINVAL, "mapping keys must be scalars");
 	expect_error("\"a\\0b\": 1\n", NULL, -EINVAL, "NUL");
@@ -257,6 +266,7 @@ static void test_anchors_and_merge(void **state)
 	expect_json("m:\n  w: 2\n  <<: {x: 1, w: 1}\n", "[{\"m\":{\"w\":1,\"x\":1}}]");
 	expect_json("a: &a {x: 1}\nb: &b {x: 2, z: 2}\nm:\n  <<: [*a, *b]\n",
 		    "[{\"a\":{\"x\":1},\"b\":{\"x\":2,\"z\":2},\"m\":{\"x\":1,\"z\":2}}]");
+	expect_json("m: {!!merge <<: {x: 1}, w: 2}\n", "[{\"m\":{\"x\":1,\"w\":2}}]");
 	/* A quoted "<<" is an ordinary key. */
 	expect_json("m: {\"<<\": {x: 1}}\n", "[{\"m\":{\"<<\":{\"x\":1}}}]");
 	expect_error("m:\n  <<: 5\n", NULL, -EINVAL, "map merge requires map");
@@ -399,6 +409,10 @@ static void test_yaml_or_json(void **state)
 	assert_int_equal(op_yaml_or_json_parse_docs("[[1]]", 5, &lim, &docs, &err), 1);
 	json_object_put(docs);
 	assert_int_equal(op_yaml_or_json_parse_docs("[[[1]]]", 7, &lim, &docs, &err), -EINVAL);
+	struct op_yaml_limits tiny = { .max_bytes = 4 };
+	err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_or_json_parse_docs("[1, 2]", 6, &tiny, &docs, &err), -EMSGSIZE);
+	assert_non_null(strstr(err.msg, "JSON input too large"));
 	/* Anything else is YAML. */
 	err = OP_ERR_INIT;
 	assert_int_equal(op_yaml_or_json_parse_docs("a: yes\n", 7, NULL, &docs, &err), 1);
