@@ -1,0 +1,323 @@
+/* reconciler/objects.c - desired metadata, Services, PVCs, Secrets and RBAC
+ * of a Cluster (objects.h). Pods and Jobs are in objects_pod.c. */
+#include <errno.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <string.h>
+
+#include "reconciler/internal.h"
+#include "reconciler/objects.h"
+#include "support/alloc.h"
+#include "support/base64.h"
+
+#define PG_PORT 5432
+
+static const char *const job_role_names[] = {
+	[RC_JOB_INITDB] = "initdb",
+	[RC_JOB_JOIN] = "join",
+};
+
+const char *rc_job_role_name(enum rc_job_role role)
+{
+	return (unsigned)role < OP_ARRAY_SIZE(job_role_names) ? job_role_names[role] : "unknown";
+}
+
+char *rc_job_name(const char *cluster, int64_t serial, enum rc_job_role role)
+{
+	return op_asprintf("%s-%lld-%s", cluster, (long long)serial, rc_job_role_name(role));
+}
+
+json_object *rc_owner_ref(const struct api_cluster *c)
+{
+	json_object *o = jobj();
+	jsets(o, "apiVersion", "postgresql.cnpg.io/v1");
+	jsets(o, "kind", "Cluster");
+	jsets(o, "name", c->metadata.name);
+	jsets(o, "uid", c->metadata.uid ? c->metadata.uid : "");
+	jset(o, "controller", jbool(true));
+	jset(o, "blockOwnerDeletion", jbool(true));
+	return o;
+}
+
+/* metadata {name, namespace, labels {cnpg.io/cluster}, ownerReferences}. */
+static json_object *meta_new(const struct api_cluster *c, const char *name)
+{
+	json_object *m = jobj();
+	jsets(m, "name", name);
+	jsets(m, "namespace", c->metadata.namespace_);
+	json_object *labels = jobj();
+	jsets(labels, RC_LABEL_CLUSTER, c->metadata.name);
+	jset(m, "labels", labels);
+	jset(m, "ownerReferences", jpush(jarr(), rc_owner_ref(c)));
+	return m;
+}
+
+static json_object *object_new(const char *api_version, const char *kind, json_object *meta)
+{
+	json_object *o = jobj();
+	jsets(o, "apiVersion", api_version);
+	jsets(o, "kind", kind);
+	jset(o, "metadata", meta);
+	return o;
+}
+
+void rc_adopt(const struct api_cluster *c, json_object *obj)
+{
+	json_object *m = jchild(obj, "metadata");
+	jsets(jchild(m, "labels"), RC_LABEL_CLUSTER, c->metadata.name);
+	jset(m, "ownerReferences", jpush(jarr(), rc_owner_ref(c)));
+}
+
+/* The app.kubernetes.io labels CNPG puts on Pods and Services. */
+static void app_labels(const struct api_cluster *c, json_object *labels)
+{
+	jsets(labels, "app.kubernetes.io/name", "postgresql");
+	jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
+	jsets(labels, "app.kubernetes.io/component", "database");
+	jsets(labels, "app.kubernetes.io/managed-by", "pgop");
+}
+
+json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
+{
+	_cleanup_free_ char *name = api_service_name(c->metadata.name, svc);
+	json_object *m = meta_new(c, name);
+	app_labels(c, json_object_object_get(m, "labels"));
+	json_object *o = object_new("v1", "Service", m);
+	json_object *spec = jchild(o, "spec");
+	jsets(spec, "type", "ClusterIP");
+	json_object *port = jobj();
+	jsets(port, "name", "postgres");
+	jsets(port, "protocol", "TCP");
+	jset(port, "port", jint(PG_PORT));
+	jsets(port, "targetPort", "postgresql");
+	jset(spec, "ports", jpush(jarr(), port));
+	json_object *sel = jobj();
+	jsets(sel, RC_LABEL_CLUSTER, c->metadata.name);
+	switch (svc) {
+	case API_SVC_RW:
+		jsets(sel, RC_LABEL_INSTANCE_ROLE, RC_ROLE_PRIMARY);
+		break;
+	case API_SVC_RO:
+		jsets(sel, RC_LABEL_INSTANCE_ROLE, RC_ROLE_REPLICA);
+		break;
+	case API_SVC_R:
+	case API_SVC_ANY:
+		jsets(sel, RC_LABEL_POD_ROLE, "instance");
+		break;
+	}
+	if (svc == API_SVC_ANY)
+		jset(spec, "publishNotReadyAddresses", jbool(true));
+	jset(spec, "selector", sel);
+	return o;
+}
+
+int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
+		 struct op_err *err)
+{
+	const struct api_storage *st = wal ? &c->spec.wal_storage : &c->spec.storage;
+	if (wal && !st->present)
+		return op_err_set(err, -EINVAL, "spec.walStorage: not configured");
+	const char *size = st->size ? st->size : st->pvc_request_storage;
+	const char *path = wal ? "spec.walStorage.size" : "spec.storage.size";
+	if (!size || !*size)
+		return op_err_set(err, -EINVAL, "%s: no size given", path);
+	int64_t bytes = 0;
+	int r = api_quantity_parse(size, &bytes, err);
+	if (r < 0)
+		return op_err_prefix(err, "%s", path);
+	const char *sc = st->storage_class ? st->storage_class : st->pvc_storage_class;
+
+	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
+	_cleanup_free_ char *name = wal ? api_wal_pvc_name(c->metadata.name, serial)
+					: api_pgdata_pvc_name(c->metadata.name, serial);
+	json_object *m = meta_new(c, name);
+	json_object *labels = json_object_object_get(m, "labels");
+	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
+	jsets(labels, RC_LABEL_PVC_ROLE, wal ? "PG_WAL" : "PG_DATA");
+	_cleanup_free_ char *ser = op_asprintf("%lld", (long long)serial);
+	jsets(jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
+	json_object *o = object_new("v1", "PersistentVolumeClaim", m);
+	json_object *spec = jchild(o, "spec");
+	jset(spec, "accessModes", jpush(jarr(), jstr("ReadWriteOnce")));
+	jsets(jchild(jchild(spec, "resources"), "requests"), "storage", size);
+	if (sc)
+		jsets(spec, "storageClassName", sc);
+	jsets(spec, "volumeMode", "Filesystem");
+	*ret = o;
+	return 0;
+}
+
+/* Application owner and database: spec.bootstrap.initdb.{owner,database}, default "app". */
+static void app_identity(const struct api_cluster *c, const char **user, const char **db)
+{
+	const struct api_initdb *i = &c->spec.bootstrap.initdb;
+	*db = i->database && *i->database ? i->database : "app";
+	*user = i->owner && *i->owner ? i->owner : *db;
+}
+
+static void add_data(json_object *data, const char *key, const char *value)
+{
+	_cleanup_free_ char *b64 = op_base64_encode_str(value, strlen(value), 0);
+	jsets(data, key, b64);
+}
+
+int rc_build_basic_auth_secret(const struct api_cluster *c, const struct rc_settings *s,
+			       enum api_secret which, const char *password, json_object **ret,
+			       struct op_err *err)
+{
+	const char *user, *db;
+	app_identity(c, &user, &db);
+	if (which == API_SECRET_SUPERUSER) {
+		user = "postgres";
+		db = "*";
+	} else if (which != API_SECRET_APP) {
+		return op_err_set(err, -EINVAL, "not a basic-auth secret");
+	}
+	const char *domain = s && s->cluster_domain ? s->cluster_domain : "cluster.local";
+	const char *ns = c->metadata.namespace_;
+	_cleanup_free_ char *host = api_service_name(c->metadata.name, API_SVC_RW);
+	_cleanup_free_ char *name = api_secret_name(c->metadata.name, which);
+	/* The URIs name a real database: the superuser connects to "postgres". */
+	const char *uridb = which == API_SECRET_SUPERUSER ? "postgres" : db;
+	_cleanup_free_ char *pgpass =
+		op_asprintf("%s:%d:%s:%s:%s\n", host, PG_PORT, db, user, password);
+	_cleanup_free_ char *uri = op_asprintf("postgresql://%s:%s@%s.%s:%d/%s", user, password,
+					       host, ns, PG_PORT, uridb);
+	_cleanup_free_ char *jdbc = op_asprintf("jdbc:postgresql://%s.%s:%d/%s?password=%s&user=%s",
+						host, ns, PG_PORT, uridb, password, user);
+	_cleanup_free_ char *furi =
+		op_asprintf("postgresql://%s:%s@%s.%s.svc.%s:%d/%s", user, password, host, ns,
+			    domain, PG_PORT, uridb);
+	_cleanup_free_ char *fjdbc =
+		op_asprintf("jdbc:postgresql://%s.%s.svc.%s:%d/%s?password=%s&user=%s", host, ns,
+			    domain, PG_PORT, uridb, password, user);
+	_cleanup_free_ char *port = op_asprintf("%d", PG_PORT);
+	const struct {
+		const char *k, *v;
+	} kv[] = {
+		{ "username", user }, { "user", user },	    { "password", password },
+		{ "dbname", db },     { "host", host },	    { "port", port },
+		{ "pgpass", pgpass }, { "uri", uri },	    { "jdbc-uri", jdbc },
+		{ "fqdn-uri", furi }, { "fqdn-jdbc-uri", fjdbc },
+	};
+	json_object *m = meta_new(c, name);
+	json_object *labels = json_object_object_get(m, "labels");
+	jsets(labels, RC_LABEL_USER_TYPE, which == API_SECRET_SUPERUSER ? "superuser" : "app");
+	jsets(labels, RC_LABEL_RELOAD, "true");
+	json_object *o = object_new("v1", "Secret", m);
+	jsets(o, "type", "kubernetes.io/basic-auth");
+	json_object *data = jchild(o, "data");
+	for (size_t i = 0; i < OP_ARRAY_SIZE(kv); i++) {
+		add_data(data, kv[i].k, kv[i].v);
+	}
+	*ret = o;
+	return 0;
+}
+
+int rc_random_password(size_t n, char **ret, struct op_err *err)
+{
+	static const char alnum[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	if (n == 0 || n > 1024)
+		return op_err_set(err, -EINVAL, "password length %zu out of range", n);
+	char *p = op_malloc(n + 1);
+	size_t i = 0;
+	while (i < n) {
+		unsigned char rnd[64];
+		int r = gnutls_rnd(GNUTLS_RND_KEY, rnd, sizeof(rnd));
+		if (r < 0) {
+			free(p);
+			return op_err_set(err, -EIO, "gnutls_rnd: %s", gnutls_strerror(r));
+		}
+		for (size_t j = 0; j < sizeof(rnd) && i < n; j++)
+			if (rnd[j] < 248) /* 248 = 4 * 62: no modulo bias */
+				p[i++] = alnum[rnd[j] % 62];
+	}
+	p[n] = '\0';
+	*ret = p;
+	return 0;
+}
+
+static const char *sa_name(const struct api_cluster *c)
+{
+	return c->spec.service_account_name && *c->spec.service_account_name
+		       ? c->spec.service_account_name
+		       : c->metadata.name;
+}
+
+json_object *rc_build_service_account(const struct api_cluster *c)
+{
+	return object_new("v1", "ServiceAccount", meta_new(c, sa_name(c)));
+}
+
+static json_object *rule(const char *group, const char *const *resources, size_t nres,
+			 const char *const *verbs, size_t nverbs, const char *const *names,
+			 size_t nnames)
+{
+	json_object *r = jobj();
+	jset(r, "apiGroups", jpush(jarr(), jstr(group)));
+	json_object *a = jarr();
+	for (size_t i = 0; i < nres; i++)
+		jpush(a, jstr(resources[i]));
+	jset(r, "resources", a);
+	a = jarr();
+	for (size_t i = 0; i < nverbs; i++)
+		jpush(a, jstr(verbs[i]));
+	jset(r, "verbs", a);
+	if (nnames) {
+		a = jarr();
+		for (size_t i = 0; i < nnames; i++)
+			jpush(a, jstr(names[i]));
+		jset(r, "resourceNames", a);
+	}
+	return r;
+}
+
+json_object *rc_build_role(const struct api_cluster *c)
+{
+	const char *cn = c->metadata.name;
+	json_object *o = object_new("rbac.authorization.k8s.io/v1", "Role", meta_new(c, cn));
+	json_object *rules = jarr();
+	static const char *const clusters[] = { "clusters" };
+	static const char *const status[] = { "clusters/status" };
+	static const char *const secrets[] = { "secrets" };
+	static const char *const events[] = { "events" };
+	static const char *const leases[] = { "leases" };
+	static const char *const get_list_watch[] = { "get", "list", "watch" };
+	static const char *const get_patch_update[] = { "get", "patch", "update" };
+	static const char *const get_watch[] = { "get", "watch" };
+	static const char *const create_patch[] = { "create", "patch" };
+	static const char *const lease_verbs[] = { "get", "update", "create" };
+	const char *names[] = { cn };
+	_cleanup_free_ char *s_ca = api_secret_name(cn, API_SECRET_CA);
+	_cleanup_free_ char *s_srv = api_secret_name(cn, API_SECRET_SERVER);
+	_cleanup_free_ char *s_rep = api_secret_name(cn, API_SECRET_REPLICATION);
+	_cleanup_free_ char *s_su = api_secret_name(cn, API_SECRET_SUPERUSER);
+	_cleanup_free_ char *s_app = api_secret_name(cn, API_SECRET_APP);
+	const char *snames[] = { s_ca, s_srv, s_rep, s_su, s_app };
+	jpush(rules, rule("postgresql.cnpg.io", clusters, 1, get_list_watch, 3, names, 1));
+	jpush(rules, rule("postgresql.cnpg.io", status, 1, get_patch_update, 3, names, 1));
+	jpush(rules, rule("", secrets, 1, get_watch, 2, snames, 5));
+	jpush(rules, rule("", events, 1, create_patch, 2, NULL, 0));
+	jpush(rules, rule("coordination.k8s.io", leases, 1, lease_verbs, 3, names, 1));
+	jset(o, "rules", rules);
+	return o;
+}
+
+json_object *rc_build_role_binding(const struct api_cluster *c)
+{
+	const char *cn = c->metadata.name;
+	json_object *o =
+		object_new("rbac.authorization.k8s.io/v1", "RoleBinding", meta_new(c, cn));
+	json_object *subj = jobj();
+	jsets(subj, "kind", "ServiceAccount");
+	jsets(subj, "name", sa_name(c));
+	jsets(subj, "namespace", c->metadata.namespace_);
+	jset(o, "subjects", jpush(jarr(), subj));
+	json_object *ref = jobj();
+	jsets(ref, "apiGroup", "rbac.authorization.k8s.io");
+	jsets(ref, "kind", "Role");
+	jsets(ref, "name", cn);
+	jset(o, "roleRef", ref);
+	return o;
+}

@@ -1,0 +1,90 @@
+/* reconciler/objects.h - the desired Kubernetes objects of one Cluster.
+ *
+ * Pure builders: a decoded Cluster (borrowed) in, a new json-c object
+ * (OWNED by the caller, json_object_put) out. No I/O, no clock. Names,
+ * labels and selectors follow CloudNativePG (runtime.md §4.4) and
+ * docs/instance-contract.md. Every object carries the Cluster as its
+ * controller owner reference, so Kubernetes' garbage collector deletes it
+ * with the Cluster.
+ */
+#ifndef PGOP_RECONCILER_OBJECTS_H
+#define PGOP_RECONCILER_OBJECTS_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "api/cluster.h"
+#include "api/names.h"
+#include "support/err.h"
+
+/* Labels and annotations (CNPG keys). */
+#define RC_LABEL_CLUSTER "cnpg.io/cluster"
+#define RC_LABEL_INSTANCE_NAME "cnpg.io/instanceName"
+#define RC_LABEL_POD_ROLE "cnpg.io/podRole"
+#define RC_LABEL_INSTANCE_ROLE "cnpg.io/instanceRole"
+#define RC_LABEL_ROLE "role" /* deprecated copy of instanceRole */
+#define RC_LABEL_JOB_ROLE "cnpg.io/jobRole"
+#define RC_LABEL_PVC_ROLE "cnpg.io/pvcRole"
+#define RC_LABEL_USER_TYPE "cnpg.io/userType"
+#define RC_LABEL_RELOAD "cnpg.io/reload"
+#define RC_ANN_NODE_SERIAL "cnpg.io/nodeSerial"
+
+#define RC_ROLE_PRIMARY "primary"
+#define RC_ROLE_REPLICA "replica"
+#define RC_ROLE_UNHEALTHY "unhealthy"
+
+/* Operator-wide settings the builders need (borrowed strings). */
+struct rc_settings {
+	const char *operator_image; /* init container image; NULL = "pgop:latest" */
+	const char *cluster_domain; /* NULL = "cluster.local" */
+};
+
+enum rc_job_role { RC_JOB_INITDB, RC_JOB_JOIN };
+/* "initdb" / "join". */
+const char *rc_job_role_name(enum rc_job_role role);
+/* "<pod>-initdb" / "<pod>-join" (owned). */
+char *rc_job_name(const char *cluster, int64_t serial, enum rc_job_role role);
+
+/* {"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster","name","uid",
+ * "controller":true,"blockOwnerDeletion":true}. */
+json_object *rc_owner_ref(const struct api_cluster *c);
+
+/* Service -rw/-ro/-r (ClusterIP, port 5432 "postgres"), selector per §4.4. */
+json_object *rc_build_service(const struct api_cluster *c, enum api_service svc);
+
+/* PVC for instance serial: PGDATA (`<pod>`, pvcRole PG_DATA, spec.storage) or
+ * WAL (`<pod>-wal`, PG_WAL, spec.walStorage). ReadWriteOnce, size from
+ * storage.size or pvcTemplate requests. -EINVAL when no size is given or
+ * wal is asked without walStorage. */
+int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
+		 struct op_err *err);
+
+/* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*). */
+int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
+		 const char *role, json_object **ret, struct op_err *err);
+
+/* Bootstrap Job `<pod>-initdb` / `<pod>-join`. */
+int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
+		 enum rc_job_role role, json_object **ret, struct op_err *err);
+
+/* kubernetes.io/basic-auth Secret (`<c>-superuser` for API_SECRET_SUPERUSER,
+ * `<c>-app` for API_SECRET_APP) with the keys of the contract: username,
+ * user, password, dbname, host, port, pgpass, uri, jdbc-uri, fqdn-uri,
+ * fqdn-jdbc-uri. password borrowed. */
+int rc_build_basic_auth_secret(const struct api_cluster *c, const struct rc_settings *s,
+			       enum api_secret which, const char *password, json_object **ret,
+			       struct op_err *err);
+
+/* Random password: n characters of [A-Za-z0-9] from gnutls_rnd (owned). */
+int rc_random_password(size_t n, char **ret, struct op_err *err);
+
+/* ServiceAccount, Role and RoleBinding `<c>` for the instance pods. */
+json_object *rc_build_service_account(const struct api_cluster *c);
+json_object *rc_build_role(const struct api_cluster *c);
+json_object *rc_build_role_binding(const struct api_cluster *c);
+
+/* Adds the owner reference and cnpg.io/cluster label to a Secret built
+ * elsewhere (pki_secret_build). obj borrowed, modified in place. */
+void rc_adopt(const struct api_cluster *c, json_object *obj);
+
+#endif

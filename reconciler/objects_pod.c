@@ -1,0 +1,370 @@
+/* reconciler/objects_pod.c - instance Pods and bootstrap Jobs
+ * (docs/instance-contract.md "Pod" and "Jobs"). */
+#include <errno.h>
+#include <string.h>
+
+#include "reconciler/internal.h"
+#include "reconciler/objects.h"
+#include "support/alloc.h"
+#include "support/buf.h"
+
+#define STATUS_PORT 8000
+#define PG_PORT 5432
+#define PGDATA_MOUNT "/var/lib/postgresql/data"
+#define WAL_MOUNT "/var/lib/postgresql/wal"
+
+static json_object *env_val(const char *name, const char *value)
+{
+	json_object *e = jobj();
+	jsets(e, "name", name);
+	jsets(e, "value", value);
+	return e;
+}
+
+static json_object *env_field(const char *name, const char *path)
+{
+	json_object *e = jobj();
+	jsets(e, "name", name);
+	json_object *fr = jobj();
+	jsets(fr, "apiVersion", "v1");
+	jsets(fr, "fieldPath", path);
+	jset(jchild(e, "valueFrom"), "fieldRef", fr);
+	return e;
+}
+
+static json_object *mount(const char *name, const char *path, bool ro)
+{
+	json_object *m = jobj();
+	jsets(m, "name", name);
+	jsets(m, "mountPath", path);
+	if (ro)
+		jset(m, "readOnly", jbool(true));
+	return m;
+}
+
+static json_object *vol_secret(const char *name, const char *secret, const char *only_key)
+{
+	json_object *v = jobj();
+	jsets(v, "name", name);
+	json_object *s = jobj();
+	jsets(s, "secretName", secret);
+	jset(s, "defaultMode", jint(0440));
+	if (only_key) {
+		json_object *item = jobj();
+		jsets(item, "key", only_key);
+		jsets(item, "path", only_key);
+		jset(s, "items", jpush(jarr(), item));
+	}
+	jset(v, "secret", s);
+	return v;
+}
+
+static json_object *vol_pvc(const char *name, const char *claim)
+{
+	json_object *v = jobj();
+	jsets(v, "name", name);
+	jsets(jchild(v, "persistentVolumeClaim"), "claimName", claim);
+	return v;
+}
+
+static json_object *probe(const char *path, int period, int failure)
+{
+	json_object *p = jobj();
+	json_object *h = jobj();
+	jsets(h, "path", path);
+	jset(h, "port", jint(STATUS_PORT));
+	jsets(h, "scheme", "HTTPS");
+	jset(p, "httpGet", h);
+	jset(p, "periodSeconds", jint(period));
+	jset(p, "timeoutSeconds", jint(5));
+	jset(p, "failureThreshold", jint(failure));
+	return p;
+}
+
+static json_object *kvs_object(const struct api_kvs *kvs)
+{
+	json_object *o = jobj();
+	for (size_t i = 0; i < kvs->n; i++)
+		jsets(o, kvs->items[i].key, kvs->items[i].value);
+	return o;
+}
+
+/* Volumes and mounts shared by the Pod and its Jobs. */
+static void add_volumes(const struct api_cluster *c, int64_t serial, json_object *spec,
+			json_object *mounts)
+{
+	const char *cn = c->metadata.name;
+	_cleanup_free_ char *pvc = api_pgdata_pvc_name(cn, serial);
+	_cleanup_free_ char *wal = api_wal_pvc_name(cn, serial);
+	_cleanup_free_ char *s_srv = api_secret_name(cn, API_SECRET_SERVER);
+	_cleanup_free_ char *s_ca = api_secret_name(cn, API_SECRET_CA);
+	_cleanup_free_ char *s_rep = api_secret_name(cn, API_SECRET_REPLICATION);
+	_cleanup_free_ char *s_su = api_secret_name(cn, API_SECRET_SUPERUSER);
+	_cleanup_free_ char *s_app = api_secret_name(cn, API_SECRET_APP);
+	json_object *vols = jarr();
+	jpush(vols, vol_pvc("pgdata", pvc));
+	jpush(mounts, mount("pgdata", PGDATA_MOUNT, false));
+	if (c->spec.wal_storage.present) {
+		jpush(vols, vol_pvc("pg-wal", wal));
+		jpush(mounts, mount("pg-wal", WAL_MOUNT, false));
+	}
+	json_object *ctl = jobj();
+	jsets(ctl, "name", "controller");
+	jset(ctl, "emptyDir", jobj());
+	jpush(vols, ctl);
+	jpush(mounts, mount("controller", "/controller", false));
+	jpush(vols, vol_secret("server-tls", s_srv, NULL));
+	jpush(mounts, mount("server-tls", "/run/pgop/certs/server", true));
+	jpush(vols, vol_secret("ca", s_ca, "ca.crt"));
+	jpush(mounts, mount("ca", "/run/pgop/certs/ca", true));
+	jpush(vols, vol_secret("replication-tls", s_rep, NULL));
+	jpush(mounts, mount("replication-tls", "/run/pgop/certs/replication", true));
+	jpush(vols, vol_secret("superuser", s_su, NULL));
+	jpush(mounts, mount("superuser", "/run/pgop/secrets/superuser", true));
+	jpush(vols, vol_secret("app", s_app, NULL));
+	jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
+	jset(spec, "volumes", vols);
+}
+
+static json_object *env_list(const struct api_cluster *c)
+{
+	json_object *env = jarr();
+	jpush(env, env_field("POD_NAME", "metadata.name"));
+	jpush(env, env_field("NAMESPACE", "metadata.namespace"));
+	jpush(env, env_field("POD_IP", "status.podIP"));
+	jpush(env, env_val("CLUSTER_NAME", c->metadata.name));
+	jpush(env, env_val("PGDATA", PGDATA_MOUNT "/pgdata"));
+	jpush(env, env_val("PGHOST", "/controller/run"));
+	jpush(env, env_val("PGPORT", "5432"));
+	return env;
+}
+
+static json_object *str_array(const char *const *v, size_t n)
+{
+	json_object *a = jarr();
+	for (size_t i = 0; i < n; i++)
+		jpush(a, jstr(v[i]));
+	return a;
+}
+
+/* The pod spec of an instance (command NULL) or of a Job (command given). */
+static json_object *pod_spec(const struct api_cluster *c, const struct rc_settings *s,
+			     int64_t serial, json_object *command)
+{
+	const char *image = s && s->operator_image ? s->operator_image : "pgop:latest";
+	json_object *spec = jobj();
+	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
+	json_object *mounts = jarr();
+	add_volumes(c, serial, spec, mounts);
+
+	json_object *init = jobj();
+	jsets(init, "name", "bootstrap-controller");
+	jsets(init, "image", image);
+	static const char *const boot[] = { "pgop", "bootstrap", "/controller/pgop" };
+	jset(init, "command", str_array(boot, OP_ARRAY_SIZE(boot)));
+	jset(init, "volumeMounts", jpush(jarr(), mount("controller", "/controller", false)));
+	jset(spec, "initContainers", jpush(jarr(), init));
+
+	json_object *pg = jobj();
+	jsets(pg, "name", "postgres");
+	jsets(pg, "image", c->spec.image_name ? c->spec.image_name : "postgres");
+	if (c->spec.image_pull_policy)
+		jsets(pg, "imagePullPolicy", c->spec.image_pull_policy);
+	if (command) {
+		jset(pg, "command", command);
+	} else {
+		static const char *const run[] = { "/controller/pgop", "instance", "run" };
+		jset(pg, "command", str_array(run, OP_ARRAY_SIZE(run)));
+		json_object *ports = jarr();
+		json_object *p = jobj();
+		jsets(p, "name", "postgresql");
+		jset(p, "containerPort", jint(PG_PORT));
+		jsets(p, "protocol", "TCP");
+		jpush(ports, p);
+		p = jobj();
+		jsets(p, "name", "status");
+		jset(p, "containerPort", jint(STATUS_PORT));
+		jsets(p, "protocol", "TCP");
+		jpush(ports, p);
+		jset(pg, "ports", ports);
+		int64_t start = c->spec.start_delay > 0 ? c->spec.start_delay : 3600;
+		int64_t fails = start / 10 > 0 ? start / 10 : 1;
+		jset(pg, "startupProbe", probe("/startupz", 10, (int)fails));
+		jset(pg, "readinessProbe", probe("/readyz", 10, 3));
+		int64_t live = c->spec.liveness_probe_timeout > 0 ? c->spec.liveness_probe_timeout / 10
+								  : 3;
+		jset(pg, "livenessProbe", probe("/healthz", 10, live > 0 ? (int)live : 1));
+	}
+	jset(pg, "env", env_list(c));
+	jset(pg, "volumeMounts", mounts);
+	if (c->spec.resources.requests.n || c->spec.resources.limits.n) {
+		json_object *res = jobj();
+		if (c->spec.resources.requests.n)
+			jset(res, "requests", kvs_object(&c->spec.resources.requests));
+		if (c->spec.resources.limits.n)
+			jset(res, "limits", kvs_object(&c->spec.resources.limits));
+		jset(pg, "resources", res);
+	}
+	jset(spec, "containers", jpush(jarr(), pg));
+
+	json_object *sc = jobj();
+	jset(sc, "runAsUser", jint(c->spec.postgres_uid));
+	jset(sc, "runAsGroup", jint(c->spec.postgres_gid));
+	jset(sc, "fsGroup", jint(c->spec.postgres_gid));
+	jset(sc, "runAsNonRoot", jbool(true));
+	jset(spec, "securityContext", sc);
+	jsets(spec, "serviceAccountName",
+	      c->spec.service_account_name && *c->spec.service_account_name
+		      ? c->spec.service_account_name
+		      : c->metadata.name);
+	jsets(spec, "hostname", pod);
+	if (c->spec.affinity.node_selector.n)
+		jset(spec, "nodeSelector", kvs_object(&c->spec.affinity.node_selector));
+	int64_t stop = c->spec.stop_delay > 0 ? c->spec.stop_delay : 1800;
+	jset(spec, "terminationGracePeriodSeconds", jint(stop));
+	return spec;
+}
+
+static json_object *pod_meta(const struct api_cluster *c, const char *name, int64_t serial)
+{
+	json_object *m = jobj();
+	jsets(m, "name", name);
+	jsets(m, "namespace", c->metadata.namespace_);
+	json_object *labels = jobj();
+	jsets(labels, RC_LABEL_CLUSTER, c->metadata.name);
+	jset(m, "labels", labels);
+	_cleanup_free_ char *ser = op_asprintf("%lld", (long long)serial);
+	jsets(jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
+	jset(m, "ownerReferences", jpush(jarr(), rc_owner_ref(c)));
+	return m;
+}
+
+int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
+		 const char *role, json_object **ret, struct op_err *err)
+{
+	if (serial <= 0)
+		return op_err_set(err, -EINVAL, "instance serial %lld", (long long)serial);
+	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
+	json_object *o = jobj();
+	jsets(o, "apiVersion", "v1");
+	jsets(o, "kind", "Pod");
+	json_object *m = pod_meta(c, pod, serial);
+	json_object *labels = json_object_object_get(m, "labels");
+	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
+	jsets(labels, RC_LABEL_POD_ROLE, "instance");
+	if (role) {
+		jsets(labels, RC_LABEL_INSTANCE_ROLE, role);
+		jsets(labels, RC_LABEL_ROLE, role);
+	}
+	jsets(labels, "app.kubernetes.io/name", "postgresql");
+	jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
+	jsets(labels, "app.kubernetes.io/component", "database");
+	jsets(labels, "app.kubernetes.io/managed-by", "pgop");
+	jset(o, "metadata", m);
+	jset(o, "spec", pod_spec(c, s, serial, NULL));
+	*ret = o;
+	return 0;
+}
+
+/* initdb flags from spec.bootstrap.initdb (CNPG buildInitDBFlags), as one
+ * space-separated argument; initdb.options replaces them all. */
+static char *initdb_flags(const struct api_initdb *i)
+{
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = 0;
+	if (i->options.n) {
+		for (size_t k = 0; k < i->options.n && r == 0; k++)
+			r = op_buf_addf(&b, "%s%s", k ? " " : "", i->options.items[k]);
+		return r < 0 ? op_strdup("") : op_buf_take(&b, NULL);
+	}
+	const struct {
+		const char *flag, *value;
+	} tbl[] = {
+		{ "--encoding=", i->encoding },		{ "--lc-collate=", i->locale_collate },
+		{ "--lc-ctype=", i->locale_ctype },	{ "--locale=", i->locale },
+		{ "--locale-provider=", i->locale_provider }, { "--icu-locale=", i->icu_locale },
+		{ "--builtin-locale=", i->builtin_locale },
+	};
+	if (i->data_checksums)
+		r = op_buf_adds(&b, "-k");
+	for (size_t k = 0; k < OP_ARRAY_SIZE(tbl) && r == 0; k++)
+		if (tbl[k].value && *tbl[k].value)
+			r = op_buf_addf(&b, "%s%s%s", b.len ? " " : "", tbl[k].flag, tbl[k].value);
+	if (r == 0 && i->wal_segment_size > 0)
+		r = op_buf_addf(&b, "%s--wal-segsize=%lld", b.len ? " " : "",
+				(long long)i->wal_segment_size);
+	return r < 0 ? op_strdup("") : op_buf_take(&b, NULL);
+}
+
+static json_object *job_command(const struct api_cluster *c, enum rc_job_role role)
+{
+	json_object *a = jarr();
+	jpush(a, jstr("/controller/pgop"));
+	jpush(a, jstr("instance"));
+	if (role == RC_JOB_JOIN) {
+		_cleanup_free_ char *rw = api_service_name(c->metadata.name, API_SVC_RW);
+		jpush(a, jstr("join"));
+		jpush(a, jstr("--primary-host"));
+		jpush(a, jstr(rw));
+		return a;
+	}
+	const struct api_initdb *i = &c->spec.bootstrap.initdb;
+	jpush(a, jstr("init"));
+	_cleanup_free_ char *flags = initdb_flags(i);
+	if (*flags) {
+		jpush(a, jstr("--initdb-flags"));
+		jpush(a, jstr(flags));
+	}
+	const char *db = i->database && *i->database ? i->database : "app";
+	const char *owner = i->owner && *i->owner ? i->owner : db;
+	jpush(a, jstr("--app-db-name"));
+	jpush(a, jstr(db));
+	jpush(a, jstr("--app-user"));
+	jpush(a, jstr(owner));
+	const struct {
+		const char *flag;
+		const struct api_strv *v;
+	} sql[] = {
+		{ "--post-init-sql", &i->post_init_sql },
+		{ "--post-init-application-sql", &i->post_init_application_sql },
+		{ "--post-init-template-sql", &i->post_init_template_sql },
+	};
+	for (size_t k = 0; k < OP_ARRAY_SIZE(sql); k++)
+		for (size_t j = 0; j < sql[k].v->n; j++) {
+			jpush(a, jstr(sql[k].flag));
+			jpush(a, jstr(sql[k].v->items[j]));
+		}
+	return a;
+}
+
+int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
+		 enum rc_job_role role, json_object **ret, struct op_err *err)
+{
+	if (serial <= 0)
+		return op_err_set(err, -EINVAL, "instance serial %lld", (long long)serial);
+	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
+	_cleanup_free_ char *name = rc_job_name(c->metadata.name, serial, role);
+	json_object *o = jobj();
+	jsets(o, "apiVersion", "batch/v1");
+	jsets(o, "kind", "Job");
+	json_object *m = pod_meta(c, name, serial);
+	json_object *labels = json_object_object_get(m, "labels");
+	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
+	jsets(labels, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
+	jset(o, "metadata", m);
+	json_object *spec = jchild(o, "spec");
+	jset(spec, "backoffLimit", jint(6));
+	json_object *tmpl = jchild(spec, "template");
+	json_object *tm = jobj();
+	json_object *tl = jobj();
+	jsets(tl, RC_LABEL_CLUSTER, c->metadata.name);
+	jsets(tl, RC_LABEL_INSTANCE_NAME, pod);
+	jsets(tl, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
+	jset(tm, "labels", tl);
+	jset(tmpl, "metadata", tm);
+	json_object *ps = pod_spec(c, s, serial, job_command(c, role));
+	jsets(ps, "restartPolicy", "Never");
+	jset(tmpl, "spec", ps);
+	*ret = o;
+	return 0;
+}

@@ -1,0 +1,464 @@
+/* reconciler/status.c - instance ordering, failover decision, status patch
+ * (status.h). Pure functions. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "reconciler/internal.h"
+#include "reconciler/status.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+void rc_instance_done(struct rc_instance *in)
+{
+	if (!in)
+		return;
+	free(in->name);
+	free(in->ip);
+	free(in->error);
+	*in = (struct rc_instance){ 0 };
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Up to 8 hex digits, at least one; *end past them. */
+static int hex32(const char *s, const char **end, uint32_t *ret)
+{
+	uint32_t v = 0;
+	size_t i = 0;
+	for (; s[i] && hexval(s[i]) >= 0; i++) {
+		if (i == 8)
+			return -EINVAL;
+		v = v << 4 | (uint32_t)hexval(s[i]);
+	}
+	if (i == 0)
+		return -EINVAL;
+	*end = s + i;
+	*ret = v;
+	return 0;
+}
+
+int rc_lsn_parse(const char *s, uint64_t *ret)
+{
+	if (!s)
+		return -EINVAL;
+	const char *p;
+	uint32_t hi, lo;
+	if (hex32(s, &p, &hi) < 0 || *p != '/' || hex32(p + 1, &p, &lo) < 0 || *p)
+		return -EINVAL;
+	*ret = (uint64_t)hi << 32 | lo;
+	return 0;
+}
+
+static int get_lsn(json_object *st, const char *key, uint64_t *ret, struct op_err *err)
+{
+	const char *s = NULL;
+	int r = op_json_get_str(st, key, "", &s, err);
+	if (r <= 0 || !*s)
+		return r < 0 ? r : 0;
+	if (rc_lsn_parse(s, ret) < 0)
+		return op_err_set(err, -EINVAL, "%s: not an LSN: %.40s", key, s);
+	return 0;
+}
+
+int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_err *err)
+{
+	if (!json_object_is_type(st, json_type_object))
+		return op_err_set(err, -EINVAL, "status: expected object, got %s",
+				  op_json_type_name(st));
+	struct rc_instance t = *in;
+	t.current_lsn = t.received_lsn = t.replay_lsn = 0;
+	t.is_primary = t.wal_receiver_active = t.pg_rewind_running = false;
+	t.timeline_id = 0;
+	t.streaming_replicas = 0;
+	int r = 0;
+	if (r >= 0)
+		r = get_lsn(st, "currentLsn", &t.current_lsn, err);
+	if (r >= 0)
+		r = get_lsn(st, "receivedLsn", &t.received_lsn, err);
+	if (r >= 0)
+		r = get_lsn(st, "replayLsn", &t.replay_lsn, err);
+	if (r >= 0)
+		r = op_json_get_bool(st, "isPrimary", "", &t.is_primary, err);
+	if (r >= 0)
+		r = op_json_get_bool(st, "isWalReceiverActive", "", &t.wal_receiver_active, err);
+	if (r >= 0)
+		r = op_json_get_bool(st, "isPgRewindRunning", "", &t.pg_rewind_running, err);
+	if (r >= 0)
+		r = op_json_get_i64(st, "timeLineID", "", &t.timeline_id, err);
+	json_object *repl = NULL;
+	if (r >= 0)
+		r = op_json_get_arr(st, "replicationInfo", "", &repl, err);
+	if (r > 0) {
+		for (size_t i = 0; i < json_object_array_length(repl); i++) {
+			const char *state = op_json_str_at(json_object_array_get_idx(repl, i),
+							   "state");
+			if (state && strcmp(state, "streaming") == 0)
+				t.streaming_replicas++;
+		}
+	}
+	if (r < 0)
+		return r;
+	t.has_status = true;
+	*in = t;
+	return 0;
+}
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a > b ? -1 : a < b ? 1 : 0;
+}
+
+static int cmp_instance(const void *pa, const void *pb)
+{
+	const struct rc_instance *a = pa, *b = pb;
+	if (a->has_status != b->has_status)
+		return a->has_status ? -1 : 1;
+	if (a->is_primary != b->is_primary)
+		return a->is_primary ? -1 : 1;
+	int c;
+	if (!a->is_primary) {
+		if ((c = cmp_u64_desc(a->received_lsn, b->received_lsn)))
+			return c;
+		if ((c = cmp_u64_desc(a->replay_lsn, b->replay_lsn)))
+			return c;
+	}
+	/* name order, but by serial so cluster-10 sorts after cluster-9 */
+	if (a->serial != b->serial)
+		return a->serial < b->serial ? -1 : 1;
+	return strcmp(a->name ? a->name : "", b->name ? b->name : "");
+}
+
+void rc_instances_sort(struct rc_instance *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_instance);
+}
+
+static const char *const fo_names[] = {
+	[RC_FO_NONE] = "none",
+	[RC_FO_SPLIT_BRAIN] = "split-brain",
+	[RC_FO_PRIMARY_CHECK] = "primary-status-check-failed",
+	[RC_FO_WAIT_DELAY] = "wait-failover-delay",
+	[RC_FO_MARK_PENDING] = "mark-pending",
+	[RC_FO_WAIT_WAL_RECEIVERS] = "wait-wal-receivers",
+	[RC_FO_PROMOTE] = "promote",
+};
+
+const char *rc_failover_action_str(enum rc_failover_action a)
+{
+	return (unsigned)a < OP_ARRAY_SIZE(fo_names) ? fo_names[a] : "unknown";
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret)
+{
+	*ret = (struct rc_failover_decision){ .action = RC_FO_NONE };
+	size_t primaries = 0;
+	const struct rc_instance *cur = NULL;
+	for (size_t i = 0; i < in->n; i++) {
+		if (in->v[i].has_status && in->v[i].is_primary)
+			primaries++;
+		if (str_eq(in->v[i].name, in->current_primary))
+			cur = &in->v[i];
+	}
+	if (primaries > 1) {
+		ret->action = RC_FO_SPLIT_BRAIN;
+		return;
+	}
+	if (in->n == 0 || !in->target_primary || !*in->target_primary)
+		return;
+	const bool pending = strcmp(in->target_primary, RC_PENDING_FAILOVER) == 0;
+	/* a switchover/promotion the instances are carrying out: wait for it */
+	if (!pending && in->current_primary && *in->current_primary &&
+	    !str_eq(in->current_primary, in->target_primary))
+		return;
+	const struct rc_instance *first = &in->v[0];
+	if (str_eq(first->name, in->target_primary) || !first->has_status)
+		return;
+	if (first->is_primary) /* reporting primary but not the target: it will demote */
+		return;
+	/* the current primary is alive as far as Kubernetes knows: a network blip
+	 * on the status port is no reason to fail over */
+	if (!pending && cur && cur->pod_ready && !cur->pod_terminating && !cur->has_status) {
+		ret->action = RC_FO_PRIMARY_CHECK;
+		return;
+	}
+	if (in->failover_delay_s > 0) {
+		if (!in->failing_since) {
+			ret->action = RC_FO_WAIT_DELAY;
+			ret->start_failing_clock = true;
+			return;
+		}
+		if (in->now - in->failing_since < in->failover_delay_s) {
+			ret->action = RC_FO_WAIT_DELAY;
+			return;
+		}
+	}
+	if (!pending) {
+		ret->action = RC_FO_MARK_PENDING;
+		return;
+	}
+	for (size_t i = 0; i < in->n; i++) {
+		const struct rc_instance *x = &in->v[i];
+		if (x->has_status && x->wal_receiver_active && !str_eq(x->name, in->current_primary)) {
+			ret->action = RC_FO_WAIT_WAL_RECEIVERS;
+			return;
+		}
+	}
+	ret->action = RC_FO_PROMOTE;
+	ret->target = first->name;
+}
+
+/* ---------------------------------------------------------------- status */
+
+void rc_strv_push(char ***v, size_t *n, const char *s)
+{
+	*v = op_realloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = op_strdup(s);
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void rc_status_done(struct rc_status *s)
+{
+	if (!s)
+		return;
+	free(s->phase);
+	free(s->phase_reason);
+	strv_free(s->instance_names, s->n_instance_names);
+	free(s->current_primary);
+	free(s->target_primary);
+	strv_free(s->healthy, s->n_healthy);
+	strv_free(s->failed, s->n_failed);
+	strv_free(s->cert_names, s->n_certs);
+	strv_free(s->cert_expirations, s->n_certs);
+	free(s->failing_since);
+	*s = (struct rc_status){ 0 };
+}
+
+static char *dup_str_at(json_object *o, const char *path)
+{
+	const char *s = op_json_str_at(o, path);
+	return s ? op_strdup(s) : NULL;
+}
+
+static int64_t i64_at(json_object *o, const char *path)
+{
+	json_object *v = op_json_at(o, path);
+	return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
+}
+
+static void strv_from(json_object *arr, char ***v, size_t *n)
+{
+	if (!json_object_is_type(arr, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		json_object *e = json_object_array_get_idx(arr, i);
+		if (json_object_is_type(e, json_type_string))
+			rc_strv_push(v, n, json_object_get_string(e));
+	}
+}
+
+void rc_status_from_json(json_object *st, struct rc_status *ret)
+{
+	struct rc_status s = { 0 };
+	if (st && json_object_is_type(st, json_type_object)) {
+		s.phase = dup_str_at(st, "phase");
+		s.phase_reason = dup_str_at(st, "phaseReason");
+		s.instances = i64_at(st, "instances");
+		s.ready_instances = i64_at(st, "readyInstances");
+		strv_from(op_json_at(st, "instanceNames"), &s.instance_names, &s.n_instance_names);
+		s.current_primary = dup_str_at(st, "currentPrimary");
+		s.target_primary = dup_str_at(st, "targetPrimary");
+		s.latest_generated_node = i64_at(st, "latestGeneratedNode");
+		s.timeline_id = i64_at(st, "timelineID");
+		strv_from(op_json_at(st, "instancesStatus.healthy"), &s.healthy, &s.n_healthy);
+		strv_from(op_json_at(st, "instancesStatus.failed"), &s.failed, &s.n_failed);
+		s.failing_since = dup_str_at(st, "currentPrimaryFailingSinceTimestamp");
+		json_object *conds = op_json_at(st, "conditions");
+		for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
+				   i < json_object_array_length(conds);
+		     i++) {
+			json_object *c = json_object_array_get_idx(conds, i);
+			if (str_eq(op_json_str_at(c, "type"), "Ready"))
+				s.ready = str_eq(op_json_str_at(c, "status"), "True");
+		}
+		json_object *ex = op_json_at(st, "certificates.expirations");
+		if (json_object_is_type(ex, json_type_object)) {
+			json_object_object_foreach(ex, k, v)
+			{
+				if (!json_object_is_type(v, json_type_string))
+					continue;
+				size_t n = s.n_certs;
+				rc_strv_push(&s.cert_names, &n, k);
+				rc_strv_push(&s.cert_expirations, &s.n_certs, json_object_get_string(v));
+			}
+		}
+	}
+	*ret = s;
+}
+
+char *rc_time_rfc3339(int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (!gmtime_r(&tt, &tm))
+		return op_strdup("1970-01-01T00:00:00Z");
+	return op_asprintf("%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+			   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+int rc_time_parse(const char *s, int64_t *ret)
+{
+	struct tm tm = { 0 };
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!end)
+		return -EINVAL;
+	if (*end == '.') /* fractional seconds */
+		for (end++; *end >= '0' && *end <= '9'; end++)
+			;
+	if (strcmp(end, "Z") != 0)
+		return -EINVAL;
+	*ret = (int64_t)timegm(&tm);
+	return 0;
+}
+
+static json_object *strv_json(char **v, size_t n)
+{
+	json_object *a = jarr();
+	for (size_t i = 0; i < n; i++)
+		jpush(a, jstr(v[i]));
+	return a;
+}
+
+/* Adds key=val to patch when it differs from cur[key] (val owned; NULL = remove). */
+static void diff_set(json_object *patch, json_object *cur, const char *key, json_object *val)
+{
+	json_object *old = NULL;
+	bool has = cur && json_object_object_get_ex(cur, key, &old) && old;
+	if (!val) {
+		if (has)
+			jset(patch, key, NULL);
+		return;
+	}
+	if (has && json_object_equal(old, val)) {
+		json_object_put(val);
+		return;
+	}
+	jset(patch, key, val);
+}
+
+static json_object *conditions(json_object *cur, const struct rc_status *w, int64_t now)
+{
+	json_object *old = cur ? op_json_at(cur, "conditions") : NULL;
+	json_object *arr = jarr();
+	const char *status = w->ready ? "True" : "False";
+	const char *ltt = NULL;
+	if (json_object_is_type(old, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(old); i++) {
+			json_object *c = json_object_array_get_idx(old, i);
+			const char *type = op_json_str_at(c, "type");
+			if (type && strcmp(type, "Ready") == 0) {
+				if (str_eq(op_json_str_at(c, "status"), status))
+					ltt = op_json_str_at(c, "lastTransitionTime");
+				continue;
+			}
+			json_object *copy = NULL;
+			if (json_object_deep_copy(c, &copy, NULL) == 0)
+				jpush(arr, copy);
+		}
+	}
+	json_object *rd = jobj();
+	jsets(rd, "type", "Ready");
+	jsets(rd, "status", status);
+	jsets(rd, "reason", w->ready ? "ClusterIsReady" : "ClusterIsNotReady");
+	jsets(rd, "message", w->ready ? "Cluster is Ready" : "Cluster Is Not Ready");
+	if (ltt) {
+		jsets(rd, "lastTransitionTime", ltt);
+	} else {
+		_cleanup_free_ char *t = rc_time_rfc3339(now);
+		jsets(rd, "lastTransitionTime", t);
+	}
+	jpush(arr, rd);
+	return arr;
+}
+
+int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv, int64_t now,
+		    char **ret_patch, struct op_err *err)
+{
+	if (cur && !json_object_is_type(cur, json_type_object))
+		cur = NULL;
+	json_object *p = jobj();
+	diff_set(p, cur, "phase", w->phase ? jstr(w->phase) : NULL);
+	diff_set(p, cur, "phaseReason", w->phase_reason ? jstr(w->phase_reason) : NULL);
+	diff_set(p, cur, "instances", jint(w->instances));
+	diff_set(p, cur, "readyInstances", jint(w->ready_instances));
+	diff_set(p, cur, "instanceNames", strv_json(w->instance_names, w->n_instance_names));
+	if (w->current_primary) /* written by instances too: only set, never cleared */
+		diff_set(p, cur, "currentPrimary", jstr(w->current_primary));
+	if (w->target_primary)
+		diff_set(p, cur, "targetPrimary", jstr(w->target_primary));
+	diff_set(p, cur, "latestGeneratedNode", jint(w->latest_generated_node));
+	if (w->timeline_id > 0)
+		diff_set(p, cur, "timelineID", jint(w->timeline_id));
+	json_object *is = jobj();
+	if (w->n_healthy)
+		jset(is, "healthy", strv_json(w->healthy, w->n_healthy));
+	if (w->n_failed)
+		jset(is, "failed", strv_json(w->failed, w->n_failed));
+	diff_set(p, cur, "instancesStatus", is);
+	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
+		 w->failing_since ? jstr(w->failing_since) : NULL);
+	if (w->n_certs) {
+		json_object *ex = jobj();
+		for (size_t i = 0; i < w->n_certs; i++)
+			jsets(ex, w->cert_names[i], w->cert_expirations[i]);
+		json_object *certs = NULL;
+		json_object *oldc = cur ? op_json_at(cur, "certificates") : NULL;
+		if (!oldc || json_object_deep_copy(oldc, &certs, NULL) != 0 ||
+		    !json_object_is_type(certs, json_type_object)) {
+			if (certs)
+				json_object_put(certs);
+			certs = jobj();
+		}
+		jset(certs, "expirations", ex);
+		diff_set(p, cur, "certificates", certs);
+	}
+	diff_set(p, cur, "conditions", conditions(cur, w, now));
+	if (json_object_object_length(p) == 0) {
+		json_object_put(p);
+		return 0;
+	}
+	json_object *doc = jobj();
+	if (rv)
+		jsets(jchild(doc, "metadata"), "resourceVersion", rv);
+	jset(doc, "status", p);
+	const char *txt = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	if (!txt) {
+		json_object_put(doc);
+		return op_err_set(err, -ENOMEM, "serializing the status patch");
+	}
+	*ret_patch = op_strdup(txt);
+	json_object_put(doc);
+	return 1;
+}

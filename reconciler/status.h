@@ -1,0 +1,122 @@
+/* reconciler/status.h - instance state, failover target selection and the
+ * Cluster status (pure: no I/O, callers pass `now`).
+ *
+ * Phases are CloudNativePG's strings (api/v1/cluster_types.go), so tools that
+ * read CNPG status (kubectl cnpg, dashboards) understand pgop's.
+ */
+#ifndef PGOP_RECONCILER_STATUS_H
+#define PGOP_RECONCILER_STATUS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "support/err.h"
+
+#define RC_PHASE_HEALTHY "Cluster in healthy state"
+#define RC_PHASE_FIRST_PRIMARY "Setting up primary"
+#define RC_PHASE_CREATING_REPLICA "Creating a new replica"
+#define RC_PHASE_WAITING_ACTIVE "Waiting for the instances to become active"
+#define RC_PHASE_FAILOVER "Failing over"
+#define RC_PHASE_SWITCHOVER "Switchover in progress"
+#define RC_PHASE_UNRECOVERABLE "Cluster is unrecoverable and needs manual intervention"
+#define RC_PHASE_CANNOT_CREATE_OBJECTS "Unable to create required cluster objects"
+#define RC_PHASE_STATUS_ERROR "Instance Status Extraction Error: HTTP communication issue"
+#define RC_PHASE_INVALID "Invalid cluster definition"
+#define RC_PHASE_SCALING_DOWN "Scaling down"
+
+/* targetPrimary while a failover is choosing its new primary (CNPG). */
+#define RC_PENDING_FAILOVER "pending"
+
+/* What the operator knows about one instance: its Pod and /pg/status. */
+struct rc_instance {
+	char *name;          /* owned: pod name */
+	char *ip;            /* owned: status.podIP, NULL when none */
+	int64_t serial;
+	bool pod_ready;      /* Pod condition Ready=True */
+	bool pod_terminating; /* metadata.deletionTimestamp set */
+	bool has_status;     /* GET /pg/status answered 200 with JSON */
+	char *error;         /* owned: why there is no status, or NULL */
+	bool is_primary;
+	uint64_t current_lsn, received_lsn, replay_lsn;
+	int64_t timeline_id;
+	bool wal_receiver_active;
+	bool pg_rewind_running;
+	int streaming_replicas; /* replicationInfo entries with state "streaming" */
+};
+void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL */
+
+/* "16/B374D848" -> 0x16B374D848. -EINVAL for anything else. */
+int rc_lsn_parse(const char *s, uint64_t *ret);
+
+/* Fills the status part of *in from a /pg/status JSON body (borrowed).
+ * -EINVAL when it is not an object or a field has the wrong type. */
+int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_err *err);
+
+/* Sorts like CNPG PostgresqlStatusList.Less: instances without status last,
+ * primaries first, then higher receivedLsn, then higher replayLsn, then name. */
+void rc_instances_sort(struct rc_instance *v, size_t n);
+
+enum rc_failover_action {
+	RC_FO_NONE = 0,          /* nothing to do */
+	RC_FO_SPLIT_BRAIN,       /* more than one instance reports primary: event, requeue 5 s */
+	RC_FO_PRIMARY_CHECK,     /* primary Pod Ready but /pg/status failing: event, requeue 10 s */
+	RC_FO_WAIT_DELAY,        /* primary failing, within failoverDelay: requeue 1 s */
+	RC_FO_MARK_PENDING,      /* set targetPrimary "pending", label old primary unhealthy */
+	RC_FO_WAIT_WAL_RECEIVERS, /* a replica still streams from the old primary: requeue 1 s */
+	RC_FO_PROMOTE,           /* set targetPrimary = target */
+};
+const char *rc_failover_action_str(enum rc_failover_action a);
+
+struct rc_failover_input {
+	const char *current_primary; /* status.currentPrimary, may be NULL */
+	const char *target_primary;  /* status.targetPrimary, may be NULL */
+	const struct rc_instance *v; /* sorted with rc_instances_sort */
+	size_t n;
+	int64_t failover_delay_s;    /* spec.failoverDelay */
+	int64_t failing_since;       /* Unix s when the primary was first seen failing; 0 = not yet */
+	int64_t now;
+};
+struct rc_failover_decision {
+	enum rc_failover_action action;
+	const char *target; /* borrowed from input v[]: PROMOTE's new primary */
+	bool start_failing_clock; /* set status.currentPrimaryFailingSinceTimestamp = now */
+};
+/* CNPG reconcileTargetPrimaryForNonReplicaCluster (runtime.md §4.2). */
+void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret);
+
+/* The status fields the reconciler owns. All strings and arrays owned. */
+struct rc_status {
+	char *phase;
+	char *phase_reason;
+	int64_t instances, ready_instances;
+	char **instance_names; size_t n_instance_names;
+	char *current_primary, *target_primary;
+	int64_t latest_generated_node, timeline_id;
+	char **healthy; size_t n_healthy;
+	char **failed; size_t n_failed;
+	char **cert_names; char **cert_expirations; size_t n_certs; /* RFC 3339 */
+	char *failing_since; /* currentPrimaryFailingSinceTimestamp, RFC 3339, or NULL */
+	bool ready;          /* condition Ready */
+};
+void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
+void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */
+/* Reads the owned fields back from a Cluster's status object (borrowed, may
+ * be NULL). Wrongly typed fields are ignored. */
+void rc_status_from_json(json_object *status, struct rc_status *ret);
+/* Unix seconds -> "2026-12-02T11:00:00Z" (owned). */
+char *rc_time_rfc3339(int64_t t);
+/* RFC 3339 "…Z" -> Unix seconds; -EINVAL otherwise. */
+int rc_time_parse(const char *s, int64_t *ret);
+
+/* A JSON merge patch body for the status subresource carrying only the
+ * fields of `want` that differ from `cur_status` (borrowed, may be NULL),
+ * plus metadata.resourceVersion = rv (NULL = none) as a precondition; the
+ * Ready condition keeps its lastTransitionTime when its status is unchanged
+ * and other condition types are kept. Returns 1 and *ret_patch (owned text)
+ * when something changed, 0 when nothing did (*ret_patch untouched). */
+int rc_status_patch(json_object *cur_status, const struct rc_status *want, const char *rv,
+		    int64_t now, char **ret_patch, struct op_err *err);
+
+#endif

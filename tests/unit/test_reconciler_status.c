@@ -1,0 +1,360 @@
+/* Unit tests: reconciler/status.c - LSNs, /pg/status parsing, instance order,
+ * the failover decision table, status change detection. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#include "reconciler/status.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+static json_object *parse(const char *txt)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(txt, strlen(txt), 64, &o, &err), 0);
+	return o;
+}
+
+static void test_lsn(void **state)
+{
+	static const struct {
+		const char *in;
+		int rc;
+		uint64_t v;
+	} rows[] = {
+		{ "0/0", 0, 0 },
+		{ "16/B374D848", 0, 0x16B374D848ull },
+		{ "FFFFFFFF/FFFFFFFF", 0, UINT64_MAX },
+		{ "0/604de38", 0, 0x604DE38 },
+		{ "", -EINVAL, 0 },
+		{ "1", -EINVAL, 0 },
+		{ "1/", -EINVAL, 0 },
+		{ "/1", -EINVAL, 0 },
+		{ "1/2/3", -EINVAL, 0 },
+		{ "100000000/0", -EINVAL, 0 },
+		{ "0/x", -EINVAL, 0 },
+		{ "0/1 ", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		uint64_t v = 42;
+		int r = rc_lsn_parse(rows[i].in, &v);
+		assert_int_equal(r, rows[i].rc);
+		if (r == 0)
+			assert_true(v == rows[i].v);
+		else
+			assert_true(v == 42);
+	}
+	uint64_t v;
+	assert_int_equal(rc_lsn_parse(NULL, &v), -EINVAL);
+}
+
+static void test_parse_status(void **state)
+{
+	struct rc_instance in = { .name = op_strdup("c-1") };
+	struct op_err err = OP_ERR_INIT;
+	json_object *st = parse("{\"currentLsn\":\"0/5000060\",\"isPrimary\":true,"
+				"\"timeLineID\":2,\"isWalReceiverActive\":false,"
+				"\"replicationInfo\":[{\"state\":\"streaming\"},{\"state\":\"catchup\"},"
+				"{\"state\":\"streaming\"}]}");
+	assert_int_equal(rc_instance_parse_status(&in, st, &err), 0);
+	assert_true(in.has_status);
+	assert_true(in.is_primary);
+	assert_true(in.current_lsn == 0x5000060);
+	assert_int_equal(in.timeline_id, 2);
+	assert_int_equal(in.streaming_replicas, 2);
+	json_object_put(st);
+
+	struct rc_instance bad = { .name = op_strdup("c-2") };
+	st = parse("{\"receivedLsn\":\"zz\"}");
+	err = OP_ERR_INIT;
+	assert_int_equal(rc_instance_parse_status(&bad, st, &err), -EINVAL);
+	assert_false(bad.has_status);
+	assert_non_null(strstr(err.msg, "receivedLsn"));
+	json_object_put(st);
+	st = parse("{\"isPrimary\":\"yes\"}");
+	err = OP_ERR_INIT;
+	assert_int_equal(rc_instance_parse_status(&bad, st, &err), -EINVAL);
+	json_object_put(st);
+	st = parse("[1]");
+	assert_int_equal(rc_instance_parse_status(&bad, st, &err), -EINVAL);
+	json_object_put(st);
+	rc_instance_done(&in);
+	rc_instance_done(&bad);
+	rc_instance_done(NULL);
+}
+
+/* name, serial, has_status, primary, received, replay, walrcv, pod_ready */
+#define INST(n, s, hs, p, rcv, rpl, wr, rdy)                                                       \
+	{ .name = (char *)(n), .serial = (s), .has_status = (hs), .is_primary = (p),              \
+	  .received_lsn = (rcv), .replay_lsn = (rpl), .wal_receiver_active = (wr),                \
+	  .pod_ready = (rdy) }
+
+static void test_sort(void **state)
+{
+	struct rc_instance v[] = {
+		INST("c-10", 10, true, false, 100, 90, true, true),
+		INST("c-1", 1, false, false, 0, 0, false, false), /* no status: last */
+		INST("c-3", 3, true, false, 200, 10, true, true),
+		INST("c-2", 2, true, true, 0, 0, false, true),     /* primary: first */
+		INST("c-4", 4, true, false, 200, 50, true, true),
+		INST("c-9", 9, true, false, 100, 90, true, true),
+	};
+	rc_instances_sort(v, OP_ARRAY_SIZE(v));
+	static const char *const want[] = { "c-2", "c-4", "c-3", "c-9", "c-10", "c-1" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(want); i++)
+		assert_string_equal(v[i].name, want[i]);
+}
+
+struct fo_row {
+	const char *what;
+	const char *current, *target;
+	struct rc_instance v[4];
+	size_t n;
+	int64_t delay, since, now;
+	enum rc_failover_action want;
+	const char *want_target;
+	bool want_clock;
+};
+
+static void test_failover_table(void **state)
+{
+	static const struct fo_row rows[] = {
+		{ "healthy primary first", "c-1", "c-1",
+		  { INST("c-1", 1, true, true, 0, 0, false, true),
+		    INST("c-2", 2, true, false, 10, 10, true, true) },
+		  2, 0, 0, 100, RC_FO_NONE, NULL, false },
+		{ "two primaries", "c-1", "c-1",
+		  { INST("c-1", 1, true, true, 0, 0, false, true),
+		    INST("c-2", 2, true, true, 0, 0, false, true) },
+		  2, 0, 0, 100, RC_FO_SPLIT_BRAIN, NULL, false },
+		{ "primary gone, no delay: mark pending", "c-1", "c-1",
+		  { INST("c-2", 2, true, false, 50, 50, false, true),
+		    INST("c-3", 3, true, false, 60, 60, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  3, 0, 0, 100, RC_FO_MARK_PENDING, NULL, false },
+		{ "pending, receivers down: most advanced wins", "c-1", "pending",
+		  { INST("c-3", 3, true, false, 60, 60, false, true),
+		    INST("c-2", 2, true, false, 50, 50, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  3, 0, 0, 100, RC_FO_PROMOTE, "c-3", false },
+		{ "pending, a replica still streams", "c-1", "pending",
+		  { INST("c-3", 3, true, false, 60, 60, false, true),
+		    INST("c-2", 2, true, false, 50, 50, true, true) },
+		  2, 0, 0, 100, RC_FO_WAIT_WAL_RECEIVERS, NULL, false },
+		{ "primary pod Ready but status failing: no failover", "c-1", "c-1",
+		  { INST("c-2", 2, true, false, 50, 50, true, true),
+		    INST("c-1", 1, false, false, 0, 0, false, true) },
+		  2, 0, 0, 100, RC_FO_PRIMARY_CHECK, NULL, false },
+		{ "failoverDelay starts the clock", "c-1", "c-1",
+		  { INST("c-2", 2, true, false, 50, 50, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  2, 30, 0, 100, RC_FO_WAIT_DELAY, NULL, true },
+		{ "failoverDelay not over", "c-1", "c-1",
+		  { INST("c-2", 2, true, false, 50, 50, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  2, 30, 90, 100, RC_FO_WAIT_DELAY, NULL, false },
+		{ "failoverDelay over", "c-1", "c-1",
+		  { INST("c-2", 2, true, false, 50, 50, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  2, 30, 60, 100, RC_FO_MARK_PENDING, NULL, false },
+		{ "switchover in progress: wait", "c-1", "c-2",
+		  { INST("c-2", 2, true, false, 50, 50, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  2, 0, 0, 100, RC_FO_NONE, NULL, false },
+		{ "nobody reports", "c-1", "c-1",
+		  { INST("c-1", 1, false, false, 0, 0, false, false),
+		    INST("c-2", 2, false, false, 0, 0, false, false) },
+		  2, 0, 0, 100, RC_FO_NONE, NULL, false },
+		{ "bootstrap: no target yet", NULL, NULL,
+		  { INST("c-1", 1, true, true, 0, 0, false, true) }, 1, 0, 0, 100, RC_FO_NONE, NULL,
+		  false },
+		{ "no instances", "c-1", "c-1", { { 0 } }, 0, 0, 0, 100, RC_FO_NONE, NULL, false },
+		{ "primary not the target: let it demote", "c-1", "c-1",
+		  { INST("c-2", 2, true, true, 0, 0, false, true),
+		    INST("c-1", 1, false, false, 0, 0, false, false) },
+		  2, 0, 0, 100, RC_FO_NONE, NULL, false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		const struct fo_row *r = &rows[i];
+		struct rc_failover_input in = {
+			.current_primary = r->current, .target_primary = r->target, .v = r->v,
+			.n = r->n, .failover_delay_s = r->delay, .failing_since = r->since,
+			.now = r->now,
+		};
+		struct rc_failover_decision d;
+		rc_failover_decide(&in, &d);
+		if (d.action != r->want)
+			fail_msg("%s: got %s, want %s", r->what, rc_failover_action_str(d.action),
+				 rc_failover_action_str(r->want));
+		if (r->want_target)
+			assert_string_equal(d.target, r->want_target);
+		else
+			assert_null(d.target);
+		assert_int_equal(d.start_failing_clock, r->want_clock);
+	}
+	assert_string_equal(rc_failover_action_str((enum rc_failover_action)99), "unknown");
+}
+
+static void fill(struct rc_status *s)
+{
+	s->phase = op_strdup("Cluster in healthy state");
+	s->instances = 2;
+	s->ready_instances = 2;
+	rc_strv_push(&s->instance_names, &s->n_instance_names, "c-1");
+	rc_strv_push(&s->instance_names, &s->n_instance_names, "c-2");
+	rc_strv_push(&s->healthy, &s->n_healthy, "c-1");
+	rc_strv_push(&s->healthy, &s->n_healthy, "c-2");
+	s->current_primary = op_strdup("c-1");
+	s->target_primary = op_strdup("c-1");
+	s->latest_generated_node = 2;
+	s->timeline_id = 1;
+	s->ready = true;
+	size_t n = 0;
+	rc_strv_push(&s->cert_names, &n, "c-server");
+	rc_strv_push(&s->cert_expirations, &s->n_certs, "2027-03-01T00:00:00Z");
+}
+
+static json_object *patch_status(const char *patch)
+{
+	json_object *p = parse(patch);
+	json_object *st = NULL;
+	assert_true(json_object_object_get_ex(p, "status", &st));
+	json_object_get(st);
+	json_object_put(p);
+	return st;
+}
+
+static void test_status_patch(void **state)
+{
+	struct rc_status w = { 0 };
+	fill(&w);
+	struct op_err err = OP_ERR_INIT;
+	char *patch = NULL;
+	/* from nothing: everything is written, with the rv precondition */
+	assert_int_equal(rc_status_patch(NULL, &w, "77", 1000, &patch, &err), 1);
+	json_object *doc = parse(patch);
+	assert_string_equal(op_json_str_at(doc, "metadata.resourceVersion"), "77");
+	json_object_put(doc);
+	json_object *st = patch_status(patch);
+	free(patch);
+	assert_string_equal(op_json_str_at(st, "phase"), "Cluster in healthy state");
+	assert_int_equal(json_object_get_int(op_json_at(st, "readyInstances")), 2);
+	assert_string_equal(op_json_str_at(st, "currentPrimary"), "c-1");
+	assert_int_equal(json_object_array_length(op_json_at(st, "instancesStatus.healthy")), 2);
+	json_object *ex = op_json_at(st, "certificates.expirations");
+	json_object *v = NULL;
+	assert_true(json_object_object_get_ex(ex, "c-server", &v));
+	json_object *cond = json_object_array_get_idx(op_json_at(st, "conditions"), 0);
+	assert_string_equal(op_json_str_at(cond, "type"), "Ready");
+	assert_string_equal(op_json_str_at(cond, "status"), "True");
+	assert_string_equal(op_json_str_at(cond, "lastTransitionTime"), "1970-01-01T00:16:40Z");
+
+	/* same wanted status later: no change, no patch (lastTransitionTime kept) */
+	patch = NULL;
+	assert_int_equal(rc_status_patch(st, &w, "78", 5000, &patch, &err), 0);
+	assert_null(patch);
+
+	/* round trip through rc_status_from_json gives the same wanted status */
+	struct rc_status back;
+	rc_status_from_json(st, &back);
+	assert_string_equal(back.phase, w.phase);
+	assert_int_equal(back.n_instance_names, 2);
+	assert_int_equal(back.n_certs, 1);
+	assert_int_equal(rc_status_patch(st, &back, NULL, 9000, &patch, &err), 0);
+	rc_status_done(&back);
+
+	/* one field changes: only it (and the rv) in the patch */
+	w.ready_instances = 1;
+	assert_int_equal(rc_status_patch(st, &w, "79", 6000, &patch, &err), 1);
+	json_object *p2 = patch_status(patch);
+	free(patch);
+	assert_int_equal(json_object_object_length(p2), 1);
+	assert_int_equal(json_object_get_int(op_json_at(p2, "readyInstances")), 1);
+	json_object_put(p2);
+
+	/* Ready flips: new transition time; a phaseReason that goes away is nulled */
+	json_object_object_add(st, "phaseReason", json_object_new_string("old reason"));
+	w.ready = false;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 6000, &patch, &err), 1);
+	p2 = patch_status(patch);
+	free(patch);
+	assert_true(json_object_object_get_ex(p2, "phaseReason", &v));
+	assert_null(v);
+	cond = json_object_array_get_idx(op_json_at(p2, "conditions"), 0);
+	assert_string_equal(op_json_str_at(cond, "status"), "False");
+	assert_string_equal(op_json_str_at(cond, "lastTransitionTime"), "1970-01-01T01:40:00Z");
+	json_object_put(p2);
+
+	/* currentPrimary unknown to the reconciler is left alone */
+	free(w.current_primary);
+	w.current_primary = NULL;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 6000, &patch, &err), 1);
+	p2 = patch_status(patch);
+	free(patch);
+	assert_false(json_object_object_get_ex(p2, "currentPrimary", &v));
+	json_object_put(p2);
+
+	json_object_put(st);
+	rc_status_done(&w);
+	rc_status_done(NULL);
+}
+
+static void test_other_conditions_kept(void **state)
+{
+	json_object *st = parse("{\"conditions\":[{\"type\":\"ContinuousArchiving\","
+				"\"status\":\"True\"}]}");
+	struct rc_status w = { 0 };
+	w.phase = op_strdup("Setting up primary");
+	char *patch = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 0, &patch, &err), 1);
+	json_object *p = patch_status(patch);
+	free(patch);
+	json_object *conds = op_json_at(p, "conditions");
+	assert_int_equal(json_object_array_length(conds), 2);
+	assert_string_equal(op_json_str_at(json_object_array_get_idx(conds, 0), "type"),
+			    "ContinuousArchiving");
+	json_object_put(p);
+	json_object_put(st);
+	rc_status_done(&w);
+}
+
+static void test_time(void **state)
+{
+	char *s = rc_time_rfc3339(1796212800);
+	assert_string_equal(s, "2026-12-02T12:00:00Z");
+	int64_t t = 0;
+	assert_int_equal(rc_time_parse(s, &t), 0);
+	assert_int_equal(t, 1796212800);
+	free(s);
+	assert_int_equal(rc_time_parse("2026-12-02T12:00:00.123456Z", &t), 0);
+	assert_int_equal(t, 1796212800);
+	assert_int_equal(rc_time_parse("2026-12-02 12:00:00", &t), -EINVAL);
+	assert_int_equal(rc_time_parse("2026-12-02T12:00:00+01:00", &t), -EINVAL);
+	assert_int_equal(rc_time_parse(NULL, &t), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lsn),
+		cmocka_unit_test(test_parse_status),
+		cmocka_unit_test(test_sort),
+		cmocka_unit_test(test_failover_table),
+		cmocka_unit_test(test_status_patch),
+		cmocka_unit_test(test_other_conditions_kept),
+		cmocka_unit_test(test_time),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
