@@ -1,0 +1,263 @@
+/* reconciler/instance_client.c - parallel GET /pg/status over mTLS (curl multi).
+ *
+ * curl 7.88 built with GnuTLS has no *_BLOB options, so the CA and the client
+ * pair are written to a private 0700 directory for the duration of the call
+ * (files 0600) and removed before returning. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reconciler/instance_client.h"
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/json.h"
+
+#define OPERATOR_CN "pgop-operator"
+
+int rc_operator_client_cert(const struct pki_pair *ca, int64_t now, struct pki_pair *ret,
+			    struct op_err *err)
+{
+	struct pki_leaf_req req = {
+		.cn = OPERATOR_CN,
+		.usage = PKI_USAGE_CLIENT,
+		.now = now,
+	};
+	return pki_leaf_issue(ca, &req, ret, err);
+}
+
+struct tmpfiles {
+	char *dir, *ca, *cert, *key;
+};
+
+static int write_file(const char *path, const char *data, struct op_err *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return op_err_set(err, -errno, "create %s: %s", path, strerror(errno));
+	size_t len = strlen(data), off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = errno ? errno : EIO;
+			close(fd);
+			return op_err_set(err, -e, "write %s: %s", path, strerror(e));
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) < 0)
+		return op_err_set(err, -errno, "close %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static void tmpfiles_done(struct tmpfiles *t)
+{
+	const char *files[] = { t->ca, t->cert, t->key };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++)
+		if (files[i])
+			unlink(files[i]);
+	if (t->dir)
+		rmdir(t->dir);
+	free(t->dir);
+	free(t->ca);
+	free(t->cert);
+	free(t->key);
+	*t = (struct tmpfiles){ 0 };
+}
+
+static int tmpfiles_make(struct tmpfiles *t, const char *ca_pem, const struct pki_pair *client,
+			 struct op_err *err)
+{
+	const char *base = getenv("TMPDIR");
+	char *dir = op_asprintf("%s/pgop-rc-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(dir)) {
+		int e = errno;
+		op_err_set(err, -e, "mkdtemp %s: %s", dir, strerror(e));
+		free(dir);
+		return -e;
+	}
+	t->dir = dir;
+	t->ca = op_asprintf("%s/ca.crt", dir);
+	int r = write_file(t->ca, ca_pem, err);
+	if (r == 0 && client && client->cert_pem && client->key_pem) {
+		t->cert = op_asprintf("%s/tls.crt", dir);
+		r = write_file(t->cert, client->cert_pem, err);
+		if (r == 0) {
+			t->key = op_asprintf("%s/tls.key", dir);
+			r = write_file(t->key, client->key_pem, err);
+		}
+	}
+	return r;
+}
+
+struct xfer {
+	CURL *h;
+	struct rc_instance *in;
+	struct op_buf body;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
+{
+	struct xfer *x = ud;
+	size_t n = size * nmemb;
+	if (op_buf_add(&x->body, p, n) < 0)
+		return 0; /* over the cap: curl aborts with CURLE_WRITE_ERROR */
+	return n;
+}
+
+static void set_error(struct rc_instance *in, const char *msg)
+{
+	free(in->error);
+	in->error = op_strdup(msg);
+	in->has_status = false;
+}
+
+static void finish(struct xfer *x, CURLcode code)
+{
+	struct rc_instance *in = x->in;
+	if (code != CURLE_OK) {
+		_cleanup_free_ char *m = op_asprintf(
+			"GET /pg/status: %s%s%s", curl_easy_strerror(code), x->errbuf[0] ? ": " : "",
+			x->errbuf);
+		set_error(in, code == CURLE_WRITE_ERROR ? "GET /pg/status: answer over 1 MiB" : m);
+		return;
+	}
+	long http = 0;
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &http);
+	if (http != 200) {
+		_cleanup_free_ char *m = op_asprintf("GET /pg/status: HTTP %ld", http);
+		set_error(in, m);
+		return;
+	}
+	json_object *st = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH, &st, &err) < 0 ||
+	    rc_instance_parse_status(in, st, &err) < 0) {
+		_cleanup_free_ char *m = op_asprintf("GET /pg/status: %s", err.msg);
+		set_error(in, m);
+	} else {
+		free(in->error);
+		in->error = NULL;
+	}
+	if (st)
+		json_object_put(st);
+}
+
+static int setup(struct xfer *x, const struct tmpfiles *t, const struct rc_fetch_opts *o,
+		 struct op_err *err)
+{
+	x->h = curl_easy_init();
+	if (!x->h)
+		return op_err_set(err, -ENOMEM, "curl_easy_init failed");
+	bool v6 = strchr(x->in->ip, ':') != NULL;
+	_cleanup_free_ char *url =
+		op_asprintf(v6 ? "https://[%s]:%u%s" : "https://%s:%u%s", x->in->ip,
+			    o->port ? o->port : RC_STATUS_PORT, o->path ? o->path : "/pg/status");
+	long timeout = o->timeout_ms > 0 ? o->timeout_ms : RC_STATUS_TIMEOUT_MS_DEFAULT;
+	CURL *h = x->h;
+	int bad = 0;
+	bad |= curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK; /* chain only */
+	bad |= curl_easy_setopt(h, CURLOPT_CAINFO, t->ca) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK;
+	if (t->cert) {
+		bad |= curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert) != CURLE_OK;
+		bad |= curl_easy_setopt(h, CURLOPT_SSLKEY, t->key) != CURLE_OK;
+	}
+	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, x) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_PRIVATE, x) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_PROXY, "") != CURLE_OK; /* never via a proxy */
+	if (bad)
+		return op_err_set(err, -EINVAL, "curl_easy_setopt failed for %s", x->in->name);
+	return 0;
+}
+
+int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
+		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err)
+{
+	struct rc_fetch_opts o = opts ? *opts : (struct rc_fetch_opts){ 0 };
+	if (!ca_pem || !*ca_pem)
+		return op_err_set(err, -EINVAL, "no cluster CA certificate");
+	if (n == 0)
+		return 0;
+	struct tmpfiles t = { 0 };
+	int r = tmpfiles_make(&t, ca_pem, client, err);
+	if (r < 0) {
+		tmpfiles_done(&t);
+		return r;
+	}
+	CURLM *m = curl_multi_init();
+	struct xfer *xs = op_calloc(n, sizeof(*xs));
+	if (!m) {
+		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		xs[i].in = &v[i];
+		xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
+		v[i].has_status = false;
+		if (!v[i].ip || !*v[i].ip) {
+			set_error(&v[i], "no pod IP");
+			continue;
+		}
+		r = setup(&xs[i], &t, &o, err);
+		if (r < 0)
+			goto out;
+		if (curl_multi_add_handle(m, xs[i].h) != CURLM_OK) {
+			r = op_err_set(err, -ENOMEM, "curl_multi_add_handle failed");
+			goto out;
+		}
+	}
+	int running = 1;
+	while (running) {
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			r = op_err_set(err, -EIO, "curl_multi_perform failed");
+			goto out;
+		}
+		if (running && curl_multi_poll(m, NULL, 0, 100, NULL) != CURLM_OK) {
+			r = op_err_set(err, -EIO, "curl_multi_poll failed");
+			goto out;
+		}
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(m, &left))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			struct xfer *x = NULL;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+			if (x)
+				finish(x, msg->data.result);
+		}
+	}
+	r = 0;
+	for (size_t i = 0; i < n; i++)
+		r += v[i].has_status;
+out:
+	for (size_t i = 0; i < n; i++) {
+		if (xs[i].h) {
+			if (m)
+				curl_multi_remove_handle(m, xs[i].h);
+			curl_easy_cleanup(xs[i].h);
+		}
+		op_buf_done(&xs[i].body);
+	}
+	free(xs);
+	if (m)
+		curl_multi_cleanup(m);
+	tmpfiles_done(&t);
+	return r;
+}

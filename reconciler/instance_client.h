@@ -1,0 +1,46 @@
+/* reconciler/instance_client.h - the operator's client for the instance
+ * managers' status port (GET https://<podIP>:8000/pg/status).
+ *
+ * TLS: the server certificate must chain to the cluster CA (`<c>-ca`
+ * ca.crt); the host name is NOT checked (pods are addressed by IP; CNPG does
+ * the same: chain only). The operator presents its client certificate
+ * (CN pgop-operator, issued from the cluster CA, docs/instance-contract.md).
+ *
+ * All instances are queried in parallel (curl multi) and each has its own
+ * deadline, so one dead pod never stalls the others or the reconcile.
+ */
+#ifndef PGOP_RECONCILER_INSTANCE_CLIENT_H
+#define PGOP_RECONCILER_INSTANCE_CLIENT_H
+
+#include <stddef.h>
+
+#include "pki/pki.h"
+#include "reconciler/status.h"
+#include "support/err.h"
+
+#define RC_STATUS_PORT 8000
+#define RC_STATUS_TIMEOUT_MS_DEFAULT 2000
+#define RC_STATUS_BODY_MAX (1024u * 1024) /* one /pg/status answer */
+
+struct rc_fetch_opts {
+	long timeout_ms;   /* per instance, connect included; 0 = 2000 */
+	unsigned port;     /* 0 = 8000 (tests use others) */
+	const char *path;  /* NULL = "/pg/status" */
+};
+
+/* Fills the status of every v[i] that has an ip (rc_instance_parse_status);
+ * instances without ip get error "no pod IP". On a failed fetch v[i].error
+ * says why (timeout, TLS verification, HTTP status, bad JSON) and has_status
+ * stays false. ca_pem: the cluster CA certificate (borrowed); client: the
+ * operator's client certificate and key (borrowed, may be NULL = none).
+ * Returns the number of instances that answered, or -errno when the call
+ * could not be set up at all (temp files, curl). */
+int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
+		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err);
+
+/* Issues the operator client certificate (CN "pgop-operator", clientAuth)
+ * from the cluster CA pair (cert + key, borrowed). *ret owned (pki_pair_done). */
+int rc_operator_client_cert(const struct pki_pair *ca, int64_t now, struct pki_pair *ret,
+			    struct op_err *err);
+
+#endif

@@ -1,0 +1,206 @@
+/* Unit tests: reconciler/instance_client.c against real TLS servers
+ * (support/http_server) with certificates from pki/: chain verification
+ * without host name check, parallel fetches with per-instance deadlines. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#include "reconciler/instance_client.h"
+#include "support/alloc.h"
+#include "support/http_server.h"
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int h_primary(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		     struct op_err *err)
+{
+	return op_buf_adds(&rep->body, "{\"isPrimary\":true,\"currentLsn\":\"0/3000060\","
+				       "\"timeLineID\":1,\"replicationInfo\":"
+				       "[{\"state\":\"streaming\"}]}");
+}
+
+static int h_slow(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		  struct op_err *err)
+{
+	usleep(2500 * 1000);
+	return op_buf_adds(&rep->body, "{\"isPrimary\":false}");
+}
+
+static int h_garbage(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		     struct op_err *err)
+{
+	return op_buf_adds(&rep->body, "not json");
+}
+
+static const struct op_http_route r_primary[] = { { "GET", "/pg/status", h_primary } };
+static const struct op_http_route r_slow[] = { { "GET", "/pg/status", h_slow } };
+static const struct op_http_route r_garbage[] = { { "GET", "/pg/status", h_garbage } };
+
+struct fixture {
+	struct pki_pair ca, other_ca, server, other_server, client;
+};
+
+static void issue_server(const struct pki_pair *ca, struct pki_pair *out)
+{
+	/* SAN deliberately not 127.0.0.1: the client must not check host names */
+	const char *sans[] = { "c-rw", "c-rw.ns.svc" };
+	struct pki_leaf_req req = { .cn = "c-rw", .sans = sans, .n_sans = 2,
+				    .usage = PKI_USAGE_SERVER, .now = time(NULL) };
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(pki_leaf_issue(ca, &req, out, &err), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = op_calloc(1, sizeof(*f));
+	struct op_err err = OP_ERR_INIT;
+	struct pki_ca_req ca = { .cn = "c", .ou = "ns", .now = time(NULL) };
+	assert_int_equal(pki_ca_create(&ca, &f->ca, &err), 0);
+	ca.cn = "intruder";
+	assert_int_equal(pki_ca_create(&ca, &f->other_ca, &err), 0);
+	issue_server(&f->ca, &f->server);
+	issue_server(&f->other_ca, &f->other_server);
+	assert_int_equal(rc_operator_client_cert(&f->ca, time(NULL), &f->client, &err), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	pki_pair_done(&f->ca);
+	pki_pair_done(&f->other_ca);
+	pki_pair_done(&f->server);
+	pki_pair_done(&f->other_server);
+	pki_pair_done(&f->client);
+	free(f);
+	return 0;
+}
+
+static struct op_http_server *serve(const struct pki_pair *cert, const struct op_http_route *r)
+{
+	struct op_http_config cfg = { .listen = "127.0.0.1:0", .cert_pem = cert->cert_pem,
+				      .key_pem = cert->key_pem, .routes = r, .n_routes = 1,
+				      .threads = 2, .drain_ms = 100 };
+	struct op_http_server *s = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_http_server_start(&cfg, &s, &err) < 0)
+		fail_msg("server: %s", err.msg);
+	return s;
+}
+
+static void test_client_cert(void **state)
+{
+	struct fixture *f = *state;
+	struct pki_cert_info info;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(pki_cert_info_parse(f->client.cert_pem, NULL, &info, &err), 0);
+	assert_string_equal(info.subject_cn, "pgop-operator");
+	assert_int_equal(info.usage, PKI_USAGE_CLIENT);
+	assert_false(info.is_ca);
+	pki_cert_info_done(&info);
+	assert_int_equal(pki_verify(f->client.cert_pem, f->ca.cert_pem, time(NULL),
+				    PKI_USAGE_CLIENT, &err),
+			 0);
+}
+
+static void test_fetch_ok_and_failures(void **state)
+{
+	struct fixture *f = *state;
+	struct op_http_server *good = serve(&f->server, r_primary);
+	struct op_http_server *bad = serve(&f->other_server, r_primary);
+	struct op_http_server *junk = serve(&f->server, r_garbage);
+	/* one server per port: each instance is a different "pod" on 127.0.0.1,
+	 * so the port is part of the address here */
+	struct rc_instance v[3] = {
+		{ .name = op_strdup("c-1"), .ip = op_strdup("127.0.0.1") },
+		{ .name = op_strdup("c-2"), .ip = op_strdup("127.0.0.1") },
+		{ .name = op_strdup("c-3") }, /* no IP yet */
+	};
+	struct op_err err = OP_ERR_INIT;
+	struct rc_fetch_opts o = { .timeout_ms = 2000, .port = op_http_server_port(good) };
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 3, &o, &err), 2);
+	assert_true(v[0].has_status);
+	assert_true(v[0].is_primary);
+	assert_true(v[0].current_lsn == 0x3000060);
+	assert_int_equal(v[0].streaming_replicas, 1);
+	assert_null(v[0].error);
+	assert_false(v[2].has_status);
+	assert_string_equal(v[2].error, "no pod IP");
+
+	/* a server whose certificate another CA signed is refused */
+	o.port = op_http_server_port(bad);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 1, &o, &err), 0);
+	assert_false(v[0].has_status);
+	assert_non_null(v[0].error);
+
+	/* a 200 that is not JSON is an error, not a status */
+	o.port = op_http_server_port(junk);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, NULL, v, 1, &o, &err), 0);
+	assert_non_null(strstr(v[0].error, "JSON"));
+
+	/* 404 */
+	o.port = op_http_server_port(good);
+	o.path = "/nope";
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, NULL, v, 1, &o, &err), 0);
+	assert_string_equal(v[0].error, "GET /pg/status: HTTP 404");
+
+	assert_int_equal(rc_fetch_statuses(NULL, NULL, v, 1, &o, &err), -EINVAL);
+	for (size_t i = 0; i < 3; i++)
+		rc_instance_done(&v[i]);
+	op_http_server_free(good);
+	op_http_server_free(bad);
+	op_http_server_free(junk);
+}
+
+static void test_dead_instances_do_not_stall(void **state)
+{
+	struct fixture *f = *state;
+	struct op_http_server *slow = serve(&f->server, r_slow);
+	enum { N = 4 };
+	struct rc_instance v[N];
+	for (int i = 0; i < N; i++)
+		v[i] = (struct rc_instance){ .name = op_asprintf("c-%d", i + 1),
+					     .ip = op_strdup("127.0.0.1") };
+	struct op_err err = OP_ERR_INIT;
+	struct rc_fetch_opts o = { .timeout_ms = 500, .port = op_http_server_port(slow) };
+	int64_t t0 = mono_ms();
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, N, &o, &err), 0);
+	int64_t took = mono_ms() - t0;
+	/* four 2.5 s handlers, 500 ms each, in parallel: about 500 ms in total */
+	assert_true(took >= 450);
+	assert_true(took < 1500);
+	for (int i = 0; i < N; i++) {
+		assert_false(v[i].has_status);
+		assert_non_null(strstr(v[i].error, "imeout"));
+		rc_instance_done(&v[i]);
+	}
+	op_http_server_free(slow);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_client_cert),
+		cmocka_unit_test(test_fetch_ok_and_failures),
+		cmocka_unit_test(test_dead_instances_do_not_stall),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
