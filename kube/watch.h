@@ -86,7 +86,8 @@ struct kube_watch *kube_watch_free(struct kube_watch *w);
  * borrowed for the duration of the call and READ-ONLY (they are shared with
  * the cache: no json_object_get/put, no modification; serializing with
  * json_object_to_json_string is fine from this thread only). Copy with
- * json_object_deep_copy to keep one. Any handler may be NULL. On a
+ * json_object_deep_copy to keep one. Handlers must not call
+ * kube_informer_stop/free on their own informer (it joins this thread). Any handler may be NULL. On a
  * relist, objects that disappeared get on_delete, new ones on_add and
  * changed ones (different resourceVersion) on_update. */
 struct kube_informer_handlers {

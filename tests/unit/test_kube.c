@@ -692,22 +692,24 @@ static void test_tls_verification(void **state)
 static void h_slow(struct ts *s, const struct ts_req *req, struct ts_resp *r)
 {
 	r->chunks[0] = op_strdup("{\"metadata\":{\"name\":\"late\"}}");
-	r->delay_ms[0] = 2000;
+	r->delay_ms[0] = 3000;
 	r->nchunks = 1;
 }
 
 static void test_request_timeout(void **state)
 {
 	struct ts *s = ts_start(h_slow, NULL);
-	struct kube_client_opts o = { .timeout_ms = 300 };
+	struct kube_client_opts o = { .timeout_ms = 500 };
 	struct kube_client *c = client_for(s, &o);
 	struct op_err err = OP_ERR_INIT;
 	json_object *obj = NULL;
 	int64_t t0 = ts_now_ms();
 	assert_int_equal(kube_get(c, KUBE_PODS, "ns1", "p1", &obj, &err), -ETIMEDOUT);
 	int64_t dt = ts_now_ms() - t0;
-	assert_true(dt >= 250 && dt < 1500);
-	assert_int_equal(ts_count(s), 1); /* a timeout is not retried */
+	assert_true(dt >= 450 && dt < 2500);
+	/* a timeout is not retried (on a slow machine the request may not even
+	 * have reached the handler) */
+	assert_true(ts_count(s) <= 1);
 	kube_client_free(c);
 	ts_stop(s);
 }
