@@ -104,6 +104,30 @@ static int start_informer(struct na_agent *a, const struct kube_kind *k, const c
 	return rc;
 }
 
+static void *stop_informer(void *inf)
+{
+	kube_informer_stop(inf);
+	return NULL;
+}
+
+/* Another e2e environment's teardown on this host may delete the bridge (the
+ * names are global): recreate it, re-attach every pod, re-apply nftables. */
+static void heal_network(struct na_agent *a)
+{
+	if (access("/sys/class/net/" NA_BRIDGE, F_OK) == 0)
+		return;
+	struct op_err err = OP_ERR_INIT;
+	op_log_warn("bridge " NA_BRIDGE " vanished: recreating it");
+	if (na_net_up(&a->net, &err) < 0) {
+		op_log_warn("bridge", "error", err.msg);
+		return;
+	}
+	free(a->last_nft);
+	a->last_nft = NULL;
+	for (struct na_pod *p = a->pod_list; p; p = p->next)
+		p->net_ready = false;
+}
+
 static int run(struct opts *o)
 {
 	struct na_agent a = { 0 };
@@ -184,7 +208,7 @@ static int run(struct opts *o)
 	}
 	op_log_info("node agent running", "node", a.node_name, "state", a.state_dir, "pgop",
 		    a.pgop_binary, "apiserver", cfg->server);
-	int64_t next_hb = 0, next_svc = 0, next_pv = 0;
+	int64_t next_hb = 0, next_svc = 0, next_pv = 0, next_net = 0;
 	for (;;) {
 		int64_t now = na_now_ms();
 		if (now >= next_hb) {
@@ -196,14 +220,29 @@ static int run(struct opts *o)
 				next_hb = now + 10000;
 			}
 		}
+		if (now >= next_net) {
+			heal_network(&a);
+			next_net = now + 1000;
+		}
+		int64_t t1 = na_now_ms();
 		na_pods_sync(&a);
+		int64_t t2 = na_now_ms();
 		if (now >= next_svc) {
 			na_services_sync(&a);
 			next_svc = now + 500;
 		}
+		int64_t t3 = na_now_ms();
 		if (now >= next_pv) {
 			na_provision(&a);
 			next_pv = now + 1000;
+		}
+		int64_t t4 = na_now_ms();
+		if (t4 - now > 300) {
+			char b[96];
+			snprintf(b, sizeof(b), "node %lld pods %lld services %lld volumes %lld",
+				 (long long)(t1 - now), (long long)(t2 - t1), (long long)(t3 - t2),
+				 (long long)(t4 - t3));
+			op_log_info("slow loop", "ms", b);
 		}
 		struct timespec ts = { 0, 100 * 1000000L };
 		int sig = sigtimedwait(&sigs, NULL, &ts);
@@ -213,11 +252,18 @@ static int run(struct opts *o)
 		}
 	}
 	rc = 0;
-out:
-	for (size_t i = 0; i < 1; i++) {
-		struct kube_informer **all[] = { &a.pods, &a.svcs, &a.slices, &a.pvcs, &a.pvs };
-		for (size_t k = 0; k < OP_ARRAY_SIZE(all); k++)
-			*all[k] = kube_informer_free(*all[k]);
+out:;
+	/* stop the informers in parallel: each stop takes up to ~1 s */
+	struct kube_informer *all[] = { a.pods, a.svcs, a.slices, a.pvcs, a.pvs };
+	pthread_t th[OP_ARRAY_SIZE(all)];
+	bool started[OP_ARRAY_SIZE(all)] = { false };
+	for (size_t k = 0; k < OP_ARRAY_SIZE(all); k++)
+		if (all[k])
+			started[k] = pthread_create(&th[k], NULL, stop_informer, all[k]) == 0;
+	for (size_t k = 0; k < OP_ARRAY_SIZE(all); k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		kube_informer_free(all[k]);
 	}
 	na_pods_stop_all(&a);
 	if (a.net.up)

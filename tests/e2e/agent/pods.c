@@ -623,8 +623,21 @@ static void ctr_run(struct na_agent *a, struct na_pod *p, struct na_ctr *c)
 	}
 	if (c->next_start_ms && now < c->next_start_ms)
 		return;
+	_cleanup_free_ char *nsp = op_asprintf("/run/netns/%s", p->netns);
+	if (access(nsp, F_OK) != 0) {
+		p->net_ready = false; /* removed behind our back: rebuilt next pass */
+		return;
+	}
 	struct op_err err = OP_ERR_INIT;
-	if (ctr_start(a, p, c, &err) < 0) {
+	int64_t t0 = na_now_ms();
+	int src = ctr_start(a, p, c, &err);
+	int64_t d = na_now_ms() - t0;
+	if (d >= 200) {
+		char ms[24];
+		snprintf(ms, sizeof(ms), "%lld", (long long)d);
+		op_log_info("slow step", "pod", p->name, "step", "start", "ms", ms);
+	}
+	if (src < 0) {
 		op_log_warn("cannot start container", "pod", p->name, "namespace", p->ns,
 			    "container", c->name, "error", err.msg);
 		set_reason(&c->reason, "CreateContainerError");
@@ -662,6 +675,16 @@ static void reap_all(struct na_pod *p)
 		ctr_reap(p, &p->ctrs[i]);
 }
 
+static void slow(struct na_pod *p, const char *step, int64_t t0)
+{
+	int64_t d = na_now_ms() - t0;
+	if (d < 200)
+		return;
+	char ms[24];
+	snprintf(ms, sizeof(ms), "%lld", (long long)d);
+	op_log_info("slow step", "pod", p->name, "step", step, "ms", ms);
+}
+
 static void pod_sync(struct na_agent *a, struct na_pod *p)
 {
 	int64_t now = na_now_ms();
@@ -695,7 +718,10 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 	}
 	struct op_err err = OP_ERR_INIT;
 	if (!p->net_ready) {
-		if (pod_network(a, p, &err) < 0) {
+		int64_t t0 = na_now_ms();
+		int nrc = pod_network(a, p, &err);
+		slow(p, "network", t0);
+		if (nrc < 0) {
 			set_reason(&p->waiting_reason, "ContainerCreating");
 			free(p->waiting_msg);
 			p->waiting_msg = op_strdup(err.msg);
@@ -708,7 +734,10 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 	}
 	if (!p->vols_ready || now >= p->next_refresh_ms) {
 		op_err_clear(&err);
-		if (na_volumes_setup(a, p, &err) < 0) {
+		int64_t t0 = na_now_ms();
+		int vrc = na_volumes_setup(a, p, &err);
+		slow(p, "volumes", t0);
+		if (vrc < 0) {
 			if (!p->vols_ready) {
 				free(p->waiting_msg);
 				p->waiting_msg = op_strdup(err.msg);
