@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/controller_certs.h"
 #include "cmd/flags.h"
 #include "support/alloc.h"
 #include "support/http_server.h"
@@ -39,6 +40,7 @@ struct controller_opts {
 	unsigned drain_s;
 	unsigned timeout_s;
 	unsigned max_connections;
+	struct controller_certs_opts certs; /* --tls-secret mode (cmd/controller_certs.c) */
 };
 
 static const struct cmd_flag controller_flags[] = {
@@ -62,6 +64,7 @@ static const struct cmd_flag controller_flags[] = {
 	  "SECONDS", "idle/request connection timeout (default 30)" },
 	{ "max-connections", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, max_connections),
 	  65536, "N", "concurrent connection limit (default 1024)" },
+	CONTROLLER_CERTS_FLAGS,
 	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" },
 };
 
@@ -134,20 +137,24 @@ static void reload_certificate(struct op_http_server *srv, bool force)
 }
 
 /* Blocks until SIGTERM/SIGINT; polls the certificate files meanwhile. */
-static int serve_until_signal(struct op_http_server *srv, const sigset_t *set, unsigned poll_s)
+static int serve_until_signal(struct op_http_server *srv, const sigset_t *set, unsigned poll_s,
+			      bool files)
 {
 	for (;;) {
 		struct timespec ts = { (time_t)poll_s, 0 };
 		int sig = sigtimedwait(set, NULL, &ts);
 		if (sig < 0 && errno == EAGAIN) {
-			reload_certificate(srv, false);
+			if (files)
+				reload_certificate(srv, false);
 			continue;
 		}
 		if (sig < 0 && errno == EINTR)
 			continue;
-		if (sig == SIGHUP) {
-			op_log_info("SIGHUP: reloading the certificate");
-			reload_certificate(srv, true);
+		if (sig == SIGHUP) { /* self-managed certificates follow their Secret instead */
+			if (files) {
+				op_log_info("SIGHUP: reloading the certificate");
+				reload_certificate(srv, true);
+			}
 			continue;
 		}
 		if (sig < 0) {
@@ -168,7 +175,7 @@ int cmd_controller(int argc, char **argv)
 		return 0;
 	if (r)
 		return 2;
-	if (!o.cert_file || !o.key_file) {
+	if ((!o.cert_file || !o.key_file) && !controller_certs_self(&o.certs)) {
 		fputs("pgop controller: --tls-cert-file and --tls-key-file are required\n"
 		      "Try 'pgop controller --help'.\n",
 		      stderr);
@@ -193,9 +200,19 @@ int cmd_controller(int argc, char **argv)
 	};
 	struct op_http_server *srv = NULL;
 	struct op_err err = OP_ERR_INIT;
+	struct controller_certs *certs = NULL;
+	bool self = !o.cert_file && controller_certs_self(&o.certs);
+	if (self && controller_certs_prepare(&o.certs, o.kubeconfig, &cfg, &certs, &err) < 0) {
+		op_log_error("cannot set up self-managed certificates", "error", err.msg);
+		return 1;
+	}
 	r = op_http_server_start(&cfg, &srv, &err);
+	if (r >= 0 && certs)
+		r = controller_certs_start(certs, srv, &err);
 	if (r < 0) {
 		op_log_error("cannot start the HTTPS server", "error", err.msg);
+		controller_certs_free(certs);
+		op_http_server_free(srv);
 		return 1;
 	}
 	char port[8];
@@ -204,8 +221,9 @@ int cmd_controller(int argc, char **argv)
 		    "version", PGOP_VERSION);
 	report_cluster_access(&o);
 
-	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5);
+	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5, !self);
 	op_http_server_set_ready(srv, false);
+	controller_certs_free(certs); /* stops swapping certificates, releases the Lease */
 	op_http_server_free(srv); /* drains requests in flight */
 	op_log_info("stopped");
 	return rc;
