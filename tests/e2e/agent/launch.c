@@ -353,6 +353,8 @@ int na_exec_main(int argc, char **argv, const char *state_dir)
 	_cleanup_free_ char *proc = op_asprintf("/proc/%ld", pid);
 	if (stat(proc, &st) < 0)
 		return fprintf(stderr, "exec: container process %ld is gone\n", pid), 1;
+	_cleanup_free_ char *cwd_path = op_asprintf("/proc/%ld/cwd", pid);
+	int cwd_fd = open(cwd_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	static const struct {
 		const char *ns;
 		int flag;
@@ -365,8 +367,11 @@ int na_exec_main(int argc, char **argv, const char *state_dir)
 			return fail("setns", p), 1;
 		close(fd);
 	}
-	if (chdir("/") < 0)
+	/* the container's working directory, like kubectl exec */
+	if ((cwd_fd < 0 || fchdir(cwd_fd) < 0) && chdir("/") < 0)
 		return fail("chdir", "/"), 1;
+	if (cwd_fd >= 0)
+		close(cwd_fd);
 	if (setgroups(0, NULL) < 0 || setgid(st.st_gid) < 0 || setuid(st.st_uid) < 0)
 		return fail("drop privileges", NULL), 1;
 	if (env)
