@@ -10,6 +10,7 @@
 #include "openapi/internal.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "support/yaml_emit.h"
 
 /* additionalPrinterColumns, in CloudNativePG's order. */
 struct printer_column {
@@ -198,5 +199,5 @@ int oa_render_crd(struct op_buf *out, struct op_err *err)
 	int r = oa_crd_json(&crd, err);
 	if (r < 0)
 		return r;
-	return oa_yaml_emit(crd, out, err);
+	return op_yaml_emit(crd, out, err);
 }

@@ -33,20 +33,13 @@
  * NULL) gets its length without the NUL. */
 const char *oa_cluster_schema_text(size_t *ret_len);
 
-/* Parses one YAML document (libyaml) into json-c. Plain scalars resolve as
- * null (null, ~, empty), booleans (true/false), integers, floats, otherwise
- * strings; quoted and block scalars are always strings. Anchors and aliases
- * are supported (aliases are deep copies), as is the `<<` merge key (keys
- * written in the mapping win over merged ones). Duplicate keys, multiple
- * documents, nesting deeper than OA_MAX_DEPTH and inputs larger than
- * OA_MAX_DOC are errors naming the line. */
+/* Parses one YAML document into json-c with support/yaml (go-yaml v2 scalar
+ * rules, as Kubernetes reads the CRD; anchors, aliases as deep copies and `<<`
+ * merge keys), strictly: duplicate keys, more than one document, no document
+ * (-ENODATA), nesting deeper than OA_MAX_DEPTH and inputs larger than
+ * OA_MAX_DOC are errors naming the line. Rendering is op_yaml_emit()
+ * (support/yaml_emit.h). */
 int oa_yaml_parse(const char *data, size_t len, json_object **ret, struct op_err *err);
-
-/* Appends obj rendered as one YAML document ("---" first) to out. Object keys
- * are sorted (byte order); strings that would read back as another type are
- * quoted; multi-line strings use literal block style; scalars are never
- * folded. On failure out is left as it was (or emptied when its cap was hit). */
-int oa_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err);
 
 /* The Cluster openAPIV3Schema (the `schema` key of the embedded file), after
  * merge keys are resolved. Owned by the caller. */

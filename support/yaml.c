@@ -28,6 +28,7 @@ struct frame {
 	json_object *obj;  /* owned: the collection being built */
 	char *anchor;      /* owned or NULL: registered when the collection ends */
 	char *key;         /* owned: pending key of a mapping */
+	json_object *seen; /* owned or NULL: keys written so far (strict mode only) */
 	yaml_mark_t mark;  /* where the collection starts */
 	bool is_map;
 	bool have_key;     /* a key was read, its value is next */
@@ -182,6 +183,16 @@ static int deliver(struct ctx *c, json_object *v, const yaml_mark_t *m)
 		return r;
 	}
 	_cleanup_free_ char *key = TAKE_PTR(f->key);
+	if (f->seen) {
+		if (json_object_object_get_ex(f->seen, key, NULL)) {
+			json_object_put(v);
+			return fail_at(c, m, -EINVAL, "duplicate key \"%.64s\"", key);
+		}
+		if (json_object_object_add(f->seen, key, NULL) != 0) {
+			json_object_put(v);
+			return op_err_set(c->err, -ENOMEM, "out of memory");
+		}
+	}
 	/* Duplicate keys: the last value wins (json-c replaces in place). */
 	if (json_object_object_add(f->obj, key, v) != 0) {
 		json_object_put(v);
@@ -409,13 +420,19 @@ static int on_start(struct ctx *c, const yaml_event_t *ev, bool is_map)
 		c->stack = op_realloc(c->stack, c->cap * sizeof(*c->stack));
 	}
 	json_object *o = is_map ? json_object_new_object() : json_object_new_array();
-	if (!o)
+	json_object *seen = is_map && c->lim.reject_duplicate_keys ? json_object_new_object()
+								   : NULL;
+	if (!o || (is_map && c->lim.reject_duplicate_keys && !seen)) {
+		json_object_put(o);
+		json_object_put(seen);
 		return op_err_set(c->err, -ENOMEM, "out of memory");
+	}
 	const yaml_char_t *anchor = is_map ? ev->data.mapping_start.anchor
 					   : ev->data.sequence_start.anchor;
 	c->stack[c->depth++] = (struct frame){
 		.obj = o,
 		.anchor = anchor ? op_strdup((const char *)anchor) : NULL,
+		.seen = seen,
 		.mark = *m,
 		.is_map = is_map,
 	};
@@ -427,6 +444,7 @@ static int on_end(struct ctx *c)
 	/* libyaml guarantees balanced start/end events. */
 	struct frame f = c->stack[--c->depth];
 	free(f.key);
+	json_object_put(f.seen);
 	if (f.anchor) {
 		int r = anchor_register(c, f.anchor, f.obj);
 		free(f.anchor);
@@ -443,6 +461,7 @@ static void drop_stack(struct ctx *c)
 	while (c->depth) {
 		struct frame *f = &c->stack[--c->depth];
 		json_object_put(f->obj);
+		json_object_put(f->seen);
 		free(f->anchor);
 		free(f->key);
 	}

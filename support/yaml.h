@@ -23,7 +23,8 @@
  * printed (`1: a` -> "1", `yes: a` -> "true", `0x10: a` -> "16", as
  * sigs.k8s.io/yaml does); null keys and collection keys are an error.
  * Duplicate keys: the last one wins (go-yaml v2 / Kubernetes behaviour), the
- * key keeps its first position. Merge keys (`<<: *base`, `<<: [*a, *b]`) are
+ * key keeps its first position; with reject_duplicate_keys set a key written
+ * twice in one mapping is an error (keys brought in by a merge do not count). Merge keys (`<<: *base`, `<<: [*a, *b]`) are
  * applied in order as go-yaml v2 does (keys set later win; within a list,
  * earlier maps win).
  *
@@ -39,6 +40,7 @@
 #define PGOP_SUPPORT_YAML_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "support/err.h"
@@ -52,6 +54,9 @@ struct op_yaml_limits {
 	size_t max_bytes;   /* input size; also caps scalar bytes added by aliases */
 	unsigned max_depth; /* collection nesting; a top-level mapping is depth 1 */
 	size_t max_nodes;   /* scalars + collections + keys, after alias expansion */
+	/* Not a limit but a strictness switch (default off, as Kubernetes):
+	 * "line 3, column 4: duplicate key \"a\"" instead of last-wins. */
+	bool reject_duplicate_keys;
 };
 
 /* Parses every document in data[0..len) and writes an OWNED json array to

@@ -66,7 +66,7 @@ static void test_yaml_scalars(void **state)
 {
 	(void)state;
 	_cleanup_(op_json_putp) json_object *o =
-		parse_ok("i: 42\nneg: -7\nf: 1.5\nt: true\nF: False\nn: null\ntilde: ~\n"
+		parse_ok("i: 42\nneg: -7\nf: 1.5\nt: true\nF: False\nnul: null\ntilde: ~\n"
 			 "empty:\nq: \"42\"\nsq: 'true'\ns: hello world\nlit: |\n  a\n  b\n"
 			 "flow: [1, x, {k: v}]\n");
 	assert_true(json_object_is_type(json_object_object_get(o, "i"), json_type_int));
@@ -76,8 +76,8 @@ static void test_yaml_scalars(void **state)
 	assert_true(json_object_get_boolean(json_object_object_get(o, "t")));
 	assert_true(json_object_is_type(json_object_object_get(o, "F"), json_type_boolean));
 	assert_false(json_object_get_boolean(json_object_object_get(o, "F")));
-	assert_true(json_object_object_get_ex(o, "n", NULL));
-	assert_null(json_object_object_get(o, "n"));
+	assert_true(json_object_object_get_ex(o, "nul", NULL));
+	assert_null(json_object_object_get(o, "nul"));
 	assert_null(json_object_object_get(o, "tilde"));
 	assert_null(json_object_object_get(o, "empty"));
 	assert_string_equal(op_json_str_at(o, "q"), "42");
@@ -125,13 +125,15 @@ static void test_yaml_errors(void **state)
 
 	err = OP_ERR_INIT;
 	assert_int_equal(parse_err("a: [1, 2\n", &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "YAML line"));
+	assert_non_null(strstr(err.msg, "YAML: line 2"));
 
 	err = OP_ERR_INIT;
 	assert_int_equal(parse_err("", &err), -ENODATA);
 
-	err = OP_ERR_INIT;
-	assert_int_equal(parse_err("a: 99999999999999999999\n", &err), -ERANGE);
+	/* past uint64 a plain number is a float, as go-yaml v2 (Kubernetes) reads it */
+	_cleanup_(op_json_putp) json_object *big = parse_ok("a: 99999999999999999999\n");
+	assert_true(json_object_is_type(json_object_object_get(big, "a"), json_type_double));
+	assert_true(json_object_get_double(json_object_object_get(big, "a")) == 1e20);
 
 	/* nesting is capped */
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
@@ -140,78 +142,13 @@ static void test_yaml_errors(void **state)
 	for (int i = 0; i < OA_MAX_DEPTH + 5; i++)
 		assert_int_equal(op_buf_adds(&b, "]"), 0);
 	err = OP_ERR_INIT;
-	assert_int_equal(parse_err(op_buf_str(&b), &err), -ELOOP);
+	assert_int_equal(parse_err(op_buf_str(&b), &err), -EMSGSIZE);
+	assert_non_null(strstr(err.msg, "nesting deeper than"));
 	op_buf_done(&b);
 
 	/* merge of a non-mapping */
 	err = OP_ERR_INIT;
 	assert_int_equal(parse_err("a:\n  <<: 3\n", &err), -EINVAL);
-}
-
-/* ---- YAML emitter -------------------------------------------------------- */
-
-static void test_yaml_emit_roundtrip(void **state)
-{
-	(void)state;
-	static const char *const tricky[] = { "true", "no", "On", "1", "-1", "1.5", ".5", "",
-					      "null", "~", "a: b", "# x", "multi\nline\n",
-					      "trailing\n", "x-y", "@at", "'q'", "*star", "inf" };
-	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
-	json_object *a = json_object_new_array();
-	for (size_t i = 0; i < OP_ARRAY_SIZE(tricky); i++)
-		json_object_array_add(a, json_object_new_string(tricky[i]));
-	json_object_object_add(o, "strings", a);
-	json_object_object_add(o, "int", json_object_new_int64(-5));
-	json_object_object_add(o, "dbl", json_object_new_double(2.0));
-	json_object_object_add(o, "bool", json_object_new_boolean(1));
-	json_object_object_add(o, "nul", NULL);
-	json_object_object_add(o, "emptyobj", json_object_new_object());
-	json_object_object_add(o, "emptyarr", json_object_new_array());
-	json_object_object_add(o, "b-key", json_object_new_string("second"));
-	json_object_object_add(o, "a-key", json_object_new_string("first"));
-
-	struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
-	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(oa_yaml_emit(o, &out, &err), 0);
-	const char *text = op_buf_str(&out);
-	assert_true(strncmp(text, "---\n", 4) == 0);
-	/* keys sorted */
-	assert_true(strstr(text, "a-key:") < strstr(text, "b-key:"));
-	assert_non_null(strstr(text, "emptyobj: {}"));
-	assert_non_null(strstr(text, "emptyarr: []"));
-
-	json_object *back = NULL;
-	assert_int_equal(oa_yaml_parse(text, out.len, &back, &err), 0);
-	assert_true(json_object_equal(o, back));
-	json_object_put(back);
-	op_buf_done(&out);
-}
-
-static void test_yaml_emit_cap(void **state)
-{
-	(void)state;
-	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
-	json_object_object_add(o, "k", json_object_new_string("0123456789012345678901234567890"));
-	struct op_buf out = OP_BUF_INIT(16);
-	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(oa_yaml_emit(o, &out, &err), -EMSGSIZE);
-	assert_int_equal(out.len, 0);
-	op_buf_done(&out);
-
-	/* too deep to render: the buffer keeps what it had */
-	json_object *deep = json_object_new_array(), *cur = deep;
-	for (int i = 0; i < OA_MAX_DEPTH + 2; i++) {
-		json_object *next = json_object_new_array();
-		json_object_array_add(cur, next);
-		cur = next;
-	}
-	struct op_buf keep = OP_BUF_INIT(OA_MAX_DOC);
-	assert_int_equal(op_buf_adds(&keep, "prefix"), 0);
-	err = OP_ERR_INIT;
-	assert_int_equal(oa_yaml_emit(deep, &keep, &err), -ELOOP);
-	assert_string_equal(op_buf_str(&keep), "prefix");
-	op_buf_done(&keep);
-	json_object_put(deep);
 }
 
 /* ---- schema lint ----------------------------------------------------------- */
@@ -227,7 +164,7 @@ static void test_check_accepts_minimal(void **state)
 	(void)state;
 	struct op_err err = OP_ERR_INIT;
 	int n = lint("type: object\ndescription: root\nproperties:\n"
-		     "  a: {type: string, description: A, enum: [x, y], default: x}\n"
+		     "  a: {type: string, description: A, enum: [x, z], default: x}\n"
 		     "  m: {type: object, description: M, additionalProperties: {type: string}}\n"
 		     "  l: {type: array, description: L, items: {type: integer}}\n"
 		     "  q: {x-kubernetes-int-or-string: true, description: Q,\n"
@@ -266,7 +203,7 @@ static void test_check_rejects(void **state)
 		  "  a: {type: integer, description: A, default: '1'}\n",
 		  "a: default is not a integer" },
 		{ "type: object\ndescription: r\nproperties:\n"
-		  "  a: {type: string, description: A, enum: [x], default: y}\n",
+		  "  a: {type: string, description: A, enum: [x], default: z}\n",
 		  "default is not in enum" },
 		{ "type: object\ndescription: r\nproperties:\n"
 		  "  a: {type: array, description: A}\n",
@@ -678,8 +615,6 @@ int main(void)
 		cmocka_unit_test(test_yaml_scalars),
 		cmocka_unit_test(test_yaml_anchors_and_merge),
 		cmocka_unit_test(test_yaml_errors),
-		cmocka_unit_test(test_yaml_emit_roundtrip),
-		cmocka_unit_test(test_yaml_emit_cap),
 		cmocka_unit_test(test_check_accepts_minimal),
 		cmocka_unit_test(test_check_rejects),
 		cmocka_unit_test(test_cluster_schema_lints),

@@ -382,6 +382,28 @@ static void test_errors(void **state)
 	assert_null(docs);
 }
 
+static void test_reject_duplicate_keys(void **state)
+{
+	(void)state;
+	static const struct op_yaml_limits strict = { .reject_duplicate_keys = true };
+	/* default: the last one wins, first position kept */
+	expect_json("a: 1\nb: 2\na: 3\n", "[{\"a\":3,\"b\":2}]");
+	expect_error("a: 1\nb: 2\na: 3\n", &strict, -EINVAL, "line 3, column 4: duplicate key \"a\"");
+	expect_error("x:\n  - {k: 1, k: 2}\n", &strict, -EINVAL, "duplicate key \"k\"");
+	/* 1 and "1" are the same JSON key */
+	expect_error("1: a\n\"1\": b\n", &strict, -EINVAL, "duplicate key \"1\"");
+	/* keys brought in by a merge do not count; scopes are per mapping */
+	struct op_err err = OP_ERR_INIT;
+	int r;
+	_cleanup_free_ char *got = parse_to_json("b: &b {k: 1, j: 2}\nm: {<<: *b, k: 3}\n"
+						 "o: {k: 4}\n---\nb: 5\n",
+						 &strict, &r, &err);
+	if (!got)
+		fail_msg("strict parse failed: %s", err.msg);
+	assert_string_equal(got, "[{\"b\":{\"k\":1,\"j\":2},\"m\":{\"k\":3,\"j\":2},"
+				 "\"o\":{\"k\":4}},{\"b\":5}]");
+}
+
 static void test_yaml_or_json(void **state)
 {
 	(void)state;
@@ -551,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_billion_laughs),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_reject_duplicate_keys),
 		cmocka_unit_test(test_yaml_or_json),
 		cmocka_unit_test(test_cnpg_samples),
 		cmocka_unit_test(test_sample_values),

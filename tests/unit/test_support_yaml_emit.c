@@ -1,0 +1,112 @@
+/* tests/unit/test_support_yaml_emit.c - support/yaml_emit: canonical YAML
+ * (sorted keys, quoting of ambiguous strings, literal blocks), round trip
+ * through support/yaml, output cap and depth cap. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/json.h"
+#include "support/yaml.h"
+#include "support/yaml_emit.h"
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+/* ---- YAML emitter -------------------------------------------------------- */
+
+static void test_yaml_emit_roundtrip(void **state)
+{
+	(void)state;
+	static const char *const tricky[] = { "true", "no", "On", "1", "-1", "1.5", ".5", "",
+					      "null", "~", "a: b", "# x", "multi\nline\n",
+					      "trailing\n", "x-y", "@at", "'q'", "*star", "inf" };
+	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < OP_ARRAY_SIZE(tricky); i++)
+		json_object_array_add(a, json_object_new_string(tricky[i]));
+	json_object_object_add(o, "strings", a);
+	json_object_object_add(o, "int", json_object_new_int64(-5));
+	json_object_object_add(o, "dbl", json_object_new_double(2.0));
+	json_object_object_add(o, "bool", json_object_new_boolean(1));
+	json_object_object_add(o, "nul", NULL);
+	json_object_object_add(o, "emptyobj", json_object_new_object());
+	json_object_object_add(o, "emptyarr", json_object_new_array());
+	json_object_object_add(o, "b-key", json_object_new_string("second"));
+	json_object_object_add(o, "a-key", json_object_new_string("first"));
+
+	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_emit(o, &out, &err), 0);
+	const char *text = op_buf_str(&out);
+	assert_true(strncmp(text, "---\n", 4) == 0);
+	/* keys sorted */
+	assert_true(strstr(text, "a-key:") < strstr(text, "b-key:"));
+	assert_non_null(strstr(text, "emptyobj: {}"));
+	assert_non_null(strstr(text, "emptyarr: []"));
+
+	json_object *docs = NULL;
+	assert_int_equal(op_yaml_parse_docs(text, out.len, NULL, &docs, &err), 1);
+	assert_true(json_object_equal(o, json_object_array_get_idx(docs, 0)));
+	json_object_put(docs);
+	op_buf_done(&out);
+}
+
+static void test_yaml_emit_cap(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
+	json_object_object_add(o, "k", json_object_new_string("0123456789012345678901234567890"));
+	struct op_buf out = OP_BUF_INIT(16);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_emit(o, &out, &err), -EMSGSIZE);
+	assert_int_equal(out.len, 0);
+	op_buf_done(&out);
+
+	/* too deep to render: the buffer keeps what it had */
+	json_object *deep = json_object_new_array(), *cur = deep;
+	for (int i = 0; i < OP_YAML_EMIT_MAX_DEPTH + 2; i++) {
+		json_object *next = json_object_new_array();
+		json_object_array_add(cur, next);
+		cur = next;
+	}
+	struct op_buf keep = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	assert_int_equal(op_buf_adds(&keep, "prefix"), 0);
+	err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_emit(deep, &keep, &err), -ELOOP);
+	assert_string_equal(op_buf_str(&keep), "prefix");
+	op_buf_done(&keep);
+	json_object_put(deep);
+}
+
+static void test_yaml_emit_exact(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	const char *json = "{\"z\":[1,\"yes\",2.5],\"a\":{\"s\":\"two\\nlines\",\"n\":null}}";
+	assert_int_equal(op_json_parse(json, strlen(json), OP_JSON_MAX_DEPTH, &o, &err), 0);
+	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(op_buf_adds(&out, "# head\n"), 0);
+	assert_int_equal(op_yaml_emit(o, &out, &err), 0);
+	assert_string_equal(op_buf_str(&out), "# head\n---\na:\n  'n': null\n  s: |-\n    two\n"
+					      "    lines\nz:\n- 1\n- 'yes'\n- 2.5\n");
+	op_buf_done(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_yaml_emit_roundtrip),
+		cmocka_unit_test(test_yaml_emit_cap),
+		cmocka_unit_test(test_yaml_emit_exact),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
