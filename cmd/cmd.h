@@ -14,6 +14,11 @@ int cmd_controller(int argc, char **argv);
  * offline, on YAML or JSON manifests or AdmissionReviews (cmd/validate.c). */
 int cmd_validate(int argc, char **argv);
 
+/* `pgop selftest [-n NS] [--kubeconfig F] [--timeout S]`: server-side dry-run
+ * create of an invalid and a valid Cluster through the API server; 0 when
+ * admission answers as pgop (the chart's helm test hook; cmd/selftest.c). */
+int cmd_selftest(int argc, char **argv);
+
 /* `pgop version` (cmd/main.c). */
 int cmd_version(int argc, char **argv);
 

@@ -18,6 +18,8 @@ static const struct subcommand subcommands[] = {
 	{ "validate", cmd_validate,
 	  "run admission (defaulting + validation) on manifests, offline" },
 	{ "crd", cmd_crd, "print the Cluster CustomResourceDefinition" },
+	{ "selftest", cmd_selftest,
+	  "check through the API server that admission refuses and admits as pgop does" },
 	{ "instance", cmd_instance, "instance manager: init, join, run (PID 1), status" },
 	{ "bootstrap", cmd_bootstrap, "copy this binary to DEST (init container)" },
 	{ "version", cmd_version, "print the version" },
