@@ -32,5 +32,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $s := lookup "v1" "Secret" .Release.Namespace (include "pgop.tlsSecret" .) -}}
 {{- if and $s $s.data (index $s.data "ca.crt") -}}{{- index $s.data "ca.crt" -}}{{- end -}}
 {{- end -}}
+{{- else if eq .Values.certificate.mode "self" -}}
+{{- /* self: keep what the certificate manager published (upgrade, re-apply). */ -}}
+{{- $w := lookup "admissionregistration.k8s.io/v1" "ValidatingWebhookConfiguration" "" (include "pgop.clusterScopedName" .) -}}
+{{- if and $w $w.webhooks -}}
+{{- $first := index $w.webhooks 0 -}}
+{{- if and $first.clientConfig $first.clientConfig.caBundle -}}{{- $first.clientConfig.caBundle -}}{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
