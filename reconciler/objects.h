@@ -37,6 +37,7 @@
 struct rc_settings {
 	const char *operator_image; /* init container image; NULL = "pgop:latest" */
 	const char *cluster_domain; /* NULL = "cluster.local" */
+	const char *default_image;  /* spec.imageName when absent; NULL = "ghcr.io/cloudnative-pg/postgresql:15" */
 };
 
 enum rc_job_role { RC_JOB_INITDB, RC_JOB_JOIN };

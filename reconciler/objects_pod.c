@@ -167,7 +167,10 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 
 	json_object *pg = jobj();
 	jsets(pg, "name", "postgres");
-	jsets(pg, "image", c->spec.image_name ? c->spec.image_name : "postgres");
+	const char *pg_image = c->spec.image_name && *c->spec.image_name ? c->spec.image_name
+				: s && s->default_image		       ? s->default_image
+								       : "ghcr.io/cloudnative-pg/postgresql:15";
+	jsets(pg, "image", pg_image);
 	if (c->spec.image_pull_policy)
 		jsets(pg, "imagePullPolicy", c->spec.image_pull_policy);
 	if (command) {

@@ -1,0 +1,309 @@
+/* reconciler/controller.c - informers -> queue -> workers (reconciler.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reconciler/ctl.h"
+#include "reconciler/objects.h"
+#include "support/alloc.h"
+#include "support/json.h"
+#include "support/log.h"
+
+#define OWNED_SELECTOR RC_LABEL_CLUSTER /* "label exists": never cache every Secret */
+
+static const struct {
+	enum kube_kind_id kind;
+	bool owned; /* label-selected objects that belong to a Cluster */
+} inf_table[RC_INF__COUNT] = {
+	[RC_INF_CLUSTERS] = { KUBE_K_CLUSTERS, false },
+	[RC_INF_PODS] = { KUBE_K_PODS, true },
+	[RC_INF_PVCS] = { KUBE_K_PVCS, true },
+	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true },
+	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true },
+	[RC_INF_JOBS] = { KUBE_K_JOBS, true },
+};
+
+struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns)
+{
+	if (c->n_ns == 0)
+		return c->inf[kind][0];
+	for (size_t i = 0; i < c->n_ns; i++)
+		if (ns && strcmp(c->ns[i], ns) == 0)
+			return c->inf[kind][i];
+	return NULL;
+}
+
+json_object *rc_cache_get(struct rc_controller *c, enum rc_inf kind, const char *ns,
+			  const char *name)
+{
+	struct kube_informer *inf = rc_informer(c, kind, ns);
+	return inf ? kube_informer_get(inf, ns, name) : NULL;
+}
+
+static const char *label_of(json_object *obj, const char *key)
+{
+	json_object *labels = op_json_at(obj, "metadata.labels");
+	json_object *v = NULL;
+	if (!labels || !json_object_object_get_ex(labels, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const char *ns,
+			    const char *cluster)
+{
+	struct kube_informer *inf = rc_informer(c, kind, ns);
+	json_object *out = json_object_new_array();
+	if (!out)
+		abort();
+	if (!inf)
+		return out;
+	json_object *all = kube_informer_list(inf, ns);
+	if (!all)
+		abort();
+	for (size_t i = 0; i < json_object_array_length(all); i++) {
+		json_object *o = json_object_array_get_idx(all, i);
+		const char *l = label_of(o, RC_LABEL_CLUSTER);
+		if (l && strcmp(l, cluster) == 0)
+			op_json_append(out, json_object_get(o));
+	}
+	json_object_put(all);
+	return out;
+}
+
+void rc_stat_add(struct rc_controller *c, unsigned long *field)
+{
+	pthread_mutex_lock(&c->mu);
+	(*field)++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *ret)
+{
+	pthread_mutex_lock(&c->mu);
+	*ret = c->stats;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* ------------------------------------------------------------ informers */
+
+struct handler_ctx {
+	struct rc_controller *c;
+	enum rc_inf kind;
+};
+
+static void enqueue_for(struct rc_controller *c, enum rc_inf kind, json_object *obj)
+{
+	const char *ns = kube_obj_namespace(obj);
+	const char *name = kind == RC_INF_CLUSTERS ? kube_obj_name(obj)
+						   : label_of(obj, RC_LABEL_CLUSTER);
+	if (!ns || !name)
+		return;
+	_cleanup_free_ char *key = op_asprintf("%s/%s", ns, name);
+	rc_queue_add(c->q, key);
+}
+
+static void on_add(void *ud, json_object *obj)
+{
+	struct handler_ctx *h = ud;
+	enqueue_for(h->c, h->kind, obj);
+}
+
+static void on_update(void *ud, json_object *old_obj, json_object *new_obj)
+{
+	struct handler_ctx *h = ud;
+	enqueue_for(h->c, h->kind, new_obj);
+	if (h->kind != RC_INF_CLUSTERS) { /* a relabelled object leaves its old Cluster */
+		const char *a = label_of(old_obj, RC_LABEL_CLUSTER);
+		const char *b = label_of(new_obj, RC_LABEL_CLUSTER);
+		if (a && (!b || strcmp(a, b) != 0))
+			enqueue_for(h->c, h->kind, old_obj);
+	}
+}
+
+static void on_delete(void *ud, json_object *obj)
+{
+	struct handler_ctx *h = ud;
+	enqueue_for(h->c, h->kind, obj);
+}
+
+/* One handler context per kind; informers copy the handlers struct but keep
+ * the userdata pointer, so these live in the controller. */
+struct rc_controller_handlers {
+	struct handler_ctx ctx[RC_INF__COUNT];
+};
+
+/* ------------------------------------------------------------ workers */
+
+static bool leading(struct rc_controller *c)
+{
+	return !c->is_leader || c->is_leader(c->leader_ud);
+}
+
+static void *worker_main(void *arg)
+{
+	struct rc_controller *c = arg;
+	while (!atomic_load(&c->stopping)) {
+		if (!leading(c)) {
+			usleep(200 * 1000);
+			continue;
+		}
+		char *key = NULL;
+		int r = rc_queue_get(c->q, 1000, &key);
+		if (r == -ECANCELED)
+			break;
+		if (r < 0)
+			continue;
+		if (!leading(c)) { /* lost the lease while waiting: put it back */
+			rc_queue_done(c->q, key);
+			rc_queue_add_after(c->q, key, 1000);
+			free(key);
+			continue;
+		}
+		long requeue = 0;
+		struct op_err err = OP_ERR_INIT;
+		r = rc_reconcile(c, key, &requeue, &err);
+		rc_stat_add(c, &c->stats.reconciles);
+		if (r < 0) {
+			rc_stat_add(c, &c->stats.errors);
+			long delay = rc_queue_add_rate_limited(c->q, key);
+			char d[24];
+			snprintf(d, sizeof(d), "%ld", delay);
+			op_log_warn("reconcile failed", "cluster", key, "error", err.msg, "retry_ms", d);
+		} else {
+			rc_queue_forget(c->q, key);
+			if (requeue > 0)
+				rc_queue_add_after(c->q, key, requeue);
+		}
+		rc_queue_done(c->q, key);
+		free(key);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static struct rc_controller_handlers *handlers_of(struct rc_controller *c);
+
+int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller **ret,
+			struct op_err *err)
+{
+	if (!o || !o->client)
+		return op_err_set(err, -EINVAL, "reconciler: no kube client");
+	struct rc_controller *c = op_calloc(1, sizeof(*c) + sizeof(struct rc_controller_handlers));
+	pthread_mutex_init(&c->mu, NULL);
+	c->kc = o->client;
+	c->n_ns = o->n_namespaces;
+	c->ns = op_calloc(c->n_ns ? c->n_ns : 1, sizeof(char *));
+	for (size_t i = 0; i < c->n_ns; i++)
+		c->ns[i] = op_strdup(o->namespaces[i]);
+	c->n_inf_ns = c->n_ns ? c->n_ns : 1;
+	c->settings.operator_image =
+		o->settings.operator_image ? op_strdup(o->settings.operator_image) : NULL;
+	c->settings.cluster_domain =
+		o->settings.cluster_domain ? op_strdup(o->settings.cluster_domain) : NULL;
+	c->settings.default_image =
+		o->settings.default_image ? op_strdup(o->settings.default_image) : NULL;
+	c->validate = o->validate;
+	c->validate_ud = o->validate_userdata;
+	c->status_timeout_ms = o->status_timeout_ms;
+	c->is_leader = o->is_leader;
+	c->leader_ud = o->leader_userdata;
+	c->q = rc_queue_new(NULL);
+	unsigned n_workers = o->workers ? o->workers : 4;
+
+	struct rc_controller_handlers *hs = handlers_of(c);
+	int r = 0;
+	for (int k = 0; k < RC_INF__COUNT && r == 0; k++) {
+		hs->ctx[k] = (struct handler_ctx){ c, (enum rc_inf)k };
+		c->inf[k] = op_calloc(c->n_inf_ns, sizeof(struct kube_informer *));
+		struct kube_informer_handlers h = { .on_add = on_add, .on_update = on_update,
+						    .on_delete = on_delete, .userdata = &hs->ctx[k] };
+		for (size_t i = 0; i < c->n_inf_ns && r == 0; i++) {
+			struct kube_informer_opts io = {
+				.ns = c->n_ns ? c->ns[i] : NULL,
+				.label_selector = inf_table[k].owned ? OWNED_SELECTOR : NULL,
+			};
+			r = kube_informer_new(c->kc, KUBE_KIND(inf_table[k].kind), &io, &h,
+					      &c->inf[k][i], err);
+			if (r == 0)
+				r = kube_informer_start(c->inf[k][i], err);
+		}
+	}
+	if (r < 0) {
+		rc_controller_free(c);
+		return r;
+	}
+	c->workers = op_calloc(n_workers, sizeof(pthread_t));
+	for (unsigned i = 0; i < n_workers; i++) {
+		int e = pthread_create(&c->workers[i], NULL, worker_main, c);
+		if (e == 0)
+			c->n_workers = i + 1;
+		if (e) {
+			rc_controller_free(c);
+			return op_err_set(err, -e, "reconciler: pthread_create: %s", strerror(e));
+		}
+	}
+	c->started = true;
+	*ret = c;
+	return 0;
+}
+
+static struct rc_controller_handlers *handlers_of(struct rc_controller *c)
+{
+	return (struct rc_controller_handlers *)(c + 1);
+}
+
+bool rc_controller_synced(struct rc_controller *c)
+{
+	for (int k = 0; k < RC_INF__COUNT; k++)
+		for (size_t i = 0; i < c->n_inf_ns; i++)
+			if (!c->inf[k] || !c->inf[k][i] || !kube_informer_has_synced(c->inf[k][i]))
+				return false;
+	return true;
+}
+
+void rc_controller_stop(struct rc_controller *c)
+{
+	if (!c || atomic_exchange(&c->stopping, true))
+		return;
+	rc_queue_shutdown(c->q);
+	for (unsigned i = 0; i < c->n_workers; i++)
+		pthread_join(c->workers[i], NULL);
+	c->n_workers = 0;
+	for (int k = 0; k < RC_INF__COUNT; k++)
+		for (size_t i = 0; c->inf[k] && i < c->n_inf_ns; i++)
+			if (c->inf[k][i])
+				kube_informer_stop(c->inf[k][i]);
+}
+
+struct rc_controller *rc_controller_free(struct rc_controller *c)
+{
+	if (!c)
+		return NULL;
+	rc_controller_stop(c);
+	for (int k = 0; k < RC_INF__COUNT; k++) {
+		for (size_t i = 0; c->inf[k] && i < c->n_inf_ns; i++)
+			kube_informer_free(c->inf[k][i]);
+		free(c->inf[k]);
+	}
+	for (size_t i = 0; i < c->n_states; i++) {
+		free(c->states[i].key);
+		free(c->states[i].uid);
+		pki_pair_done(&c->states[i].client);
+	}
+	free(c->states);
+	for (size_t i = 0; i < c->n_ns; i++)
+		free(c->ns[i]);
+	free(c->ns);
+	free(c->workers);
+	free((char *)c->settings.operator_image);
+	free((char *)c->settings.cluster_domain);
+	free((char *)c->settings.default_image);
+	rc_queue_free(c->q);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return NULL;
+}

@@ -1,0 +1,106 @@
+/* reconciler/ctl.h - the controller's internals shared by controller.c,
+ * reconcile*.c (not exported outside reconciler/). */
+#ifndef PGOP_RECONCILER_CTL_H
+#define PGOP_RECONCILER_CTL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "api/cluster.h"
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "pki/pki.h"
+#include "reconciler/queue.h"
+#include "reconciler/reconciler.h"
+#include "reconciler/status.h"
+
+enum rc_inf {
+	RC_INF_CLUSTERS,
+	RC_INF_PODS,
+	RC_INF_PVCS,
+	RC_INF_SERVICES,
+	RC_INF_SECRETS,
+	RC_INF_JOBS,
+	RC_INF__COUNT
+};
+
+/* Per-Cluster memory kept between reconciles (by key). */
+struct rc_cluster_state {
+	char *key;
+	char *uid;
+	bool rbac_done;              /* SA/Role/RoleBinding created for uid */
+	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* CA the client cert was issued from */
+	struct pki_pair client;      /* operator client certificate */
+};
+
+struct rc_controller {
+	struct kube_client *kc;
+	char **ns;          /* owned; n_ns == 0 means all namespaces */
+	size_t n_ns;
+	size_t n_inf_ns;    /* max(1, n_ns) */
+	struct kube_informer **inf[RC_INF__COUNT]; /* [kind][ns index] */
+	struct rc_queue *q;
+	pthread_t *workers;
+	unsigned n_workers;
+	bool started;
+	atomic_bool stopping;
+	struct rc_settings settings; /* strings owned */
+	rc_validate_fn validate;
+	void *validate_ud;
+	long status_timeout_ms;
+	bool (*is_leader)(void *);
+	void *leader_ud;
+	pthread_mutex_t mu; /* states and stats */
+	struct rc_cluster_state *states;
+	size_t n_states;
+	struct rc_controller_stats stats;
+};
+
+/* Informer of kind for namespace ns (borrowed), or NULL when ns is not watched. */
+struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns);
+/* Owned deep copy of the cached object, or NULL. */
+json_object *rc_cache_get(struct rc_controller *c, enum rc_inf kind, const char *ns,
+			  const char *name);
+/* Owned array of cached objects in ns whose label cnpg.io/cluster == cluster. */
+json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const char *ns,
+			    const char *cluster);
+void rc_stat_add(struct rc_controller *c, unsigned long *field);
+
+/* One reconcile of one Cluster (reconcile.c, reconcile_objects.c). */
+struct rc_run {
+	struct rc_controller *ctl;
+	const char *key;
+	json_object *obj;       /* owned copy of the Cluster from the cache */
+	struct api_cluster *c;  /* owned, decoded obj */
+	const char *ns, *name;  /* borrowed from c */
+	int64_t now;
+	struct rc_status want;  /* status to write (starts as the current one) */
+	struct pki_pair ca;     /* owned: <c>-ca cert and key (key may be NULL) */
+	struct pki_pair client; /* owned: operator client certificate */
+	long requeue_ms;        /* smallest requeue asked for; 0 = none */
+	struct op_err *err;
+};
+
+/* Asks to look again after ms (the smallest request wins). */
+void rc_requeue(struct rc_run *r, long ms);
+/* Records an Event on the Cluster (failures are logged, not returned). */
+void rc_event(struct rc_run *r, const char *type, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Creates obj (borrowed) of kind k in the Cluster's namespace; an existing
+ * object is success (0); 1 when created. */
+int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj);
+/* Deletes (background propagation); absent is success. */
+int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
+/* Merge-patches metadata.labels key=value pairs (NULL-terminated list). */
+int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
+	__attribute__((sentinel));
+
+/* reconcile_objects.c: the objects every Cluster needs, in CNPG's order. */
+int rc_ensure_pki(struct rc_run *r);
+int rc_ensure_user_secrets(struct rc_run *r);
+int rc_ensure_rbac(struct rc_run *r);
+int rc_ensure_services(struct rc_run *r);
+/* The operator client certificate for this Cluster's CA (cached per key). */
+int rc_ensure_client_cert(struct rc_run *r);
+
+#endif

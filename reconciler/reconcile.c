@@ -1,0 +1,736 @@
+/* reconciler/reconcile.c - one reconcile of one Cluster (runtime.md §4.1):
+ * guard -> PKI, Secrets, RBAC, Services -> instance status -> failover ->
+ * role labels -> instances (bootstrap, join, scale) -> status. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/names.h"
+#include "kube/leader.h"
+#include "reconciler/ctl.h"
+#include "reconciler/instance_client.h"
+#include "reconciler/internal.h"
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/json.h"
+#include "support/log.h"
+
+#define REQUEUE_HEALTHY_MS 10000 /* poll instance status this often */
+
+void rc_requeue(struct rc_run *r, long ms)
+{
+	if (ms > 0 && (r->requeue_ms == 0 || ms < r->requeue_ms))
+		r->requeue_ms = ms;
+}
+
+void rc_event(struct rc_run *r, const char *type, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	struct op_err e = OP_ERR_INIT;
+	if (kube_event_emit(r->ctl->kc, r->obj, type, reason, msg ? msg : reason, "pgop", &e) < 0)
+		op_log_warn("cannot record event", "cluster", r->key, "reason", reason, "error",
+			    e.msg);
+	op_log_info(msg ? msg : reason, "cluster", r->key, "event", reason);
+	free(msg);
+}
+
+int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj)
+{
+	struct op_err e = OP_ERR_INIT;
+	int ret = kube_create(r->ctl->kc, k, r->ns, obj, NULL, &e);
+	if (ret == -EEXIST)
+		return 0;
+	if (ret < 0)
+		return op_err_set(r->err, ret, "%s", e.msg);
+	rc_stat_add(r->ctl, &r->ctl->stats.objects_created);
+	op_log_info("created", "cluster", r->key, "kind", k->kind, "name", kube_obj_name(obj));
+	return 1;
+}
+
+int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name)
+{
+	struct kube_delete_opts o = { .propagation = KUBE_PROPAGATE_BACKGROUND,
+				      .grace_period_seconds = -1 };
+	struct op_err e = OP_ERR_INIT;
+	int ret = kube_delete(r->ctl->kc, k, r->ns, name, &o, &e);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		return op_err_set(r->err, ret, "%s", e.msg);
+	rc_stat_add(r->ctl, &r->ctl->stats.objects_deleted);
+	op_log_info("deleted", "cluster", r->key, "kind", k->kind, "name", name);
+	return 1;
+}
+
+int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
+{
+	json_object *p = jobj();
+	json_object *labels = jchild(jchild(p, "metadata"), "labels");
+	va_list ap;
+	va_start(ap, name);
+	for (const char *key; (key = va_arg(ap, const char *));) {
+		const char *val = va_arg(ap, const char *);
+		jsets(labels, key, val);
+	}
+	va_end(ap);
+	int ret = kube_patch(r->ctl->kc, k, r->ns, name, KUBE_PATCH_MERGE,
+			     json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
+	json_object_put(p);
+	return ret;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static const char *label(json_object *obj, const char *key)
+{
+	json_object *l = op_json_at(obj, "metadata.labels"), *v = NULL;
+	if (!l || !json_object_object_get_ex(l, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool condition_true(json_object *obj, const char *type)
+{
+	json_object *conds = op_json_at(obj, "status.conditions");
+	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds);
+	     i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = op_json_str_at(c, "type"), *s = op_json_str_at(c, "status");
+		if (t && s && strcmp(t, type) == 0)
+			return strcmp(s, "True") == 0;
+	}
+	return false;
+}
+
+static bool terminating(json_object *obj)
+{
+	return op_json_at(obj, "metadata.deletionTimestamp") != NULL;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static void set_str(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = s ? op_strdup(s) : NULL;
+}
+
+static void set_phase(struct rc_run *r, const char *phase, const char *reason)
+{
+	set_str(&r->want.phase, phase);
+	set_str(&r->want.phase_reason, reason);
+}
+
+/* --------------------------------------------------------------- status */
+
+struct status_base {
+	json_object *status; /* owned copy of the status we diff against */
+	char *rv;
+};
+
+static int write_status(struct rc_run *r, struct status_base *b)
+{
+	char *patch = NULL;
+	int ret = rc_status_patch(b->status, &r->want, b->rv, r->now, &patch, r->err);
+	if (ret <= 0)
+		return ret;
+	json_object *res = NULL;
+	struct op_err e = OP_ERR_INIT;
+	ret = kube_patch_status(r->ctl->kc, KUBE_CLUSTERS, r->ns, r->name, KUBE_PATCH_MERGE, patch,
+				&res, &e);
+	free(patch);
+	if (ret == -ESTALE) { /* the resourceVersion precondition: our view was stale */
+		if (res)
+			json_object_put(res);
+		rc_requeue(r, 500);
+		return 1;
+	}
+	if (ret < 0) {
+		if (res)
+			json_object_put(res);
+		return op_err_set(r->err, ret, "%s", e.msg);
+	}
+	rc_stat_add(r->ctl, &r->ctl->stats.status_patches);
+	if (res) {
+		json_object *st = op_json_at(res, "status");
+		json_object *copy = NULL;
+		if (st && json_object_deep_copy(st, &copy, NULL) == 0) {
+			if (b->status)
+				json_object_put(b->status);
+			b->status = copy;
+		}
+		set_str(&b->rv, kube_obj_resource_version(res));
+		json_object_put(res);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ instances */
+
+struct inventory {
+	json_object *pods, *pvcs, *jobs; /* owned arrays */
+	struct rc_instance *v;           /* one per instance Pod, sorted */
+	size_t n;
+};
+
+static void inventory_done(struct inventory *inv)
+{
+	for (size_t i = 0; i < inv->n; i++)
+		rc_instance_done(&inv->v[i]);
+	free(inv->v);
+	json_object_put(inv->pods);
+	json_object_put(inv->pvcs);
+	json_object_put(inv->jobs);
+}
+
+static json_object *find_by_name(json_object *arr, const char *name)
+{
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		if (str_eq(kube_obj_name(o), name))
+			return o;
+	}
+	return NULL;
+}
+
+static struct rc_instance *find_instance(struct inventory *inv, const char *name)
+{
+	for (size_t i = 0; i < inv->n; i++)
+		if (str_eq(inv->v[i].name, name))
+			return &inv->v[i];
+	return NULL;
+}
+
+static void inventory_load(struct rc_run *r, struct inventory *inv)
+{
+	inv->pods = rc_cache_owned(r->ctl, RC_INF_PODS, r->ns, r->name);
+	inv->pvcs = rc_cache_owned(r->ctl, RC_INF_PVCS, r->ns, r->name);
+	inv->jobs = rc_cache_owned(r->ctl, RC_INF_JOBS, r->ns, r->name);
+	size_t np = json_object_array_length(inv->pods);
+	inv->v = op_calloc(np ? np : 1, sizeof(*inv->v));
+	for (size_t i = 0; i < np; i++) {
+		json_object *p = json_object_array_get_idx(inv->pods, i);
+		int64_t serial;
+		if (!str_eq(label(p, RC_LABEL_POD_ROLE), "instance") ||
+		    api_pod_serial(r->name, kube_obj_name(p), &serial, NULL) < 0)
+			continue;
+		struct rc_instance *in = &inv->v[inv->n++];
+		in->name = op_strdup(kube_obj_name(p));
+		in->serial = serial;
+		const char *ip = op_json_str_at(p, "status.podIP");
+		in->ip = ip && *ip ? op_strdup(ip) : NULL;
+		in->pod_ready = condition_true(p, "Ready");
+		in->pod_terminating = terminating(p);
+	}
+	if (inv->n && r->ca.cert_pem) {
+		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms };
+		struct op_err e = OP_ERR_INIT;
+		if (rc_fetch_statuses(r->ca.cert_pem, r->client.cert_pem ? &r->client : NULL,
+				      inv->v, inv->n, &fo, &e) < 0)
+			op_log_warn("cannot query instances", "cluster", r->key, "error", e.msg);
+	}
+	rc_instances_sort(inv->v, inv->n);
+}
+
+/* Sets cnpg.io/instanceRole (and the deprecated role) when it differs. */
+static int set_role(struct rc_run *r, struct inventory *inv, const char *pod, const char *role)
+{
+	json_object *p = find_by_name(inv->pods, pod);
+	if (!p || terminating(p) || str_eq(label(p, RC_LABEL_INSTANCE_ROLE), role))
+		return 0;
+	int ret = rc_patch_labels(r, KUBE_PODS, pod, RC_LABEL_INSTANCE_ROLE, role, RC_LABEL_ROLE,
+				  role, (const char *)NULL);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret == 0)
+		op_log_info("role label set", "cluster", r->key, "pod", pod, "role", role);
+	return ret;
+}
+
+static int create_instance_objects(struct rc_run *r, int64_t serial, enum rc_job_role role)
+{
+	json_object *o = NULL;
+	int ret = rc_build_pvc(r->c, serial, false, &o, r->err);
+	if (ret == 0)
+		ret = rc_create(r, KUBE_PVCS, o);
+	if (o)
+		json_object_put(o);
+	o = NULL;
+	if (ret >= 0 && r->c->spec.wal_storage.present) {
+		ret = rc_build_pvc(r->c, serial, true, &o, r->err);
+		if (ret == 0)
+			ret = rc_create(r, KUBE_PVCS, o);
+		if (o)
+			json_object_put(o);
+		o = NULL;
+	}
+	if (ret >= 0)
+		ret = rc_build_job(r->c, &r->ctl->settings, serial, role, &o, r->err);
+	if (ret >= 0)
+		ret = rc_create(r, KUBE_JOBS, o);
+	if (o)
+		json_object_put(o);
+	return ret < 0 ? ret : 0;
+}
+
+static int create_pod(struct rc_run *r, int64_t serial)
+{
+	_cleanup_free_ char *name = api_pod_name(r->name, serial);
+	const char *primary = r->want.current_primary && *r->want.current_primary
+				      ? r->want.current_primary
+				      : r->want.target_primary;
+	json_object *o = NULL;
+	int ret = rc_build_pod(r->c, &r->ctl->settings, serial,
+			       str_eq(primary, name) ? RC_ROLE_PRIMARY : RC_ROLE_REPLICA, &o, r->err);
+	if (ret == 0)
+		ret = rc_create(r, KUBE_PODS, o);
+	if (o)
+		json_object_put(o);
+	if (ret == 1)
+		rc_event(r, "Normal", "CreatingInstance", "created instance pod %s", name);
+	return ret < 0 ? ret : 0;
+}
+
+static int scale_down(struct rc_run *r, struct inventory *inv)
+{
+	struct rc_instance *victim = NULL;
+	for (size_t i = 0; i < inv->n; i++) {
+		struct rc_instance *in = &inv->v[i];
+		if (str_eq(in->name, r->want.current_primary) ||
+		    str_eq(in->name, r->want.target_primary) || in->pod_terminating)
+			continue;
+		if (!victim || in->serial > victim->serial)
+			victim = in;
+	}
+	if (!victim)
+		return 0;
+	int64_t s = victim->serial;
+	_cleanup_free_ char *pod = op_strdup(victim->name);
+	_cleanup_free_ char *j1 = rc_job_name(r->name, s, RC_JOB_INITDB);
+	_cleanup_free_ char *j2 = rc_job_name(r->name, s, RC_JOB_JOIN);
+	_cleanup_free_ char *wal = api_wal_pvc_name(r->name, s);
+	/* jobs and claims first (a claim stays until its pod is gone), then the
+	 * pod: a claim without its pod is never mistaken for one to restart */
+	int ret = rc_delete(r, KUBE_JOBS, j1);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_JOBS, j2);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PVCS, pod);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PVCS, wal);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PODS, pod);
+	if (ret < 0)
+		return ret;
+	set_phase(r, RC_PHASE_SCALING_DOWN, NULL);
+	rc_event(r, "Normal", "ScaleDown", "scaling down: removed instance %s and its volumes", pod);
+	rc_requeue(r, 1000);
+	return 1;
+}
+
+/* Bootstrap, joins, restarts and scale (CNPG reconcilePods). Returns 1 when
+ * something is in progress (phase set), 0 when the set of instances is as
+ * wanted, <0 on error. */
+static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct status_base *b)
+{
+	int64_t want_n = r->c->spec.instances;
+	bool in_progress = false;
+	/* 1. bootstrap jobs */
+	for (size_t i = 0; i < json_object_array_length(inv->jobs); i++) {
+		json_object *j = json_object_array_get_idx(inv->jobs, i);
+		const char *pod = label(j, RC_LABEL_INSTANCE_NAME);
+		const char *role = label(j, RC_LABEL_JOB_ROLE);
+		int64_t serial;
+		if (!pod || !role || terminating(j) || api_pod_serial(r->name, pod, &serial, NULL) < 0)
+			continue;
+		if (condition_true(j, "Failed")) {
+			_cleanup_free_ char *why = op_asprintf("job %s failed", kube_obj_name(j));
+			if (!str_eq(r->want.phase, RC_PHASE_UNRECOVERABLE))
+				rc_event(r, "Warning", "JobFailed", "%s: the instance %s was not created; "
+					 "look at the job's pod logs", why, pod);
+			set_phase(r, RC_PHASE_UNRECOVERABLE, why);
+			rc_requeue(r, 30000);
+			return 1;
+		}
+		if (!condition_true(j, "Complete")) {
+			set_phase(r, strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY
+								 : RC_PHASE_CREATING_REPLICA,
+				  NULL);
+			rc_requeue(r, 5000);
+			in_progress = true;
+			continue;
+		}
+		if (!find_by_name(inv->pods, pod)) {
+			int ret = create_pod(r, serial);
+			if (ret < 0)
+				return ret;
+			set_phase(r, strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY
+								 : RC_PHASE_CREATING_REPLICA,
+				  NULL);
+			rc_requeue(r, 2000);
+			in_progress = true;
+		}
+	}
+	if (in_progress)
+		return 1;
+	size_t live = 0;
+	for (size_t i = 0; i < inv->n; i++)
+		live += !inv->v[i].pod_terminating;
+
+	/* 2. first instance */
+	if (inv->n == 0 && r->want.latest_generated_node == 0) {
+		_cleanup_free_ char *pod = api_pod_name(r->name, 1);
+		r->want.latest_generated_node = 1;
+		set_str(&r->want.target_primary, pod);
+		set_str(&r->want.current_primary, pod);
+		set_phase(r, RC_PHASE_FIRST_PRIMARY, NULL);
+		int ret = write_status(r, b); /* before the job: the serial is taken */
+		if (ret != 0)
+			return ret < 0 ? ret : 1;
+		ret = create_instance_objects(r, 1, RC_JOB_INITDB);
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Normal", "CreatingInstance", "bootstrapping the primary %s (initdb)", pod);
+		rc_requeue(r, 5000);
+		return 1;
+	}
+
+	/* 3. volumes whose pod is gone (and no job): restart the instance on its data */
+	for (size_t i = 0; i < json_object_array_length(inv->pvcs) && (int64_t)live < want_n; i++) {
+		json_object *pvc = json_object_array_get_idx(inv->pvcs, i);
+		const char *pod = label(pvc, RC_LABEL_INSTANCE_NAME);
+		int64_t serial;
+		if (!str_eq(label(pvc, RC_LABEL_PVC_ROLE), "PG_DATA") || terminating(pvc) || !pod ||
+		    api_pod_serial(r->name, pod, &serial, NULL) < 0 || find_by_name(inv->pods, pod))
+			continue;
+		_cleanup_free_ char *j1 = rc_job_name(r->name, serial, RC_JOB_INITDB);
+		_cleanup_free_ char *j2 = rc_job_name(r->name, serial, RC_JOB_JOIN);
+		if (find_by_name(inv->jobs, j1) || find_by_name(inv->jobs, j2))
+			continue; /* a job that never completed: handled above */
+		int ret = create_pod(r, serial);
+		if (ret < 0)
+			return ret;
+		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+		rc_requeue(r, 2000);
+		return 1;
+	}
+
+	/* 4. scale up, one instance at a time, only with everyone ready */
+	if ((int64_t)live < want_n) {
+		bool all_ready = live > 0;
+		for (size_t i = 0; i < inv->n; i++)
+			if (!inv->v[i].pod_terminating && (!inv->v[i].pod_ready || !inv->v[i].has_status))
+				all_ready = false;
+		struct rc_instance *p = find_instance(inv, r->want.current_primary);
+		if (!all_ready || !p || !p->is_primary) {
+			set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+			rc_requeue(r, 2000);
+			return 1;
+		}
+		int64_t serial = r->want.latest_generated_node + 1;
+		_cleanup_free_ char *pod = api_pod_name(r->name, serial);
+		r->want.latest_generated_node = serial;
+		set_phase(r, RC_PHASE_CREATING_REPLICA, NULL);
+		int ret = write_status(r, b);
+		if (ret != 0)
+			return ret < 0 ? ret : 1;
+		ret = create_instance_objects(r, serial, RC_JOB_JOIN);
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Normal", "CreatingInstance", "creating replica %s (join)", pod);
+		rc_requeue(r, 5000);
+		return 1;
+	}
+
+	/* 5. scale down */
+	if ((int64_t)live > want_n)
+		return scale_down(r, inv);
+	return 0;
+}
+
+/* ------------------------------------------------------------- failover */
+
+static void fill_instances_status(struct rc_run *r, struct inventory *inv)
+{
+	struct rc_status *w = &r->want;
+	for (size_t i = 0; i < w->n_instance_names; i++)
+		free(w->instance_names[i]);
+	for (size_t i = 0; i < w->n_healthy; i++)
+		free(w->healthy[i]);
+	for (size_t i = 0; i < w->n_failed; i++)
+		free(w->failed[i]);
+	free(w->instance_names);
+	free(w->healthy);
+	free(w->failed);
+	w->instance_names = w->healthy = w->failed = NULL;
+	w->n_instance_names = w->n_healthy = w->n_failed = 0;
+	w->instances = 0;
+	w->ready_instances = 0;
+	/* names in serial order (inv->v is in failover order) */
+	int64_t last = 0;
+	for (;;) {
+		struct rc_instance *next = NULL;
+		for (size_t i = 0; i < inv->n; i++)
+			if (inv->v[i].serial > last && (!next || inv->v[i].serial < next->serial))
+				next = &inv->v[i];
+		if (!next)
+			break;
+		last = next->serial;
+		w->instances++;
+		w->ready_instances += next->pod_ready;
+		rc_strv_push(&w->instance_names, &w->n_instance_names, next->name);
+		if (next->has_status)
+			rc_strv_push(&w->healthy, &w->n_healthy, next->name);
+		else
+			rc_strv_push(&w->failed, &w->n_failed, next->name);
+	}
+	struct rc_instance *p = find_instance(inv, w->current_primary);
+	if (p && p->has_status && p->is_primary && p->timeline_id > 0)
+		w->timeline_id = p->timeline_id;
+}
+
+/* Returns 1 when a failover/switchover step ran (stop here), 0 otherwise. */
+static int handle_failover(struct rc_run *r, struct inventory *inv)
+{
+	struct rc_status *w = &r->want;
+	const char *cur = w->current_primary, *target = w->target_primary;
+	bool pending = str_eq(target, RC_PENDING_FAILOVER);
+	if (cur && *cur && target && *target && strcmp(cur, target) != 0 && !pending) {
+		/* the instances are switching: the old primary must take no writes */
+		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
+		if (ret < 0)
+			return ret;
+		if (!str_eq(w->phase, RC_PHASE_SWITCHOVER) && !str_eq(w->phase, RC_PHASE_FAILOVER))
+			set_phase(r, RC_PHASE_SWITCHOVER, NULL);
+		rc_requeue(r, 1000);
+		return 1;
+	}
+	int64_t since = 0;
+	if (w->failing_since)
+		(void)rc_time_parse(w->failing_since, &since);
+	struct rc_failover_input in = {
+		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
+		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since, .now = r->now,
+	};
+	struct rc_failover_decision d;
+	rc_failover_decide(&in, &d);
+	switch (d.action) {
+	case RC_FO_NONE:
+		set_str(&w->failing_since, NULL);
+		return 0;
+	case RC_FO_SPLIT_BRAIN: {
+		struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+		for (size_t i = 0; i < inv->n; i++)
+			if (inv->v[i].has_status && inv->v[i].is_primary &&
+			    op_buf_addf(&b, "%s%s", b.len ? ", " : "", inv->v[i].name) < 0)
+				break;
+		rc_event(r, "Warning", "SplitBrain",
+			 "more than one instance reports being primary (%s): waiting for the old "
+			 "primary to step down",
+			 op_buf_str(&b));
+		op_buf_done(&b);
+		rc_requeue(r, 5000);
+		return 1;
+	}
+	case RC_FO_PRIMARY_CHECK:
+		rc_event(r, "Warning", "PrimaryStatusCheckFailed",
+			 "primary %s is Ready but its status endpoint does not answer", cur);
+		rc_requeue(r, 10000);
+		return 1;
+	case RC_FO_WAIT_DELAY:
+		if (d.start_failing_clock) {
+			_cleanup_free_ char *t = rc_time_rfc3339(r->now);
+			set_str(&w->failing_since, t);
+		}
+		rc_requeue(r, 1000);
+		return 1;
+	case RC_FO_MARK_PENDING: {
+		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Warning", "FailingOver", "primary %s is not available: failing over",
+			 cur ? cur : "");
+		set_str(&w->target_primary, RC_PENDING_FAILOVER);
+		set_phase(r, RC_PHASE_FAILOVER, NULL);
+		rc_requeue(r, 1000);
+		return 1;
+	}
+	case RC_FO_WAIT_WAL_RECEIVERS:
+		rc_requeue(r, 1000);
+		return 1;
+	case RC_FO_PROMOTE:
+		rc_event(r, "Normal", "FailoverTarget", "promoting %s (most advanced replica)",
+			 d.target);
+		set_str(&w->target_primary, d.target);
+		set_str(&w->failing_since, NULL);
+		set_phase(r, RC_PHASE_FAILOVER, NULL);
+		rc_requeue(r, 1000);
+		return 1;
+	}
+	return 0;
+}
+
+/* --------------------------------------------------------------- main */
+
+static int ensure_objects(struct rc_run *r)
+{
+	int ret = rc_ensure_pki(r);
+	if (ret == 0)
+		ret = rc_ensure_user_secrets(r);
+	if (ret == 0)
+		ret = rc_ensure_rbac(r);
+	if (ret == 0)
+		ret = rc_ensure_services(r);
+	if (ret == 0) {
+		struct op_err e = OP_ERR_INIT;
+		struct op_err *saved = r->err;
+		r->err = &e;
+		if (rc_ensure_client_cert(r) < 0)
+			op_log_warn("no operator client certificate", "cluster", r->key, "error",
+				    e.msg);
+		r->err = saved;
+	}
+	return ret;
+}
+
+static int reconcile_valid(struct rc_run *r, struct status_base *b)
+{
+	int ret = ensure_objects(r);
+	if (ret < 0) {
+		if (!str_eq(r->want.phase, RC_PHASE_CANNOT_CREATE_OBJECTS))
+			rc_event(r, "Warning", "ObjectsFailed", "%s", r->err->msg);
+		set_phase(r, RC_PHASE_CANNOT_CREATE_OBJECTS, r->err->msg);
+		return ret;
+	}
+	if (ret > 0)
+		return 0;
+	struct inventory inv = { 0 };
+	inventory_load(r, &inv);
+	ret = handle_failover(r, &inv);
+	if (ret == 0) {
+		const char *primary = r->want.current_primary;
+		for (size_t i = 0; i < inv.n && ret >= 0 && primary && *primary; i++)
+			ret = set_role(r, &inv, inv.v[i].name,
+				       str_eq(inv.v[i].name, primary) ? RC_ROLE_PRIMARY
+								      : RC_ROLE_REPLICA);
+	}
+	if (ret == 0)
+		ret = reconcile_instances(r, &inv, b);
+	fill_instances_status(r, &inv);
+	if (ret == 0) {
+		bool any_ready = false, any_status = false;
+		for (size_t i = 0; i < inv.n; i++) {
+			any_ready |= inv.v[i].pod_ready;
+			any_status |= inv.v[i].has_status;
+		}
+		struct rc_instance *p = find_instance(&inv, r->want.current_primary);
+		if (any_ready && !any_status) {
+			set_phase(r, RC_PHASE_STATUS_ERROR, NULL);
+			rc_requeue(r, 10000);
+		} else if (p && p->is_primary && r->want.ready_instances == r->c->spec.instances &&
+			   r->want.instances == r->c->spec.instances) {
+			if (!str_eq(r->want.phase, RC_PHASE_HEALTHY))
+				rc_event(r, "Normal", "ClusterReady", "cluster is healthy: %lld instances",
+					 (long long)r->want.instances);
+			set_phase(r, RC_PHASE_HEALTHY, NULL);
+			r->want.ready = true;
+		} else {
+			set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+			rc_requeue(r, 2000);
+		}
+	}
+	if (!str_eq(r->want.phase, RC_PHASE_HEALTHY))
+		r->want.ready = false;
+	rc_requeue(r, REQUEUE_HEALTHY_MS);
+	inventory_done(&inv);
+	return ret < 0 ? ret : 0;
+}
+
+/* Joins "path: msg" items. */
+static char *type_errors_reason(const struct api_errors *errs)
+{
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	for (size_t i = 0; i < errs->n; i++)
+		if (op_buf_addf(&b, "%s%s: %s", i ? ", " : "", errs->items[i].path,
+				errs->items[i].msg) < 0)
+			break;
+	return op_buf_take(&b, NULL);
+}
+
+int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_ms,
+		 struct op_err *err)
+{
+	*ret_requeue_ms = 0;
+	const char *slash = strchr(key, '/');
+	if (!slash)
+		return op_err_set(err, -EINVAL, "bad key %s", key);
+	_cleanup_free_ char *ns = op_strndup(key, (size_t)(slash - key));
+	json_object *obj = rc_cache_get(ctl, RC_INF_CLUSTERS, ns, slash + 1);
+	if (!obj || terminating(obj)) { /* gone: the garbage collector removes the rest */
+		if (obj)
+			json_object_put(obj);
+		return 0;
+	}
+	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = (int64_t)time(NULL),
+			    .err = err, .ns = ns, .name = slash + 1 };
+	struct status_base b = { 0 };
+	struct api_errors errs = { 0 };
+	struct op_err derr = OP_ERR_INIT;
+	int ret = api_cluster_decode(obj, &errs, &r.c, &derr);
+	rc_status_from_json(op_json_at(obj, "status"), &r.want);
+	json_object *st = op_json_at(obj, "status");
+	if (st && json_object_deep_copy(st, &b.status, NULL) != 0)
+		abort();
+	b.rv = kube_obj_resource_version(obj) ? op_strdup(kube_obj_resource_version(obj)) : NULL;
+	char *invalid = NULL;
+	if (ret < 0) {
+		invalid = type_errors_reason(&errs);
+	} else if (ctl->validate) {
+		int v = ctl->validate(ctl->validate_ud, obj, &invalid);
+		if (v < 0) {
+			ret = op_err_set(err, v, "validating %s failed", key);
+			goto out;
+		}
+	}
+	if (invalid) {
+		if (!str_eq(r.want.phase, RC_PHASE_INVALID) ||
+		    !str_eq(r.want.phase_reason, invalid))
+			rc_event(&r, "Warning", "InvalidClusterDefinition", "%s", invalid);
+		set_phase(&r, RC_PHASE_INVALID, invalid);
+		r.want.ready = false;
+		free(invalid);
+		ret = write_status(&r, &b);
+		ret = ret < 0 ? ret : 0;
+		goto out;
+	}
+	r.ns = r.c->metadata.namespace_ ? r.c->metadata.namespace_ : ns;
+	r.name = r.c->metadata.name;
+	if (str_eq(r.want.phase, RC_PHASE_INVALID))
+		set_phase(&r, NULL, NULL);
+	ret = reconcile_valid(&r, &b);
+	int w = write_status(&r, &b);
+	if (ret == 0 && w < 0)
+		ret = w;
+	*ret_requeue_ms = r.requeue_ms;
+out:
+	api_errors_done(&errs);
+	api_cluster_free(r.c);
+	rc_status_done(&r.want);
+	pki_pair_done(&r.ca);
+	pki_pair_done(&r.client);
+	if (b.status)
+		json_object_put(b.status);
+	free(b.rv);
+	json_object_put(obj);
+	return ret;
+}

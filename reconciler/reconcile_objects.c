@@ -1,0 +1,401 @@
+/* reconciler/reconcile_objects.c - per-Cluster PKI, user Secrets, RBAC and
+ * Services (steps "createPostgresClusterObjects" of runtime.md §4.1).
+ *
+ * Every ensure_* returns <0 on error, 0 to go on, 1 to stop this reconcile
+ * and look again later (something we just created is not in the cache yet).
+ * Existing user data is never overwritten: a Secret we cannot parse is an
+ * error for a human, not something to regenerate. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "api/names.h"
+#include "reconciler/ctl.h"
+#include "reconciler/instance_client.h"
+#include "reconciler/internal.h"
+#include "support/alloc.h"
+#include "support/json.h"
+#include "support/log.h"
+
+/* --------------------------------------------------------------- PKI */
+
+static void add_expiration(struct rc_run *r, const char *secret, const char *pem)
+{
+	struct pki_cert_info info;
+	if (pki_cert_info_parse(pem, NULL, &info, NULL) < 0)
+		return;
+	_cleanup_free_ char *t = rc_time_rfc3339(info.not_after);
+	size_t n = r->want.n_certs;
+	rc_strv_push(&r->want.cert_names, &n, secret);
+	rc_strv_push(&r->want.cert_expirations, &r->want.n_certs, t);
+	pki_cert_info_done(&info);
+}
+
+static void reset_expirations(struct rc_status *s)
+{
+	for (size_t i = 0; i < s->n_certs; i++) {
+		free(s->cert_names[i]);
+		free(s->cert_expirations[i]);
+	}
+	free(s->cert_names);
+	free(s->cert_expirations);
+	s->cert_names = s->cert_expirations = NULL;
+	s->n_certs = 0;
+}
+
+/* PUTs `fresh` (owned by caller) over the cached Secret `cur` (resourceVersion). */
+static int replace_secret(struct rc_run *r, json_object *cur, json_object *fresh)
+{
+	const char *rv = kube_obj_resource_version(cur);
+	if (rv)
+		jsets(jchild(fresh, "metadata"), "resourceVersion", rv);
+	rc_adopt(r->c, fresh);
+	return kube_update(r->ctl->kc, KUBE_SECRETS, r->ns, fresh, NULL, r->err);
+}
+
+static int ensure_ca(struct rc_run *r)
+{
+	_cleanup_free_ char *sname = api_secret_name(r->name, API_SECRET_CA);
+	json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
+	struct pki_secret_data d = { 0 };
+	int ret = 0;
+	if (cur) {
+		ret = pki_secret_parse(PKI_SECRET_CA, cur, &d, r->err);
+		if (ret < 0) {
+			op_err_prefix(r->err, "secret %s", sname);
+			goto out;
+		}
+		enum pki_renew_reason why = pki_needs_renewal(d.crt, NULL, NULL, r->now, 0);
+		if (why != PKI_RENEW_NONE && d.key) {
+			/* re-sign the same key: leaves issued before keep verifying */
+			struct pki_ca_req req = { .cn = r->name, .ou = r->ns, .now = r->now,
+						  .key_pem = d.key };
+			struct pki_pair np = { 0 };
+			json_object *fresh = NULL;
+			ret = pki_ca_create(&req, &np, r->err);
+			struct pki_secret_data nd = { .crt = np.cert_pem, .key = np.key_pem };
+			if (ret == 0)
+				ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &nd, &fresh, r->err);
+			if (ret == 0)
+				ret = replace_secret(r, cur, fresh);
+			if (fresh)
+				json_object_put(fresh);
+			if (ret == 0) {
+				rc_event(r, "Normal", "CertificateRenewed", "renewed CA %s (%s)",
+					 sname, pki_renew_reason_str(why));
+				free(d.crt);
+				d.crt = TAKE_PTR(np.cert_pem);
+			}
+			pki_pair_done(&np);
+			if (ret < 0)
+				goto out;
+		}
+		r->ca.cert_pem = TAKE_PTR(d.crt);
+		r->ca.key_pem = TAKE_PTR(d.key);
+		goto out;
+	}
+	struct pki_ca_req req = { .cn = r->name, .ou = r->ns, .now = r->now };
+	struct pki_pair np = { 0 };
+	json_object *fresh = NULL;
+	ret = pki_ca_create(&req, &np, r->err);
+	struct pki_secret_data nd = { .crt = np.cert_pem, .key = np.key_pem };
+	if (ret == 0)
+		ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &nd, &fresh, r->err);
+	if (ret == 0) {
+		rc_adopt(r->c, fresh);
+		ret = rc_create(r, KUBE_SECRETS, fresh);
+	}
+	if (fresh)
+		json_object_put(fresh);
+	if (ret == 1) { /* created: use it right away */
+		r->ca = np;
+		np = (struct pki_pair){ 0 };
+		rc_event(r, "Normal", "CreatingCA", "created the cluster CA %s", sname);
+		ret = 0;
+	} else if (ret == 0) { /* exists but not cached yet */
+		rc_requeue(r, 1000);
+		ret = 1;
+	}
+	pki_pair_done(&np);
+out:
+	pki_secret_data_done(&d);
+	if (cur)
+		json_object_put(cur);
+	if (ret == 0 && r->ca.cert_pem)
+		add_expiration(r, sname, r->ca.cert_pem);
+	return ret;
+}
+
+static char **server_sans(struct rc_run *r, size_t *ret_n)
+{
+	const char *domain = r->ctl->settings.cluster_domain ? r->ctl->settings.cluster_domain
+							     : "cluster.local";
+	static const enum api_service svcs[] = { API_SVC_RW, API_SVC_R, API_SVC_RO };
+	char **v = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < OP_ARRAY_SIZE(svcs); i++) {
+		_cleanup_free_ char *s = api_service_name(r->name, svcs[i]);
+		_cleanup_free_ char *a = op_asprintf("%s.%s", s, r->ns);
+		_cleanup_free_ char *b = op_asprintf("%s.%s.svc", s, r->ns);
+		_cleanup_free_ char *c = op_asprintf("%s.%s.svc.%s", s, r->ns, domain);
+		rc_strv_push(&v, &n, s);
+		rc_strv_push(&v, &n, a);
+		rc_strv_push(&v, &n, b);
+		rc_strv_push(&v, &n, c);
+	}
+	const struct api_strv *extra = &r->c->spec.certificates.server_alt_dns_names;
+	for (size_t i = 0; i < extra->n; i++)
+		rc_strv_push(&v, &n, extra->items[i]);
+	*ret_n = n;
+	return v;
+}
+
+static int ensure_leaf(struct rc_run *r, enum api_secret which)
+{
+	_cleanup_free_ char *sname = api_secret_name(r->name, which);
+	_cleanup_free_ char *cn = which == API_SECRET_SERVER
+					  ? api_service_name(r->name, API_SVC_RW)
+					  : op_strdup("streaming_replica");
+	size_t n_sans = 0;
+	char **sans = which == API_SECRET_SERVER ? server_sans(r, &n_sans) : NULL;
+	struct pki_leaf_req want = {
+		.cn = cn, .sans = (const char *const *)sans, .n_sans = n_sans,
+		.usage = which == API_SECRET_SERVER ? PKI_USAGE_SERVER : PKI_USAGE_CLIENT,
+		.now = r->now,
+	};
+	json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
+	struct pki_secret_data d = { 0 };
+	struct pki_pair np = { 0 };
+	json_object *fresh = NULL;
+	enum pki_renew_reason why = PKI_RENEW_MISSING;
+	int ret = 0;
+	char *keep = NULL;
+	if (cur) {
+		ret = pki_secret_parse(PKI_SECRET_TLS, cur, &d, r->err);
+		if (ret < 0) {
+			op_err_prefix(r->err, "secret %s", sname);
+			goto out;
+		}
+		why = pki_needs_renewal(d.crt, r->ca.cert_pem, &want, r->now, 0);
+		if (why == PKI_RENEW_NONE) {
+			add_expiration(r, sname, d.crt);
+			goto out;
+		}
+		keep = d.key; /* re-sign the same key, as CNPG does */
+	}
+	if (!r->ca.key_pem) {
+		ret = op_err_set(r->err, -EINVAL, "secret %s needs renewal (%s) but the CA has no key",
+				 sname, pki_renew_reason_str(why));
+		goto out;
+	}
+	want.key_pem = keep;
+	ret = pki_leaf_issue(&r->ca, &want, &np, r->err);
+	struct pki_secret_data nd = { .crt = np.cert_pem, .key = np.key_pem };
+	if (ret == 0)
+		ret = pki_secret_build(PKI_SECRET_TLS, r->ns, sname, &nd, &fresh, r->err);
+	if (ret < 0)
+		goto out;
+	if (cur) {
+		ret = replace_secret(r, cur, fresh);
+		if (ret == 0)
+			rc_event(r, "Normal", "CertificateRenewed", "renewed %s (%s)", sname,
+				 pki_renew_reason_str(why));
+	} else {
+		rc_adopt(r->c, fresh);
+		ret = rc_create(r, KUBE_SECRETS, fresh);
+		ret = ret > 0 ? 0 : ret;
+	}
+	if (ret == 0)
+		add_expiration(r, sname, np.cert_pem);
+out:
+	for (size_t i = 0; i < n_sans; i++)
+		free(sans[i]);
+	free(sans);
+	if (fresh)
+		json_object_put(fresh);
+	pki_pair_done(&np);
+	pki_secret_data_done(&d);
+	if (cur)
+		json_object_put(cur);
+	return ret;
+}
+
+int rc_ensure_pki(struct rc_run *r)
+{
+	reset_expirations(&r->want);
+	int ret = ensure_ca(r);
+	if (ret != 0)
+		return ret;
+	ret = ensure_leaf(r, API_SECRET_SERVER);
+	if (ret == 0)
+		ret = ensure_leaf(r, API_SECRET_REPLICATION);
+	return ret;
+}
+
+/* ------------------------------------------------ client certificate */
+
+static struct rc_cluster_state *state_get(struct rc_controller *c, const char *key)
+{
+	for (size_t i = 0; i < c->n_states; i++)
+		if (strcmp(c->states[i].key, key) == 0)
+			return &c->states[i];
+	c->states = op_realloc(c->states, (c->n_states + 1) * sizeof(*c->states));
+	struct rc_cluster_state *s = &c->states[c->n_states++];
+	*s = (struct rc_cluster_state){ .key = op_strdup(key) };
+	return s;
+}
+
+/* Forgets state of another incarnation (a Cluster deleted and re-created). */
+static void state_check_uid(struct rc_cluster_state *s, const char *uid)
+{
+	if (s->uid && uid && strcmp(s->uid, uid) == 0)
+		return;
+	free(s->uid);
+	s->uid = uid ? op_strdup(uid) : NULL;
+	s->rbac_done = false;
+	s->ca_fp[0] = '\0';
+	pki_pair_done(&s->client);
+}
+
+int rc_ensure_client_cert(struct rc_run *r)
+{
+	if (!r->ca.cert_pem || !r->ca.key_pem)
+		return 0; /* user CA without key: go without a client certificate */
+	struct pki_cert_info ca;
+	int ret = pki_cert_info_parse(r->ca.cert_pem, "ca.crt", &ca, r->err);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&r->ctl->mu);
+	struct rc_cluster_state *s = state_get(r->ctl, r->key);
+	state_check_uid(s, r->c->metadata.uid);
+	bool fresh = s->client.cert_pem && strcmp(s->ca_fp, ca.fingerprint) == 0 &&
+		     pki_needs_renewal(s->client.cert_pem, r->ca.cert_pem, NULL, r->now, 0) ==
+			     PKI_RENEW_NONE;
+	if (!fresh) {
+		struct pki_pair np = { 0 };
+		ret = rc_operator_client_cert(&r->ca, r->now, &np, r->err);
+		if (ret == 0) {
+			pki_pair_done(&s->client);
+			s->client = np;
+			memcpy(s->ca_fp, ca.fingerprint, sizeof(s->ca_fp));
+		}
+	}
+	if (ret == 0) {
+		r->client.cert_pem = op_strdup(s->client.cert_pem);
+		r->client.key_pem = op_strdup(s->client.key_pem);
+	}
+	pthread_mutex_unlock(&r->ctl->mu);
+	pki_cert_info_done(&ca);
+	return ret;
+}
+
+/* ------------------------------------------------------ user Secrets */
+
+int rc_ensure_user_secrets(struct rc_run *r)
+{
+	static const enum api_secret which[] = { API_SECRET_SUPERUSER, API_SECRET_APP };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(which); i++) {
+		_cleanup_free_ char *sname = api_secret_name(r->name, which[i]);
+		json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
+		if (cur) {
+			json_object_put(cur);
+			continue;
+		}
+		_cleanup_free_ char *pw = NULL;
+		int ret = rc_random_password(64, &pw, r->err);
+		json_object *s = NULL;
+		if (ret == 0)
+			ret = rc_build_basic_auth_secret(r->c, &r->ctl->settings, which[i], pw, &s,
+							 r->err);
+		if (ret == 0)
+			ret = rc_create(r, KUBE_SECRETS, s);
+		if (s)
+			json_object_put(s);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- RBAC */
+
+int rc_ensure_rbac(struct rc_run *r)
+{
+	pthread_mutex_lock(&r->ctl->mu);
+	struct rc_cluster_state *s = state_get(r->ctl, r->key);
+	state_check_uid(s, r->c->metadata.uid);
+	bool done = s->rbac_done;
+	pthread_mutex_unlock(&r->ctl->mu);
+	if (done)
+		return 0;
+	json_object *objs[3] = { rc_build_service_account(r->c), rc_build_role(r->c),
+				 rc_build_role_binding(r->c) };
+	const struct kube_kind *kinds[3] = { KUBE_SERVICEACCOUNTS, KUBE_ROLES, KUBE_ROLEBINDINGS };
+	int ret = 0;
+	for (size_t i = 0; i < 3; i++) {
+		if (ret >= 0)
+			ret = rc_create(r, kinds[i], objs[i]);
+		json_object_put(objs[i]);
+	}
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&r->ctl->mu);
+	s = state_get(r->ctl, r->key);
+	s->rbac_done = true;
+	pthread_mutex_unlock(&r->ctl->mu);
+	return 0;
+}
+
+/* --------------------------------------------------------- Services */
+
+static int ensure_service(struct rc_run *r, enum api_service svc)
+{
+	json_object *want = rc_build_service(r->c, svc);
+	const char *name = kube_obj_name(want);
+	json_object *cur = rc_cache_get(r->ctl, RC_INF_SERVICES, r->ns, name);
+	int ret = 0;
+	if (!cur) {
+		ret = rc_create(r, KUBE_SERVICES, want);
+		ret = ret > 0 ? 0 : ret;
+		goto out;
+	}
+	json_object *ws = op_json_at(want, "spec.selector");
+	json_object *cs = op_json_at(cur, "spec.selector");
+	if (cs && json_object_equal(ws, cs))
+		goto out;
+	/* merge patch: wanted keys, and null for keys that must go */
+	json_object *sel = NULL;
+	if (json_object_deep_copy(ws, &sel, NULL) != 0)
+		abort();
+	if (json_object_is_type(cs, json_type_object)) {
+		json_object_object_foreach(cs, k, v)
+		{
+			(void)v;
+			if (!json_object_object_get_ex(ws, k, NULL))
+				jset(sel, k, NULL);
+		}
+	}
+	json_object *p = jobj();
+	jset(jchild(p, "spec"), "selector", sel);
+	ret = kube_patch(r->ctl->kc, KUBE_SERVICES, r->ns, name, KUBE_PATCH_MERGE,
+			 json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
+	json_object_put(p);
+	if (ret == 0)
+		op_log_info("service selector restored", "cluster", r->key, "service", name);
+out:
+	if (cur)
+		json_object_put(cur);
+	json_object_put(want);
+	return ret;
+}
+
+int rc_ensure_services(struct rc_run *r)
+{
+	static const enum api_service svcs[] = { API_SVC_RW, API_SVC_RO, API_SVC_R };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(svcs); i++) {
+		int ret = ensure_service(r, svcs[i]);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
