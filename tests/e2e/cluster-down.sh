@@ -33,6 +33,16 @@ my_pgid=$(e2e_pgid_of $$)
 
 host_netns=$(readlink /proc/1/ns/net)
 
+# Host-wide names (netns pgop-e2e-*, bridge pgope2e0, pe2e* links, nft pgop_e2e) are shared
+# by every e2e environment on the machine. While another one is live (e.g. an engineer's
+# own cluster), leave them to it and remove only what is provably ours.
+mapfile -t others < <(e2e_other_envs "$S")
+global=1
+if ((${#others[@]})); then
+	global=
+	e2e_log "another e2e environment is live (${others[*]}): leaving host-wide names to it"
+fi
+
 # PIDs from pid files, only if the process is older than its pid file: a PID reused
 # since (e.g. a state dir that survived a reboot) belongs to someone else.
 btime=$(awk '/^btime/ {print $2}' /proc/stat)
@@ -51,7 +61,7 @@ pids_from_files() { # FILE...
 # Inodes of our network namespaces: named ones with our prefix, and nsfs mounts under S.
 our_netns() {
 	local f
-	for f in /run/netns/"$E2E_NETNS_PREFIX"*; do
+	[ -n "$global" ] && for f in /run/netns/"$E2E_NETNS_PREFIX"*; do
 		[ -e "$f" ] && echo "net:[$(stat -L -c %i "$f" 2>/dev/null)]"
 	done
 	awk -v s="$S" '{ for (i = 7; $i != "-"; i++); if ($(i+1) == "nsfs" && ($5 == s || index($5, s "/") == 1)) print $5 }' \
@@ -133,14 +143,16 @@ if ((${#pids[@]})); then
 fi
 
 # 3. Network: namespaces, links, nftables.
-for f in /run/netns/"$E2E_NETNS_PREFIX"*; do
-	[ -e "$f" ] || continue
+our_named_netns() { [ -n "$global" ] && ls -d /run/netns/"$E2E_NETNS_PREFIX"* 2>/dev/null; }
+for f in $(our_named_netns); do
 	ip netns delete "${f##*/}" 2>/dev/null || { umount -l "$f" 2>/dev/null; rm -f "$f"; }
 done
 links() {
 	# Ports of the bridge first (veths with any name), then the bridge and prefixed links.
-	ip -o link show master "$E2E_BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1
-	ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "$E2E_LINK_RE"
+	if [ -n "$global" ]; then
+		ip -o link show master "$E2E_BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1
+		ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "$E2E_LINK_RE"
+	fi
 	[ -f "$S/agent/links" ] && grep -vE '^\s*(#|$)' "$S/agent/links" | while read -r l; do
 		ip link show "$l" >/dev/null 2>&1 && echo "$l"
 	done
@@ -152,7 +164,10 @@ if [ -f "$S/agent/sysctl.restore" ]; then
 		[ -e "/proc/sys/${k//.//}" ] && sysctl -q -w "$k=$v" >/dev/null 2>&1
 	done
 fi
-nft_tables() { nft list tables 2>/dev/null | awk -v t="$E2E_NFT_TABLE" '$1 == "table" && $3 == t {print $2}'; }
+nft_tables() {
+	[ -n "$global" ] || return 0
+	nft list tables 2>/dev/null | awk -v t="$E2E_NFT_TABLE" '$1 == "table" && $3 == t {print $2}'
+}
 if command -v nft >/dev/null; then
 	for fam in $(nft_tables); do nft delete table "$fam" "$E2E_NFT_TABLE"; done
 fi
@@ -172,8 +187,8 @@ fi
 # 6. Verify.
 left=()
 mapfile -t pids < <(our_pids)
-for p in "${pids[@]}"; do left+=("process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"); done
-for f in /run/netns/"$E2E_NETNS_PREFIX"*; do [ -e "$f" ] && left+=("netns ${f##*/}"); done
+for p in "${pids[@]}"; do left+=("process $p: $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | cut -c1-120)"); done
+for f in $(our_named_netns); do left+=("netns ${f##*/}"); done
 for l in $(links | sort -u); do left+=("link $l"); done
 for fam in $(nft_tables); do left+=("nft table $fam $E2E_NFT_TABLE"); done
 for m in $(mounts); do left+=("mount $m"); done

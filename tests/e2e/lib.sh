@@ -19,7 +19,8 @@
 
 E2E_DIR=${PGOP_E2E_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 export PGOP_E2E_DIR=$E2E_DIR
-export PGOP_E2E_STATE=${PGOP_E2E_STATE:-/tmp/pgop-e2e}
+PGOP_E2E_STATE=$(realpath -m "${PGOP_E2E_STATE:-/tmp/pgop-e2e}")
+export PGOP_E2E_STATE
 E2E_T0=${E2E_T0:-$(date +%s)}
 export E2E_T0
 
@@ -181,6 +182,29 @@ e2e_pgid_of() {
 	# shellcheck disable=SC2086
 	set -- $st
 	echo "$3"
+}
+
+# e2e_other_envs STATE: state dirs of OTHER live e2e environments on this host (from the
+# PGOP_E2E_OWNER marker of their processes), one per line. Our ancestors and our own
+# process group do not count (run.sh exports its marker to the tests it runs).
+e2e_other_envs() {
+	local s=$1 f pid p v mypg
+	local -A anc=()
+	p=$$
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		anc[$p]=1
+		p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+	done
+	mypg=$(e2e_pgid_of $$)
+	while read -r f; do
+		pid=${f#/proc/}
+		pid=${pid%%/*}
+		[ -n "${anc[$pid]:-}" ] && continue
+		[ "$(e2e_pgid_of "$pid")" = "$mypg" ] && continue
+		e2e_is_zombie "$pid" && continue
+		v=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | sed -n 's/^PGOP_E2E_OWNER=//p') || continue
+		[ -n "$v" ] && [ "$v" != "$s" ] && echo "$v"
+	done < <(grep -lsz '^PGOP_E2E_OWNER=' /proc/[0-9]*/environ 2>/dev/null) | sort -u
 }
 
 # e2e_is_zombie PID

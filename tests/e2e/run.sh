@@ -13,7 +13,8 @@
 #   PGOP_E2E_LOGS     per-test logs and a copy of the control-plane logs (default /tmp/pgop-e2e-logs)
 #   E2E_TEST_TIMEOUT  seconds per test (default 600; a test may say "# e2e-timeout: N")
 #   E2E_VERBOSE=1     stream test output instead of showing it only on failure
-# A test exits 0 (pass), 77 (skipped, e.g. a prerequisite is not built yet) or else (fail).
+# A test exits 0 (pass), 77 (skipped, e.g. a prerequisite is not built yet) or else (fail);
+# lines "METRIC name=value" in its output are collected into the summary.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,7 +67,7 @@ strays() {
 		[ -n "${infra[$pg]:-}" ] && continue
 		e2e_is_zombie "$pid" && continue
 		[ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$hostnet" ] || continue
-		echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-150)"
+		echo "$pid $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-150)"
 	done < <(grep -lsxzF "PGOP_E2E_OWNER=$S" /proc/[0-9]*/environ 2>/dev/null)
 }
 kill_strays() { # "PID CMD" LINES
@@ -180,6 +181,9 @@ else
 	result "cluster-down (nothing left behind)" 1 $(($(date +%s) - t1))
 fi
 
+# Figures the tests printed as "METRIC name=value" lines.
+metrics=$(grep -h '^METRIC ' "$LOGS"/*.log 2>/dev/null | sed 's/^METRIC /  /')
+[ -z "$metrics" ] || printf 'metrics:\n%s\n' "$metrics"
 for f in "${failures[@]+"${failures[@]}"}"; do echo "  failed: $f"; done
 summary="$passed passed, $failed failed"
 ((skipped)) && summary+=", $skipped skipped"

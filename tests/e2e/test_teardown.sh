@@ -8,11 +8,28 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || { e2e_log "skip: needs root (network namespaces)"; exit 77; }
+# Run in private network, PID and mount namespaces (own /run/netns, links, nft tables,
+# process table), so the host-wide names of a live e2e environment are never touched and
+# cluster-down.sh's host-wide sweep is exercised for real.
+if [ -z "${E2E_TEARDOWN_ISOLATED:-}" ] && unshare --net --pid --fork --kill-child --mount-proc \
+	--mount --propagation private true 2>/dev/null; then
+	# shellcheck disable=SC2016  # $0 expands in the inner shell
+	exec unshare --net --pid --fork --kill-child --mount-proc --mount --propagation private \
+		env E2E_TEARDOWN_ISOLATED=1 bash -c \
+		'mkdir -p /run/netns && mount -t tmpfs e2e-netns /run/netns && ip link set lo up && exec bash "$0"' "$0"
+fi
 command -v nft >/dev/null || { e2e_log "skip: nft missing"; exit 77; }
 if [ -e /run/netns/"${E2E_NETNS_PREFIX}"teardown ]; then e2e_fail "netns ${E2E_NETNS_PREFIX}teardown exists already"; fi
 
 S=/tmp/pgop-e2e-teardown-test
+others=$(e2e_other_envs "$S")
+if [ -n "$others" ]; then
+	e2e_log "skip: another e2e environment is live ($others); this test needs the host-wide names"
+	exit 77
+fi
 export PGOP_E2E_STATE=$S
+# Our processes belong to this throw-away environment (not to the runner's).
+export PGOP_E2E_OWNER=$S
 "$E2E_DIR/cluster-down.sh" "$S" >/dev/null 2>&1 || true
 mkdir -p "$S/agent/pods/p1/vol" "$S/agent/netns" "$S/pids"
 ns=${E2E_NETNS_PREFIX}teardown
