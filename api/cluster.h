@@ -225,6 +225,20 @@ const char *api_cluster_slot_prefix(const struct api_cluster *c);
  * -EINVAL (syntax) / -ERANGE (does not fit int64) with err saying why. */
 int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err);
 
+/* The exact value of a quantity, in nano-units (value x 1e9; GNU __int128,
+ * |value| < 1.7e29). Digits past nano round up (away from zero), as
+ * Kubernetes does when it parses a Quantity. "500m" is 5e8, "1Gi" 2^30 x 1e9. */
+struct api_quantity {
+	__int128 nano;
+};
+
+/* Same syntax and errors as api_quantity_parse (one parser), exact:
+ * "100m" < "101m", "1.5Gi" is exactly 1.5 x 2^30. -ERANGE past 1.7e29. */
+int api_quantity_parse_exact(const char *s, struct api_quantity *ret, struct op_err *err);
+
+/* -1, 0 or 1 as a <, ==, > b (Quantity.Cmp). */
+int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b);
+
 /* PostgreSQL major version from an image reference: the tag's leading
  * number ("...:15", ":15.4", ":16.2-bookworm", ":18.6-system-trixie@sha256:...").
  * Returns 0 and *ret_major, or -EINVAL when there is no tag or it does not

@@ -2,29 +2,27 @@
 #include "api/cluster.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "support/alloc.h"
 
+/* value = mant * 2^bin * 10^dec; a suffix sets one of the two exponents. */
 struct suffix {
 	const char *s;
-	__int128 num, den;
+	int bin, dec;
 };
 
-#define E3 ((__int128)1000)
 static const struct suffix suffixes[] = {
-	{ "Ki", (__int128)1 << 10, 1 }, { "Mi", (__int128)1 << 20, 1 },
-	{ "Gi", (__int128)1 << 30, 1 }, { "Ti", (__int128)1 << 40, 1 },
-	{ "Pi", (__int128)1 << 50, 1 }, { "Ei", (__int128)1 << 60, 1 },
-	{ "n", 1, E3 * E3 * E3 },       { "u", 1, E3 * E3 },
-	{ "m", 1, E3 },                 { "", 1, 1 },
-	{ "k", E3, 1 },                 { "M", E3 * E3, 1 },
-	{ "G", E3 * E3 * E3, 1 },       { "T", E3 * E3 * E3 * E3, 1 },
-	{ "P", E3 * E3 * E3 * E3 * E3, 1 }, { "E", E3 * E3 * E3 * E3 * E3 * E3, 1 },
+	{ "Ki", 10, 0 }, { "Mi", 20, 0 }, { "Gi", 30, 0 }, { "Ti", 40, 0 },
+	{ "Pi", 50, 0 }, { "Ei", 60, 0 }, { "n", 0, -9 }, { "u", 0, -6 },
+	{ "m", 0, -3 },  { "", 0, 0 },    { "k", 0, 3 },  { "M", 0, 6 },
+	{ "G", 0, 9 },   { "T", 0, 12 },  { "P", 0, 15 }, { "E", 0, 18 },
 };
 
 #define MAX_DIGITS 18 /* significant mantissa digits we accept */
+#define NANO_DEC 9    /* the exact form counts 1e-9 units */
 
 static __int128 pow10i(int n)
 {
@@ -34,7 +32,9 @@ static __int128 pow10i(int n)
 	return r;
 }
 
-int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err)
+/* Parses the magnitude into mant * 2^bin * 10^dec, and the sign. */
+static int parse_parts(const char *s, bool *ret_neg, __int128 *ret_mant, int *ret_bin,
+		       int *ret_dec, struct op_err *err)
 {
 	if (!s || !*s)
 		return op_err_set(err, -EINVAL, "quantity is empty");
@@ -68,7 +68,7 @@ int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err)
 		return op_err_set(err, -EINVAL, "quantity '%s': expected a number", s);
 	if (frac > 20)
 		return op_err_set(err, -ERANGE, "quantity '%s': too many decimal places", s);
-	__int128 num = 1, den = 1;
+	int bin = 0, dec = 0;
 	bool found = false;
 	if ((*p == 'e' || *p == 'E') && p[1] != '\0' && strcmp(p, "Ei") != 0) {
 		/* decimal exponent: e3, E-2 */
@@ -84,28 +84,80 @@ int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err)
 		}
 		if (nd == 0 || *q != '\0')
 			return op_err_set(err, -EINVAL, "quantity '%s': invalid exponent", s);
-		if (eneg)
-			den = pow10i(ex);
-		else
-			num = pow10i(ex);
+		dec = eneg ? -ex : ex;
 		found = true;
 	}
 	for (size_t i = 0; !found && i < OP_ARRAY_SIZE(suffixes); i++) {
 		if (strcmp(p, suffixes[i].s) == 0) {
-			num = suffixes[i].num;
-			den = suffixes[i].den;
+			bin = suffixes[i].bin;
+			dec = suffixes[i].dec;
 			found = true;
 		}
 	}
 	if (!found)
 		return op_err_set(err, -EINVAL, "quantity '%s': unknown suffix '%s'", s, p);
-	den *= pow10i(frac);
-	/* mant < 1e18, num <= 2^60: the product fits in 128 bits */
-	__int128 v = (mant * num + den - 1) / den; /* round up like Quantity.Value() */
+	*ret_neg = neg;
+	*ret_mant = mant;
+	*ret_bin = bin;
+	*ret_dec = dec - frac;
+	return 0;
+}
+
+/* ceil(mant * 2^bin * 10^dec * 10^extra) for a magnitude; -ERANGE past 2^127. */
+static int scale_up(const char *s, __int128 mant, int bin, int dec, __int128 *ret,
+		    struct op_err *err)
+{
+	/* mant < 1e18 and bin <= 60: mant * 2^bin < 1.2e36 fits */
+	__int128 v = mant << bin;
+	if (dec >= 0) {
+		for (int i = 0; i < dec; i++)
+			if (__builtin_mul_overflow(v, (__int128)10, &v))
+				return op_err_set(err, -ERANGE, "quantity '%s' is too large", s);
+	} else if (-dec > 38) {
+		v = v > 0; /* v < 1.2e36 < 1e38: below one unit, rounded up */
+	} else {
+		__int128 den = pow10i(-dec);
+		v = v / den + (v % den != 0);
+	}
+	*ret = v;
+	return 0;
+}
+
+int api_quantity_parse_exact(const char *s, struct api_quantity *ret, struct op_err *err)
+{
+	bool neg;
+	__int128 mant, nano;
+	int bin, dec;
+	int r = parse_parts(s, &neg, &mant, &bin, &dec, err);
+	if (r < 0)
+		return r;
+	r = scale_up(s, mant, bin, dec + NANO_DEC, &nano, err);
+	if (r < 0)
+		return r;
+	ret->nano = neg ? -nano : nano;
+	return 0;
+}
+
+int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err)
+{
+	bool neg;
+	__int128 mant, v;
+	int bin, dec;
+	int r = parse_parts(s, &neg, &mant, &bin, &dec, err);
+	if (r < 0)
+		return r;
+	r = scale_up(s, mant, bin, dec, &v, err); /* rounds up like Quantity.Value() */
+	if (r < 0)
+		return r;
 	if (v > INT64_MAX)
 		return op_err_set(err, -ERANGE, "quantity '%s' is too large", s);
 	*ret_value = neg ? -(int64_t)v : (int64_t)v;
 	return 0;
+}
+
+int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b)
+{
+	return (a->nano > b->nano) - (a->nano < b->nano);
 }
 
 int api_image_major_version(const char *image, int *ret_major, struct op_err *err)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/cluster.h"
 #include "webhooks/rules.h"
 
 /* ---- helpers (rules_spec_util.c) ---- */
@@ -39,12 +40,13 @@ bool wh_arr_has_str(json_object *root, const char *dotted, const char *s);
 /* Whether spec.externalClusters has an entry called name (borrowed entry). */
 json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name);
 
-/* Kubernetes quantity ("1Gi", "500m", "1e3") to its value (bytes, cores).
- * 0, or -EINVAL when s is not a quantity. */
-int wh_quantity_parse(const char *s, long double *ret);
-/* A quantity field that may be a JSON string or number. 1 = parsed, 0 =
- * absent, -EINVAL = present but invalid. */
-int wh_quantity_at(json_object *root, const char *dotted, long double *ret);
+/* A quantity value v (borrowed, not NULL): a JSON string or number. 0 or
+ * -EINVAL. */
+int wh_quantity_value(json_object *v, struct api_quantity *ret);
+/* A quantity field that may be a JSON string or number (its text is parsed,
+ * as Quantity.UnmarshalJSON does), exact (api_quantity_parse_exact). 1 =
+ * parsed, 0 = absent, -EINVAL = present but invalid. */
+int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *ret);
 
 /* PostgreSQL major version of the cluster: imageCatalogRef.major when a
  * catalog is used, else the leading number of the imageName tag. -1 when it
@@ -62,9 +64,9 @@ bool wh_is_replica(const struct wh_ctx *ctx);
 bool wh_pg_bool_parse(const char *v, bool *ret);
 /* A PostgreSQL size as CNPG reads it (parsePostgresQuantityValue): a bare
  * number means MB, otherwise the value must end in "B" ("8kB", "128 MB",
- * "1.5GB", "100B") and kB/MB/GB/TB are binary multiples. Writes bytes;
- * 0 or -EINVAL. */
-int wh_pg_size_parse(const char *v, long double *ret_bytes);
+ * "1.5GB", "100B") and kB/MB/GB/TB are binary multiples. Writes the exact
+ * byte count (api_quantity nano-units); 0 or -EINVAL. */
+int wh_pg_size_parse(const char *v, struct api_quantity *ret_bytes);
 /* Postgres-identifier-like regex ^[A-Za-z_][A-Za-z0-9_$]*$ on s[0..n). */
 bool wh_is_pg_ident(const char *s, size_t n);
 /* DNS-1035 label / RFC 1123 label / subdomain / qualified name / label value. */

@@ -100,7 +100,7 @@ static void check_wal_sizes(const struct wh_ctx *ctx, struct wh_result *res)
 	static const struct {
 		const char *name, *dflt;
 	} sizes[] = { { "min_wal_size", "80MB" }, { "max_wal_size", "1GB" } };
-	long double bytes[2] = { 0, 0 };
+	struct api_quantity bytes[2] = { { 0 }, { 0 } };
 	bool set[2];
 	for (size_t i = 0; i < 2; i++) {
 		const char *v = wh_param(ctx, sizes[i].name);
@@ -109,19 +109,19 @@ static void check_wal_sizes(const struct wh_ctx *ctx, struct wh_result *res)
 			_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
 			wh_result_error(res, p, "Invalid value for configuration parameter %s",
 					sizes[i].name);
-			bytes[i] = 0;
+			bytes[i].nano = 0;
 		}
 	}
-	if (bytes[0] != 0 && bytes[1] != 0 && bytes[0] >= bytes[1])
+	if (bytes[0].nano != 0 && bytes[1].nano != 0 && bytes[0].nano >= bytes[1].nano)
 		wh_result_error(res, PARAMS_PATH ".min_wal_size",
 				"Invalid value. Parameter min_wal_size (default 80MB) should be "
 				"smaller than parameter max_wal_size (default 1GB)");
-	long double wal_volume = 0;
+	struct api_quantity wal_volume = { 0 };
 	json_object *wal = wh_obj(ctx->spec, "walStorage");
 	if (!wal || wh_quantity_at(wal, "size", &wal_volume) != 1)
 		return;
 	for (size_t i = 0; i < 2; i++) {
-		if (!set[i] || bytes[i] == 0 || bytes[i] < wal_volume)
+		if (!set[i] || bytes[i].nano == 0 || bytes[i].nano < wal_volume.nano)
 			continue;
 		_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
 		wh_result_error(res, p,
@@ -168,7 +168,7 @@ WH_RULE_FN(wh_v30_configuration)
 		check_fixed_params(ctx, params, res);
 	check_wal_level(ctx, res);
 	const char *sb = wh_param(ctx, "shared_buffers");
-	long double sb_bytes;
+	struct api_quantity sb_bytes;
 	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) < 0)
 		wh_result_error(res, PARAMS_PATH ".shared_buffers",
 				"Invalid value for configuration parameter shared_buffers. More "

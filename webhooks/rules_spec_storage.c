@@ -16,7 +16,7 @@
 static void check_storage_size(json_object *storage, const char *path, struct wh_result *res)
 {
 	_cleanup_free_ char *p = op_asprintf("%s.size", path);
-	long double v;
+	struct api_quantity v;
 	int r = wh_quantity_at(storage, "size", &v);
 	json_object *size = wh_at(storage, "size");
 	bool empty = !size || (json_object_is_type(size, json_type_string) &&
@@ -27,9 +27,9 @@ static void check_storage_size(json_object *storage, const char *path, struct wh
 	}
 	if (!empty)
 		return;
-	long double req = 0;
+	struct api_quantity req = { 0 };
 	if (wh_quantity_at(storage, "pvcTemplate.resources.requests.storage", &req) <= 0 ||
-	    req == 0)
+	    req.nano == 0)
 		wh_result_error(res, p, "Size not configured. Please add it, or a storage request "
 					"in the pvcTemplate.");
 }
@@ -158,25 +158,22 @@ static const struct {
 };
 
 /* A quantity of requests/limits, 0 when absent or invalid (Quantity.IsZero). */
-static long double quantity_of(json_object *list, const char *name)
+static __int128 quantity_of(json_object *list, const char *name)
 {
-	long double v = 0;
+	struct api_quantity v;
 	json_object *q = NULL;
-	if (!list || !json_object_object_get_ex(list, name, &q) || !q)
+	if (!list || !json_object_object_get_ex(list, name, &q) || !q ||
+	    wh_quantity_value(q, &v) < 0)
 		return 0;
-	if (json_object_is_type(q, json_type_string))
-		return wh_quantity_parse(json_object_get_string(q), &v) == 0 ? v : 0;
-	if (json_object_is_type(q, json_type_int) || json_object_is_type(q, json_type_double))
-		return (long double)json_object_get_double(q);
-	return 0;
+	return v.nano;
 }
 
 /* Hugepages: requests must equal limits; returns the largest hugepages
  * quantity (limits, then requests without a limit) and whether any is set. */
-static long double check_hugepages(json_object *req, json_object *lim, bool *ret_any,
+static __int128 check_hugepages(json_object *req, json_object *lim, bool *ret_any,
 				   struct wh_result *res)
 {
-	long double largest = 0;
+	__int128 largest = 0;
 	bool any = false;
 	if (lim) {
 		json_object_object_foreach(lim, k, v)
@@ -185,7 +182,7 @@ static long double check_hugepages(json_object *req, json_object *lim, bool *ret
 			if (strncmp(k, "hugepages-", 10) != 0)
 				continue;
 			any = true;
-			long double q = quantity_of(lim, k);
+			__int128 q = quantity_of(lim, k);
 			largest = q > largest ? q : largest;
 		}
 	}
@@ -196,7 +193,7 @@ static long double check_hugepages(json_object *req, json_object *lim, bool *ret
 			if (strncmp(k, "hugepages-", 10) != 0)
 				continue;
 			any = true;
-			long double q = quantity_of(req, k);
+			__int128 q = quantity_of(req, k);
 			json_object *l = NULL;
 			if (lim && json_object_object_get_ex(lim, k, &l)) {
 				if (q != quantity_of(lim, k)) {
@@ -219,8 +216,8 @@ WH_RULE_FN(wh_v41_resources)
 	json_object *r = wh_obj(ctx->spec, "resources");
 	json_object *req = wh_obj(r, "requests"), *lim = wh_obj(r, "limits");
 	for (size_t i = 0; i < OP_ARRAY_SIZE(compared_resources); i++) {
-		long double rq = quantity_of(req, compared_resources[i].name);
-		long double lm = quantity_of(lim, compared_resources[i].name);
+		__int128 rq = quantity_of(req, compared_resources[i].name);
+		__int128 lm = quantity_of(lim, compared_resources[i].name);
 		if (rq != 0 && lm != 0 && rq > lm) {
 			_cleanup_free_ char *p =
 				op_asprintf("spec.resources.requests.%s", compared_resources[i].name);
@@ -229,15 +226,15 @@ WH_RULE_FN(wh_v41_resources)
 		}
 	}
 	bool any_hugepages = false;
-	long double largest_hugepages = check_hugepages(req, lim, &any_hugepages, res);
-	long double mem = quantity_of(req, "memory");
+	__int128 largest_hugepages = check_hugepages(req, lim, &any_hugepages, res);
+	__int128 mem = quantity_of(req, "memory");
 	if (any_hugepages && quantity_of(req, "cpu") == 0 && quantity_of(lim, "cpu") == 0 &&
 	    mem == 0 && quantity_of(lim, "memory") == 0)
 		wh_result_error(res, "spec.resources", "HugePages require cpu or memory");
 	const char *sb = wh_param(ctx, "shared_buffers");
-	long double sb_bytes = 0;
-	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) == 0 && mem != 0 && sb_bytes > mem &&
-	    !(any_hugepages && sb_bytes <= largest_hugepages))
+	struct api_quantity sb_bytes = { 0 };
+	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) == 0 && mem != 0 && sb_bytes.nano > mem &&
+	    !(any_hugepages && sb_bytes.nano <= largest_hugepages))
 		wh_result_error(res, "spec.resources.requests.memory",
 				"Memory request is lower than PostgreSQL `shared_buffers` value");
 }

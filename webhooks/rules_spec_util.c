@@ -126,93 +126,25 @@ json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name)
 
 /* ---- quantities ---- */
 
-struct qsuffix {
-	const char *s;
-	long double factor;
-};
-
-static const struct qsuffix qsuffixes[] = {
-	{ "Ki", 1024.0L },
-	{ "Mi", 1048576.0L },
-	{ "Gi", 1073741824.0L },
-	{ "Ti", 1099511627776.0L },
-	{ "Pi", 1125899906842624.0L },
-	{ "Ei", 1152921504606846976.0L },
-	{ "n", 1e-9L },
-	{ "u", 1e-6L },
-	{ "m", 1e-3L },
-	{ "", 1.0L },
-	{ "k", 1e3L },
-	{ "M", 1e6L },
-	{ "G", 1e9L },
-	{ "T", 1e12L },
-	{ "P", 1e15L },
-	{ "E", 1e18L },
-};
-
-int wh_quantity_parse(const char *s, long double *ret)
+int wh_quantity_value(json_object *v, struct api_quantity *ret)
 {
-	if (!s || !*s || strlen(s) > 64)
+	const char *text;
+	if (json_object_is_type(v, json_type_string))
+		text = json_object_get_string(v);
+	else if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))
+		/* Quantity.UnmarshalJSON parses a bare number's text the same way */
+		text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+	else
 		return -EINVAL;
-	const char *p = s;
-	bool neg = false;
-	if (*p == '+' || *p == '-')
-		neg = *p++ == '-';
-	long double mant = 0;
-	long double scale = 1;
-	int digits = 0;
-	bool dot = false;
-	for (; isdigit((unsigned char)*p) || *p == '.'; p++) {
-		if (*p == '.') {
-			if (dot)
-				return -EINVAL;
-			dot = true;
-			continue;
-		}
-		digits++;
-		mant = mant * 10 + (*p - '0');
-		if (dot)
-			scale *= 10;
-	}
-	if (digits == 0)
-		return -EINVAL;
-	long double factor = 0;
-	if ((*p == 'e' || *p == 'E') && p[1]) {
-		const char *q = p + 1;
-		bool eneg = false;
-		if (*q == '+' || *q == '-')
-			eneg = *q++ == '-';
-		int ex = 0, nd = 0;
-		for (; isdigit((unsigned char)*q); q++, nd++)
-			if ((ex = ex * 10 + (*q - '0')) > 100)
-				return -EINVAL;
-		if (nd == 0 || *q)
-			return -EINVAL;
-		factor = powl(10.0L, eneg ? -ex : ex);
-	} else {
-		for (size_t i = 0; i < OP_ARRAY_SIZE(qsuffixes); i++)
-			if (strcmp(p, qsuffixes[i].s) == 0)
-				factor = qsuffixes[i].factor;
-		if (factor == 0)
-			return -EINVAL;
-	}
-	long double v = mant / scale * factor;
-	*ret = neg ? -v : v;
-	return 0;
+	return api_quantity_parse_exact(text, ret, NULL) < 0 ? -EINVAL : 0;
 }
 
-int wh_quantity_at(json_object *root, const char *dotted, long double *ret)
+int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *ret)
 {
 	json_object *v = wh_at(root, dotted);
 	if (!v)
 		return 0;
-	if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) {
-		*ret = (long double)json_object_get_double(v);
-		return 1;
-	}
-	if (!json_object_is_type(v, json_type_string))
-		return -EINVAL;
-	return wh_quantity_parse(json_object_get_string(v), ret) < 0 ? -EINVAL : 1;
+	return wh_quantity_value(v, ret) < 0 ? -EINVAL : 1;
 }
 
 /* ---- images and versions ---- */
@@ -322,7 +254,7 @@ static bool go_atoi_ok(const char *s, size_t n)
 	return true;
 }
 
-int wh_pg_size_parse(const char *v, long double *ret_bytes)
+int wh_pg_size_parse(const char *v, struct api_quantity *ret_bytes)
 {
 	if (!v || !*v || strlen(v) > 64)
 		return -EINVAL;
@@ -347,7 +279,7 @@ int wh_pg_size_parse(const char *v, long double *ret_bytes)
 		q[o++] = 'i';
 		q[o] = '\0';
 	}
-	return wh_quantity_parse(q, ret_bytes);
+	return api_quantity_parse_exact(q, ret_bytes, NULL) < 0 ? -EINVAL : 0;
 }
 
 bool wh_is_pg_ident(const char *s, size_t n)

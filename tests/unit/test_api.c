@@ -276,6 +276,67 @@ static void test_quantity(void **state)
 	assert_string_equal(err.msg, "quantity '8Ei' is too large");
 }
 
+/* The exact form (nano-units) behind the webhooks' comparisons. */
+static void test_quantity_exact(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		__int128 nano;
+	} ok[] = {
+		/* the rows webhooks/ used to check with its own parser */
+		{ "1Gi", (__int128)1073741824 * 1000000000 },
+		{ "500m", 500000000 },
+		{ "1.5G", (__int128)1500000000 * 1000000000 },
+		{ "1e3", (__int128)1000 * 1000000000 },
+		/* exact where a float is not */
+		{ "0.1", 100000000 },
+		{ "100m", 100000000 },
+		{ "1.5Gi", (__int128)1610612736 * 1000000000 },
+		{ "1n", 1 },
+		{ "1u", 1000 },
+		{ "1.0000000001", 1000000001 }, /* past nano: rounded up */
+		{ "-1.5m", -1500000 },
+		{ "-0.0000000001", -1 },
+		{ "0.000000000000000001E-18", 1 },
+		{ "7Ei", (__int128)8070450532247928832LL * 1000000000 },
+		{ "100000000000E", (__int128)100000000000LL * 1000000000000000000LL * 1000000000 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(ok); i++) {
+		struct api_quantity q = { -7 };
+		struct op_err err = OP_ERR_INIT;
+		if (api_quantity_parse_exact(ok[i].in, &q, &err) != 0)
+			fail_msg("%s: %s", ok[i].in, err.msg);
+		if (q.nano != ok[i].nano)
+			fail_msg("%s: got %lld (low bits) want %lld", ok[i].in, (long long)q.nano,
+				 (long long)ok[i].nano);
+	}
+	/* same syntax errors as api_quantity_parse, incl. webhooks' old rows */
+	static const char *const bad[] = { "",    "Gi",   "1GiB", "1 Gi", "1.2.3", "abc", "1gi",
+					   "1e",  "1e+",  "--1",  "1Gi ", ".",     "1e3x", "1Gb",
+					   "1..2" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
+		struct api_quantity q = { 42 };
+		if (api_quantity_parse_exact(bad[i], &q, NULL) != -EINVAL)
+			fail_msg("'%s' should be invalid", bad[i]);
+		assert_true(q.nano == 42);
+	}
+	struct api_quantity q;
+	struct op_err err = OP_ERR_INIT;
+	/* 1e18 x 1e18 units x 1e9 does not fit 128 bits */
+	assert_int_equal(api_quantity_parse_exact("999999999999999999E", &q, &err), -ERANGE);
+	assert_string_equal(err.msg, "quantity '999999999999999999E' is too large");
+	/* 8Ei does not fit int64 but is exact here */
+	assert_int_equal(api_quantity_parse_exact("8Ei", &q, NULL), 0);
+	struct api_quantity a, b;
+	assert_int_equal(api_quantity_parse_exact("100m", &a, NULL), 0);
+	assert_int_equal(api_quantity_parse_exact("101m", &b, NULL), 0);
+	assert_int_equal(api_quantity_cmp(&a, &b), -1);
+	assert_int_equal(api_quantity_cmp(&b, &a), 1);
+	assert_int_equal(api_quantity_parse_exact("0.1", &b, NULL), 0);
+	assert_int_equal(api_quantity_cmp(&a, &b), 0);
+}
+
 static void test_image_major(void **state)
 {
 	(void)state;
@@ -356,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_decode_collects_all_type_errors),
 		cmocka_unit_test(test_decode_not_object),
 		cmocka_unit_test(test_quantity),
+		cmocka_unit_test(test_quantity_exact),
 		cmocka_unit_test(test_image_major),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_pod_serial),

@@ -303,35 +303,38 @@ static void test_helpers(void **state)
 	static const struct {
 		const char *in;
 		int rc;
-		long double bytes;
+		int64_t bytes;
 	} sizes[] = {
-		{ "128MB", 0, 128.0L * 1048576 },  { "2", 0, 2.0L * 1048576 },
-		{ "1TB", 0, 1099511627776.0L },    { "8kB", 0, 8192.0L },
-		{ "128 MB", 0, 128.0L * 1048576 }, { "1.5GB", 0, 1.5L * 1073741824 },
-		{ "100B", 0, 100.0L },             { "1Gi", -EINVAL, 0 },
-		{ "MB", -EINVAL, 0 },              { "1mB", -EINVAL, 0 },
-		{ "", -EINVAL, 0 },                { "10 kb", -EINVAL, 0 },
+		{ "128MB", 0, 128LL * 1048576 },  { "2", 0, 2LL * 1048576 },
+		{ "1TB", 0, 1099511627776LL },    { "8kB", 0, 8192LL },
+		{ "128 MB", 0, 128LL * 1048576 }, { "1.5GB", 0, 1610612736LL },
+		{ "100B", 0, 100LL },             { "1Gi", -EINVAL, 0 },
+		{ "MB", -EINVAL, 0 },             { "1mB", -EINVAL, 0 },
+		{ "", -EINVAL, 0 },               { "10 kb", -EINVAL, 0 },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(sizes); i++) {
-		long double bytes = -1;
+		struct api_quantity bytes = { -1 };
 		assert_int_equal(wh_pg_size_parse(sizes[i].in, &bytes), sizes[i].rc);
 		if (sizes[i].rc == 0)
-			assert_true(bytes == sizes[i].bytes);
+			assert_true(bytes.nano == (__int128)sizes[i].bytes * 1000000000);
 	}
 
-	long double q = 0;
-	assert_int_equal(wh_quantity_parse("1Gi", &q), 0);
-	assert_true(q == 1073741824.0L);
-	assert_int_equal(wh_quantity_parse("500m", &q), 0);
-	assert_true(q > 0.4999L && q < 0.5001L);
-	assert_int_equal(wh_quantity_parse("1.5G", &q), 0);
-	assert_true(q == 1.5e9L);
-	assert_int_equal(wh_quantity_parse("1e3", &q), 0);
-	assert_true(q == 1000.0L);
-	assert_int_equal(wh_quantity_parse("1Gb", &q), -EINVAL);
-	assert_int_equal(wh_quantity_parse("", &q), -EINVAL);
-	assert_int_equal(wh_quantity_parse(".", &q), -EINVAL);
-	assert_int_equal(wh_quantity_parse("1..2", &q), -EINVAL);
+	/* quantity fields: JSON strings and numbers (a number's text is parsed) */
+	_cleanup_(op_json_putp) json_object *qs = NULL;
+	const char *qjson = "{\"s\":\"100m\",\"i\":2,\"d\":0.5,\"bad\":\"1Gb\","
+			    "\"obj\":{},\"nul\":null}";
+	assert_int_equal(op_json_parse(qjson, strlen(qjson), 8, &qs, NULL), 0);
+	struct api_quantity q = { 0 };
+	assert_int_equal(wh_quantity_at(qs, "s", &q), 1);
+	assert_true(q.nano == 100000000);
+	assert_int_equal(wh_quantity_at(qs, "i", &q), 1);
+	assert_true(q.nano == 2000000000);
+	assert_int_equal(wh_quantity_at(qs, "d", &q), 1);
+	assert_true(q.nano == 500000000);
+	assert_int_equal(wh_quantity_at(qs, "bad", &q), -EINVAL);
+	assert_int_equal(wh_quantity_at(qs, "obj", &q), -EINVAL);
+	assert_int_equal(wh_quantity_at(qs, "nul", &q), 0);
+	assert_int_equal(wh_quantity_at(qs, "absent", &q), 0);
 
 	const char *tag;
 	size_t n;
