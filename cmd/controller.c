@@ -1,8 +1,9 @@
 /* cmd/controller.c - `pgop controller`: the operator process.
  *
- * Today it serves the admission webhooks (plus health and metrics) over HTTPS.
- * The reconciler is not implemented yet; cluster access is detected and
- * reported so that the log says plainly what this process is doing.
+ * It serves the admission webhooks (plus health and metrics) over HTTPS on
+ * every replica and, with cluster access, runs the Cluster reconciler on the
+ * holder of the Lease (cmd/controller_reconcile.c); without cluster access it
+ * serves the webhooks only.
  *
  * Signals are blocked in every thread (the mask is set before the server
  * starts its threads) and taken synchronously by the main thread with
@@ -19,6 +20,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/controller_certs.h"
+#include "cmd/controller_reconcile.h"
 #include "cmd/flags.h"
 #include "support/alloc.h"
 #include "support/http_server.h"
@@ -41,6 +43,7 @@ struct controller_opts {
 	unsigned timeout_s;
 	unsigned max_connections;
 	struct controller_certs_opts certs; /* --tls-secret mode (cmd/controller_certs.c) */
+	struct controller_reconcile_opts rec; /* reconciler (cmd/controller_reconcile.c) */
 };
 
 static const struct cmd_flag controller_flags[] = {
@@ -65,6 +68,7 @@ static const struct cmd_flag controller_flags[] = {
 	{ "max-connections", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, max_connections),
 	  65536, "N", "concurrent connection limit (default 1024)" },
 	CONTROLLER_CERTS_FLAGS,
+	CONTROLLER_RECONCILE_FLAGS,
 	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" },
 };
 
@@ -95,28 +99,6 @@ static const struct op_http_route controller_routes[] = {
 	{ "POST", MUTATE_PATH, handle_mutate },
 	{ "POST", VALIDATE_PATH, handle_validate },
 };
-
-/* Says whether this process could reach a cluster (kube_config_load: --kubeconfig,
- * $KUBECONFIG, in-cluster service account). Nothing uses it until the
- * reconciler lands; the log line says what this process serves. */
-static void report_cluster_access(const struct controller_opts *o)
-{
-	struct kube_config *kc = NULL;
-	struct op_err err = OP_ERR_INIT;
-	int r = kube_config_load(o->kubeconfig, &kc, &err);
-	if (r == -ENOENT && !o->kubeconfig) {
-		op_log_info("no cluster access: serving admission webhooks only");
-	} else if (r < 0) {
-		op_log_warn("no usable cluster access: serving admission webhooks only", "error",
-			    err.msg);
-	} else {
-		op_log_info("cluster access found, but the reconciler is not implemented yet: "
-			    "serving admission webhooks only",
-			    "server", kc->server, "source",
-			    kc->in_cluster ? "in-cluster" : o->kubeconfig ? "--kubeconfig" : "KUBECONFIG");
-	}
-	kube_config_free(kc);
-}
 
 static void set_signal_mask(sigset_t *set)
 {
@@ -219,10 +201,17 @@ int cmd_controller(int argc, char **argv)
 	snprintf(port, sizeof(port), "%u", op_http_server_port(srv));
 	op_log_info("serving HTTPS", "listen", o.listen ? o.listen : "0.0.0.0:9443", "port", port,
 		    "version", PGOP_VERSION);
-	report_cluster_access(&o);
+	struct controller_reconcile *rec = NULL;
+	if (controller_reconcile_start(&o.rec, o.kubeconfig, &rec, &err) < 0) {
+		op_log_error("cannot start the reconciler", "error", err.msg);
+		controller_certs_free(certs);
+		op_http_server_free(srv);
+		return 1;
+	}
 
 	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5, !self);
 	op_http_server_set_ready(srv, false);
+	controller_reconcile_free(rec); /* stops reconciling, releases its Lease */
 	controller_certs_free(certs); /* stops swapping certificates, releases the Lease */
 	op_http_server_free(srv); /* drains requests in flight */
 	op_log_info("stopped");

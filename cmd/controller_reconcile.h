@@ -1,0 +1,62 @@
+/* cmd/controller_reconcile.h - the reconciler side of `pgop controller`:
+ * with cluster access (kube_config_load succeeds) it starts the Cluster
+ * controller (reconciler/reconciler.h) behind Lease leader election; without
+ * it the process serves the admission webhooks only.
+ *
+ * Used by cmd/controller.c only: flags are spliced into the controller's flag
+ * table with CONTROLLER_RECONCILE_FLAGS, options live in the controller's
+ * options struct (member `rec`).
+ */
+#ifndef PGOP_CMD_CONTROLLER_RECONCILE_H
+#define PGOP_CMD_CONTROLLER_RECONCILE_H
+
+#include <stddef.h>
+
+#include "cmd/flags.h"
+#include "support/err.h"
+
+/* Flag values; strings borrowed from argv. */
+struct controller_reconcile_opts {
+	unsigned workers;
+	const char *watch_namespaces; /* comma separated; NULL = all */
+	const char *leader_elect;     /* "true" (default) / "false" */
+	const char *leader_lease;     /* NULL = "pgop-controller" */
+	const char *operator_image;   /* NULL = $OPERATOR_IMAGE_NAME or "pgop:latest" */
+	unsigned status_timeout_ms;
+};
+
+#define CONTROLLER_RECONCILE_FLAG(name, type, field, max, metavar, help)                           \
+	{ name, 0, type, offsetof(struct controller_opts, rec) +                                   \
+				 offsetof(struct controller_reconcile_opts, field),                \
+	  max, metavar, help }
+
+#define CONTROLLER_RECONCILE_FLAGS                                                                 \
+	CONTROLLER_RECONCILE_FLAG("workers", CMD_FLAG_UINT, workers, 64, "N",                      \
+				  "reconcile workers (default 4)"),                                 \
+	CONTROLLER_RECONCILE_FLAG("watch-namespaces", CMD_FLAG_STRING, watch_namespaces, 0,        \
+				  "NS[,NS]", "namespaces whose Clusters are reconciled "          \
+					     "(default all)"),                                     \
+	CONTROLLER_RECONCILE_FLAG("leader-elect", CMD_FLAG_STRING, leader_elect, 0, "BOOL",        \
+				  "reconcile only on the holder of the Lease (default true)"),     \
+	CONTROLLER_RECONCILE_FLAG("leader-lease", CMD_FLAG_STRING, leader_lease, 0, "NAME",        \
+				  "the reconciler's Lease, in the pod namespace "                  \
+				  "(default pgop-controller)"),                                     \
+	CONTROLLER_RECONCILE_FLAG("operator-image", CMD_FLAG_STRING, operator_image, 0, "IMAGE",   \
+				  "image of the instance pods' bootstrap-controller init "         \
+				  "container (default $OPERATOR_IMAGE_NAME)"),                      \
+	CONTROLLER_RECONCILE_FLAG("instance-status-timeout", CMD_FLAG_UINT, status_timeout_ms,     \
+				  60000, "MS", "deadline of one instance's /pg/status "            \
+					       "(default 2000)")
+
+struct controller_reconcile;
+
+/* Starts the reconciler when there is cluster access. Returns 0 with *ret
+ * NULL in webhooks-only mode (no cluster access: logged), 0 with *ret owned
+ * when started, -errno on bad flags or a start failure. */
+int controller_reconcile_start(const struct controller_reconcile_opts *o, const char *kubeconfig,
+			       struct controller_reconcile **ret, struct op_err *err);
+
+/* Stops workers and informers, releases the Lease, frees. Accepts NULL. */
+void controller_reconcile_free(struct controller_reconcile *cr);
+
+#endif
