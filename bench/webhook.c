@@ -1,8 +1,8 @@
 /* bench/webhook.c - admission webhook throughput and latency over TLS.
  *
  * The server (support/http_server + wh_handle_review, as `pgop controller`
- * runs it) is started in a CHILD process with a freshly generated ECDSA P-256
- * certificate, so its memory figures are its own (VmRSS/VmHWM from
+ * runs it) is started in a CHILD process with a fresh ECDSA P-256 chain from
+ * pki/ (CA + server leaf), so its memory figures are its own (VmRSS/VmHWM from
  * /proc/<pid>/status). The parent drives it with N client threads, each
  * reusing one libcurl easy handle (TLS keep-alive), for a fixed time per run:
  *   - baseline: GET /healthz (TLS + HTTP cost alone)
@@ -33,7 +33,7 @@
 #include "support/alloc.h"
 #include "support/http_server.h"
 #include "support/log.h"
-#include "tests/unit/selfsigned_cert.h"
+#include "tests/unit/test_http_cert.h"
 #include "webhooks/webhooks.h"
 
 #define VALIDATE_PATH "/validate-postgresql-cnpg-io-v1-cluster"
@@ -326,8 +326,8 @@ int main(int argc, char **argv)
 		threads = end != argv[2] && *end == '\0' && t > 0 && t <= 64 ? (unsigned)t : 0;
 	}
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	char *cert = NULL, *key = NULL;
-	if (selfsigned_make("bench-webhook", &cert, &key) < 0) {
+	char *cert = NULL, *key = NULL, *ca_pem = NULL;
+	if (test_http_cert_make("bench-webhook", &cert, &key, &ca_pem) < 0) {
 		fputs("cannot generate a certificate\n", stderr);
 		return 1;
 	}
@@ -347,6 +347,7 @@ int main(int argc, char **argv)
 		int rc = serve(cert, key, threads, fds[1]);
 		free(cert);
 		free(key);
+		free(ca_pem);
 		_exit(rc);
 	}
 	close(fds[1]);
@@ -360,7 +361,7 @@ int main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_ALL);
 	char ca[] = "/tmp/bench-webhook-ca-XXXXXX";
 	int cafd = mkstemp(ca);
-	if (cafd < 0 || write(cafd, cert, strlen(cert)) != (ssize_t)strlen(cert)) {
+	if (cafd < 0 || write(cafd, ca_pem, strlen(ca_pem)) != (ssize_t)strlen(ca_pem)) {
 		fputs("cannot write the CA file\n", stderr);
 		kill(child, SIGTERM);
 		waitpid(child, NULL, 0);
@@ -419,5 +420,6 @@ int main(int argc, char **argv)
 	curl_global_cleanup();
 	free(cert);
 	free(key);
+	free(ca_pem);
 	return rc;
 }

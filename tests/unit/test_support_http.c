@@ -31,11 +31,12 @@
 #include "support/http_server.h"
 #include "support/log.h"
 #include "support/metrics.h"
-#include "tests/unit/selfsigned_cert.h"
+#include "tests/unit/test_http_cert.h"
 
 /* ---- fixtures: two certificates, routes -------------------------------- */
 
-static char *cert_a, *key_a, *cert_b, *key_b;
+/* cert_x: the chain served (leaf + CA), key_x: the leaf key, ca_x: the CA alone. */
+static char *cert_a, *key_a, *ca_a, *cert_b, *key_b, *ca_b;
 /* A one-certificate CA file for clients that do not verify: without it libcurl
  * parses the whole system bundle for every handle (~60 ms each under ASan). */
 static char small_ca[] = "/tmp/pgop-http-smallca-XXXXXX";
@@ -640,18 +641,18 @@ static void test_tls_versions_and_verification(void **state)
 	assert_int_equal(r.code, 200);
 	resp_done(&r);
 
-	/* A verifying client that trusts the certificate accepts it for localhost. */
+	/* A verifying client that trusts CA a accepts the served chain for localhost. */
 	char ca[] = "/tmp/pgop-http-ca-XXXXXX";
 	int fd = mkstemp(ca);
 	assert_true(fd >= 0);
-	assert_int_equal(write(fd, cert_a, strlen(cert_a)), (ssize_t)strlen(cert_a));
+	assert_int_equal(write(fd, ca_a, strlen(ca_a)), (ssize_t)strlen(ca_a));
 	close(fd);
 	struct req_opts verified = { .method = "GET", .path = "/healthz", .cafile = ca };
 	do_request(NULL, port, &verified, &r);
 	assert_int_equal(r.curl_rc, CURLE_OK);
 	assert_int_equal(r.code, 200);
 	resp_done(&r);
-	/* ... and rejects it after a swap to a certificate it does not trust. */
+	/* ... and rejects the server after a swap to a chain from another CA. */
 	struct op_err err = OP_ERR_INIT;
 	assert_int_equal(op_http_server_set_cert(srv, cert_b, key_b, &err), 0);
 	do_request(NULL, port, &verified, &r);
@@ -807,13 +808,13 @@ static int setup_all(void **state)
 {
 	op_log_set_level(getenv("TEST_VERBOSE") ? OP_LOG_DEBUG : OP_LOG_ERROR);
 	curl_global_init(CURL_GLOBAL_ALL);
-	if (selfsigned_make("pgop-test-a", &cert_a, &key_a) < 0 ||
-	    selfsigned_make("pgop-test-b", &cert_b, &key_b) < 0)
+	if (test_http_cert_make("pgop-test-a", &cert_a, &key_a, &ca_a) < 0 ||
+	    test_http_cert_make("pgop-test-b", &cert_b, &key_b, &ca_b) < 0)
 		return -1;
 	int fd = mkstemp(small_ca);
 	if (fd < 0)
 		return -1;
-	bool ok = write(fd, cert_a, strlen(cert_a)) == (ssize_t)strlen(cert_a);
+	bool ok = write(fd, ca_a, strlen(ca_a)) == (ssize_t)strlen(ca_a);
 	close(fd);
 	return ok ? 0 : -1;
 }
@@ -823,8 +824,10 @@ static int teardown_all(void **state)
 	unlink(small_ca);
 	free(cert_a);
 	free(key_a);
+	free(ca_a);
 	free(cert_b);
 	free(key_b);
+	free(ca_b);
 	curl_global_cleanup();
 	return 0;
 }
