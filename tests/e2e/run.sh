@@ -132,13 +132,17 @@ for t in "${all[@]}"; do
 done
 e2e_log "${#all[@]} tests: ${#plain[@]} without and ${#cluster[@]} with the control plane; state $S, logs $LOGS"
 
+ncleanups=0
 cleanup() {
+	local sfx=
+	ncleanups=$((ncleanups + 1))
+	((ncleanups == 1)) || sfx=.$ncleanups # a control plane that was restarted
 	if [ -d "$S/logs" ]; then
-		mkdir -p "$LOGS/controlplane" && cp -r "$S/logs/." "$LOGS/controlplane/"
+		mkdir -p "$LOGS/controlplane$sfx" && cp -r "$S/logs/." "$LOGS/controlplane$sfx/"
 	fi
 	if [ -d "$S/agent" ]; then
-		mkdir -p "$LOGS/agent" &&
-			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent/" \; 2>/dev/null
+		mkdir -p "$LOGS/agent$sfx" &&
+			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent$sfx/" \; 2>/dev/null
 	fi
 	"$here/cluster-down.sh" "$S" 9>&-
 }
@@ -164,7 +168,17 @@ if ((${#cluster[@]})); then
 		if "$here/cluster-up.sh" "$S" 9>&- 2>&1 | tee "$LOGS/cluster-up.log" >&2; then
 			result cluster-up 0 $(($(date +%s) - t1))
 			export PGOP_E2E_SHARED=1
-			for t in "${cluster[@]}"; do run_test "$t"; done
+			for t in "${cluster[@]}"; do
+				run_test "$t"
+				# A test that broke the shared control plane is named, and the next
+				# tests get a fresh one.
+				if ! e2e_ready; then
+					result "control plane healthy after $(basename "$t" .sh)" 1 0
+					cleanup >&2
+					"$here/cluster-up.sh" "$S" 9>&- >>"$LOGS/cluster-up.log" 2>&1 ||
+						e2e_log "could not bring the control plane back (log: $LOGS/cluster-up.log)"
+				fi
+			done
 			unset PGOP_E2E_SHARED
 		else
 			result cluster-up 1 $(($(date +%s) - t1))
