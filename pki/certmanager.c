@@ -617,6 +617,18 @@ int pki_cm_new(struct kube_client *c, const struct pki_cm_config *cfg, struct pk
 				  "certificate manager: lifetimes must be at least %d s (notBefore "
 				  "is back-dated %d s)",
 				  PKI_CM_MIN_LIFETIME_S, PKI_BACKDATE_S);
+	/* Usable time after issuance (lifetime - back-dating) must exceed the renewal
+	 * threshold, or every round would renew at once. */
+	double f = cfg->renew_fraction > 0 && cfg->renew_fraction < 1 ? cfg->renew_fraction
+								      : PKI_RENEW_FRACTION_DEFAULT;
+	const int64_t lives[] = { cfg->ca_lifetime_s, cfg->leaf_lifetime_s };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(lives); i++)
+		if (lives[i] && (double)(lives[i] - PKI_BACKDATE_S) <= f * (double)lives[i] + 10)
+			return op_err_set(err, -EINVAL,
+					  "certificate manager: a %lld s lifetime would be renewed as "
+					  "soon as issued (%d s back-dating, renewal at %.2f of the "
+					  "lifetime left)",
+					  (long long)lives[i], PKI_BACKDATE_S, f);
 	if (cfg->n_whcs > PKI_CM_MAX_WEBHOOK_CONFIGS)
 		return op_err_set(err, -EINVAL, "certificate manager: at most %u webhook configurations",
 				  PKI_CM_MAX_WEBHOOK_CONFIGS);

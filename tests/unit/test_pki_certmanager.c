@@ -372,7 +372,7 @@ static void run_rotation(int64_t ca_life, int64_t leaf_life, int64_t step, int64
 
 static void test_rotation_short_lifetimes(void **state)
 {
-	run_rotation(720, 480, 5, 600); /* the e2e settings */
+	run_rotation(540, 480, 5, 400); /* the e2e settings: CA rotation ~1 min after issuance */
 }
 
 static void test_rotation_long_run(void **state)
@@ -487,6 +487,10 @@ static void test_api_errors(void **state)
 					   .service = "s", .leaf_lifetime_s = 120 };
 	assert_int_equal(pki_cm_new((struct kube_client *)&bad, &shortlife, &cm, &err), -EINVAL);
 	assert_null(cm);
+	shortlife.leaf_lifetime_s = 450; /* 150 s usable, renewed with 150 s left */
+	op_err_clear(&err);
+	assert_int_equal(pki_cm_new((struct kube_client *)&bad, &shortlife, &cm, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "renewed as soon as issued"));
 }
 
 static void test_whc_bundle_intersection(void **state)
