@@ -304,15 +304,18 @@ static json_object *job_command(const struct api_cluster *c, enum rc_job_role ro
 	json_object *a = jarr();
 	jpush(a, jstr("/controller/pgop"));
 	jpush(a, jstr("instance"));
+	jpush(a, jstr(role == RC_JOB_JOIN ? "join" : "init"));
+	if (c->spec.wal_storage.present) {
+		jpush(a, jstr("--pg-wal"));
+		jpush(a, jstr(WAL_MOUNT "/pg_wal"));
+	}
 	if (role == RC_JOB_JOIN) {
 		_cleanup_free_ char *rw = api_service_name(c->metadata.name, API_SVC_RW);
-		jpush(a, jstr("join"));
 		jpush(a, jstr("--primary-host"));
 		jpush(a, jstr(rw));
 		return a;
 	}
 	const struct api_initdb *i = &c->spec.bootstrap.initdb;
-	jpush(a, jstr("init"));
 	_cleanup_free_ char *flags = initdb_flags(i);
 	if (*flags) {
 		jpush(a, jstr("--initdb-flags"));

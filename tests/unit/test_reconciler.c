@@ -253,6 +253,7 @@ static void test_jobs(void **state)
 	assert_true(has_arg_pair(cmd, "--app-user", "alice"));
 	assert_true(has_arg_pair(cmd, "--initdb-flags", "-k --encoding=UTF8"));
 	assert_true(has_arg_pair(cmd, "--post-init-sql", "select 1"));
+	assert_true(has_arg_pair(cmd, "--pg-wal", "/var/lib/postgresql/wal/pg_wal"));
 	assert_str_at(find_named(op_json_at(ps, "volumes"), "pgdata"),
 		      "persistentVolumeClaim.claimName", "cluster-example-1");
 	json_object_put(j);

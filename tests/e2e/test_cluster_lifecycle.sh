@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# e2e-timeout: 1500
+# The Cluster controller against the real control plane and the node agent:
+#   1. a 3-instance Cluster (shared samples/cnpg/cluster-example.yaml) reaches
+#      "Cluster in healthy state"; PKI/user Secrets, Services, PVCs, Jobs exist with owner
+#      references; currentPrimary/targetPrimary/instanceNames/readyInstances are set;
+#   2. the primary's pg_stat_replication shows 2 streaming replicas;
+#   3. the -rw Service's endpoints are the primary only, -ro the replicas;
+#   4. scale 3 -> 5 -> 2 (highest serials removed with their PVCs);
+#   5. deleting the Cluster removes every object it owns (garbage collector).
+# Prints METRIC lines with the times measured.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
+export PGOP_BIN
+[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
+SAMPLES=${PGOP_SHARED_DIR:-$E2E_DIR/../../../shared}/samples/cnpg
+e2e_up
+e2e_agent_up
+AGENT=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
+AGENT_STATE=$PGOP_E2E_STATE/agent
+
+tmp=$(mktemp -d /tmp/pgop-e2e-cluster.XXXXXX)
+ns=$(e2e_ns cl)
+ctl_pid=
+cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		e2e_log "--- cluster status"
+		kubectl -n "$ns" get cluster,pods,jobs,pvc -o wide >&2 || true
+		kubectl -n "$ns" get cluster -o jsonpath='{.items[*].status}' >&2 || true
+		echo >&2
+		e2e_log "--- controller log (tail)"
+		tail -n 60 "$tmp/controller.log" >&2 || true
+		for f in "$AGENT_STATE"/logs/"$ns"_*; do
+			[ -f "$f" ] || continue
+			e2e_log "--- $f (tail)"
+			tail -n 15 "$f" >&2
+		done
+	fi
+	[ -n "$ctl_pid" ] && kill -TERM "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
+	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+	e2e_down
+}
+trap cleanup EXIT
+k() { kubectl -n "$ns" "$@"; }
+C=cluster-example
+
+# ---- CRD and controller --------------------------------------------------------------
+"$PGOP_BIN" crd | kubectl apply --server-side -f - >/dev/null
+e2e_wait_for "kubectl get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
+	e2e_fail "CRD not established"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+	-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1 ||
+	e2e_fail "openssl"
+"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
+	--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" --workers 2 \
+	--leader-lease "pgop-e2e-$ns" </dev/null >"$tmp/controller.log" 2>&1 &
+ctl_pid=$!
+e2e_wait_for "grep -q '\"reconciler started\"' '$tmp/controller.log'" 30 || e2e_fail "controller did not start"
+e2e_wait_for "grep -q 'leading (Lease acquired)' '$tmp/controller.log'" 60 || e2e_fail "no leadership"
+
+status() { k get cluster $C -o jsonpath="{.status.$1}" 2>/dev/null; }
+wait_healthy() { # N TIMEOUT
+	e2e_wait_for "[ \"\$(kubectl -n $ns get cluster $C -o jsonpath='{.status.phase}')\" = 'Cluster in healthy state' ] && [ \"\$(kubectl -n $ns get cluster $C -o jsonpath='{.status.readyInstances}')\" = $1 ]" "$2" 2 ||
+		e2e_fail "cluster not healthy with $1 ready instances (phase '$(status phase)', ready '$(status readyInstances)')"
+}
+sql() { # POD SQL
+	"$AGENT" --state-dir "$AGENT_STATE" exec "$ns/$1" -c postgres -- \
+		psql -h /controller/run -U postgres -d postgres -Atc "$2"
+}
+
+# ---- 1. 3 instances -------------------------------------------------------------------
+t0=$(date +%s)
+sed 's/instances: 3/instances: 3/' "$SAMPLES/cluster-example.yaml" | k apply -f - >/dev/null
+wait_healthy 3 900
+t_healthy=$(($(date +%s) - t0))
+echo "METRIC cluster_3_instances_healthy_s=$t_healthy"
+e2e_log "healthy with 3 instances in ${t_healthy}s"
+e2e_assert_eq "$C-1" "$(status currentPrimary)" "currentPrimary"
+e2e_assert_eq "$C-1" "$(status targetPrimary)" "targetPrimary"
+e2e_assert_eq "$C-1 $C-2 $C-3" "$(status 'instanceNames[*]')" "instanceNames"
+e2e_assert_eq 3 "$(status latestGeneratedNode)" "latestGeneratedNode"
+e2e_assert_eq True "$(k get cluster $C -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" "Ready condition"
+exp=$(status 'certificates.expirations')
+e2e_assert_contains "$exp" "$C-server" "certificate expirations"
+for s in ca server replication superuser app; do
+	owner=$(k get secret "$C-$s" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')
+	e2e_assert_eq "Cluster/$C" "$owner" "owner of secret $C-$s"
+done
+e2e_assert_eq kubernetes.io/basic-auth "$(k get secret $C-app -o jsonpath='{.type}')" "app secret type"
+e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pvc -l cnpg.io/cluster=$C -o jsonpath='{.items[*].metadata.name}')" "PVCs"
+e2e_assert_eq primary "$(k get pod $C-1 -o jsonpath='{.metadata.labels.cnpg\.io/instanceRole}')" "role of $C-1"
+e2e_assert_eq replica "$(k get pod $C-2 -o jsonpath='{.metadata.labels.cnpg\.io/instanceRole}')" "role of $C-2"
+
+# ---- 2. streaming replication ------------------------------------------------------
+e2e_wait_for "[ \"\$(sql $C-1 \"select count(*) from pg_stat_replication where state = 'streaming'\")\" = 2 ]" 120 ||
+	e2e_fail "pg_stat_replication on $C-1: $(sql $C-1 'select application_name, state from pg_stat_replication' || true)"
+names=$(sql $C-1 "select string_agg(application_name, ' ' order by application_name) from pg_stat_replication")
+e2e_assert_eq "$C-2 $C-3" "$names" "streaming replicas"
+
+# ---- 3. service endpoints ----------------------------------------------------------
+ip_of() { k get pod "$1" -o jsonpath='{.status.podIP}'; }
+eps() { k get endpointslices -l "kubernetes.io/service-name=$1" -o jsonpath='{.items[*].endpoints[*].addresses[*]}' | tr ' ' '\n' | sort | xargs; }
+e2e_wait_for "[ \"\$(eps $C-rw)\" = '$(ip_of $C-1)' ]" 60 || e2e_fail "-rw endpoints: $(eps $C-rw)"
+want_ro=$(printf '%s\n' "$(ip_of $C-2)" "$(ip_of $C-3)" | sort | xargs)
+e2e_wait_for "[ \"\$(eps $C-ro)\" = '$want_ro' ]" 60 || e2e_fail "-ro endpoints: $(eps $C-ro), want $want_ro"
+
+# ---- 4. scale 3 -> 5 -> 2 -------------------------------------------------------------
+t0=$(date +%s)
+k patch cluster $C --type merge -p '{"spec":{"instances":5}}' >/dev/null
+wait_healthy 5 900
+echo "METRIC cluster_scale_3_to_5_s=$(($(date +%s) - t0))"
+e2e_assert_eq "$C-1 $C-2 $C-3 $C-4 $C-5" "$(status 'instanceNames[*]')" "instanceNames after scale up"
+e2e_wait_for "[ \"\$(sql $C-1 \"select count(*) from pg_stat_replication where state = 'streaming'\")\" = 4 ]" 120 ||
+	e2e_fail "4 streaming replicas expected"
+t0=$(date +%s)
+k patch cluster $C --type merge -p '{"spec":{"instances":2}}' >/dev/null
+e2e_wait_for "[ \"\$(kubectl -n $ns get pods -l cnpg.io/podRole=instance -o jsonpath='{.items[*].metadata.name}')\" = '$C-1 $C-2' ]" 300 2 ||
+	e2e_fail "pods after scale down: $(k get pods -l cnpg.io/podRole=instance -o name | xargs)"
+wait_healthy 2 300
+echo "METRIC cluster_scale_5_to_2_s=$(($(date +%s) - t0))"
+e2e_wait_for "[ \"\$(kubectl -n $ns get pvc -l cnpg.io/cluster=$C -o jsonpath='{.items[*].metadata.name}')\" = '$C-1 $C-2' ]" 120 ||
+	e2e_fail "PVCs after scale down: $(k get pvc -o name | xargs)"
+e2e_assert_eq "$C-1 $C-2" "$(status 'instanceNames[*]')" "instanceNames after scale down"
+
+# ---- 5. delete ---------------------------------------------------------------------
+t0=$(date +%s)
+k delete cluster $C --wait=false >/dev/null
+left() { k get pods,pvc,jobs,services,secrets,serviceaccounts,roles,rolebindings -l cnpg.io/cluster=$C -o name 2>/dev/null | xargs; }
+e2e_wait_for "[ -z \"\$(left)\" ]" 300 2 || e2e_fail "left after deleting the Cluster: $(left)"
+echo "METRIC cluster_delete_gc_s=$(($(date +%s) - t0))"
+e2e_log "all objects of $C are gone"
