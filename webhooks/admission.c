@@ -14,26 +14,13 @@
 #include "support/base64.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "webhooks/lookup.h"
 #include "webhooks/webhooks.h"
 
 #define REVIEW_API_VERSION "admission.k8s.io/v1"
 #define REVIEW_KIND "AdmissionReview"
 #define CLUSTER_GROUP "postgresql.cnpg.io"
 #define CLUSTER_KIND "Cluster"
-
-static json_object *member(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-		return NULL;
-	return v;
-}
-
-static const char *member_str(json_object *o, const char *key)
-{
-	json_object *v = member(o, key);
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
 
 static json_object *new_obj(void)
 {
@@ -158,9 +145,9 @@ static int do_validate(json_object *resp, json_object *request, json_object *obj
 	wh_validate(object, old, &res);
 	int r = 0;
 	if (res.n_errors) {
-		const char *name = member_str(member(object, "metadata"), "name");
+		const char *name = wh_str(object, "metadata.name");
 		if (!name)
-			name = member_str(request, "name");
+			name = wh_str(request, "name");
 		r = deny_invalid(resp, name ? name : "", &res);
 	} else {
 		put(resp, "allowed", json_object_new_boolean(1));
@@ -173,22 +160,22 @@ static int do_validate(json_object *resp, json_object *request, json_object *obj
 /* Decodes and answers the request; fills the "response" object. */
 static int review(enum wh_kind kind, json_object *root, json_object *resp, struct op_err *err)
 {
-	const char *av = member_str(root, "apiVersion"), *k = member_str(root, "kind");
+	const char *av = wh_str(root, "apiVersion"), *k = wh_str(root, "kind");
 	if (!av || strcmp(av, REVIEW_API_VERSION) != 0)
 		return op_err_set(err, -EINVAL, "apiVersion: expected %s, got %s",
 				  REVIEW_API_VERSION, av ? av : "nothing");
 	if (!k || strcmp(k, REVIEW_KIND) != 0)
 		return op_err_set(err, -EINVAL, "kind: expected %s, got %s", REVIEW_KIND,
 				  k ? k : "nothing");
-	json_object *req = member(root, "request");
+	json_object *req = wh_at(root, "request");
 	if (!req || !json_object_is_type(req, json_type_object))
 		return op_err_set(err, -EINVAL, "request: expected object");
-	const char *uid = member_str(req, "uid");
+	const char *uid = wh_str(req, "uid");
 	if (!uid || !*uid)
 		return op_err_set(err, -EINVAL, "request.uid: required");
 	put_str(resp, "uid", uid);
 
-	const char *op = member_str(req, "operation");
+	const char *op = wh_str(req, "operation");
 	if (!op)
 		return op_err_set(err, -EINVAL, "request.operation: required");
 	bool update = strcmp(op, "UPDATE") == 0;
@@ -198,10 +185,10 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 		put(resp, "allowed", json_object_new_boolean(1)); /* not registered; no-op */
 		return 0;
 	}
-	json_object *rk = member(req, "kind");
+	json_object *rk = wh_at(req, "kind");
 	if (!rk || !json_object_is_type(rk, json_type_object))
 		return op_err_set(err, -EINVAL, "request.kind: expected object");
-	const char *group = member_str(rk, "group"), *rkind = member_str(rk, "kind");
+	const char *group = wh_str(rk, "group"), *rkind = wh_str(rk, "kind");
 	if (!group || strcmp(group, CLUSTER_GROUP) != 0 || !rkind ||
 	    strcmp(rkind, CLUSTER_KIND) != 0) {
 		_cleanup_free_ char *m = op_asprintf(
@@ -210,13 +197,13 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 		deny(resp, 400, "BadRequest", m);
 		return 0;
 	}
-	json_object *obj = member(req, "object");
+	json_object *obj = wh_at(req, "object");
 	if (!obj || !json_object_is_type(obj, json_type_object))
 		return op_err_set(err, -EINVAL, "request.object: expected object, got %s",
 				  op_json_type_name(obj));
 	json_object *old = NULL;
 	if (update) {
-		old = member(req, "oldObject");
+		old = wh_at(req, "oldObject");
 		if (!old || !json_object_is_type(old, json_type_object))
 			return op_err_set(err, -EINVAL,
 					  "request.oldObject: expected object on UPDATE, got %s",
@@ -247,8 +234,8 @@ int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_
 				  op_json_type_name(root));
 	_cleanup_(op_json_putp) json_object *out = new_obj();
 	json_object *response = new_obj();
-	put(out, "apiVersion", json_object_new_string(member_str(root, "apiVersion") ?: ""));
-	put(out, "kind", json_object_new_string(member_str(root, "kind") ?: ""));
+	put(out, "apiVersion", json_object_new_string(wh_str(root, "apiVersion") ?: ""));
+	put(out, "kind", json_object_new_string(wh_str(root, "kind") ?: ""));
 	put(out, "response", response);
 	r = review(kind, root, response, err);
 	if (r < 0)

@@ -13,7 +13,7 @@
 
 #include "support/alloc.h"
 #include "support/json.h"
-#include "webhooks/clusterinfo.h"
+#include "webhooks/lookup.h"
 #include "webhooks/patch.h"
 #include "webhooks/pgparams.h"
 #include "webhooks/webhooks.h"
@@ -69,8 +69,8 @@ static bool str_empty(json_object *o, const char *key)
 
 static const char *str_or_empty(json_object *o, const char *key)
 {
-	json_object *v = member(o, key);
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	const char *s = wh_str(o, key);
+	return s ? s : "";
 }
 
 static void set_val(json_object *o, const char *key, json_object *v)
@@ -92,11 +92,6 @@ static void default_str(json_object *o, const char *key, const char *value)
 		set_str(o, key, value);
 }
 
-static json_object *obj_of(json_object *o, const char *key)
-{
-	json_object *v = member(o, key);
-	return v && json_object_is_type(v, json_type_object) ? v : NULL;
-}
 
 /* ---- the rules ---- */
 
@@ -108,7 +103,7 @@ struct dctx {
 
 static void d1_image(const struct dctx *c)
 {
-	if (str_empty(c->spec, "imageName") && !obj_of(c->spec, "imageCatalogRef"))
+	if (str_empty(c->spec, "imageName") && !wh_obj(c->spec, "imageCatalogRef"))
 		set_str(c->spec, "imageName", setting_image(c->set));
 }
 
@@ -126,17 +121,17 @@ static void app_db_and_owner(json_object *m, bool monolith)
 
 static void d3_bootstrap_method(const struct dctx *c)
 {
-	json_object *b = obj_of(c->spec, "bootstrap");
+	json_object *b = wh_obj(c->spec, "bootstrap");
 	if (!b)
 		return;
 	if (member(b, "recovery")) {
-		json_object *r = obj_of(b, "recovery");
+		json_object *r = wh_obj(b, "recovery");
 		if (r)
 			app_db_and_owner(r, false);
 		return;
 	}
 	if (member(b, "pg_basebackup")) {
-		json_object *p = obj_of(b, "pg_basebackup");
+		json_object *p = wh_obj(b, "pg_basebackup");
 		if (p)
 			app_db_and_owner(p, false);
 		return;
@@ -144,7 +139,7 @@ static void d3_bootstrap_method(const struct dctx *c)
 	json_object *i = ensure_obj(b, "initdb");
 	if (!i)
 		return;
-	const char *itype = str_or_empty(obj_of(i, "import"), "type");
+	const char *itype = str_or_empty(wh_obj(i, "import"), "type");
 	app_db_and_owner(i, strcmp(itype, "monolith") == 0);
 	default_str(i, "encoding", "UTF8");
 	default_str(i, "localeCollate", "C");
@@ -165,7 +160,7 @@ static void d4_anti_affinity(const struct dctx *c)
 
 static void d5_backup_target(const struct dctx *c)
 {
-	default_str(obj_of(c->spec, "backup"), "target", "prefer-standby");
+	default_str(wh_obj(c->spec, "backup"), "target", "prefer-standby");
 }
 
 struct param {
@@ -184,7 +179,7 @@ static int param_cmp(const void *a, const void *b)
 static void d6_parameters(const struct dctx *c)
 {
 	int major;
-	if (!wh_ci_major(c->obj, &major))
+	if (!wh_cluster_major(c->obj, &major))
 		return;
 	json_object *pg = member(c->spec, "postgresql");
 	if (pg && !json_object_is_type(pg, json_type_object))
@@ -212,9 +207,9 @@ static void d6_parameters(const struct dctx *c)
 				n++;
 		}
 	}
-	const char *skip = wh_ci_annotation(c->obj, "cnpg.io/skipWalArchiving");
+	const char *skip = wh_cluster_annotation(c->obj, "cnpg.io/skipWalArchiving");
 	const char *am = wh_pg_archive_mode(skip && strcmp(skip, "enabled") == 0,
-					    wh_ci_is_replica(c->obj));
+					    wh_cluster_is_replica(c->obj));
 	size_t j = 0;
 	while (j < n && strcmp(ps[j].key, "archive_mode") != 0)
 		j++;
@@ -267,7 +262,7 @@ static void prepend_default_queries(json_object *m, const char *key)
 static void d8_monitoring(const struct dctx *c)
 {
 	bool disabled = false;
-	if (wh_ci_bool(c->spec, "monitoring.disableDefaultQueries", &disabled) && disabled)
+	if (wh_bool(c->spec, "monitoring.disableDefaultQueries", &disabled) && disabled)
 		return;
 	json_object *m = ensure_obj(c->spec, "monitoring");
 	if (!m)
@@ -298,12 +293,12 @@ static void d9_replication_slots(const struct dctx *c)
  * application database (owner and database set), none for a replica. */
 static const char *application_owner(const struct dctx *c)
 {
-	if (wh_ci_is_replica(c->obj))
+	if (wh_cluster_is_replica(c->obj))
 		return NULL;
 	static const char *const methods[] = { "recovery", "pg_basebackup", "initdb" };
-	json_object *b = obj_of(c->spec, "bootstrap");
+	json_object *b = wh_obj(c->spec, "bootstrap");
 	for (size_t i = 0; i < OP_ARRAY_SIZE(methods); i++) {
-		json_object *m = obj_of(b, methods[i]);
+		json_object *m = wh_obj(b, methods[i]);
 		if (m && *str_or_empty(m, "owner") && *str_or_empty(m, "database"))
 			return str_or_empty(m, "owner");
 	}
@@ -327,7 +322,7 @@ static void d10_tablespace_owner(const struct dctx *c)
 
 static void d11_data_durability(const struct dctx *c)
 {
-	default_str(wh_ci_obj(c->spec, "postgresql.synchronous"), "dataDurability", "required");
+	default_str(wh_obj(c->spec, "postgresql.synchronous"), "dataDurability", "required");
 }
 
 static bool has_plugin(json_object *plugins, const char *name, size_t len)
@@ -379,7 +374,7 @@ static void d12_plugins(const struct dctx *c)
 /* isolationCheck from the alpha.cnpg.io/livenessPinger annotation, or NULL. */
 static json_object *pinger_from_annotation(const struct dctx *c)
 {
-	const char *a = wh_ci_annotation(c->obj, "alpha.cnpg.io/livenessPinger");
+	const char *a = wh_cluster_annotation(c->obj, "alpha.cnpg.io/livenessPinger");
 	if (!a)
 		return NULL;
 	_cleanup_(op_json_putp) json_object *cfg = NULL;
@@ -423,8 +418,8 @@ static void d13_probes(const struct dctx *c)
 static void d14_failover_quorum(const struct dctx *c)
 {
 	bool q;
-	json_object *sync = wh_ci_obj(c->spec, "postgresql.synchronous");
-	if (sync && wh_ci_parse_go_bool(wh_ci_annotation(c->obj, "alpha.cnpg.io/failoverQuorum"), &q))
+	json_object *sync = wh_obj(c->spec, "postgresql.synchronous");
+	if (sync && wh_parse_go_bool(wh_cluster_annotation(c->obj, "alpha.cnpg.io/failoverQuorum"), &q))
 		set_val(sync, "failoverQuorum", json_object_new_boolean(q));
 }
 

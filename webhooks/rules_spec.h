@@ -13,30 +13,20 @@
 #include <stdint.h>
 
 #include "api/cluster.h"
+#include "webhooks/lookup.h"
 #include "webhooks/rules.h"
 
 /* ---- helpers (rules_spec_util.c) ---- */
 
-/* Value at a dotted path, or NULL when absent or JSON null. */
-json_object *wh_at(json_object *root, const char *dotted);
-/* Same, but only when the value is an object / array / string. */
-json_object *wh_obj(json_object *root, const char *dotted);
-json_object *wh_arr(json_object *root, const char *dotted);
-const char *wh_str(json_object *root, const char *dotted);
-/* A string that is present and non-empty, else NULL. */
-const char *wh_nstr(json_object *root, const char *dotted);
-/* Integer / boolean at a dotted path: true and *ret written when present
- * with that type. */
-bool wh_i64(json_object *root, const char *dotted, int64_t *ret);
-bool wh_bool(json_object *root, const char *dotted, bool *ret);
-/* Number of elements of the array at dotted (0 when absent). */
-size_t wh_len(json_object *root, const char *dotted);
+/* Typed lookups (wh_at, wh_obj, wh_str, wh_i64, ...) are in lookup.h. */
+
 /* metadata.annotations[key] of the Cluster, or NULL. */
-const char *wh_annotation(const struct wh_ctx *ctx, const char *key);
+static inline const char *wh_annotation(const struct wh_ctx *ctx, const char *key)
+{
+	return wh_cluster_annotation(ctx->obj, key);
+}
 /* spec.postgresql.parameters[key] (string), or NULL. */
 const char *wh_param(const struct wh_ctx *ctx, const char *key);
-/* Whether the string array at dotted contains s. */
-bool wh_arr_has_str(json_object *root, const char *dotted, const char *s);
 /* Whether spec.externalClusters has an entry called name (borrowed entry). */
 json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name);
 
@@ -48,17 +38,22 @@ int wh_quantity_value(json_object *v, struct api_quantity *ret);
  * parsed, 0 = absent, -EINVAL = present but invalid. */
 int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *ret);
 
-/* PostgreSQL major version of the cluster: imageCatalogRef.major when a
- * catalog is used, else the leading number of the imageName tag. -1 when it
+/* PostgreSQL major version of the cluster (wh_cluster_major), -1 when it
  * does not resolve. */
-int wh_pg_major(const struct wh_ctx *ctx);
+static inline int wh_pg_major(const struct wh_ctx *ctx)
+{
+	int major;
+	return wh_cluster_major(ctx->obj, &major) ? major : -1;
+}
 /* Tag of an image reference ("img:tag@sha256:x" -> "tag"): writes the tag
  * start and length; *ret_digest says whether a digest is present. A
  * reference without tag or digest gets tag "latest". */
 void wh_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest);
-/* CNPG IsReplica(): replica.enabled when set, else (self or metadata.name)
- * differs from replica.primary; false without spec.replica. */
-bool wh_is_replica(const struct wh_ctx *ctx);
+/* CNPG IsReplica() of the cluster (wh_cluster_is_replica). */
+static inline bool wh_is_replica(const struct wh_ctx *ctx)
+{
+	return wh_cluster_is_replica(ctx->obj);
+}
 /* PostgreSQL boolean (parse_bool): on/off/true/false/yes/no/1/0 and
  * unambiguous prefixes, case-insensitive. */
 bool wh_pg_bool_parse(const char *v, bool *ret);

@@ -14,80 +14,6 @@
 #include "support/alloc.h"
 #include "support/json.h"
 
-json_object *wh_at(json_object *root, const char *dotted)
-{
-	json_object *v = op_json_at(root, dotted);
-	return v && !json_object_is_type(v, json_type_null) ? v : NULL;
-}
-
-json_object *wh_obj(json_object *root, const char *dotted)
-{
-	json_object *v = wh_at(root, dotted);
-	return v && json_object_is_type(v, json_type_object) ? v : NULL;
-}
-
-json_object *wh_arr(json_object *root, const char *dotted)
-{
-	json_object *v = wh_at(root, dotted);
-	return v && json_object_is_type(v, json_type_array) ? v : NULL;
-}
-
-const char *wh_str(json_object *root, const char *dotted)
-{
-	json_object *v = wh_at(root, dotted);
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-const char *wh_nstr(json_object *root, const char *dotted)
-{
-	const char *s = wh_str(root, dotted);
-	return s && *s ? s : NULL;
-}
-
-bool wh_i64(json_object *root, const char *dotted, int64_t *ret)
-{
-	json_object *v = wh_at(root, dotted);
-	if (!v)
-		return false;
-	if (json_object_is_type(v, json_type_int)) {
-		*ret = json_object_get_int64(v);
-		return true;
-	}
-	if (json_object_is_type(v, json_type_double)) {
-		double d = json_object_get_double(v);
-		if (isfinite(d) && d == floor(d) && fabs(d) < 9.0e15) {
-			*ret = (int64_t)d;
-			return true;
-		}
-	}
-	return false;
-}
-
-bool wh_bool(json_object *root, const char *dotted, bool *ret)
-{
-	json_object *v = wh_at(root, dotted);
-	if (!v || !json_object_is_type(v, json_type_boolean))
-		return false;
-	*ret = json_object_get_boolean(v);
-	return true;
-}
-
-size_t wh_len(json_object *root, const char *dotted)
-{
-	json_object *a = wh_arr(root, dotted);
-	return a ? json_object_array_length(a) : 0;
-}
-
-const char *wh_annotation(const struct wh_ctx *ctx, const char *key)
-{
-	json_object *ann = wh_obj(ctx->obj, "metadata.annotations");
-	json_object *v = NULL;
-	if (!ann || !json_object_object_get_ex(ann, key, &v) || !v ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 const char *wh_param(const struct wh_ctx *ctx, const char *key)
 {
 	json_object *params = wh_obj(ctx->spec, "postgresql.parameters");
@@ -96,19 +22,6 @@ const char *wh_param(const struct wh_ctx *ctx, const char *key)
 	    !json_object_is_type(v, json_type_string))
 		return NULL;
 	return json_object_get_string(v);
-}
-
-bool wh_arr_has_str(json_object *root, const char *dotted, const char *s)
-{
-	json_object *a = wh_arr(root, dotted);
-	size_t n = a ? json_object_array_length(a) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(a, i);
-		if (e && json_object_is_type(e, json_type_string) &&
-		    strcmp(json_object_get_string(e), s) == 0)
-			return true;
-	}
-	return false;
 }
 
 json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name)
@@ -173,45 +86,6 @@ void wh_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool
 		*ret_tag = "latest";
 		*ret_len = 6;
 	}
-}
-
-int wh_pg_major(const struct wh_ctx *ctx)
-{
-	int64_t major = 0;
-	if (wh_obj(ctx->spec, "imageCatalogRef"))
-		return wh_i64(ctx->spec, "imageCatalogRef.major", &major) && major > 0 &&
-				       major < 100000
-			       ? (int)major
-			       : -1;
-	const char *image = wh_nstr(ctx->spec, "imageName");
-	if (!image)
-		return -1;
-	const char *tag;
-	size_t n;
-	bool digest;
-	wh_image_tag(image, &tag, &n, &digest);
-	int m = 0;
-	size_t i = 0;
-	for (; i < n && isdigit((unsigned char)tag[i]) && m < 100000; i++)
-		m = m * 10 + (tag[i] - '0');
-	if (i == 0 || m >= 100000)
-		return -1;
-	return m;
-}
-
-bool wh_is_replica(const struct wh_ctx *ctx)
-{
-	json_object *r = wh_obj(ctx->spec, "replica");
-	if (!r)
-		return false;
-	bool enabled;
-	if (wh_bool(r, "enabled", &enabled))
-		return enabled;
-	const char *self = wh_nstr(r, "self");
-	if (!self)
-		self = wh_str(ctx->obj, "metadata.name");
-	const char *primary = wh_str(r, "primary");
-	return strcmp(primary ? primary : "", self ? self : "") != 0;
 }
 
 /* ---- PostgreSQL value formats ---- */

@@ -8,7 +8,7 @@
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
-#include "webhooks/clusterinfo.h"
+#include "webhooks/lookup.h"
 #include "webhooks/rules.h"
 
 #define CU (WH_OP_CREATE | WH_OP_UPDATE)
@@ -16,7 +16,7 @@
 /* W1 */
 static void w1_maintenance_window(const struct wh_ctx *ctx, struct wh_result *res)
 {
-	if (wh_ci_has(ctx->spec, "nodeMaintenanceWindow"))
+	if (wh_has(ctx->spec, "nodeMaintenanceWindow"))
 		wh_result_warn(res, "Consider using `.spec.enablePDB` instead of the node "
 				    "maintenance window feature");
 }
@@ -26,13 +26,13 @@ static void w2_barman_deprecated(const struct wh_ctx *ctx, struct wh_result *res
 {
 	_cleanup_(op_buf_donep) struct op_buf where = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int n = 0, r = 0;
-	if (wh_ci_has(ctx->spec, "backup.barmanObjectStore")) {
+	if (wh_has(ctx->spec, "backup.barmanObjectStore")) {
 		r = op_buf_adds(&where, "spec.backup.barmanObjectStore");
 		n++;
 	}
-	json_object *ext = wh_ci_arr(ctx->spec, "externalClusters");
+	json_object *ext = wh_arr(ctx->spec, "externalClusters");
 	for (size_t i = 0; r == 0 && ext && i < json_object_array_length(ext); i++) {
-		if (!wh_ci_has(json_object_array_get_idx(ext, i), "barmanObjectStore"))
+		if (!wh_has(json_object_array_get_idx(ext, i), "barmanObjectStore"))
 			continue;
 		r = op_buf_addf(&where, "%sspec.externalClusters[%zu].barmanObjectStore",
 				n ? ", " : "", i);
@@ -50,8 +50,8 @@ static void w2_barman_deprecated(const struct wh_ctx *ctx, struct wh_result *res
 /* W3 */
 static void w3_retention_without_barman(const struct wh_ctx *ctx, struct wh_result *res)
 {
-	const char *rp = wh_ci_str(ctx->spec, "backup.retentionPolicy");
-	if (rp && *rp && !wh_ci_has(ctx->spec, "backup.barmanObjectStore"))
+	const char *rp = wh_str(ctx->spec, "backup.retentionPolicy");
+	if (rp && *rp && !wh_has(ctx->spec, "backup.barmanObjectStore"))
 		wh_result_warn(res, "Retention policies specified in .spec.backup.retentionPolicy "
 				    "are only used by the in-tree barman-cloud support, which is not "
 				    "being used in this cluster. Please use a backup plugin and "
@@ -63,14 +63,14 @@ static void storage_warnings(json_object *st, const char *path, struct wh_result
 {
 	if (!st)
 		return;
-	const char *sc = wh_ci_str(st, "storageClass");
-	const char *psc = wh_ci_str(st, "pvcTemplate.storageClassName");
+	const char *sc = wh_str(st, "storageClass");
+	const char *psc = wh_str(st, "pvcTemplate.storageClassName");
 	if (sc && *sc && psc && *psc)
 		wh_result_warn(res, "%s: both storageClass and pvcTemplate.storageClassName are "
 				    "set; storageClass '%s' takes precedence",
 			       path, sc);
-	const char *size = wh_ci_str(st, "size");
-	if (size && *size && wh_ci_has(st, "pvcTemplate.resources.requests.storage"))
+	const char *size = wh_str(st, "size");
+	if (size && *size && wh_has(st, "pvcTemplate.resources.requests.storage"))
 		wh_result_warn(res, "%s: both size and pvcTemplate.resources.requests.storage are "
 				    "set; size '%s' takes precedence",
 			       path, size);
@@ -78,14 +78,14 @@ static void storage_warnings(json_object *st, const char *path, struct wh_result
 
 static void w4_storage_overrides(const struct wh_ctx *ctx, struct wh_result *res)
 {
-	storage_warnings(wh_ci_obj(ctx->spec, "storage"), "spec.storage", res);
-	storage_warnings(wh_ci_obj(ctx->spec, "walStorage"), "spec.walStorage", res);
+	storage_warnings(wh_obj(ctx->spec, "storage"), "spec.storage", res);
+	storage_warnings(wh_obj(ctx->spec, "walStorage"), "spec.walStorage", res);
 }
 
 /* W5 */
 static void w5_shared_buffers_unit(const struct wh_ctx *ctx, struct wh_result *res)
 {
-	const char *v = wh_ci_str(wh_ci_obj(ctx->spec, "postgresql.parameters"), "shared_buffers");
+	const char *v = wh_str(wh_obj(ctx->spec, "postgresql.parameters"), "shared_buffers");
 	if (!v || !*v || strspn(v, "0123456789") != strlen(v))
 		return;
 	wh_result_warn(res, "spec.postgresql.parameters.shared_buffers: value '%s' has no unit; "
@@ -97,7 +97,7 @@ static void w5_shared_buffers_unit(const struct wh_ctx *ctx, struct wh_result *r
 /* W6: a zero metricsQueriesTTL ("0", "0s", "0m0s") disables the cache. */
 static void w6_metrics_ttl_zero(const struct wh_ctx *ctx, struct wh_result *res)
 {
-	const char *ttl = wh_ci_str(ctx->spec, "monitoring.metricsQueriesTTL");
+	const char *ttl = wh_str(ctx->spec, "monitoring.metricsQueriesTTL");
 	if (!ttl || !*ttl || !strpbrk(ttl, "0") || strpbrk(ttl, "123456789"))
 		return;
 	wh_result_warn(res, "spec.monitoring.metricsQueriesTTL is 0: metrics query results are not "
@@ -109,10 +109,10 @@ static void w7_pod_monitor_deprecated(const struct wh_ctx *ctx, struct wh_result
 {
 	static const char *const fields[] = { "enablePodMonitor", "podMonitorMetricRelabelings",
 					      "podMonitorRelabelings" };
-	json_object *m = wh_ci_obj(ctx->spec, "monitoring");
+	json_object *m = wh_obj(ctx->spec, "monitoring");
 	for (size_t i = 0; m && i < OP_ARRAY_SIZE(fields); i++) {
 		bool b;
-		if (!wh_ci_has(m, fields[i]) || (wh_ci_bool(m, fields[i], &b) && !b))
+		if (!wh_has(m, fields[i]) || (wh_bool(m, fields[i], &b) && !b))
 			continue;
 		wh_result_warn(res, "spec.monitoring.%s is deprecated and will be removed in a "
 				    "future release; create and manage the PodMonitor manually",
@@ -124,10 +124,10 @@ static void w7_pod_monitor_deprecated(const struct wh_ctx *ctx, struct wh_result
 static void w8_no_sync_replication(const struct wh_ctx *ctx, struct wh_result *res)
 {
 	int64_t instances = 1, max_sync = 0;
-	wh_ci_i64(ctx->spec, "instances", &instances);
-	wh_ci_i64(ctx->spec, "maxSyncReplicas", &max_sync);
-	if (instances < 2 || wh_ci_is_replica(ctx->obj) ||
-	    wh_ci_obj(ctx->spec, "postgresql.synchronous") || max_sync > 0)
+	wh_i64(ctx->spec, "instances", &instances);
+	wh_i64(ctx->spec, "maxSyncReplicas", &max_sync);
+	if (instances < 2 || wh_cluster_is_replica(ctx->obj) ||
+	    wh_obj(ctx->spec, "postgresql.synchronous") || max_sync > 0)
 		return;
 	wh_result_warn(res, "no synchronous replication is configured for a cluster with %lld "
 			    "instances: a failover can lose recently committed transactions; set "
@@ -138,19 +138,19 @@ static void w8_no_sync_replication(const struct wh_ctx *ctx, struct wh_result *r
 /* W9: failure-domain keys set while the topology condition is False. */
 static void w9_failure_domain_unsatisfied(const struct wh_ctx *ctx, struct wh_result *res)
 {
-	json_object *sync = wh_ci_obj(ctx->spec, "postgresql.synchronous");
-	json_object *pk = wh_ci_arr(sync, "podFailureDomainKeys");
-	json_object *nk = wh_ci_arr(sync, "nodeFailureDomainKeys");
+	json_object *sync = wh_obj(ctx->spec, "postgresql.synchronous");
+	json_object *pk = wh_arr(sync, "podFailureDomainKeys");
+	json_object *nk = wh_arr(sync, "nodeFailureDomainKeys");
 	if ((!pk || !json_object_array_length(pk)) && (!nk || !json_object_array_length(nk)))
 		return;
-	json_object *conds = wh_ci_arr(ctx->obj, "status.conditions");
+	json_object *conds = wh_arr(ctx->obj, "status.conditions");
 	for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
 		json_object *c = json_object_array_get_idx(conds, i);
-		const char *type = wh_ci_str(c, "type"), *status = wh_ci_str(c, "status");
+		const char *type = wh_str(c, "type"), *status = wh_str(c, "status");
 		if (!type || strcmp(type, "SyncReplicationTopologySatisfied") != 0 || !status ||
 		    strcmp(status, "False") != 0)
 			continue;
-		const char *msg = wh_ci_str(c, "message");
+		const char *msg = wh_str(c, "message");
 		wh_result_warn(res, "spec.postgresql.synchronous: the failure-domain keys are not "
 				    "satisfied by the current topology%s%s",
 			       msg && *msg ? ": " : "", msg && *msg ? msg : "");
@@ -221,7 +221,7 @@ static void w_unsupported_fields(const struct wh_ctx *ctx, struct wh_result *res
 					       field);
 			continue;
 		}
-		json_object *arr = wh_ci_arr(ctx->obj, each);
+		json_object *arr = wh_arr(ctx->obj, each);
 		for (size_t j = 0; arr && j < json_object_array_length(arr); j++)
 			if (meaningful(op_json_at(json_object_array_get_idx(arr, j), field)))
 				wh_result_warn(res,

@@ -9,7 +9,7 @@
 #include "api/cluster.h"
 #include "support/alloc.h"
 #include "support/json.h"
-#include "webhooks/clusterinfo.h"
+#include "webhooks/lookup.h"
 #include "webhooks/defaults.h"
 #include "webhooks/rules.h"
 #include "webhooks/webhooks.h"
@@ -47,7 +47,7 @@ static size_t type_errors(json_object *obj, const char *prefix, struct wh_result
 int wh_validate(json_object *cluster, json_object *old, struct wh_result *res)
 {
 	size_t before = res->n_errors;
-	const char *bypass = wh_ci_annotation(cluster, VALIDATION_ANNOTATION);
+	const char *bypass = wh_cluster_annotation(cluster, VALIDATION_ANNOTATION);
 	if (bypass && strcmp(bypass, "disabled") == 0) {
 		wh_result_warn(res, "validation webhook is disabled — all changes are accepted "
 				    "without validation (annotation %s=disabled)",

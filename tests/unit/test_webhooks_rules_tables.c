@@ -286,6 +286,40 @@ static void test_helpers(void **state)
 {
 	(void)state;
 	bool b = false;
+	/* typed lookups (lookup.h): null is absent, types are strict, dotted paths */
+	_cleanup_(op_json_putp) json_object *t = NULL;
+	const char *tj = "{\"a\":{\"i\":3,\"d\":3.0,\"f\":3.5,\"s\":\"\",\"n\":null,"
+			 "\"b\":true,\"l\":[\"x\",1]}}";
+	assert_int_equal(op_json_parse(tj, strlen(tj), 8, &t, NULL), 0);
+	int64_t i64 = 0;
+	assert_true(wh_i64(t, "a.i", &i64) && i64 == 3);
+	i64 = 0;
+	assert_true(wh_i64(t, "a.d", &i64) && i64 == 3);
+	assert_false(wh_i64(t, "a.f", &i64));
+	assert_false(wh_i64(t, "a.s", &i64));
+	assert_true(wh_has(t, "a.s"));
+	assert_false(wh_has(t, "a.n"));
+	assert_null(wh_at(t, "a.n"));
+	assert_non_null(wh_str(t, "a.s"));
+	assert_null(wh_nstr(t, "a.s"));
+	assert_null(wh_obj(t, "a.l"));
+	assert_int_equal(wh_len(t, "a.l"), 2);
+	assert_true(wh_arr_has_str(t, "a.l", "x"));
+	assert_false(wh_arr_has_str(t, "a.l", "1"));
+	assert_true(wh_bool(t, "a.b", &b) && b);
+	assert_false(wh_bool(t, "a.i", &b));
+	static const struct {
+		const char *in;
+		bool ok, val;
+	} gobools[] = { { "1", true, true },   { "T", true, true },     { "True", true, true },
+			{ "f", true, false },  { "FALSE", true, false }, { "yes", false, false },
+			{ "tRUE", false, false }, { "", false, false } };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(gobools); i++) {
+		b = !gobools[i].val;
+		assert_int_equal(wh_parse_go_bool(gobools[i].in, &b), gobools[i].ok);
+		if (gobools[i].ok)
+			assert_int_equal(b, gobools[i].val);
+	}
 	static const struct {
 		const char *in;
 		int ok;
@@ -374,6 +408,11 @@ static void test_major_and_replica(void **state)
 		{ "{'imageName':'postgres:latest'}", -1 },
 		{ "{'imageName':null}", -1 },
 		{ "{'imageName':null,'imageCatalogRef':{'name':'c','major':15}}", 15 },
+		/* one helper set: integral doubles are integers (as api/ decodes them) */
+		{ "{'imageCatalogRef':{'name':'c','major':15.0}}", 15 },
+		{ "{'imageCatalogRef':{'name':'c','major':15.5}}", -1 },
+		{ "{'imageCatalogRef':{'name':'c','major':100000}}", -1 },
+		{ "{'imageName':''}", -1 },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(majors); i++) {
 		_cleanup_(op_json_putp) json_object *c = make_cluster(NULL, majors[i].spec);
