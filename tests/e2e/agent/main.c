@@ -124,13 +124,13 @@ static void heal_network(struct na_agent *a)
 	}
 	free(a->last_nft);
 	a->last_nft = NULL;
-	for (struct na_pod *p = a->pod_list; p; p = p->next)
-		p->net_ready = false;
+	atomic_fetch_add(&a->net_epoch, 1); /* every pod worker re-attaches its pod */
 }
 
 static int run(struct opts *o)
 {
 	struct na_agent a = { 0 };
+	pthread_mutex_init(&a.mu, NULL);
 	struct op_err err = OP_ERR_INIT;
 	int rc = 1;
 	char exe[PATH_MAX];

@@ -15,6 +15,8 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -214,7 +216,17 @@ struct na_pod {
 	bool cond[4];         /* Initialized, ContainersReady, Ready, PodScheduled */
 	char cond_time[4][32];
 	bool cond_set;
-	bool seen;
+	bool seen;            /* main thread only */
+	/* worker thread: owns everything above except uid/ns/name (immutable),
+	 * next and seen (main thread) */
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t mu;   /* guards next_obj */
+	json_object *next_obj; /* newer Pod handed over by the main thread (owned) */
+	atomic_bool stop;     /* main -> worker: the pod is gone (or shutdown) */
+	atomic_bool shutdown; /* stop because the agent stops (keep processes for stop_all) */
+	int net_epoch;
+	int64_t next_hosts_ms;
 };
 
 struct na_agent {
@@ -224,7 +236,9 @@ struct na_agent {
 	char *host_ip;        /* bridge address, the node's InternalIP */
 	struct na_net net;
 	struct na_pod *pod_list;
-	bool ip_used[256];
+	bool ip_used[256];    /* guarded by mu */
+	pthread_mutex_t mu;
+	atomic_int net_epoch; /* bumped when the bridge was recreated */
 	char *last_nft;
 	json_object *services; /* owned: last services list */
 	int64_t next_node_ms, next_svc_ms, next_pv_ms;

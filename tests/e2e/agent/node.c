@@ -139,7 +139,7 @@ int na_storage_setup(struct na_agent *a, struct op_err *err)
 		"{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":"
 		"{\"name\":\"" NA_STORAGE_CLASS "\",\"annotations\":{\"storageclass.kubernetes.io/"
 		"is-default-class\":\"true\"}},\"provisioner\":\"" NA_PROVISIONER "\","
-		"\"reclaimPolicy\":\"Delete\",\"volumeBindingMode\":\"Immediate\","
+		"\"reclaimPolicy\":\"Delete\",\"volumeBindingMode\":\"WaitForFirstConsumer\","
 		"\"allowVolumeExpansion\":true}";
 	json_object *obj = NULL;
 	int rc = op_json_parse(sc, sizeof(sc) - 1, 8, &obj, err);
@@ -165,6 +165,13 @@ static void provision_one(struct na_agent *a, json_object *pvc)
 	    op_json_str_at(pvc, "spec.volumeName") || (phase && strcmp(phase, "Pending")) ||
 	    op_json_str_at(pvc, "metadata.deletionTimestamp"))
 		return;
+	/* WaitForFirstConsumer: the scheduler picks the node first (it also retries
+	 * the pod by itself, which Immediate claims bound after the pod was seen
+	 * do not get); a claim selected for another node is not ours */
+	json_object *ann = op_json_at(pvc, "metadata.annotations"), *sel = NULL;
+	if (!ann || !json_object_object_get_ex(ann, "volume.kubernetes.io/selected-node", &sel) ||
+	    strcmp(json_object_get_string(sel), a->node_name))
+		return;
 	_cleanup_free_ char *dir = op_asprintf("%s/volumes/pvc-%s", a->state_dir, uid);
 	struct op_err err = OP_ERR_INIT;
 	if (na_mkdir_p(dir, 0777, &err) < 0) {
@@ -174,13 +181,13 @@ static void provision_one(struct na_agent *a, json_object *pvc)
 	chmod(dir, 0777);
 	json_object *modes = op_json_at(pvc, "spec.accessModes");
 	json_object *pv = json_object_new_object(), *md = json_object_new_object();
-	json_object *spec = json_object_new_object(), *ann = json_object_new_object();
+	json_object *spec = json_object_new_object(), *pv_ann = json_object_new_object();
 	_cleanup_free_ char *pvname = op_asprintf("pvc-%s", uid);
 	op_json_set(pv, "apiVersion", json_object_new_string("v1"));
 	op_json_set(pv, "kind", json_object_new_string("PersistentVolume"));
 	op_json_set(md, "name", json_object_new_string(pvname));
-	op_json_set(ann, "pv.kubernetes.io/provisioned-by", json_object_new_string(NA_PROVISIONER));
-	op_json_set(md, "annotations", ann);
+	op_json_set(pv_ann, "pv.kubernetes.io/provisioned-by", json_object_new_string(NA_PROVISIONER));
+	op_json_set(md, "annotations", pv_ann);
 	op_json_set(pv, "metadata", md);
 	json_object *cap = json_object_new_object(), *hp = json_object_new_object();
 	op_json_set(cap, "storage", json_object_new_string(req ? req : "1Gi"));
@@ -201,6 +208,13 @@ static void provision_one(struct na_agent *a, json_object *pvc)
 	op_json_set(ref, "name", json_object_new_string(name));
 	op_json_set(ref, "uid", json_object_new_string(uid));
 	op_json_set(spec, "claimRef", ref);
+	_cleanup_free_ char *aff = op_asprintf(
+		"{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+		"\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}",
+		a->node_name);
+	json_object *affo = NULL;
+	if (op_json_parse(aff, strlen(aff), 16, &affo, NULL) == 0)
+		op_json_set(spec, "nodeAffinity", affo);
 	op_json_set(pv, "spec", spec);
 	int rc = kube_create(a->kc, KUBE_PVS, NULL, pv, NULL, &err);
 	json_object_put(pv);

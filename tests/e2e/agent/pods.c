@@ -78,6 +78,8 @@ static struct na_pod *pod_new(struct na_agent *a, json_object *obj)
 		}
 	}
 	set_reason(&p->waiting_reason, "ContainerCreating");
+	pthread_mutex_init(&p->mu, NULL);
+	p->net_epoch = atomic_load(&a->net_epoch);
 	p->next = a->pod_list;
 	a->pod_list = p;
 	op_log_info("pod added", "pod", p->name, "namespace", p->ns, "uid", p->uid);
@@ -102,16 +104,21 @@ static int pod_network(struct na_agent *a, struct na_pod *p, struct op_err *err)
 		if (na_read_file(ipf, &b, NULL) == 0) {
 			char *end;
 			long idx = strtol(op_buf_str(&b), &end, 10);
-			if (idx >= 2 && idx <= 254 && !a->ip_used[idx])
+			if (idx >= 2 && idx <= 254)
 				p->ip_index = (int)idx;
 		}
 		op_buf_done(&b);
+		pthread_mutex_lock(&a->mu);
+		if (p->ip_index && a->ip_used[p->ip_index])
+			p->ip_index = 0;
 		for (int i = 2; !p->ip_index && i <= 254; i++)
 			if (!a->ip_used[i])
 				p->ip_index = i;
+		if (p->ip_index)
+			a->ip_used[p->ip_index] = true;
+		pthread_mutex_unlock(&a->mu);
 		if (!p->ip_index)
 			return op_err_set(err, -ENOSPC, "no free pod address");
-		a->ip_used[p->ip_index] = true;
 		na_pod_ip(p->ip_index, p->ip);
 		_cleanup_free_ char *idx = op_asprintf("%d\n", p->ip_index);
 		int rc = na_mkdir_p(p->dir, 0755, err);
@@ -134,8 +141,11 @@ static int pod_network(struct na_agent *a, struct na_pod *p, struct op_err *err)
 static void pod_teardown(struct na_agent *a, struct na_pod *p)
 {
 	na_net_pod_del(p->netns, p->veth);
+	pthread_mutex_lock(&a->mu);
 	if (p->ip_index)
 		a->ip_used[p->ip_index] = false;
+	pthread_mutex_unlock(&a->mu);
+	p->ip_index = 0;
 	_cleanup_free_ char *vols = op_asprintf("%s/volumes/pod-%s", a->state_dir, p->uid);
 	struct op_err err = OP_ERR_INIT;
 	if (na_rm_rf(vols, a->state_dir, &err) < 0 || na_rm_rf(p->dir, a->state_dir, &err) < 0)
@@ -165,6 +175,9 @@ static void pod_free(struct na_pod *p)
 	free(p->last_status);
 	free(p->hosts);
 	json_object_put(p->obj);
+	if (p->next_obj)
+		json_object_put(p->next_obj);
+	pthread_mutex_destroy(&p->mu);
 	ctrs_free(p->init, p->n_init);
 	ctrs_free(p->ctrs, p->n_ctrs);
 	free(p);
@@ -717,6 +730,11 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 		return;
 	}
 	struct op_err err = OP_ERR_INIT;
+	int epoch = atomic_load(&a->net_epoch);
+	if (epoch != p->net_epoch) {
+		p->net_epoch = epoch;
+		p->net_ready = false;
+	}
 	if (!p->net_ready) {
 		int64_t t0 = na_now_ms();
 		int nrc = pod_network(a, p, &err);
@@ -770,6 +788,63 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 	na_pod_status(a, p);
 }
 
+struct worker_arg {
+	struct na_agent *a;
+	struct na_pod *p;
+};
+
+/* One thread per pod (like the kubelet's pod workers): a slow API call or
+ * probe of one pod never delays another. */
+static void *pod_worker(void *arg)
+{
+	struct worker_arg *w = arg;
+	struct na_agent *a = w->a;
+	struct na_pod *p = w->p;
+	free(w);
+	while (!atomic_load(&p->stop)) {
+		pthread_mutex_lock(&p->mu);
+		json_object *obj = p->next_obj;
+		p->next_obj = NULL;
+		pthread_mutex_unlock(&p->mu);
+		if (obj) {
+			json_object_put(p->obj);
+			p->obj = obj;
+		}
+		if (!p->deleted)
+			pod_sync(a, p);
+		int64_t now = na_now_ms();
+		if (p->net_ready && !p->deleted && now >= p->next_hosts_ms) {
+			na_pod_hosts_write(a, p);
+			p->next_hosts_ms = now + 1000;
+		}
+		usleep(100000);
+	}
+	if (atomic_load(&p->shutdown))
+		return NULL; /* na_pods_stop_all stops the processes of all pods at once */
+	/* gone from the API (force-deleted, or deleted by us) */
+	kill_all(p, SIGKILL);
+	for (int tries = 0; tries < 100 && !all_dead(p); tries++) {
+		usleep(20000);
+		reap_all(p);
+	}
+	if (!p->deleted)
+		pod_teardown(a, p);
+	op_log_info("pod removed", "pod", p->name, "namespace", p->ns);
+	return NULL;
+}
+
+static void worker_start(struct na_agent *a, struct na_pod *p)
+{
+	struct worker_arg *w = op_malloc(sizeof(*w));
+	*w = (struct worker_arg){ a, p };
+	if (pthread_create(&p->thread, NULL, pod_worker, w) != 0) {
+		free(w);
+		op_log_error("cannot start a pod worker thread", "pod", p->name);
+		return;
+	}
+	p->thread_started = true;
+}
+
 void na_pods_sync(struct na_agent *a)
 {
 	json_object *list = kube_informer_list(a->pods, NULL);
@@ -790,40 +865,46 @@ void na_pods_sync(struct na_agent *a)
 			if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")) &&
 			    !op_json_str_at(obj, "metadata.deletionTimestamp"))
 				continue;
-			p = pod_new(a, obj);
+			p = pod_new(a, obj); /* p->obj: a reference to the list's copy */
+			worker_start(a, p);
 		} else {
-			json_object_put(p->obj);
-			p->obj = json_object_get(obj);
+			pthread_mutex_lock(&p->mu);
+			if (p->next_obj)
+				json_object_put(p->next_obj);
+			p->next_obj = json_object_get(obj);
+			pthread_mutex_unlock(&p->mu);
 		}
 		p->seen = true;
 	}
-	/* pods gone from the API (force-deleted or deleted by us) */
+	/* the list array holds the other reference of every handed-over object:
+	 * drop it before any worker can touch them */
+	if (list)
+		json_object_put(list);
 	for (struct na_pod **pp = &a->pod_list; *pp;) {
 		struct na_pod *p = *pp;
 		if (p->seen) {
 			pp = &p->next;
 			continue;
 		}
-		kill_all(p, SIGKILL);
-		for (int tries = 0; tries < 50 && !all_dead(p); tries++) {
-			usleep(20000);
-			reap_all(p);
-		}
-		if (!p->deleted)
-			pod_teardown(a, p);
-		op_log_info("pod removed", "pod", p->name, "namespace", p->ns);
+		atomic_store(&p->stop, true);
+		if (p->thread_started)
+			pthread_join(p->thread, NULL);
 		*pp = p->next;
 		pod_free(p);
 	}
-	for (struct na_pod *p = a->pod_list; p; p = p->next)
-		if (!p->deleted)
-			pod_sync(a, p);
-	if (list)
-		json_object_put(list);
 }
 
 void na_pods_stop_all(struct na_agent *a)
 {
+	for (struct na_pod *p = a->pod_list; p; p = p->next) {
+		atomic_store(&p->shutdown, true);
+		atomic_store(&p->stop, true);
+	}
+	for (struct na_pod *p = a->pod_list; p; p = p->next)
+		if (p->thread_started) {
+			pthread_join(p->thread, NULL);
+			p->thread_started = false;
+		}
 	int64_t deadline = na_now_ms() + 10000;
 	for (struct na_pod *p = a->pod_list; p; p = p->next)
 		kill_all(p, SIGTERM);

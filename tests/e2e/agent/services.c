@@ -77,16 +77,6 @@ void na_pod_hosts_write(struct na_agent *a, struct na_pod *p)
 		json_object_put(svcs);
 }
 
-static void sync_hosts(struct na_agent *a, json_object *svcs)
-{
-	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
-	for (struct na_pod *p = a->pod_list; p; p = p->next) {
-		if (!p->net_ready || p->deleted)
-			continue;
-		hosts_one(p, svcs, &b);
-	}
-	op_buf_done(&b);
-}
 void na_services_sync(struct na_agent *a)
 {
 	json_object *svcs = kube_informer_list(a->svcs, NULL);
@@ -129,7 +119,6 @@ void na_services_sync(struct na_agent *a)
 		free(parts[i]);
 	free(parts);
 	na_svc_rules_free(&rules);
-	sync_hosts(a, svcs);
 	if (slices)
 		json_object_put(slices);
 	if (svcs)
