@@ -29,7 +29,7 @@ static int load_file(const char *path, json_object **ret, struct op_err *err)
 		return r;
 	_cleanup_(op_json_putp) json_object *docs = NULL;
 	r = op_yaml_or_json_parse_docs(op_buf_str(&b), b.len, NULL, &docs, err);
-	if (r)
+	if (r < 0)
 		return op_err_prefix(err, "%s: ", path);
 	if (json_object_array_length(docs) != 1)
 		return op_err_set(err, -EINVAL, "%s: expected one Cluster document", path);

@@ -450,6 +450,7 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		r = patch_current_primary(rn, err);
 		if (r)
 			return r;
+		current = rn->cluster->status.current_primary; /* replaced by the patch */
 	}
 	if (primary && (!current || strcmp(current, me) == 0 || !*current) &&
 	    time(NULL) - rn->last_slots >= 5) {

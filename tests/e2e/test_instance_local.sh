@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# tests/e2e/test_instance_local.sh - the instance manager without Kubernetes.
+#
+# Runs `pgop instance init` and `run` for a primary and `join` + `run` for a
+# standby, as the `postgres` OS user (PostgreSQL refuses root), in a temp dir,
+# with certificates made by certtool and the Cluster read from a file
+# (--cluster-file). Checks /pg/status over TLS (primary, timeline, streaming
+# standby, HA slot), the operator-certificate rules of the POST endpoints,
+# `pgop instance status`, `pgop bootstrap`, and a clean SIGTERM shutdown.
+# Usage: test_instance_local.sh [PGOP_BIN]. Prints "N passed, N failed".
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+PGOP_BIN=${1:-${PGOP_BIN:-}}
+[[ -x $PGOP_BIN ]] || e2e_fail "pgop binary not found (argument 1 or PGOP_BIN)"
+PGOP_BIN=$(realpath "$PGOP_BIN")
+for tool in certtool curl setpriv jq psql; do
+	command -v "$tool" >/dev/null || e2e_fail "$tool is required"
+done
+id postgres >/dev/null 2>&1 || e2e_fail "the postgres OS user is required"
+[[ $(id -u) -eq 0 ]] || e2e_fail "must run as root (setpriv to postgres)"
+
+PASS=0
+FAIL=0
+check() { # check NAME CMD...
+	local name=$1
+	shift
+	if "$@"; then
+		PASS=$((PASS + 1))
+		e2e_log "ok: $name"
+	else
+		FAIL=$((FAIL + 1))
+		e2e_log "FAIL: $name"
+		return 1
+	fi
+}
+
+T=$(mktemp -d /tmp/pgop-inst.XXXXXX)
+chmod 755 "$T"
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 1 100); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null
+	done
+	# postgres children left behind by a killed manager (own process groups)
+	for d in "$T"/i1/pgdata "$T"/i2/pgdata; do
+		if [[ -f $d/postmaster.pid ]]; then
+			kill -QUIT "$(head -1 "$d/postmaster.pid")" 2>/dev/null
+		fi
+	done
+	if [[ ${KEEP_TMP:-0} != 1 ]]; then rm -rf "$T"; fi
+}
+trap cleanup EXIT
+
+base=$((20000 + RANDOM % 20000))
+P1=$base P2=$((base + 1)) S1=$((base + 2)) S2=$((base + 3))
+C=pgtest
+
+# ---- certificates -------------------------------------------------------
+mkdir -p "$T/certs/server" "$T/certs/ca" "$T/certs/replication" "$T/pki" \
+	"$T/secrets/app" "$T/secrets/superuser"
+cd "$T/pki" || exit 1
+tmpl() { printf '%s\n' "$@" >"$1.tmpl.tmp" && mv "$1.tmpl.tmp" "$1.tmpl"; }
+gen_key() { certtool --generate-privkey --key-type=ecdsa --outfile "$1.key" 2>/dev/null; }
+printf 'cn = %s\nca\ncert_signing_key\nexpiration_days = 30\n' "$C" >ca.tmpl
+gen_key ca && certtool --generate-self-signed --load-privkey ca.key --template ca.tmpl \
+	--outfile ca.crt 2>/dev/null || e2e_fail "CA"
+leaf() { # leaf NAME TEMPLATE-LINES (signed by ca, or by SIGNER)
+	local name=$1 signer=${SIGNER:-ca}
+	shift
+	printf '%s\n' "$@" "expiration_days = 30" >"$name.tmpl"
+	gen_key "$name" && certtool --generate-certificate --load-privkey "$name.key" \
+		--load-ca-certificate "$signer.crt" --load-ca-privkey "$signer.key" \
+		--template "$name.tmpl" --outfile "$name.crt" 2>/dev/null || e2e_fail "cert $name"
+}
+leaf server "cn = $C-rw" "dns_name = $C-rw" "dns_name = localhost" "ip_address = 127.0.0.1" \
+	tls_www_server signing_key encryption_key
+leaf replication "cn = streaming_replica" tls_www_client signing_key
+leaf operator "cn = pgop-operator" tls_www_client signing_key
+leaf intruder "cn = someone-else" tls_www_client signing_key
+printf 'cn = rogue\nca\ncert_signing_key\nexpiration_days = 30\n' >rogue.tmpl
+gen_key rogue && certtool --generate-self-signed --load-privkey rogue.key --template rogue.tmpl \
+	--outfile rogue.crt 2>/dev/null
+SIGNER=rogue leaf untrusted "cn = pgop-operator" tls_www_client signing_key
+cp server.crt "$T/certs/server/tls.crt" && cp server.key "$T/certs/server/tls.key"
+cp ca.crt "$T/certs/ca/ca.crt"
+cp replication.crt "$T/certs/replication/tls.crt" && cp replication.key "$T/certs/replication/tls.key"
+printf 'app-secret-pw' >"$T/secrets/app/password"
+printf 'su-secret-pw' >"$T/secrets/superuser/password"
+cd / || exit 1
+
+# ---- the Cluster --------------------------------------------------------
+cat >"$T/cluster.json" <<EOF
+{"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster",
+ "metadata":{"name":"$C","namespace":"default","resourceVersion":"1"},
+ "spec":{"instances":2,"imageName":"ghcr.io/cloudnative-pg/postgresql:15",
+  "enableSuperuserAccess":true,
+  "postgresql":{"parameters":{"max_connections":"50","shared_buffers":"16MB",
+    "port":"9999","log_min_duration_statement":"1s"},
+    "pg_hba":["host all all 10.0.0.0/8 scram-sha-256"]},
+  "bootstrap":{"initdb":{"database":"app","owner":"app",
+    "postInitApplicationSQL":["CREATE TABLE pgop_probe(id int)"]}},
+  "storage":{"size":"1Gi"}},
+ "status":{"instanceNames":["$C-1","$C-2"],"targetPrimary":"$C-1","currentPrimary":""}}
+EOF
+
+"$PGOP_BIN" bootstrap "$T/pgop"
+check "pgop bootstrap copies the binary with mode 0755" \
+	test "$(stat -c %a "$T/pgop")" = 755 -a -s "$T/pgop"
+cmp -s "$PGOP_BIN" "$T/pgop" || e2e_fail "bootstrap copy differs"
+chown -R postgres: "$T"
+
+# setpriv execs (runuser forks and forwards signals its own way): $! is pgop itself.
+AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+as_pg() { "${AS_PG[@]}" "$@"; }
+common() { # common N
+	echo --pgdata "$T/i$1/pgdata" --controller-dir "$T/i$1/controller" --certs-dir "$T/certs" \
+		--secrets-dir "$T/secrets" --cluster-file "$T/cluster.json" --pod-name "$C-$1" \
+		--cluster-name "$C"
+}
+CURL=(curl -sS --max-time 10 --cacert "$T/pki/ca.crt")
+status() { "${CURL[@]}" "https://127.0.0.1:$1/pg/status"; }
+
+# ---- primary ------------------------------------------------------------
+e2e_log "instance init (primary)"
+# shellcheck disable=SC2046
+as_pg "$T/pgop" instance init $(common 1) >"$T/init1.log" 2>&1
+check "instance init exits 0" test $? -eq 0 || cat "$T/init1.log" >&2
+check "init wrote the includes into postgresql.conf" \
+	grep -q "include 'custom.conf'" "$T/i1/pgdata/postgresql.conf"
+check "custom.conf keeps the operator port over the user's" \
+	grep -q "^port = '5432'" "$T/i1/pgdata/custom.conf"
+
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(common 1) --port "$P1" --status-listen "127.0.0.1:$S1" \
+	>"$T/run1.log" 2>&1 &
+PIDS+=($!)
+RUN1=$!
+if ! e2e_wait_for "${CURL[*]} -f https://127.0.0.1:$S1/readyz" 60; then
+	tail -20 "$T/run1.log" >&2
+	tail -20 "$T/i1/controller/log/postgres.csv" >&2 2>/dev/null
+fi
+S=$(status "$S1")
+check "primary /pg/status says isPrimary" test "$(jq -r .isPrimary <<<"$S")" = true
+check "primary /pg/status has timeline 1" test "$(jq -r .timeLineID <<<"$S")" = 1
+check "primary /pg/status has a systemID and currentLsn" \
+	test -n "$(jq -r '.systemID // empty' <<<"$S")" -a -n "$(jq -r '.currentLsn // empty' <<<"$S")"
+check "loadedConfigurationHash is the sha256 in custom.conf" \
+	grep -q "cnpg.config_sha256 = '$(jq -r .loadedConfigurationHash <<<"$S")'" \
+	"$T/i1/pgdata/custom.conf"
+check "pod name reported" test "$(jq -r .pod.metadata.name <<<"$S")" = "$C-1"
+check "healthz 200" "${CURL[@]}" -f -o /dev/null "https://127.0.0.1:$S1/healthz"
+check "unknown path 404" test "$("${CURL[@]}" -o /dev/null -w '%{http_code}' \
+	"https://127.0.0.1:$S1/nope")" = 404
+check "app database owned by app, postInitApplicationSQL ran" \
+	test "$(as_pg psql -h "$T/i1/controller/run" -p "$P1" -U postgres -d app -Atc \
+		"SELECT pg_get_userbyid(d.datdba) || count(t.*) FROM pg_database d \
+		 LEFT JOIN pg_tables t ON t.tablename = 'pgop_probe' \
+		 WHERE d.datname = 'app' GROUP BY d.datdba")" = app1
+check "app owner password works over TLS (scram)" \
+	env PGPASSWORD=app-secret-pw PGSSLMODE=require psql -h 127.0.0.1 -p "$P1" -U app -d app \
+	-Atc "SELECT current_user" -q
+check "streaming_replica role has REPLICATION" test "$(as_pg psql -h "$T/i1/controller/run" \
+	-p "$P1" -U postgres -Atc "SELECT rolreplication FROM pg_roles WHERE rolname='streaming_replica'")" = t
+
+# ---- operator-only endpoints --------------------------------------------
+code() { "${CURL[@]}" -o /dev/null -w '%{http_code}' -X POST "$@"; }
+check "POST /pg/reload without a client cert: 401" \
+	test "$(code "https://127.0.0.1:$S1/pg/reload")" = 401
+check "POST /pg/reload with a cert from another CA: 401" \
+	test "$(code --cert "$T/pki/untrusted.crt" --key "$T/pki/untrusted.key" \
+		"https://127.0.0.1:$S1/pg/reload")" = 401
+check "POST /pg/reload with another CN: 403" \
+	test "$(code --cert "$T/pki/intruder.crt" --key "$T/pki/intruder.key" \
+		"https://127.0.0.1:$S1/pg/reload")" = 403
+check "POST /pg/reload with the operator cert: 202" \
+	test "$(code --cert "$T/pki/operator.crt" --key "$T/pki/operator.key" \
+		"https://127.0.0.1:$S1/pg/reload")" = 202
+
+# ---- standby ------------------------------------------------------------
+e2e_log "instance join (standby)"
+# shellcheck disable=SC2046
+as_pg "$T/pgop" instance join $(common 2) --primary-host 127.0.0.1 --primary-port "$P1" \
+	>"$T/join2.log" 2>&1
+check "instance join exits 0" test $? -eq 0 || cat "$T/join2.log" >&2
+check "standby.signal written" test -f "$T/i2/pgdata/standby.signal"
+check "override.conf names the HA slot" \
+	grep -q "primary_slot_name = '_cnpg_pgtest_2'" "$T/i2/pgdata/override.conf"
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(common 2) --port "$P2" --status-listen "127.0.0.1:$S2" \
+	--primary-host 127.0.0.1 --primary-port "$P1" >"$T/run2.log" 2>&1 &
+PIDS+=($!)
+RUN2=$!
+streaming() {
+	status "$S1" | jq -e '.replicationInfo[]? | select(.applicationName=="pgtest-2" and .state=="streaming")'
+}
+if ! e2e_wait_for streaming 60; then
+	tail -20 "$T/run2.log" >&2
+	tail -5 "$T/i2/controller/log/postgres.csv" >&2 2>/dev/null
+fi
+check "primary sees pgtest-2 streaming in replicationInfo" streaming
+slot_active() {
+	status "$S1" | jq -e '.replicationSlotsInfo[] | select(.slotName=="_cnpg_pgtest_2" and .active)' \
+		>/dev/null
+}
+check "primary keeps an active HA slot for pgtest-2" slot_active
+S=$(status "$S2")
+check "standby /pg/status: not primary, WAL receiver active" \
+	test "$(jq -r '.isPrimary,.isWalReceiverActive' <<<"$S" | tr '\n' ' ')" = "false true "
+check "pgop instance status prints the standby's status" \
+	bash -o pipefail -c "'$T/pgop' instance status --url https://127.0.0.1:$S2/pg/status | jq -e '.pod.name==\"pgtest-2\"'" \
+	>/dev/null
+
+# ---- configuration change reloads ---------------------------------------
+sed -i 's/"log_min_duration_statement":"1s"/"log_min_duration_statement":"2s"/' "$T/cluster.json"
+reloaded() {
+	test "$(as_pg psql -h "$T/i1/controller/run" -p "$P1" -U postgres -Atc \
+		"SHOW log_min_duration_statement")" = 2s
+}
+e2e_wait_for reloaded 20
+check "a Cluster change is rendered and reloaded" reloaded
+
+# ---- shutdown -----------------------------------------------------------
+kill -TERM "$RUN2" "$RUN1"
+wait "$RUN2"
+rc2=$?
+wait "$RUN1"
+rc1=$?
+PIDS=()
+check "SIGTERM: both managers exit 0" test "$rc1$rc2" = 00
+check "SIGTERM: postgres stopped (no postmaster.pid)" \
+	test ! -e "$T/i1/pgdata/postmaster.pid" -a ! -e "$T/i2/pgdata/postmaster.pid"
+
+echo "$PASS passed, $FAIL failed"
+[[ $FAIL -eq 0 ]]
