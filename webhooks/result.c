@@ -22,6 +22,8 @@ void wh_result_done(struct wh_result *res)
 }
 
 /* vasprintf through the abort-on-OOM policy. */
+static char *vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 static char *vformat(const char *fmt, va_list ap)
 {
 	va_list ap2;
