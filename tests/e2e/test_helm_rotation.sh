@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# e2e-timeout: 600
+# Certificate rotation under load, chart mode self, 2 replicas, short lifetimes
+# (CA 9m, leaf 8m: both are back-dated 5 min, so the leaf renews ~20 s after issuance and
+# the CA ~60 s after), check period 5 s, settle 3 s:
+#  - a client loops `kubectl apply --dry-run=server` while the leader renews the leaf at
+#    least twice and rotates the CA once (new CA published, leaf re-issued from it, old CA
+#    dropped): zero failed requests, both replicas served requests, every observed
+#    caBundle is CA-only;
+#  - killing the leader pod (SIGKILL, no Lease release): another replica takes the Lease
+#    and keeps rotating.
+# Prints METRIC rotation_requests, rotation_failed_requests (must be 0), leaf/CA rotations.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
+if [ ! -x "$PGOP_BIN" ]; then
+	e2e_log "skip: pgop binary not built ($PGOP_BIN)"
+	exit 77
+fi
+export PGOP_BIN
+e2e_up
+e2e_agent_up
+command -v helm >/dev/null || e2e_fail "helm not in PATH ($PATH)"
+CHART=$(cd "$E2E_DIR/../../charts/pgop" && pwd)
+. "$E2E_DIR/helm_lib.sh"
+
+ns=$(e2e_ns helm-rot)
+tmp=$(mktemp -d)
+load_pid=
+cleanup() {
+	[ -z "$load_pid" ] || kill "$load_pid" 2>/dev/null || true
+	wait 2>/dev/null || true
+	helm uninstall r1 -n "$ns" >/dev/null 2>&1 || true
+	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+	e2e_down
+}
+trap cleanup EXIT
+
+helm install r1 "$CHART" -n "$ns" --set 'watchNamespaces={pgop-e2e-none}' \
+	--set certificate.caLifetime=9m --set certificate.leafLifetime=8m \
+	--set certificate.checkIntervalSeconds=5 --set certificate.settleSeconds=3 \
+	--wait --timeout 180s >"$tmp/install.out" 2>&1 ||
+	{ cat "$tmp/install.out"; helm_debug "$ns" r1; e2e_fail "helm install"; }
+helm_cluster_yaml "$ns" ok1 >"$tmp/valid.yaml"
+
+fp() { helm_secret_key "$ns" "$1" "$2" 2>/dev/null | sha256sum | cut -c1-16; }
+
+# load: one request at a time, as fast as kubectl goes; results appended to files
+load() {
+	while [ ! -f "$tmp/stop" ]; do
+		if out=$(kubectl apply --dry-run=server -f "$tmp/valid.yaml" 2>&1); then
+			echo ok >>"$tmp/ok"
+		else
+			echo "$(date +%T) $out" >>"$tmp/failed"
+		fi
+	done
+}
+touch "$tmp/ok" "$tmp/failed"
+load &
+load_pid=$!
+
+# watch the Secrets until 2 leaf renewals and 1 completed CA rotation, checking the
+# caBundles at every step
+ca0=$(fp r1-pgop-ca ca.crt)
+leaf_prev=$(fp r1-pgop-tls tls.crt)
+leaf_changes=0 ca_changes=0 ca_prev=$ca0
+deadline=$(($(date +%s) + 300))
+while :; do
+	sleep 2
+	leaf=$(fp r1-pgop-tls tls.crt)
+	ca=$(fp r1-pgop-ca ca.crt)
+	[ "$leaf" == "$leaf_prev" ] || { leaf_changes=$((leaf_changes + 1)); leaf_prev=$leaf; }
+	[ "$ca" == "$ca_prev" ] || { ca_changes=$((ca_changes + 1)); ca_prev=$ca; }
+	for kind in validating mutating; do
+		helm_bundle "$kind" "$ns-r1-pgop" >"$tmp/b.pem"
+		n=$(helm_split_pem "$tmp/b.pem" "$tmp/split")
+		for ((i = 1; i <= n; i++)); do
+			openssl x509 -in "$tmp/split/cert-$i.pem" -noout -text | grep -q "CA:TRUE" ||
+				e2e_fail "$kind caBundle held a non-CA certificate"
+		done
+	done
+	# done when the CA rotated and its old CA left the bundle, and the leaf renewed twice
+	if [ "$ca_changes" -ge 1 ] && [ "$leaf_changes" -ge 3 ] && helm_bundle_is_ca_secret "$ns" r1; then
+		break
+	fi
+	[ "$(date +%s)" -lt "$deadline" ] ||
+		e2e_fail "rotations not seen in time (leaf $leaf_changes, CA $ca_changes)"
+done
+sleep 5 # a few more requests after the old CA was dropped
+touch "$tmp/stop"
+wait "$load_pid" || true
+load_pid=
+ok=$(wc -l <"$tmp/ok")
+failed=$(wc -l <"$tmp/failed")
+e2e_log "rotation under load: $ok requests admitted, $failed failed; leaf renewed $leaf_changes times, CA rotated $ca_changes times"
+echo "METRIC rotation_requests=$((ok + failed))"
+echo "METRIC rotation_failed_requests=$failed"
+echo "METRIC rotation_leaf_renewals=$leaf_changes"
+echo "METRIC rotation_ca_rotations=$ca_changes"
+[ "$failed" -eq 0 ] || { head -5 "$tmp/failed"; e2e_fail "$failed requests failed during rotation"; }
+[ "$ok" -ge 20 ] || e2e_fail "too few requests ($ok)"
+helm_check_bundles "$ns" r1 "$tmp"
+grep -q "CAPromoted" <<<"$(kubectl -n "$ns" get events -o jsonpath='{.items[*].reason}')" ||
+	e2e_fail "no CAPromoted event"
+
+# both replicas served admission requests (their own /metrics)
+for ip in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[*].status.podIP}'); do
+	served=$(curl -sk --max-time 5 "https://$ip:9443/metrics" |
+		awk '/^pgop_http_requests_total\{path="\/validate-postgresql-cnpg-io-v1-cluster"/ {s += $NF} END {print s + 0}')
+	e2e_log "replica $ip served $served validation requests"
+	[ "$served" -gt 0 ] || e2e_fail "replica $ip served no validation request"
+done
+
+# kill the leader (no graceful Lease release): another replica takes over and rotates
+leader=$(kubectl -n "$ns" get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')
+[ -n "$leader" ] || e2e_fail "no certificate Lease holder"
+e2e_log "killing the leader $leader"
+leaf_before=$(fp r1-pgop-tls tls.crt)
+kubectl -n "$ns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
+e2e_wait_for "[ -n \"\$(kubectl -n $ns get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')\" ] && [ \"\$(kubectl -n $ns get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')\" != $leader ]" 60 ||
+	e2e_fail "nobody took the Lease from $leader"
+new_leader=$(kubectl -n "$ns" get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')
+e2e_log "new leader: $new_leader"
+e2e_wait_for "[ \"\$(helm_secret_key $ns r1-pgop-tls tls.crt | sha256sum | cut -c1-16)\" != $leaf_before ]" 60 ||
+	e2e_fail "the new leader did not renew the leaf"
+e2e_wait_for "kubectl apply --dry-run=server -f $tmp/valid.yaml" 30 || e2e_fail "admission after the leader change"
+helm_check_bundles "$ns" r1 "$tmp"
+e2e_log "helm rotation: all checks passed"
