@@ -345,6 +345,9 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 {
 	int64_t want_n = r->c->spec.instances;
 	bool in_progress = false;
+	size_t live = 0;
+	for (size_t i = 0; i < inv->n; i++)
+		live += !inv->v[i].pod_terminating;
 	/* 1. bootstrap jobs */
 	for (size_t i = 0; i < json_object_array_length(inv->jobs); i++) {
 		json_object *j = json_object_array_get_idx(inv->jobs, i);
@@ -370,7 +373,9 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 			in_progress = true;
 			continue;
 		}
-		if (!find_by_name(inv->pods, pod)) {
+		json_object *pvc = find_by_name(inv->pvcs, pod);
+		if (!find_by_name(inv->pods, pod) && (int64_t)live < want_n && pvc &&
+		    !terminating(pvc)) {
 			int ret = create_pod(r, serial);
 			if (ret < 0)
 				return ret;
@@ -383,9 +388,6 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 	}
 	if (in_progress)
 		return 1;
-	size_t live = 0;
-	for (size_t i = 0; i < inv->n; i++)
-		live += !inv->v[i].pod_terminating;
 
 	/* 2. first instance */
 	if (inv->n == 0 && r->want.latest_generated_node == 0) {
