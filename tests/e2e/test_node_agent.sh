@@ -95,6 +95,9 @@ for p in "${pods[@]}"; do
 	e2e_assert_eq "Running true" "$(k get pod "$p" -o jsonpath='{.status.phase} {.status.containerStatuses[0].ready}')" "pod $p"
 done
 
+# kubectl logs goes through the agent's kubelet API (containerLogs)
+e2e_assert_contains "$(k logs "${pods[0]}" --tail=50)" "serving HTTPS" "kubectl logs"
+
 # 4. Services: one for both, one selecting only the second pod
 k label pod "${pods[1]}" pick=b >/dev/null
 k apply -f - >/dev/null <<EOF

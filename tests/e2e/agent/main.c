@@ -130,6 +130,7 @@ static void heal_network(struct na_agent *a)
 static int run(struct opts *o)
 {
 	struct na_agent a = { 0 };
+	struct na_kubelet *kubelet = NULL;
 	pthread_mutex_init(&a.mu, NULL);
 	struct op_err err = OP_ERR_INIT;
 	int rc = 1;
@@ -189,6 +190,11 @@ static int run(struct opts *o)
 	if (na_net_up(&a.net, &err) < 0) {
 		op_log_error("bridge", "error", err.msg);
 		goto out;
+	}
+	kubelet = na_kubelet_start(a.state_dir, a.host_ip, 10250, &err);
+	if (!kubelet) {
+		op_log_warn("kubelet API (kubectl logs) unavailable", "error", err.msg);
+		op_err_clear(&err);
 	}
 	_cleanup_free_ char *fs = op_asprintf("spec.nodeName=%s", a.node_name);
 	if (start_informer(&a, KUBE_PODS, fs, &a.pods, &err) < 0 ||
@@ -265,6 +271,7 @@ out:;
 			pthread_join(th[k], NULL);
 		kube_informer_free(all[k]);
 	}
+	na_kubelet_stop(kubelet);
 	na_pods_stop_all(&a);
 	if (a.net.up)
 		na_net_down(&a.net);

@@ -265,6 +265,17 @@ void na_provision(struct na_agent *a);
 void na_services_sync(struct na_agent *a);
 /* Writes the pod's hosts file now (before its first container starts). */
 void na_pod_hosts_write(struct na_agent *a, struct na_pod *p);
+/* kubelet.c: GET /containerLogs/<ns>/<pod>/<container>[?tailLines=N] on
+ * ip:port over HTTPS (self-signed), for `kubectl logs`. */
+struct na_kubelet;
+struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int port,
+				    struct op_err *err);
+void na_kubelet_stop(struct na_kubelet *k);
+/* Log file for a kubelet URL path into ret_path: -ENOENT other paths,
+ * -EINVAL unsafe components. Pure (tested). */
+int na_log_path(const char *state_dir, const char *url, struct op_buf *ret_path);
+/* The last n lines of b (n < 0: all). Borrowed pointer into b. */
+const char *na_tail_lines(const struct op_buf *b, long n);
 /* Partition state: STATE/partition/<ip> files. */
 int na_partition_list(const char *state_dir, char ***ret_ips, size_t *ret_n);
 

@@ -70,15 +70,14 @@ static int node_status(struct na_agent *a, struct op_err *err)
 	if (rc == 0)
 		rc = op_buf_addf(
 			&b,
-			"],\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
-			"{\"type\":\"Hostname\",\"address\":\"%s\"}],"
+			"],\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"}],"
 			"\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},"
 			"\"nodeInfo\":{\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\","
 			"\"kernelVersion\":\"%s\",\"osImage\":\"pgop e2e\","
 			"\"containerRuntimeVersion\":\"pgop-node-agent://0.1\","
 			"\"kubeletVersion\":\"v1.34.1\",\"kubeProxyVersion\":\"v1.34.1\","
 			"\"operatingSystem\":\"linux\",\"architecture\":\"amd64\"}}}",
-			a->host_ip, a->node_name, u.release);
+			a->host_ip, u.release);
 	if (rc < 0) {
 		op_buf_done(&b);
 		return op_err_set(err, rc, "node status too large");

@@ -265,6 +265,36 @@ static void test_run(void **state)
 	op_buf_done(&out);
 }
 
+static void test_kubelet_logs(void **state)
+{
+	(void)state;
+	struct op_buf p = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(na_log_path("/s", "/containerLogs/ns-1/web-0/pgop", &p), 0);
+	assert_string_equal(op_buf_str(&p), "/s/logs/ns-1_web-0_pgop.log");
+	static const char *const bad[] = {
+		"/containerLogs/ns/pod",         "/containerLogs/ns/pod/c/extra",
+		"/containerLogs/../pod/c",       "/containerLogs/ns//c",
+		"/containerLogs/ns/p%2F/c",      "/containerLogs/ns/pod/..",
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++)
+		assert_int_equal(na_log_path("/s", bad[i], &p), -EINVAL);
+	assert_int_equal(na_log_path("/s", "/pods", &p), -ENOENT);
+	op_buf_done(&p);
+
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(op_buf_adds(&b, "a\nb\nc\n"), 0);
+	assert_string_equal(na_tail_lines(&b, -1), "a\nb\nc\n");
+	assert_string_equal(na_tail_lines(&b, 0), "");
+	assert_string_equal(na_tail_lines(&b, 1), "c\n");
+	assert_string_equal(na_tail_lines(&b, 2), "b\nc\n");
+	assert_string_equal(na_tail_lines(&b, 3), "a\nb\nc\n");
+	assert_string_equal(na_tail_lines(&b, 10), "a\nb\nc\n");
+	op_buf_reset(&b);
+	assert_int_equal(op_buf_adds(&b, "x\ny"), 0); /* no final newline */
+	assert_string_equal(na_tail_lines(&b, 1), "y");
+	op_buf_done(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_nft_render), cmocka_unit_test(test_hosts),
 		cmocka_unit_test(test_field_ref),  cmocka_unit_test(test_expand_vars),
 		cmocka_unit_test(test_files),      cmocka_unit_test(test_run),
+		cmocka_unit_test(test_kubelet_logs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
