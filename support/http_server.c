@@ -51,6 +51,7 @@ struct op_http_server {
 	_Atomic int64_t in_flight;
 	_Atomic uint64_t cert_swaps;
 	_Atomic bool ready;
+	_Atomic bool draining;        /* set by op_http_server_free: responses close */
 	void *userdata;
 	bool (*ready_fn)(void *userdata);
 	size_t max_body;
@@ -64,6 +65,7 @@ struct conn_state {
 };
 
 struct req_state {
+	struct op_http_server *srv;
 	size_t route;        /* index into the route space; srv->n_paths - 1 = unmatched */
 	uint64_t start_ns;
 	struct op_buf body;
@@ -206,6 +208,8 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct req_state
 				   unsigned status, const char *content_type, struct op_buf *body,
 				   const char *allow, bool close)
 {
+	/* While draining, tell keep-alive clients to go elsewhere. */
+	close = close || atomic_load_explicit(&rq->srv->draining, memory_order_relaxed);
 	size_t len = 0;
 	char *data = op_buf_take(body, &len);
 	struct MHD_Response *resp =
@@ -377,6 +381,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	if (!rq) {
 		rq = op_calloc(1, sizeof(*rq));
+		rq->srv = srv;
 		rq->start_ns = now_ns();
 		rq->body = OP_BUF_INIT(srv->max_body);
 		rq->method = op_strndup(method, 16);
@@ -626,6 +631,7 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 	for (size_t i = 0; i < srv->n_paths; i++)
 		op_hist_init(&srv->latency[i], &op_hist_bounds_http);
 	atomic_init(&srv->ready, true);
+	atomic_init(&srv->draining, false);
 	srv->userdata = cfg->userdata;
 	srv->ready_fn = cfg->ready_fn;
 	srv->max_body = cfg->max_body ? cfg->max_body : OP_BUF_MAX_HTTP_BODY;
@@ -675,6 +681,7 @@ void op_http_server_free(struct op_http_server *srv)
 	if (!srv)
 		return;
 	if (srv->daemon) {
+		atomic_store(&srv->draining, true);
 		MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
 		if (fd != MHD_INVALID_SOCKET)
 			close(fd);

@@ -114,6 +114,7 @@ struct resp {
 	struct op_buf body;
 	char *subject; /* peer leaf subject from CURLINFO_CERTINFO */
 	char *allow;
+	bool conn_close; /* the response said Connection: close */
 	int curl_rc;
 };
 
@@ -144,6 +145,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 		free(r->allow);
 		r->allow = op_strndup(v, len);
 	}
+	if (sz * n >= 17 && strncasecmp(p, "Connection: close", 17) == 0)
+		r->conn_close = true;
 	return sz * n;
 }
 
@@ -335,6 +338,7 @@ static void test_keepalive(void **state)
 		struct resp r;
 		do_request(c, port, &o, &r);
 		assert_int_equal(r.code, steps[i].code);
+		assert_false(r.conn_close);
 		if (i > 0 && r.new_connections != 0)
 			fail_msg("step %zu (%s %s) opened a new connection", i, steps[i].method,
 				 steps[i].path);
@@ -708,6 +712,7 @@ static void test_bad_config(void **state)
 struct slow_client {
 	uint16_t port;
 	long code;
+	bool conn_close;
 };
 
 static void *slow_thread(void *arg)
@@ -716,6 +721,7 @@ static void *slow_thread(void *arg)
 	struct resp r;
 	get(s->port, "/slow", &r);
 	s->code = r.code;
+	s->conn_close = r.conn_close;
 	resp_done(&r);
 	return NULL;
 }
@@ -740,6 +746,7 @@ static void test_graceful_stop(void **state)
 	op_http_server_free(srv); /* drains: the slow request still gets its 200 */
 	pthread_join(t, NULL);
 	assert_int_equal(s.code, 200);
+	assert_true(s.conn_close); /* and is told not to come back on this connection */
 }
 
 static void test_ipv6_listen(void **state)
