@@ -71,6 +71,28 @@ if [ "$rc" -eq 1 ] && grep -q "bad.yaml: default/too-many-sync: spec.maxSyncRepl
 else
 	fail "a denied Cluster exits 1 and names spec.maxSyncReplicas (exit $rc: $out)"
 fi
+# UPDATE: the stored object (--old) had 10Gi; shrinking the volume is refused.
+cat >"$tmp/new.yaml" <<'YAML'
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata:
+  name: grow
+spec:
+  instances: 3
+  storage:
+    size: 1Gi
+YAML
+sed 's/size: 1Gi/size: 10Gi/' "$tmp/new.yaml" >"$tmp/old.yaml"
+"$PGOP" validate -f "$tmp/new.yaml" >/dev/null 2>&1
+rc_create=$?
+out=$("$PGOP" validate -f "$tmp/new.yaml" --old "$tmp/old.yaml" -o json 2>/dev/null)
+rc=$?
+if [ "$rc_create" -eq 0 ] && [ "$rc" -eq 1 ] && grep -q '"operation": "UPDATE"' <<<"$out" &&
+	grep -q '"field": "spec.storage' <<<"$out"; then
+	pass "--old makes it an UPDATE: shrinking storage is denied (CREATE alone admitted)"
+else
+	fail "--old makes it an UPDATE (create exit $rc_create, update exit $rc: $out)"
+fi
 printf 'kind: [unterminated\n' >"$tmp/broken.yaml"
 "$PGOP" validate -f "$tmp/broken.yaml" >/dev/null 2>&1
 rc=$?
