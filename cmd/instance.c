@@ -5,6 +5,7 @@
  * --status-listen and the directory flags exist for local testing without
  * Kubernetes (tests/e2e/test_instance_local.sh). */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,21 @@ static int common(struct instance_opts *o, struct inst_paths *p)
 				  .controller_dir = o->controller_dir, .certs_dir = o->certs_dir,
 				  .secrets_dir = o->secrets_dir, .pg_bindir = o->pg_bindir };
 	inst_paths_default(p);
+	/* PostgreSQL programs find each other through PATH (pg_rewind, pg_ctl). */
+	const char *path = getenv("PATH");
+	size_t bl = strlen(p->pg_bindir);
+	bool on_path = false;
+	for (const char *s = path; s && *s;) {
+		const char *e = strchr(s, ':');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		on_path |= l == bl && strncmp(s, p->pg_bindir, bl) == 0;
+		s = e ? e + 1 : s + l;
+	}
+	if (!on_path) {
+		_cleanup_free_ char *np = op_asprintf("%s%s%s", p->pg_bindir, path && *path ? ":" : "",
+						      path ? path : "");
+		setenv("PATH", np, 1);
+	}
 	op_log_set_level(o->log_level);
 	op_log_set_component("instance");
 	return 0;

@@ -223,6 +223,18 @@ static int configure_new_instance(const struct inst_init_opts *o, const struct a
 		return r;
 	r = inst_pg_exec(conn, "CREATE ROLE streaming_replica WITH REPLICATION LOGIN", 0, NULL,
 			 NULL, err);
+	/* pg_rewind connects as streaming_replica (CNPG grants the same). */
+	static const char *const rewind_grants[] = {
+		"GRANT EXECUTE ON FUNCTION pg_catalog.pg_ls_dir(text, boolean, boolean) "
+		"TO streaming_replica",
+		"GRANT EXECUTE ON FUNCTION pg_catalog.pg_stat_file(text, boolean) "
+		"TO streaming_replica",
+		"GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_binary_file(text) TO streaming_replica",
+		"GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_binary_file(text, bigint, bigint, "
+		"boolean) TO streaming_replica",
+	};
+	for (size_t i = 0; r == 0 && i < OP_ARRAY_SIZE(rewind_grants); i++)
+		r = inst_pg_exec(conn, rewind_grants[i], 0, NULL, NULL, err);
 	r = r ? r : exec_ident(conn, "CREATE ROLE", owner, " LOGIN", err);
 	if (r)
 		return r;

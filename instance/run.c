@@ -352,6 +352,12 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 
 /* ---- role handling ---- */
 
+/* name is set, not "pending" and not me. */
+static bool is_other(const char *name, const char *me)
+{
+	return name && *name && strcmp(name, me) != 0 && strcmp(name, "pending") != 0;
+}
+
 static int patch_current_primary(struct runner *rn, struct op_err *err)
 {
 	char ts[32];
@@ -443,8 +449,7 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		return op_err_set(err, -ESHUTDOWN, "demotion requested");
 	if (!primary && ((target && strcmp(target, me) == 0) || (req & INST_REQ_PROMOTE)))
 		return promote(rn, conn, err);
-	if (primary && target && *target && strcmp(target, me) != 0 &&
-	    strcmp(target, "pending") != 0)
+	if (primary && is_other(target, me))
 		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
 	if (primary && (!current || !*current) && rn->bootstrapped_primary) {
 		r = patch_current_primary(rn, err);
@@ -524,6 +529,33 @@ static void make_session_id(char *out, size_t n)
 		 b[13], b[14], b[15]);
 }
 
+/* A former primary whose Cluster targets another instance waits until that
+ * instance has promoted (currentPrimary == targetPrimary) before rewinding
+ * (CNPG: ErrNextLoop in verifyPgDataCoherenceForPrimary). -ECANCELED on
+ * SIGTERM/SIGINT. */
+static int wait_switchover(struct runner *rn, const sigset_t *set, struct op_err *err)
+{
+	for (unsigned i = 0;; i++) {
+		const char *tgt = rn->cluster->status.target_primary;
+		const char *cur = rn->cluster->status.current_primary;
+		if (!is_other(tgt, rn->o->pod_name) || (cur && strcmp(cur, tgt) == 0))
+			return 0;
+		if (i % 15 == 0)
+			op_log_info("former primary: waiting for the new primary to promote",
+				    "targetPrimary", tgt, "currentPrimary", cur ? cur : "");
+		struct timespec to = { 2, 0 };
+		int sig = sigtimedwait(set, NULL, &to);
+		if (sig == SIGTERM || sig == SIGINT)
+			return op_err_set(err, -ECANCELED, "stopped while waiting for a switchover");
+		struct api_cluster *c = NULL;
+		struct op_err e = OP_ERR_INIT;
+		if (inst_cluster_load(rn->src, &c, &e) == 0) {
+			api_cluster_free(rn->cluster);
+			rn->cluster = c;
+		}
+	}
+}
+
 int inst_run(const struct inst_run_opts *o, struct op_err *err)
 {
 	sigset_t set;
@@ -572,6 +604,8 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 	op_log_info("status server listening", "listen",
 		    o->status_listen ? o->status_listen : INST_STATUS_LISTEN);
 	rn.bootstrapped_primary = !is_standby_dir(o->paths.pgdata);
+	if (rn.bootstrapped_primary && (r = wait_switchover(&rn, &set, err)))
+		goto out;
 	const char *cur = rn.cluster->status.current_primary;
 	const char *tgt = rn.cluster->status.target_primary;
 	if (rn.bootstrapped_primary && cur && *cur && strcmp(cur, o->pod_name) != 0 &&
@@ -595,6 +629,7 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 		if (sig == SIGTERM || sig == SIGINT) {
 			op_log_info("signal received: shutting down", "signal", strsignal(sig));
 			stop_pg(&rn, false);
+			op_log_info("postgres stopped, exiting");
 			r = 0;
 			break;
 		}

@@ -229,6 +229,42 @@ reloaded() {
 e2e_wait_for reloaded 20
 check "a Cluster change is rendered and reloaded" reloaded
 
+# ---- switchover: promote pgtest-2, the old primary rewinds and follows ----
+set_status() { # set_status JQ-EXPR
+	jq "$1" "$T/cluster.json" >"$T/cluster.json.new" && mv "$T/cluster.json.new" "$T/cluster.json"
+	chmod 644 "$T/cluster.json"
+}
+e2e_log "switchover to $C-2"
+set_status '.status.targetPrimary = "pgtest-2"'
+i2_primary() { test "$(status "$S2" | jq -r .isPrimary)" = true; }
+e2e_wait_for i2_primary 60 || tail -20 "$T/run2.log" >&2
+check "targetPrimary=pgtest-2: the standby promotes" i2_primary
+check "the new primary is on timeline 2" test "$(status "$S2" | jq -r .timeLineID)" = 2
+e2e_wait_for "! kill -0 $RUN1" 60
+wait "$RUN1"
+rc1=$?
+check "the old primary shuts down and exits non-zero (pod restart)" test "$rc1" -ne 0
+set_status '.status.currentPrimary = "pgtest-2"' # what the new primary's status patch does
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(common 1) --port "$P1" --status-listen "127.0.0.1:$S1" \
+	--primary-host 127.0.0.1 --primary-port "$P2" >"$T/run1b.log" 2>&1 &
+PIDS=("$RUN2" $!)
+RUN1=$!
+follows() {
+	status "$S2" | jq -e '.replicationInfo[]? | select(.applicationName=="pgtest-1" and .state=="streaming")' \
+		>/dev/null
+}
+e2e_wait_for follows 90 || tail -20 "$T/run1b.log" >&2
+check "the old primary ran pg_rewind" grep -q "pg_rewind" "$T/run1b.log"
+check "the old primary streams from the new one" follows
+check "the old primary reports isPrimary false" \
+	test "$(status "$S1" | jq -r .isPrimary)" = false
+slot1() {
+	status "$S2" | jq -e '.replicationSlotsInfo[] | select(.slotName=="_cnpg_pgtest_1" and .active)' \
+		>/dev/null
+}
+check "the new primary keeps the HA slot of the old one" slot1
+
 # ---- shutdown -----------------------------------------------------------
 kill -TERM "$RUN2" "$RUN1"
 wait "$RUN2"
