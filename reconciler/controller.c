@@ -265,6 +265,12 @@ bool rc_controller_synced(struct rc_controller *c)
 	return true;
 }
 
+static void *stop_informer(void *inf)
+{
+	kube_informer_stop(inf);
+	return NULL;
+}
+
 void rc_controller_stop(struct rc_controller *c)
 {
 	if (!c || atomic_exchange(&c->stopping, true))
@@ -273,10 +279,23 @@ void rc_controller_stop(struct rc_controller *c)
 	for (unsigned i = 0; i < c->n_workers; i++)
 		pthread_join(c->workers[i], NULL);
 	c->n_workers = 0;
+	/* each stop waits up to ~1 s for its watch to notice: stop them in parallel */
+	size_t n = 0, max = RC_INF__COUNT * c->n_inf_ns;
+	pthread_t *th = op_calloc(max, sizeof(pthread_t));
+	struct kube_informer **which = op_calloc(max, sizeof(*which));
 	for (int k = 0; k < RC_INF__COUNT; k++)
 		for (size_t i = 0; c->inf[k] && i < c->n_inf_ns; i++)
-			if (c->inf[k][i])
-				kube_informer_stop(c->inf[k][i]);
+			if (c->inf[k][i]) {
+				which[n] = c->inf[k][i];
+				if (pthread_create(&th[n], NULL, stop_informer, which[n]) == 0)
+					n++;
+				else
+					kube_informer_stop(which[n]);
+			}
+	for (size_t i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	free(which);
 }
 
 struct rc_controller *rc_controller_free(struct rc_controller *c)
