@@ -205,6 +205,7 @@ struct runner {
 	pid_t pid;
 	bool bootstrapped_primary;   /* no standby.signal when we started */
 	time_t last_slots;
+	bool pending_restart;        /* last seen, to log the change once */
 };
 
 static bool is_standby_dir(const char *pgdata)
@@ -451,7 +452,12 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		return promote(rn, conn, err);
 	if (primary && is_other(target, me))
 		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
-	if (primary && (!current || !*current) && rn->bootstrapped_primary) {
+	bool current_me = current && strcmp(current, me) == 0;
+	bool target_me = target && strcmp(target, me) == 0;
+	/* Claim currentPrimary: first bootstrap, or a promotion whose patch
+	 * failed earlier (retried every tick until it sticks). */
+	if (primary && !current_me && (target_me || ((!current || !*current) &&
+						      rn->bootstrapped_primary))) {
 		r = patch_current_primary(rn, err);
 		if (r)
 			return r;
@@ -463,6 +469,14 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		r = keep_slots(rn, conn, err);
 		if (r)
 			return r;
+	}
+	_cleanup_free_ char *pending = NULL;
+	if (inst_pg_value(conn, "SELECT EXISTS(SELECT 1 FROM pg_settings WHERE pending_restart)::text",
+			  0, NULL, &pending, NULL) == 0) {
+		bool p = pending && strcmp(pending, "true") == 0;
+		if (p && !rn->pending_restart)
+			op_log_info("a parameter change needs a restart (pendingRestart)");
+		rn->pending_restart = p;
 	}
 	if (req & INST_REQ_RESTART)
 		return 1;
