@@ -444,9 +444,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		snprintf(status, sizeof(status), "%u", rq->status);
 		snprintf(dur, sizeof(dur), "%.3f", (double)ns / 1e6);
 		snprintf(out, sizeof(out), "%zu", rq->bytes_out);
-		const char *why = rq->error ? rq->error
-			: toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? "connection ended before the response was sent"
-								      : NULL;
+		const char *why = rq->error;
+		if (!why && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+			why = "connection ended before the response was complete";
 		op_log_kv(failed ? OP_LOG_WARN : OP_LOG_DEBUG, "http request", "method", rq->method,
 			  "path", rq->path, "status", status, "duration_ms", dur, "bytes_out", out,
 			  "peer", rq->peer, why ? "error" : NULL, why, (const char *)NULL);
