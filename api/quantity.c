@@ -125,9 +125,9 @@ static int scale_up(const char *s, __int128 mant, int bin, int dec, __int128 *re
 
 int api_quantity_parse_exact(const char *s, struct api_quantity *ret, struct op_err *err)
 {
-	bool neg;
-	__int128 mant, nano;
-	int bin, dec;
+	bool neg = false;
+	__int128 mant = 0, nano = 0;
+	int bin = 0, dec = 0;
 	int r = parse_parts(s, &neg, &mant, &bin, &dec, err);
 	if (r < 0)
 		return r;
@@ -140,9 +140,9 @@ int api_quantity_parse_exact(const char *s, struct api_quantity *ret, struct op_
 
 int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err)
 {
-	bool neg;
-	__int128 mant, v;
-	int bin, dec;
+	bool neg = false;
+	__int128 mant = 0, v = 0;
+	int bin = 0, dec = 0;
 	int r = parse_parts(s, &neg, &mant, &bin, &dec, err);
 	if (r < 0)
 		return r;
