@@ -4,7 +4,7 @@
 #include "support/yaml_emit.h"
 
 #include <errno.h>
-#include <inttypes.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +50,7 @@ static int emit(struct emit_ctx *c, yaml_event_t *ev, struct op_err *err)
 static bool plain_is_ambiguous(const char *s)
 {
 	static const char *const words[] = { "y", "n", "yes", "no", "on", "off", "true", "false",
-					     "null", "~" };
+					     "null", "~", "<<" };
 	if (!*s)
 		return true;
 	for (size_t i = 0; i < OP_ARRAY_SIZE(words); i++)
@@ -64,22 +64,27 @@ static bool plain_is_ambiguous(const char *s)
 	return false;
 }
 
-static int emit_scalar(struct emit_ctx *c, const char *s, bool is_string, struct op_err *err)
+static int emit_scalar(struct emit_ctx *c, const char *s, size_t len, bool is_string,
+		       struct op_err *err)
 {
 	yaml_event_t ev;
 	yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
 	int plain_implicit = 1;
 	if (is_string) {
-		if (strchr(s, '\n')) {
+		if (memchr(s, '\n', len)) {
 			style = YAML_LITERAL_SCALAR_STYLE;
 			plain_implicit = 0;
 		} else if (plain_is_ambiguous(s)) {
 			plain_implicit = 0;
 		}
 	}
-	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s),
+	if (len > INT32_MAX)
+		return op_err_set(err, -EMSGSIZE, "YAML scalar too large");
+	/* libyaml refuses text that is not UTF-8 (a !!binary value may hold any
+	 * bytes); allocation failure is the only other cause */
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len,
 					  plain_implicit, 1, style))
-		return op_err_set(err, -ENOMEM, "cannot build YAML event");
+		return op_err_set(err, -EINVAL, "YAML emitter: string is not valid UTF-8");
 	return emit(c, &ev, err);
 }
 
@@ -98,12 +103,15 @@ static int emit_node(struct emit_ctx *c, json_object *o, int depth, struct op_er
 		return op_err_set(err, -ELOOP, "YAML output nesting deeper than %d", OP_YAML_EMIT_MAX_DEPTH);
 	switch (json_object_get_type(o)) {
 	case json_type_null:
-		return emit_scalar(c, "null", false, err);
+		return emit_scalar(c, "null", 4, false, err);
 	case json_type_boolean:
-		return emit_scalar(c, json_object_get_boolean(o) ? "true" : "false", false, err);
+		return json_object_get_boolean(o) ? emit_scalar(c, "true", 4, false, err)
+						  : emit_scalar(c, "false", 5, false, err);
 	case json_type_int:
-		snprintf(num, sizeof(num), "%" PRId64, json_object_get_int64(o));
-		return emit_scalar(c, num, false, err);
+		/* json-c prints int64 and uint64 (past INT64_MAX) alike */
+		snprintf(num, sizeof(num), "%s",
+			 json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		return emit_scalar(c, num, strlen(num), false, err);
 	case json_type_double:
 		snprintf(num, sizeof(num), "%.17g", json_object_get_double(o));
 		if (!strpbrk(num, ".eEni")) {
@@ -111,9 +119,10 @@ static int emit_node(struct emit_ctx *c, json_object *o, int depth, struct op_er
 			if (l + 3 <= sizeof(num))
 				memcpy(num + l, ".0", 3);
 		}
-		return emit_scalar(c, num, false, err);
+		return emit_scalar(c, num, strlen(num), false, err);
 	case json_type_string:
-		return emit_scalar(c, json_object_get_string(o), true, err);
+		return emit_scalar(c, json_object_get_string(o),
+				   (size_t)json_object_get_string_len(o), true, err);
 	case json_type_array: {
 		if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
 							  YAML_BLOCK_SEQUENCE_STYLE))
@@ -146,7 +155,7 @@ static int emit_node(struct emit_ctx *c, json_object *o, int depth, struct op_er
 		if (r < 0)
 			return r;
 		for (i = 0; i < n; i++) {
-			r = emit_scalar(c, keys[i], true, err);
+			r = emit_scalar(c, keys[i], strlen(keys[i]), true, err);
 			if (r < 0)
 				return r;
 			r = emit_node(c, json_object_object_get(o, keys[i]), depth + 1, err);

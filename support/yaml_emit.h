@@ -19,7 +19,8 @@
 
 /* Appends obj (borrowed) rendered as YAML to out (caller-owned; its cap
  * applies: -EMSGSIZE). On failure out is left as it was. Returns 0,
- * -EMSGSIZE, -ELOOP, -ENOMEM or -EINVAL (emitter error). */
+ * -EMSGSIZE, -ELOOP, -ENOMEM or -EINVAL (a string that is not UTF-8, or
+ * another emitter error). Strings may hold NUL bytes (double-quoted "\0"). */
 int op_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err);
 
 #endif

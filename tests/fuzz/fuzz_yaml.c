@@ -7,7 +7,12 @@
  *     none of them null, and it serializes to JSON that op_json_parse reads
  *     back to an equal value (so the output is always valid JSON);
  *   - failure returns -EINVAL or -EMSGSIZE with a message, and no output;
- *   - the same input gives the same answer twice.
+ *   - the same input gives the same answer twice;
+ *   - with reject_duplicate_keys the answer is the same, or -EINVAL naming a
+ *     duplicate key;
+ *   - every document rendered by op_yaml_emit (support/yaml_emit) reads back
+ *     to the same value (inputs with !!binary may hold bytes that are not
+ *     UTF-8, which the emitter refuses with -EINVAL).
  * Seeds: tests/fuzz/corpus/yaml/.
  */
 #include <errno.h>
@@ -16,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/buf.h"
 #include "support/err.h"
 #include "support/json.h"
 #include "support/yaml.h"
+#include "support/yaml_emit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -88,6 +95,31 @@ static void check_ok(json_object *docs, int n)
 	json_object_put(back);
 }
 
+/* op_yaml_emit each document and read it back. */
+static void check_emit(json_object *docs, bool may_fail)
+{
+	size_t n = json_object_array_length(docs);
+	for (size_t i = 0; i < n; i++) {
+		json_object *doc = json_object_array_get_idx(docs, i);
+		struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_FILE);
+		struct op_err err = OP_ERR_INIT;
+		int r = op_yaml_emit(doc, &out, &err);
+		if (r < 0) {
+			if (!may_fail || r != -EINVAL || out.len != 0)
+				abort();
+			op_buf_done(&out);
+			continue;
+		}
+		json_object *back = NULL;
+		struct op_yaml_limits big = { .max_depth = lim.max_depth + 1 };
+		if (op_yaml_parse_docs(op_buf_str(&out), out.len, &big, &back, &err) != 1 ||
+		    !same(doc, json_object_array_get_idx(back, 0)))
+			abort();
+		json_object_put(back);
+		op_buf_done(&out);
+	}
+}
+
 static int run(const char *in, size_t size, bool sniff, char **ret_sig)
 {
 	json_object *docs = NULL;
@@ -101,6 +133,8 @@ static int run(const char *in, size_t size, bool sniff, char **ret_sig)
 		return r;
 	}
 	check_ok(docs, r);
+	if (!sniff)
+		check_emit(docs, memmem(in, size, "binary", 6) != NULL);
 	*ret_sig = strdup(json_object_to_json_string_ext(docs, JSON_C_TO_STRING_PLAIN));
 	json_object_put(docs);
 	return r;
@@ -118,5 +152,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(a);
 		free(b);
 	}
+	/* strict keys: same documents, or a duplicate-key error */
+	struct op_yaml_limits strict = lim;
+	strict.reject_duplicate_keys = true;
+	json_object *lax = NULL, *docs = NULL;
+	struct op_err e1 = OP_ERR_INIT, e2 = OP_ERR_INIT;
+	int r1 = op_yaml_parse_docs(in, size, &lim, &lax, &e1);
+	int r2 = op_yaml_parse_docs(in, size, &strict, &docs, &e2);
+	if (r2 >= 0 && (r1 != r2 || !json_object_equal(lax, docs)))
+		abort();
+	if (r2 < 0 && r1 >= 0 && (r2 != -EINVAL || !strstr(e2.msg, "duplicate key")))
+		abort();
+	json_object_put(lax);
+	json_object_put(docs);
 	return 0;
 }

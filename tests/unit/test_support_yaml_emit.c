@@ -101,12 +101,51 @@ static void test_yaml_emit_exact(void **state)
 	op_buf_done(&out);
 }
 
+/* Values the loader can produce that are hard to print: uint64 past
+ * INT64_MAX, NUL and control bytes, the merge key as a string, non-UTF-8. */
+static void test_yaml_emit_edge_values(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
+	json_object_object_add(o, "<<", json_object_new_string("<<"));
+	json_object_object_add(o, "big", json_object_new_uint64(18446744073709551615ULL));
+	json_object_object_add(o, "nul", json_object_new_string_len("a\0b\x01c\r\n", 7));
+	json_object_object_add(o, "sp", json_object_new_string("  lead\ntrail  \n"));
+	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_emit(o, &out, &err), 0);
+	assert_non_null(strstr(op_buf_str(&out), "big: 18446744073709551615\n"));
+	json_object *docs = NULL;
+	if (op_yaml_parse_docs(op_buf_str(&out), out.len, NULL, &docs, &err) != 1)
+		fail_msg("%s\n%s", err.msg, op_buf_str(&out));
+	json_object *back = json_object_array_get_idx(docs, 0);
+	assert_string_equal(op_json_str_at(back, "<<"), "<<");
+	assert_int_equal(json_object_get_string_len(json_object_object_get(back, "nul")), 7);
+	assert_memory_equal(json_object_get_string(json_object_object_get(back, "nul")),
+			    "a\0b\x01c\r\n", 7);
+	assert_true(json_object_equal(o, back));
+	json_object_put(docs);
+	op_buf_done(&out);
+
+	/* bytes that are not UTF-8: -EINVAL, the buffer as it was */
+	_cleanup_(op_json_putp) json_object *bad = json_object_new_object();
+	json_object_object_add(bad, "k", json_object_new_string("\xf9\xac"));
+	struct op_buf keep = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(op_buf_adds(&keep, "x"), 0);
+	err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_emit(bad, &keep, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "UTF-8"));
+	assert_string_equal(op_buf_str(&keep), "x");
+	op_buf_done(&keep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_yaml_emit_roundtrip),
 		cmocka_unit_test(test_yaml_emit_cap),
 		cmocka_unit_test(test_yaml_emit_exact),
+		cmocka_unit_test(test_yaml_emit_edge_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
