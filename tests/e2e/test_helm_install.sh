@@ -75,8 +75,11 @@ e2e_assert_contains "$(kubectl apply --dry-run=server -f "$tmp/valid.yaml" 2>&1)
 e2e_assert_fails kubectl apply --dry-run=server -f "$tmp/invalid.yaml"
 
 # 3. helm test: pgop selftest in a pod
-helm test r1 -n "$ns1" --logs >"$tmp/test.out" 2>&1 || { cat "$tmp/test.out"; e2e_fail "helm test r1"; }
-e2e_assert_contains "$(cat "$tmp/test.out")" "selftest passed" "helm test output"
+helm test r1 -n "$ns1" --timeout 120s >"$tmp/test.out" 2>&1 ||
+	{ cat "$tmp/test.out"; kubectl -n "$ns1" logs r1-pgop-selftest 2>&1 | tail -5; e2e_fail "helm test r1"; }
+e2e_assert_eq Succeeded "$(kubectl -n "$ns1" get pod r1-pgop-selftest -o jsonpath='{.status.phase}')" \
+	"selftest pod phase"
+e2e_assert_match "$(cat "$tmp/test.out")" "Phase: +Succeeded" "helm test output"
 
 # 4. caBundles: CA only, equal to the CA Secret, trusting the served leaf
 helm_check_bundles "$ns1" r1 "$tmp"
