@@ -147,6 +147,19 @@ static json_object *str_array(const char *const *v, size_t n)
 	return a;
 }
 
+/* The instance's identity as flags too (the same values as the POD_NAME,
+ * NAMESPACE and CLUSTER_NAME environment): explicit and easy to read in
+ * `ps`, and independent of how the instance manager reads its environment. */
+static void identity_args(json_object *cmd, const struct api_cluster *c, const char *pod)
+{
+	jpush(cmd, jstr("--cluster-name"));
+	jpush(cmd, jstr(c->metadata.name));
+	jpush(cmd, jstr("--namespace"));
+	jpush(cmd, jstr(c->metadata.namespace_ ? c->metadata.namespace_ : "default"));
+	jpush(cmd, jstr("--pod-name"));
+	jpush(cmd, jstr(pod));
+}
+
 /* The pod spec of an instance (command NULL) or of a Job (command given). */
 static json_object *pod_spec(const struct api_cluster *c, const struct rc_settings *s,
 			     int64_t serial, json_object *command)
@@ -177,7 +190,9 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 		jset(pg, "command", command);
 	} else {
 		static const char *const run[] = { "/controller/pgop", "instance", "run" };
-		jset(pg, "command", str_array(run, OP_ARRAY_SIZE(run)));
+		json_object *cmd = str_array(run, OP_ARRAY_SIZE(run));
+		identity_args(cmd, c, pod);
+		jset(pg, "command", cmd);
 		json_object *ports = jarr();
 		json_object *p = jobj();
 		jsets(p, "name", "postgresql");
@@ -299,12 +314,14 @@ static char *initdb_flags(const struct api_initdb *i)
 	return r < 0 ? op_strdup("") : op_buf_take(&b, NULL);
 }
 
-static json_object *job_command(const struct api_cluster *c, enum rc_job_role role)
+static json_object *job_command(const struct api_cluster *c, int64_t serial, enum rc_job_role role)
 {
 	json_object *a = jarr();
 	jpush(a, jstr("/controller/pgop"));
 	jpush(a, jstr("instance"));
 	jpush(a, jstr(role == RC_JOB_JOIN ? "join" : "init"));
+	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
+	identity_args(a, c, pod);
 	if (c->spec.wal_storage.present) {
 		jpush(a, jstr("--pg-wal"));
 		jpush(a, jstr(WAL_MOUNT "/pg_wal"));
@@ -368,7 +385,7 @@ int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64
 	jsets(tl, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
 	jset(tm, "labels", tl);
 	jset(tmpl, "metadata", tm);
-	json_object *ps = pod_spec(c, s, serial, job_command(c, role));
+	json_object *ps = pod_spec(c, s, serial, job_command(c, serial, role));
 	jsets(ps, "restartPolicy", "Never");
 	jset(tmpl, "spec", ps);
 	*ret = o;

@@ -160,6 +160,16 @@ static json_object *find_named(json_object *arr, const char *name)
 	return NULL;
 }
 
+static bool has_arg_pair(json_object *cmd, const char *flag, const char *value)
+{
+	size_t n = json_object_array_length(cmd);
+	for (size_t i = 0; i + 1 < n; i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(cmd, i)), flag) == 0 &&
+		    strcmp(json_object_get_string(json_object_array_get_idx(cmd, i + 1)), value) == 0)
+			return true;
+	return false;
+}
+
 static void test_pod(void **state)
 {
 	struct api_cluster *c = decode(cluster_json);
@@ -182,7 +192,10 @@ static void test_pod(void **state)
 	assert_str_at(pg, "name", "postgres");
 	assert_str_at(pg, "image", "ghcr.io/cloudnative-pg/postgresql:15");
 	json_object *cmd = op_json_at(pg, "command");
-	assert_int_equal(json_object_array_length(cmd), 3);
+	assert_int_equal(json_object_array_length(cmd), 9);
+	assert_true(has_arg_pair(cmd, "--pod-name", "cluster-example-1"));
+	assert_true(has_arg_pair(cmd, "--namespace", "db"));
+	assert_true(has_arg_pair(cmd, "--cluster-name", "cluster-example"));
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 0)),
 			    "/controller/pgop");
 	assert_str_at(pg, "readinessProbe.httpGet.path", "/readyz");
@@ -222,16 +235,6 @@ static void test_pod(void **state)
 	api_cluster_free(c);
 }
 
-static bool has_arg_pair(json_object *cmd, const char *flag, const char *value)
-{
-	size_t n = json_object_array_length(cmd);
-	for (size_t i = 0; i + 1 < n; i++)
-		if (strcmp(json_object_get_string(json_object_array_get_idx(cmd, i)), flag) == 0 &&
-		    strcmp(json_object_get_string(json_object_array_get_idx(cmd, i + 1)), value) == 0)
-			return true;
-	return false;
-}
-
 static void test_jobs(void **state)
 {
 	struct api_cluster *c = decode(cluster_json);
@@ -264,6 +267,7 @@ static void test_jobs(void **state)
 			 "command");
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 2)), "join");
 	assert_true(has_arg_pair(cmd, "--primary-host", "cluster-example-rw"));
+	assert_true(has_arg_pair(cmd, "--pod-name", "cluster-example-4"));
 	json_object_put(j);
 	api_cluster_free(c);
 
