@@ -7,7 +7,7 @@
 # uid echoed, 400 on garbage, 405 on GET, 415 on a wrong Content-Type, 413 on a
 # 4 MiB body, TLS below 1.2 refused, health/readiness/metrics, a certificate
 # replaced on disk is served without restart, the server still serves after all
-# that, and SIGTERM stops it cleanly (exit 0).
+# that, SIGTERM stops it cleanly (exit 0), and SIGHUP forces a certificate reload.
 #
 # Usage: tests/e2e/test_webhook_https.sh [PGOP_BINARY]   (default $PGOP_BIN)
 # Builds nothing. Needs curl, and certtool (gnutls-bin) or openssl.
@@ -82,7 +82,7 @@ env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT \
 pid=$!
 port=
 for _ in $(seq 100); do
-	port=$(sed -n 's/.*"msg":"serving HTTPS".*"port":"\([0-9]*\)".*/\1/p' "$tmp/controller.log")
+	port=$(sed -n 's/.*"msg":"serving HTTPS".*"port":"\([0-9]*\)".*/\1/p' "$tmp/controller.log" 2>/dev/null)
 	[ -n "$port" ] && break
 	kill -0 "$pid" 2>/dev/null || break
 	sleep 0.1
@@ -234,6 +234,44 @@ if grep -q '"no cluster access: serving admission webhooks only"' "$tmp/controll
 else
 	fail "the log says it serves admission webhooks only (no cluster access)"
 fi
+
+# ---- SIGHUP forces a reload (polling effectively off) ------------------------------
+cp "$tmp/a/tls.crt" "$tmp/a/tls.key" "$tmp/live/"
+env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT \
+	"$PGOP" controller --tls-cert-file "$tmp/live/tls.crt" --tls-key-file "$tmp/live/tls.key" \
+	--listen 127.0.0.1:0 --cert-poll-interval 3600 </dev/null >"$tmp/controller2.log" 2>&1 &
+pid=$!
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's/.*"msg":"serving HTTPS".*"port":"\([0-9]*\)".*/\1/p' "$tmp/controller2.log" 2>/dev/null)
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+base=https://127.0.0.1:$port
+CA=$tmp/a/tls.crt
+c=$(code "$base/healthz")
+detail="status $c"
+check "second controller serves certificate A" test "$c" = 200
+cp "$tmp/b/tls.key" "$tmp/live/.k" && mv "$tmp/live/.k" "$tmp/live/tls.key"
+cp "$tmp/b/tls.crt" "$tmp/live/.c" && mv "$tmp/live/.c" "$tmp/live/tls.crt"
+sleep 1.5
+c=$(code "$base/healthz")
+detail="status $c"
+check "without SIGHUP (1 h poll) the old certificate is still served" test "$c" = 200
+kill -HUP "$pid"
+hup=no
+for _ in $(seq 30); do
+	if [ "$(CA=$tmp/b/tls.crt code "$base/healthz")" = 200 ]; then hup=yes; break; fi
+	sleep 0.1
+done
+detail=$(tail -3 "$tmp/controller2.log")
+check "SIGHUP reloads the certificate at once" test "$hup" = yes
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+detail="exit status $rc"
+check "second controller stops with status 0" test "$rc" = 0
 
 if [ "$failed" -gt 0 ]; then
 	echo "--- controller log (last 30 lines) ---"
