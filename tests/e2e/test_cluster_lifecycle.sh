@@ -63,9 +63,23 @@ e2e_wait_for "grep -q '\"reconciler started\"' '$tmp/controller.log'" 30 || e2e_
 e2e_wait_for "grep -q 'leading (Lease acquired)' '$tmp/controller.log'" 60 || e2e_fail "no leadership"
 
 status() { k get cluster $C -o jsonpath="{.status.$1}" 2>/dev/null; }
+# healthy_with N: 0 when healthy with N ready instances; exits the test on a terminal phase.
+healthy_with() {
+	local phase
+	phase=$(status phase)
+	case $phase in
+	"Cluster is unrecoverable"* | "Invalid cluster definition")
+		e2e_fail "terminal phase '$phase': $(status phaseReason)" ;;
+	esac
+	[ "$phase" = "Cluster in healthy state" ] && [ "$(status readyInstances)" = "$1" ]
+}
 wait_healthy() { # N TIMEOUT
-	e2e_wait_for "[ \"\$(kubectl -n $ns get cluster $C -o jsonpath='{.status.phase}')\" = 'Cluster in healthy state' ] && [ \"\$(kubectl -n $ns get cluster $C -o jsonpath='{.status.readyInstances}')\" = $1 ]" "$2" 2 ||
-		e2e_fail "cluster not healthy with $1 ready instances (phase '$(status phase)', ready '$(status readyInstances)')"
+	local deadline=$(($(date +%s) + $2))
+	until healthy_with "$1"; do
+		[ "$(date +%s)" -lt "$deadline" ] ||
+			e2e_fail "cluster not healthy with $1 ready instances after $2 s (phase '$(status phase)', ready '$(status readyInstances)')"
+		sleep 2
+	done
 }
 sql() { # POD SQL
 	"$AGENT" --state-dir "$AGENT_STATE" exec "$ns/$1" -c postgres -- \
@@ -75,7 +89,7 @@ sql() { # POD SQL
 # ---- 1. 3 instances -------------------------------------------------------------------
 t0=$(date +%s)
 sed 's/instances: 3/instances: 3/' "$SAMPLES/cluster-example.yaml" | k apply -f - >/dev/null
-wait_healthy 3 900
+wait_healthy 3 600
 t_healthy=$(($(date +%s) - t0))
 echo "METRIC cluster_3_instances_healthy_s=$t_healthy"
 e2e_log "healthy with 3 instances in ${t_healthy}s"
@@ -111,7 +125,7 @@ e2e_wait_for "[ \"\$(eps $C-ro)\" = '$want_ro' ]" 60 || e2e_fail "-ro endpoints:
 # ---- 4. scale 3 -> 5 -> 2 -------------------------------------------------------------
 t0=$(date +%s)
 k patch cluster $C --type merge -p '{"spec":{"instances":5}}' >/dev/null
-wait_healthy 5 900
+wait_healthy 5 600
 echo "METRIC cluster_scale_3_to_5_s=$(($(date +%s) - t0))"
 e2e_assert_eq "$C-1 $C-2 $C-3 $C-4 $C-5" "$(status 'instanceNames[*]')" "instanceNames after scale up"
 e2e_wait_for "[ \"\$(sql $C-1 \"select count(*) from pg_stat_replication where state = 'streaming'\")\" = 4 ]" 120 ||
