@@ -28,6 +28,7 @@
 #define RC_LABEL_USER_TYPE "cnpg.io/userType"
 #define RC_LABEL_RELOAD "cnpg.io/reload"
 #define RC_ANN_NODE_SERIAL "cnpg.io/nodeSerial"
+#define RC_ANN_PVC_STATUS "cnpg.io/pvcStatus" /* "ready" once the bootstrap Job completed */
 
 #define RC_ROLE_PRIMARY "primary"
 #define RC_ROLE_REPLICA "replica"

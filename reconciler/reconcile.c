@@ -257,6 +257,25 @@ static int set_role(struct rc_run *r, struct inventory *inv, const char *pod, co
 	return ret;
 }
 
+/* CNPG's cnpg.io/pvcStatus=ready: the volume holds an initialized instance
+ * (its bootstrap Job completed), so a Pod may be started on it. */
+static bool pvc_ready(json_object *pvc)
+{
+	json_object *a = op_json_at(pvc, "metadata.annotations"), *v = NULL;
+	return a && json_object_object_get_ex(a, RC_ANN_PVC_STATUS, &v) &&
+	       str_eq(json_object_get_string(v), "ready");
+}
+
+static int mark_pvc_ready(struct rc_run *r, const char *name)
+{
+	json_object *p = jobj();
+	jsets(jchild(jchild(p, "metadata"), "annotations"), RC_ANN_PVC_STATUS, "ready");
+	int ret = kube_patch(r->ctl->kc, KUBE_PVCS, r->ns, name, KUBE_PATCH_MERGE,
+			     json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
+	json_object_put(p);
+	return ret == -ENOENT ? 0 : ret;
+}
+
 static int create_instance_objects(struct rc_run *r, int64_t serial, enum rc_job_role role)
 {
 	json_object *o = NULL;
@@ -374,6 +393,11 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 			continue;
 		}
 		json_object *pvc = find_by_name(inv->pvcs, pod);
+		if (pvc && !pvc_ready(pvc)) {
+			int ret = mark_pvc_ready(r, kube_obj_name(pvc));
+			if (ret < 0)
+				return ret;
+		}
 		if (!find_by_name(inv->pods, pod) && (int64_t)live < want_n && pvc &&
 		    !terminating(pvc)) {
 			int ret = create_pod(r, serial);
@@ -412,7 +436,8 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		json_object *pvc = json_object_array_get_idx(inv->pvcs, i);
 		const char *pod = label(pvc, RC_LABEL_INSTANCE_NAME);
 		int64_t serial;
-		if (!str_eq(label(pvc, RC_LABEL_PVC_ROLE), "PG_DATA") || terminating(pvc) || !pod ||
+		if (!str_eq(label(pvc, RC_LABEL_PVC_ROLE), "PG_DATA") || terminating(pvc) ||
+		    !pvc_ready(pvc) || !pod ||
 		    api_pod_serial(r->name, pod, &serial, NULL) < 0 || find_by_name(inv->pods, pod))
 			continue;
 		_cleanup_free_ char *j1 = rc_job_name(r->name, serial, RC_JOB_INITDB);
