@@ -349,6 +349,31 @@ static int add_b64(json_object *data, const char *key, const char *pem)
 	return v ? op_json_set(data, key, v) : -ENOMEM;
 }
 
+/* The Secrets belong to the release's Service (ownerReference, no
+ * blockOwnerDeletion): `helm uninstall` deletes the Service and the garbage
+ * collector then deletes them. Best effort: without the Service, no owner. */
+static void set_owner(struct pki_cm *cm, json_object *md)
+{
+	_cleanup_(op_json_putp) json_object *svc = NULL;
+	if (kube_get(cm->c, KUBE_SERVICES, cm->cfg.ns, cm->cfg.service, &svc, NULL) < 0)
+		return;
+	const char *uid = kube_obj_uid(svc);
+	if (!uid)
+		return;
+	json_object *ref = json_object_new_object();
+	json_object *refs = json_object_new_array();
+	if (!ref || !refs || op_json_set(ref, "apiVersion", json_object_new_string("v1")) < 0 ||
+	    op_json_set(ref, "kind", json_object_new_string("Service")) < 0 ||
+	    op_json_set(ref, "name", json_object_new_string(cm->cfg.service)) < 0 ||
+	    op_json_set(ref, "uid", json_object_new_string(uid)) < 0 ||
+	    json_object_array_add(refs, ref) < 0) {
+		json_object_put(ref);
+		json_object_put(refs);
+		return;
+	}
+	op_json_set(md, "ownerReferences", refs);
+}
+
 /* Creates or replaces (PUT with the resourceVersion read) a Secret; *obj is
  * replaced by the server's copy. */
 static int put_secret(struct pki_cm *cm, json_object **obj, json_object *want, struct op_err *err)
@@ -359,6 +384,7 @@ static int put_secret(struct pki_cm *cm, json_object **obj, json_object *want, s
 	if (!md || !labels || !v || op_json_set(labels, "app.kubernetes.io/managed-by", v) < 0 ||
 	    op_json_set(md, "labels", labels) < 0)
 		return op_err_set(err, -ENOMEM, "cannot build Secret metadata");
+	set_owner(cm, md);
 	json_object *out = NULL;
 	int r;
 	if (*obj) {

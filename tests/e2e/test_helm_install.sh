@@ -11,7 +11,8 @@
 #  - a second release in another namespace installs side by side;
 #  - helm upgrade with changed values (webhook timeout, log level) keeps the caBundle and
 #    admission working;
-#  - helm uninstall removes the release; the CRD stays (helm never deletes crds/).
+#  - helm uninstall removes the release and pgop's Secrets; the CRD stays (helm never
+#    deletes crds/).
 # Prints METRIC helm_install_to_first_admitted_ms.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -127,11 +128,13 @@ e2e_assert_ok kubectl apply --dry-run=server -f "$tmp/valid.yaml"
 e2e_log "helm upgrade done"
 
 # 8. uninstall: release objects go; the CRD stays (helm never deletes crds/); the CA and
-# serving Secrets pgop created go with the namespace (they are not helm's).
+# serving Secrets pgop created are owned by the Service and garbage-collected.
 helm uninstall r2 -n "$ns2" --wait >/dev/null
 helm uninstall r1 -n "$ns1" --wait >/dev/null
 e2e_assert_fails kubectl get validatingwebhookconfiguration "$ns1-r1-pgop"
 e2e_assert_fails kubectl get mutatingwebhookconfiguration "$ns2-r2-pgop"
 e2e_assert_ok kubectl get crd clusters.postgresql.cnpg.io
+e2e_wait_for "! kubectl -n $ns1 get secret r1-pgop-ca r1-pgop-tls -o name 2>/dev/null | grep -q ." 30 ||
+	e2e_fail "the certificate Secrets were not garbage-collected after uninstall"
 e2e_log "uninstalled; CRD clusters.postgresql.cnpg.io kept"
 e2e_log "helm install: all checks passed"

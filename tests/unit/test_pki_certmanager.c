@@ -270,6 +270,11 @@ static void test_install_from_nothing(void **state)
 {
 	struct fx f = fx_new(0, 0, 2);
 	store_whcs();
+	pthread_mutex_lock(&store_lock);
+	put_obj("/api/v1/namespaces/" NS "/services/r-pgop",
+		json_tokener_parse("{\"kind\":\"Service\",\"metadata\":{\"name\":\"r-pgop\","
+				   "\"uid\":\"svc-uid-1\"}}"));
+	pthread_mutex_unlock(&store_lock);
 	unsigned next = 99;
 	/* create-ca, publish-bundle (no leaf yet: no settling), issue-leaf */
 	assert_int_equal(sync_at(&f, T0, &next), 3);
@@ -299,6 +304,18 @@ static void test_install_from_nothing(void **state)
 	assert_true(info.usage & PKI_USAGE_SERVER);
 	assert_true(info.not_after - T0 > 89 * PKI_DAY_S); /* 90 d default */
 	pki_cert_info_done(&info);
+
+	/* both Secrets are owned by the Service (garbage-collected on uninstall) */
+	static const char *const secrets[] = { CA_PATH, TLS_PATH };
+	for (size_t i = 0; i < 2; i++) {
+		json_object *o = store_get(secrets[i]);
+		json_object *ref = json_object_array_get_idx(
+			op_json_at(o, "metadata.ownerReferences"), 0);
+		assert_non_null(ref);
+		assert_string_equal(op_json_str_at(ref, "uid"), "svc-uid-1");
+		assert_string_equal(op_json_str_at(ref, "kind"), "Service");
+		json_object_put(o);
+	}
 
 	/* A second round changes nothing and writes nothing. */
 	int w = store_counter(&writes);
