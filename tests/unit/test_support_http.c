@@ -29,6 +29,7 @@
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/http_server.h"
+#include "support/http_tls.h"
 #include "support/log.h"
 #include "support/metrics.h"
 #include "tests/unit/test_http_cert.h"
@@ -431,19 +432,34 @@ static void test_metrics(void **state)
 	assert_int_equal(get(port, "/echo", &r), 405);
 	resp_done(&r);
 
-	assert_int_equal(get(port, "/metrics", &r), 200);
-	const char *m = op_buf_str(&r.body);
-	assert_non_null(strstr(m, "# TYPE pgop_http_requests_total counter\n"));
-	assert_non_null(strstr(m, "pgop_http_requests_total{path=\"/echo\",code=\"200\"} 3\n"));
-	assert_non_null(strstr(m, "pgop_http_requests_total{path=\"/echo\",code=\"405\"} 1\n"));
-	assert_non_null(strstr(m, "pgop_http_requests_total{path=\"unmatched\",code=\"404\"} 1\n"));
-	assert_non_null(strstr(m, "# TYPE pgop_http_request_duration_seconds histogram\n"));
-	assert_non_null(
-		strstr(m, "pgop_http_request_duration_seconds_bucket{path=\"/echo\",le=\"+Inf\"} 4\n"));
-	assert_non_null(strstr(m, "pgop_http_request_duration_seconds_count{path=\"/echo\"} 4\n"));
-	assert_non_null(strstr(m, "pgop_http_requests_in_flight 1\n")); /* this scrape */
-	assert_non_null(strstr(m, "pgop_http_tls_cert_swaps_total 0\n"));
-	resp_done(&r);
+	/* A request is counted when MHD reports it complete, which can be just after
+	 * the client has its response: scrape until the figures settle (<= 2 s). */
+	static const char *const want[] = {
+		"# TYPE pgop_http_requests_total counter\n",
+		"pgop_http_requests_total{path=\"/echo\",code=\"200\"} 3\n",
+		"pgop_http_requests_total{path=\"/echo\",code=\"405\"} 1\n",
+		"pgop_http_requests_total{path=\"unmatched\",code=\"404\"} 1\n",
+		"# TYPE pgop_http_request_duration_seconds histogram\n",
+		"pgop_http_request_duration_seconds_bucket{path=\"/echo\",le=\"+Inf\"} 4\n",
+		"pgop_http_request_duration_seconds_count{path=\"/echo\"} 4\n",
+		"pgop_http_requests_in_flight 1\n", /* this scrape */
+		"pgop_http_tls_cert_swaps_total 0\n",
+	};
+	const char *missing = NULL;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		assert_int_equal(get(port, "/metrics", &r), 200);
+		missing = NULL;
+		for (size_t i = 0; i < OP_ARRAY_SIZE(want) && !missing; i++)
+			if (!strstr(op_buf_str(&r.body), want[i]))
+				missing = want[i];
+		resp_done(&r);
+		if (!missing)
+			break;
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (missing)
+		fail_msg("/metrics never showed: %s", missing);
 	op_http_server_free(srv);
 }
 
@@ -490,6 +506,51 @@ static void test_cert_swap(void **state)
 
 	assert_int_equal(get(port, "/metrics", &r), 200);
 	assert_non_null(strstr(op_buf_str(&r.body), "pgop_http_tls_cert_swaps_total 1\n"));
+	resp_done(&r);
+	op_http_server_free(srv);
+}
+
+/* What set_cert accepts and refuses, through the public API. */
+static void test_cert_inputs(void **state)
+{
+	struct op_http_server *srv = start_pem(cert_a, key_a);
+	struct op_err err = OP_ERR_INIT;
+
+	/* Leaf alone (no chain) is fine. */
+	const char *end = strstr(cert_a, "-----END CERTIFICATE-----");
+	assert_non_null(end);
+	_cleanup_free_ char *leaf = op_strndup(cert_a, (size_t)(end - cert_a) + 26);
+	assert_int_equal(op_http_server_set_cert(srv, leaf, key_a, &err), 0);
+
+	/* CA first, leaf second: refused (the leaf must come first, sorted). */
+	_cleanup_free_ char *ca_first = op_asprintf("%s%s", ca_a, leaf);
+	err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_set_cert(srv, ca_first, key_a, &err), -EBADMSG);
+
+	/* Empty, NULL and oversized inputs. */
+	err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_set_cert(srv, "", key_a, &err), -EBADMSG);
+	err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_set_cert(srv, cert_a, NULL, &err), -EBADMSG);
+	size_t big = OP_TLS_MAX_PEM + 1;
+	char *huge = op_malloc(big + 1);
+	memset(huge, 'A', big);
+	huge[big] = '\0';
+	err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_set_cert(srv, huge, key_a, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "larger than"));
+	free(huge);
+
+	/* A certificate as key and a key as certificate. */
+	err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_set_cert(srv, key_a, key_a, &err), -EBADMSG);
+	err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_set_cert(srv, cert_a, cert_a, &err), -EBADMSG);
+
+	/* Still serving the last good one (the leaf of A). */
+	struct resp r;
+	assert_int_equal(get(op_http_server_port(srv), "/healthz", &r), 200);
+	assert_non_null(strstr(r.subject, "pgop-test-a"));
 	resp_done(&r);
 	op_http_server_free(srv);
 }
@@ -848,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_health_and_ready),
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_cert_swap),
+		cmocka_unit_test(test_cert_inputs),
 		cmocka_unit_test(test_swap_under_load),
 		cmocka_unit_test(test_reload_files),
 		cmocka_unit_test(test_tls_versions_and_verification),
