@@ -490,11 +490,13 @@ struct cm_action_info {
 static const struct cm_action_info action_info[] = {
 	[PKI_ROT_NOTHING] = { NULL, NULL },
 	[PKI_ROT_CREATE_CA] = { "CACreated", "created the operator CA" },
-	[PKI_ROT_PUBLISH_BUNDLE] = { "CABundlePublished", "published the CA bundle to the webhook configurations" },
+	[PKI_ROT_PUBLISH_BUNDLE] = { "CABundlePublished",
+				     "published the CA bundle to the webhook configurations" },
 	[PKI_ROT_ISSUE_LEAF] = { "CertificateIssued", "issued the serving certificate" },
 	[PKI_ROT_ISSUE_NEXT_CA] = { "NextCACreated", "created the next CA (rotation started)" },
 	[PKI_ROT_PROMOTE_NEXT_CA] = { "CAPromoted", "the next CA is now the signing CA" },
-	[PKI_ROT_DROP_OLD_CA] = { "OldCADropped", "dropped CAs no longer needed from the CA bundle" },
+	[PKI_ROT_DROP_OLD_CA] = { "OldCADropped",
+				  "dropped CAs no longer needed from the CA bundle" },
 };
 
 /* Executes one step. *ret_settle: the round must end here. */
@@ -660,7 +662,8 @@ int pki_cm_new(struct kube_client *c, const struct pki_cm_config *cfg, struct pk
 				  PKI_CM_MAX_WEBHOOK_CONFIGS);
 	for (size_t i = 0; i < cfg->n_whcs; i++)
 		if (!cfg->whcs[i].name || !*cfg->whcs[i].name)
-			return op_err_set(err, -EINVAL, "certificate manager: webhook configuration %zu has no name", i);
+			return op_err_set(err, -EINVAL,
+					  "certificate manager: webhook configuration %zu has no name", i);
 	struct pki_cm *cm = op_calloc(1, sizeof(*cm));
 	cm->c = c;
 	cm->cfg = *cfg;

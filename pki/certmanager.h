@@ -55,7 +55,8 @@ struct pki_cm_config {
 	const char *ns;          /* release namespace (Secrets, Events); required */
 	const char *ca_secret;   /* required */
 	const char *tls_secret;  /* required */
-	const char *service;     /* Service name; SANs svc, svc.ns, svc.ns.svc, svc.ns.svc.cluster.local */
+	const char *service;     /* Service name; SANs svc, svc.ns, svc.ns.svc,
+				    svc.ns.svc.cluster.local */
 	const struct pki_cm_whc *whcs; /* webhook configurations to keep current (may be 0) */
 	size_t n_whcs;
 	int64_t ca_lifetime_s;   /* 0 = 90 days; else >= PKI_CM_MIN_LIFETIME_S */
