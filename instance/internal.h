@@ -5,6 +5,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "instance/instance.h"
@@ -109,6 +110,8 @@ int inst_server_start(const char *listen, const char *cert_file, const char *key
 /* Reloads the certificates when any file changed: 1 reloaded, 0 same. */
 int inst_server_reload(struct inst_server *srv, struct op_err *err);
 void inst_server_free(struct inst_server *srv);
+/* The bound TCP port (after listening on port 0). */
+uint16_t inst_server_port(struct inst_server *srv);
 
 /* ---- run.c: state shared by threads (one mutex) ---- */
 enum inst_request {
@@ -118,6 +121,13 @@ enum inst_request {
 	INST_REQ_RELOAD = 1 << 2,
 	INST_REQ_RESTART = 1 << 3,
 };
+/* The shared state of `run` (owned; inst_state_free). o is borrowed. */
+struct inst_state *inst_state_new(const struct inst_run_opts *o);
+void inst_state_free(struct inst_state *st);
+/* Probe flags: postgres started, accepting connections. */
+void inst_state_set(struct inst_state *st, bool started, bool ready);
+/* Returns and clears the pending operator requests (enum inst_request bits). */
+unsigned inst_state_take_requests(struct inst_state *st);
 /* Called by the server: /pg/status JSON into out. */
 int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err);
 bool inst_state_ready(struct inst_state *st);

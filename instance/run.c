@@ -43,6 +43,62 @@ struct inst_state {
 	bool wake;
 };
 
+/* ---- state ---- */
+
+static void make_session_id(char *out, size_t n)
+{
+	unsigned char b[16];
+	FILE *f = fopen("/dev/urandom", "rb");
+	size_t got = f ? fread(b, 1, sizeof(b), f) : 0;
+	if (f)
+		fclose(f);
+	if (got != sizeof(b))
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (unsigned char)(rand() ^ (int)time(NULL));
+	snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}
+
+
+struct inst_state *inst_state_new(const struct inst_run_opts *o)
+{
+	struct inst_state *st = op_calloc(1, sizeof(*st));
+	st->o = o;
+	pthread_mutex_init(&st->lock, NULL);
+	st->sockdir = op_asprintf("%s/run", o->paths.controller_dir ? o->paths.controller_dir
+								     : INST_CONTROLLER_DIR);
+	make_session_id(st->session_id, sizeof(st->session_id));
+	return st;
+}
+
+void inst_state_free(struct inst_state *st)
+{
+	if (!st)
+		return;
+	api_cluster_free(st->pending);
+	free(st->sockdir);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+void inst_state_set(struct inst_state *st, bool started, bool ready)
+{
+	pthread_mutex_lock(&st->lock);
+	st->started = started;
+	st->ready = ready;
+	pthread_mutex_unlock(&st->lock);
+}
+
+unsigned inst_state_take_requests(struct inst_state *st)
+{
+	pthread_mutex_lock(&st->lock);
+	unsigned r = st->requests;
+	st->requests = 0;
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
 /* ---- state accessors (server threads) ---- */
 
 bool inst_state_started(struct inst_state *st)
@@ -528,20 +584,6 @@ static int setup_signals(sigset_t *set)
 	return -pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 
-static void make_session_id(char *out, size_t n)
-{
-	unsigned char b[16];
-	FILE *f = fopen("/dev/urandom", "rb");
-	size_t got = f ? fread(b, 1, sizeof(b), f) : 0;
-	if (f)
-		fclose(f);
-	if (got != sizeof(b))
-		for (size_t i = 0; i < sizeof(b); i++)
-			b[i] = (unsigned char)(rand() ^ (int)time(NULL));
-	snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
-}
 
 /* A former primary whose Cluster targets another instance waits until that
  * instance has promoted (currentPrimary == targetPrimary) before rewinding
@@ -576,14 +618,11 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 	int r = setup_signals(&set);
 	if (r)
 		return op_err_set(err, r, "cannot block signals");
-	struct inst_state st = { .o = o };
-	pthread_mutex_init(&st.lock, NULL);
-	st.sockdir = op_asprintf("%s/run", o->paths.controller_dir);
-	make_session_id(st.session_id, sizeof(st.session_id));
+	struct inst_state *st = inst_state_new(o);
 	struct inst_source src = { .cluster_file = o->cluster_file, .ns = o->namespace_,
 				   .name = o->cluster_name };
-	struct runner rn = { .o = o, .st = &st, .src = &src, .pid = -1 };
-	struct watcher w = { .st = &st };
+	struct runner rn = { .o = o, .st = st, .src = &src, .pid = -1 };
+	struct watcher w = { .st = st };
 	struct inst_server *srv = NULL;
 	_cleanup_free_ char *run = op_asprintf("%s/run", o->paths.controller_dir);
 	_cleanup_free_ char *log = op_asprintf("%s/log", o->paths.controller_dir);
@@ -612,7 +651,7 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 	r = inst_sync_certificates(&o->paths, err);
 	if (r < 0)
 		goto out;
-	r = inst_server_start(o->status_listen, cert, key, ca, &st, &srv, err);
+	r = inst_server_start(o->status_listen, cert, key, ca, st, &srv, err);
 	if (r)
 		goto out;
 	op_log_info("status server listening", "listen",
@@ -680,9 +719,7 @@ out:
 	if (rn.pid > 0)
 		stop_pg(&rn, true);
 	api_cluster_free(rn.cluster);
-	api_cluster_free(st.pending);
 	kube_client_free(src.kube);
-	free(st.sockdir);
-	pthread_mutex_destroy(&st.lock);
+	inst_state_free(st);
 	return r;
 }

@@ -348,6 +348,16 @@ out:
 	return r;
 }
 
+uint16_t inst_server_port(struct inst_server *srv)
+{
+	pthread_mutex_lock(&srv->lock);
+	const union MHD_DaemonInfo *di =
+		srv->d ? MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+	uint16_t port = di ? di->port : 0;
+	pthread_mutex_unlock(&srv->lock);
+	return port;
+}
+
 void inst_server_free(struct inst_server *srv)
 {
 	if (!srv)

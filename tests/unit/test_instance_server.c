@@ -1,0 +1,249 @@
+/* tests/unit/test_instance_server.c - the instance status server over real
+ * TLS sockets: probes, /pg/status errors, the operator-certificate rules of
+ * the POST endpoints (no cert, other CA, other CN, operator) and certificate
+ * + CA rotation through inst_server_reload(). Certificates come from pki/. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#include "instance/internal.h"
+#include "pki/pki.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+static char dir[] = "/tmp/pgop-test-instsrv-XXXXXX";
+static struct inst_run_opts opts;
+static struct inst_state *st;
+static struct inst_server *srv;
+static struct pki_pair ca, ca2, rogue;
+
+static char *path(const char *rel)
+{
+	return op_asprintf("%s/%s", dir, rel);
+}
+
+static void write_pem(const char *rel, const char *pem)
+{
+	char *p = path(rel);
+	assert_int_equal(inst_write_file(p, pem, strlen(pem), 0600, NULL), 0);
+	free(p);
+}
+
+/* Issues a leaf from `issuer` and writes NAME.crt / NAME.key. */
+static void leaf(const struct pki_pair *issuer, const char *name, const char *cn, unsigned usage)
+{
+	static const char *const sans[] = { "127.0.0.1", "localhost" };
+	struct pki_leaf_req req = { .cn = cn, .sans = sans, .n_sans = 2, .usage = usage,
+				    .now = time(NULL) };
+	struct pki_pair p = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	if (pki_leaf_issue(issuer, &req, &p, &err))
+		fail_msg("leaf %s: %s", name, err.msg);
+	char *crt = op_asprintf("%s.crt", name), *key = op_asprintf("%s.key", name);
+	write_pem(crt, p.cert_pem);
+	write_pem(key, p.key_pem);
+	free(crt);
+	free(key);
+	pki_pair_done(&p);
+}
+
+static void new_ca(const char *cn, struct pki_pair *ret)
+{
+	struct pki_ca_req req = { .cn = cn, .now = time(NULL) };
+	assert_int_equal(pki_ca_create(&req, ret, NULL), 0);
+}
+
+static int setup(void **state)
+{
+	if (!mkdtemp(dir))
+		return -1;
+	curl_global_init(CURL_GLOBAL_ALL);
+	new_ca("c", &ca);
+	new_ca("c2", &ca2);
+	new_ca("rogue", &rogue);
+	write_pem("ca.crt", ca.cert_pem);
+	write_pem("ca2.crt", ca2.cert_pem);
+	write_pem("ca1.crt", ca.cert_pem);
+	leaf(&ca, "server", "c-rw", PKI_USAGE_SERVER);
+	leaf(&ca, "operator", INST_OPERATOR_CN, PKI_USAGE_CLIENT);
+	leaf(&ca, "intruder", "streaming_replica", PKI_USAGE_CLIENT);
+	leaf(&rogue, "rogue-operator", INST_OPERATOR_CN, PKI_USAGE_CLIENT);
+	leaf(&ca2, "operator2", INST_OPERATOR_CN, PKI_USAGE_CLIENT);
+	/* The server reads copies that rotation replaces. */
+	char *c = path("server.crt"), *k = path("server.key"), *t = path("ca.crt");
+	opts = (struct inst_run_opts){ .pod_name = "c-1", .cluster_name = "c",
+				       .paths.controller_dir = dir };
+	st = inst_state_new(&opts);
+	struct op_err err = OP_ERR_INIT;
+	int r = inst_server_start("127.0.0.1:0", c, k, t, st, &srv, &err);
+	free(c);
+	free(k);
+	free(t);
+	if (r) {
+		fprintf(stderr, "server: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	inst_server_free(srv);
+	inst_state_free(st);
+	pki_pair_done(&ca);
+	pki_pair_done(&ca2);
+	pki_pair_done(&rogue);
+	curl_global_cleanup();
+	char *cmd = op_asprintf("rm -rf '%s'", dir);
+	int r = system(cmd);
+	free(cmd);
+	return r == 0 ? 0 : -1;
+}
+
+static size_t sink(char *p, size_t size, size_t n, void *ud)
+{
+	return op_buf_add(ud, p, size * n) ? 0 : size * n;
+}
+
+/* Returns the HTTP status, or -1 when TLS/transport failed. client: name
+ * of a leaf written by setup (NULL = no client certificate). */
+static long req(const char *method, const char *url_path, const char *client, const char *cafile,
+		struct op_buf *body)
+{
+	CURL *h = curl_easy_init();
+	assert_non_null(h);
+	char *url = op_asprintf("https://127.0.0.1:%u%s", inst_server_port(srv), url_path);
+	char *ca_path = path(cafile ? cafile : "ca.crt");
+	char *crt = NULL, *key = NULL;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CAINFO, ca_path);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
+	if (client) {
+		char *c = op_asprintf("%s.crt", client), *k = op_asprintf("%s.key", client);
+		crt = path(c);
+		key = path(k);
+		free(c);
+		free(k);
+		curl_easy_setopt(h, CURLOPT_SSLCERT, crt);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, key);
+	}
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+	struct op_buf tmp = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, body ? body : &tmp);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	long code = -1;
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	op_buf_done(&tmp);
+	free(url);
+	free(ca_path);
+	free(crt);
+	free(key);
+	return code;
+}
+
+static void test_probes(void **state)
+{
+	inst_state_set(st, false, false);
+	assert_int_equal(req("GET", "/healthz", NULL, NULL, NULL), 500);
+	assert_int_equal(req("GET", "/readyz", NULL, NULL, NULL), 503);
+	assert_int_equal(req("GET", "/startupz", NULL, NULL, NULL), 503);
+	inst_state_set(st, true, true);
+	assert_int_equal(req("GET", "/healthz", NULL, NULL, NULL), 200);
+	assert_int_equal(req("GET", "/readyz", NULL, NULL, NULL), 200);
+	assert_int_equal(req("GET", "/startupz", NULL, NULL, NULL), 200);
+	assert_int_equal(req("GET", "/nope", NULL, NULL, NULL), 404);
+	assert_int_equal(req("GET", "/pg/promote", "operator", NULL, NULL), 405);
+	/* No postgres behind it: 500 with the reason as JSON. */
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(req("GET", "/pg/status", NULL, NULL, &b), 500);
+	json_object *o = NULL;
+	assert_int_equal(op_json_parse(b.data, b.len, 8, &o, NULL), 0);
+	assert_non_null(strstr(op_json_str_at(o, "error"), "connect to"));
+	json_object_put(o);
+	op_buf_done(&b);
+}
+
+static void test_operator_auth(void **state)
+{
+	(void)inst_state_take_requests(st);
+	static const struct {
+		const char *path, *client;
+		long want;
+		unsigned req;
+	} t[] = {
+		{ "/pg/promote", NULL, 401, 0 },
+		{ "/pg/promote", "rogue-operator", 401, 0 },
+		{ "/pg/promote", "intruder", 403, 0 },
+		{ "/pg/promote", "operator", 202, INST_REQ_PROMOTE },
+		{ "/pg/demote", "operator", 202, INST_REQ_DEMOTE },
+		{ "/pg/reload", "operator", 202, INST_REQ_RELOAD },
+		{ "/pg/restart", "operator", 202, INST_REQ_RESTART },
+		{ "/pg/restart", "intruder", 403, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++) {
+		long code = req("POST", t[i].path, t[i].client, NULL, NULL);
+		if (code != t[i].want)
+			fail_msg("POST %s as %s: %ld, want %ld", t[i].path,
+				 t[i].client ? t[i].client : "-", code, t[i].want);
+		unsigned got = inst_state_take_requests(st);
+		if (got != t[i].req)
+			fail_msg("POST %s as %s: requests %u, want %u", t[i].path,
+				 t[i].client ? t[i].client : "-", got, t[i].req);
+	}
+}
+
+static void test_rotation(void **state)
+{
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_server_reload(srv, &err), 0); /* nothing changed */
+	uint16_t port = inst_server_port(srv);
+	/* A key that does not match: refused, the old certificate keeps serving. */
+	struct pki_pair other = { 0 };
+	new_ca("x", &other);
+	write_pem("server.key", other.key_pem);
+	pki_pair_done(&other);
+	assert_true(inst_server_reload(srv, &err) < 0);
+	assert_int_equal(req("GET", "/healthz", NULL, NULL, NULL), 200);
+	/* New CA and server certificate: same port, new chain, new client trust. */
+	leaf(&ca2, "server", "c-rw", PKI_USAGE_SERVER);
+	write_pem("ca.crt", ca2.cert_pem);
+	op_err_clear(&err);
+	int r = inst_server_reload(srv, &err);
+	if (r != 1)
+		fail_msg("reload: %d %s", r, err.msg);
+	assert_int_equal(inst_server_port(srv), port);
+	assert_int_equal(req("GET", "/healthz", NULL, "ca2.crt", NULL), 200);
+	assert_int_equal(req("GET", "/healthz", NULL, "ca1.crt", NULL), -1);
+	assert_int_equal(req("POST", "/pg/reload", "operator", "ca2.crt", NULL), 401);
+	assert_int_equal(req("POST", "/pg/reload", "operator2", "ca2.crt", NULL), 202);
+	assert_int_equal(inst_state_take_requests(st), INST_REQ_RELOAD);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_probes),
+		cmocka_unit_test(test_operator_auth),
+		cmocka_unit_test(test_rotation),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
