@@ -2,7 +2,6 @@
 #include "api/decode.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,33 +108,13 @@ bool api_dec_str(struct api_dec *d, json_object *obj, const char *path, const ch
 	return true;
 }
 
-static bool int_value(json_object *v, int64_t *out)
-{
-	if (json_object_is_type(v, json_type_int)) {
-		errno = 0;
-		int64_t i = json_object_get_int64(v);
-		if (errno == ERANGE || errno == EINVAL)
-			return false;
-		*out = i;
-		return true;
-	}
-	if (json_object_is_type(v, json_type_double)) {
-		double x = json_object_get_double(v);
-		if (isfinite(x) && x == floor(x) && fabs(x) < 9.0e15) {
-			*out = (int64_t)x;
-			return true;
-		}
-	}
-	return false;
-}
-
 bool api_dec_i64(struct api_dec *d, json_object *obj, const char *path, const char *key,
 		 int64_t *out)
 {
 	json_object *v = present(obj, key);
 	if (!v)
 		return false;
-	if (!int_value(v, out)) {
+	if (op_json_to_i64(v, out) != 1) {
 		type_error(d, path, key, "integer", v);
 		return false;
 	}

@@ -130,22 +130,15 @@ int op_json_get_str(json_object *obj, const char *key, const char *path, const c
 	return r;
 }
 
-int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
-		    struct op_err *err)
+int op_json_to_i64(json_object *v, int64_t *ret)
 {
-	json_object *v = NULL;
-	if (!obj || !json_object_is_type(obj, json_type_object) ||
-	    !json_object_object_get_ex(obj, key, &v) || !v)
-		return 0;
-	const char *sep = path && *path ? "." : "";
 	if (json_object_is_type(v, json_type_int)) {
 		errno = 0;
 		int64_t i = json_object_get_int64(v);
 		/* json-c clamps unsigned values past INT64_MAX instead of failing. */
 		if (errno == EINVAL || errno == ERANGE ||
 		    (i == INT64_MAX && json_object_get_uint64(v) != (uint64_t)INT64_MAX))
-			return op_err_set(err, -EINVAL, "%s%s%s: integer out of range",
-					  path ? path : "", sep, key);
+			return -ERANGE;
 		*ret = i;
 		return 1;
 	}
@@ -156,6 +149,23 @@ int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t
 			return 1;
 		}
 	}
+	return 0;
+}
+
+int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
+		    struct op_err *err)
+{
+	json_object *v = NULL;
+	if (!obj || !json_object_is_type(obj, json_type_object) ||
+	    !json_object_object_get_ex(obj, key, &v) || !v)
+		return 0;
+	const char *sep = path && *path ? "." : "";
+	int r = op_json_to_i64(v, ret);
+	if (r == 1)
+		return 1;
+	if (r == -ERANGE)
+		return op_err_set(err, -EINVAL, "%s%s%s: integer out of range", path ? path : "",
+				  sep, key);
 	return op_err_set(err, -EINVAL, "%s%s%s: expected integer, got %s", path ? path : "", sep,
 			  key, op_json_type_name(v));
 }

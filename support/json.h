@@ -45,6 +45,11 @@ int op_json_get_arr(json_object *obj, const char *key, const char *path, json_ob
 		    struct op_err *err);
 int op_json_get_str(json_object *obj, const char *key, const char *path, const char **ret,
 		    struct op_err *err);
+/* A JSON value (borrowed, may be NULL) as an integer: 1 and *ret for a JSON
+ * integer within int64 or an integral double below 9e15 (3.0); -ERANGE for
+ * an integer outside int64 (json-c would clamp it); 0 for anything else. */
+int op_json_to_i64(json_object *v, int64_t *ret);
+
 /* Integers: JSON numbers with no fraction; doubles like 3.0 are accepted. */
 int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
 		    struct op_err *err);

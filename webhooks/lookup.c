@@ -1,7 +1,6 @@
 /* webhooks/lookup.c - typed lookups and Cluster facts (lookup.h). */
 #include "webhooks/lookup.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "api/cluster.h"
@@ -45,21 +44,7 @@ const char *wh_nstr(json_object *root, const char *dotted)
 
 bool wh_i64(json_object *root, const char *dotted, int64_t *ret)
 {
-	json_object *v = wh_at(root, dotted);
-	if (!v)
-		return false;
-	if (json_object_is_type(v, json_type_int)) {
-		*ret = json_object_get_int64(v);
-		return true;
-	}
-	if (json_object_is_type(v, json_type_double)) {
-		double d = json_object_get_double(v);
-		if (isfinite(d) && d == floor(d) && fabs(d) < 9.0e15) {
-			*ret = (int64_t)d;
-			return true;
-		}
-	}
-	return false;
+	return op_json_to_i64(wh_at(root, dotted), ret) == 1;
 }
 
 bool wh_bool(json_object *root, const char *dotted, bool *ret)

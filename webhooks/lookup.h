@@ -26,7 +26,7 @@ const char *wh_str(json_object *root, const char *dotted);
 /* A string that is present and non-empty, else NULL. */
 const char *wh_nstr(json_object *root, const char *dotted);
 /* Integer at a dotted path: true and *ret written when it is a JSON integer
- * or an integral double below 2^53 (3.0), as api/ decodes integers. */
+ * within int64 or an integral double (3.0): op_json_to_i64, as api/ decodes. */
 bool wh_i64(json_object *root, const char *dotted, int64_t *ret);
 /* Boolean at a dotted path: true and *ret written when present as one. */
 bool wh_bool(json_object *root, const char *dotted, bool *ret);

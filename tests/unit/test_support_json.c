@@ -203,6 +203,40 @@ static void test_getters(void **state)
 	json_object_put(root);
 }
 
+/* The value-level integer rule shared by op_json_get_i64, api/ and webhooks/. */
+static void test_to_i64(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		int rc;
+		int64_t want;
+	} rows[] = {
+		{ "7", 1, 7 },
+		{ "-9223372036854775808", 1, INT64_MIN },
+		{ "9223372036854775807", 1, INT64_MAX },
+		{ "18446744073709551615", -ERANGE, 0 }, /* json-c would clamp it */
+		{ "3.0", 1, 3 },
+		{ "-2e3", 1, -2000 },
+		{ "3.5", 0, 0 },
+		{ "1e300", 0, 0 },
+		{ "\"3\"", 0, 0 },
+		{ "true", 0, 0 },
+		{ "null", 0, 0 },
+		{ "[1]", 0, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		json_object *v = NULL;
+		assert_int_equal(op_json_parse(rows[i].json, strlen(rows[i].json), 4, &v, NULL), 0);
+		int64_t got = 42;
+		int r = op_json_to_i64(v, &got);
+		if (r != rows[i].rc)
+			fail_msg("%s: rc %d want %d", rows[i].json, r, rows[i].rc);
+		assert_true(got == (rows[i].rc == 1 ? rows[i].want : 42));
+		json_object_put(v);
+	}
+}
+
 static void test_dotted_and_paths(void **state)
 {
 	(void)state;
@@ -268,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_depth),
 		cmocka_unit_test(test_getters),
+		cmocka_unit_test(test_to_i64),
 		cmocka_unit_test(test_dotted_and_paths),
 		cmocka_unit_test(test_set_append_ownership),
 	};
