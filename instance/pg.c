@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,8 +43,12 @@ static int spawn(const char *bindir, const char *const *argv, bool own_group, pi
 		return op_err_set(err, -errno, "fork: %s", strerror(errno));
 	if (pid == 0) {
 		child_reset_signals();
-		if (own_group)
+		if (own_group) {
 			setpgid(0, 0);
+			/* If the manager dies without stopping it (crash, SIGKILL outside
+			 * a pod), postgres shuts down immediately instead of living on. */
+			prctl(PR_SET_PDEATHSIG, SIGQUIT);
+		}
 		execv(path, (char *const *)argv);
 		fprintf(stderr, "pgop: exec %s: %s\n", path, strerror(errno));
 		_exit(127);
