@@ -1,0 +1,410 @@
+/* Unit tests: one rc_reconcile() against a scripted API server
+ * (tests/unit/test_kube_server.h): what a fresh Cluster creates and in which
+ * order, the admission guard, type errors, a completed bootstrap Job, scale
+ * down, and the resourceVersion precondition on every status patch. Workers
+ * are kept idle (leader gate false): the test drives rc_reconcile itself. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kube/kube.h"
+#include "reconciler/reconciler.h"
+#include "support/json.h"
+#include "test_kube_server.h"
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+/* Fixture objects served by LIST, per collection path suffix. */
+struct fake {
+	const char *clusters, *pods, *pvcs, *jobs, *secrets, *services; /* JSON arrays */
+};
+
+static const char cluster_ok[] =
+	"{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{\"name\":"
+	"\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"41\"},\"spec\":{"
+	"\"instances\":3,\"storage\":{\"size\":\"1Gi\"}}}";
+
+static bool is_watch(const struct ts_req *req)
+{
+	return strstr(req->query, "watch=1") != NULL;
+}
+
+static char *list_of(const char *kind, const char *items)
+{
+	return op_asprintf("{\"kind\":\"%sList\",\"metadata\":{\"resourceVersion\":\"5\"},"
+			   "\"items\":%s}",
+			   kind, items ? items : "[]");
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void h_api(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	struct fake *f = s->ud;
+	if (strcmp(req->method, "GET") == 0) {
+		if (is_watch(req)) {
+			r->hold_ms = 20000;
+			return;
+		}
+		static const struct {
+			const char *suffix, *kind;
+			size_t off;
+		} lists[] = {
+			{ "/clusters", "Cluster", offsetof(struct fake, clusters) },
+			{ "/pods", "Pod", offsetof(struct fake, pods) },
+			{ "/persistentvolumeclaims", "PersistentVolumeClaim",
+			  offsetof(struct fake, pvcs) },
+			{ "/jobs", "Job", offsetof(struct fake, jobs) },
+			{ "/secrets", "Secret", offsetof(struct fake, secrets) },
+			{ "/services", "Service", offsetof(struct fake, services) },
+		};
+		for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+			if (ends_with(req->path, lists[i].suffix)) {
+				const char *items = *(const char *const *)((const char *)f +
+									   lists[i].off);
+				r->body = list_of(lists[i].kind, items);
+				return;
+			}
+		r->status = 404;
+		r->body = ts_status(404, "NotFound", "no such thing");
+		return;
+	}
+	if (strcmp(req->method, "POST") == 0) {
+		r->status = 201;
+		r->body = op_strdup(req->body);
+		return;
+	}
+	if (strcmp(req->method, "PATCH") == 0 && ends_with(req->path, "/status")) {
+		r->body = op_strdup("{\"metadata\":{\"name\":\"c\",\"namespace\":\"db\","
+				    "\"resourceVersion\":\"42\"},\"status\":{}}");
+		return;
+	}
+	r->body = op_strdup("{}");
+}
+
+static bool never_leader(void *ud)
+{
+	return false;
+}
+
+static int guard_calls;
+static int guard(void *ud, json_object *cluster, char **ret_reason)
+{
+	guard_calls++;
+	const char *mode = ud;
+	if (mode && strcmp(mode, "deny") == 0) {
+		*ret_reason = op_strdup("spec.instances: must be odd");
+		return 1;
+	}
+	return 0;
+}
+
+struct env {
+	struct ts *s;
+	struct kube_client *kc;
+	struct rc_controller *rc;
+};
+
+static void env_start(struct env *e, struct fake *f, const char *guard_mode)
+{
+	e->s = ts_start(h_api, f);
+	struct kube_config *cfg = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_config_from_file(ts_kubeconfig(e->s, "t"), NULL, &cfg, &err), 0);
+	assert_int_equal(kube_client_new(cfg, NULL, &e->kc, &err), 0);
+	static const char *const nss[] = { "db" };
+	struct rc_controller_opts o = {
+		.client = e->kc, .namespaces = nss, .n_namespaces = 1, .workers = 1,
+		.settings = { .operator_image = "pgop:test" },
+		.validate = guard, .validate_userdata = (void *)guard_mode,
+		.status_timeout_ms = 300, .is_leader = never_leader,
+	};
+	assert_int_equal(rc_controller_start(&o, &e->rc, &err), 0);
+	for (int i = 0; i < 200 && !rc_controller_synced(e->rc); i++)
+		ts_sleep_ms(25);
+	assert_true(rc_controller_synced(e->rc));
+}
+
+static void env_stop(struct env *e)
+{
+	rc_controller_free(e->rc);
+	kube_client_free(e->kc);
+	ts_stop(e->s);
+}
+
+/* Index of the first logged request with method and a path ending in suffix
+ * at or after `from`; -1 when none. */
+static int find_req(struct ts *s, int from, const char *method, const char *suffix)
+{
+	for (int i = from; i < ts_count(s); i++) {
+		const struct ts_req *q = ts_at(s, i);
+		if (strcmp(q->method, method) == 0 && ends_with(q->path, suffix))
+			return i;
+	}
+	return -1;
+}
+
+static int count_req(struct ts *s, const char *method, const char *suffix)
+{
+	int n = 0;
+	for (int i = 0; (i = find_req(s, i, method, suffix)) >= 0; i++)
+		n++;
+	return n;
+}
+
+/* The name of the object POSTed by request i. */
+static const char *posted_name(struct ts *s, int i, json_object **keep)
+{
+	struct op_err err = OP_ERR_INIT;
+	const struct ts_req *q = ts_at(s, i);
+	assert_int_equal(op_json_parse(q->body, strlen(q->body), 64, keep, &err), 0);
+	return op_json_str_at(*keep, "metadata.name");
+}
+
+static void test_fresh_cluster(void **state)
+{
+	struct fake f = { .clusters = "[" /* one Cluster */ };
+	_cleanup_free_ char *arr = op_asprintf("[%s]", cluster_ok);
+	f.clusters = arr;
+	struct env e;
+	env_start(&e, &f, NULL);
+	int before = ts_count(e.s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	guard_calls = 0;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(guard_calls, 1);
+	assert_true(requeue > 0 && requeue <= 10000);
+	/* Secrets: CA first, then server, replication, superuser, app */
+	static const char *const secrets[] = { "c-ca", "c-server", "c-replication", "c-superuser",
+					       "c-app" };
+	int at = before;
+	for (size_t i = 0; i < 5; i++) {
+		at = find_req(e.s, at, "POST", "/namespaces/db/secrets");
+		assert_true(at >= 0);
+		json_object *o = NULL;
+		assert_string_equal(posted_name(e.s, at, &o), secrets[i]);
+		json_object_put(o);
+		at++;
+	}
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/serviceaccounts"), 1);
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/roles"), 1);
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/rolebindings"), 1);
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/services"), 3);
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/persistentvolumeclaims"), 1);
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/pods"), 0);
+	int job = find_req(e.s, before, "POST", "/namespaces/db/jobs");
+	assert_true(job >= 0);
+	json_object *o = NULL;
+	assert_string_equal(posted_name(e.s, job, &o), "c-1-initdb");
+	json_object_put(o);
+	/* the serial is reserved in status before the job exists */
+	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
+	assert_true(st >= 0 && st < job);
+	json_object *p = NULL;
+	const struct ts_req *q = ts_at(e.s, st);
+	assert_int_equal(op_json_parse(q->body, strlen(q->body), 64, &p, &err), 0);
+	assert_string_equal(op_json_str_at(p, "metadata.resourceVersion"), "41");
+	assert_string_equal(op_json_str_at(p, "status.phase"), "Setting up primary");
+	assert_string_equal(op_json_str_at(p, "status.targetPrimary"), "c-1");
+	assert_string_equal(op_json_str_at(p, "status.currentPrimary"), "c-1");
+	assert_int_equal(json_object_get_int(op_json_at(p, "status.latestGeneratedNode")), 1);
+	json_object *ex = op_json_at(p, "status.certificates.expirations");
+	assert_int_equal(json_object_object_length(ex), 3);
+	json_object_put(p);
+	/* a later patch in the same reconcile uses the new resourceVersion */
+	int st2 = find_req(e.s, st + 1, "PATCH", "/clusters/c/status");
+	if (st2 >= 0) {
+		q = ts_at(e.s, st2);
+		assert_int_equal(op_json_parse(q->body, strlen(q->body), 64, &p, &err), 0);
+		assert_string_equal(op_json_str_at(p, "metadata.resourceVersion"), "42");
+		json_object_put(p);
+	}
+	assert_true(count_req(e.s, "POST", "/namespaces/db/events") >= 2);
+	struct rc_controller_stats stats;
+	rc_controller_stats(e.rc, &stats);
+	assert_int_equal(stats.objects_created, 13); /* 5 secrets, SA/Role/RB, 3 services, PVC, job */
+	env_stop(&e);
+}
+
+static void test_guard_denies(void **state)
+{
+	_cleanup_free_ char *arr = op_asprintf("[%s]", cluster_ok);
+	struct fake f = { .clusters = arr };
+	struct env e;
+	env_start(&e, &f, "deny");
+	int before = ts_count(e.s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(requeue, 0);
+	assert_int_equal(find_req(e.s, before, "POST", "/secrets"), -1);
+	assert_int_equal(find_req(e.s, before, "POST", "/jobs"), -1);
+	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
+	assert_true(st >= 0);
+	json_object *p = NULL;
+	const struct ts_req *q = ts_at(e.s, st);
+	assert_int_equal(op_json_parse(q->body, strlen(q->body), 64, &p, &err), 0);
+	assert_string_equal(op_json_str_at(p, "status.phase"), "Invalid cluster definition");
+	assert_string_equal(op_json_str_at(p, "status.phaseReason"), "spec.instances: must be odd");
+	json_object_put(p);
+	assert_true(find_req(e.s, before, "POST", "/events") >= 0);
+	env_stop(&e);
+}
+
+static void test_type_error_and_absent(void **state)
+{
+	struct fake f = { .clusters = "[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":"
+				      "\"Cluster\",\"metadata\":{\"name\":\"c\",\"namespace\":"
+				      "\"db\",\"resourceVersion\":\"3\"},\"spec\":{\"instances\":"
+				      "\"three\"}}]" };
+	struct env e;
+	env_start(&e, &f, NULL);
+	int before = ts_count(e.s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	guard_calls = 0;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(guard_calls, 0); /* type errors stop before the guard */
+	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
+	assert_true(st >= 0);
+	assert_non_null(strstr(ts_at(e.s, st)->body, "spec.instances: expected integer"));
+	/* a Cluster that is not in the cache: nothing at all */
+	before = ts_count(e.s);
+	assert_int_equal(rc_reconcile(e.rc, "db/gone", &requeue, &err), 0);
+	assert_int_equal(requeue, 0);
+	assert_int_equal(find_req(e.s, before, "POST", ""), -1);
+	assert_int_equal(find_req(e.s, before, "PATCH", ""), -1);
+	assert_int_equal(rc_reconcile(e.rc, "no-slash", &requeue, &err), -EINVAL);
+	env_stop(&e);
+}
+
+/* A Cluster whose PKI and user Secrets exist (taken from a first reconcile). */
+static char *secrets_of_first_run(void)
+{
+	_cleanup_free_ char *arr = op_asprintf("[%s]", cluster_ok);
+	struct fake f = { .clusters = arr };
+	struct env e;
+	env_start(&e, &f, NULL);
+	long requeue;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	assert_int_equal(op_buf_adds(&b, "["), 0);
+	int n = 0;
+	for (int i = 0; (i = find_req(e.s, i, "POST", "/namespaces/db/secrets")) >= 0; i++) {
+		json_object *o = NULL;
+		(void)posted_name(e.s, i, &o);
+		json_object_object_add(json_object_object_get(o, "metadata"), "resourceVersion",
+				       json_object_new_string("7"));
+		assert_int_equal(op_buf_addf(&b, "%s%s", n++ ? "," : "",
+					     json_object_to_json_string(o)),
+				 0);
+		json_object_put(o);
+	}
+	assert_int_equal(op_buf_adds(&b, "]"), 0);
+	env_stop(&e);
+	return op_buf_take(&b, NULL);
+}
+
+static void test_completed_job_gets_its_pod(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	_cleanup_free_ char *cl = op_asprintf(
+		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"50\"},"
+		"\"spec\":{\"instances\":3,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
+		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]");
+	struct fake f = {
+		.clusters = cl,
+		.secrets = secrets,
+		.jobs = "[{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"
+			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
+			"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"succeeded\":1,\"conditions\":"
+			"[{\"type\":\"Complete\",\"status\":\"True\"}]}}]",
+		.pvcs = "[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"
+			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
+			"\"cnpg.io/pvcRole\":\"PG_DATA\"}}}]",
+	};
+	struct env e;
+	env_start(&e, &f, NULL);
+	int before = ts_count(e.s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(find_req(e.s, before, "POST", "/secrets"), -1); /* all exist */
+	int mark = find_req(e.s, before, "PATCH", "/persistentvolumeclaims/c-1");
+	assert_true(mark >= 0);
+	json_object *pm = NULL;
+	const char *mb = ts_at(e.s, mark)->body;
+	assert_int_equal(op_json_parse(mb, strlen(mb), 64, &pm, &err), 0);
+	assert_string_equal(json_object_get_string(json_object_object_get(
+				    op_json_at(pm, "metadata.annotations"), "cnpg.io/pvcStatus")),
+			    "ready");
+	json_object_put(pm);
+	int pod = find_req(e.s, before, "POST", "/namespaces/db/pods");
+	assert_true(pod > mark);
+	json_object *o = NULL;
+	assert_string_equal(posted_name(e.s, pod, &o), "c-1");
+	assert_string_equal(json_object_get_string(json_object_object_get(
+				    op_json_at(o, "metadata.labels"), "cnpg.io/instanceRole")),
+			    "primary");
+	json_object_put(o);
+	assert_int_equal(find_req(e.s, before, "POST", "/jobs"), -1); /* no join yet */
+	env_stop(&e);
+}
+
+static void test_scale_down_removes_highest_replica(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	_cleanup_free_ char *cl = op_asprintf(
+		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"60\"},"
+		"\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
+		"\"latestGeneratedNode\":3,\"currentPrimary\":\"c-3\",\"targetPrimary\":\"c-3\"}}]");
+#define POD(n)                                                                                     \
+	"{\"metadata\":{\"name\":\"c-" #n "\",\"namespace\":\"db\",\"labels\":{"                  \
+	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/podRole\":\"instance\",\"cnpg.io/instanceRole\":"    \
+	"\"replica\"}},\"status\":{\"podIP\":\"127.0.0.1\",\"conditions\":[{\"type\":\"Ready\","  \
+	"\"status\":\"True\"}]}}"
+	struct fake f = { .clusters = cl, .secrets = secrets,
+			  .pods = "[" POD(1) "," POD(2) "," POD(3) "]" };
+	struct env e;
+	env_start(&e, &f, NULL);
+	int before = ts_count(e.s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	/* c-3 is the primary: c-2 goes (its jobs and volumes first, then the pod) */
+	int pvc = find_req(e.s, before, "DELETE", "/persistentvolumeclaims/c-2");
+	int wal = find_req(e.s, before, "DELETE", "/persistentvolumeclaims/c-2-wal");
+	int pod = find_req(e.s, before, "DELETE", "/pods/c-2");
+	assert_true(pvc >= 0 && wal >= 0 && pod > pvc);
+	assert_true(find_req(e.s, before, "DELETE", "/jobs/c-2-join") >= 0);
+	assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-3"), -1);
+	assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1"), -1); /* one at a time */
+	/* role labels follow currentPrimary */
+	assert_true(find_req(e.s, before, "PATCH", "/pods/c-3") >= 0);
+	env_stop(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fresh_cluster),
+		cmocka_unit_test(test_guard_denies),
+		cmocka_unit_test(test_type_error_and_absent),
+		cmocka_unit_test(test_completed_job_gets_its_pod),
+		cmocka_unit_test(test_scale_down_removes_highest_replica),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
