@@ -239,6 +239,13 @@ int api_quantity_parse_exact(const char *s, struct api_quantity *ret, struct op_
 /* -1, 0 or 1 as a <, ==, > b (Quantity.Cmp). */
 int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b);
 
+/* Tag of an image reference: the text after the last ':' that follows the
+ * last '/', before any "@digest" ("reg:5000/a/b:17.2@sha256:x" -> "17.2").
+ * Writes a pointer into image (borrowed) and its length, and whether a
+ * digest is present. Returns false when there is no explicit tag; the tag is
+ * then "latest" (static), or "" when the reference has a digest. */
+bool api_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest);
+
 /* PostgreSQL major version from an image reference: the tag's leading
  * number ("...:15", ":15.4", ":16.2-bookworm", ":18.6-system-trixie@sha256:...").
  * Returns 0 and *ret_major, or -EINVAL when there is no tag or it does not

@@ -160,26 +160,41 @@ int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b)
 	return (a->nano > b->nano) - (a->nano < b->nano);
 }
 
-int api_image_major_version(const char *image, int *ret_major, struct op_err *err)
+bool api_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest)
 {
-	if (!image || !*image)
-		return op_err_set(err, -EINVAL, "image name is empty");
-	/* strip the digest, then the tag is after the last ':' that follows the last '/' */
+	/* the tag follows the last ':' after the last '/', before any '@digest' */
 	size_t len = strcspn(image, "@");
-	const char *slash = NULL;
+	const char *start = image;
 	for (size_t i = 0; i < len; i++)
 		if (image[i] == '/')
-			slash = image + i;
-	const char *start = slash ? slash + 1 : image;
+			start = image + i + 1;
 	const char *colon = NULL;
 	for (const char *q = start; q < image + len; q++)
 		if (*q == ':')
 			colon = q;
-	if (!colon)
+	*ret_digest = image[len] == '@';
+	if (colon) {
+		*ret_tag = colon + 1;
+		*ret_len = (size_t)(image + len - colon - 1);
+		return true;
+	}
+	*ret_tag = *ret_digest ? "" : "latest";
+	*ret_len = *ret_digest ? 0 : 6;
+	return false;
+}
+
+int api_image_major_version(const char *image, int *ret_major, struct op_err *err)
+{
+	if (!image || !*image)
+		return op_err_set(err, -EINVAL, "image name is empty");
+	const char *t;
+	size_t n;
+	bool digest;
+	if (!api_image_tag(image, &t, &n, &digest))
 		return op_err_set(err, -EINVAL, "image '%s' has no tag", image);
-	const char *t = colon + 1;
+	const char *end = t + n;
 	int major = 0, nd = 0;
-	for (; t < image + len && *t >= '0' && *t <= '9'; t++, nd++) {
+	for (; t < end && *t >= '0' && *t <= '9'; t++, nd++) {
 		major = major * 10 + (*t - '0');
 		if (major > 100000)
 			return op_err_set(err, -EINVAL, "image '%s': version out of range", image);
@@ -188,7 +203,7 @@ int api_image_major_version(const char *image, int *ret_major, struct op_err *er
 		return op_err_set(err, -EINVAL, "image '%s': tag does not start with a version",
 				  image);
 	/* after the major: end, '.', '-', '_' ("15", "15.4", "16-bookworm") */
-	if (t < image + len && *t != '.' && *t != '-' && *t != '_')
+	if (t < end && *t != '.' && *t != '-' && *t != '_')
 		return op_err_set(err, -EINVAL, "image '%s': tag is not a version", image);
 	*ret_major = major;
 	return 0;

@@ -45,10 +45,6 @@ static inline int wh_pg_major(const struct wh_ctx *ctx)
 	int major;
 	return wh_cluster_major(ctx->obj, &major) ? major : -1;
 }
-/* Tag of an image reference ("img:tag@sha256:x" -> "tag"): writes the tag
- * start and length; *ret_digest says whether a digest is present. A
- * reference without tag or digest gets tag "latest". */
-void wh_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest);
 /* CNPG IsReplica() of the cluster (wh_cluster_is_replica). */
 static inline bool wh_is_replica(const struct wh_ctx *ctx)
 {

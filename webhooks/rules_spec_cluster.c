@@ -70,7 +70,7 @@ WH_RULE_FN(wh_v8_image_name)
 	const char *tag;
 	size_t n;
 	bool digest;
-	wh_image_tag(image, &tag, &n, &digest);
+	api_image_tag(image, &tag, &n, &digest);
 	if (n == 6 && strncmp(tag, "latest", 6) == 0)
 		wh_result_error(res, "spec.imageName",
 				"Can't use 'latest' as image tag as we can't detect upgrades");

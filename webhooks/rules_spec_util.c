@@ -1,6 +1,6 @@
 /* webhooks/rules_spec_util.c - read-only helpers shared by the V rules
- * (rules_spec.h): typed lookups on the borrowed JSON tree, quantities,
- * image tags, PostgreSQL value formats and Kubernetes name formats.
+ * (rules_spec.h): ctx lookups, quantity fields, PostgreSQL value formats and
+ * Kubernetes name formats (typed JSON lookups are in lookup.c).
  */
 #include "webhooks/rules_spec.h"
 
@@ -58,34 +58,6 @@ int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *r
 	if (!v)
 		return 0;
 	return wh_quantity_value(v, ret) < 0 ? -EINVAL : 1;
-}
-
-/* ---- images and versions ---- */
-
-void wh_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest)
-{
-	size_t len = strcspn(image, "@");
-	const char *start = image;
-	for (size_t i = 0; i < len; i++)
-		if (image[i] == '/')
-			start = image + i + 1;
-	const char *colon = memchr(start, ':', (size_t)(image + len - start));
-	const char *last = colon;
-	while (last) {
-		colon = last;
-		last = memchr(colon + 1, ':', (size_t)(image + len - colon - 1));
-	}
-	*ret_digest = image[len] == '@';
-	if (colon) {
-		*ret_tag = colon + 1;
-		*ret_len = (size_t)(image + len - colon - 1);
-	} else if (*ret_digest) {
-		*ret_tag = "";
-		*ret_len = 0;
-	} else {
-		*ret_tag = "latest";
-		*ret_len = 6;
-	}
 }
 
 /* ---- PostgreSQL value formats ---- */

@@ -364,6 +364,23 @@ static void test_image_major(void **state)
 		assert_int_equal(api_image_major_version(bad[i], &m, &err), -EINVAL);
 		assert_int_equal(m, -1);
 	}
+	/* the tag parser behind it (webhooks V8 uses it too) */
+	const char *tag;
+	size_t n;
+	bool digest;
+	assert_true(api_image_tag("reg:5000/a/b:17.2@sha256:ab", &tag, &n, &digest));
+	assert_int_equal(n, 4);
+	assert_memory_equal(tag, "17.2", 4);
+	assert_true(digest);
+	assert_false(api_image_tag("reg:5000/a/b", &tag, &n, &digest));
+	assert_string_equal(tag, "latest");
+	assert_false(digest);
+	assert_false(api_image_tag("b@sha256:ab", &tag, &n, &digest));
+	assert_int_equal(n, 0);
+	assert_true(digest);
+	assert_true(api_image_tag("localhost:5000/pg:17", &tag, &n, &digest));
+	assert_int_equal(n, 2);
+	assert_false(digest);
 }
 
 static void check_name(char *got, const char *want)

@@ -370,20 +370,6 @@ static void test_helpers(void **state)
 	assert_int_equal(wh_quantity_at(qs, "nul", &q), 0);
 	assert_int_equal(wh_quantity_at(qs, "absent", &q), 0);
 
-	const char *tag;
-	size_t n;
-	bool digest;
-	wh_image_tag("reg:5000/a/b:17.2@sha256:ab", &tag, &n, &digest);
-	assert_int_equal(n, 4);
-	assert_memory_equal(tag, "17.2", 4);
-	assert_true(digest);
-	wh_image_tag("reg:5000/a/b", &tag, &n, &digest);
-	assert_string_equal(tag, "latest");
-	assert_false(digest);
-	wh_image_tag("b@sha256:ab", &tag, &n, &digest);
-	assert_int_equal(n, 0);
-	assert_true(digest);
-
 	assert_true(wh_is_dns1035_label("pg-1"));
 	assert_false(wh_is_dns1035_label("1pg"));
 	assert_false(wh_is_dns1035_label("pg-"));
