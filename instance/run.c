@@ -262,6 +262,7 @@ struct runner {
 	bool bootstrapped_primary;   /* no standby.signal when we started */
 	time_t last_slots;
 	bool pending_restart;        /* last seen, to log the change once */
+	bool waiting_logged;         /* "waiting for the WAL receiver" logged */
 };
 
 static bool is_standby_dir(const char *pgdata)
@@ -504,8 +505,31 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		kill(rn->pid, SIGHUP);
 	if (req & INST_REQ_DEMOTE && primary)
 		return op_err_set(err, -ESHUTDOWN, "demotion requested");
-	if (!primary && ((target && strcmp(target, me) == 0) || (req & INST_REQ_PROMOTE)))
+	if (!primary && (req & INST_REQ_PROMOTE))
 		return promote(rn, conn, err);
+	if (!primary && target && strcmp(target, me) == 0) {
+		/* While another instance is still currentPrimary, wait until it
+		 * stopped streaming to us (it shuts down when it sees the new
+		 * target): promoting with every WAL record it wrote avoids a
+		 * divergence (CNPG waits for the WAL receiver to stop too). */
+		if (current && *current && strcmp(current, me) != 0) {
+			_cleanup_free_ char *active = NULL;
+			r = inst_pg_value(conn,
+					  "SELECT (count(*) > 0)::text FROM pg_stat_wal_receiver", 0,
+					  NULL, &active, err);
+			if (r)
+				return r;
+			if (active && strcmp(active, "true") == 0) {
+				if (!rn->waiting_logged)
+					op_log_info("promotion: waiting for the WAL receiver to stop",
+						    "currentPrimary", current);
+				rn->waiting_logged = true;
+				return 0;
+			}
+		}
+		rn->waiting_logged = false;
+		return promote(rn, conn, err);
+	}
 	if (primary && is_other(target, me))
 		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
 	bool current_me = current && strcmp(current, me) == 0;

@@ -235,7 +235,9 @@ set_status() { # set_status JQ-EXPR
 	chmod 644 "$T/cluster.json"
 }
 e2e_log "switchover to $C-2"
-set_status '.status.targetPrimary = "pgtest-2"'
+# currentPrimary as the first primary's patch would have left it: the standby
+# waits for its WAL receiver to stop (old primary down) before promoting.
+set_status '.status.targetPrimary = "pgtest-2" | .status.currentPrimary = "pgtest-1"'
 i2_primary() { test "$(status "$S2" | jq -r .isPrimary)" = true; }
 e2e_wait_for i2_primary 60 || tail -20 "$T/run2.log" >&2
 check "targetPrimary=pgtest-2: the standby promotes" i2_primary
@@ -255,7 +257,9 @@ follows() {
 		>/dev/null
 }
 e2e_wait_for follows 90 || tail -20 "$T/run1b.log" >&2
-check "the old primary ran pg_rewind" grep -q "pg_rewind" "$T/run1b.log"
+check "the old primary ran pg_rewind" grep -q "running pg_rewind" "$T/run1b.log"
+check "the standby waited for the old primary before promoting" \
+	grep -q "waiting for the WAL receiver to stop" "$T/run2.log"
 check "the old primary streams from the new one" follows
 check "the old primary reports isPrimary false" \
 	test "$(status "$S1" | jq -r .isPrimary)" = false
