@@ -56,10 +56,16 @@ static void argv_done(struct argv_b *a)
 /* Splits each flag string on blanks (the Job passes them quoted together). */
 static void argv_add_split(struct argv_b *a, const char *s)
 {
-	_cleanup_free_ char *copy = op_strdup(s);
-	char *save = NULL;
-	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
-		argv_add(a, t);
+	while (*s) {
+		size_t skip = strspn(s, " \t\n");
+		s += skip;
+		size_t len = strcspn(s, " \t\n");
+		if (len) {
+			_cleanup_free_ char *t = op_strndup(s, len);
+			argv_add(a, t);
+		}
+		s += len;
+	}
 }
 
 const char *inst_os_user(void)

@@ -133,7 +133,8 @@ status() { "${CURL[@]}" "https://127.0.0.1:$1/pg/status"; }
 # ---- primary ------------------------------------------------------------
 e2e_log "instance init (primary)"
 # shellcheck disable=SC2046
-as_pg "$T/pgop" instance init $(common 1) >"$T/init1.log" 2>&1
+as_pg "$T/pgop" instance init $(common 1) --initdb-flags "-k --encoding=UTF8" \
+	--initdb-flags "--lc-collate=C --lc-ctype=C" >"$T/init1.log" 2>&1
 check "instance init exits 0" test $? -eq 0 || cat "$T/init1.log" >&2
 check "init wrote the includes into postgresql.conf" \
 	grep -q "include 'custom.conf'" "$T/i1/pgdata/postgresql.conf"
@@ -169,6 +170,10 @@ check "app database owned by app, postInitApplicationSQL ran" \
 check "app owner password works over TLS (scram)" \
 	env PGPASSWORD=app-secret-pw PGSSLMODE=require psql -h 127.0.0.1 -p "$P1" -U app -d app \
 	-Atc "SELECT current_user" -q
+check "initdb flags applied (checksums, encoding, collation)" \
+	test "$(as_pg psql -h "$T/i1/controller/run" -p "$P1" -U postgres -Atc \
+		"SELECT current_setting('data_checksums') || pg_encoding_to_char(encoding) || datcollate \
+		 FROM pg_database WHERE datname = 'app'")" = onUTF8C
 check "streaming_replica role has REPLICATION" test "$(as_pg psql -h "$T/i1/controller/run" \
 	-p "$P1" -U postgres -Atc "SELECT rolreplication FROM pg_roles WHERE rolname='streaming_replica'")" = t
 
