@@ -69,18 +69,21 @@ C=pgtest
 mkdir -p "$T/certs/server" "$T/certs/ca" "$T/certs/replication" "$T/pki" \
 	"$T/secrets/app" "$T/secrets/superuser"
 cd "$T/pki" || exit 1
-tmpl() { printf '%s\n' "$@" >"$1.tmpl.tmp" && mv "$1.tmpl.tmp" "$1.tmpl"; }
 gen_key() { certtool --generate-privkey --key-type=ecdsa --outfile "$1.key" 2>/dev/null; }
 printf 'cn = %s\nca\ncert_signing_key\nexpiration_days = 30\n' "$C" >ca.tmpl
-gen_key ca && certtool --generate-self-signed --load-privkey ca.key --template ca.tmpl \
-	--outfile ca.crt 2>/dev/null || e2e_fail "CA"
+if ! gen_key ca || ! certtool --generate-self-signed --load-privkey ca.key --template ca.tmpl \
+	--outfile ca.crt 2>/dev/null; then
+	e2e_fail "CA"
+fi
 leaf() { # leaf NAME TEMPLATE-LINES (signed by ca, or by SIGNER)
 	local name=$1 signer=${SIGNER:-ca}
 	shift
 	printf '%s\n' "$@" "expiration_days = 30" >"$name.tmpl"
-	gen_key "$name" && certtool --generate-certificate --load-privkey "$name.key" \
+	if ! gen_key "$name" || ! certtool --generate-certificate --load-privkey "$name.key" \
 		--load-ca-certificate "$signer.crt" --load-ca-privkey "$signer.key" \
-		--template "$name.tmpl" --outfile "$name.crt" 2>/dev/null || e2e_fail "cert $name"
+		--template "$name.tmpl" --outfile "$name.crt" 2>/dev/null; then
+		e2e_fail "cert $name"
+	fi
 }
 leaf server "cn = $C-rw" "dns_name = $C-rw" "dns_name = localhost" "ip_address = 127.0.0.1" \
 	tls_www_server signing_key encryption_key
