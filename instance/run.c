@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,7 @@ struct watcher {
 	struct kube_watch *w;
 	pthread_t thread;
 	bool running;
-	volatile bool stop; /* file mode */
+	atomic_bool stop;   /* file mode */
 };
 
 static void publish(struct inst_state *st, struct api_cluster *c)
@@ -187,7 +188,7 @@ static void *watch_main(void *arg)
 	struct watcher *w = arg;
 	if (w->src.cluster_file) {
 		struct timespec last = { 0 };
-		while (!w->stop) {
+		while (!atomic_load(&w->stop)) {
 			struct stat sb;
 			if (stat(w->src.cluster_file, &sb) == 0 &&
 			    (sb.st_mtim.tv_sec != last.tv_sec || sb.st_mtim.tv_nsec != last.tv_nsec)) {
@@ -242,7 +243,7 @@ static int watcher_start(struct watcher *w, const char *rv, struct op_err *err)
 
 static void watcher_stop(struct watcher *w)
 {
-	w->stop = true;
+	atomic_store(&w->stop, true);
 	if (w->w)
 		kube_watch_stop(w->w);
 	if (w->running)
