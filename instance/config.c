@@ -303,6 +303,7 @@ int inst_render_postgresql_conf(const struct inst_config_input *in, struct op_bu
 {
 	struct param_list ps = { 0 };
 	_cleanup_(op_buf_donep) struct op_buf body = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	_cleanup_free_ char *sha = NULL;
 	int r = collect_params(in, &ps, err);
 	if (r)
 		goto out;
@@ -314,7 +315,7 @@ int inst_render_postgresql_conf(const struct inst_config_input *in, struct op_bu
 		op_err_set(err, r, "postgresql.conf: too large");
 		goto out;
 	}
-	_cleanup_free_ char *sha = sha256_hex(body.data ? body.data : "", body.len);
+	sha = sha256_hex(body.data ? body.data : "", body.len);
 	r = add_setting(&body, "cnpg.config_sha256", sha);
 	r = r ? r : op_buf_add(out, op_buf_str(&body), body.len);
 	if (r) {

@@ -223,7 +223,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return reply_error(conn, 404, "not found");
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	if (op_buf_vaddf(&b, fmt, ap) == 0) {
