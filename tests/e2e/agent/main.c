@@ -58,7 +58,17 @@ static int partition_main(int argc, char **argv, const char *state_dir)
 	static const char *const fams[] = { "ip", "bridge" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(fams); i++) {
 		_cleanup_free_ char *elem = op_asprintf("{ %s }", ip);
-		const char *cmd[] = { "nft", on ? "add" : "delete", "element", fams[i], NA_NFT_TABLE,
+		/* the pod's subnet names the table of the agent that runs it */
+		char net[16];
+		snprintf(net, sizeof(net), "%s", ip);
+		char *dot = strrchr(net, '.');
+		if (dot)
+			*dot = '\0';
+		_cleanup_free_ char *table = !strcmp(net, NA_POD_NET)
+						     ? op_strdup(NA_NFT_TABLE)
+						     : op_asprintf("%s_%s", NA_NFT_TABLE,
+								   strrchr(net, '.') + 1);
+		const char *cmd[] = { "nft", on ? "add" : "delete", "element", fams[i], table,
 				      "partitioned", elem, NULL };
 		na_run(cmd, NULL, NULL, NULL);
 	}
@@ -114,14 +124,15 @@ static void *stop_informer(void *inf)
  * names are global): recreate it, re-attach every pod, re-apply nftables. */
 static void heal_network(struct na_agent *a)
 {
-	if (access("/sys/class/net/" NA_BRIDGE, F_OK) == 0)
-		return;
 	struct op_err err = OP_ERR_INIT;
-	op_log_warn("bridge " NA_BRIDGE " vanished: recreating it");
-	if (na_net_up(&a->net, &err) < 0) {
+	int rc = na_net_up(&a->net, &err);
+	if (rc < 0) {
 		op_log_warn("bridge", "error", err.msg);
 		return;
 	}
+	if (rc == 0)
+		return;
+	op_log_warn("bridge " NA_BRIDGE " or its address vanished: recreated");
 	free(a->last_nft);
 	a->last_nft = NULL;
 	atomic_fetch_add(&a->net_epoch, 1); /* every pod worker re-attaches its pod */
@@ -157,7 +168,6 @@ static int run(struct opts *o)
 	const char *cidr = getenv("PGOP_E2E_SERVICE_CIDR");
 	a.svc_cidr = op_strdup(cidr && *cidr ? cidr : "10.213.0.0/16");
 	a.net.kube_svc_ip = first_service_ip(a.svc_cidr);
-	a.host_ip = op_strdup(NA_POD_NET ".1");
 
 	sigset_t sigs;
 	sigemptyset(&sigs);
@@ -187,10 +197,12 @@ static int run(struct opts *o)
 			goto out;
 		}
 	}
-	if (na_net_up(&a.net, &err) < 0) {
+	if (na_net_claim(&a.net, &err) < 0) {
 		op_log_error("bridge", "error", err.msg);
 		goto out;
 	}
+	a.host_ip = op_asprintf("%s.1", na_pod_net);
+	op_log_info("pod network", "subnet", a.host_ip, "table", na_nft_table);
 	kubelet = na_kubelet_start(a.state_dir, a.host_ip, 10250, &err);
 	if (!kubelet) {
 		op_log_warn("kubelet API (kubectl logs) unavailable", "error", err.msg);

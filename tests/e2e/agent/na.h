@@ -36,6 +36,14 @@
 #define NA_MAX_ARGS 256     /* argv/env entries per container */
 #define NA_MAX_MOUNTS 64
 
+/* Per-instance network identity, chosen once at start (na_net_claim) and
+ * read-only afterwards. The only agent on a host gets NA_POD_NET and table
+ * NA_NFT_TABLE (the names cluster-down.sh knows); an agent of a concurrent e2e
+ * environment shares the bridge but takes the next free 10.244.<n>.0/24 and
+ * table pgop_e2e_<n>, and only ever touches its own. */
+extern char na_pod_net[16];   /* "10.244.213" */
+extern char na_nft_table[32]; /* "pgop_e2e" */
+
 /* ---------------------------------------------------------------- util.c */
 
 /* Runs argv (argv[0] searched in PATH) with `input` (may be NULL) on stdin,
@@ -141,10 +149,15 @@ struct na_net {
 	char *kube_svc_ip;   /* first service IP (owned, "10.213.0.1") */
 	bool up;
 };
-/* Creates the bridge (NA_POD_NET.1/24), per-bridge forwarding and
- * route_localnet, and an empty nft table. Idempotent. */
+/* Creates the bridge if needed, picks this instance's subnet (under a host
+ * lock: the first 10.244.<n>.1, n >= 213, not yet on the bridge) and adds its
+ * gateway address; per-bridge forwarding and route_localnet. */
+int na_net_claim(struct na_net *n, struct op_err *err);
+/* Re-creates the bridge and/or this instance's address if they vanished.
+ * Returns 1 when something was repaired, 0 when all was in place. */
 int na_net_up(struct na_net *n, struct op_err *err);
-/* Deletes the nft table and the bridge. */
+/* Deletes this instance's nft tables and address; the bridge too when no
+ * other instance has an address on it. */
 void na_net_down(struct na_net *n);
 /* Creates netns + veth for the pod with address ip. Idempotent. */
 int na_net_pod_add(const char *netns, const char *veth, const char *ip, struct op_err *err);

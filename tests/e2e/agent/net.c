@@ -4,6 +4,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/file.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,18 +29,44 @@ static int write_sysctl(const char *path, const char *val, struct op_err *err)
 	return 0;
 }
 
-int na_net_up(struct na_net *n, struct op_err *err)
+/* IPv4 addresses on the bridge, as a bitmap of the third octet of 10.244.x.1. */
+static void bridge_addrs(bool used[256], bool *ret_exists)
+{
+	memset(used, 0, 256 * sizeof(bool));
+	*ret_exists = access("/sys/class/net/" NA_BRIDGE, F_OK) == 0;
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || strcmp(i->ifa_name, NA_BRIDGE))
+			continue;
+		uint32_t a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		if ((a >> 16) == ((10u << 8) | 244u) && (a & 0xff) == 1)
+			used[(a >> 8) & 0xff] = true;
+	}
+	freeifaddrs(ifa);
+}
+
+static int own_octet(void)
+{
+	const char *dot = strrchr(na_pod_net, '.');
+	char *end;
+	long v = dot ? strtol(dot + 1, &end, 10) : -1;
+	return dot && !*end && v > 0 && v < 256 ? (int)v : -1;
+}
+
+static int bridge_setup(struct op_err *err)
 {
 	int rc;
-	struct stat st;
-	if (stat("/sys/class/net/" NA_BRIDGE, &st) < 0) {
+	if (access("/sys/class/net/" NA_BRIDGE, F_OK) != 0) {
 		const char *add[] = { "ip", "link", "add", NA_BRIDGE, "type", "bridge", NULL };
-		if ((rc = na_run(add, NULL, NULL, err)) < 0)
+		if ((rc = na_run(add, NULL, NULL, err)) < 0 &&
+		    access("/sys/class/net/" NA_BRIDGE, F_OK) != 0) /* lost a race: fine */
 			return rc;
+		op_err_clear(err);
 	}
-	const char *addr[] = { "ip", "addr", "replace", NA_POD_NET ".1/24", "dev", NA_BRIDGE, NULL };
 	const char *up[] = { "ip", "link", "set", NA_BRIDGE, "up", NULL };
-	if ((rc = na_run(addr, NULL, NULL, err)) < 0 || (rc = na_run(up, NULL, NULL, err)) < 0)
+	if ((rc = na_run(up, NULL, NULL, err)) < 0)
 		return rc;
 	/* Forwarding only for packets that arrive on the bridge (service DNAT
 	 * between pods); route_localnet lets pods reach the loopback apiserver
@@ -43,18 +74,86 @@ int na_net_up(struct na_net *n, struct op_err *err)
 	if ((rc = write_sysctl("/proc/sys/net/ipv4/conf/" NA_BRIDGE "/forwarding", "1", err)) < 0 ||
 	    (rc = write_sysctl("/proc/sys/net/ipv4/conf/" NA_BRIDGE "/route_localnet", "1", err)) < 0)
 		return rc;
-	n->up = true;
 	return 0;
+}
+
+static int add_own_address(struct op_err *err)
+{
+	char cidr[32];
+	snprintf(cidr, sizeof(cidr), "%s.1/24", na_pod_net);
+	const char *addr[] = { "ip", "addr", "replace", cidr, "dev", NA_BRIDGE, NULL };
+	return na_run(addr, NULL, NULL, err);
+}
+
+int na_net_claim(struct na_net *n, struct op_err *err)
+{
+	/* serialises agents of concurrent e2e environments while they pick */
+	int lock = open("/tmp/pgop-e2e-agent.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		int e = -errno;
+		if (lock >= 0)
+			close(lock);
+		return op_err_set(err, e, "lock /tmp/pgop-e2e-agent.lock: %s", strerror(-e));
+	}
+	int rc = bridge_setup(err);
+	if (rc == 0) {
+		bool used[256], exists;
+		bridge_addrs(used, &exists);
+		int oct = 213;
+		while (oct < 251 && used[oct])
+			oct++;
+		if (oct == 251) {
+			rc = op_err_set(err, -ENOSPC, "no free 10.244.x.0/24 on " NA_BRIDGE);
+		} else {
+			snprintf(na_pod_net, sizeof(na_pod_net), "10.244.%d", oct);
+			if (oct == 213)
+				snprintf(na_nft_table, sizeof(na_nft_table), "%s", NA_NFT_TABLE);
+			else
+				snprintf(na_nft_table, sizeof(na_nft_table), "%s_%d", NA_NFT_TABLE, oct);
+			rc = add_own_address(err);
+		}
+	}
+	flock(lock, LOCK_UN);
+	close(lock);
+	if (rc == 0)
+		n->up = true;
+	return rc;
+}
+
+int na_net_up(struct na_net *n, struct op_err *err)
+{
+	bool used[256], exists;
+	bridge_addrs(used, &exists);
+	int oct = own_octet();
+	if (exists && oct > 0 && oct < 256 && used[oct])
+		return 0;
+	int rc = bridge_setup(err);
+	if (rc == 0)
+		rc = add_own_address(err);
+	if (rc == 0)
+		n->up = true;
+	return rc < 0 ? rc : 1;
 }
 
 void na_net_down(struct na_net *n)
 {
-	const char *ip_tbl[] = { "nft", "delete", "table", "ip", NA_NFT_TABLE, NULL };
-	const char *br_tbl[] = { "nft", "delete", "table", "bridge", NA_NFT_TABLE, NULL };
-	const char *br[] = { "ip", "link", "del", NA_BRIDGE, NULL };
+	const char *ip_tbl[] = { "nft", "delete", "table", "ip", na_nft_table, NULL };
+	const char *br_tbl[] = { "nft", "delete", "table", "bridge", na_nft_table, NULL };
 	na_run(ip_tbl, NULL, NULL, NULL);
 	na_run(br_tbl, NULL, NULL, NULL);
-	na_run(br, NULL, NULL, NULL);
+	char cidr[32];
+	snprintf(cidr, sizeof(cidr), "%s.1/24", na_pod_net);
+	const char *del_addr[] = { "ip", "addr", "del", cidr, "dev", NA_BRIDGE, NULL };
+	na_run(del_addr, NULL, NULL, NULL);
+	bool used[256], exists;
+	bridge_addrs(used, &exists);
+	bool others = false;
+	for (int i = 0; i < 256; i++)
+		others |= used[i];
+	if (exists && !others) {
+		const char *br[] = { "ip", "link", "del", NA_BRIDGE, NULL };
+		na_run(br, NULL, NULL, NULL);
+	}
 	if (n)
 		n->up = false;
 }
@@ -64,6 +163,7 @@ int na_net_pod_add(const char *netns, const char *veth, const char *ip, struct o
 	int rc;
 	_cleanup_free_ char *nspath = op_asprintf("/run/netns/%s", netns);
 	_cleanup_free_ char *cidr = op_asprintf("%s/%d", ip, NA_POD_PREFIXLEN);
+	_cleanup_free_ char *gw = op_asprintf("%s.1", na_pod_net);
 	struct stat st;
 	if (stat(nspath, &st) < 0) {
 		const char *add[] = { "ip", "netns", "add", netns, NULL };
@@ -82,7 +182,7 @@ int na_net_pod_add(const char *netns, const char *veth, const char *ip, struct o
 		{ "ip", "-n", netns, "link", "set", "lo", "up", NULL },
 		{ "ip", "-n", netns, "addr", "replace", cidr, "dev", "eth0", NULL },
 		{ "ip", "-n", netns, "link", "set", "eth0", "up", NULL },
-		{ "ip", "-n", netns, "route", "replace", "default", "via", NA_POD_NET ".1", NULL },
+		{ "ip", "-n", netns, "route", "replace", "default", "via", gw, NULL },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cmds); i++)
 		if ((rc = na_run(cmds[i], NULL, NULL, err)) < 0)

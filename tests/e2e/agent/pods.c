@@ -309,7 +309,7 @@ static int build_env(struct na_agent *a, struct na_pod *p, json_object *spec, bo
 			_cleanup_free_ char *val = NULL;
 			if ((ref = op_json_at(vf, "fieldRef"))) {
 				const char *v = na_field_ref(p->obj, op_json_str_at(ref, "fieldPath"),
-							     p->ip, NA_POD_NET ".1");
+							     p->ip, a->host_ip);
 				val = op_strdup(v ? v : "");
 			} else if ((ref = op_json_at(vf, "secretKeyRef"))) {
 				if (!(val = object_key(a, p, true, ref, err)))

@@ -9,6 +9,9 @@
 #include "support/json.h"
 #include "tests/e2e/agent/na.h"
 
+char na_pod_net[16] = NA_POD_NET;
+char na_nft_table[32] = NA_NFT_TABLE;
+
 enum na_image_kind na_image_kind(const char *image)
 {
 	if (!image)
@@ -44,7 +47,11 @@ int na_pod_ip(int index, char out[16])
 {
 	if (index < 2 || index > 254)
 		return -ERANGE;
-	snprintf(out, 16, "%s.%d", NA_POD_NET, index);
+	char tmp[40];
+	int n = snprintf(tmp, sizeof(tmp), "%s.%d", na_pod_net, index);
+	if (n < 0 || n > 15)
+		return -ERANGE;
+	memcpy(out, tmp, (size_t)n + 1);
 	return 0;
 }
 
@@ -231,15 +238,19 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 {
 	int rc;
 	op_buf_reset(b);
-	const char *net = NA_POD_NET ".0/24";
+	const char *t = na_nft_table;
+	char net[32];
+	snprintf(net, sizeof(net), "%s.0/24", na_pod_net);
 	/* create-then-delete makes the script idempotent and atomic */
-	ADD("table ip " NA_NFT_TABLE "\ndelete table ip " NA_NFT_TABLE "\n");
-	ADD("table bridge " NA_NFT_TABLE "\ndelete table bridge " NA_NFT_TABLE "\n");
-	ADD("table ip " NA_NFT_TABLE " {\n");
+	ADD("table ip %s\ndelete table ip %s\n", t, t);
+	ADD("table bridge %s\ndelete table bridge %s\n", t, t);
+	ADD("table ip %s {\n", t);
 	if ((rc = render_set(b, partitioned, n_partitioned)) < 0)
 		return rc;
+	/* only this instance's pods: another environment's agent may share the bridge */
 	ADD("\tchain prerouting { type nat hook prerouting priority -100; policy accept; "
-	    "jump services; }\n");
+	    "ip saddr %s jump services; }\n",
+	    net);
 	ADD("\tchain output { type nat hook output priority -100; policy accept; "
 	    "jump services; }\n");
 	ADD("\tchain postrouting { type nat hook postrouting priority 100; policy accept; "
@@ -283,7 +294,7 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 	}
 	ADD("}\n");
 	/* pod <-> pod on the bridge never reaches the ip family hooks */
-	ADD("table bridge " NA_NFT_TABLE " {\n");
+	ADD("table bridge %s {\n", t);
 	if ((rc = render_set(b, partitioned, n_partitioned)) < 0)
 		return rc;
 	ADD("\tchain forward { type filter hook forward priority filter; policy accept; "

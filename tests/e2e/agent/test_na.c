@@ -157,6 +157,20 @@ static void test_nft_render(void **state)
 		struct op_err err = OP_ERR_INIT;
 		assert_int_equal(na_run(argv, s, NULL, &err), 0);
 	}
+	assert_non_null(strstr(s, "ip saddr 10.244.213.0/24 jump services"));
+	/* a second instance on the same host: its own subnet and table */
+	snprintf(na_pod_net, sizeof(na_pod_net), "10.244.214");
+	snprintf(na_nft_table, sizeof(na_nft_table), "pgop_e2e_214");
+	assert_int_equal(na_nft_render(&b, &r, "10.213.0.0/16", NULL, 0), 0);
+	assert_non_null(strstr(op_buf_str(&b), "table ip pgop_e2e_214 {"));
+	assert_non_null(strstr(op_buf_str(&b), "delete table bridge pgop_e2e_214\n"));
+	assert_non_null(strstr(op_buf_str(&b), "ip saddr 10.244.214.0/24 jump services"));
+	assert_null(strstr(op_buf_str(&b), "table ip pgop_e2e {"));
+	char ip[16];
+	assert_int_equal(na_pod_ip(9, ip), 0);
+	assert_string_equal(ip, "10.244.214.9");
+	snprintf(na_pod_net, sizeof(na_pod_net), "%s", NA_POD_NET);
+	snprintf(na_nft_table, sizeof(na_nft_table), "%s", NA_NFT_TABLE);
 	/* empty partition set renders without elements */
 	assert_int_equal(na_nft_render(&b, NULL, "10.213.0.0/16", NULL, 0), 0);
 	assert_non_null(strstr(op_buf_str(&b), "set partitioned { type ipv4_addr; }"));

@@ -159,13 +159,13 @@ static int sa_token(struct na_agent *a, struct na_pod *p, const char *dir, json_
 	return rc;
 }
 
-static int downward(struct na_pod *p, const char *dir, json_object *items, mode_t mode,
+static int downward(struct na_agent *a, struct na_pod *p, const char *dir, json_object *items, mode_t mode,
 		    struct op_err *err)
 {
 	for (size_t i = 0; items && i < json_object_array_length(items); i++) {
 		json_object *it = json_object_array_get_idx(items, i);
 		const char *fp = op_json_str_at(it, "fieldRef.fieldPath");
-		const char *v = na_field_ref(p->obj, fp, p->ip, NA_POD_NET ".1");
+		const char *v = na_field_ref(p->obj, fp, p->ip, a->host_ip);
 		if (!v)
 			v = "";
 		int rc = write_key(dir, op_json_str_at(it, "path"), v, strlen(v),
@@ -214,7 +214,7 @@ static int one_volume(struct na_agent *a, struct na_pod *p, json_object *v, stru
 				   op_json_at(src, "items"), bool_at(src, "optional"),
 				   mode_of(src, "defaultMode", 0644), err);
 	if ((src = op_json_at(v, "downwardAPI")))
-		return downward(p, dir, op_json_at(src, "items"), mode_of(src, "defaultMode", 0644),
+		return downward(a, p, dir, op_json_at(src, "items"), mode_of(src, "defaultMode", 0644),
 				err);
 	if ((src = op_json_at(v, "projected"))) {
 		mode_t mode = mode_of(src, "defaultMode", 0644);
@@ -232,7 +232,7 @@ static int one_volume(struct na_agent *a, struct na_pod *p, json_object *v, stru
 						 op_json_at(x, "items"), bool_at(x, "optional"),
 						 mode, err);
 			else if ((x = op_json_at(s, "downwardAPI")))
-				rc = downward(p, dir, op_json_at(x, "items"), mode, err);
+				rc = downward(a, p, dir, op_json_at(x, "items"), mode, err);
 			else
 				rc = 0;
 			if (rc < 0)
