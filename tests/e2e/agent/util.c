@@ -53,9 +53,9 @@ int na_run(const char *const argv[], const char *input, struct op_buf *out, stru
 		dup2(in[0], 0);
 		dup2(outp[1], 1);
 		dup2(outp[1], 2);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* the caller's signal mask is kept: in the agent SIGTERM is blocked, so a
+		 * teardown that signals every process of the environment cannot kill the
+		 * ip/nft commands that clean up */
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
