@@ -258,6 +258,11 @@ struct na_agent {
 	bool node_registered;
 };
 
+/* pods.c / start.c */
+json_object *na_ctr_spec(struct na_pod *p, struct na_ctr *c);
+void na_set_reason(char **dst, const char *r);
+/* Starts container c of pod p (spec, env, mounts, fork + container-init). */
+int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct op_err *err);
 /* status.c: patches the Pod status when it changed since the last call. */
 void na_pod_status(struct na_agent *a, struct na_pod *p);
 /* pods.c */
