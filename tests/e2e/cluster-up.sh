@@ -210,6 +210,7 @@ start kube-apiserver kube-apiserver \
 	--allow-privileged=true \
 	--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
 	--kubelet-client-key="$P/apiserver-kubelet-client.key" \
+	--kubelet-preferred-address-types=InternalIP,Hostname \
 	--requestheader-client-ca-file="$P/front-proxy-ca.crt" \
 	--requestheader-allowed-names=front-proxy-client \
 	--requestheader-username-headers=X-Remote-User \
