@@ -75,7 +75,7 @@ helm_check_bundles() {
 		openssl verify -CAfile "$d/$kind.pem" -purpose sslserver "$d/leaf.pem" >/dev/null 2>&1 ||
 			e2e_fail "$kind caBundle does not trust the serving Secret's leaf"
 	done
-	for ip in $(kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=$rel" \
+	for ip in $(kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=$rel" --field-selector=status.phase=Running \
 		-o jsonpath='{range .items[?(@.status.podIP)]}{.status.podIP}{" "}{end}'); do
 		curl -sf --max-time 5 --cacert "$d/validating.pem" \
 			--resolve "$rel-pgop.$ns.svc:9443:$ip" "https://$rel-pgop.$ns.svc:9443/healthz" >/dev/null ||

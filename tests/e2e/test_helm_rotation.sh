@@ -106,7 +106,7 @@ grep -q "CAPromoted" <<<"$(kubectl -n "$ns" get events -o jsonpath='{.items[*].r
 	e2e_fail "no CAPromoted event"
 
 # both replicas served admission requests (their own /metrics)
-for ip in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[*].status.podIP}'); do
+for ip in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 --field-selector=status.phase=Running -o jsonpath='{.items[*].status.podIP}'); do
 	served=$(curl -sk --max-time 5 "https://$ip:9443/metrics" |
 		awk '/^pgop_http_requests_total\{path="\/validate-postgresql-cnpg-io-v1-cluster"/ {s += $NF} END {print s + 0}')
 	e2e_log "replica $ip served $served validation requests"
