@@ -126,9 +126,12 @@ for name in web-b "web-b.$ns" "web-b.$ns.svc.cluster.local"; do
 done
 out=$(in_pod "${pods[0]}" curl -sk --max-time 3 -o /dev/null -w '%{http_code} %{remote_ip}' "https://web-b/readyz")
 e2e_assert_eq "200 $(k get svc web-b -o jsonpath='{.spec.clusterIP}')" "$out" "pod 0 -> web-b ClusterIP"
-for _ in 1 2 3 4; do
+# both backends, the pod itself included (hairpin)
+for _ in 1 2 3 4 5 6; do
 	in_pod "${pods[1]}" curl -skf --max-time 3 "https://web/healthz" >/dev/null || e2e_fail "pod 1 -> web"
 done
+in_pod "${pods[1]}" curl -skf --max-time 3 "https://web-b/healthz" >/dev/null || e2e_fail "pod 1 -> itself through web-b"
+
 e2e_log "pod ${pods[0]} reached pod ${pods[1]} through Service web-b"
 
 # 5. partition: pod 1 cut off, then back

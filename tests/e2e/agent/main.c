@@ -142,6 +142,7 @@ static int run(struct opts *o)
 {
 	struct na_agent a = { 0 };
 	struct na_kubelet *kubelet = NULL;
+	_cleanup_free_ char *fs = NULL;
 	pthread_mutex_init(&a.mu, NULL);
 	struct op_err err = OP_ERR_INIT;
 	int rc = 1;
@@ -208,7 +209,7 @@ static int run(struct opts *o)
 		op_log_warn("kubelet API (kubectl logs) unavailable", "error", err.msg);
 		op_err_clear(&err);
 	}
-	_cleanup_free_ char *fs = op_asprintf("spec.nodeName=%s", a.node_name);
+	fs = op_asprintf("spec.nodeName=%s", a.node_name);
 	if (start_informer(&a, KUBE_PODS, fs, &a.pods, &err) < 0 ||
 	    start_informer(&a, KUBE_SERVICES, NULL, &a.svcs, &err) < 0 ||
 	    start_informer(&a, KUBE_ENDPOINTSLICES, NULL, &a.slices, &err) < 0 ||
@@ -271,6 +272,10 @@ static int run(struct opts *o)
 	}
 	rc = 0;
 out:;
+	/* pod workers first: they read the informers */
+	na_kubelet_stop(kubelet);
+	kubelet = NULL;
+	na_pods_stop_all(&a);
 	/* stop the informers in parallel: each stop takes up to ~1 s */
 	struct kube_informer *all[] = { a.pods, a.svcs, a.slices, a.pvcs, a.pvs };
 	pthread_t th[OP_ARRAY_SIZE(all)];
@@ -283,8 +288,6 @@ out:;
 			pthread_join(th[k], NULL);
 		kube_informer_free(all[k]);
 	}
-	na_kubelet_stop(kubelet);
-	na_pods_stop_all(&a);
 	if (a.net.up)
 		na_net_down(&a.net);
 	kube_client_free(a.kc);

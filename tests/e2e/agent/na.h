@@ -25,6 +25,7 @@
 
 #define NA_NODE_NAME_DEFAULT "pgop-e2e-node"
 #define NA_BRIDGE "pgope2e0"
+#define NA_BRIDGE_MAC "02:70:67:6f:70:01" /* fixed: see net.c */
 #define NA_NETNS_PREFIX "pgop-e2e-"
 #define NA_VETH_PREFIX "pe2e"
 #define NA_NFT_TABLE "pgop_e2e"

@@ -65,7 +65,10 @@ static int bridge_setup(struct op_err *err)
 			return rc;
 		op_err_clear(err);
 	}
-	const char *up[] = { "ip", "link", "set", NA_BRIDGE, "up", NULL };
+	/* A bridge without an explicit address takes the lowest MAC of its ports:
+	 * every new pod could change the gateway's MAC under the other pods' ARP
+	 * caches (seconds of lost traffic). A fixed, locally administered one: */
+	const char *up[] = { "ip", "link", "set", NA_BRIDGE, "address", NA_BRIDGE_MAC, "up", NULL };
 	if ((rc = na_run(up, NULL, NULL, err)) < 0)
 		return rc;
 	/* Forwarding only for packets that arrive on the bridge (service DNAT
@@ -170,23 +173,24 @@ int na_net_pod_add(const char *netns, const char *veth, const char *ip, struct o
 		if ((rc = na_run(add, NULL, NULL, err)) < 0)
 			return rc;
 	}
+	/* two `ip -batch` runs instead of one fork per command */
 	_cleanup_free_ char *sys = op_asprintf("/sys/class/net/%s", veth);
-	if (stat(sys, &st) < 0) {
-		const char *veth_add[] = { "ip", "link", "add", veth, "type", "veth", "peer",
-					   "name", "eth0", "netns", netns, NULL };
-		if ((rc = na_run(veth_add, NULL, NULL, err)) < 0)
-			return rc;
-	}
-	const char *const cmds[][12] = {
-		{ "ip", "link", "set", veth, "master", NA_BRIDGE, "up", NULL },
-		{ "ip", "-n", netns, "link", "set", "lo", "up", NULL },
-		{ "ip", "-n", netns, "addr", "replace", cidr, "dev", "eth0", NULL },
-		{ "ip", "-n", netns, "link", "set", "eth0", "up", NULL },
-		{ "ip", "-n", netns, "route", "replace", "default", "via", gw, NULL },
-	};
-	for (size_t i = 0; i < OP_ARRAY_SIZE(cmds); i++)
-		if ((rc = na_run(cmds[i], NULL, NULL, err)) < 0)
-			return op_err_prefix(err, "pod network %s", netns);
+	_cleanup_free_ char *add =
+		stat(sys, &st) < 0
+			? op_asprintf("link add %s type veth peer name eth0 netns %s\n", veth, netns)
+			: op_strdup("");
+	_cleanup_free_ char *host =
+		op_asprintf("%slink set %s master " NA_BRIDGE " up\n"
+			    /* a pod reaching itself through a Service (hairpin) */
+			    "link set %s type bridge_slave hairpin on\n",
+			    add, veth, veth);
+	_cleanup_free_ char *pod = op_asprintf("link set lo up\naddr replace %s dev eth0\n"
+					       "link set eth0 up\nroute replace default via %s\n",
+					       cidr, gw);
+	const char *host_cmd[] = { "ip", "-batch", "-", NULL };
+	const char *pod_cmd[] = { "ip", "-n", netns, "-batch", "-", NULL };
+	if ((rc = na_run(host_cmd, host, NULL, err)) < 0 || (rc = na_run(pod_cmd, pod, NULL, err)) < 0)
+		return op_err_prefix(err, "pod network %s", netns);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include "support/json.h"
 #include "support/log.h"
 #include "tests/e2e/agent/na.h"
+
+extern char **environ;
 
 /* ------------------------------------------------------------ start */
 
@@ -232,6 +235,8 @@ static json_object *strv_json(struct strv *s)
 
 int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct op_err *err)
 {
+	_cleanup_free_ char *hosts = NULL, *rootfs = NULL, *netns = NULL, *specf = NULL;
+	_cleanup_free_ char *logdir = NULL, *logf = NULL, *rundir = NULL, *pf = NULL;
 	json_object *spec = na_ctr_spec(p, c);
 	if (!spec)
 		return op_err_set(err, -ENOENT, "container %s not in spec", c->name);
@@ -297,13 +302,13 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 		json_object *ro = op_json_at(m, "readOnly");
 		add_mount(mounts, src, mp, ro && json_object_get_boolean(ro));
 	}
-	_cleanup_free_ char *hosts = op_asprintf("%s/hosts", p->dir);
+	hosts = op_asprintf("%s/hosts", p->dir);
 	if (access(hosts, F_OK) == 0)
 		add_mount(mounts, hosts, "/etc/hosts", true);
 	if ((rc = identity_files(p, uid, gid, mounts, err)) < 0)
 		goto out;
-	_cleanup_free_ char *rootfs = op_asprintf("%s/rootfs", p->dir);
-	_cleanup_free_ char *netns = op_asprintf("/run/netns/%s", p->netns);
+	rootfs = op_asprintf("%s/rootfs", p->dir);
+	netns = op_asprintf("/run/netns/%s", p->netns);
 	if ((rc = na_mkdir_p(rootfs, 0755, err)) < 0)
 		goto out;
 	op_json_set(doc, "netns", json_object_new_string(netns));
@@ -323,12 +328,12 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 		op_json_set(doc, "cwd", json_object_new_string(wd));
 	op_json_set(doc, "argv", strv_json(&argv));
 	op_json_set(doc, "env", strv_json(&env));
-	_cleanup_free_ char *specf = op_asprintf("%s/%s.json", p->dir, c->name);
+	specf = op_asprintf("%s/%s.json", p->dir, c->name);
 	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
 	if ((rc = na_write_file(specf, text, strlen(text), 0600, err)) < 0)
 		goto out;
-	_cleanup_free_ char *logdir = op_asprintf("%s/logs", a->state_dir);
-	_cleanup_free_ char *logf =
+	logdir = op_asprintf("%s/logs", a->state_dir);
+	logf =
 		op_asprintf("%s/%s_%s_%s.log", logdir, p->ns, p->name, c->name);
 	if ((rc = na_mkdir_p(logdir, 0755, err)) < 0)
 		goto out;
@@ -338,23 +343,33 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 		goto out;
 	}
 	char *const child_argv[] = { "pgop-node-agent", "container-init", specf, NULL };
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* async-signal-safe only: the agent is multi-threaded */
-		int devnull = open("/dev/null", O_RDONLY);
-		dup2(devnull, 0);
-		dup2(logfd, 1);
-		dup2(logfd, 2);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execv(a->self_exe, child_argv);
-		_exit(127);
-	}
-	int fork_errno = errno;
+	/* posix_spawn: safe from a multi-threaded process and cheap for a big one.
+	 * The container gets an empty signal mask and default SIGPIPE/TERM/INT/HUP
+	 * (the agent blocks some and ignores SIGPIPE). */
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, logfd, 1);
+	posix_spawn_file_actions_adddup2(&fa, logfd, 2);
+	posix_spawnattr_init(&at);
+	sigset_t none, dflt;
+	sigemptyset(&none);
+	sigemptyset(&dflt);
+	sigaddset(&dflt, SIGPIPE);
+	sigaddset(&dflt, SIGTERM);
+	sigaddset(&dflt, SIGINT);
+	sigaddset(&dflt, SIGHUP);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &dflt);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	pid_t pid;
+	int se = posix_spawn(&pid, a->self_exe, &fa, &at, child_argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	close(logfd);
-	if (pid < 0) {
-		rc = op_err_set(err, -fork_errno, "fork: %s", strerror(fork_errno));
+	if (se != 0) {
+		rc = op_err_set(err, -se, "spawn container-init: %s", strerror(se));
 		goto out;
 	}
 	c->pid = pid;
@@ -370,8 +385,8 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	}
 	na_set_reason(&c->reason, NULL);
 	na_rfc3339(c->started_at);
-	_cleanup_free_ char *rundir = op_asprintf("%s/run", a->state_dir);
-	_cleanup_free_ char *pf =
+	rundir = op_asprintf("%s/run", a->state_dir);
+	pf =
 		op_asprintf("%s/%s_%s_%s.pid", rundir, p->ns, p->name, c->name);
 	char pidtxt[16];
 	snprintf(pidtxt, sizeof(pidtxt), "%d", (int)pid);

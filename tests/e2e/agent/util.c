@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,8 @@
 
 #include "support/alloc.h"
 #include "tests/e2e/agent/na.h"
+
+extern char **environ;
 
 int64_t na_now_ms(void)
 {
@@ -40,24 +43,24 @@ int na_run(const char *const argv[], const char *input, struct op_buf *out, stru
 		}
 		return op_err_set(err, e, "pipe: %s", strerror(-e));
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = -errno;
+	/* posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc): no page-table copy of
+	 * the multi-threaded, ASan-sized agent. The caller's signal mask is kept:
+	 * in the agent SIGTERM is blocked, so a teardown that signals every process
+	 * of the environment cannot kill the ip/nft commands that clean up. */
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, outp[1], 2);
+	pid_t pid;
+	int se = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (se != 0) {
 		close(in[0]);
 		close(in[1]);
 		close(outp[0]);
 		close(outp[1]);
-		return op_err_set(err, e, "fork: %s", strerror(-e));
-	}
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(outp[1], 1);
-		dup2(outp[1], 2);
-		/* the caller's signal mask is kept: in the agent SIGTERM is blocked, so a
-		 * teardown that signals every process of the environment cannot kill the
-		 * ip/nft commands that clean up */
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
+		return op_err_set(err, -se, "spawn %s: %s", argv[0], strerror(se));
 	}
 	close(in[0]);
 	close(outp[1]);
