@@ -56,6 +56,7 @@ spec:
     readinessProbe: {tcpSocket: {port: 1}, periodSeconds: 1}
 EOF
 wait_phase envpod Running 60
+# shellcheck disable=SC2016 # expanded inside the pod
 out=$(in_pod envpod sh -c 'echo "$NODE|$SA|$NS|$PW|$MODE|$CFG_LEVEL|$GREETING|$(pwd)|$(id -u)|$(hostname)|$IP"')
 ip=$(jp envpod '{.status.podIP}')
 e2e_assert_eq "pgop-e2e-node|default|$ns|s3cret|fast|3|mode=fast ns=$ns lit=\$(MODE)|/usr/share|26|envpod|$ip" "$out" "container env"

@@ -241,6 +241,7 @@ struct na_pod {
 	atomic_bool shutdown; /* stop because the agent stops (keep processes for stop_all) */
 	int net_epoch;
 	int64_t next_hosts_ms;
+	bool stale_checked;
 };
 
 struct na_agent {

@@ -88,6 +88,21 @@ static int add_own_address(struct op_err *err)
 	return na_run(addr, NULL, NULL, err);
 }
 
+/* Octet recorded by this state dir's previous run, or -1. */
+static int own_prev(const char *file)
+{
+	struct op_buf b = OP_BUF_INIT(64);
+	int v = -1;
+	if (na_read_file(file, &b, NULL) == 0) {
+		char *end;
+		long l = strtol(op_buf_str(&b), &end, 10);
+		if (l >= 213 && l < 251 && (*end == '\0' || *end == '\n'))
+			v = (int)l;
+	}
+	op_buf_done(&b);
+	return v;
+}
+
 int na_net_claim(struct na_net *n, struct op_err *err)
 {
 	/* serialises agents of concurrent e2e environments while they pick */
@@ -102,9 +117,15 @@ int na_net_claim(struct na_net *n, struct op_err *err)
 	if (rc == 0) {
 		bool used[256], exists;
 		bridge_addrs(used, &exists);
-		int oct = 213;
-		while (oct < 251 && used[oct])
-			oct++;
+		/* our own previous run (same state dir) may have died with its address
+		 * still on the bridge: take that one back; else the first free one */
+		_cleanup_free_ char *mine = op_asprintf("%s/subnet", n->state_dir);
+		int prev = own_prev(mine), oct = 213;
+		if (prev > 0 && used[prev])
+			oct = prev;
+		else
+			while (oct < 251 && used[oct])
+				oct++;
 		if (oct == 251) {
 			rc = op_err_set(err, -ENOSPC, "no free 10.244.x.0/24 on " NA_BRIDGE);
 		} else {
@@ -114,6 +135,10 @@ int na_net_claim(struct na_net *n, struct op_err *err)
 			else
 				snprintf(na_nft_table, sizeof(na_nft_table), "%s_%d", NA_NFT_TABLE, oct);
 			rc = add_own_address(err);
+			char txt[16];
+			snprintf(txt, sizeof(txt), "%d\n", oct);
+			if (rc == 0)
+				rc = na_write_file(mine, txt, strlen(txt), 0644, err);
 		}
 	}
 	flock(lock, LOCK_UN);

@@ -4,6 +4,7 @@
  * network + volumes, init containers in order, containers with restartPolicy
  * and back-off, probes, termination (SIGTERM to the process group, SIGKILL
  * after the grace period), then the status when it changed. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -95,8 +96,47 @@ static void ctrs_free(struct na_ctr *v, size_t n)
 	free(v);
 }
 
+/* Processes left in the pod's netns by a previous agent that died without
+ * stopping them (they would hold the pod's ports): killed before the first
+ * container of this agent starts. */
+static void kill_stale(struct na_pod *p)
+{
+	_cleanup_free_ char *nsp = op_asprintf("/run/netns/%s", p->netns);
+	struct stat ns;
+	if (stat(nsp, &ns) < 0)
+		return;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct dirent *e;
+	int killed = 0;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 1)
+			continue;
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%ld/ns/net", pid);
+		struct stat st;
+		if (stat(path, &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev &&
+		    kill((pid_t)pid, SIGKILL) == 0)
+			killed++;
+	}
+	closedir(d);
+	if (killed) {
+		char n[16];
+		snprintf(n, sizeof(n), "%d", killed);
+		op_log_warn("killed processes a previous agent left in the pod", "pod", p->name,
+			    "namespace", p->ns, "processes", n);
+	}
+}
+
 static int pod_network(struct na_agent *a, struct na_pod *p, struct op_err *err)
 {
+	if (!p->stale_checked) {
+		kill_stale(p);
+		p->stale_checked = true;
+	}
 	if (!p->ip_index) {
 		/* a restarted agent finds the address it gave this pod before */
 		_cleanup_free_ char *ipf = op_asprintf("%s/ip", p->dir);
