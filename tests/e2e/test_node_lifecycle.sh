@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e-timeout: 300
 # Kubelet semantics of the node agent: env (fieldRef, secretKeyRef, configMapKeyRef,
-# envFrom, $(VAR)), workingDir, runAsUser, hostname; restartPolicy OnFailure / Never;
+# envFrom, $(VAR)), workingDir, runAsUser, hostname; startup probe; configMap volume
+# refresh; restartPolicy OnFailure / Never;
 # init container failure; liveness restarts; readiness; termination grace (SIGTERM to the
 # process group, SIGKILL after terminationGracePeriodSeconds).
 set -euo pipefail
@@ -63,6 +64,30 @@ e2e_assert_eq "pgop-e2e-node|default|$ns|s3cret|fast|3|mode=fast ns=$ns lit=\$(M
 # readiness fails (nothing listens on port 1): Running but not Ready
 sleep 3
 e2e_assert_eq "Running false False" "$(jp envpod '{.status.phase} {.status.containerStatuses[0].ready} {.status.conditions[?(@.type=="Ready")].status}')" "not ready"
+
+# startup probe gates readiness; a configMap volume follows updates of its ConfigMap
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: slow}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    command: [sh, -c, 'sleep 3; touch /tmp/started; exec sleep 600']
+    startupProbe: {exec: {command: [test, -f, /tmp/started]}, periodSeconds: 1, failureThreshold: 30}
+    volumeMounts: [{name: conf, mountPath: /etc/conf}]
+  volumes: [{name: conf, configMap: {name: conf}}]
+EOF
+wait_phase slow Running 60
+e2e_assert_eq "false false" "$(jp slow '{.status.containerStatuses[0].started} {.status.containerStatuses[0].ready}')" "before the startup probe passed"
+e2e_wait_for "[ \"\$(kubectl -n $ns get pod slow -o jsonpath='{.status.containerStatuses[0].ready}')\" = true ]" 30 ||
+	e2e_fail "startup probe never passed: $(jp slow '{.status}')"
+e2e_assert_eq "true" "$(jp slow '{.status.containerStatuses[0].started}')" "started after the startup probe"
+e2e_assert_eq "fast" "$(in_pod slow cat /etc/conf/mode)" "configMap volume"
+k create configmap conf --from-literal=mode=slow --from-literal=LEVEL=3 --dry-run=client -o yaml | k replace -f - >/dev/null
+e2e_wait_for "[ \"\$('$AGENT' --state-dir '$AGENT_STATE' exec '$ns/slow' -- cat /etc/conf/mode)\" = slow ]" 40 ||
+	e2e_fail "configMap volume not refreshed"
 
 # OnFailure: exit 1 once, then 0 -> Succeeded after one restart
 k apply -f - >/dev/null <<EOF

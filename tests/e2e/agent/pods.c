@@ -429,7 +429,7 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 		} else {
 			p->vols_ready = true;
 		}
-		p->next_refresh_ms = now + 30000;
+		p->next_refresh_ms = now + 15000;
 	}
 	const char *rp = restart_policy(p);
 	while (p->init_done < p->n_init && !p->init_failed) {
