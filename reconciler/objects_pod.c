@@ -47,8 +47,9 @@ static json_object *vol_secret(const char *name, const char *secret, const char 
 	json_object *v = jobj();
 	jsets(v, "name", name);
 	json_object *s = jobj();
+	/* kubelet's default mode (0644): the instance manager copies the keys into
+	 * /controller/certificates with 0600 for PostgreSQL */
 	jsets(s, "secretName", secret);
-	jset(s, "defaultMode", jint(0440));
 	if (only_key) {
 		json_object *item = jobj();
 		jsets(item, "key", only_key);
