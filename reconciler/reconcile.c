@@ -662,6 +662,10 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		}
 		struct rc_instance *p = find_instance(&inv, r->want.current_primary);
 		if (any_ready && !any_status) {
+			if (!str_eq(r->want.phase, RC_PHASE_STATUS_ERROR))
+				rc_event(r, "Warning", "StatusExtractionError",
+					 "no Ready instance answers GET /pg/status (%s)",
+					 inv.n && inv.v[0].error ? inv.v[0].error : "unknown");
 			set_phase(r, RC_PHASE_STATUS_ERROR, NULL);
 			rc_requeue(r, 10000);
 		} else if (p && p->is_primary && r->want.ready_instances == r->c->spec.instances &&
