@@ -397,6 +397,46 @@ static void test_scale_down_removes_highest_replica(void **state)
 	env_stop(&e);
 }
 
+static atomic_bool leader_flag;
+static bool flag_leader(void *ud)
+{
+	return atomic_load(&leader_flag);
+}
+
+/* Informer events reach the queue, workers wait for the Lease, then reconcile. */
+static void test_workers_follow_the_leader_gate(void **state)
+{
+	_cleanup_free_ char *arr = op_asprintf("[%s]", cluster_ok);
+	struct fake f = { .clusters = arr };
+	struct ts *s = ts_start(h_api, &f);
+	struct kube_config *cfg = NULL;
+	struct kube_client *kc = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_config_from_file(ts_kubeconfig(s, "t"), NULL, &cfg, &err), 0);
+	assert_int_equal(kube_client_new(cfg, NULL, &kc, &err), 0);
+	atomic_store(&leader_flag, false);
+	struct rc_controller_opts o = { .client = kc, .workers = 2, .is_leader = flag_leader };
+	struct rc_controller *rc = NULL;
+	assert_int_equal(rc_controller_start(&o, &rc, &err), 0); /* all namespaces */
+	for (int i = 0; i < 200 && !rc_controller_synced(rc); i++)
+		ts_sleep_ms(25);
+	ts_sleep_ms(600);
+	assert_int_equal(count_req(s, "POST", "/secrets"), 0); /* not leading: nothing */
+	struct rc_controller_stats st;
+	rc_controller_stats(rc, &st);
+	assert_int_equal(st.reconciles, 0);
+	atomic_store(&leader_flag, true);
+	for (int i = 0; i < 200 && count_req(s, "POST", "/namespaces/db/jobs") == 0; i++)
+		ts_sleep_ms(50);
+	assert_int_equal(count_req(s, "POST", "/namespaces/db/jobs"), 1);
+	for (int i = 0; i < 200 && (rc_controller_stats(rc, &st), st.reconciles == 0); i++)
+		ts_sleep_ms(50); /* counted when the reconcile returns */
+	assert_true(st.reconciles >= 1);
+	rc_controller_free(rc);
+	kube_client_free(kc);
+	ts_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_type_error_and_absent),
 		cmocka_unit_test(test_completed_job_gets_its_pod),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
+		cmocka_unit_test(test_workers_follow_the_leader_gate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
