@@ -524,6 +524,14 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 	struct rc_instance *p = find_instance(inv, w->current_primary);
 	if (p && p->has_status && p->is_primary && p->timeline_id > 0)
 		w->timeline_id = p->timeline_id;
+	rc_status_clear_reported(w);
+	for (size_t i = 0; i < inv->n; i++)
+		if (inv->v[i].has_status)
+			rc_status_add_reported(w, inv->v[i].name, inv->v[i].is_primary,
+					       inv->v[i].timeline_id, inv->v[i].ip);
+	free(w->selector);
+	w->selector = op_asprintf("%s=%s,%s=instance", RC_LABEL_CLUSTER, r->name,
+				  RC_LABEL_POD_ROLE);
 }
 
 /* Returns 1 when a failover/switchover step ran (stop here), 0 otherwise. */

@@ -239,10 +239,39 @@ static void strv_free(char **v, size_t n)
 	free(v);
 }
 
+void rc_status_add_reported(struct rc_status *s, const char *pod, bool primary, int64_t tli,
+			    const char *ip)
+{
+	const size_t k = s->n_reported; /* index of the new entry */
+	size_t n = k;
+	rc_strv_push(&s->reported_names, &n, pod);
+	n = k;
+	rc_strv_push(&s->reported_ip, &n, ip ? ip : "");
+	s->reported_primary = op_realloc(s->reported_primary, (k + 1) * sizeof(bool));
+	s->reported_tli = op_realloc(s->reported_tli, (k + 1) * sizeof(int64_t));
+	s->reported_primary[k] = primary;
+	s->reported_tli[k] = tli;
+	s->n_reported = k + 1;
+}
+
+void rc_status_clear_reported(struct rc_status *s)
+{
+	strv_free(s->reported_names, s->n_reported);
+	strv_free(s->reported_ip, s->n_reported);
+	free(s->reported_primary);
+	free(s->reported_tli);
+	s->reported_names = s->reported_ip = NULL;
+	s->reported_primary = NULL;
+	s->reported_tli = NULL;
+	s->n_reported = 0;
+}
+
 void rc_status_done(struct rc_status *s)
 {
 	if (!s)
 		return;
+	rc_status_clear_reported(s);
+	free(s->selector);
 	free(s->phase);
 	free(s->phase_reason);
 	strv_free(s->instance_names, s->n_instance_names);
@@ -427,6 +456,20 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 	if (w->n_failed)
 		jset(is, "failed", strv_json(w->failed, w->n_failed));
 	diff_set(p, cur, "instancesStatus", is);
+	if (w->selector)
+		diff_set(p, cur, "selector", jstr(w->selector));
+	if (w->n_reported) {
+		json_object *rs = jobj();
+		for (size_t i = 0; i < w->n_reported; i++) {
+			json_object *e = jobj();
+			jset(e, "isPrimary", jbool(w->reported_primary[i]));
+			jset(e, "timeLineID", jint(w->reported_tli[i]));
+			if (w->reported_ip[i][0])
+				jsets(e, "ip", w->reported_ip[i]);
+			jset(rs, w->reported_names[i], e);
+		}
+		diff_set(p, cur, "instancesReportedState", rs);
+	}
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

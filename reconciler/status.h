@@ -98,10 +98,19 @@ struct rc_status {
 	char **failed; size_t n_failed;
 	char **cert_names; char **cert_expirations; size_t n_certs; /* RFC 3339 */
 	char *failing_since; /* currentPrimaryFailingSinceTimestamp, RFC 3339, or NULL */
+	char *selector;      /* label selector of the instance pods (scale subresource) */
+	/* instancesReportedState: what each reporting instance said, by pod name */
+	char **reported_names; bool *reported_primary; int64_t *reported_tli; char **reported_ip;
+	size_t n_reported;
 	bool ready;          /* condition Ready */
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */
+/* Appends one instancesReportedState entry (strings copied; ip may be NULL). */
+void rc_status_add_reported(struct rc_status *s, const char *pod, bool primary, int64_t tli,
+			    const char *ip);
+/* Empties instancesReportedState. */
+void rc_status_clear_reported(struct rc_status *s);
 /* Reads the owned fields back from a Cluster's status object (borrowed, may
  * be NULL). Wrongly typed fields are ignored. */
 void rc_status_from_json(json_object *status, struct rc_status *ret);

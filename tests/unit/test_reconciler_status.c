@@ -223,6 +223,9 @@ static void fill(struct rc_status *s)
 	size_t n = 0;
 	rc_strv_push(&s->cert_names, &n, "c-server");
 	rc_strv_push(&s->cert_expirations, &s->n_certs, "2027-03-01T00:00:00Z");
+	s->selector = op_strdup("cnpg.io/cluster=c,cnpg.io/podRole=instance");
+	rc_status_add_reported(s, "c-1", true, 1, "10.0.0.1");
+	rc_status_add_reported(s, "c-2", false, 1, NULL);
 }
 
 static json_object *patch_status(const char *patch)
@@ -255,6 +258,16 @@ static void test_status_patch(void **state)
 	json_object *ex = op_json_at(st, "certificates.expirations");
 	json_object *v = NULL;
 	assert_true(json_object_object_get_ex(ex, "c-server", &v));
+	assert_string_equal(op_json_str_at(st, "selector"),
+			    "cnpg.io/cluster=c,cnpg.io/podRole=instance");
+	json_object *rs = op_json_at(st, "instancesReportedState");
+	assert_int_equal(json_object_object_length(rs), 2);
+	json_object *r1 = json_object_object_get(rs, "c-1");
+	assert_true(json_object_get_boolean(json_object_object_get(r1, "isPrimary")));
+	assert_string_equal(op_json_str_at(r1, "ip"), "10.0.0.1");
+	json_object *r2 = json_object_object_get(rs, "c-2");
+	assert_false(json_object_get_boolean(json_object_object_get(r2, "isPrimary")));
+	assert_null(json_object_object_get(r2, "ip"));
 	json_object *cond = json_object_array_get_idx(op_json_at(st, "conditions"), 0);
 	assert_string_equal(op_json_str_at(cond, "type"), "Ready");
 	assert_string_equal(op_json_str_at(cond, "status"), "True");
