@@ -129,7 +129,7 @@ int na_net_claim(struct na_net *n, struct op_err *err)
 		if (oct == 251) {
 			rc = op_err_set(err, -ENOSPC, "no free 10.244.x.0/24 on " NA_BRIDGE);
 		} else {
-			snprintf(na_pod_net, sizeof(na_pod_net), "10.244.%d", oct);
+			snprintf(na_pod_net, sizeof(na_pod_net), "10.244.%d", oct & 0xff);
 			if (oct == 213)
 				snprintf(na_nft_table, sizeof(na_nft_table), "%s", NA_NFT_TABLE);
 			else
