@@ -155,7 +155,12 @@ static int report(int r, const struct op_err *err, const char *what)
 
 static int do_init(struct instance_opts *o)
 {
-	struct inst_init_opts io = { .cluster_file = o->cluster_file, .kubeconfig = o->kubeconfig,
+	/* environment defaults first: the options below are copied from o */
+	struct inst_paths paths;
+	if (common(o, &paths))
+		return 2;
+	struct inst_init_opts io = { .paths = paths,
+				     .cluster_file = o->cluster_file, .kubeconfig = o->kubeconfig,
 				     .cluster_name = o->cluster_name, .namespace_ = o->namespace_,
 				     .pod_name = o->pod_name, .app_db = o->app_db,
 				     .app_user = o->app_user,
@@ -167,35 +172,39 @@ static int do_init(struct instance_opts *o)
 				     .n_post_init_app_sql = o->post_init_app_sql.n,
 				     .post_init_tpl_sql = o->post_init_tpl_sql.v,
 				     .n_post_init_tpl_sql = o->post_init_tpl_sql.n };
-	if (common(o, &io.paths))
-		return 2;
 	struct op_err err = OP_ERR_INIT;
 	return report(inst_init(&io, &err), &err, "instance init failed");
 }
 
 static int do_join(struct instance_opts *o)
 {
-	struct inst_join_opts jo = { .cluster_file = o->cluster_file, .kubeconfig = o->kubeconfig,
+	/* environment defaults first: the options below are copied from o */
+	struct inst_paths paths;
+	if (common(o, &paths))
+		return 2;
+	struct inst_join_opts jo = { .paths = paths,
+				     .cluster_file = o->cluster_file, .kubeconfig = o->kubeconfig,
 				     .cluster_name = o->cluster_name, .namespace_ = o->namespace_,
 				     .pod_name = o->pod_name, .primary_host = o->primary_host,
 				     .primary_port = o->primary_port };
-	if (common(o, &jo.paths))
-		return 2;
 	struct op_err err = OP_ERR_INIT;
 	return report(inst_join(&jo, &err), &err, "instance join failed");
 }
 
 static int do_run(struct instance_opts *o)
 {
-	struct inst_run_opts ro = { .cluster_file = o->cluster_file, .kubeconfig = o->kubeconfig,
+	/* environment defaults first: the options below are copied from o */
+	struct inst_paths paths;
+	if (common(o, &paths))
+		return 2;
+	struct inst_run_opts ro = { .paths = paths,
+				     .cluster_file = o->cluster_file, .kubeconfig = o->kubeconfig,
 				    .cluster_name = o->cluster_name, .namespace_ = o->namespace_,
 				    .pod_name = o->pod_name, .port = o->port,
 				    .status_listen = o->status_listen,
 				    .primary_host = o->primary_host,
 				    .primary_port = o->primary_port,
 				    .stop_timeout_s = o->stop_timeout };
-	if (common(o, &ro.paths))
-		return 2;
 	struct op_err err = OP_ERR_INIT;
 	return report(inst_run(&ro, &err), &err, "instance manager stopped");
 }

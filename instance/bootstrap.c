@@ -380,9 +380,12 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 		return r;
 	_cleanup_free_ char *sock = op_asprintf("%s/run", p->controller_dir);
 	_cleanup_free_ char *sockopt = op_asprintf("unix_socket_directories=%s", sock);
-	/* A temporary postmaster on the unix socket only, logging to stderr. */
+	/* A temporary postmaster on the unix socket only, logging to stderr, and with
+	 * no synchronous standbys: none can exist yet, and a commit waiting for one
+	 * would hang CREATE ROLE / CREATE DATABASE forever. */
 	const char *extra[] = { "-c", "listen_addresses=", "-c", sockopt, "-c",
-				"logging_collector=off", "-c", "log_destination=stderr", NULL };
+				"logging_collector=off", "-c", "log_destination=stderr", "-c",
+				"synchronous_standby_names=", NULL };
 	pid_t pid;
 	r = inst_start_postgres(p->pg_bindir, p->pgdata, extra, &pid, err);
 	if (r)

@@ -43,7 +43,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 ctl_pid=$!
 status() { k get cluster $C -o jsonpath="{.status.$1}" 2>/dev/null; }
 healthy() { [ "$(status phase)" = "Cluster in healthy state" ] && [ "$(status readyInstances)" = 3 ]; }
-if [ "${PGOP_E2E_SYNC:-0}" = 1 ]; then # see test_cluster_lifecycle.sh
+if [ "${PGOP_E2E_SYNC:-1}" = 1 ]; then # see test_cluster_lifecycle.sh
 	cat "$SAMPLES/cluster-example.yaml"
 else
 	sed '/^  postgresql:/,/^$/d' "$SAMPLES/cluster-example.yaml"

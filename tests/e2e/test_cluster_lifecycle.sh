@@ -88,10 +88,9 @@ sql() { # POD SQL
 
 # ---- 1. 3 instances -------------------------------------------------------------------
 t0=$(date +%s)
-# The sample asks for synchronous replication (ANY 1); PGOP_E2E_SYNC=0 drops that block:
-# the instance manager's initdb currently waits for a synchronous standby that cannot
-# exist yet (CREATE ROLE "waiting for 0/…"), see docs/internals/reconciler.md.
-if [ "${PGOP_E2E_SYNC:-0}" = 1 ]; then
+# The sample as shipped (synchronous replication, ANY 1); PGOP_E2E_SYNC=0 drops that
+# block to compare with asynchronous replication.
+if [ "${PGOP_E2E_SYNC:-1}" = 1 ]; then
 	cat "$SAMPLES/cluster-example.yaml"
 else
 	sed '/^  postgresql:/,/^$/d' "$SAMPLES/cluster-example.yaml"

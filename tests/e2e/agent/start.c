@@ -302,6 +302,10 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 		json_object *ro = op_json_at(m, "readOnly");
 		add_mount(mounts, src, mp, ro && json_object_get_boolean(ro));
 	}
+	/* the pgop "image" content: the built binary, visible at its own path even when
+	 * it lives under /tmp (each container gets a fresh /tmp) */
+	if (kind == NA_IMAGE_PGOP)
+		add_mount(mounts, a->pgop_binary, a->pgop_binary, true);
 	hosts = op_asprintf("%s/hosts", p->dir);
 	if (access(hosts, F_OK) == 0)
 		add_mount(mounts, hosts, "/etc/hosts", true);
