@@ -18,7 +18,7 @@ cd "$top"
 down=
 [ "${1:-}" != "--down" ] || down=1
 export PGOP_E2E_STATE=${PGOP_DEMO_STATE:-/tmp/pgop-demo}
-build=${PGOP_DEMO_BUILD:-$top/build}
+build=${PGOP_DEMO_BUILD:-$top/build-demo}
 t0=$SECONDS
 say() { printf '\n=== [%4ds] %s\n' "$((SECONDS - t0))" "$*"; }
 
@@ -26,8 +26,9 @@ say "dependencies (scripts/setup-deps.sh)"
 scripts/setup-deps.sh >/dev/null
 
 say "building pgop and the node agent ($build)"
-cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" -j"$(nproc)" pgop pgop-node-agent >/dev/null
+cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
+ninja -C "$build" -j"$(nproc)" pgop pgop-node-agent >"$build.log" 2>&1 ||
+	{ tail -20 "$build.log" >&2; echo "build failed (log: $build.log)" >&2; exit 1; }
 export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
 
 say "upstream Kubernetes binaries (tests/e2e/build-k8s.sh)"
