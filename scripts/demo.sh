@@ -58,17 +58,23 @@ echo "installed and ready in $((SECONDS - t_install)) s"
 
 kubectl create namespace demo --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 say "an invalid Cluster: kube-apiserver refuses it with pgop's message"
-cat <<'EOF' | tee /dev/stderr | { kubectl apply -f - && { echo "unexpectedly admitted" >&2; exit 1; } || true; }
+bad=$(mktemp)
+cat >"$bad" <<'EOF'
 apiVersion: postgresql.cnpg.io/v1
 kind: Cluster
 metadata: {name: broken, namespace: demo}
 spec:
   instances: 3
-  maxSyncReplicas: 3
   storage: {size: 1Gi}
   postgresql:
-    parameters: {listen_addresses: "*"}
+    parameters: {listen_addresses: "*", wal_level: minimal}
 EOF
+cat "$bad"
+if kubectl apply -f "$bad"; then
+	echo "unexpectedly admitted" >&2
+	exit 1
+fi
+rm -f "$bad"
 
 say "a valid Cluster (../shared/samples/cnpg/cluster-example.yaml): admitted with pgop's defaults"
 sample=${PGOP_DEMO_SAMPLE:-$top/../shared/samples/cnpg/cluster-example.yaml}
@@ -78,7 +84,8 @@ kubectl -n demo get cluster "$name" -o jsonpath='{"imageName: "}{.spec.imageName
 kubectl -n demo get clusters
 
 say "helm test pgop (pgop selftest through the API server)"
-helm test pgop -n pgop-system --logs | grep -E "^(ok|FAIL|selftest)" || true
+helm test pgop -n pgop-system | grep -E "^(TEST SUITE|Phase)" || true
+kubectl -n pgop-system logs pgop-pgop-selftest || true
 
 cat <<EOF
 
