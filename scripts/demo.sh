@@ -84,7 +84,7 @@ kubectl -n demo get cluster "$name" -o jsonpath='{"imageName: "}{.spec.imageName
 kubectl -n demo get clusters
 
 say "helm test pgop (pgop selftest through the API server)"
-helm test pgop -n pgop-system | grep -E "^(TEST SUITE|Phase)" || true
+helm test pgop -n pgop-system | grep -E "^(TEST SUITE|Phase)" | awk '!seen[$0]++' || true
 kubectl -n pgop-system logs pgop-pgop-selftest || true
 
 cat <<EOF
