@@ -529,6 +529,19 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 		if (inv->v[i].has_status)
 			rc_status_add_reported(w, inv->v[i].name, inv->v[i].is_primary,
 					       inv->v[i].timeline_id, inv->v[i].ip);
+	/* PendingRestart: instances (serial order) whose /pg/status says a changed
+	 * parameter waits for a restart. Nothing is restarted (users.md). */
+	w->pending_known = false;
+	while (w->n_pending_restart)
+		free(w->pending_restart[--w->n_pending_restart]);
+	for (size_t k = 0; k < w->n_instance_names; k++) {
+		struct rc_instance *in = find_instance(inv, w->instance_names[k]);
+		if (!in || !in->has_status)
+			continue;
+		w->pending_known = true;
+		if (in->pending_restart)
+			rc_strv_push(&w->pending_restart, &w->n_pending_restart, in->name);
+	}
 	free(w->selector);
 	w->selector = op_asprintf("%s=%s,%s=instance", RC_LABEL_CLUSTER, r->name,
 				  RC_LABEL_POD_ROLE);
@@ -638,6 +651,28 @@ static int ensure_objects(struct rc_run *r)
 	return ret;
 }
 
+/* An Event when the set of instances waiting for a restart grows or changes. */
+static void pending_restart_event(struct rc_run *r, const struct status_base *b)
+{
+	if (!r->want.pending_known)
+		return;
+	_cleanup_free_ char *msg = rc_status_pending_message(&r->want);
+	if (!msg)
+		return;
+	const char *old = NULL;
+	json_object *conds = b->status ? op_json_at(b->status, "conditions") : NULL;
+	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds);
+	     i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		if (str_eq(op_json_str_at(c, "type"), "PendingRestart") &&
+		    str_eq(op_json_str_at(c, "status"), "True"))
+			old = op_json_str_at(c, "message");
+	}
+	if (!str_eq(old, msg))
+		rc_event(r, "Warning", "PendingRestart", "%s (not restarted automatically)", msg);
+}
+
 static int reconcile_valid(struct rc_run *r, struct status_base *b)
 {
 	int ret = ensure_objects(r);
@@ -662,6 +697,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	if (ret == 0)
 		ret = reconcile_instances(r, &inv, b);
 	fill_instances_status(r, &inv);
+	pending_restart_event(r, b);
 	if (ret == 0) {
 		bool any_ready = false, any_status = false;
 		for (size_t i = 0; i < inv.n; i++) {

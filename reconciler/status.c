@@ -8,6 +8,7 @@
 #include "reconciler/internal.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
+#include "support/buf.h"
 #include "support/json.h"
 
 void rc_instance_done(struct rc_instance *in)
@@ -78,7 +79,7 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 				  op_json_type_name(st));
 	struct rc_instance t = *in;
 	t.current_lsn = t.received_lsn = t.replay_lsn = 0;
-	t.is_primary = t.wal_receiver_active = t.pg_rewind_running = false;
+	t.is_primary = t.wal_receiver_active = t.pg_rewind_running = t.pending_restart = false;
 	t.timeline_id = 0;
 	t.streaming_replicas = 0;
 	int r = 0;
@@ -94,6 +95,8 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 		r = op_json_get_bool(st, "isWalReceiverActive", "", &t.wal_receiver_active, err);
 	if (r >= 0)
 		r = op_json_get_bool(st, "isPgRewindRunning", "", &t.pg_rewind_running, err);
+	if (r >= 0)
+		r = op_json_get_bool(st, "pendingRestart", "", &t.pending_restart, err);
 	if (r >= 0)
 		r = op_json_get_i64(st, "timeLineID", "", &t.timeline_id, err);
 	json_object *repl = NULL;
@@ -282,6 +285,7 @@ void rc_status_done(struct rc_status *s)
 	strv_free(s->cert_names, s->n_certs);
 	strv_free(s->cert_expirations, s->n_certs);
 	free(s->failing_since);
+	strv_free(s->pending_restart, s->n_pending_restart);
 	*s = (struct rc_status){ 0 };
 }
 
@@ -397,19 +401,57 @@ static void diff_set(json_object *patch, json_object *cur, const char *key, json
 	jset(patch, key, val);
 }
 
+char *rc_status_pending_message(const struct rc_status *s)
+{
+	if (!s->n_pending_restart)
+		return NULL;
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	if (op_buf_addf(&b, "instances with parameters that need a restart:") < 0)
+		return NULL;
+	for (size_t i = 0; i < s->n_pending_restart; i++)
+		if (op_buf_addf(&b, "%s %s", i ? "," : "", s->pending_restart[i]) < 0)
+			break;
+	return op_buf_take(&b, NULL);
+}
+
+/* One condition; lastTransitionTime from `old` (may be NULL) when its status is
+ * the same, `now` otherwise. */
+static json_object *condition(json_object *old, const char *type, bool status,
+			      const char *reason, const char *message, int64_t now)
+{
+	const char *st = status ? "True" : "False";
+	const char *ltt = old && str_eq(op_json_str_at(old, "status"), st)
+				  ? op_json_str_at(old, "lastTransitionTime")
+				  : NULL;
+	json_object *c = jobj();
+	jsets(c, "type", type);
+	jsets(c, "status", st);
+	jsets(c, "reason", reason);
+	jsets(c, "message", message);
+	if (ltt) {
+		jsets(c, "lastTransitionTime", ltt);
+	} else {
+		_cleanup_free_ char *t = rc_time_rfc3339(now);
+		jsets(c, "lastTransitionTime", t);
+	}
+	return c;
+}
+
 static json_object *conditions(json_object *cur, const struct rc_status *w, int64_t now)
 {
 	json_object *old = cur ? op_json_at(cur, "conditions") : NULL;
 	json_object *arr = jarr();
-	const char *status = w->ready ? "True" : "False";
-	const char *ltt = NULL;
+	json_object *old_ready = NULL, *old_pending = NULL;
 	if (json_object_is_type(old, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(old); i++) {
 			json_object *c = json_object_array_get_idx(old, i);
 			const char *type = op_json_str_at(c, "type");
-			if (type && strcmp(type, "Ready") == 0) {
-				if (str_eq(op_json_str_at(c, "status"), status))
-					ltt = op_json_str_at(c, "lastTransitionTime");
+			if (str_eq(type, "Ready")) {
+				old_ready = c;
+				continue;
+			}
+			if (str_eq(type, "PendingRestart") && w->pending_known) {
+				old_pending = c;
 				continue;
 			}
 			json_object *copy = NULL;
@@ -417,18 +459,15 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 				jpush(arr, copy);
 		}
 	}
-	json_object *rd = jobj();
-	jsets(rd, "type", "Ready");
-	jsets(rd, "status", status);
-	jsets(rd, "reason", w->ready ? "ClusterIsReady" : "ClusterIsNotReady");
-	jsets(rd, "message", w->ready ? "Cluster is Ready" : "Cluster Is Not Ready");
-	if (ltt) {
-		jsets(rd, "lastTransitionTime", ltt);
-	} else {
-		_cleanup_free_ char *t = rc_time_rfc3339(now);
-		jsets(rd, "lastTransitionTime", t);
+	jpush(arr, condition(old_ready, "Ready", w->ready,
+			     w->ready ? "ClusterIsReady" : "ClusterIsNotReady",
+			     w->ready ? "Cluster is Ready" : "Cluster Is Not Ready", now));
+	if (w->pending_known) {
+		_cleanup_free_ char *msg = rc_status_pending_message(w);
+		jpush(arr, condition(old_pending, "PendingRestart", msg != NULL,
+				     msg ? "ParametersNeedRestart" : "NoRestartNeeded",
+				     msg ? msg : "no instance waits for a restart", now));
 	}
-	jpush(arr, rd);
 	return arr;
 }
 

@@ -44,6 +44,7 @@ struct rc_instance {
 	bool wal_receiver_active;
 	bool pg_rewind_running;
 	int streaming_replicas; /* replicationInfo entries with state "streaming" */
+	bool pending_restart;   /* a changed parameter waits for a restart */
 };
 void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL */
 
@@ -103,6 +104,10 @@ struct rc_status {
 	char **reported_names; bool *reported_primary; int64_t *reported_tli; char **reported_ip;
 	size_t n_reported;
 	bool ready;          /* condition Ready */
+	/* condition PendingRestart: written only when pending_known (some instance
+	 * answered /pg/status); otherwise the condition read back is kept. */
+	bool pending_known;
+	char **pending_restart; size_t n_pending_restart; /* instances needing a restart */
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */
@@ -114,6 +119,9 @@ void rc_status_clear_reported(struct rc_status *s);
 /* Reads the owned fields back from a Cluster's status object (borrowed, may
  * be NULL). Wrongly typed fields are ignored. */
 void rc_status_from_json(json_object *status, struct rc_status *ret);
+/* The PendingRestart condition's message for s->pending_restart (owned), e.g.
+ * "instances with parameters that need a restart: a, b"; NULL when none. */
+char *rc_status_pending_message(const struct rc_status *s);
 /* Unix seconds -> "2026-12-02T11:00:00Z" (owned). */
 char *rc_time_rfc3339(int64_t t);
 /* RFC 3339 "…Z" -> Unix seconds; -EINVAL otherwise. */
@@ -122,8 +130,8 @@ int rc_time_parse(const char *s, int64_t *ret);
 /* A JSON merge patch body for the status subresource carrying only the
  * fields of `want` that differ from `cur_status` (borrowed, may be NULL),
  * plus metadata.resourceVersion = rv (NULL = none) as a precondition; the
- * Ready condition keeps its lastTransitionTime when its status is unchanged
- * and other condition types are kept. Returns 1 and *ret_patch (owned text)
+ * Ready and PendingRestart conditions keep their lastTransitionTime when their
+ * status is unchanged and other condition types are kept. Returns 1 and *ret_patch (owned text)
  * when something changed, 0 when nothing did (*ret_patch untouched). */
 int rc_status_patch(json_object *cur_status, const struct rc_status *want, const char *rv,
 		    int64_t now, char **ret_patch, struct op_err *err);
