@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# e2e-timeout: 600
+# Data path and day-2 of one 3-instance Cluster (shared samples/cnpg/cluster-example.yaml,
+# applied unchanged):
+#   1. the controller is SIGKILLed while the second instance's join Job runs and started
+#      again: the Cluster converges with exactly 3 pods, 3 PVCs, one Job per instance;
+#   2. `kubectl get clusters.postgresql` prints INSTANCES 3, READY 3 and the primary;
+#   3. a client in a Pod connects to <c>-rw.<ns>.svc as the app user over TLS
+#      (sslmode=verify-ca with the <c>-ca ca.crt), writes rows and reads them back on every
+#      replica (pod IPs);
+#   4. a reloadable parameter (work_mem) reaches every instance without a restart
+#      (pg_postmaster_start_time unchanged); a restart-only one (max_connections) is
+#      reported as condition PendingRestart listing the instances, plus an Event, and
+#      nothing is restarted.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
+export PGOP_BIN
+[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
+SAMPLES=${PGOP_SHARED_DIR:-$E2E_DIR/../../../shared}/samples/cnpg
+e2e_up
+e2e_agent_up
+AGENT=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
+AGENT_STATE=$PGOP_E2E_STATE/agent
+
+tmp=$(mktemp -d /tmp/pgop-e2e-data.XXXXXX)
+ns=$(e2e_ns data)
+ctl_pid=
+cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		e2e_log "--- cluster status"
+		kubectl -n "$ns" get cluster,pods,jobs,pvc -o wide >&2 || true
+		kubectl -n "$ns" get cluster -o jsonpath='{.items[*].status}' >&2 || true
+		echo >&2
+		e2e_log "--- controller log (tail)"
+		tail -n 40 "$tmp/controller.log" >&2 || true
+	fi
+	[ -n "$ctl_pid" ] && kill -TERM "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
+	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+	e2e_down
+}
+trap cleanup EXIT
+k() { kubectl -n "$ns" "$@"; }
+C=cluster-example
+
+"$PGOP_BIN" crd | kubectl apply --server-side -f - >/dev/null
+e2e_wait_for "kubectl get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
+	e2e_fail "CRD not established"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+	-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1 ||
+	e2e_fail "openssl"
+start_controller() {
+	"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
+		--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" --workers 2 \
+		--leader-elect false </dev/null >>"$tmp/controller.log" 2>&1 &
+	ctl_pid=$!
+}
+start_controller
+e2e_wait_for "grep -q '\"reconciler started\"' '$tmp/controller.log'" 30 || e2e_fail "controller did not start"
+
+status() { k get cluster $C -o jsonpath="{.status.$1}" 2>/dev/null; }
+healthy() { [ "$(status phase)" = "Cluster in healthy state" ] && [ "$(status readyInstances)" = 3 ]; }
+sql() { # POD SQL: as postgres over the instance's socket
+	"$AGENT" --state-dir "$AGENT_STATE" exec "$ns/$1" -c postgres -- \
+		psql -h /controller/run -U postgres -d postgres -Atc "$2"
+}
+
+# ---- 1. SIGKILL the controller while the second instance joins ----------------------
+t0=$(date +%s)
+k apply -f "$SAMPLES/cluster-example.yaml" >/dev/null
+e2e_wait_for "kubectl -n $ns get job $C-2-join" 300 0.2 || e2e_fail "no join Job for $C-2"
+e2e_assert_eq "" "$(k get job $C-2-join -o jsonpath='{.status.succeeded}')" "join Job still running when the controller is killed"
+kill -KILL "$ctl_pid"
+wait "$ctl_pid" 2>/dev/null || true
+ctl_pid=
+e2e_log "controller SIGKILLed while $C-2-join runs ($(($(date +%s) - t0)) s after apply)"
+sleep 2
+start_controller
+e2e_wait_for healthy 600 2 || e2e_fail "not healthy after the controller restart: $(status phase)"
+echo "METRIC cluster_3_healthy_with_controller_kill_s=$(($(date +%s) - t0))"
+e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pods -l cnpg.io/podRole=instance -o jsonpath='{.items[*].metadata.name}')" "instance pods"
+e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pvc -o jsonpath='{.items[*].metadata.name}')" "PVCs in the namespace"
+e2e_assert_eq "$C-1-initdb $C-2-join $C-3-join" "$(k get jobs -o jsonpath='{.items[*].metadata.name}')" "Jobs in the namespace"
+e2e_assert_eq "$C-1 $C-2 $C-3" "$(status 'instanceNames[*]')" "instanceNames"
+e2e_assert_eq 3 "$(status latestGeneratedNode)" "latestGeneratedNode (no serial skipped)"
+primary=$(status currentPrimary)
+e2e_assert_eq "$C-1" "$primary" "currentPrimary"
+
+# ---- 2. kubectl get clusters.postgresql ----------------------------------------------
+table=$(k get clusters.postgresql)
+e2e_log "kubectl get clusters.postgresql:"$'\n'"$table"
+# STATUS has spaces: cut each column at the header's offsets.
+col() { # NAME: value of that column in the first data row
+	awk -v want="$1" 'NR == 1 { s = index($0, want); rest = substr($0, s + length(want));
+		match(rest, /[^ ]/); e = (RSTART ? s + length(want) + RSTART - 1 : 0); next }
+		NR == 2 { v = e ? substr($0, s, e - s) : substr($0, s); gsub(/^ +| +$/, "", v); print v; exit }' <<<"$table"
+}
+e2e_assert_eq "$C" "$(col NAME)" "NAME column"
+e2e_assert_eq 3 "$(col INSTANCES)" "INSTANCES column"
+e2e_assert_eq 3 "$(col READY)" "READY column"
+e2e_assert_eq "Cluster in healthy state" "$(col STATUS)" "STATUS column"
+e2e_assert_eq "$primary" "$(col PRIMARY)" "PRIMARY column"
+
+# ---- 3. a client pod: TLS to -rw as the app user, reads on every replica --------------
+user=$(k get secret $C-app -o jsonpath='{.data.username}' | base64 -d)
+pass=$(k get secret $C-app -o jsonpath='{.data.password}' | base64 -d)
+dbname=$(k get secret $C-app -o jsonpath='{.data.dbname}' | base64 -d)
+e2e_assert_eq app "$user" "app user"
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: client
+spec:
+  containers:
+    - name: psql
+      image: ghcr.io/cloudnative-pg/postgresql:15
+      command: [sleep, infinity]
+      volumeMounts:
+        - {name: ca, mountPath: /ca, readOnly: true}
+  volumes:
+    - name: ca
+      secret: {secretName: $C-ca, items: [{key: ca.crt, path: ca.crt}]}
+EOF
+e2e_wait_for "[ \"\$(kubectl -n $ns get pod client -o jsonpath='{.status.phase}')\" = Running ]" 60 ||
+	e2e_fail "client pod not Running"
+client() { # HOST SQL: psql in the client pod as the app user, TLS verified with the cluster CA
+	"$AGENT" --state-dir "$AGENT_STATE" exec "$ns/client" -c psql -- psql \
+		"host=$1 port=5432 dbname=$dbname user=$user password=$pass sslmode=verify-ca sslrootcert=/ca/ca.crt connect_timeout=5" \
+		-v ON_ERROR_STOP=1 -Atc "$2"
+}
+rw=$C-rw.$ns.svc
+e2e_wait_for "client $rw 'select 1'" 60 1 || e2e_fail "client cannot connect to $rw: $(client "$rw" 'select 1' 2>&1 || true)"
+e2e_assert_eq "t|f" "$(client "$rw" 'select ssl, pg_is_in_recovery() from pg_stat_ssl where pid = pg_backend_pid()')" \
+	"-rw: TLS and the primary"
+client "$rw" "create table e2e_data (id int primary key, v text); insert into e2e_data select g, md5(g::text) from generate_series(1, 1000) g" >/dev/null
+want=$(client "$rw" 'select count(*), sum(id), md5(string_agg(v, $$,$$ order by id)) from e2e_data')
+e2e_assert_eq 1000 "${want%%|*}" "rows written through -rw"
+for p in $C-2 $C-3; do
+	ip=$(k get pod "$p" -o jsonpath='{.status.podIP}')
+	e2e_wait_for "[ \"\$(client $ip 'select count(*), sum(id), md5(string_agg(v, \$\$,\$\$ order by id)) from e2e_data')\" = '$want' ]" 60 1 ||
+		e2e_fail "replica $p ($ip) does not have the rows: $(client "$ip" 'select count(*) from e2e_data' 2>&1 || true)"
+	e2e_assert_eq "t|t" "$(client "$ip" 'select ssl, pg_is_in_recovery() from pg_stat_ssl where pid = pg_backend_pid()')" \
+		"$p: TLS and a replica"
+done
+e2e_log "1000 rows written through $rw read back on $C-2 and $C-3 (app user, verify-ca)"
+
+# ---- 4. parameters: reload vs pending restart -------------------------------------
+declare -A started
+for p in $C-1 $C-2 $C-3; do
+	started[$p]=$(sql "$p" 'select pg_postmaster_start_time()')
+	e2e_assert_ne 12MB "$(sql "$p" 'show work_mem')" "$p: work_mem before"
+done
+t0=$(date +%s)
+k patch cluster $C --type merge -p '{"spec":{"postgresql":{"parameters":{"work_mem":"12MB"}}}}' >/dev/null
+for p in $C-1 $C-2 $C-3; do
+	e2e_wait_for "[ \"\$(sql $p 'show work_mem')\" = 12MB ]" 60 1 || e2e_fail "$p: work_mem is $(sql "$p" 'show work_mem')"
+done
+echo "METRIC cluster_reload_parameter_s=$(($(date +%s) - t0))"
+for p in $C-1 $C-2 $C-3; do
+	e2e_assert_eq "${started[$p]}" "$(sql "$p" 'select pg_postmaster_start_time()')" "$p: postmaster start time after a reload"
+done
+e2e_log "work_mem 12MB on every instance, no restart"
+cond() { k get cluster $C -o jsonpath="{.status.conditions[?(@.type==\"PendingRestart\")].$1}"; }
+e2e_assert_eq False "$(cond status)" "PendingRestart before a restart-only change"
+maxc=$(sql $C-1 'show max_connections')
+k patch cluster $C --type merge -p "{\"spec\":{\"postgresql\":{\"parameters\":{\"max_connections\":\"$((maxc + 50))\"}}}}" >/dev/null
+e2e_wait_for "[ \"\$(kubectl -n $ns get cluster $C -o jsonpath='{.status.conditions[?(@.type==\"PendingRestart\")].status}')\" = True ] &&
+	[ \"\$(kubectl -n $ns get cluster $C -o jsonpath='{.status.conditions[?(@.type==\"PendingRestart\")].message}')\" = 'instances with parameters that need a restart: $C-1, $C-2, $C-3' ]" 90 1 ||
+	e2e_fail "PendingRestart condition: '$(cond status)' '$(cond message)'"
+e2e_log "condition PendingRestart: $(cond message)"
+e2e_assert_eq ParametersNeedRestart "$(cond reason)" "PendingRestart reason"
+e2e_wait_for "kubectl -n $ns get events --field-selector reason=PendingRestart -o name | grep -q ." 30 ||
+	e2e_fail "no PendingRestart Event"
+for p in $C-1 $C-2 $C-3; do
+	e2e_assert_eq "$maxc" "$(sql "$p" 'show max_connections')" "$p: max_connections unchanged until a restart"
+	e2e_assert_eq "${started[$p]}" "$(sql "$p" 'select pg_postmaster_start_time()')" "$p: not restarted"
+	e2e_assert_eq t "$(sql "$p" 'select bool_or(pending_restart) from pg_settings')" "$p: pg_settings.pending_restart"
+done
+e2e_assert_eq "Cluster in healthy state" "$(status phase)" "phase with a pending restart"
