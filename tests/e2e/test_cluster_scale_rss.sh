@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# e2e-timeout: 600
+# Figures: time to healthy of a 1-instance and of a 3-instance Cluster (created one after
+# the other), and the controller's memory (VmRSS/VmHWM from /proc) while it manages 3
+# Clusters (1 + 3 + 1 instances) at once. Prints METRIC lines; fails only when a Cluster
+# does not become healthy or the controller dies.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
+export PGOP_BIN
+[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
+e2e_up
+e2e_agent_up
+
+tmp=$(mktemp -d /tmp/pgop-e2e-rss.XXXXXX)
+ns=$(e2e_ns rss)
+ctl_pid=
+cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		kubectl -n "$ns" get cluster,pods -o wide >&2 || true
+		tail -n 40 "$tmp/controller.log" >&2 || true
+	fi
+	[ -n "$ctl_pid" ] && kill -TERM "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
+	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+	e2e_down
+}
+trap cleanup EXIT
+k() { kubectl -n "$ns" "$@"; }
+
+"$PGOP_BIN" crd | kubectl apply --server-side -f - >/dev/null
+e2e_wait_for "kubectl get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
+	e2e_fail "CRD not established"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+	-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1 ||
+	e2e_fail "openssl"
+"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
+	--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" --workers 2 \
+	--leader-elect false </dev/null >"$tmp/controller.log" 2>&1 &
+ctl_pid=$!
+e2e_wait_for "grep -q '\"reconciler started\"' '$tmp/controller.log'" 30 || e2e_fail "controller did not start"
+
+kb() { # FIELD: kB value of /proc/<controller>/status FIELD
+	[ -r "/proc/$ctl_pid/status" ] || e2e_fail "the controller (pid $ctl_pid) is gone"
+	awk -v f="$1:" '$1 == f { print $2 }' "/proc/$ctl_pid/status"
+}
+echo "METRIC controller_idle_rss_kb=$(kb VmRSS)"
+
+cluster() { # NAME INSTANCES
+	k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata:
+  name: $1
+spec:
+  instances: $2
+  storage:
+    size: 1Gi
+EOF
+}
+healthy() { # NAME N
+	[ "$(k get cluster "$1" -o jsonpath='{.status.phase}')" = "Cluster in healthy state" ] &&
+		[ "$(k get cluster "$1" -o jsonpath='{.status.readyInstances}')" = "$2" ]
+}
+timed() { # NAME N: creates, waits, prints seconds
+	local t0
+	t0=$(date +%s.%N)
+	cluster "$1" "$2"
+	e2e_wait_for "healthy $1 $2" 300 0.5 || e2e_fail "$1 not healthy: $(k get cluster "$1" -o jsonpath='{.status.phase}')"
+	awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }'
+}
+t1=$(timed one 1)
+echo "METRIC cluster_1_instance_healthy_s=$t1"
+t3=$(timed three 3)
+echo "METRIC cluster_3_instances_healthy_s=$t3"
+t1b=$(timed other 1)
+e2e_log "healthy: 1 instance ${t1}s, 3 instances ${t3}s, third Cluster (1 instance) ${t1b}s"
+# A few healthy polls (every 10 s per Cluster) with all three managed.
+max=0
+for _ in $(seq 1 8); do
+	r=$(kb VmRSS)
+	((r > max)) && max=$r
+	sleep 2
+done
+for c in "one 1" "three 3" "other 1"; do
+	# shellcheck disable=SC2086
+	healthy $c || e2e_fail "Cluster $c no longer healthy"
+done
+echo "METRIC controller_3_clusters_rss_kb=$max"
+echo "METRIC controller_3_clusters_hwm_kb=$(kb VmHWM)"
+e2e_log "controller RSS with 3 Clusters (5 instances): ${max} kB, high-water mark $(kb VmHWM) kB"
