@@ -4,7 +4,8 @@
 # node agent that runs pods as local processes, install pgop with its Helm chart
 # (charts/pgop, certificate.mode=self: pgop makes its own CA and serving certificate and
 # registers its webhooks), then show kube-apiserver refusing an invalid Cluster with
-# pgop's message and admitting a valid one with pgop's defaults.
+# pgop's message, admitting a valid one with pgop's defaults, and the reconciler bringing
+# that sample Cluster (a primary and two streaming replicas) to a healthy state.
 #
 #   scripts/demo.sh            leave everything running; prints how to use and stop it
 #   scripts/demo.sh --down     tear everything down at the end
@@ -81,7 +82,23 @@ sample=${PGOP_DEMO_SAMPLE:-$top/../shared/samples/cnpg/cluster-example.yaml}
 kubectl -n demo apply -f "$sample"
 name=$(kubectl -n demo get -f "$sample" -o jsonpath='{.metadata.name}')
 kubectl -n demo get cluster "$name" -o jsonpath='{"imageName: "}{.spec.imageName}{"\nbootstrap: "}{.spec.bootstrap}{"\n"}'
+
+say "the reconciler brings $name up: bootstrap Jobs, then Pods, PVCs, Services, Secrets"
+t_create=$SECONDS
+want=$(kubectl -n demo get cluster "$name" -o jsonpath='{.spec.instances}')
+until [ "$(kubectl -n demo get cluster "$name" -o jsonpath='{.status.phase}/{.status.readyInstances}')" = "Cluster in healthy state/$want" ]; do
+	if [ $((SECONDS - t_create)) -gt 600 ]; then
+		echo "Cluster $name is not healthy after 600 s:" >&2
+		kubectl -n demo get cluster "$name" -o jsonpath='{.status.phase}: {.status.phaseReason}{"\n"}' >&2
+		exit 1
+	fi
+	printf '  [%4ds] %s\n' "$((SECONDS - t_create))" \
+		"$(kubectl -n demo get cluster "$name" -o jsonpath='{.status.phase} ({.status.readyInstances}/{.spec.instances} ready)')"
+	sleep 5
+done
+echo "healthy in $((SECONDS - t_create)) s"
 kubectl -n demo get clusters
+kubectl -n demo get pods,svc,pvc,secrets -l cnpg.io/cluster="$name"
 
 say "helm test pgop (pgop selftest through the API server)"
 helm test pgop -n pgop-system | grep -E "^(TEST SUITE|Phase)" | awk '!seen[$0]++' || true
