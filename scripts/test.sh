@@ -57,7 +57,7 @@ run_fuzz() {
 		[ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
 		if "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=10 \
 			"$work" >"build-fuzz/$name.log" 2>&1; then
-			ok "$name (${FUZZ_SECONDS}s, $(grep -o 'stat::number_of_executed_units: [0-9]*' "build-fuzz/$name.log" | awk '{print $2}') runs)"
+			ok "$name (${FUZZ_SECONDS}s, $(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "build-fuzz/$name.log" | tail -1) runs)"
 		else
 			tail -n 30 "build-fuzz/$name.log"; ko "$name"
 		fi
