@@ -15,58 +15,16 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
-export PGOP_BIN
-[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
-SAMPLES=${PGOP_SHARED_DIR:-$E2E_DIR/../../../shared}/samples/cnpg
+[ -z "${1:-}" ] || PGOP_BIN=$1
 e2e_up
 e2e_agent_up
-AGENT=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
-AGENT_STATE=$PGOP_E2E_STATE/agent
-
-tmp=$(mktemp -d /tmp/pgop-e2e-data.XXXXXX)
-ns=$(e2e_ns data)
-ctl_pid=
-cleanup() {
-	local rc=$?
-	if [ $rc -ne 0 ]; then
-		e2e_log "--- cluster status"
-		kubectl -n "$ns" get cluster,pods,jobs,pvc -o wide >&2 || true
-		kubectl -n "$ns" get cluster -o jsonpath='{.items[*].status}' >&2 || true
-		echo >&2
-		e2e_log "--- controller log (tail)"
-		tail -n 40 "$tmp/controller.log" >&2 || true
-	fi
-	[ -n "$ctl_pid" ] && kill -TERM "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
-	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-	e2e_down
-}
-trap cleanup EXIT
-k() { kubectl -n "$ns" "$@"; }
-C=cluster-example
-
-"$PGOP_BIN" crd | kubectl apply --server-side -f - >/dev/null
-e2e_wait_for "kubectl get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
-	e2e_fail "CRD not established"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-	-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1 ||
-	e2e_fail "openssl"
-start_controller() {
-	"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
-		--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" --workers 2 \
-		--leader-elect false </dev/null >>"$tmp/controller.log" 2>&1 &
-	ctl_pid=$!
-}
+# shellcheck source=cluster_lib.sh
+. "$(dirname "$0")/cluster_lib.sh"
+cluster_setup data
+cluster_crd
+start_controller() { cluster_controller_start --workers 2 --leader-elect false; }
 start_controller
-e2e_wait_for "grep -q '\"reconciler started\"' '$tmp/controller.log'" 30 || e2e_fail "controller did not start"
-
-status() { k get cluster $C -o jsonpath="{.status.$1}" 2>/dev/null; }
-healthy() { [ "$(status phase)" = "Cluster in healthy state" ] && [ "$(status readyInstances)" = 3 ]; }
-sql() { # POD SQL: as postgres over the instance's socket
-	"$AGENT" --state-dir "$AGENT_STATE" exec "$ns/$1" -c postgres -- \
-		psql -h /controller/run -U postgres -d postgres -Atc "$2"
-}
+healthy() { healthy_with 3; }
 
 # ---- 1. SIGKILL the controller while the second instance joins ----------------------
 t0=$(date +%s)

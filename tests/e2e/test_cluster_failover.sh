@@ -7,41 +7,14 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
-export PGOP_BIN
-[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
-SAMPLES=${PGOP_SHARED_DIR:-$E2E_DIR/../../../shared}/samples/cnpg
+[ -z "${1:-}" ] || PGOP_BIN=$1
 e2e_up
 e2e_agent_up
-AGENT=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
-AGENT_STATE=$PGOP_E2E_STATE/agent
-tmp=$(mktemp -d /tmp/pgop-e2e-failover.XXXXXX)
-ns=$(e2e_ns fo)
-ctl_pid=
-cleanup() {
-	local rc=$?
-	if [ $rc -ne 0 ]; then
-		kubectl -n "$ns" get cluster,pods -o wide >&2 || true
-		kubectl -n "$ns" get cluster -o jsonpath='{.items[*].status}' >&2 || true
-		echo >&2
-		tail -n 40 "$tmp/controller.log" >&2 || true
-	fi
-	[ -n "$ctl_pid" ] && kill -TERM "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
-	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-	e2e_down
-}
-trap cleanup EXIT
-k() { kubectl -n "$ns" "$@"; }
-C=cluster-example
-"$PGOP_BIN" crd | kubectl apply --server-side -f - >/dev/null
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-	-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1
-"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
-	--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" \
-	--leader-elect false </dev/null >"$tmp/controller.log" 2>&1 &
-ctl_pid=$!
-status() { k get cluster $C -o jsonpath="{.status.$1}" 2>/dev/null; }
+# shellcheck source=cluster_lib.sh
+. "$(dirname "$0")/cluster_lib.sh"
+cluster_setup fo
+cluster_crd
+cluster_controller_start --leader-elect false
 healthy() { [ "$(status phase)" = "Cluster in healthy state" ] && [ "$(status readyInstances)" = 3 ]; }
 if [ "${PGOP_E2E_SYNC:-1}" = 1 ]; then # see test_cluster_lifecycle.sh
 	cat "$SAMPLES/cluster-example.yaml"

@@ -7,40 +7,14 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
-export PGOP_BIN
-[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
+[ -z "${1:-}" ] || PGOP_BIN=$1
 e2e_up
 e2e_agent_up
-
-tmp=$(mktemp -d /tmp/pgop-e2e-rss.XXXXXX)
-ns=$(e2e_ns rss)
-ctl_pid=
-cleanup() {
-	local rc=$?
-	if [ $rc -ne 0 ]; then
-		kubectl -n "$ns" get cluster,pods -o wide >&2 || true
-		tail -n 40 "$tmp/controller.log" >&2 || true
-	fi
-	[ -n "$ctl_pid" ] && kill -TERM "$ctl_pid" 2>/dev/null && wait "$ctl_pid" 2>/dev/null
-	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-	e2e_down
-}
-trap cleanup EXIT
-k() { kubectl -n "$ns" "$@"; }
-
-"$PGOP_BIN" crd | kubectl apply --server-side -f - >/dev/null
-e2e_wait_for "kubectl get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
-	e2e_fail "CRD not established"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-	-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1 ||
-	e2e_fail "openssl"
-"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
-	--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" --workers 2 \
-	--leader-elect false </dev/null >"$tmp/controller.log" 2>&1 &
-ctl_pid=$!
-e2e_wait_for "grep -q '\"reconciler started\"' '$tmp/controller.log'" 30 || e2e_fail "controller did not start"
+# shellcheck source=cluster_lib.sh
+. "$(dirname "$0")/cluster_lib.sh"
+cluster_setup rss
+cluster_crd
+cluster_controller_start --workers 2 --leader-elect false
 
 kb() { # FIELD: kB value of /proc/<controller>/status FIELD
 	[ -r "/proc/$ctl_pid/status" ] || e2e_fail "the controller (pid $ctl_pid) is gone"
