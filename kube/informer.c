@@ -112,19 +112,7 @@ static void set_rv(struct kube_informer *inf, const char *rv)
 /* Waits ms or until stopped. */
 static void wait_stop(struct kube_informer *inf, long ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&inf->lock);
-	while (!atomic_load(&inf->stop) &&
-	       pthread_cond_timedwait(&inf->cond, &inf->lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&inf->lock);
+	kube__wait_stop(&inf->lock, &inf->cond, &inf->stop, ms);
 }
 
 /* Full list: replaces the cache and fires add/update/delete for the diff. */
@@ -290,13 +278,7 @@ bool kube_informer_has_synced(struct kube_informer *inf)
 int kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	kube__deadline(&ts, timeout_ms);
 	int r = 0;
 	pthread_mutex_lock(&inf->lock);
 	while (!inf->synced) {

@@ -6,9 +6,11 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "kube/kube.h"
 #include "support/buf.h"
@@ -56,6 +58,11 @@ int64_t kube__now_ms(void);
 int64_t kube__wall_ms(void);
 /* Sleeps ms (restarting on EINTR). */
 void kube__sleep_ms(long ms);
+/* Absolute CLOCK_MONOTONIC time ms from now, for pthread_cond_timedwait on a
+ * condition variable created with that clock. */
+void kube__deadline(struct timespec *ret_ts, long ms);
+/* Waits on cond (under lock, both borrowed) until ms passed or *stop is set. */
+void kube__wait_stop(pthread_mutex_t *lock, pthread_cond_t *cond, atomic_bool *stop, long ms);
 
 /* Reads a whole file into b (cleared first), at most max bytes. */
 int kube__read_file(const char *path, size_t max, struct op_buf *b, struct op_err *err);

@@ -171,6 +171,29 @@ void kube__sleep_ms(long ms)
 		;
 }
 
+void kube__deadline(struct timespec *ret_ts, long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	*ret_ts = ts;
+}
+
+void kube__wait_stop(pthread_mutex_t *lock, pthread_cond_t *cond, atomic_bool *stop, long ms)
+{
+	struct timespec ts;
+	kube__deadline(&ts, ms);
+	pthread_mutex_lock(lock);
+	while (!atomic_load(stop) && pthread_cond_timedwait(cond, lock, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(lock);
+}
+
 int kube__read_file(const char *path, size_t max, struct op_buf *b, struct op_err *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -346,19 +346,7 @@ static void release(struct kube_leader *le)
 
 static void leader_wait(struct kube_leader *le, long ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&le->lock);
-	while (!atomic_load(&le->stop) &&
-	       pthread_cond_timedwait(&le->cond, &le->lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&le->lock);
+	kube__wait_stop(&le->lock, &le->cond, &le->stop, ms);
 }
 
 static void set_leading(struct kube_leader *le, bool leading)
