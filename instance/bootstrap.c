@@ -338,18 +338,32 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
 	return r;
 }
 
-int inst_init(const struct inst_init_opts *o, struct op_err *err)
+/* What init and join share: the Cluster, an absent PGDATA, the runtime
+ * directories and the certificate files. *ret (owned) is set on success. */
+static int prepare_new_instance(const struct inst_paths *p, const char *cluster_file,
+				const char *kubeconfig, const char *ns, const char *name,
+				struct api_cluster **ret, struct op_err *err)
 {
-	const struct inst_paths *p = &o->paths;
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
-	int r = inst_load_for(o->cluster_file, o->kubeconfig, o->namespace_, o->cluster_name, &c,
-			      err);
+	int r = inst_load_for(cluster_file, kubeconfig, ns, name, &c, err);
 	r = r ? r : ensure_absent(p->pgdata, err);
 	r = r ? r : runtime_dirs(p, err);
 	if (r)
 		return r;
 	r = inst_sync_certificates(p, err);
 	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+int inst_init(const struct inst_init_opts *o, struct op_err *err)
+{
+	const struct inst_paths *p = &o->paths;
+	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
+	int r = prepare_new_instance(p, o->cluster_file, o->kubeconfig, o->namespace_,
+				     o->cluster_name, &c, err);
+	if (r)
 		return r;
 	umask(077);
 	struct argv_b a = { 0 };
@@ -406,14 +420,9 @@ int inst_join(const struct inst_join_opts *o, struct op_err *err)
 {
 	const struct inst_paths *p = &o->paths;
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
-	int r = inst_load_for(o->cluster_file, o->kubeconfig, o->namespace_, o->cluster_name, &c,
-			      err);
-	r = r ? r : ensure_absent(p->pgdata, err);
-	r = r ? r : runtime_dirs(p, err);
+	int r = prepare_new_instance(p, o->cluster_file, o->kubeconfig, o->namespace_,
+				     o->cluster_name, &c, err);
 	if (r)
-		return r;
-	r = inst_sync_certificates(p, err);
-	if (r < 0)
 		return r;
 	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);
 	const char *host = o->primary_host ? o->primary_host : rw;
