@@ -32,7 +32,8 @@ ninja -C "$build" -j"$(nproc)" pgop pgop-node-agent >"$build.log" 2>&1 ||
 	{ tail -20 "$build.log" >&2; echo "build failed (log: $build.log)" >&2; exit 1; }
 export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
 
-say "upstream Kubernetes binaries (tests/e2e/build-k8s.sh)"
+say "upstream Kubernetes binaries (tests/e2e/build-k8s.sh; ~6 min on a cold cache)"
+# progress lines (step, elapsed time, log path) go to stderr; stdout is the bin dir
 tests/e2e/build-k8s.sh >/dev/null
 
 . tests/e2e/lib.sh
@@ -40,8 +41,9 @@ if e2e_ready; then
 	say "control plane already running ($PGOP_E2E_STATE)"
 else
 	say "starting the control plane ($PGOP_E2E_STATE)"
-	tests/e2e/cluster-up.sh "$PGOP_E2E_STATE" >/dev/null 2>&1 ||
-		{ echo "cluster-up.sh failed: see $PGOP_E2E_STATE/logs" >&2; exit 1; }
+	# prints each step with its elapsed time and log; on failure the step and its log's end
+	tests/e2e/cluster-up.sh "$PGOP_E2E_STATE" ||
+		{ echo "cluster-up.sh failed: logs in $PGOP_E2E_STATE/logs" >&2; exit 1; }
 fi
 # shellcheck source=/dev/null
 . "$PGOP_E2E_STATE/env"
