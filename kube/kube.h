@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "support/err.h"
+#include "support/memfile.h"
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                              */
@@ -45,8 +46,9 @@
 
 /* How to reach and authenticate to one API server. All strings are owned by
  * the struct and freed by kube_config_free(). Inline *-data from a kubeconfig
- * is written to private 0600 files in a 0700 temp directory (removed by
- * kube_config_free), so every credential is reachable as a path. */
+ * is held in sealed memory files (support/memfile.h, /proc/self/fd/N, closed
+ * by kube_config_free): every credential is reachable as a path for libcurl
+ * and none is ever written to a filesystem. */
 struct kube_config {
 	char *server;            /* "https://host:port", no trailing slash */
 	char *ca_file;           /* PEM CA bundle path, NULL = system roots */
@@ -60,7 +62,8 @@ struct kube_config {
 	char *namespace;         /* context / in-cluster namespace; never NULL ("default") */
 	char *context;           /* context name used, NULL for in-cluster */
 	bool in_cluster;
-	char *tmpdir;            /* private dir holding materialized *-data, or NULL */
+	struct op_memfile mem[3]; /* materialized *-data; the first n_mem are open */
+	size_t n_mem;
 };
 
 /* Loads the configuration: `path` (a --kubeconfig flag) when non-NULL, else
@@ -90,7 +93,7 @@ int kube_config_from_yaml(const char *yaml, size_t len, const char *base_dir, co
  * KUBE_SA_DIR_DEFAULT). -ENOENT when not running in a pod. */
 int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret_cfg, struct op_err *err);
 
-/* Frees everything (and removes tmpdir). Accepts NULL; returns NULL. */
+/* Frees everything (and closes the memory files). Accepts NULL; returns NULL. */
 struct kube_config *kube_config_free(struct kube_config *cfg);
 
 /* ------------------------------------------------------------------------ */

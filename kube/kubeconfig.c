@@ -78,14 +78,8 @@ struct kube_config *kube_config_free(struct kube_config *cfg)
 {
 	if (!cfg)
 		return NULL;
-	if (cfg->tmpdir) {
-		static const char *const files[] = { "ca.crt", "client.crt", "client.key" };
-		for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
-			_cleanup_free_ char *p = op_asprintf("%s/%s", cfg->tmpdir, files[i]);
-			unlink(p);
-		}
-		rmdir(cfg->tmpdir);
-	}
+	for (size_t i = 0; i < cfg->n_mem; i++)
+		op_memfile_close(&cfg->mem[i]);
 	free(cfg->server);
 	free(cfg->ca_file);
 	free(cfg->client_cert_file);
@@ -96,7 +90,6 @@ struct kube_config *kube_config_free(struct kube_config *cfg)
 	free(cfg->password);
 	free(cfg->namespace);
 	free(cfg->context);
-	free(cfg->tmpdir);
 	free(cfg);
 	return NULL;
 }
@@ -132,37 +125,19 @@ static char *resolve_path(const char *base_dir, const char *p)
 	return op_asprintf("%s/%s", base_dir, p);
 }
 
+/* Inline credentials stay in memory (support/memfile.h): libcurl with
+ * GnuTLS takes them as paths only, and nothing may reach a disk. */
 static int write_private(struct kube_config *cfg, const char *fname, const struct op_buf *data,
 			 char **ret_path, struct op_err *err)
 {
-	if (!cfg->tmpdir) {
-		const char *tmp = getenv("TMPDIR");
-		_cleanup_free_ char *tmpl = op_asprintf("%s/pgop-kube-XXXXXX",
-							tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(tmpl))
-			return op_err_set(err, -errno, "cannot create a private directory: %s",
-					  strerror(errno));
-		cfg->tmpdir = TAKE_PTR(tmpl);
-	}
-	_cleanup_free_ char *path = op_asprintf("%s/%s", cfg->tmpdir, fname);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return op_err_set(err, -errno, "cannot create \"%s\": %s", path, strerror(errno));
-	size_t off = 0;
-	while (off < data->len) {
-		ssize_t n = write(fd, data->data + off, data->len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(fd);
-			return op_err_set(err, -e, "cannot write \"%s\": %s", path, strerror(e));
-		}
-		off += (size_t)n;
-	}
-	if (close(fd) < 0)
-		return op_err_set(err, -errno, "cannot write \"%s\": %s", path, strerror(errno));
-	*ret_path = TAKE_PTR(path);
+	if (cfg->n_mem == OP_ARRAY_SIZE(cfg->mem))
+		return op_err_set(err, -EINVAL, "%s: too many inline credentials", fname);
+	struct op_memfile m = OP_MEMFILE_INIT;
+	int r = op_memfile_open(&m, fname, data->data, data->len, err);
+	if (r < 0)
+		return r;
+	cfg->mem[cfg->n_mem++] = m;
+	*ret_path = op_strdup(m.path);
 	return 0;
 }
 

@@ -1,21 +1,21 @@
 /* reconciler/instance_client.c - parallel GET /pg/status over mTLS (curl multi).
  *
- * curl 7.88 built with GnuTLS has no *_BLOB options, so the CA and the client
- * pair are written to a private 0700 directory for the duration of the call
- * (files 0600) and removed before returning. */
+ * curl 7.88 built with GnuTLS refuses CURLOPT_CAINFO_BLOB (CURLE_NOT_BUILT_IN)
+ * and its GnuTLS backend ignores CURLOPT_SSLCERT_BLOB/SSLKEY_BLOB, so the CA
+ * and the client pair are sealed memory files (support/memfile.h) for the
+ * duration of the call: nothing is written to $TMPDIR or any filesystem, which
+ * also makes the call work with readOnlyRootFilesystem and no writable /tmp. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "reconciler/instance_client.h"
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "support/memfile.h"
 
 #define OPERATOR_CN "pgop-operator"
 
@@ -30,68 +30,29 @@ int rc_operator_client_cert(const struct pki_pair *ca, int64_t now, struct pki_p
 	return pki_leaf_issue(ca, &req, ret, err);
 }
 
-struct tmpfiles {
-	char *dir, *ca, *cert, *key;
+/* The CA and the client pair as memory files (support/memfile.h): libcurl
+ * with GnuTLS only takes paths, and nothing may reach a disk. */
+struct creds {
+	struct op_memfile ca, cert, key;
 };
 
-static int write_file(const char *path, const char *data, struct op_err *err)
+static void creds_done(struct creds *c)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return op_err_set(err, -errno, "create %s: %s", path, strerror(errno));
-	size_t len = strlen(data), off = 0;
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = errno ? errno : EIO;
-			close(fd);
-			return op_err_set(err, -e, "write %s: %s", path, strerror(e));
-		}
-		off += (size_t)w;
-	}
-	if (close(fd) < 0)
-		return op_err_set(err, -errno, "close %s: %s", path, strerror(errno));
-	return 0;
+	op_memfile_close(&c->ca);
+	op_memfile_close(&c->cert);
+	op_memfile_close(&c->key);
 }
 
-static void tmpfiles_done(struct tmpfiles *t)
+static int creds_make(struct creds *c, const char *ca_pem, const struct pki_pair *client,
+		      struct op_err *err)
 {
-	const char *files[] = { t->ca, t->cert, t->key };
-	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++)
-		if (files[i])
-			unlink(files[i]);
-	if (t->dir)
-		rmdir(t->dir);
-	free(t->dir);
-	free(t->ca);
-	free(t->cert);
-	free(t->key);
-	*t = (struct tmpfiles){ 0 };
-}
-
-static int tmpfiles_make(struct tmpfiles *t, const char *ca_pem, const struct pki_pair *client,
-			 struct op_err *err)
-{
-	const char *base = getenv("TMPDIR");
-	char *dir = op_asprintf("%s/pgop-rc-XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(dir)) {
-		int e = errno;
-		op_err_set(err, -e, "mkdtemp %s: %s", dir, strerror(e));
-		free(dir);
-		return -e;
-	}
-	t->dir = dir;
-	t->ca = op_asprintf("%s/ca.crt", dir);
-	int r = write_file(t->ca, ca_pem, err);
+	int r = op_memfile_open(&c->ca, "pgop-rc-ca.crt", ca_pem, strlen(ca_pem), err);
 	if (r == 0 && client && client->cert_pem && client->key_pem) {
-		t->cert = op_asprintf("%s/tls.crt", dir);
-		r = write_file(t->cert, client->cert_pem, err);
-		if (r == 0) {
-			t->key = op_asprintf("%s/tls.key", dir);
-			r = write_file(t->key, client->key_pem, err);
-		}
+		r = op_memfile_open(&c->cert, "pgop-rc-tls.crt", client->cert_pem,
+				    strlen(client->cert_pem), err);
+		if (r == 0)
+			r = op_memfile_open(&c->key, "pgop-rc-tls.key", client->key_pem,
+					    strlen(client->key_pem), err);
 	}
 	return r;
 }
@@ -150,7 +111,7 @@ static void finish(struct xfer *x, CURLcode code)
 		json_object_put(st);
 }
 
-static int setup(struct xfer *x, const struct tmpfiles *t, const struct rc_fetch_opts *o,
+static int setup(struct xfer *x, const struct creds *c, const struct rc_fetch_opts *o,
 		 struct op_err *err)
 {
 	x->h = curl_easy_init();
@@ -170,11 +131,11 @@ static int setup(struct xfer *x, const struct tmpfiles *t, const struct rc_fetch
 	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK; /* chain only */
-	bad |= curl_easy_setopt(h, CURLOPT_CAINFO, t->ca) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_CAINFO, c->ca.path) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK;
-	if (t->cert) {
-		bad |= curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert) != CURLE_OK;
-		bad |= curl_easy_setopt(h, CURLOPT_SSLKEY, t->key) != CURLE_OK;
+	if (c->key.fd >= 0) {
+		bad |= curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert.path) != CURLE_OK;
+		bad |= curl_easy_setopt(h, CURLOPT_SSLKEY, c->key.path) != CURLE_OK;
 	}
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_WRITEDATA, x) != CURLE_OK;
@@ -194,10 +155,10 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		return op_err_set(err, -EINVAL, "no cluster CA certificate");
 	if (n == 0)
 		return 0;
-	struct tmpfiles t = { 0 };
-	int r = tmpfiles_make(&t, ca_pem, client, err);
+	struct creds c = { OP_MEMFILE_INIT, OP_MEMFILE_INIT, OP_MEMFILE_INIT };
+	int r = creds_make(&c, ca_pem, client, err);
 	if (r < 0) {
-		tmpfiles_done(&t);
+		creds_done(&c);
 		return r;
 	}
 	CURLM *m = curl_multi_init();
@@ -214,7 +175,7 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 			set_error(&v[i], "no pod IP");
 			continue;
 		}
-		r = setup(&xs[i], &t, &o, err);
+		r = setup(&xs[i], &c, &o, err);
 		if (r < 0)
 			goto out;
 		if (curl_multi_add_handle(m, xs[i].h) != CURLM_OK) {
@@ -258,6 +219,6 @@ out:
 	free(xs);
 	if (m)
 		curl_multi_cleanup(m);
-	tmpfiles_done(&t);
+	creds_done(&c);
 	return r;
 }

@@ -34,7 +34,7 @@ struct rc_fetch_opts {
  * stays false. ca_pem: the cluster CA certificate (borrowed); client: the
  * operator's client certificate and key (borrowed, may be NULL = none).
  * Returns the number of instances that answered, or -errno when the call
- * could not be set up at all (temp files, curl). */
+ * could not be set up at all (memory files, curl). */
 int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
 		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err);
 

@@ -226,13 +226,14 @@ static void test_kubeconfig_parse(void **state)
 	assert_string_equal(op_buf_str(&b), "-----BEGIN CERTIFICATE-----\nABC\n");
 	assert_int_equal(ts_read(cfg->client_cert_file, &b), 0);
 	assert_string_equal(op_buf_str(&b), "cert");
-	struct stat st;
-	assert_int_equal(stat(cfg->client_cert_file, &st), 0);
-	assert_int_equal(st.st_mode & 0777, 0600);
-	char *tmpdir = op_strdup(cfg->tmpdir);
+	/* inline data is never written to a filesystem: memory files only */
+	assert_non_null(strstr(cfg->ca_file, "/proc/self/fd/"));
+	assert_non_null(strstr(cfg->client_cert_file, "/proc/self/fd/"));
+	assert_int_equal(cfg->n_mem, 2);
+	char *ca_path = op_strdup(cfg->ca_file);
 	cfg = kube_config_free(cfg);
-	assert_int_equal(access(tmpdir, F_OK), -1); /* private files removed */
-	free(tmpdir);
+	assert_int_equal(ts_read(ca_path, &b), -ENOENT); /* closed with the config */
+	free(ca_path);
 
 	assert_int_equal(kube_config_from_yaml(yaml, strlen(yaml), "/etc/kc", "a", &cfg, &err), 0);
 	assert_string_equal(cfg->server, "https://one:6443");
@@ -240,7 +241,7 @@ static void test_kubeconfig_parse(void **state)
 	assert_string_equal(cfg->token, "abc");
 	assert_string_equal(cfg->token_file, "/etc/kc/secret/tok");
 	assert_string_equal(cfg->namespace, "default");
-	assert_null(cfg->tmpdir);
+	assert_int_equal(cfg->n_mem, 0);
 	cfg = kube_config_free(cfg);
 
 	err = OP_ERR_INIT;

@@ -195,12 +195,47 @@ static void test_dead_instances_do_not_stall(void **state)
 	op_http_server_free(slow);
 }
 
+/* The chart runs the controller with readOnlyRootFilesystem and no writable
+ * /tmp: fetching must not need $TMPDIR (it created a directory there with the
+ * CA and the operator's client key on every call). Fails on the old code with
+ * "mkdtemp ...: No such file or directory". */
+static void test_fetch_needs_no_writable_tmpdir(void **state)
+{
+	struct fixture *f = *state;
+	struct op_http_server *good = serve(&f->server, r_primary);
+	char dir[] = "/tmp/pgop-test-rc-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	_cleanup_free_ char *gone = op_asprintf("%s/not-there", dir);
+	const char *old = getenv("TMPDIR");
+	_cleanup_free_ char *saved = old ? op_strdup(old) : NULL;
+	setenv("TMPDIR", gone, 1);
+	struct rc_instance v = { .name = op_strdup("c-1"), .ip = op_strdup("127.0.0.1") };
+	struct op_err err = OP_ERR_INIT;
+	struct rc_fetch_opts o = { .timeout_ms = 2000, .port = op_http_server_port(good) };
+	int r = rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err);
+	if (r != 1)
+		fail_msg("fetch with no usable TMPDIR: %d %s %s", r, err.msg,
+			 v.error ? v.error : "");
+	assert_true(v.is_primary);
+	/* and nothing was left in an existing TMPDIR either */
+	setenv("TMPDIR", dir, 1);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 1);
+	assert_int_equal(rmdir(dir), 0); /* fails with ENOTEMPTY if anything was written */
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	rc_instance_done(&v);
+	op_http_server_free(good);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_fetch_ok_and_failures),
 		cmocka_unit_test(test_dead_instances_do_not_stall),
+		cmocka_unit_test(test_fetch_needs_no_writable_tmpdir),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

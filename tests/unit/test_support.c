@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "support/alloc.h"
@@ -16,6 +17,7 @@
 #include "support/err.h"
 #include "support/json.h"
 #include "support/log.h"
+#include "support/memfile.h"
 
 #include <cmocka.h>
 #undef malloc
@@ -359,10 +361,44 @@ static void test_log_oversized(void **state)
 	json_object_put(o);
 }
 
+/* A memory file is readable by path (twice: each open starts at 0), refuses
+ * writes (sealed), is gone once closed, and takes no filesystem space. */
+static void test_memfile(void **state)
+{
+	(void)state;
+	struct op_memfile m = OP_MEMFILE_INIT;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_memfile_open(&m, "t.key", "secret", 6, &err), 0);
+	assert_true(m.fd >= 0);
+	assert_non_null(strstr(m.path, "/proc/self/fd/"));
+	for (int pass = 0; pass < 2; pass++) {
+		char buf[16] = { 0 };
+		int fd = open(m.path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(read(fd, buf, sizeof(buf)), 6);
+		assert_string_equal(buf, "secret");
+		close(fd);
+	}
+	int wfd = open(m.path, O_WRONLY | O_CLOEXEC);
+	assert_true(wfd >= 0);
+	assert_int_equal(write(wfd, "x", 1), -1);
+	assert_int_equal(errno, EPERM); /* F_SEAL_WRITE */
+	close(wfd);
+	char path[sizeof(m.path)];
+	memcpy(path, m.path, sizeof(path));
+	op_memfile_close(&m);
+	assert_int_equal(m.fd, -1);
+	op_memfile_close(&m); /* idempotent */
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(op_memfile_open(&m, "empty", "", 0, &err), -EINVAL);
+	assert_int_equal(m.fd, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf_basics),
+		cmocka_unit_test(test_memfile),
 		cmocka_unit_test(test_buf_caps),
 		cmocka_unit_test(test_buf_take),
 		cmocka_unit_test(test_buf_json_escaping),
