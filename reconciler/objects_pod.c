@@ -120,8 +120,10 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	jpush(mounts, mount("ca", "/run/pgop/certs/ca", true));
 	jpush(vols, vol_secret("replication-tls", s_rep, NULL));
 	jpush(mounts, mount("replication-tls", "/run/pgop/certs/replication", true));
-	jpush(vols, vol_secret("superuser", s_su, NULL));
-	jpush(mounts, mount("superuser", "/run/pgop/secrets/superuser", true));
+	if (c->spec.enable_superuser_access) { /* otherwise no pod needs the password */
+		jpush(vols, vol_secret("superuser", s_su, NULL));
+		jpush(mounts, mount("superuser", "/run/pgop/secrets/superuser", true));
+	}
 	jpush(vols, vol_secret("app", s_app, NULL));
 	jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
 	jset(spec, "volumes", vols);

@@ -216,8 +216,8 @@ static void test_pod(void **state)
 	assert_str_at(find_named(vols, "server-tls"), "secret.secretName", "cluster-example-server");
 	assert_str_at(find_named(vols, "replication-tls"), "secret.secretName",
 		      "cluster-example-replication");
-	assert_str_at(find_named(vols, "superuser"), "secret.secretName",
-		      "cluster-example-superuser");
+	/* enableSuperuserAccess false (default): the superuser password is not mounted */
+	assert_null(find_named(vols, "superuser"));
 	assert_str_at(find_named(vols, "app"), "secret.secretName", "cluster-example-app");
 	json_object *ca = find_named(vols, "ca");
 	assert_str_at(ca, "secret.secretName", "cluster-example-ca");
@@ -230,6 +230,16 @@ static void test_pod(void **state)
 	assert_str_at(find_named(mounts, "pg-wal"), "mountPath", "/var/lib/postgresql/wal");
 	assert_str_at(find_named(mounts, "server-tls"), "mountPath", "/run/pgop/certs/server");
 	assert_str_at(find_named(mounts, "controller"), "mountPath", "/controller");
+	assert_null(find_named(mounts, "superuser"));
+	json_object_put(p);
+	c->spec.enable_superuser_access = true;
+	assert_int_equal(rc_build_pod(c, &settings, 1, RC_ROLE_PRIMARY, &p, &err), 0);
+	spec = op_json_at(p, "spec");
+	assert_str_at(find_named(op_json_at(spec, "volumes"), "superuser"), "secret.secretName",
+		      "cluster-example-superuser");
+	pg = json_object_array_get_idx(op_json_at(spec, "containers"), 0);
+	assert_str_at(find_named(op_json_at(pg, "volumeMounts"), "superuser"), "mountPath",
+		      "/run/pgop/secrets/superuser");
 	json_object_put(p);
 	assert_int_equal(rc_build_pod(c, &settings, 0, NULL, &p, &err), -EINVAL);
 	api_cluster_free(c);
