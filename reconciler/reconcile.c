@@ -11,6 +11,7 @@
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
+#include "reconciler/plan.h"
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
@@ -364,9 +365,8 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 {
 	int64_t want_n = r->c->spec.instances;
 	bool in_progress = false;
-	size_t live = 0;
-	for (size_t i = 0; i < inv->n; i++)
-		live += !inv->v[i].pod_terminating;
+	/* a terminating Pod still counts: it comes back on its own volume */
+	const size_t live = inv->n;
 	/* 1. bootstrap jobs */
 	for (size_t i = 0; i < json_object_array_length(inv->jobs); i++) {
 		json_object *j = json_object_array_get_idx(inv->jobs, i);
@@ -452,37 +452,32 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		return 1;
 	}
 
-	/* 4. scale up, one instance at a time, only with everyone ready */
-	if ((int64_t)live < want_n) {
-		bool all_ready = live > 0;
-		for (size_t i = 0; i < inv->n; i++)
-			if (!inv->v[i].pod_terminating && (!inv->v[i].pod_ready || !inv->v[i].has_status))
-				all_ready = false;
-		struct rc_instance *p = find_instance(inv, r->want.current_primary);
-		if (!all_ready || !p || !p->is_primary) {
-			set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
-			rc_requeue(r, 2000);
-			return 1;
-		}
-		int64_t serial = r->want.latest_generated_node + 1;
-		_cleanup_free_ char *pod = api_pod_name(r->name, serial);
-		r->want.latest_generated_node = serial;
-		set_phase(r, RC_PHASE_CREATING_REPLICA, NULL);
-		int ret = write_status(r, b);
-		if (ret != 0)
-			return ret < 0 ? ret : 1;
-		ret = create_instance_objects(r, serial, RC_JOB_JOIN);
-		if (ret < 0)
-			return ret;
-		rc_event(r, "Normal", "CreatingInstance", "creating replica %s (join)", pod);
-		rc_requeue(r, 5000);
+	/* 4. scale up, one instance at a time, only with everyone ready; 5. down */
+	switch (rc_scale_decide(inv->v, inv->n, want_n, r->want.current_primary)) {
+	case RC_SCALE_NONE:
+		return 0;
+	case RC_SCALE_WAIT:
+		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+		rc_requeue(r, 2000);
 		return 1;
-	}
-
-	/* 5. scale down */
-	if ((int64_t)live > want_n)
+	case RC_SCALE_DOWN:
 		return scale_down(r, inv);
-	return 0;
+	case RC_SCALE_UP:
+		break;
+	}
+	int64_t serial = r->want.latest_generated_node + 1;
+	_cleanup_free_ char *pod = api_pod_name(r->name, serial);
+	r->want.latest_generated_node = serial;
+	set_phase(r, RC_PHASE_CREATING_REPLICA, NULL);
+	int ret = write_status(r, b);
+	if (ret != 0)
+		return ret < 0 ? ret : 1;
+	ret = create_instance_objects(r, serial, RC_JOB_JOIN);
+	if (ret < 0)
+		return ret;
+	rc_event(r, "Normal", "CreatingInstance", "creating replica %s (join)", pod);
+	rc_requeue(r, 5000);
+	return 1;
 }
 
 /* ------------------------------------------------------------- failover */
@@ -525,6 +520,7 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 	if (p && p->has_status && p->is_primary && p->timeline_id > 0)
 		w->timeline_id = p->timeline_id;
 	rc_status_clear_reported(w);
+	w->reported_known = true;
 	for (size_t i = 0; i < inv->n; i++)
 		if (inv->v[i].has_status)
 			rc_status_add_reported(w, inv->v[i].name, inv->v[i].is_primary,
@@ -558,10 +554,25 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
 		if (ret < 0)
 			return ret;
-		if (!str_eq(w->phase, RC_PHASE_SWITCHOVER) && !str_eq(w->phase, RC_PHASE_FAILOVER))
+		if (!str_eq(w->phase, RC_PHASE_SWITCHOVER) && !str_eq(w->phase, RC_PHASE_FAILOVER)) {
+			rc_event(r, "Normal", "SwitchoverStarted",
+				 "switching the primary from %s to %s: %s is out of the -rw "
+				 "Service and shuts down",
+				 cur, target, cur);
 			set_phase(r, RC_PHASE_SWITCHOVER, NULL);
+		}
 		rc_requeue(r, 1000);
 		return 1;
+	}
+	if (cur && *cur && str_eq(cur, target) &&
+	    (str_eq(w->phase, RC_PHASE_SWITCHOVER) || str_eq(w->phase, RC_PHASE_FAILOVER))) {
+		struct rc_instance *p = find_instance(inv, cur);
+		if (p && p->has_status && p->is_primary)
+			rc_event(r, "Normal",
+				 str_eq(w->phase, RC_PHASE_FAILOVER) ? "FailoverCompleted"
+								     : "SwitchoverCompleted",
+				 "%s is the primary (timeline %lld)", cur,
+				 (long long)p->timeline_id);
 	}
 	int64_t since = 0;
 	if (w->failing_since)
@@ -574,6 +585,10 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	rc_failover_decide(&in, &d);
 	switch (d.action) {
 	case RC_FO_NONE:
+		if (w->failing_since)
+			rc_event(r, "Normal", "PrimaryBack",
+				 "primary %s answers again within failoverDelay: no failover",
+				 cur ? cur : "");
 		set_str(&w->failing_since, NULL);
 		return 0;
 	case RC_FO_SPLIT_BRAIN: {
@@ -599,6 +614,10 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		if (d.start_failing_clock) {
 			_cleanup_free_ char *t = rc_time_rfc3339(r->now);
 			set_str(&w->failing_since, t);
+			rc_event(r, "Warning", "PrimaryFailing",
+				 "primary %s is not available: failing over in %lld s (failoverDelay) "
+				 "unless it comes back",
+				 cur ? cur : "", (long long)r->c->spec.failover_delay);
 		}
 		rc_requeue(r, 1000);
 		return 1;
@@ -614,6 +633,12 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		return 1;
 	}
 	case RC_FO_WAIT_WAL_RECEIVERS:
+		if (!str_eq(w->phase_reason, "waiting for the WAL receivers to stop")) {
+			rc_event(r, "Normal", "FailoverWaiting",
+				 "waiting for every replica's WAL receiver to stop before choosing "
+				 "the new primary");
+			set_phase(r, RC_PHASE_FAILOVER, "waiting for the WAL receivers to stop");
+		}
 		rc_requeue(r, 1000);
 		return 1;
 	case RC_FO_PROMOTE:

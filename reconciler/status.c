@@ -255,6 +255,7 @@ void rc_status_add_reported(struct rc_status *s, const char *pod, bool primary, 
 	s->reported_primary[k] = primary;
 	s->reported_tli[k] = tli;
 	s->n_reported = k + 1;
+	s->reported_known = true;
 }
 
 void rc_status_clear_reported(struct rc_status *s)
@@ -401,6 +402,47 @@ static void diff_set(json_object *patch, json_object *cur, const char *key, json
 	jset(patch, key, val);
 }
 
+/* instancesReportedState as of this reconcile: merge patches merge objects,
+ * so an instance that stopped reporting is removed with an explicit null (the
+ * whole map when nobody reports). */
+static void reported_state(json_object *patch, json_object *cur, const struct rc_status *w)
+{
+	if (!w->reported_known)
+		return;
+	json_object *rs = jobj();
+	for (size_t i = 0; i < w->n_reported; i++) {
+		json_object *e = jobj();
+		jset(e, "isPrimary", jbool(w->reported_primary[i]));
+		jset(e, "timeLineID", jint(w->reported_tli[i]));
+		if (w->reported_ip[i][0])
+			jsets(e, "ip", w->reported_ip[i]);
+		jset(rs, w->reported_names[i], e);
+	}
+	json_object *old = NULL;
+	if (!cur || !json_object_object_get_ex(cur, "instancesReportedState", &old) ||
+	    !json_object_is_type(old, json_type_object))
+		old = NULL;
+	if (!w->n_reported) {
+		json_object_put(rs);
+		if (cur && json_object_object_get_ex(cur, "instancesReportedState", NULL))
+			jset(patch, "instancesReportedState", NULL);
+		return;
+	}
+	if (old && json_object_equal(old, rs)) {
+		json_object_put(rs);
+		return;
+	}
+	if (old) {
+		json_object_object_foreach(old, k, v)
+		{
+			(void)v;
+			if (!json_object_object_get_ex(rs, k, NULL))
+				jset(rs, k, NULL);
+		}
+	}
+	jset(patch, "instancesReportedState", rs);
+}
+
 char *rc_status_pending_message(const struct rc_status *s)
 {
 	if (!s->n_pending_restart)
@@ -489,26 +531,15 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 	diff_set(p, cur, "latestGeneratedNode", jint(w->latest_generated_node));
 	if (w->timeline_id > 0)
 		diff_set(p, cur, "timelineID", jint(w->timeline_id));
+	/* both lists always, empty ones too: a merge patch without "failed"
+	 * would keep the old list forever */
 	json_object *is = jobj();
-	if (w->n_healthy)
-		jset(is, "healthy", strv_json(w->healthy, w->n_healthy));
-	if (w->n_failed)
-		jset(is, "failed", strv_json(w->failed, w->n_failed));
+	jset(is, "healthy", strv_json(w->healthy, w->n_healthy));
+	jset(is, "failed", strv_json(w->failed, w->n_failed));
 	diff_set(p, cur, "instancesStatus", is);
 	if (w->selector)
 		diff_set(p, cur, "selector", jstr(w->selector));
-	if (w->n_reported) {
-		json_object *rs = jobj();
-		for (size_t i = 0; i < w->n_reported; i++) {
-			json_object *e = jobj();
-			jset(e, "isPrimary", jbool(w->reported_primary[i]));
-			jset(e, "timeLineID", jint(w->reported_tli[i]));
-			if (w->reported_ip[i][0])
-				jsets(e, "ip", w->reported_ip[i]);
-			jset(rs, w->reported_names[i], e);
-		}
-		diff_set(p, cur, "instancesReportedState", rs);
-	}
+	reported_state(p, cur, w);
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

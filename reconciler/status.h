@@ -103,6 +103,8 @@ struct rc_status {
 	/* instancesReportedState: what each reporting instance said, by pod name */
 	char **reported_names; bool *reported_primary; int64_t *reported_tli; char **reported_ip;
 	size_t n_reported;
+	bool reported_known; /* this reconcile asked the instances: rewrite the map
+			      * (entries of instances that stopped reporting removed) */
 	bool ready;          /* condition Ready */
 	/* condition PendingRestart: written only when pending_known (some instance
 	 * answered /pg/status); otherwise the condition read back is kept. */

@@ -323,6 +323,58 @@ static void test_status_patch(void **state)
 	rc_status_done(NULL);
 }
 
+/* Lists that empty are written as empty (a merge patch leaves absent keys
+ * alone: instancesStatus.failed stayed forever); instancesReportedState is
+ * rewritten each reconcile, an instance that stopped reporting removed. */
+static void test_status_no_stale_lists(void **state)
+{
+	json_object *st = parse("{\"instancesStatus\":{\"healthy\":[\"c-2\"],\"failed\":"
+				"[\"c-1\"]},\"instancesReportedState\":{\"c-1\":{\"isPrimary\":"
+				"true,\"timeLineID\":1},\"c-2\":{\"isPrimary\":false,"
+				"\"timeLineID\":1}}}");
+	struct rc_status w = { 0 };
+	rc_strv_push(&w.healthy, &w.n_healthy, "c-1");
+	rc_strv_push(&w.healthy, &w.n_healthy, "c-2");
+	rc_status_add_reported(&w, "c-2", true, 2, NULL);
+	char *patch = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 0, &patch, &err), 1);
+	json_object *p = patch_status(patch);
+	free(patch);
+	json_object *failed = op_json_at(p, "instancesStatus.failed");
+	assert_true(json_object_is_type(failed, json_type_array));
+	assert_int_equal(json_object_array_length(failed), 0);
+	assert_int_equal(json_object_array_length(op_json_at(p, "instancesStatus.healthy")), 2);
+	json_object *rs = op_json_at(p, "instancesReportedState"), *v = (json_object *)1;
+	assert_true(json_object_object_get_ex(rs, "c-1", &v));
+	assert_null(v); /* c-1 no longer reports: removed */
+	json_object *c2 = json_object_object_get(rs, "c-2");
+	assert_true(json_object_get_boolean(json_object_object_get(c2, "isPrimary")));
+	assert_int_equal(json_object_get_int(json_object_object_get(c2, "timeLineID")), 2);
+	json_object_put(p);
+
+	/* nobody reports now: the whole map goes */
+	rc_status_clear_reported(&w);
+	w.reported_known = true;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 0, &patch, &err), 1);
+	p = patch_status(patch);
+	free(patch);
+	v = (json_object *)1;
+	assert_true(json_object_object_get_ex(p, "instancesReportedState", &v));
+	assert_null(v);
+	json_object_put(p);
+
+	/* a reconcile that did not ask the instances leaves the map alone */
+	w.reported_known = false;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 0, &patch, &err), 1);
+	p = patch_status(patch);
+	free(patch);
+	assert_false(json_object_object_get_ex(p, "instancesReportedState", NULL));
+	json_object_put(p);
+	json_object_put(st);
+	rc_status_done(&w);
+}
+
 static void test_other_conditions_kept(void **state)
 {
 	json_object *st = parse("{\"conditions\":[{\"type\":\"ContinuousArchiving\","
@@ -366,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_sort),
 		cmocka_unit_test(test_failover_table),
 		cmocka_unit_test(test_status_patch),
+		cmocka_unit_test(test_status_no_stale_lists),
 		cmocka_unit_test(test_other_conditions_kept),
 		cmocka_unit_test(test_time),
 	};
