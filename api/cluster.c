@@ -296,6 +296,13 @@ static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct ap
 	STR(o, p, "serviceAccountName", &s->service_account_name);
 }
 
+static void dec_instances_status(struct api_dec *d, json_object *o, const char *p,
+				 struct api_cluster_status *st)
+{
+	st->has_instances_status = true;
+	api_dec_strv(d, o, p, "healthy", &st->healthy);
+}
+
 static void dec_status(struct api_dec *d, json_object *o, const char *p,
 		       struct api_cluster_status *st)
 {
@@ -308,6 +315,7 @@ static void dec_status(struct api_dec *d, json_object *o, const char *p,
 	I64(o, p, "latestGeneratedNode", &st->latest_generated_node);
 	I64(o, p, "timelineID", &st->timeline_id);
 	api_dec_strv(d, o, p, "instanceNames", &st->instance_names);
+	SUB(o, p, "instancesStatus", dec_instances_status, st);
 }
 
 static void set_crd_defaults(struct api_cluster_spec *s)
@@ -441,6 +449,7 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 	struct api_cluster_status *st = &c->status;
 	free(st->phase), free(st->phase_reason), free(st->current_primary), free(st->target_primary);
 	api_strv_done(&st->instance_names);
+	api_strv_done(&st->healthy);
 	free(c);
 	return NULL;
 }

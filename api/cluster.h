@@ -197,6 +197,9 @@ struct api_cluster_status {
 	char *current_primary, *target_primary;
 	int64_t latest_generated_node, timeline_id;
 	struct api_strv instance_names;
+	/* instancesStatus.healthy, written by the reconciler each reconcile */
+	bool has_instances_status;
+	struct api_strv healthy;
 };
 
 struct api_cluster {

@@ -88,7 +88,7 @@ static const struct cmd_flag run_flags[] = {
 	  "primary for pg_rewind (default <cluster>-rw)" },
 	{ "primary-port", 0, CMD_FLAG_UINT, OPT(primary_port), 65535, "PORT", "default 5432" },
 	{ "stop-timeout", 0, CMD_FLAG_UINT, OPT(stop_timeout), 86400, "SECONDS",
-	  "smart shutdown before fast on SIGTERM (default 30)" },
+	  "smart shutdown before fast on SIGTERM (default spec.smartShutdownTimeout)" },
 };
 
 static const struct cmd_flag status_flags[] = {

@@ -58,7 +58,8 @@ struct inst_config_input {
 	unsigned port;              /* 0 = INST_PG_PORT */
 	int major;                  /* PostgreSQL major; 0 = INST_PG_MAJOR */
 	/* Healthy standbys (pod names, any order) for synchronous_standby_names;
-	 * NULL = every name of status.instanceNames but pod_name. */
+	 * NULL = status.instancesStatus.healthy (published by the reconciler),
+	 * or every name of status.instanceNames before it was written. */
 	const struct api_strv *healthy_replicas;
 };
 
@@ -87,6 +88,18 @@ bool inst_param_is_fixed(const char *name);
 int inst_sync_standby_names(const struct api_cluster *c, const char *primary,
 			    const struct api_strv *healthy_replicas, struct op_buf *out,
 			    struct op_err *err);
+
+/* How long each shutdown mode may take (CloudNativePG): on SIGTERM smart for
+ * smartShutdownTimeout (skipped when 0), then fast for
+ * max(stopDelay - smartShutdownTimeout, 30) s, then immediate; a primary that
+ * is no longer the target (switchover) stops fast for switchoverDelay, then
+ * immediate. smart_override_s (--stop-timeout, 0 = none) replaces
+ * smartShutdownTimeout. */
+struct inst_stop_timeouts {
+	unsigned smart_s, fast_s;
+};
+void inst_stop_timeouts(const struct api_cluster *c, bool demotion, unsigned smart_override_s,
+			struct inst_stop_timeouts *ret);
 
 /* override.conf of a standby: recovery_target_timeline, primary_conninfo
  * (sslmode verify-ca with the streaming_replica certificate) and
@@ -184,7 +197,7 @@ struct inst_run_opts {
 	const char *status_listen;  /* NULL = INST_STATUS_LISTEN */
 	const char *primary_host;   /* for pg_rewind/standby config; NULL = <c>-rw */
 	unsigned primary_port;      /* 0 = 5432 */
-	unsigned stop_timeout_s;    /* smart shutdown before fast; 0 = 30 */
+	unsigned stop_timeout_s;    /* smart shutdown before fast; 0 = spec.smartShutdownTimeout */
 };
 
 /* Each returns 0 or -errno with err set. */

@@ -299,23 +299,33 @@ static bool wait_child(pid_t pid, unsigned ms, int *ret_status)
 	return false;
 }
 
-/* smart (SIGTERM) for stop_timeout, fast (SIGINT) for 30 s, then immediate
- * (SIGQUIT): pg_ctl stop -m smart|fast|immediate without pg_ctl. */
-static void stop_pg(struct runner *rn, bool fast)
+enum stop_mode {
+	STOP_SIGTERM, /* the Pod is being stopped: smart, fast, immediate */
+	STOP_DEMOTE,  /* no longer the target primary: fast for switchoverDelay */
+	STOP_FAST,    /* restart, error paths: fast, immediate */
+};
+
+/* pg_ctl stop -m smart|fast|immediate without pg_ctl, with the timeouts of
+ * inst_stop_timeouts (smartShutdownTimeout, stopDelay, switchoverDelay). */
+static void stop_pg(struct runner *rn, enum stop_mode mode)
 {
 	if (rn->pid <= 0)
 		return;
 	int status;
-	unsigned smart_s = rn->o->stop_timeout_s ? rn->o->stop_timeout_s : 30;
-	if (!fast) {
-		op_log_info("postgres: smart shutdown");
+	struct inst_stop_timeouts t;
+	inst_stop_timeouts(rn->cluster, mode == STOP_DEMOTE, rn->o->stop_timeout_s, &t);
+	char smart_s[16], fast_s[16];
+	snprintf(smart_s, sizeof(smart_s), "%u", t.smart_s);
+	snprintf(fast_s, sizeof(fast_s), "%u", t.fast_s);
+	if (mode == STOP_SIGTERM && t.smart_s > 0) {
+		op_log_info("postgres: smart shutdown", "timeoutSeconds", smart_s);
 		kill(rn->pid, SIGTERM);
-		if (wait_child(rn->pid, smart_s * 1000, &status))
+		if (wait_child(rn->pid, t.smart_s * 1000, &status))
 			goto done;
 	}
-	op_log_info("postgres: fast shutdown");
+	op_log_info("postgres: fast shutdown", "timeoutSeconds", fast_s);
 	kill(rn->pid, SIGINT);
-	if (wait_child(rn->pid, 30 * 1000, &status))
+	if (wait_child(rn->pid, t.fast_s * 1000, &status))
 		goto done;
 	op_log_warn("postgres: immediate shutdown");
 	kill(rn->pid, SIGQUIT);
@@ -706,7 +716,7 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 		int sig = sigtimedwait(&set, &si, &to);
 		if (sig == SIGTERM || sig == SIGINT) {
 			op_log_info("signal received: shutting down", "signal", strsignal(sig));
-			stop_pg(&rn, false);
+			stop_pg(&rn, STOP_SIGTERM);
 			op_log_info("postgres stopped, exiting");
 			r = 0;
 			break;
@@ -724,13 +734,13 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 		r = tick(&rn, srv, &e);
 		if (r == -ESHUTDOWN) {
 			op_log_info("shutting down to come back as a replica", "reason", e.msg);
-			stop_pg(&rn, true);
+			stop_pg(&rn, STOP_DEMOTE);
 			op_err_set(err, r, "%s", e.msg);
 			break;
 		}
 		if (r == 1) {
 			op_log_info("restart requested");
-			stop_pg(&rn, true);
+			stop_pg(&rn, STOP_FAST);
 			if ((r = start_pg(&rn, err)))
 				break;
 		} else if (r < 0) {
@@ -742,7 +752,7 @@ out:
 	watcher_stop(&w);
 	inst_server_free(srv);
 	if (rn.pid > 0)
-		stop_pg(&rn, true);
+		stop_pg(&rn, STOP_FAST);
 	api_cluster_free(rn.cluster);
 	kube_client_free(src.kube);
 	inst_state_free(st);

@@ -6,6 +6,9 @@
  * spec.postgresql.synchronous: method/number as given; dataDurability
  * "required" lists every other instance (pre + cluster + post, a placeholder
  * when empty, n fixed), "preferred" lists healthy standbys only and caps n.
+ * Healthy standbys: status.instancesStatus.healthy as the reconciler publishes
+ * it each reconcile (instances answering /pg/status), every instance name
+ * before the reconciler wrote it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -126,9 +129,10 @@ int inst_sync_standby_names(const struct api_cluster *c, const char *primary,
 	_cleanup_free_ const char **all = NULL;
 	_cleanup_free_ const char **healthy = NULL;
 	size_t n_all = others_sorted(&c->status.instance_names, primary, &all);
-	size_t n_healthy = others_sorted(healthy_replicas ? healthy_replicas
-							  : &c->status.instance_names,
-					 primary, &healthy);
+	if (!healthy_replicas) /* what the reconciler published, else every instance */
+		healthy_replicas = c->status.has_instances_status ? &c->status.healthy
+								  : &c->status.instance_names;
+	size_t n_healthy = others_sorted(healthy_replicas, primary, &healthy);
 	if (c->spec.postgresql.synchronous.present)
 		return explicit_(c, all, n_all, healthy, n_healthy, out, err);
 	return legacy(c, healthy, n_healthy, out, err);

@@ -426,6 +426,77 @@ static void test_sync_names(void **state)
 	}
 }
 
+/* The instance renders from the healthy list the reconciler publishes in
+ * status.instancesStatus (before: every instance name, so a dead standby kept
+ * its place in the quorum). */
+static void test_sync_names_from_published_health(void **state)
+{
+	static const struct {
+		const char *spec, *instances_status, *want;
+	} rows[] = {
+		{ "\"minSyncReplicas\":1,\"maxSyncReplicas\":2",
+		  ",\"instancesStatus\":{\"healthy\":[\"c-1\",\"c-3\"],\"failed\":[\"c-2\"]}",
+		  "ANY 1 (\"c-3\")" },
+		{ "\"minSyncReplicas\":1,\"maxSyncReplicas\":2", "", "ANY 2 (\"c-2\",\"c-3\")" },
+		{ "\"minSyncReplicas\":1,\"maxSyncReplicas\":2",
+		  ",\"instancesStatus\":{\"healthy\":[\"c-1\"],\"failed\":[\"c-2\",\"c-3\"]}", "" },
+		{ "\"postgresql\":{\"synchronous\":{\"method\":\"any\",\"number\":1,"
+		  "\"dataDurability\":\"preferred\"}}",
+		  ",\"instancesStatus\":{\"healthy\":[\"c-2\",\"c-1\"],\"failed\":[]}",
+		  "ANY 1 (\"c-2\")" },
+		/* required: every instance whatever its health */
+		{ "\"postgresql\":{\"synchronous\":{\"method\":\"any\",\"number\":1}}",
+		  ",\"instancesStatus\":{\"healthy\":[\"c-1\"],\"failed\":[\"c-2\",\"c-3\"]}",
+		  "ANY 1 (\"c-2\",\"c-3\")" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		char json[2048];
+		snprintf(json, sizeof(json),
+			 "{\"metadata\":{\"name\":\"c\"},\"spec\":{%s},"
+			 "\"status\":{\"instanceNames\":[\"c-3\",\"c-1\",\"c-2\"]%s}}",
+			 rows[i].spec, rows[i].instances_status);
+		struct api_cluster *c = cluster(json);
+		struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(inst_sync_standby_names(c, "c-1", NULL, &out, &err), 0);
+		if (strcmp(op_buf_str(&out), rows[i].want) != 0)
+			fail_msg("row %zu: got '%s', want '%s'", i, op_buf_str(&out), rows[i].want);
+		op_buf_done(&out);
+		api_cluster_free(c);
+	}
+}
+
+/* smartShutdownTimeout, stopDelay and switchoverDelay as CNPG uses them. */
+static void test_stop_timeouts(void **state)
+{
+	static const struct {
+		const char *spec;
+		bool demotion;
+		unsigned override_s, smart, fast;
+	} rows[] = {
+		{ "", false, 0, 180, 1620 },                                    /* CRD defaults */
+		{ "\"smartShutdownTimeout\":0,\"stopDelay\":10", false, 0, 0, 30 }, /* fast >= 30 */
+		{ "\"smartShutdownTimeout\":15,\"stopDelay\":100", false, 0, 15, 85 },
+		{ "\"smartShutdownTimeout\":15,\"stopDelay\":100", false, 5, 5, 95 },
+		{ "\"smartShutdownTimeout\":50,\"stopDelay\":60", false, 0, 50, 30 },
+		{ "", true, 0, 0, 3600 },                                       /* switchoverDelay */
+		{ "\"switchoverDelay\":2", true, 7, 0, 2 },
+		{ "\"switchoverDelay\":0", true, 0, 0, 1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		char json[512];
+		snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"c\"},\"spec\":{%s}}",
+			 rows[i].spec);
+		struct api_cluster *c = cluster(json);
+		struct inst_stop_timeouts t;
+		inst_stop_timeouts(c, rows[i].demotion, rows[i].override_s, &t);
+		if (t.smart_s != rows[i].smart || t.fast_s != rows[i].fast)
+			fail_msg("row %zu: smart %u fast %u, want %u %u", i, t.smart_s, t.fast_s,
+				 rows[i].smart, rows[i].fast);
+		api_cluster_free(c);
+	}
+}
+
 /* ---- /pg/status JSON ----------------------------------------------------- */
 
 static void test_status_json(void **state)
@@ -542,6 +613,8 @@ int main(void)
 		cmocka_unit_test(test_standby_override),
 		cmocka_unit_test(test_conninfo_escapes),
 		cmocka_unit_test(test_sync_names),
+		cmocka_unit_test(test_sync_names_from_published_health),
+		cmocka_unit_test(test_stop_timeouts),
 		cmocka_unit_test(test_status_json),
 		cmocka_unit_test(test_auth_table),
 	};
