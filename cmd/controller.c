@@ -1,9 +1,10 @@
 /* cmd/controller.c - `pgop controller`: the operator process.
  *
  * It serves the admission webhooks (plus health and metrics) over HTTPS on
- * every replica and, with cluster access, runs the Cluster reconciler on the
- * holder of the Lease (cmd/controller_reconcile.c); without cluster access it
- * serves the webhooks only.
+ * every replica and runs the Cluster reconciler on the holder of the Lease
+ * (reconciler/start.h: cluster access is retried with back-off and /readyz
+ * fails until the reconciler runs); only --webhooks-only serves the webhooks
+ * alone.
  *
  * Signals are blocked in every thread (the mask is set before the server
  * starts its threads) and taken synchronously by the main thread with
@@ -100,6 +101,21 @@ static const struct op_http_route controller_routes[] = {
 	{ "POST", VALIDATE_PATH, handle_validate },
 };
 
+/* /readyz: the self-managed certificates' part (when any) and the reconciler's. */
+struct readiness {
+	bool (*certs_fn)(void *userdata);
+	void *certs_userdata;
+	struct rc_runner *rec; /* NULL with --webhooks-only */
+};
+
+static bool ready(void *userdata)
+{
+	const struct readiness *rd = userdata;
+	if (rd->certs_fn && !rd->certs_fn(rd->certs_userdata))
+		return false;
+	return !rd->rec || rc_runner_ready(rd->rec);
+}
+
 static void set_signal_mask(sigset_t *set)
 {
 	sigemptyset(set);
@@ -188,11 +204,21 @@ int cmd_controller(int argc, char **argv)
 		op_log_error("cannot set up self-managed certificates", "error", err.msg);
 		return 1;
 	}
+	struct rc_runner *rec = NULL;
+	if (controller_reconcile_start(&o.rec, o.kubeconfig, &rec, &err) < 0) {
+		op_log_error("cannot start the reconciler", "error", err.msg);
+		controller_certs_free(certs);
+		return 1;
+	}
+	struct readiness rd = { cfg.ready_fn, cfg.userdata, rec };
+	cfg.ready_fn = ready;
+	cfg.userdata = &rd;
 	r = op_http_server_start(&cfg, &srv, &err);
 	if (r >= 0 && certs)
 		r = controller_certs_start(certs, srv, &err);
 	if (r < 0) {
 		op_log_error("cannot start the HTTPS server", "error", err.msg);
+		rc_runner_free(rec);
 		controller_certs_free(certs);
 		op_http_server_free(srv);
 		return 1;
@@ -201,17 +227,10 @@ int cmd_controller(int argc, char **argv)
 	snprintf(port, sizeof(port), "%u", op_http_server_port(srv));
 	op_log_info("serving HTTPS", "listen", o.listen ? o.listen : "0.0.0.0:9443", "port", port,
 		    "version", PGOP_VERSION);
-	struct controller_reconcile *rec = NULL;
-	if (controller_reconcile_start(&o.rec, o.kubeconfig, &rec, &err) < 0) {
-		op_log_error("cannot start the reconciler", "error", err.msg);
-		controller_certs_free(certs);
-		op_http_server_free(srv);
-		return 1;
-	}
 
 	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5, !self);
 	op_http_server_set_ready(srv, false);
-	controller_reconcile_free(rec); /* stops reconciling, releases its Lease */
+	rc_runner_free(rec); /* stops reconciling, releases its Lease */
 	controller_certs_free(certs); /* stops swapping certificates, releases the Lease */
 	op_http_server_free(srv); /* drains requests in flight */
 	op_log_info("stopped");

@@ -1,7 +1,8 @@
-/* cmd/controller_reconcile.h - the reconciler side of `pgop controller`:
- * with cluster access (kube_config_load succeeds) it starts the Cluster
- * controller (reconciler/reconciler.h) behind Lease leader election; without
- * it the process serves the admission webhooks only.
+/* cmd/controller_reconcile.h - the reconciler side of `pgop controller`: its
+ * flags, and the admission guard handed to reconciler/start.h (which does
+ * the start-up: cluster access with back-off, Lease, informers, readiness).
+ * Without --webhooks-only, broken cluster access keeps the process not Ready;
+ * with it, no reconciler runs and the process serves admission only.
  *
  * Used by cmd/controller.c only: flags are spliced into the controller's flag
  * table with CONTROLLER_RECONCILE_FLAGS, options live in the controller's
@@ -10,9 +11,11 @@
 #ifndef PGOP_CMD_CONTROLLER_RECONCILE_H
 #define PGOP_CMD_CONTROLLER_RECONCILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cmd/flags.h"
+#include "reconciler/start.h"
 #include "support/err.h"
 
 /* Flag values; strings borrowed from argv. */
@@ -23,6 +26,7 @@ struct controller_reconcile_opts {
 	const char *leader_lease;     /* NULL = "pgop-controller" */
 	const char *operator_image;   /* NULL = $OPERATOR_IMAGE_NAME or "pgop:latest" */
 	unsigned status_timeout_ms;
+	bool webhooks_only;
 };
 
 #define CONTROLLER_RECONCILE_FLAG(name, type, field, max, metavar, help)                           \
@@ -31,6 +35,9 @@ struct controller_reconcile_opts {
 	  max, metavar, help }
 
 #define CONTROLLER_RECONCILE_FLAGS                                                                 \
+	CONTROLLER_RECONCILE_FLAG("webhooks-only", CMD_FLAG_BOOL, webhooks_only, 0, NULL,          \
+				  "serve admission only, never reconcile (otherwise missing "     \
+				  "cluster access is retried and keeps /readyz failing)"),         \
 	CONTROLLER_RECONCILE_FLAG("workers", CMD_FLAG_UINT, workers, 64, "N",                      \
 				  "reconcile workers (default 4)"),                                 \
 	CONTROLLER_RECONCILE_FLAG("watch-namespaces", CMD_FLAG_STRING, watch_namespaces, 0,        \
@@ -48,15 +55,9 @@ struct controller_reconcile_opts {
 				  60000, "MS", "deadline of one instance's /pg/status "            \
 					       "(default 2000)")
 
-struct controller_reconcile;
-
-/* Starts the reconciler when there is cluster access. Returns 0 with *ret
- * NULL in webhooks-only mode (no cluster access: logged), 0 with *ret owned
- * when started, -errno on bad flags or a start failure. */
+/* Starts the reconciler runner (reconciler/start.h) unless --webhooks-only
+ * (then 0 with *ret NULL, logged). -EINVAL on bad flags. */
 int controller_reconcile_start(const struct controller_reconcile_opts *o, const char *kubeconfig,
-			       struct controller_reconcile **ret, struct op_err *err);
-
-/* Stops workers and informers, releases the Lease, frees. Accepts NULL. */
-void controller_reconcile_free(struct controller_reconcile *cr);
+			       struct rc_runner **ret, struct op_err *err);
 
 #endif

@@ -81,6 +81,9 @@ static int store(const struct cmd_flag *f, const char *arg, void *opts)
 		*(enum op_log_level *)(void *)(base + f->offset) = lvl;
 		return 0;
 	}
+	case CMD_FLAG_BOOL:
+		*(bool *)(void *)(base + f->offset) = true;
+		return 0;
 	case CMD_FLAG_HELP:
 		return 0;
 	}
@@ -95,7 +98,7 @@ int cmd_parse_flags(const struct cmd_flag *flags, size_t n_flags, const char *us
 	size_t ns = 1;
 	int ret = 0;
 	for (size_t i = 0; i < n_flags; i++) {
-		bool has_arg = flags[i].type != CMD_FLAG_HELP;
+		bool has_arg = flags[i].type != CMD_FLAG_HELP && flags[i].type != CMD_FLAG_BOOL;
 		lo[i] = (struct option){ flags[i].name, has_arg ? required_argument : no_argument,
 					 NULL, 256 + (int)i };
 		if (flags[i].short_name && ns + 3 < sizeof(shorts)) {

@@ -7,6 +7,7 @@
 #ifndef PGOP_CMD_FLAGS_H
 #define PGOP_CMD_FLAGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -16,6 +17,7 @@ enum cmd_flag_type {
 	CMD_FLAG_UINT,      /* unsigned, decimal, <= max */
 	CMD_FLAG_LOG_LEVEL, /* enum op_log_level        */
 	CMD_FLAG_HELP,      /* prints usage, exit 0     */
+	CMD_FLAG_BOOL,      /* bool, set to true; takes no value */
 };
 
 /* A repeatable string flag's values; v is OWNED (free), the strings borrowed. */

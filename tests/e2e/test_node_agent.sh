@@ -76,7 +76,7 @@ spec:
       - name: pgop
         image: ghcr.io/pgop/pgop:dev
         command: [pgop, controller, --tls-cert-file=/tls/tls.crt, --tls-key-file=/tls/tls.key,
-                  --listen=0.0.0.0:9443]
+                  --listen=0.0.0.0:9443, --webhooks-only]
         ports: [{name: https, containerPort: 9443}]
         readinessProbe: {httpGet: {path: /readyz, port: https, scheme: HTTPS}, periodSeconds: 2}
         livenessProbe: {tcpSocket: {port: 9443}, periodSeconds: 5}

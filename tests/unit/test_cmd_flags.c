@@ -24,6 +24,7 @@ struct opts {
 	struct cmd_strings files;
 	unsigned n;
 	enum op_log_level level;
+	bool dry;
 };
 
 static const struct cmd_flag flags[] = {
@@ -31,6 +32,7 @@ static const struct cmd_flag flags[] = {
 	{ "file", 'f', CMD_FLAG_STRINGS, offsetof(struct opts, files), 0, "FILE", "files" },
 	{ "count", 'n', CMD_FLAG_UINT, offsetof(struct opts, n), 100, "N", "a count" },
 	{ "log-level", 0, CMD_FLAG_LOG_LEVEL, offsetof(struct opts, level), 0, "L", "level" },
+	{ "dry", 0, CMD_FLAG_BOOL, offsetof(struct opts, dry), 0, NULL, "a switch" },
 	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" },
 };
 
@@ -74,8 +76,15 @@ static void test_values(void **state)
 	assert_string_equal(o.files.v[1], "b");
 	assert_int_equal(o.n, 42);
 	assert_int_equal(o.level, OP_LOG_DEBUG);
+	assert_false(o.dry);
 	cmd_strings_done(&o.files);
 	assert_null(o.files.v);
+	/* a switch takes no value: the next word stays a positional */
+	int first = -1;
+	assert_int_equal(parse(&o, &first, "--dry", "pos", NULL), 0);
+	assert_true(o.dry);
+	assert_int_equal(first, 2);
+	assert_int_equal(parse(&o, NULL, "--dry=yes", NULL), CMD_FLAGS_USAGE);
 }
 
 static void test_usage_errors(void **state)
