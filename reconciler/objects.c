@@ -280,26 +280,17 @@ json_object *rc_build_role(const struct api_cluster *c)
 	json_object *rules = jarr();
 	static const char *const clusters[] = { "clusters" };
 	static const char *const status[] = { "clusters/status" };
-	static const char *const secrets[] = { "secrets" };
-	static const char *const events[] = { "events" };
-	static const char *const get_list_watch[] = { "get", "list", "watch" };
-	static const char *const get_patch_update[] = { "get", "patch", "update" };
 	static const char *const get_watch[] = { "get", "watch" };
-	static const char *const create_patch[] = { "create", "patch" };
+	static const char *const get_patch[] = { "get", "patch" };
 	const char *names[] = { cn };
-	_cleanup_free_ char *s_ca = api_secret_name(cn, API_SECRET_CA);
-	_cleanup_free_ char *s_srv = api_secret_name(cn, API_SECRET_SERVER);
-	_cleanup_free_ char *s_rep = api_secret_name(cn, API_SECRET_REPLICATION);
-	_cleanup_free_ char *s_su = api_secret_name(cn, API_SECRET_SUPERUSER);
-	_cleanup_free_ char *s_app = api_secret_name(cn, API_SECRET_APP);
-	const char *snames[] = { s_ca, s_srv, s_rep, s_su, s_app };
-	jpush(rules, rule("postgresql.cnpg.io", clusters, 1, get_list_watch, 3, names, 1));
-	jpush(rules, rule("postgresql.cnpg.io", status, 1, get_patch_update, 3, names, 1));
-	jpush(rules, rule("", secrets, 1, get_watch, 2, snames, 5));
-	jpush(rules, rule("", events, 1, create_patch, 2, NULL, 0));
-	/* No lease rules: the instance manager takes no primary Lease yet. The operator must
-	 * hold every permission it grants here (RBAC escalation check), so the chart's
-	 * ClusterRole is the upper bound of this list. */
+	/* What the instance manager calls (instance/cluster.c, run.c): GET and a
+	 * metadata.name watch of its Cluster, merge patches of its status. No
+	 * Secrets: it reads them from its volumes (never <c>-ca's ca.key through
+	 * the API), and it records no Events and takes no Lease. The operator must
+	 * hold every permission it grants here (RBAC escalation check): the chart's
+	 * reconciler rules (charts/pgop/templates/rbac.yaml) are its upper bound. */
+	jpush(rules, rule("postgresql.cnpg.io", clusters, 1, get_watch, 2, names, 1));
+	jpush(rules, rule("postgresql.cnpg.io", status, 1, get_patch, 2, names, 1));
 	jset(o, "rules", rules);
 	return o;
 }

@@ -41,14 +41,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The reconciler watches a namespace nobody uses: this test is about admission and
-# certificates, not about running PostgreSQL.
-common=(--set 'watchNamespaces={pgop-e2e-none}'
-	--set certificate.checkIntervalSeconds=5 --set certificate.settleSeconds=2)
+# Each release reconciles its own namespace (namespaced RBAC: the reconciler's Role is
+# created there); this test is about admission and certificates, test_cluster_* run
+# Clusters through the chart.
+common=(--set certificate.checkIntervalSeconds=5 --set certificate.settleSeconds=2)
 
 # 1. install from nothing; the first request right after --wait must be admitted.
 t0=$(date +%s%N)
-helm install r1 "$CHART" -n "$ns1" "${common[@]}" --wait --timeout 180s >"$tmp/install.out" 2>&1 ||
+helm install r1 "$CHART" -n "$ns1" "${common[@]}" --set "watchNamespaces={$ns1}" --wait --timeout 180s >"$tmp/install.out" 2>&1 ||
 	{ cat "$tmp/install.out"; helm_debug "$ns1" r1; e2e_fail "helm install r1"; }
 t1=$(date +%s%N)
 helm_cluster_yaml "$ns1" ok1 >"$tmp/valid.yaml"
@@ -102,7 +102,7 @@ helm_check_bundles "$ns1" r1 "$tmp"
 e2e_log "Secrets deleted and recovered"
 
 # 6. a second release in another namespace, side by side
-helm install r2 "$CHART" -n "$ns2" "${common[@]}" --set replicas=1 --wait --timeout 180s \
+helm install r2 "$CHART" -n "$ns2" "${common[@]}" --set "watchNamespaces={$ns2}" --set replicas=1 --wait --timeout 180s \
 	>"$tmp/install2.out" 2>&1 || { cat "$tmp/install2.out"; helm_debug "$ns2" r2; e2e_fail "helm install r2"; }
 helm_check_bundles "$ns2" r2 "$tmp"
 e2e_assert_ne "$(helm_secret_key "$ns1" r1-pgop-ca ca.crt)" "$(helm_secret_key "$ns2" r2-pgop-ca ca.crt)" \
@@ -115,7 +115,7 @@ e2e_log "two releases side by side"
 
 # 7. helm upgrade with changed values
 bundle_before=$(kubectl get validatingwebhookconfiguration "$ns1-r1-pgop" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
-helm upgrade r1 "$CHART" -n "$ns1" "${common[@]}" --set webhook.timeoutSeconds=7 --set logLevel=debug \
+helm upgrade r1 "$CHART" -n "$ns1" "${common[@]}" --set "watchNamespaces={$ns1}" --set webhook.timeoutSeconds=7 --set logLevel=debug \
 	--wait --timeout 180s >"$tmp/upgrade.out" 2>&1 || { cat "$tmp/upgrade.out"; e2e_fail "helm upgrade r1"; }
 e2e_assert_eq 7 "$(kubectl get validatingwebhookconfiguration "$ns1-r1-pgop" -o jsonpath='{.webhooks[0].timeoutSeconds}')" \
 	"upgraded webhook timeout"

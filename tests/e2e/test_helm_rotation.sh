@@ -38,7 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-helm install r1 "$CHART" -n "$ns" --set 'watchNamespaces={pgop-e2e-none}' \
+helm install r1 "$CHART" -n "$ns" --set "watchNamespaces={$ns}" \
 	--set certificate.caLifetime=9m --set certificate.leafLifetime=8m \
 	--set certificate.checkIntervalSeconds=5 --set certificate.settleSeconds=3 \
 	--wait --timeout 180s >"$tmp/install.out" 2>&1 ||

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include "reconciler/objects.h"
 #include "support/base64.h"
 #include "support/json.h"
+#include "support/yaml.h"
 
 static const char cluster_json[] =
 	"{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\","
@@ -375,7 +377,12 @@ static void test_rbac(void **state)
 	json_object *role = rc_build_role(c);
 	assert_str_at(role, "kind", "Role");
 	json_object *rules = op_json_at(role, "rules");
-	assert_true(json_object_array_length(rules) >= 4);
+	/* exactly what the instance manager calls; no Secrets (ca.key), no Events */
+	assert_int_equal(json_object_array_length(rules), 2);
+	json_object *r0 = json_object_array_get_idx(rules, 0);
+	assert_string_equal(json_object_to_json_string_ext(op_json_at(r0, "verbs"),
+							   JSON_C_TO_STRING_PLAIN),
+			    "[\"get\",\"watch\"]");
 	/* the status rule names only this cluster */
 	json_object *r1 = json_object_array_get_idx(rules, 1);
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(
@@ -384,12 +391,102 @@ static void test_rbac(void **state)
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(
 				    op_json_at(r1, "resourceNames"), 0)),
 			    "cluster-example");
+	assert_string_equal(json_object_to_json_string_ext(op_json_at(r1, "verbs"),
+							   JSON_C_TO_STRING_PLAIN),
+			    "[\"get\",\"patch\"]");
 	json_object *rb = rc_build_role_binding(c);
 	assert_str_at(rb, "roleRef.name", "cluster-example");
 	assert_str_at(json_object_array_get_idx(op_json_at(rb, "subjects"), 0), "namespace", "db");
 	json_object_put(sa);
 	json_object_put(role);
 	json_object_put(rb);
+	api_cluster_free(c);
+}
+
+static bool str_in(json_object *arr, const char *s)
+{
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(arr, i)), s) == 0)
+			return true;
+	return false;
+}
+
+/* The chart's reconciler rules (the "pgop.reconcilerRules" block of
+ * charts/pgop/templates/rbac.yaml, plain YAML) as a JSON array. */
+static json_object *chart_reconciler_rules(void)
+{
+	FILE *f = fopen(PGOP_SOURCE_DIR "/charts/pgop/templates/rbac.yaml", "r");
+	assert_non_null(f);
+	char line[512];
+	struct op_buf b = OP_BUF_INIT(1u << 20);
+	bool in = false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "define \"pgop.reconcilerRules\"")) {
+			in = true;
+			continue;
+		}
+		if (in && strstr(line, "{{- end }}"))
+			break;
+		if (in)
+			assert_int_equal(op_buf_adds(&b, line), 0);
+	}
+	fclose(f);
+	assert_true(b.len > 0);
+	const struct op_yaml_limits lim = { .max_bytes = 1u << 20, .max_depth = 16,
+					    .max_nodes = 100000 };
+	json_object *docs = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_parse_docs(op_buf_str(&b), b.len, &lim, &docs, &err), 1);
+	op_buf_done(&b);
+	json_object *rules = json_object_get(json_object_array_get_idx(docs, 0));
+	json_object_put(docs);
+	assert_true(json_object_is_type(rules, json_type_array));
+	return rules;
+}
+
+/* RBAC escalation check, offline: the API server lets the operator create the
+ * instance Role only if the operator holds every permission in it, so each
+ * (group, resource, verb) of rc_build_role must be granted by a chart rule
+ * without resourceNames. */
+static void test_instance_role_grantable(void **state)
+{
+	struct api_cluster *c = decode(cluster_json);
+	json_object *role = rc_build_role(c);
+	json_object *chart = chart_reconciler_rules();
+	json_object *rules = op_json_at(role, "rules");
+	size_t checked = 0;
+	for (size_t i = 0; i < json_object_array_length(rules); i++) {
+		json_object *r = json_object_array_get_idx(rules, i);
+		json_object *groups = op_json_at(r, "apiGroups"), *res = op_json_at(r, "resources"),
+			    *verbs = op_json_at(r, "verbs");
+		for (size_t g = 0; g < json_object_array_length(groups); g++)
+			for (size_t k = 0; k < json_object_array_length(res); k++)
+				for (size_t v = 0; v < json_object_array_length(verbs); v++) {
+					const char *gs = json_object_get_string(
+						json_object_array_get_idx(groups, g));
+					const char *rs = json_object_get_string(
+						json_object_array_get_idx(res, k));
+					const char *vs = json_object_get_string(
+						json_object_array_get_idx(verbs, v));
+					bool held = false;
+					for (size_t j = 0; j < json_object_array_length(chart); j++) {
+						json_object *cr = json_object_array_get_idx(chart, j);
+						if (!op_json_at(cr, "resourceNames") &&
+						    str_in(op_json_at(cr, "apiGroups"), gs) &&
+						    str_in(op_json_at(cr, "resources"), rs) &&
+						    str_in(op_json_at(cr, "verbs"), vs))
+							held = true;
+					}
+					if (!held)
+						fail_msg("instance Role grants %s %s/%s, which the "
+							 "chart does not give the operator",
+							 vs, gs, rs);
+					checked++;
+				}
+	}
+	assert_true(checked >= 4);
+	json_object_put(chart);
+	json_object_put(role);
 	api_cluster_free(c);
 }
 
@@ -409,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_pod),	  cmocka_unit_test(test_jobs),
 		cmocka_unit_test(test_basic_auth_secrets), cmocka_unit_test(test_random_password),
 		cmocka_unit_test(test_rbac),	  cmocka_unit_test(test_names),
+		cmocka_unit_test(test_instance_role_grantable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
