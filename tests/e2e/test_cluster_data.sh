@@ -2,8 +2,11 @@
 # e2e-timeout: 600
 # Data path and day-2 of one 3-instance Cluster (shared samples/cnpg/cluster-example.yaml,
 # applied unchanged):
-#   1. the controller is SIGKILLed while the second instance's join Job runs and started
-#      again: the Cluster converges with exactly 3 pods, 3 PVCs, one Job per instance;
+#   1. pgop runs from its Helm chart (default values: 2 replicas, leader election); the
+#      leading controller pod is force-deleted (SIGKILL, no grace) while the second
+#      instance's join Job runs: the other replica takes the Lease over, the Deployment
+#      replaces the pod, and the Cluster converges with exactly 3 pods, 3 PVCs, one Job
+#      per instance;
 #   2. `kubectl get clusters.postgresql` prints INSTANCES 3, READY 3 and the primary;
 #   3. a client in a Pod connects to <c>-rw.<ns>.svc as the app user over TLS
 #      (sslmode=verify-ca with the <c>-ca ca.crt), writes rows and reads them back on every
@@ -22,21 +25,21 @@ e2e_agent_up
 . "$(dirname "$0")/cluster_lib.sh"
 cluster_setup data
 cluster_crd
-start_controller() { cluster_controller_start --workers 2 --leader-elect false; }
-start_controller
+cluster_helm_install
 healthy() { healthy_with 3; }
 
-# ---- 1. SIGKILL the controller while the second instance joins ----------------------
+# ---- 1. kill the leading controller pod while the second instance joins --------------
 t0=$(date +%s)
 k apply -f "$SAMPLES/cluster-example.yaml" >/dev/null
 e2e_wait_for "kubectl -n $ns get job $C-2-join" 300 0.2 || e2e_fail "no join Job for $C-2"
 e2e_assert_eq "" "$(k get job $C-2-join -o jsonpath='{.status.succeeded}')" "join Job still running when the controller is killed"
-kill -KILL "$ctl_pid"
-wait "$ctl_pid" 2>/dev/null || true
-ctl_pid=
-e2e_log "controller SIGKILLed while $C-2-join runs ($(($(date +%s) - t0)) s after apply)"
-sleep 2
-start_controller
+leader=$(cluster_leader)
+[ -n "$leader" ] || e2e_fail "no controller pod holds the Lease"
+kubectl -n "$opns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
+e2e_log "leading controller pod $leader killed while $C-2-join runs ($(($(date +%s) - t0)) s after apply)"
+e2e_wait_for "[ -n \"\$(cluster_leader)\" ] && [ \"\$(cluster_leader)\" != '$leader' ]" 90 1 ||
+	e2e_fail "no other controller took the Lease over from $leader"
+e2e_log "Lease taken over by $(cluster_leader) $(($(date +%s) - t0)) s after apply"
 e2e_wait_for healthy 600 2 || e2e_fail "not healthy after the controller restart: $(status phase)"
 echo "METRIC cluster_3_healthy_with_controller_kill_s=$(($(date +%s) - t0))"
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pods -l cnpg.io/podRole=instance -o jsonpath='{.items[*].metadata.name}')" "instance pods"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-timeout: 900
-# Failover: a 3-instance Cluster loses its primary Pod; the controller marks
+# Failover, with pgop installed by its Helm chart (default values, namespaced RBAC):
+# a 3-instance Cluster loses its primary Pod; the controller marks
 # targetPrimary "pending", relabels nothing to -rw until the most advanced replica is
 # chosen, the instance manager promotes it and writes currentPrimary; -rw follows; the
 # old primary's volume gets its Pod back as a replica and the Cluster is healthy again.
@@ -14,7 +15,7 @@ e2e_agent_up
 . "$(dirname "$0")/cluster_lib.sh"
 cluster_setup fo
 cluster_crd
-cluster_controller_start --leader-elect false
+cluster_helm_install
 healthy() { [ "$(status phase)" = "Cluster in healthy state" ] && [ "$(status readyInstances)" = 3 ]; }
 if [ "${PGOP_E2E_SYNC:-1}" = 1 ]; then # see test_cluster_lifecycle.sh
 	cat "$SAMPLES/cluster-example.yaml"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # e2e-timeout: 1500
-# The Cluster controller against the real control plane and the node agent:
+# The Cluster controller, installed with its Helm chart and default values (namespaced
+# RBAC for the test namespace, read-only root filesystem), against the real control plane
+# and the node agent:
 #   1. a 3-instance Cluster (shared samples/cnpg/cluster-example.yaml) reaches
 #      "Cluster in healthy state"; PKI/user Secrets, Services, PVCs, Jobs exist with owner
 #      references; currentPrimary/targetPrimary/instanceNames/readyInstances are set;
@@ -19,9 +21,9 @@ e2e_agent_up
 . "$(dirname "$0")/cluster_lib.sh"
 cluster_setup cl
 cluster_crd
-cluster_controller_start --workers 2 --leader-lease "pgop-e2e-$ns"
-
-e2e_wait_for "grep -q 'leading (Lease acquired)' '$tmp/controller.log'" 60 || e2e_fail "no leadership"
+cluster_helm_install
+leader=$(cluster_leader)
+e2e_log "reconciler Lease held by $leader"
 
 # ---- 1. 3 instances -------------------------------------------------------------------
 t0=$(date +%s)
@@ -35,6 +37,7 @@ fi | k apply -f - >/dev/null
 wait_healthy 3 600
 t_healthy=$(($(date +%s) - t0))
 echo "METRIC cluster_3_instances_healthy_s=$t_healthy"
+echo "METRIC controller_leader_rss_kb=$(cluster_controller_rss_kb "$leader" || echo unknown)"
 e2e_log "healthy with 3 instances in ${t_healthy}s"
 e2e_assert_eq "$C-1" "$(status currentPrimary)" "currentPrimary"
 e2e_assert_eq "$C-1" "$(status targetPrimary)" "targetPrimary"
