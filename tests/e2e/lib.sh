@@ -51,6 +51,15 @@ e2e_fail() {
 	exit 1
 }
 
+# e2e_skip REASON: the test cannot run here; log "SKIP: REASON" (run.sh prints it) and exit
+# 77. Under CI=true or PGOP_TEST_STRICT=1 the runner counts it as a failure. Use it only
+# for what the test command cannot install or build (e.g. not root, another environment
+# holds the host-wide names); prerequisites are build steps of run.sh / setup-deps.sh.
+e2e_skip() {
+	e2e_log "SKIP: $*"
+	exit 77
+}
+
 # e2e_wait_for CMD TIMEOUT [INTERVAL]: eval CMD until it succeeds; 1 on timeout.
 e2e_wait_for() {
 	local cmd=$1 timeout=${2:-60} interval=${3:-0.5}
@@ -141,7 +150,7 @@ e2e_down() {
 # e2e_agent_up: make sure the node agent (tests/e2e/agent, pgop-node-agent) runs for this
 # control plane and its Node is Ready. Shared by all tests of a run like the control
 # plane: it is recorded in STATE/agent/agent.pid (so it is not a "stray") and stopped by
-# cluster-down.sh. Exits 77 (skip) when the agent is not built. Call after e2e_up.
+# cluster-down.sh. Fails when the agent is not built (run.sh builds it). Call after e2e_up.
 # The command line is the contract with the agent; extra flags: PGOP_NODE_AGENT_ARGS.
 e2e_agent_up() {
 	local s=$PGOP_E2E_STATE bin pid
@@ -150,8 +159,7 @@ e2e_agent_up() {
 		pid=$(cat "$s/agent/agent.pid")
 	else
 		if [ ! -x "$bin" ]; then
-			e2e_log "skip: node agent not built ($bin)"
-			exit 77
+			e2e_fail "node agent not built ($bin; tests/e2e/run.sh builds it: ninja -C BUILD_DIR pgop-node-agent)"
 		fi
 		mkdir -p "$s/agent"
 		e2e_log "starting the node agent (log: $s/agent/agent.log)"

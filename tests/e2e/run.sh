@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The e2e runner. Runs every tests/e2e/test_*.sh with a per-test timeout:
+#   0. builds what the tests need: pgop and pgop-node-agent in BUILD_DIR (ninja) and the
+#      upstream Kubernetes binaries (build-k8s.sh, a no-op on a warm cache);
 #   1. tests that do not call e2e_up, without a control plane;
 #   2. one control plane (cluster-up.sh), the tests that call e2e_up against it, then
 #      cluster-down.sh, which must leave nothing behind (counted as a test).
-# Prints "N passed, N failed" and exits non-zero on any failure.
+# Prints "N passed, N failed, N skipped", the skipped tests with their reasons, and exits
+# non-zero on any failure. Under CI=true or PGOP_TEST_STRICT=1 (scripts/test.sh all) a
+# skipped test is a failure.
 #
 # Usage: tests/e2e/run.sh [BUILD_DIR] [TEST_NAME...]
 #   BUILD_DIR     CMake build dir holding cmd/pgop (default: <repo>/build)
@@ -13,8 +17,8 @@
 #   PGOP_E2E_LOGS     per-test logs and a copy of the control-plane logs (default /tmp/pgop-e2e-logs)
 #   E2E_TEST_TIMEOUT  seconds per test (default 600; a test may say "# e2e-timeout: N")
 #   E2E_VERBOSE=1     stream test output instead of showing it only on failure
-# A test exits 0 (pass), 77 (skipped, e.g. a prerequisite is not built yet) or else (fail);
-# lines "METRIC name=value" in its output are collected into the summary.
+# A test exits 0 (pass), 77 (skipped: e2e_skip REASON, which logs "SKIP: REASON") or else
+# (fail); lines "METRIC name=value" in its output are collected into the summary.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,13 +43,20 @@ export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
 # Everything the tests start inherits this; cluster-down.sh finds strays by it.
 export PGOP_E2E_OWNER=$S
 run_pgid=$(e2e_pgid_of $$)
-[ -x "$PGOP_BIN" ] || e2e_log "warning: $PGOP_BIN is not built; tests that need it will fail"
+strict=
+[ "${CI:-}" = true ] || [ "${PGOP_TEST_STRICT:-}" = 1 ] && strict=1
 
-passed=0 failed=0 skipped=0 failures=()
-result() { # NAME STATUS SECONDS
+passed=0 failed=0 skipped=0 failures=() skips=()
+result() { # NAME STATUS SECONDS [SKIP REASON]
+	local why=${4:-no reason given}
+	if [ "$2" = 77 ] && [ -n "$strict" ]; then
+		failed=$((failed + 1)); failures+=("$1 (skipped under CI/strict: $why)")
+		printf 'FAIL  %-40s %4ds (skipped: %s; a skip is a failure under CI=true / PGOP_TEST_STRICT=1)\n' "$1" "$3" "$why"
+		return
+	fi
 	case $2 in
 	0) passed=$((passed + 1)); printf 'PASS  %-40s %4ds\n' "$1" "$3" ;;
-	77) skipped=$((skipped + 1)); printf 'SKIP  %-40s %4ds\n' "$1" "$3" ;;
+	77) skipped=$((skipped + 1)); skips+=("$1: $why"); printf 'SKIP  %-40s %4ds (%s)\n' "$1" "$3" "$why" ;;
 	99) failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %-40s %4ds (left processes behind)\n' "$1" "$3" ;;
 	*) failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %-40s %4ds (status %s)\n' "$1" "$3" "$2" ;;
 	esac
@@ -110,7 +121,10 @@ run_test() { # FILE
 		tail -n 40 "$LOGS/$name.log"
 		echo "-----"
 	fi
-	result "$name" "$rc" $(($(date +%s) - t1))
+	local why=
+	# the reason a skipped test gave (e2e_skip logs "SKIP: REASON")
+	[ "$rc" = 77 ] && why=$(grep -ioE 'skip(ped)?: .*' "$LOGS/$name.log" | tail -n 1 | sed -E 's/^[a-zA-Z]+: //')
+	result "$name" "$rc" $(($(date +%s) - t1)) "$why"
 }
 
 # Which tests, and which of them need the control plane.
@@ -154,16 +168,39 @@ if [ -e "$S" ]; then
 	"$here/cluster-down.sh" "$S" 9>&- || e2e_log "warning: previous state not fully removed"
 fi
 
+# Prerequisites are build steps, before any test runs: pgop and the node agent in the
+# build dir, then the upstream binaries (tests such as test_crd need them too).
+t1=$(date +%s)
+if [ -f "$build/build.ninja" ]; then
+	e2e_log "building pgop and pgop-node-agent in $build (log: $LOGS/build.log)"
+	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent >"$LOGS/build.log" 2>&1; then
+		result "build (pgop, pgop-node-agent)" 0 $(($(date +%s) - t1))
+	else
+		tail -n 40 "$LOGS/build.log"
+		result "build (pgop, pgop-node-agent)" 1 $(($(date +%s) - t1))
+	fi
+else
+	for b in "$PGOP_BIN" "$build/tests/e2e/agent/pgop-node-agent"; do
+		[ -x "$b" ] || { e2e_log "$b is not built and $build is not a ninja build dir"; result "build ($(basename "$b"))" 1 0; }
+	done
+fi
+t1=$(date +%s)
+e2e_log "building the control-plane binaries if needed (tests/e2e/build-k8s.sh)"
+k8s_ok=
+if bin=$("$here/build-k8s.sh" 9>&-); then
+	export PGOP_E2E_BIN=$bin
+	k8s_ok=1
+	result build-k8s 0 $(($(date +%s) - t1))
+else
+	result build-k8s 1 $(($(date +%s) - t1))
+fi
+
 for t in "${plain[@]}"; do run_test "$t"; done
 
 if ((${#cluster[@]})); then
-	t1=$(date +%s)
-	e2e_log "building the control-plane binaries if needed"
-	if ! bin=$("$here/build-k8s.sh" 9>&-); then
-		result build-k8s 1 $(($(date +%s) - t1))
+	if [ -z "$k8s_ok" ]; then
 		for t in "${cluster[@]}"; do result "$(basename "$t" .sh)" 1 0; done
 	else
-		export PGOP_E2E_BIN=$bin
 		t1=$(date +%s)
 		if "$here/cluster-up.sh" "$S" 9>&- 2>&1 | tee "$LOGS/cluster-up.log" >&2; then
 			result cluster-up 0 $(($(date +%s) - t1))
@@ -199,7 +236,7 @@ fi
 metrics=$(grep -h '^METRIC ' "$LOGS"/*.log 2>/dev/null | sed 's/^METRIC /  /')
 [ -z "$metrics" ] || printf 'metrics:\n%s\n' "$metrics"
 for f in "${failures[@]+"${failures[@]}"}"; do echo "  failed: $f"; done
-summary="$passed passed, $failed failed"
-((skipped)) && summary+=", $skipped skipped"
+for f in "${skips[@]+"${skips[@]}"}"; do echo "  skipped: $f"; done
+summary="$passed passed, $failed failed, $skipped skipped"
 echo "$summary (e2e, $(($(date +%s) - E2E_T0))s; logs in $LOGS)"
 [ "$failed" -eq 0 ]

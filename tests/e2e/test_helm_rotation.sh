@@ -45,7 +45,14 @@ helm install r1 "$CHART" -n "$ns" --set "watchNamespaces={$ns}" \
 	{ cat "$tmp/install.out"; helm_debug "$ns" r1; e2e_fail "helm install"; }
 helm_cluster_yaml "$ns" ok1 >"$tmp/valid.yaml"
 
-fp() { helm_secret_key "$ns" "$1" "$2" 2>/dev/null | sha256sum | cut -c1-16; }
+# fp SECRET KEY: fingerprint of a Secret key; a failed read or an empty value is an error
+# (an empty fingerprint would count as a "change" or hide one).
+fp() {
+	local v
+	v=$(helm_secret_key "$ns" "$1" "$2") || { e2e_log "cannot read Secret $ns/$1 key $2"; return 1; }
+	[ -n "$v" ] || { e2e_log "Secret $ns/$1 key $2 is empty"; return 1; }
+	sha256sum <<<"$v" | cut -c1-16
+}
 
 # load: one request at a time, as fast as kubectl goes; results appended to files
 load() {
@@ -63,19 +70,20 @@ load_pid=$!
 
 # watch the Secrets until 2 leaf renewals and 1 completed CA rotation, checking the
 # caBundles at every step
-ca0=$(fp r1-pgop-ca ca.crt)
-leaf_prev=$(fp r1-pgop-tls tls.crt)
+ca0=$(fp r1-pgop-ca ca.crt) || e2e_fail "read the CA Secret"
+leaf_prev=$(fp r1-pgop-tls tls.crt) || e2e_fail "read the serving Secret"
 leaf_changes=0 ca_changes=0 ca_prev=$ca0
 deadline=$(($(date +%s) + 300))
 while :; do
 	sleep 2
-	leaf=$(fp r1-pgop-tls tls.crt)
-	ca=$(fp r1-pgop-ca ca.crt)
+	leaf=$(fp r1-pgop-tls tls.crt) || e2e_fail "read the serving Secret"
+	ca=$(fp r1-pgop-ca ca.crt) || e2e_fail "read the CA Secret"
 	[ "$leaf" == "$leaf_prev" ] || { leaf_changes=$((leaf_changes + 1)); leaf_prev=$leaf; }
 	[ "$ca" == "$ca_prev" ] || { ca_changes=$((ca_changes + 1)); ca_prev=$ca; }
 	for kind in validating mutating; do
 		helm_bundle "$kind" "$ns-r1-pgop" >"$tmp/b.pem"
 		n=$(helm_split_pem "$tmp/b.pem" "$tmp/split")
+		[ "$n" -ge 1 ] || e2e_fail "$kind caBundle holds no certificate"
 		for ((i = 1; i <= n; i++)); do
 			openssl x509 -in "$tmp/split/cert-$i.pem" -noout -text | grep -q "CA:TRUE" ||
 				e2e_fail "$kind caBundle held a non-CA certificate"
@@ -88,11 +96,14 @@ while :; do
 	[ "$(date +%s)" -lt "$deadline" ] ||
 		e2e_fail "rotations not seen in time (leaf $leaf_changes, CA $ca_changes)"
 done
+ok_rotated=$(wc -l <"$tmp/ok")
 sleep 5 # a few more requests after the old CA was dropped
 touch "$tmp/stop"
 wait "$load_pid" || true
 load_pid=
 ok=$(wc -l <"$tmp/ok")
+# admitted (not merely "not failed") after the old CA left the bundle
+[ $((ok - ok_rotated)) -ge 3 ] || e2e_fail "only $((ok - ok_rotated)) requests admitted in the 5 s after the CA rotation"
 failed=$(wc -l <"$tmp/failed")
 e2e_log "rotation under load: $ok requests admitted, $failed failed; leaf renewed $leaf_changes times, CA rotated $ca_changes times"
 echo "METRIC rotation_requests=$((ok + failed))"
@@ -110,6 +121,7 @@ grep -q "CAPromoted" <<<"$(kubectl -n "$ns" get events -o jsonpath='{.items[*].r
 # backend), so each replica is also asked directly, as kube-apiserver would ask it.
 helm_bundle validating "$ns-r1-pgop" >"$tmp/bundle.pem"
 review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"rot-1","kind":{"group":"postgresql.cnpg.io","version":"v1","kind":"Cluster"},"resource":{"group":"postgresql.cnpg.io","version":"v1","resource":"clusters"},"operation":"CREATE","name":"direct","namespace":"default","object":{"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster","metadata":{"name":"direct","namespace":"default"},"spec":{"instances":1,"storage":{"size":"1Gi"}}}}}'
+replicas=0
 for ip in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 --field-selector=status.phase=Running -o jsonpath='{.items[*].status.podIP}'); do
 	served=$(curl -sk --max-time 5 "https://$ip:9443/metrics" |
 		awk '/^pgop_http_requests_total\{path="\/validate-postgresql-cnpg-io-v1-cluster"/ {s += $NF} END {print s + 0}')
@@ -119,19 +131,21 @@ for ip in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 --field-s
 		-d "$review" "https://r1-pgop.$ns.svc:9443/validate-postgresql-cnpg-io-v1-cluster") ||
 		e2e_fail "replica $ip does not serve with a certificate the caBundle trusts"
 	e2e_assert_contains "$out" '"uid":"rot-1"' "replica $ip answers an AdmissionReview"
+	replicas=$((replicas + 1))
 done
+[ "$replicas" -ge 2 ] || e2e_fail "only $replicas Running replicas were asked directly (want 2)"
 
 # kill the leader (no graceful Lease release): another replica takes over and rotates
 leader=$(kubectl -n "$ns" get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')
 [ -n "$leader" ] || e2e_fail "no certificate Lease holder"
 e2e_log "killing the leader $leader"
-leaf_before=$(fp r1-pgop-tls tls.crt)
+leaf_before=$(fp r1-pgop-tls tls.crt) || e2e_fail "read the serving Secret"
 kubectl -n "$ns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
 e2e_wait_for "[ -n \"\$(kubectl -n $ns get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')\" ] && [ \"\$(kubectl -n $ns get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')\" != $leader ]" 60 ||
 	e2e_fail "nobody took the Lease from $leader"
 new_leader=$(kubectl -n "$ns" get lease r1-pgop-certs -o jsonpath='{.spec.holderIdentity}')
 e2e_log "new leader: $new_leader"
-e2e_wait_for "[ \"\$(helm_secret_key $ns r1-pgop-tls tls.crt | sha256sum | cut -c1-16)\" != $leaf_before ]" 60 ||
+e2e_wait_for "leaf=\$(fp r1-pgop-tls tls.crt) && [ \"\$leaf\" != $leaf_before ]" 60 ||
 	e2e_fail "the new leader did not renew the leaf"
 e2e_wait_for "kubectl apply --dry-run=server -f $tmp/valid.yaml" 30 || e2e_fail "admission after the leader change"
 helm_check_bundles "$ns" r1 "$tmp"

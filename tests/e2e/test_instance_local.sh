@@ -8,7 +8,7 @@
 # standby, HA slot), the operator-certificate rules of the POST endpoints,
 # `pgop instance status`, `pgop bootstrap`, and a clean SIGTERM shutdown.
 # Usage: test_instance_local.sh [PGOP_BIN]. Prints "N passed, N failed"; exits 77
-# (skipped) without root, the postgres user, PostgreSQL 15 or the tools.
+# (skipped) without root; fails without the postgres user, PostgreSQL 15 or the tools.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -16,16 +16,13 @@ set -uo pipefail
 PGOP_BIN=${1:-${PGOP_BIN:-}}
 [[ -x $PGOP_BIN ]] || e2e_fail "pgop binary not found (argument 1 or PGOP_BIN)"
 PGOP_BIN=$(realpath "$PGOP_BIN")
-skip() { # prerequisites missing: exit 77 (skipped, docs/internals/e2e.md)
-	e2e_log "SKIP: $*"
-	exit 77
-}
+# What scripts/setup-deps.sh installs is required (a failure); only root is a skip.
 for tool in certtool curl setpriv jq psql; do
-	command -v "$tool" >/dev/null || skip "$tool is required"
+	command -v "$tool" >/dev/null || e2e_fail "$tool is required (scripts/setup-deps.sh installs it)"
 done
-[[ -x /usr/lib/postgresql/15/bin/initdb ]] || skip "PostgreSQL 15 binaries are required"
-id postgres >/dev/null 2>&1 || skip "the postgres OS user is required"
-[[ $(id -u) -eq 0 ]] || skip "must run as root (setpriv to postgres)"
+[[ -x /usr/lib/postgresql/15/bin/initdb ]] || e2e_fail "PostgreSQL 15 binaries are required (scripts/setup-deps.sh)"
+id postgres >/dev/null 2>&1 || e2e_fail "the postgres OS user is required (package postgresql-15)"
+[[ $(id -u) -eq 0 ]] || e2e_skip "must run as root (setpriv to postgres)"
 
 PASS=0
 FAIL=0

@@ -10,10 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
-if [ ! -x "$PGOP_BIN" ]; then
-	e2e_log "skip: pgop binary not built ($PGOP_BIN)"
-	exit 77
-fi
+[ -x "$PGOP_BIN" ] || e2e_fail "pgop binary not built ($PGOP_BIN; tests/e2e/run.sh builds it)"
 export PGOP_BIN
 e2e_up
 e2e_agent_up

@@ -7,7 +7,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" = 0 ] || { e2e_log "skip: needs root (network namespaces)"; exit 77; }
+[ "$(id -u)" = 0 ] || e2e_skip "needs root (network namespaces)"
 # Run in private network, PID and mount namespaces (own /run/netns, links, nft tables,
 # process table), so the host-wide names of a live e2e environment are never touched and
 # cluster-down.sh's host-wide sweep is exercised for real.
@@ -18,14 +18,13 @@ if [ -z "${E2E_TEARDOWN_ISOLATED:-}" ] && unshare --net --pid --fork --kill-chil
 		env E2E_TEARDOWN_ISOLATED=1 bash -c \
 		'mkdir -p /run/netns && mount -t tmpfs e2e-netns /run/netns && ip link set lo up && exec bash "$0"' "$0"
 fi
-command -v nft >/dev/null || { e2e_log "skip: nft missing"; exit 77; }
+command -v nft >/dev/null || e2e_fail "nft missing (scripts/setup-deps.sh installs nftables)"
 if [ -e /run/netns/"${E2E_NETNS_PREFIX}"teardown ]; then e2e_fail "netns ${E2E_NETNS_PREFIX}teardown exists already"; fi
 
 S=/tmp/pgop-e2e-teardown-test
 others=$(e2e_other_envs "$S")
 if [ -n "$others" ]; then
-	e2e_log "skip: another e2e environment is live ($others); this test needs the host-wide names"
-	exit 77
+	e2e_skip "another e2e environment is live ($others); this test needs the host-wide names"
 fi
 export PGOP_E2E_STATE=$S
 # Our processes belong to this throw-away environment (not to the runner's).

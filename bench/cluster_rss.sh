@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # e2e-timeout: 600
-# Figures: time to healthy of a 1-instance and of a 3-instance Cluster (created one after
+# Benchmark (not a test): time to healthy of a 1-instance and of a 3-instance Cluster (created one after
 # the other), and the controller's memory (VmRSS/VmHWM from /proc) while it manages 3
 # Clusters (1 + 3 + 1 instances) at once. Prints METRIC lines; fails only when a Cluster
-# does not become healthy or the controller dies.
+# does not become healthy or the controller dies. Runs through the e2e runner (host lock,
+# control plane, node agent, teardown):
+#   tests/e2e/run.sh "$PWD/build" "$PWD/bench/cluster_rss.sh"
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../tests/e2e/lib.sh"
 
 [ -z "${1:-}" ] || PGOP_BIN=$1
 e2e_up
 e2e_agent_up
 # shellcheck source=cluster_lib.sh
-. "$(dirname "$0")/cluster_lib.sh"
+. "$E2E_DIR/cluster_lib.sh"
 cluster_setup rss
 cluster_crd
 cluster_controller_start --workers 2 --leader-elect false
