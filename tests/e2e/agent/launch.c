@@ -18,8 +18,11 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -220,6 +223,109 @@ static int mount_volume(struct tree *t, json_object *m)
 	return 0;
 }
 
+/* mountinfo field 5 (mount point) with its \ooo escapes decoded. */
+static bool mountinfo_point(const char *line, char *out, size_t n)
+{
+	const char *p = line;
+	for (int f = 0; f < 4; f++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return false;
+		p++;
+	}
+	size_t k = 0;
+	while (*p && *p != ' ' && k + 1 < n) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '7' && p[2] && p[3]) {
+			out[k++] = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+			p += 4;
+		} else {
+			out[k++] = *p++;
+		}
+	}
+	out[k] = '\0';
+	return true;
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strcmp(dir, "/") ? true
+				 : !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* readOnlyRootFilesystem: every mount of the container's tree is remounted
+ * read-only except the volumes (and what is below them) and the kernel's
+ * /dev and /proc (as a container runtime leaves them); per-mount flags
+ * (nosuid, nodev, noexec...) are kept. */
+static int read_only_root(char **keep, size_t n_keep)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return fail("open", "/proc/self/mountinfo");
+	char line[4096], mp[PATH_MAX];
+	int rc = 0;
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		if (!mountinfo_point(line, mp, sizeof(mp)))
+			continue;
+		bool skip = under(mp, "/dev") || under(mp, "/proc");
+		for (size_t i = 0; !skip && i < n_keep; i++)
+			skip = under(mp, keep[i]);
+		if (skip)
+			continue;
+		struct statvfs sv;
+		if (statvfs(mp, &sv) < 0)
+			continue; /* shadowed by a later mount */
+		unsigned long fl = MS_REMOUNT | MS_BIND | MS_RDONLY;
+		if (sv.f_flag & ST_NOSUID)
+			fl |= MS_NOSUID;
+		if (sv.f_flag & ST_NODEV)
+			fl |= MS_NODEV;
+		if (sv.f_flag & ST_NOEXEC)
+			fl |= MS_NOEXEC;
+		if (sv.f_flag & ST_NOATIME)
+			fl |= MS_NOATIME;
+		if (sv.f_flag & ST_NODIRATIME)
+			fl |= MS_NODIRATIME;
+		if (sv.f_flag & ST_RELATIME)
+			fl |= MS_RELATIME;
+		if (mount(NULL, mp, NULL, fl, NULL) < 0 && errno != EINVAL)
+			rc = fail("remount read-only", mp);
+	}
+	fclose(f);
+	return rc;
+}
+
+/* capabilities.drop [ALL]: the bounding set is emptied before setuid (it needs
+ * CAP_SETPCAP), the capability sets after it (also for uid 0). */
+static int drop_bounding_caps(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return fail("PR_CAPBSET_DROP", NULL);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	return 0;
+}
+
+static int clear_caps(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return fail("capset", NULL);
+	return 0;
+}
+
+static int join_cgroups(json_object *cgs)
+{
+	for (size_t i = 0; cgs && i < json_object_array_length(cgs); i++) {
+		const char *procs = json_object_get_string(json_object_array_get_idx(cgs, i));
+		FILE *f = fopen(procs, "we");
+		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
+			return fail("join cgroup", procs);
+	}
+	return 0;
+}
+
 static char **str_array(json_object *a)
 {
 	size_t n = a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
@@ -246,6 +352,9 @@ int na_container_init_main(int argc, char **argv)
 	}
 	op_buf_done(&b);
 	setsid();
+	/* resources.limits: before anything is allocated for the container */
+	if (join_cgroups(op_json_at(spec, "cgroups")) < 0)
+		return 126;
 	const char *netns = op_json_str_at(spec, "netns");
 	const char *rootfs = op_json_str_at(spec, "rootfs");
 	int fd = netns ? open(netns, O_RDONLY | O_CLOEXEC) : -1;
@@ -261,12 +370,28 @@ int na_container_init_main(int argc, char **argv)
 	if (!rootfs || build_root(&t, rootfs) < 0)
 		return 126;
 	json_object *mounts = op_json_at(spec, "mounts");
-	for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++)
-		if (mount_volume(&t, json_object_array_get_idx(mounts, i)) < 0)
+	size_t nm = mounts ? json_object_array_length(mounts) : 0;
+	char **writable = op_calloc(nm + 1, sizeof(*writable));
+	size_t nw = 0;
+	for (size_t i = 0; i < nm; i++) {
+		json_object *m = json_object_array_get_idx(mounts, i);
+		if (mount_volume(&t, m) < 0)
 			return 126;
+		json_object *vro = op_json_at(m, "ro");
+		char real[PATH_MAX];
+		const char *dst = op_json_str_at(m, "dst");
+		if (!(vro && json_object_get_boolean(vro)) && dst && realpath(dst, real))
+			writable[nw++] = op_strdup(real);
+	}
 	if (umount2(OLD, MNT_DETACH) < 0)
 		return fail("umount", OLD), 126;
 	rmdir(OLD);
+	json_object *rorf = op_json_at(spec, "read_only_root");
+	if (rorf && json_object_get_boolean(rorf) && read_only_root(writable, nw) < 0)
+		return 126;
+	for (size_t i = 0; i < nw; i++)
+		free(writable[i]);
+	free(writable);
 
 	json_object *uid = op_json_at(spec, "uid"), *gid = op_json_at(spec, "gid");
 	json_object *groups = op_json_at(spec, "groups");
@@ -276,8 +401,17 @@ int na_container_init_main(int argc, char **argv)
 		gv[ng++] = (gid_t)json_object_get_int64(json_object_array_get_idx(groups, i));
 	if (gid && (setgroups(ng, gv) < 0 || setgid((gid_t)json_object_get_int64(gid)) < 0))
 		return fail("setgid", NULL), 126;
+	json_object *caps = op_json_at(spec, "drop_all_caps");
+	bool drop = caps && json_object_get_boolean(caps);
+	if (drop && drop_bounding_caps() < 0)
+		return 126;
 	if (uid && setuid((uid_t)json_object_get_int64(uid)) < 0)
 		return fail("setuid", NULL), 126;
+	if (drop && clear_caps() < 0)
+		return 126;
+	json_object *nnp = op_json_at(spec, "no_new_privs");
+	if (nnp && json_object_get_boolean(nnp) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail("PR_SET_NO_NEW_PRIVS", NULL), 126;
 	const char *cwd = op_json_str_at(spec, "cwd");
 	if (cwd && chdir(cwd) < 0)
 		return fail("chdir", cwd), 126;

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,11 +104,17 @@ static char *first_service_ip(const char *cidr)
 	return op_asprintf("%u.%u.%u.%u", o[0], o[1], o[2], o[3] + 1);
 }
 
+/* Informer handlers: count changes (the main loop acts on a changed count). */
+static void bump(void *gen) { atomic_fetch_add((atomic_uint *)gen, 1); }
+static void on_add(void *gen, json_object *o) { (void)o; bump(gen); }
+static void on_update(void *gen, json_object *o, json_object *n) { (void)o; (void)n; bump(gen); }
+
 static int start_informer(struct na_agent *a, const struct kube_kind *k, const char *fs,
-			  struct kube_informer **ret, struct op_err *err)
+			  atomic_uint *gen, struct kube_informer **ret, struct op_err *err)
 {
 	struct kube_informer_opts o = { .field_selector = fs, .watch_timeout_seconds = 120 };
-	struct kube_informer_handlers h = { 0 };
+	struct kube_informer_handlers h = { .on_add = on_add, .on_update = on_update,
+					    .on_delete = on_add, .userdata = gen };
 	int rc = kube_informer_new(a->kc, k, &o, &h, ret, err);
 	if (rc == 0)
 		rc = kube_informer_start(*ret, err);
@@ -122,20 +129,30 @@ static void *stop_informer(void *inf)
 
 /* Another e2e environment's teardown on this host may delete the bridge (the
  * names are global): recreate it, re-attach every pod, re-apply nftables. */
-static void heal_network(struct na_agent *a)
+static bool heal_network(struct na_agent *a)
 {
 	struct op_err err = OP_ERR_INIT;
 	int rc = na_net_up(&a->net, &err);
 	if (rc < 0) {
 		op_log_warn("bridge", "error", err.msg);
-		return;
+		return false;
 	}
 	if (rc == 0)
-		return;
+		return false;
 	op_log_warn("bridge " NA_BRIDGE " or its address vanished: recreated");
 	free(a->last_nft);
 	a->last_nft = NULL;
 	atomic_fetch_add(&a->net_epoch, 1); /* every pod worker re-attaches its pod */
+	return true;
+}
+
+/* An image's PostgreSQL major is "installed" when its bindir exists here. */
+static bool pg_major_installed(int major, void *userdata)
+{
+	(void)userdata;
+	char dir[64];
+	snprintf(dir, sizeof(dir), NA_PG_BIN_FMT "/postgres", major);
+	return access(dir, X_OK) == 0;
 }
 
 static int run(struct opts *o)
@@ -169,6 +186,10 @@ static int run(struct opts *o)
 	const char *cidr = getenv("PGOP_E2E_SERVICE_CIDR");
 	a.svc_cidr = op_strdup(cidr && *cidr ? cidr : "10.213.0.0/16");
 	a.net.kube_svc_ip = first_service_ip(a.svc_cidr);
+	na_cgroup_detect(&a.host);
+	a.host.pg_major_installed = pg_major_installed;
+	op_log_info("resource limits", "memory", a.host.memory_cgroup ? "cgroup" : "refused",
+		    "cpu", a.host.cpu_cgroup ? "cgroup" : "refused", "why", a.host.no_cgroup_why);
 
 	sigset_t sigs;
 	sigemptyset(&sigs);
@@ -210,11 +231,11 @@ static int run(struct opts *o)
 		op_err_clear(&err);
 	}
 	fs = op_asprintf("spec.nodeName=%s", a.node_name);
-	if (start_informer(&a, KUBE_PODS, fs, &a.pods, &err) < 0 ||
-	    start_informer(&a, KUBE_SERVICES, NULL, &a.svcs, &err) < 0 ||
-	    start_informer(&a, KUBE_ENDPOINTSLICES, NULL, &a.slices, &err) < 0 ||
-	    start_informer(&a, KUBE_PVCS, NULL, &a.pvcs, &err) < 0 ||
-	    start_informer(&a, KUBE_PVS, NULL, &a.pvs, &err) < 0) {
+	if (start_informer(&a, KUBE_PODS, fs, &a.gen_pods, &a.pods, &err) < 0 ||
+	    start_informer(&a, KUBE_SERVICES, NULL, &a.gen_svcs, &a.svcs, &err) < 0 ||
+	    start_informer(&a, KUBE_ENDPOINTSLICES, NULL, &a.gen_svcs, &a.slices, &err) < 0 ||
+	    start_informer(&a, KUBE_PVCS, NULL, &a.gen_pvs, &a.pvcs, &err) < 0 ||
+	    start_informer(&a, KUBE_PVS, NULL, &a.gen_pvs, &a.pvs, &err) < 0) {
 		op_log_error("informers", "error", err.msg);
 		goto out;
 	}
@@ -227,7 +248,13 @@ static int run(struct opts *o)
 	}
 	op_log_info("node agent running", "node", a.node_name, "state", a.state_dir, "pgop",
 		    a.pgop_binary, "apiserver", cfg->server);
-	int64_t next_hb = 0, next_svc = 0, next_pv = 0, next_net = 0;
+	/* Work only when an informer saw a change (or the partition marks did),
+	 * with a full pass every 10 s as a safety net: an idle agent sleeps. */
+	int64_t next_hb = 0, next_svc = 0, next_pv = 0, next_net = 0, next_pods = 0;
+	unsigned seen_pods = 0, seen_svcs = 0, seen_pvs = 0;
+	struct timespec part_mtime = { 0 };
+	char part_dir[PATH_MAX];
+	snprintf(part_dir, sizeof(part_dir), "%s/partition", a.state_dir);
 	for (;;) {
 		int64_t now = na_now_ms();
 		if (now >= next_hb) {
@@ -240,20 +267,36 @@ static int run(struct opts *o)
 			}
 		}
 		if (now >= next_net) {
-			heal_network(&a);
+			if (heal_network(&a))
+				next_svc = 0; /* nftables again */
 			next_net = now + 1000;
 		}
 		int64_t t1 = na_now_ms();
-		na_pods_sync(&a);
+		unsigned g = atomic_load(&a.gen_pods);
+		if (g != seen_pods || now >= next_pods) {
+			seen_pods = g;
+			na_pods_sync(&a);
+			next_pods = now + 10000;
+		}
 		int64_t t2 = na_now_ms();
-		if (now >= next_svc) {
+		struct stat pst;
+		bool parts_changed = stat(part_dir, &pst) == 0 &&
+				     (pst.st_mtim.tv_sec != part_mtime.tv_sec ||
+				      pst.st_mtim.tv_nsec != part_mtime.tv_nsec);
+		g = atomic_load(&a.gen_svcs);
+		if (g != seen_svcs || parts_changed || now >= next_svc) {
+			seen_svcs = g;
+			if (parts_changed)
+				part_mtime = pst.st_mtim;
 			na_services_sync(&a);
-			next_svc = now + 500;
+			next_svc = now + 10000;
 		}
 		int64_t t3 = na_now_ms();
-		if (now >= next_pv) {
+		g = atomic_load(&a.gen_pvs);
+		if (g != seen_pvs || now >= next_pv) {
+			seen_pvs = g;
 			na_provision(&a);
-			next_pv = now + 1000;
+			next_pv = now + 10000;
 		}
 		int64_t t4 = na_now_ms();
 		if (t4 - now > 300) {

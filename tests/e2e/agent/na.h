@@ -33,7 +33,7 @@
 #define NA_POD_PREFIXLEN 24
 #define NA_STORAGE_CLASS "pgop-e2e"
 #define NA_PROVISIONER "pgop.io/e2e-hostpath"
-#define NA_PG_BIN "/usr/lib/postgresql/15/bin"
+#define NA_PG_BIN_FMT "/usr/lib/postgresql/%d/bin"
 #define NA_MAX_ARGS 256     /* argv/env entries per container */
 #define NA_MAX_MOUNTS 64
 
@@ -71,8 +71,9 @@ void na_rfc3339(char out[32]);
 
 enum na_image_kind { NA_IMAGE_OTHER, NA_IMAGE_PGOP, NA_IMAGE_POSTGRES };
 /* Image -> executable policy: name containing "pgop" -> the pgop binary,
- * "postgres"/"postgresql" -> PostgreSQL 15 binaries first on PATH. The
- * registry and tag are ignored; only the repository path is looked at. */
+ * "postgres"/"postgresql" -> the host's /usr/lib/postgresql/<major>/bin (major
+ * from the tag, na_image_pg_major) first on PATH. Only the repository path
+ * decides the kind. */
 enum na_image_kind na_image_kind(const char *image);
 
 /* Restart back-off after `restarts` failures: 1 s doubling, capped at 60 s
@@ -141,6 +142,56 @@ const char *na_field_ref(json_object *pod, const char *field_path, const char *p
  * appended to b. */
 int na_expand_vars(struct op_buf *b, const char *s, char *const *env, size_t n_env);
 
+/* ------------------------------------------------------------- podspec.c */
+/* Pure (unit-tested): which pod-spec fields the agent honours. */
+
+/* What this host can do (filled once at start by cgroup.c / start.c). */
+struct na_host {
+	bool memory_cgroup, cpu_cgroup; /* resources.limits.memory / .cpu enforceable */
+	const char *no_cgroup_why;      /* borrowed: why not, for the refusal message */
+	/* Is /usr/lib/postgresql/<major>/bin here? NULL = every major is. */
+	bool (*pg_major_installed)(int major, void *userdata);
+	void *userdata;
+};
+
+/* Why a pod is refused: reason for the container's waiting state
+ * ("CreateContainerConfigError" for an unsupported field, "ErrImagePull" for a
+ * PostgreSQL major not installed here) and a message naming the field/major. */
+struct na_refusal {
+	const char *reason; /* static */
+	char *message;      /* owned */
+	int container;      /* index of the container concerned, -1 = all */
+	bool init;          /* container indexes spec.initContainers */
+};
+
+/* Looks up every field under pod.spec in the agent's table: a field not in it
+ * or a value it cannot honour (privileged, capabilities.add, a memory limit
+ * without a usable cgroup, ...) refuses the pod; so do runAsNonRoot with uid 0
+ * and a PostgreSQL image whose major is not installed. 0 = accepted, else a
+ * negative errno with *out filled (na_refusal_done frees it). */
+int na_podspec_check(json_object *pod, const struct na_host *h, struct na_refusal *out);
+void na_refusal_done(struct na_refusal *r);
+/* PostgreSQL major of an image tag: ".../postgresql:16" 16, ":16.2" 16,
+ * ":17beta1" 17, ":15.4-bookworm" 15; -1 when the tag names none. */
+int na_image_pg_major(const char *image);
+/* Kubernetes quantity ("128Mi", "1G", "500m", "1.5") times scale (1 for
+ * bytes, 1000 for millicores) into *out. -EINVAL / -ERANGE. */
+int na_quantity_parse(const char *s, int64_t scale, int64_t *out);
+
+/* -------------------------------------------------------------- cgroup.c */
+
+/* Detects where container cgroups can go (cgroup v2: a sibling of the agent's
+ * cgroup under a parent that delegates memory/cpu; v1: children of the
+ * agent's memory/cpu cgroups) and fills h. */
+void na_cgroup_detect(struct na_host *h);
+/* Creates the cgroup(s) of one container with the given limits (0 = none)
+ * and returns their cgroup.procs paths (owned, NULL-terminated, up to 2) for
+ * container-init to join. */
+int na_cgroup_create(const char *name, int64_t mem_bytes, int64_t cpu_milli, char ***ret_procs,
+		     struct op_err *err);
+/* Removes the cgroup directories of ret_procs (the processes must be gone). */
+void na_cgroup_remove(char **procs);
+
 /* ---------------------------------------------------------------- net.c */
 
 struct na_net {
@@ -202,6 +253,8 @@ struct na_ctr {
 	char started_at[32], finished_at[32];
 	int64_t started_ms, next_start_ms, kill_at_ms;
 	bool ever_started, ready, started;
+	char *msg;            /* waiting message (a refusal), or NULL */
+	char **cgroups;       /* cgroup.procs files of the running container (owned) */
 	int64_t next_probe_ms[NA_PROBE__N];
 	int probe_ok[NA_PROBE__N], probe_fail[NA_PROBE__N];
 	bool probe_passed[NA_PROBE__N];
@@ -235,13 +288,17 @@ struct na_pod {
 	 * next and seen (main thread) */
 	pthread_t thread;
 	bool thread_started;
-	pthread_mutex_t mu;   /* guards next_obj */
+	pthread_mutex_t mu;   /* guards next_obj, wake */
+	pthread_cond_t wake_cond; /* signalled with a new next_obj or stop */
+	bool wake;
 	json_object *next_obj; /* newer Pod handed over by the main thread (owned) */
+	unsigned svc_gen;     /* services generation of the last hosts file */
 	atomic_bool stop;     /* main -> worker: the pod is gone (or shutdown) */
 	atomic_bool shutdown; /* stop because the agent stops (keep processes for stop_all) */
 	int net_epoch;
 	int64_t next_hosts_ms;
 	bool stale_checked;
+	bool spec_checked, refused; /* na_podspec_check ran / refused the pod */
 };
 
 struct na_agent {
@@ -257,7 +314,11 @@ struct na_agent {
 	char *last_nft;
 	json_object *services; /* owned: last services list */
 	int64_t next_node_ms, next_svc_ms, next_pv_ms;
+	/* bumped by the informers' handlers (their threads): the main loop and the
+	 * pod workers only work when something changed (idle CPU, issue 11) */
+	atomic_uint gen_pods, gen_svcs, gen_pvs;
 	bool node_registered;
+	struct na_host host;  /* read-only after start */
 };
 
 /* pods.c / start.c */
@@ -272,6 +333,8 @@ void na_pods_sync(struct na_agent *a);
 void na_pods_stop_all(struct na_agent *a);
 /* volumes.c: (re)writes the pod's volumes under its directory. */
 int na_volumes_setup(struct na_agent *a, struct na_pod *p, struct op_err *err);
+/* Unmounts the pod's memory-backed emptyDirs (before its directories go). */
+void na_volumes_release(struct na_agent *a, struct na_pod *p);
 /* Host directory for volume `name` (owned string) or NULL when unknown. */
 char *na_volume_dir(struct na_agent *a, struct na_pod *p, const char *name);
 /* probes.c: runs due probes of a running container, updates ready/started.

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube/kube.h"
+#include "kube/leader.h"
 #include "kube/watch.h"
 #include "support/alloc.h"
 #include "support/base64.h"
@@ -80,6 +82,7 @@ static struct na_pod *pod_new(struct na_agent *a, json_object *obj)
 	}
 	na_set_reason(&p->waiting_reason, "ContainerCreating");
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->wake_cond, NULL);
 	p->net_epoch = atomic_load(&a->net_epoch);
 	p->next = a->pod_list;
 	a->pod_list = p;
@@ -92,6 +95,9 @@ static void ctrs_free(struct na_ctr *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].name);
 		free(v[i].reason);
+		free(v[i].msg);
+		na_cgroup_remove(v[i].cgroups);
+		free(v[i].cgroups);
 	}
 	free(v);
 }
@@ -188,6 +194,7 @@ static void pod_teardown(struct na_agent *a, struct na_pod *p)
 	p->ip_index = 0;
 	_cleanup_free_ char *vols = op_asprintf("%s/volumes/pod-%s", a->state_dir, p->uid);
 	struct op_err err = OP_ERR_INIT;
+	na_volumes_release(a, p);
 	if (na_rm_rf(vols, a->state_dir, &err) < 0 || na_rm_rf(p->dir, a->state_dir, &err) < 0)
 		op_log_warn("pod cleanup incomplete", "pod", p->name, "error", err.msg);
 	for (size_t i = 0; i < p->n_init + p->n_ctrs; i++) {
@@ -218,6 +225,7 @@ static void pod_free(struct na_pod *p)
 	if (p->next_obj)
 		json_object_put(p->next_obj);
 	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->wake_cond);
 	ctrs_free(p->init, p->n_init);
 	ctrs_free(p->ctrs, p->n_ctrs);
 	free(p);
@@ -245,6 +253,7 @@ static void ctr_reap(struct na_pod *p, struct na_ctr *c)
 	/* the container's other processes go with it */
 	kill(-c->pid, SIGKILL);
 	c->pid = 0;
+	na_cgroup_remove(c->cgroups); /* fails (EBUSY) until the group is gone: retried at start */
 	c->state = NA_TERMINATED;
 	c->ready = false;
 	c->kill_at_ms = 0;
@@ -361,10 +370,52 @@ static void slow(struct na_pod *p, const char *step, int64_t t0)
 	op_log_info("slow step", "pod", p->name, "step", step, "ms", ms);
 }
 
+/* The pod is refused (never started): every container waits with the
+ * refusal's reason (the one concerned with its message), a Warning Event
+ * names the field or the missing PostgreSQL major. */
+static void pod_refuse(struct na_agent *a, struct na_pod *p, struct na_refusal *r)
+{
+	for (size_t i = 0; i < p->n_init + p->n_ctrs; i++) {
+		bool init = i < p->n_init;
+		struct na_ctr *c = init ? &p->init[i] : &p->ctrs[i - p->n_init];
+		size_t idx = init ? i : i - p->n_init;
+		bool concerned = r->container < 0 || (r->init == init && (size_t)r->container == idx);
+		na_set_reason(&c->reason, concerned ? r->reason : "PodInitializing");
+		na_set_reason(&c->msg, concerned ? r->message : NULL);
+	}
+	op_log_warn("pod refused", "pod", p->name, "namespace", p->ns, "reason", r->reason,
+		    "message", r->message);
+	json_object *inv = json_object_new_object(), *md = json_object_new_object();
+	op_json_set(inv, "apiVersion", json_object_new_string("v1"));
+	op_json_set(inv, "kind", json_object_new_string("Pod"));
+	op_json_set(md, "name", json_object_new_string(p->name));
+	op_json_set(md, "namespace", json_object_new_string(p->ns));
+	op_json_set(md, "uid", json_object_new_string(p->uid));
+	op_json_set(inv, "metadata", md);
+	struct op_err err = OP_ERR_INIT;
+	_cleanup_free_ char *text = op_asprintf("Error: %s", r->message);
+	if (kube_event_emit(a->kc, inv, KUBE_EVENT_WARNING, "Failed", text, "kubelet", &err) < 0)
+		op_log_warn("cannot record the refusal Event", "pod", p->name, "error", err.msg);
+	json_object_put(inv);
+}
+
 static void pod_sync(struct na_agent *a, struct na_pod *p)
 {
 	int64_t now = na_now_ms();
 	reap_all(p);
+	if (!p->spec_checked && !op_json_str_at(p->obj, "metadata.deletionTimestamp")) {
+		struct na_refusal r;
+		p->spec_checked = true;
+		if (na_podspec_check(p->obj, &a->host, &r) < 0) {
+			p->refused = true;
+			pod_refuse(a, p, &r);
+		}
+		na_refusal_done(&r);
+	}
+	if (p->refused && !op_json_str_at(p->obj, "metadata.deletionTimestamp")) {
+		na_pod_status(a, p);
+		return;
+	}
 	const char *dts = op_json_str_at(p->obj, "metadata.deletionTimestamp");
 	if (dts) {
 		if (!p->terminating) {
@@ -456,6 +507,43 @@ struct worker_arg {
 	struct na_pod *p;
 };
 
+/* How long the worker may sleep: 100 ms while something is in progress
+ * (set-up, a container starting, stopping, in back-off or not yet
+ * started/ready), else until the next probe or volume refresh is due,
+ * at most 1 s (a container's exit is noticed within that). A new Pod
+ * from the informer wakes it at once. */
+static int64_t idle_ms(struct na_pod *p, int64_t now)
+{
+	if (p->deleted)
+		return 1000;
+	if (p->refused)
+		return 1000;
+	if (!p->net_ready || !p->vols_ready || p->terminating || p->init_done < p->n_init)
+		return 100;
+	int64_t due = now + 1000;
+	if (p->next_refresh_ms && p->next_refresh_ms < due)
+		due = p->next_refresh_ms;
+	for (size_t i = 0; i < p->n_ctrs; i++) {
+		struct na_ctr *c = &p->ctrs[i];
+		if (c->state == NA_RUNNING && c->kill_at_ms)
+			return 100;
+		if (c->state != NA_RUNNING) {
+			if (c->next_start_ms && c->next_start_ms < due)
+				due = c->next_start_ms;
+			else if (!c->next_start_ms && c->state == NA_WAITING)
+				return 100;
+			continue;
+		}
+		for (int k = 0; k < NA_PROBE__N; k++)
+			if (c->next_probe_ms[k] == 0)
+				return 100; /* first probe not scheduled yet */
+			else if (c->next_probe_ms[k] < due)
+				due = c->next_probe_ms[k];
+	}
+	int64_t d = due - now;
+	return d < 20 ? 20 : d;
+}
+
 /* One thread per pod (like the kubelet's pod workers): a slow API call or
  * probe of one pod never delays another. */
 static void *pod_worker(void *arg)
@@ -468,6 +556,7 @@ static void *pod_worker(void *arg)
 		pthread_mutex_lock(&p->mu);
 		json_object *obj = p->next_obj;
 		p->next_obj = NULL;
+		p->wake = false;
 		pthread_mutex_unlock(&p->mu);
 		if (obj) {
 			json_object_put(p->obj);
@@ -476,11 +565,26 @@ static void *pod_worker(void *arg)
 		if (!p->deleted)
 			pod_sync(a, p);
 		int64_t now = na_now_ms();
-		if (p->net_ready && !p->deleted && now >= p->next_hosts_ms) {
+		unsigned sg = atomic_load(&a->gen_svcs);
+		if (p->net_ready && !p->deleted && (sg != p->svc_gen || now >= p->next_hosts_ms)) {
+			p->svc_gen = sg;
 			na_pod_hosts_write(a, p);
-			p->next_hosts_ms = now + 1000;
+			p->next_hosts_ms = now + 10000;
 		}
-		usleep(100000);
+		int64_t ms = idle_ms(p, na_now_ms());
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&p->mu);
+		while (!p->wake && !atomic_load(&p->stop) &&
+		       pthread_cond_timedwait(&p->wake_cond, &p->mu, &ts) == 0)
+			;
+		pthread_mutex_unlock(&p->mu);
 	}
 	if (atomic_load(&p->shutdown))
 		return NULL; /* na_pods_stop_all stops the processes of all pods at once */
@@ -535,6 +639,8 @@ void na_pods_sync(struct na_agent *a)
 			if (p->next_obj)
 				json_object_put(p->next_obj);
 			p->next_obj = json_object_get(obj);
+			p->wake = true;
+			pthread_cond_signal(&p->wake_cond);
 			pthread_mutex_unlock(&p->mu);
 		}
 		p->seen = true;
@@ -549,7 +655,10 @@ void na_pods_sync(struct na_agent *a)
 			pp = &p->next;
 			continue;
 		}
+		pthread_mutex_lock(&p->mu);
 		atomic_store(&p->stop, true);
+		pthread_cond_signal(&p->wake_cond);
+		pthread_mutex_unlock(&p->mu);
 		if (p->thread_started)
 			pthread_join(p->thread, NULL);
 		*pp = p->next;
@@ -560,8 +669,11 @@ void na_pods_sync(struct na_agent *a)
 void na_pods_stop_all(struct na_agent *a)
 {
 	for (struct na_pod *p = a->pod_list; p; p = p->next) {
+		pthread_mutex_lock(&p->mu);
 		atomic_store(&p->shutdown, true);
 		atomic_store(&p->stop, true);
+		pthread_cond_signal(&p->wake_cond);
+		pthread_mutex_unlock(&p->mu);
 	}
 	for (struct na_pod *p = a->pod_list; p; p = p->next)
 		if (p->thread_started) {

@@ -190,10 +190,8 @@ bool na_probes_run(struct na_agent *a, struct na_pod *p, struct na_ctr *c, json_
 		}
 		if (now < c->next_probe_ms[k])
 			continue;
-		/* until it first succeeds, readiness is retried every second */
+		/* at the configured period only, like the kubelet */
 		int64_t period = p_int(probe, "periodSeconds", 10) * 1000;
-		if (k == NA_PROBE_READINESS && !c->probe_passed[k] && period > 1000)
-			period = 1000;
 		c->next_probe_ms[k] = now + period;
 		bool ok = probe_once(a, p, c, spec, probe);
 		if (ok) {

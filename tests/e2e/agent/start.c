@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kube/kube.h"
+#include "kube/watch.h"
 #include "support/alloc.h"
 #include "support/base64.h"
 #include "support/json.h"
@@ -93,12 +94,80 @@ static char *object_key(struct na_agent *a, struct na_pod *p, bool secret, json_
 	return out;
 }
 
-static int build_env(struct na_agent *a, struct na_pod *p, json_object *spec, bool pg,
+/* enableServiceLinks (default true): like the kubelet, <SVC>_SERVICE_HOST/_PORT
+ * (+ _PORT_<NAME>) and the Docker-link variables for every Service with a
+ * ClusterIP in the pod's namespace. */
+static void service_links(struct na_agent *a, struct na_pod *p, struct strv *env)
+{
+	json_object *el = op_json_at(p->obj, "spec.enableServiceLinks");
+	if (el && !json_object_get_boolean(el))
+		return;
+	json_object *svcs = kube_informer_list(a->svcs, p->ns);
+	for (size_t i = 0; svcs && i < json_object_array_length(svcs); i++) {
+		json_object *s = json_object_array_get_idx(svcs, i);
+		const char *ip = op_json_str_at(s, "spec.clusterIP");
+		const char *name = kube_obj_name(s);
+		json_object *ports = op_json_at(s, "spec.ports");
+		if (!ip || !*ip || !strcmp(ip, "None") || !name || !ports ||
+		    !json_object_array_length(ports))
+			continue;
+		char up[256];
+		size_t k = 0;
+		for (; name[k] && k < sizeof(up) - 1; k++)
+			up[k] = name[k] == '-' ? '_' : (char)(name[k] >= 'a' && name[k] <= 'z'
+								 ? name[k] - 32 : name[k]);
+		up[k] = '\0';
+		for (size_t j = 0; j < json_object_array_length(ports); j++) {
+			json_object *pt = json_object_array_get_idx(ports, j);
+			json_object *pn = op_json_at(pt, "port");
+			const char *proto = op_json_str_at(pt, "protocol");
+			const char *pname = op_json_str_at(pt, "name");
+			int port = pn ? json_object_get_int(pn) : 0;
+			char lp[16];
+			snprintf(lp, sizeof(lp), "%s", proto && !strcmp(proto, "UDP") ? "udp" : "tcp");
+			_cleanup_free_ char *portv = op_asprintf("%d", port);
+			_cleanup_free_ char *url = op_asprintf("%s://%s:%d", lp, ip, port);
+			if (j == 0) {
+				_cleanup_free_ char *h = op_asprintf("%s_SERVICE_HOST", up);
+				_cleanup_free_ char *sp = op_asprintf("%s_SERVICE_PORT", up);
+				_cleanup_free_ char *dp = op_asprintf("%s_PORT", up);
+				env_set(env, h, ip);
+				env_set(env, sp, portv);
+				env_set(env, dp, url);
+			}
+			if (pname && *pname) {
+				char pu[128];
+				size_t q = 0;
+				for (; pname[q] && q < sizeof(pu) - 1; q++)
+					pu[q] = pname[q] == '-' ? '_' : (char)(pname[q] >= 'a' && pname[q] <= 'z'
+									? pname[q] - 32 : pname[q]);
+				pu[q] = '\0';
+				_cleanup_free_ char *np = op_asprintf("%s_SERVICE_PORT_%s", up, pu);
+				env_set(env, np, portv);
+			}
+			char LP[4] = { (char)(lp[0] - 32), (char)(lp[1] - 32), (char)(lp[2] - 32), 0 };
+			_cleanup_free_ char *base = op_asprintf("%s_PORT_%d_%s", up, port, LP);
+			_cleanup_free_ char *bp = op_asprintf("%s_PROTO", base);
+			_cleanup_free_ char *bpo = op_asprintf("%s_PORT", base);
+			_cleanup_free_ char *ba = op_asprintf("%s_ADDR", base);
+			env_set(env, base, url);
+			env_set(env, bp, lp);
+			env_set(env, bpo, portv);
+			env_set(env, ba, ip);
+		}
+	}
+	if (svcs)
+		json_object_put(svcs);
+}
+
+static int build_env(struct na_agent *a, struct na_pod *p, json_object *spec, int pg_major,
 		     struct strv *env, struct op_err *err)
 {
 	const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	_cleanup_free_ char *pgpath = op_asprintf("%s:%s", NA_PG_BIN, path);
-	env_set(env, "PATH", pg ? pgpath : path);
+	/* a PostgreSQL image provides its major's binaries on PATH */
+	_cleanup_free_ char *pgbin = op_asprintf(NA_PG_BIN_FMT, pg_major);
+	_cleanup_free_ char *pgpath = op_asprintf("%s:%s", pgbin, path);
+	env_set(env, "PATH", pg_major > 0 ? pgpath : path);
 	env_set(env, "HOSTNAME", p->name);
 	env_set(env, "HOME", "/root");
 	env_set(env, "KUBERNETES_SERVICE_HOST", a->net.kube_svc_ip);
@@ -109,6 +178,7 @@ static int build_env(struct na_agent *a, struct na_pod *p, json_object *spec, bo
 	const char *owner = getenv("PGOP_E2E_OWNER");
 	if (owner)
 		env_set(env, "PGOP_E2E_OWNER", owner);
+	service_links(a, p, env);
 	json_object *from = op_json_at(spec, "envFrom");
 	for (size_t i = 0; from && i < json_object_array_length(from); i++) {
 		json_object *f = json_object_array_get_idx(from, i), *ref, *obj = NULL;
@@ -243,7 +313,8 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	enum na_image_kind kind = na_image_kind(op_json_str_at(spec, "image"));
 	struct strv env = { 0 }, argv = { 0 };
 	json_object *doc = json_object_new_object(), *mounts = json_object_new_array();
-	int rc = build_env(a, p, spec, kind == NA_IMAGE_POSTGRES, &env, err);
+	int pg_major = kind == NA_IMAGE_POSTGRES ? na_image_pg_major(op_json_str_at(spec, "image")) : 0;
+	int rc = build_env(a, p, spec, pg_major, &env, err);
 	if (rc < 0)
 		goto out;
 	json_object *cmd = op_json_at(spec, "command"), *args = op_json_at(spec, "args");
@@ -326,7 +397,41 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	json_object *fsg = op_json_at(p->obj, "spec.securityContext.fsGroup");
 	if (fsg)
 		op_json_append(groups, json_object_new_int64(json_object_get_int64(fsg)));
+	json_object *sup = op_json_at(p->obj, "spec.securityContext.supplementalGroups");
+	for (size_t i = 0; sup && i < json_object_array_length(sup); i++)
+		op_json_append(groups, json_object_new_int64(
+					       json_object_get_int64(json_object_array_get_idx(sup, i))));
 	op_json_set(doc, "groups", groups);
+	/* securityContext (na_podspec_check refused what is not honoured here) */
+	json_object *ro = op_json_at(spec, "securityContext.readOnlyRootFilesystem");
+	op_json_set(doc, "read_only_root", json_object_new_boolean(ro && json_object_get_boolean(ro)));
+	json_object *ape = op_json_at(spec, "securityContext.allowPrivilegeEscalation");
+	op_json_set(doc, "no_new_privs", json_object_new_boolean(ape && !json_object_get_boolean(ape)));
+	json_object *drop = op_json_at(spec, "securityContext.capabilities.drop");
+	op_json_set(doc, "drop_all_caps", json_object_new_boolean(drop && json_object_array_length(drop)));
+	/* resources.limits: cgroups the container joins before exec */
+	int64_t mem = 0, cpu = 0;
+	const char *ml = op_json_str_at(spec, "resources.limits.memory");
+	const char *cl = op_json_str_at(spec, "resources.limits.cpu");
+	if (ml && na_quantity_parse(ml, 1, &mem) < 0)
+		mem = 0;
+	if (cl && na_quantity_parse(cl, 1000, &cpu) < 0)
+		cpu = 0;
+	if (c->cgroups) {
+		na_cgroup_remove(c->cgroups);
+		free(c->cgroups);
+		c->cgroups = NULL;
+	}
+	if (mem || cpu) {
+		_cleanup_free_ char *cgname = op_asprintf("%.8s-%s%s", p->uid, c->init ? "init-" : "",
+							  c->name);
+		if ((rc = na_cgroup_create(cgname, mem, cpu, &c->cgroups, err)) < 0)
+			goto out;
+		json_object *cgs = json_object_new_array();
+		for (size_t i = 0; c->cgroups && c->cgroups[i]; i++)
+			op_json_append(cgs, json_object_new_string(c->cgroups[i]));
+		op_json_set(doc, "cgroups", cgs);
+	}
 	const char *wd = op_json_str_at(spec, "workingDir");
 	if (wd)
 		op_json_set(doc, "cwd", json_object_new_string(wd));

@@ -47,7 +47,9 @@ static json_object *ctr_status(struct na_pod *p, struct na_ctr *c, json_object *
 		op_json_set(state, "terminated", inner);
 	} else {
 		op_json_set(inner, "reason", str(c->reason ? c->reason : "ContainerCreating"));
-		if (p->waiting_msg && !c->ever_started)
+		if (c->msg)
+			op_json_set(inner, "message", str(c->msg));
+		else if (p->waiting_msg && !c->ever_started)
 			op_json_set(inner, "message", str(p->waiting_msg));
 		op_json_set(state, "waiting", inner);
 	}

@@ -309,6 +309,203 @@ static void test_kubelet_logs(void **state)
 	op_buf_done(&b);
 }
 
+/* ------------------------------------------------------------ podspec.c */
+
+static bool only_16_missing(int major, void *userdata)
+{
+	(void)userdata;
+	return major != 16;
+}
+
+static const struct na_host host_all = { .memory_cgroup = true, .cpu_cgroup = true,
+					 .no_cgroup_why = "none" };
+
+/* A pod as the API server stores pgop's Helm-chart controller Pod (defaults included). */
+#define CHART_POD                                                                                 \
+	"{\"spec\":{\"containers\":[{\"name\":\"controller\",\"image\":\"ghcr.io/pgop/pgop:0.1.0\","  \
+	"\"imagePullPolicy\":\"IfNotPresent\",\"command\":[\"pgop\"],\"args\":[\"controller\"],"      \
+	"\"env\":[{\"name\":\"POD_NAME\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\","          \
+	"\"fieldPath\":\"metadata.name\"}}}],\"ports\":[{\"name\":\"https\",\"containerPort\":9443,"   \
+	"\"protocol\":\"TCP\"}],\"readinessProbe\":{\"httpGet\":{\"path\":\"/readyz\",\"port\":"      \
+	"\"https\",\"scheme\":\"HTTPS\"},\"periodSeconds\":2,\"failureThreshold\":3,"                  \
+	"\"timeoutSeconds\":1,\"successThreshold\":1},\"resources\":{\"requests\":{\"cpu\":\"50m\","   \
+	"\"memory\":\"32Mi\"},\"limits\":{\"memory\":\"128Mi\"}},\"securityContext\":"                \
+	"{\"allowPrivilegeEscalation\":false,\"readOnlyRootFilesystem\":true,"                         \
+	"\"capabilities\":{\"drop\":[\"ALL\"]}},\"terminationMessagePath\":\"/dev/termination-log\","  \
+	"\"terminationMessagePolicy\":\"File\",\"volumeMounts\":[{\"name\":\"kube-api-access-x\","       \
+	"\"readOnly\":true,\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\"}]}],"         \
+	"\"securityContext\":{\"runAsNonRoot\":true,\"runAsUser\":10001,\"runAsGroup\":10001},"         \
+	"\"serviceAccountName\":\"r1-pgop\",\"serviceAccount\":\"r1-pgop\",\"nodeName\":\"n\","        \
+	"\"restartPolicy\":\"Always\",\"terminationGracePeriodSeconds\":30,\"dnsPolicy\":"               \
+	"\"ClusterFirst\",\"schedulerName\":\"default-scheduler\",\"enableServiceLinks\":true,"         \
+	"\"priority\":0,\"preemptionPolicy\":\"PreemptLowerPriority\",\"tolerations\":[{\"key\":"      \
+	"\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\","           \
+	"\"tolerationSeconds\":300}],\"volumes\":[{\"name\":\"kube-api-access-x\",\"projected\":"       \
+	"{\"defaultMode\":420,\"sources\":[{\"serviceAccountToken\":{\"expirationSeconds\":3607,"      \
+	"\"path\":\"token\"}},{\"configMap\":{\"name\":\"kube-root-ca.crt\",\"items\":[{\"key\":"    \
+	"\"ca.crt\",\"path\":\"ca.crt\"}]}},{\"downwardAPI\":{\"items\":[{\"fieldRef\":{\"apiVersion\":" \
+	"\"v1\",\"fieldPath\":\"metadata.namespace\"},\"path\":\"namespace\"}]}}]}}]}}"
+
+/* pgop's instance Pod (reconciler/objects_pod.c) with API defaults. */
+#define INSTANCE_POD(image)                                                                      \
+	"{\"spec\":{\"initContainers\":[{\"name\":\"bootstrap-controller\",\"image\":\"pgop:latest\"," \
+	"\"command\":[\"pgop\",\"bootstrap\",\"/controller/pgop\"],\"volumeMounts\":[{\"name\":"    \
+	"\"controller\",\"mountPath\":\"/controller\"}],\"resources\":{}}],\"containers\":[{\"name\":" \
+	"\"postgres\",\"image\":\"" image "\",\"command\":[\"/controller/pgop\",\"instance\","        \
+	"\"run\"],\"ports\":[{\"name\":\"status\",\"containerPort\":8000,\"protocol\":\"TCP\"}],"   \
+	"\"startupProbe\":{\"httpGet\":{\"path\":\"/startupz\",\"port\":8000,\"scheme\":\"HTTPS\"},"  \
+	"\"periodSeconds\":10,\"timeoutSeconds\":5,\"failureThreshold\":360},\"env\":[{\"name\":"    \
+	"\"PGDATA\",\"value\":\"/var/lib/postgresql/data/pgdata\"}],\"volumeMounts\":[{\"name\":"    \
+	"\"pgdata\",\"mountPath\":\"/var/lib/postgresql/data\"},{\"name\":\"ca\",\"mountPath\":"     \
+	"\"/run/pgop/certs/ca\",\"readOnly\":true}]}],\"volumes\":[{\"name\":\"pgdata\","            \
+	"\"persistentVolumeClaim\":{\"claimName\":\"c-1\"}},{\"name\":\"controller\",\"emptyDir\":{}}," \
+	"{\"name\":\"ca\",\"secret\":{\"secretName\":\"c-ca\",\"defaultMode\":420,\"items\":"       \
+	"[{\"key\":\"ca.crt\",\"path\":\"ca.crt\"}]}}],\"securityContext\":{\"runAsUser\":26,"      \
+	"\"runAsGroup\":26,\"fsGroup\":26,\"runAsNonRoot\":true},\"hostname\":\"c-1\","               \
+	"\"terminationGracePeriodSeconds\":1800}}"
+
+static void check_pod(const char *text, const struct na_host *h, int want_rc,
+		      const char *want_reason, const char *want_msg)
+{
+	json_object *pod = J(text);
+	struct na_refusal r;
+	int rc = na_podspec_check(pod, h, &r);
+	if (rc != want_rc)
+		fail_msg("rc %d, want %d (%s)", rc, want_rc, r.message ? r.message : "");
+	if (want_reason)
+		assert_string_equal(r.reason, want_reason);
+	if (want_msg) {
+		assert_non_null(r.message);
+		if (!strstr(r.message, want_msg))
+			fail_msg("message '%s' lacks '%s'", r.message, want_msg);
+	}
+	na_refusal_done(&r);
+	json_object_put(pod);
+}
+
+static void test_podspec_table(void **state)
+{
+	(void)state;
+	/* what pgop's chart and reconciler set is accepted */
+	check_pod(CHART_POD, &host_all, 0, NULL, NULL);
+	check_pod(INSTANCE_POD("ghcr.io/cloudnative-pg/postgresql:15"), &host_all, 0, NULL, NULL);
+	/* a memory limit without a usable cgroup is refused, saying so */
+	struct na_host nocg = { .no_cgroup_why = "no writable cgroup" };
+	check_pod(CHART_POD, &nocg, -ENOTSUP, "CreateContainerConfigError",
+		  "spec.containers[0].resources.limits.memory: no writable cgroup");
+	/* unknown fields and values the agent cannot honour: refused, named */
+	static const struct {
+		const char *pod, *field;
+	} bad[] = {
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\",\"lifecycle\":{\"preStop\":{}}}]}}",
+		  "spec.containers[0].lifecycle: not supported" },
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\",\"securityContext\":"
+		  "{\"privileged\":true}}]}}",
+		  "spec.containers[1].securityContext.privileged: only false" },
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\",\"securityContext\":{\"capabilities\":"
+		  "{\"add\":[\"NET_ADMIN\"]}}}]}}",
+		  "spec.containers[0].securityContext.capabilities.add" },
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\",\"securityContext\":{\"capabilities\":"
+		  "{\"drop\":[\"NET_RAW\"]}}}]}}",
+		  "capabilities.drop: only [ALL]" },
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\",\"livenessProbe\":{\"grpc\":{\"port\":1}}}]}}",
+		  "spec.containers[0].livenessProbe.grpc" },
+		{ "{\"spec\":{\"hostNetwork\":true,\"containers\":[{\"name\":\"a\"}]}}",
+		  "spec.hostNetwork: not supported" },
+		{ "{\"spec\":{\"volumes\":[{\"name\":\"v\",\"hostPath\":{\"path\":\"/\"}}]}}",
+		  "spec.volumes[0].hostPath" },
+		{ "{\"spec\":{\"volumes\":[{\"name\":\"v\",\"emptyDir\":{\"medium\":\"HugePages\"}}]}}",
+		  "spec.volumes[0].emptyDir.medium: unsupported value" },
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+		  "{\"nvidia.com/gpu\":\"1\"}}}]}}",
+		  "resources.limits.nvidia.com/gpu" },
+		{ "{\"spec\":{\"dnsPolicy\":\"None\"}}", "spec.dnsPolicy: only ClusterFirst" },
+		{ "{\"spec\":{\"volumes\":[{\"name\":\"v\",\"emptyDir\":{\"sizeLimit\":\"1Gi\"}}]}}",
+		  "spec.volumes[0].emptyDir.sizeLimit: only enforced for medium: Memory" },
+		{ "{\"spec\":{\"initContainers\":[{\"name\":\"i\",\"restartPolicy\":\"Always\"}]}}",
+		  "spec.initContainers[0].restartPolicy" },
+		{ "{\"spec\":{\"containers\":[{\"name\":\"a\",\"env\":[{\"name\":\"X\",\"valueFrom\":"
+		  "{\"resourceFieldRef\":{\"resource\":\"limits.cpu\"}}}]}]}}",
+		  "spec.containers[0].env[0].valueFrom.resourceFieldRef" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_pod(bad[i].pod, &host_all, -ENOTSUP, "CreateContainerConfigError", bad[i].field);
+	check_pod("{\"spec\":{\"volumes\":[{\"name\":\"v\",\"emptyDir\":{\"medium\":\"Memory\","
+		  "\"sizeLimit\":\"16Mi\"}}]}}",
+		  &host_all, 0, NULL, NULL);
+	/* runAsNonRoot with uid 0 (or none: the image's root) */
+	check_pod("{\"spec\":{\"securityContext\":{\"runAsNonRoot\":true},\"containers\":"
+		  "[{\"name\":\"a\"}]}}",
+		  &host_all, -EPERM, "CreateContainerConfigError",
+		  "spec.containers[0].securityContext.runAsNonRoot");
+	check_pod("{\"spec\":{\"containers\":[{\"name\":\"a\",\"securityContext\":"
+		  "{\"runAsNonRoot\":true,\"runAsUser\":0}}]}}",
+		  &host_all, -EPERM, NULL, "runAsUser 0");
+	check_pod("{\"spec\":{\"securityContext\":{\"runAsNonRoot\":true,\"runAsUser\":0},"
+		  "\"containers\":[{\"name\":\"a\",\"securityContext\":{\"runAsUser\":5}}]}}",
+		  &host_all, 0, NULL, NULL);
+	/* an image major not installed on this node: ErrImagePull, the contract's message */
+	struct na_host no16 = host_all;
+	no16.pg_major_installed = only_16_missing;
+	check_pod(INSTANCE_POD("ghcr.io/cloudnative-pg/postgresql:16.2"), &no16, -ENOENT,
+		  "ErrImagePull",
+		  "PostgreSQL 16 is not installed on this node (image "
+		  "ghcr.io/cloudnative-pg/postgresql:16.2)");
+	check_pod(INSTANCE_POD("ghcr.io/cloudnative-pg/postgresql:17beta1"), &no16, 0, NULL, NULL);
+	/* the pgop image is not a PostgreSQL image */
+	check_pod(CHART_POD, &no16, 0, NULL, NULL);
+}
+
+static void test_pg_major(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *image;
+		int major;
+	} cases[] = {
+		{ "ghcr.io/cloudnative-pg/postgresql:16", 16 },
+		{ "ghcr.io/cloudnative-pg/postgresql:16.2", 16 },
+		{ "ghcr.io/cloudnative-pg/postgresql:17beta1", 17 },
+		{ "ghcr.io/cloudnative-pg/postgresql:18rc1", 18 },
+		{ "ghcr.io/cloudnative-pg/postgresql:15.4-bookworm", 15 },
+		{ "localhost:5000/postgres:14", 14 },
+		{ "postgres:13.1@sha256:abc", 13 },
+		{ "ghcr.io/cloudnative-pg/postgresql", -1 },
+		{ "localhost:5000/postgresql", -1 },
+		{ "postgres:latest", -1 },
+		{ "postgres:1", -1 },
+		{ "postgres:16x", -1 },
+		{ NULL, -1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (na_image_pg_major(cases[i].image) != cases[i].major)
+			fail_msg("%s: %d, want %d", cases[i].image ? cases[i].image : "NULL",
+				 na_image_pg_major(cases[i].image), cases[i].major);
+}
+
+static void test_quantity(void **state)
+{
+	(void)state;
+	int64_t v;
+	assert_int_equal(na_quantity_parse("128Mi", 1, &v), 0);
+	assert_int_equal(v, 128LL << 20);
+	assert_int_equal(na_quantity_parse("1G", 1, &v), 0);
+	assert_int_equal(v, 1000000000LL);
+	assert_int_equal(na_quantity_parse("500m", 1000, &v), 0);
+	assert_int_equal(v, 500);
+	assert_int_equal(na_quantity_parse("1.5", 1000, &v), 0);
+	assert_int_equal(v, 1500);
+	assert_int_equal(na_quantity_parse("2", 1000, &v), 0);
+	assert_int_equal(v, 2000);
+	assert_int_equal(na_quantity_parse("1.5Gi", 1, &v), 0);
+	assert_int_equal(v, 3LL << 29);
+	assert_int_equal(na_quantity_parse("", 1, &v), -EINVAL);
+	assert_int_equal(na_quantity_parse("12Qi", 1, &v), -EINVAL);
+	assert_int_equal(na_quantity_parse("-1", 1, &v), -EINVAL);
+	assert_int_equal(na_quantity_parse(NULL, 1, &v), -EINVAL);
+	assert_int_equal(na_quantity_parse("99999999999Ti", 1, &v), -ERANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,7 +514,8 @@ int main(void)
 		cmocka_unit_test(test_nft_render), cmocka_unit_test(test_hosts),
 		cmocka_unit_test(test_field_ref),  cmocka_unit_test(test_expand_vars),
 		cmocka_unit_test(test_files),      cmocka_unit_test(test_run),
-		cmocka_unit_test(test_kubelet_logs),
+		cmocka_unit_test(test_kubelet_logs), cmocka_unit_test(test_podspec_table),
+		cmocka_unit_test(test_pg_major),     cmocka_unit_test(test_quantity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

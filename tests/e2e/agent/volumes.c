@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,6 +197,25 @@ static int one_volume(struct na_agent *a, struct na_pod *p, json_object *v, stru
 		bool fresh = access(dir, F_OK) != 0;
 		if ((rc = na_mkdir_p(dir, 0777, err)) < 0)
 			return rc;
+		const char *medium = op_json_str_at(v, "emptyDir.medium");
+		if (fresh && medium && !strcmp(medium, "Memory")) {
+			/* a tmpfs (sizeLimit = its size), unmounted by na_volumes_release */
+			int64_t size = 0;
+			const char *sl = op_json_str_at(v, "emptyDir.sizeLimit");
+			if (sl && na_quantity_parse(sl, 1, &size) < 0)
+				size = 0;
+			json_object *g = op_json_at(p->obj, "spec.securityContext.fsGroup");
+			_cleanup_free_ char *opts =
+				size > 0 ? op_asprintf("mode=0777,gid=%lld,size=%lld",
+						       g ? (long long)json_object_get_int64(g) : 0LL,
+						       (long long)size)
+					 : op_asprintf("mode=0777,gid=%lld",
+						       g ? (long long)json_object_get_int64(g) : 0LL);
+			if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+				return op_err_set(err, -errno, "volume %s: tmpfs on %s: %s", name, dir,
+						  strerror(errno));
+			return 0;
+		}
 		if (fresh)
 			chmod(dir, 0777); /* kubelet: emptyDir is world-writable */
 		json_object *fsg = op_json_at(p->obj, "spec.securityContext.fsGroup");
@@ -241,6 +261,20 @@ static int one_volume(struct na_agent *a, struct na_pod *p, json_object *v, stru
 		return 0;
 	}
 	return op_err_set(err, -ENOTSUP, "volume %s: unsupported type", name);
+}
+
+void na_volumes_release(struct na_agent *a, struct na_pod *p)
+{
+	json_object *vols = op_json_at(p->obj, "spec.volumes");
+	for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
+		json_object *v = json_object_array_get_idx(vols, i);
+		const char *medium = op_json_str_at(v, "emptyDir.medium");
+		const char *n = op_json_str_at(v, "name");
+		if (!n || !medium || strcmp(medium, "Memory") || strchr(n, '/'))
+			continue;
+		_cleanup_free_ char *dir = op_asprintf("%s/volumes/pod-%s/%s", a->state_dir, p->uid, n);
+		umount2(dir, MNT_DETACH);
+	}
 }
 
 char *na_volume_dir(struct na_agent *a, struct na_pod *p, const char *name)
