@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube/kube.h"
@@ -111,6 +112,13 @@ static int sa_token(struct na_agent *a, struct na_pod *p, const char *dir, json_
 	const char *path = op_json_str_at(src, "path");
 	const char *aud = op_json_str_at(src, "audience");
 	json_object *exp = op_json_at(src, "expirationSeconds");
+	/* like the kubelet: a new token once 80 % of its lifetime has passed, not at
+	 * every 15 s refresh (a TokenRequest per pod every 15 s loaded the apiserver) */
+	long long ttl = exp ? (long long)json_object_get_int64(exp) : 3607LL;
+	_cleanup_free_ char *tokf = op_asprintf("%s/%s", dir, path && *path ? path : "token");
+	struct stat tst;
+	if (stat(tokf, &tst) == 0 && time(NULL) - tst.st_mtime < ttl * 8 / 10)
+		return 0;
 	struct op_buf body = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int rc = op_buf_addf(&body,
 			     "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
