@@ -3,8 +3,9 @@
  * It serves the admission webhooks (plus health and metrics) over HTTPS on
  * every replica and runs the Cluster reconciler on the holder of the Lease
  * (reconciler/start.h: cluster access is retried with back-off and /readyz
- * fails until the reconciler runs); only --webhooks-only serves the webhooks
- * alone.
+ * fails until the reconciler runs) and, on every replica, the aggregated live
+ * API (apiserver/) over the same listener; only --webhooks-only serves the
+ * webhooks alone.
  *
  * Signals are blocked in every thread (the mask is set before the server
  * starts its threads) and taken synchronously by the main thread with
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "apiserver/apiserver.h"
+#include "apiserver/source.h"
 #include "cmd/cmd.h"
 #include "cmd/controller_certs.h"
 #include "cmd/controller_reconcile.h"
@@ -43,7 +46,7 @@ struct controller_opts {
 	unsigned drain_s;
 	unsigned timeout_s;
 	unsigned max_connections;
-	struct controller_certs_opts certs; /* --tls-secret mode (cmd/controller_certs.c) */
+	struct pki_cm_run_opts certs; /* --tls-secret mode (pki/cm_run.h) */
 	struct controller_reconcile_opts rec; /* reconciler (cmd/controller_reconcile.c) */
 };
 
@@ -76,7 +79,7 @@ static const struct cmd_flag controller_flags[] = {
 static const char controller_usage[] =
 	"Usage: pgop controller --tls-cert-file FILE --tls-key-file FILE [flags]\n"
 	"Serves the Cluster admission webhooks (" MUTATE_PATH ",\n" VALIDATE_PATH
-	"), /healthz, /readyz and /metrics over HTTPS.\n\nFlags:\n";
+	"), the aggregated live API\n(/apis/" AS_GROUP_VERSION "), /healthz, /readyz and /metrics over HTTPS.\n\nFlags:\n";
 
 static int handle_review(enum wh_kind kind, const struct op_http_request *req,
 			 struct op_http_reply *rep, struct op_err *err)
@@ -99,6 +102,7 @@ static int handle_validate(void *ud, const struct op_http_request *req,
 static const struct op_http_route controller_routes[] = {
 	{ "POST", MUTATE_PATH, handle_mutate },
 	{ "POST", VALIDATE_PATH, handle_validate },
+	AS_HTTP_ROUTES, /* the aggregated live API (apiserver/) */
 };
 
 /* /readyz: the self-managed certificates' part (when any) and the reconciler's. */
@@ -173,7 +177,7 @@ int cmd_controller(int argc, char **argv)
 		return 0;
 	if (r)
 		return 2;
-	if ((!o.cert_file || !o.key_file) && !controller_certs_self(&o.certs)) {
+	if ((!o.cert_file || !o.key_file) && !pki_cm_run_self(&o.certs)) {
 		fputs("pgop controller: --tls-cert-file and --tls-key-file are required\n"
 		      "Try 'pgop controller --help'.\n",
 		      stderr);
@@ -198,41 +202,60 @@ int cmd_controller(int argc, char **argv)
 	};
 	struct op_http_server *srv = NULL;
 	struct op_err err = OP_ERR_INIT;
-	struct controller_certs *certs = NULL;
-	bool self = !o.cert_file && controller_certs_self(&o.certs);
-	if (self && controller_certs_prepare(&o.certs, o.kubeconfig, &cfg, &certs, &err) < 0) {
+	struct pki_cm_run *certs = NULL;
+	bool self = !o.cert_file && pki_cm_run_self(&o.certs);
+	if (!o.certs.apiservice) /* the chart's APIService; "" = none */
+		o.certs.apiservice = AS_APISERVICE_NAME;
+	if (self && pki_cm_run_prepare(&o.certs, o.kubeconfig, &cfg, &certs, &err) < 0) {
 		op_log_error("cannot set up self-managed certificates", "error", err.msg);
 		return 1;
 	}
 	struct rc_runner *rec = NULL;
 	if (controller_reconcile_start(&o.rec, o.kubeconfig, &rec, &err) < 0) {
 		op_log_error("cannot start the reconciler", "error", err.msg);
-		controller_certs_free(certs);
+		pki_cm_run_free(certs);
 		return 1;
 	}
-	struct readiness rd = { cfg.ready_fn, cfg.userdata, rec };
+	struct as_server *live = NULL;
+	if (rec) { /* the live API reads the reconciler's caches once it runs */
+		struct as_config ac = { .timeout_ms = o.rec.status_timeout_ms };
+		as_source_reconciler(rec, &ac.source);
+		if (as_new(&ac, &live, &err) < 0) {
+			op_log_error("cannot start the live API", "error", err.msg);
+			rc_runner_free(rec);
+			pki_cm_run_free(certs);
+			return 1;
+		}
+		cfg.request_client_cert = true; /* front-proxy certificate, never required */
+		if (!o.threads) /* a live request may wait for instances (<= 2.5 s) */
+			cfg.threads = AS_HTTP_THREADS_DEFAULT;
+	}
+	struct readiness rd = { cfg.ready_fn, cfg.ready_userdata, rec };
 	cfg.ready_fn = ready;
-	cfg.userdata = &rd;
+	cfg.ready_userdata = &rd;
+	cfg.userdata = live; /* handlers: the live API's (webhook handlers take none) */
 	r = op_http_server_start(&cfg, &srv, &err);
 	if (r >= 0 && certs)
-		r = controller_certs_start(certs, srv, &err);
+		r = pki_cm_run_start(certs, srv, &err);
 	if (r < 0) {
 		op_log_error("cannot start the HTTPS server", "error", err.msg);
-		rc_runner_free(rec);
-		controller_certs_free(certs);
 		op_http_server_free(srv);
+		as_free(live);
+		rc_runner_free(rec);
+		pki_cm_run_free(certs);
 		return 1;
 	}
 	char port[8];
 	snprintf(port, sizeof(port), "%u", op_http_server_port(srv));
 	op_log_info("serving HTTPS", "listen", o.listen ? o.listen : "0.0.0.0:9443", "port", port,
-		    "version", PGOP_VERSION);
+		    "version", PGOP_VERSION, "live_api", live ? "true" : "false");
 
 	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5, !self);
 	op_http_server_set_ready(srv, false);
-	rc_runner_free(rec); /* stops reconciling, releases its Lease */
-	controller_certs_free(certs); /* stops swapping certificates, releases the Lease */
-	op_http_server_free(srv); /* drains requests in flight */
+	pki_cm_run_free(certs); /* stops swapping certificates, releases the Lease */
+	op_http_server_free(srv); /* drains requests in flight (live API ones too) */
+	as_free(live);          /* waits for its fetch threads */
+	rc_runner_free(rec);    /* stops reconciling, releases its Lease */
 	op_log_info("stopped");
 	return rc;
 }

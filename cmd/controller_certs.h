@@ -1,46 +1,23 @@
-/* cmd/controller_certs.h - certificate mode "self" of `pgop controller`:
- * the certificate manager (pki/certmanager.h) on the Lease holder, hot swap
- * of the serving certificate from its Secret on every replica, and a
- * readiness check that the served certificate is trusted by the current
- * caBundle of the validating webhook configuration.
- *
- * Used by cmd/controller.c only: its flags are spliced into the controller's
- * flag table with CONTROLLER_CERTS_FLAGS, its options live in the
- * controller's options struct.
+/* cmd/controller_certs.h - the flags of certificate mode "self" of `pgop
+ * controller` (--tls-secret ...): rows spliced into the controller's flag
+ * table with CONTROLLER_CERTS_FLAGS, values in struct pki_cm_run_opts
+ * (pki/cm_run.h, which runs the certificate manager).
  */
 #ifndef PGOP_CMD_CONTROLLER_CERTS_H
 #define PGOP_CMD_CONTROLLER_CERTS_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "cmd/flags.h"
-#include "support/err.h"
-#include "support/http_server.h"
-
-/* Flag values; strings borrowed from argv. */
-struct controller_certs_opts {
-	const char *tls_secret;
-	const char *ca_secret;
-	const char *service;
-	const char *ns;
-	const char *mutating;
-	const char *validating;
-	const char *lease;
-	const char *ca_lifetime;
-	const char *cert_lifetime;
-	const char *renew_fraction;
-	unsigned check_s;
-	unsigned settle_s;
-};
+#include "pki/cm_run.h"
 
 #define CONTROLLER_CERTS_FLAG(name, type, field, max, metavar, help)                               \
 	{ name, 0, type, offsetof(struct controller_opts, certs) +                                 \
-				 offsetof(struct controller_certs_opts, field),                    \
+				 offsetof(struct pki_cm_run_opts, field),                    \
 	  max, metavar, help }
 
 /* Rows for the controller's flag table (struct controller_opts must have a
- * member `struct controller_certs_opts certs`). */
+ * member `struct pki_cm_run_opts certs`). */
 #define CONTROLLER_CERTS_FLAGS                                                                     \
 	CONTROLLER_CERTS_FLAG("tls-secret", CMD_FLAG_STRING, tls_secret, 0, "NAME",                \
 			      "self-managed certificates: the serving kubernetes.io/tls Secret "   \
@@ -57,6 +34,9 @@ struct controller_certs_opts {
 	CONTROLLER_CERTS_FLAG("validating-webhook", CMD_FLAG_STRING, validating, 0, "NAME",        \
 			      "ValidatingWebhookConfiguration whose caBundle is kept current "     \
 			      "(and gates /readyz)"),                                               \
+	CONTROLLER_CERTS_FLAG("apiservice", CMD_FLAG_STRING, apiservice, 0, "NAME",                \
+			      "APIService whose caBundle is kept current while it points at "      \
+			      "--service (default v1.live.postgresql.cnpg.io; \"\" = none)"),      \
 	CONTROLLER_CERTS_FLAG("cert-lease", CMD_FLAG_STRING, lease, 0, "NAME",                     \
 			      "Lease electing the certificate writer (default <tls-secret>-certs)"), \
 	CONTROLLER_CERTS_FLAG("ca-lifetime", CMD_FLAG_STRING, ca_lifetime, 0, "DURATION",          \
@@ -71,29 +51,5 @@ struct controller_certs_opts {
 	CONTROLLER_CERTS_FLAG("cert-settle", CMD_FLAG_UINT, settle_s, 3600, "SECONDS",             \
 			      "wait between trusting a new CA and serving from it, and between "   \
 			      "serving a new leaf and dropping the old CA (default 10)")
-
-/* True when the options ask for self-managed certificates (--tls-secret). */
-bool controller_certs_self(const struct controller_certs_opts *o);
-
-struct controller_certs;
-
-/* Self mode: checks the options, connects to the cluster (kubeconfig as for
- * kube_config_load), makes a throwaway certificate for the server to start
- * with (never trusted, so /readyz stays false until the real one is served)
- * and fills cfg->cert_pem/key_pem/ready_fn/userdata (pointing into the
- * returned object, which must outlive the server). Errors are returned with
- * err set (bad flag values, no cluster access). */
-int controller_certs_prepare(const struct controller_certs_opts *o, const char *kubeconfig,
-			     struct op_http_config *cfg, struct controller_certs **ret,
-			     struct op_err *err);
-
-/* Starts the watches (serving Secret, validating configuration), the Lease
- * candidate and the certificate manager thread. srv is borrowed. */
-int controller_certs_start(struct controller_certs *cc, struct op_http_server *srv,
-			   struct op_err *err);
-
-/* Stops everything (releasing the Lease) and frees. Accepts NULL. Call before
- * freeing the server. */
-void controller_certs_free(struct controller_certs *cc);
 
 #endif

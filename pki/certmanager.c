@@ -52,8 +52,15 @@ static void cm_state_done(struct cm_state *s)
 
 static const struct kube_kind *whc_kind(enum pki_cm_whc_kind k)
 {
-	return k == PKI_CM_MUTATING ? KUBE_MUTATINGWEBHOOKCONFIGURATIONS
-				    : KUBE_VALIDATINGWEBHOOKCONFIGURATIONS;
+	return k == PKI_CM_MUTATING     ? KUBE_MUTATINGWEBHOOKCONFIGURATIONS
+	       : k == PKI_CM_VALIDATING ? KUBE_VALIDATINGWEBHOOKCONFIGURATIONS
+					: KUBE_APISERVICES;
+}
+
+static bool is_apiservice(json_object *o)
+{
+	const char *kind = op_json_str_at(o, "kind");
+	return kind && strcmp(kind, "APIService") == 0;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -164,8 +171,26 @@ static int webhook_bundle(json_object *wh, size_t i, char **ret, struct op_err *
 	return 0;
 }
 
+/* An APIService's spec.caBundle as a CA-only bundle. */
+static int apiservice_bundle(json_object *svc, char **ret_pem, struct op_err *err)
+{
+	const char *b64 = op_json_str_at(svc, "spec.caBundle");
+	_cleanup_free_ char *pem = NULL;
+	if (b64 && *b64 &&
+	    op_base64_decode_str(b64, strlen(b64), OP_BASE64_IGNORE_NEWLINES, &pem, NULL, err) < 0)
+		return op_err_prefix(err, "spec.caBundle");
+	_cleanup_(pki_bundle_done) struct pki_bundle b = PKI_BUNDLE_INIT;
+	int r = pki_bundle_parse(pem ? pem : "", &b, err);
+	if (r < 0)
+		return op_err_prefix(err, "spec.caBundle");
+	*ret_pem = pki_bundle_render(&b);
+	return 0;
+}
+
 int pki_cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err)
 {
+	if (is_apiservice(whc))
+		return apiservice_bundle(whc, ret_pem, err);
 	json_object *whs = op_json_at(whc, "webhooks");
 	size_t n = whs && json_object_is_type(whs, json_type_array) ? json_object_array_length(whs) : 0;
 	_cleanup_(pki_bundle_done) struct pki_bundle acc = PKI_BUNDLE_INIT;
@@ -193,6 +218,19 @@ int pki_cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err)
 
 int pki_cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *err)
 {
+	if (is_apiservice(whc)) {
+		_cleanup_free_ char *b64 = op_base64_encode_str(bundle_pem, strlen(bundle_pem), 0);
+		json_object *spec = op_json_at(whc, "spec");
+		if (!spec || !json_object_is_type(spec, json_type_object))
+			return op_err_set(err, -EINVAL, "APIService without spec");
+		const char *cur = op_json_str_at(spec, "caBundle");
+		if (cur && strcmp(cur, b64) == 0)
+			return 0;
+		json_object *v = json_object_new_string(b64);
+		if (!v || op_json_set(spec, "caBundle", v) < 0)
+			return op_err_set(err, -ENOMEM, "cannot set caBundle");
+		return 1;
+	}
 	json_object *whs = op_json_at(whc, "webhooks");
 	if (!whs || !json_object_is_type(whs, json_type_array))
 		return 0;
@@ -314,15 +352,36 @@ static int read_published(struct pki_cm *cm, struct cm_state *s)
 	return 0;
 }
 
+static bool apiservice_ours(struct pki_cm *cm, json_object *svc)
+{
+	const char *name = op_json_str_at(svc, "spec.service.name");
+	const char *ns = op_json_str_at(svc, "spec.service.namespace");
+	return name && ns && strcmp(name, cm->cfg.service) == 0 && strcmp(ns, cm->cfg.ns) == 0;
+}
+
 static int read_state(struct pki_cm *cm, struct cm_state *s, struct op_err *err)
 {
 	const char *ns = cm->cfg.ns;
 	int r = get_opt(cm, KUBE_SECRETS, ns, cm->cfg.ca_secret, &s->ca_obj, err);
 	if (r >= 0)
 		r = get_opt(cm, KUBE_SECRETS, ns, cm->cfg.tls_secret, &s->tls_obj, err);
-	for (size_t i = 0; r >= 0 && i < cm->cfg.n_whcs; i++)
+	for (size_t i = 0; r >= 0 && i < cm->cfg.n_whcs; i++) {
+		bool svc = cm->cfg.whcs[i].kind == PKI_CM_APISERVICE;
+		struct op_err e = OP_ERR_INIT;
 		r = get_opt(cm, whc_kind(cm->cfg.whcs[i].kind), NULL, cm->cfg.whcs[i].name,
-			    &s->whc[i], err);
+			    &s->whc[i], svc ? &e : err);
+		if (r == -EACCES && svc) { /* a chart without the live API: nothing to keep */
+			s->whc[i] = NULL;
+			r = 0;
+		} else if (r < 0 && svc) {
+			op_err_set(err, r, "%s", e.msg);
+		}
+		if (r >= 0 && s->whc[i] && cm->cfg.whcs[i].kind == PKI_CM_APISERVICE &&
+		    !apiservice_ours(cm, s->whc[i])) {
+			json_object_put(s->whc[i]); /* another release's: not ours to keep */
+			s->whc[i] = NULL;
+		}
+	}
 	if (r < 0)
 		return r;
 	read_secrets(cm, s);

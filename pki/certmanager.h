@@ -36,14 +36,18 @@
 #include "kube/kube.h"
 #include "support/err.h"
 
-#define PKI_CM_MAX_WEBHOOK_CONFIGS 4u
+#define PKI_CM_MAX_WEBHOOK_CONFIGS 4u /* webhook configurations and APIServices */
 #define PKI_CM_MIN_LIFETIME_S (PKI_BACKDATE_S + 60) /* usable >= 1 min */
 #define PKI_CM_MAX_STEPS 8u /* actions per round (a full CA rotation is 5) */
 #define PKI_CM_NEXT_CRT "next.crt"
 #define PKI_CM_NEXT_KEY "next.key"
 
-/* Which webhook configuration (both admissionregistration.k8s.io/v1). */
-enum pki_cm_whc_kind { PKI_CM_MUTATING, PKI_CM_VALIDATING };
+/* Which configuration carries a caBundle: a webhook configuration
+ * (admissionregistration.k8s.io/v1, every webhooks[].clientConfig.caBundle)
+ * or an APIService (apiregistration.k8s.io/v1, spec.caBundle; kept only
+ * while its spec.service is this release's Service, so two releases never
+ * fight over the one cluster-wide APIService). */
+enum pki_cm_whc_kind { PKI_CM_MUTATING, PKI_CM_VALIDATING, PKI_CM_APISERVICE };
 
 struct pki_cm_whc {
 	enum pki_cm_whc_kind kind;
@@ -85,13 +89,15 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 
 /* The CA bundle of a webhook configuration object (borrowed): the CA
  * certificates present in the caBundle of EVERY webhook it lists (a CA only
- * one webhook trusts is not trusted by the configuration). *ret_pem owned,
+ * one webhook trusts is not trusted by the configuration); of an APIService,
+ * its spec.caBundle. *ret_pem owned,
  * "" when some webhook has none. -EINVAL when a caBundle is not base64 or
  * holds something that is not a CA certificate (err says which webhook). */
 int pki_cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err);
 
-/* Sets every webhooks[].clientConfig.caBundle of whc (modified in place) to
- * base64(bundle_pem). Returns how many differed (0: nothing to write). */
+/* Sets every webhooks[].clientConfig.caBundle of whc (an APIService: its
+ * spec.caBundle), modified in place, to base64(bundle_pem). Returns how many
+ * differed (0: nothing to write). */
 int pki_cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *err);
 
 /* The four service SANs into out[4] (owned strings; pki_cm_sans_done). */

@@ -106,6 +106,9 @@ static void finish(struct xfer *x, CURLcode code)
 	} else {
 		free(in->error);
 		in->error = NULL;
+		if (in->doc)
+			json_object_put(in->doc);
+		in->doc = TAKE_PTR(st); /* kept for the live API (apiserver/) */
 	}
 	if (st)
 		json_object_put(st);

@@ -259,6 +259,22 @@ bool rc_runner_ready(struct rc_runner *r)
 	return ready;
 }
 
+struct rc_controller *rc_runner_controller(struct rc_runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	struct rc_controller *rc = r->stop ? NULL : r->rc;
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+struct kube_client *rc_runner_client(struct rc_runner *r)
+{
+	pthread_mutex_lock(&r->lock);
+	struct kube_client *kc = r->stop || !r->rc ? NULL : r->kc;
+	pthread_mutex_unlock(&r->lock);
+	return kc;
+}
+
 unsigned rc_runner_failures(struct rc_runner *r)
 {
 	pthread_mutex_lock(&r->lock);

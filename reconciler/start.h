@@ -54,6 +54,12 @@ bool rc_runner_ready(struct rc_runner *r);
 /* Thread-safe: failed attempts to reach the cluster so far (tests, logs). */
 unsigned rc_runner_failures(struct rc_runner *r);
 
+/* Thread-safe: the running controller and its API client (borrowed, valid
+ * until rc_runner_free), or NULL while cluster access is still being retried.
+ * For the live API (apiserver/), which reads the same caches. */
+struct rc_controller *rc_runner_controller(struct rc_runner *r);
+struct kube_client *rc_runner_client(struct rc_runner *r);
+
 /* Stops retrying, stops workers and informers, releases the Lease, frees.
  * Accepts NULL. */
 void rc_runner_free(struct rc_runner *r);

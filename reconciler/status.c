@@ -18,6 +18,8 @@ void rc_instance_done(struct rc_instance *in)
 	free(in->name);
 	free(in->ip);
 	free(in->error);
+	if (in->doc)
+		json_object_put(in->doc);
 	*in = (struct rc_instance){ 0 };
 }
 

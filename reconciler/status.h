@@ -45,6 +45,7 @@ struct rc_instance {
 	bool pg_rewind_running;
 	int streaming_replicas; /* replicationInfo entries with state "streaming" */
 	bool pending_restart;   /* a changed parameter waits for a restart */
+	json_object *doc;       /* owned: the /pg/status answer as received, or NULL */
 };
 void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL */
 

@@ -35,8 +35,8 @@
 #define MAX_DISCARD (16u * 1024 * 1024)
 
 /* Status codes counted individually in pgop_http_requests_total; others go to "other". */
-static const unsigned counted_codes[] = { 200, 400, 401, 403, 404, 405,
-					  413, 415, 500, 503 };
+static const unsigned counted_codes[] = { 200, 201, 400, 401, 403, 404, 405,
+					  409, 413, 415, 422, 429, 500, 503 };
 #define N_CODES (OP_ARRAY_SIZE(counted_codes) + 1)
 
 struct op_http_server {
@@ -53,7 +53,9 @@ struct op_http_server {
 	_Atomic bool ready;
 	_Atomic bool draining;        /* set by op_http_server_free: responses close */
 	void *userdata;
+	void *ready_userdata;
 	bool (*ready_fn)(void *userdata);
+	char *trust_pem;              /* owned: makes gnutls request a client certificate */
 	size_t max_body;
 	unsigned drain_ms;
 	uint16_t port;
@@ -75,6 +77,7 @@ struct req_state {
 	size_t bytes_out;
 	char *method;        /* owned, for the log line */
 	char *path;          /* owned, truncated to MAX_LOGGED_PATH */
+	char *url;           /* owned: the full path (no query), given to handlers */
 	char *error;         /* owned: why a 4xx/5xx was sent, or NULL */
 	unsigned pending;    /* 404/405 decided on the first call, sent on the next */
 	char *pending_allow; /* owned: Allow header for a pending 405 */
@@ -95,7 +98,7 @@ static int handle_readyz(void *ud, const struct op_http_request *req, struct op_
 {
 	struct op_http_server *srv = ud;
 	bool ready = atomic_load_explicit(&srv->ready, memory_order_relaxed) &&
-		     (!srv->ready_fn || srv->ready_fn(srv->userdata));
+		     (!srv->ready_fn || srv->ready_fn(srv->ready_userdata));
 	rep->content_type = "text/plain; charset=utf-8";
 	rep->status = ready ? 200 : 503;
 	return op_buf_adds(&rep->body, ready ? "ok\n" : "not ready\n");
@@ -131,6 +134,15 @@ static const char *route_label(const struct op_http_server *srv, size_t i)
 {
 	const struct op_http_route *r = route_at(srv, i);
 	return r ? r->path : "unmatched";
+}
+
+/* Exact path, or a prefix when the route's path ends in '*'. */
+static bool path_matches(const char *route_path, const char *url)
+{
+	size_t n = strlen(route_path);
+	if (n && route_path[n - 1] == '*')
+		return strncmp(route_path, url, n - 1) == 0;
+	return strcmp(route_path, url) == 0;
 }
 
 static bool method_matches(const char *route_method, const char *method)
@@ -206,7 +218,7 @@ static bool parse_content_length(const char *s, uint64_t *ret)
 
 static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct req_state *rq,
 				   unsigned status, const char *content_type, struct op_buf *body,
-				   const char *allow, bool close)
+				   const char *allow, bool close, const char *hname, const char *hvalue)
 {
 	/* While draining, tell keep-alive clients to go elsewhere. */
 	close = close || atomic_load_explicit(&rq->srv->draining, memory_order_relaxed);
@@ -222,6 +234,8 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct req_state
 						     content_type);
 	if (ok == MHD_YES && allow)
 		ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (ok == MHD_YES && hname && hvalue)
+		ok = MHD_add_response_header(resp, hname, hvalue);
 	if (ok == MHD_YES && close)
 		ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (ok == MHD_YES)
@@ -247,7 +261,7 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct req_state
 	(void)r; /* on overflow the body is empty: the status still says it */
 	free(rq->error);
 	rq->error = op_strdup(msg);
-	return queue_reply(conn, rq, status, "application/json", &b, allow, close);
+	return queue_reply(conn, rq, status, "application/json", &b, allow, close, NULL, NULL);
 }
 
 /* "GET, HEAD" etc. for every route on path. */
@@ -257,7 +271,7 @@ static char *allowed_methods(const struct op_http_server *srv, const char *path)
 	int r = 0;
 	for (size_t i = 0; !r && i < srv->n_paths - 1; i++) {
 		const struct op_http_route *rt = route_at(srv, i);
-		if (strcmp(rt->path, path) != 0)
+		if (!path_matches(rt->path, path))
 			continue;
 		r = op_buf_addf(&b, "%s%s%s", b.len ? ", " : "", rt->method,
 				strcmp(rt->method, "GET") == 0 ? ", HEAD" : "");
@@ -290,7 +304,7 @@ static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connect
 	rq->route = srv->n_paths - 1;
 	for (size_t i = 0; i < srv->n_paths - 1; i++) {
 		const struct op_http_route *rt = route_at(srv, i);
-		if (strcmp(rt->path, url) != 0)
+		if (!path_matches(rt->path, url))
 			continue;
 		path_known = true;
 		if (method_matches(rt->method, method)) {
@@ -303,7 +317,7 @@ static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connect
 			rq->pending = MHD_HTTP_METHOD_NOT_ALLOWED;
 			rq->pending_allow = allowed_methods(srv, url);
 			for (size_t i = 0; i < srv->n_paths - 1; i++) {
-				if (strcmp(route_at(srv, i)->path, url) == 0) {
+				if (path_matches(route_at(srv, i)->path, url)) {
 					rq->route = i; /* count 405s under their path */
 					break;
 				}
@@ -347,10 +361,11 @@ static enum MHD_Result dispatch(struct op_http_server *srv, struct MHD_Connectio
 	const struct op_http_route *rt = route_at(srv, rq->route);
 	struct op_http_request req = {
 		.method = method,
-		.path = rt->path,
+		.path = rq->url,
 		.body = op_buf_str(&rq->body),
 		.body_len = rq->body.len,
 		.peer = rq->peer,
+		.conn = (struct op_http_conn *)conn,
 	};
 	struct op_http_reply rep = {
 		.status = MHD_HTTP_OK,
@@ -367,7 +382,7 @@ static enum MHD_Result dispatch(struct op_http_server *srv, struct MHD_Connectio
 				   err.code ? err.msg : strerror(-r));
 	}
 	enum MHD_Result ok = queue_reply(conn, rq, rep.status, rep.content_type, &rep.body,
-					 NULL, false);
+					 NULL, false, rep.header_name, rep.header_value);
 	op_buf_done(&rep.body);
 	return ok;
 }
@@ -386,6 +401,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->body = OP_BUF_INIT(srv->max_body);
 		rq->method = op_strndup(method, 16);
 		rq->path = op_strndup(url, MAX_LOGGED_PATH);
+		rq->url = op_strdup(url);
 		format_peer(conn, rq->peer, sizeof(rq->peer));
 		*con_cls = rq;
 		atomic_fetch_add_explicit(&srv->in_flight, 1, memory_order_relaxed);
@@ -454,6 +470,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	op_buf_done(&rq->body);
 	free(rq->method);
 	free(rq->path);
+	free(rq->url);
 	free(rq->error);
 	free(rq->pending_allow);
 	free(rq);
@@ -583,6 +600,7 @@ static void server_free_state(struct op_http_server *srv)
 	op_tls_files_done(&srv->files);
 	free(srv->requests);
 	free(srv->latency);
+	free(srv->trust_pem);
 	free(srv);
 }
 
@@ -610,6 +628,21 @@ static int load_initial_cert(struct op_http_server *srv, const struct op_http_co
 	return 0;
 }
 
+/* The trust list given to gnutls only makes it send a CertificateRequest; the
+ * serving leaf stands in for it (nothing is verified against it). */
+static int trust_from_leaf(struct op_http_server *srv, struct op_err *err)
+{
+	struct op_tls_cred *c = op_tls_slot_get(&srv->slot);
+	gnutls_datum_t out = { NULL, 0 };
+	int g = c ? gnutls_pem_base64_encode2("CERTIFICATE", &c->pcerts[0].cert, &out) : -1;
+	op_tls_cred_unref(c);
+	if (g < 0)
+		return op_err_set(err, -EBADMSG, "http server: cannot encode the trust anchor");
+	srv->trust_pem = op_strndup((const char *)out.data, out.size);
+	gnutls_free(out.data);
+	return 0;
+}
+
 int op_http_server_start(const struct op_http_config *cfg, struct op_http_server **ret_srv,
 			 struct op_err *err)
 {
@@ -634,6 +667,7 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 	atomic_init(&srv->draining, false);
 	srv->userdata = cfg->userdata;
 	srv->ready_fn = cfg->ready_fn;
+	srv->ready_userdata = cfg->ready_userdata ? cfg->ready_userdata : cfg->userdata;
 	srv->max_body = cfg->max_body ? cfg->max_body : OP_BUF_MAX_HTTP_BODY;
 	srv->drain_ms = cfg->drain_ms ? cfg->drain_ms : 5000;
 
@@ -643,7 +677,15 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 		return r;
 	}
 
+	if (cfg->request_client_cert) {
+		r = trust_from_leaf(srv, err);
+		if (r < 0) {
+			server_free_state(srv);
+			return r;
+		}
+	}
 	unsigned threads = cfg->threads ? cfg->threads : default_threads();
+	unsigned timeout_s = cfg->timeout_s ? cfg->timeout_s : 30;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
 			 MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
 	struct MHD_OptionItem opts[] = {
@@ -653,9 +695,13 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 		{ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_cert },
 		{ MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 1024,
 		  NULL },
-		{ MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 30, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_s, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
 		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv },
+		/* A trust list makes MHD ask for a client certificate (optional: a client
+		 * without one still connects). Verification is per request. */
+		{ srv->trust_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_CONNECTION_TIMEOUT,
+		  srv->trust_pem ? 0 : (intptr_t)timeout_s, srv->trust_pem },
 		/* Keep last: a single thread means no pool, so the option is cut off. */
 		{ threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL },
 		{ MHD_OPTION_END, 0, NULL },
@@ -784,5 +830,108 @@ int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out
 	if (!r)
 		r = op_metrics_sample(out, "pgop_http_tls_cert_swaps_total", NULL,
 				      op_counter_get(&srv->cert_swaps));
+	return r;
+}
+
+/* ---- request accessors ---------------------------------------------------- */
+
+const char *op_http_header(const struct op_http_request *req, const char *name)
+{
+	if (!req->conn)
+		return NULL;
+	return MHD_lookup_connection_value((struct MHD_Connection *)req->conn, MHD_HEADER_KIND,
+					   name);
+}
+
+const char *op_http_query(const struct op_http_request *req, const char *key)
+{
+	if (!req->conn)
+		return NULL;
+	return MHD_lookup_connection_value((struct MHD_Connection *)req->conn,
+					   MHD_GET_ARGUMENT_KIND, key);
+}
+
+struct each_ctx {
+	op_http_header_fn fn;
+	void *ud;
+};
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct each_ctx *x = cls;
+	return x->fn(x->ud, key, value ? value : "") == 0 ? MHD_YES : MHD_NO;
+}
+
+void op_http_headers_each(const struct op_http_request *req, op_http_header_fn fn, void *ud)
+{
+	if (!req->conn)
+		return;
+	struct each_ctx x = { fn, ud };
+	MHD_get_connection_values((struct MHD_Connection *)req->conn, MHD_HEADER_KIND, each_header,
+				  &x);
+}
+
+#define MAX_PEER_CHAIN 8u
+
+int op_http_peer_verify(const struct op_http_request *req, const char *ca_pem, char *ret_cn,
+			size_t cn_len, struct op_err *err)
+{
+	const union MHD_ConnectionInfo *ci =
+		req->conn ? MHD_get_connection_info((struct MHD_Connection *)req->conn,
+						    MHD_CONNECTION_INFO_GNUTLS_SESSION)
+			  : NULL;
+	gnutls_session_t s = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	unsigned n = 0;
+	const gnutls_datum_t *der = s ? gnutls_certificate_get_peers(s, &n) : NULL;
+	if (!der || n == 0)
+		return op_err_set(err, -ENOKEY, "no client certificate");
+	if (n > MAX_PEER_CHAIN)
+		return op_err_set(err, -EACCES, "client certificate chain of %u is over %u", n,
+				  MAX_PEER_CHAIN);
+	if (!ca_pem || !*ca_pem || strlen(ca_pem) > OP_TLS_MAX_PEM)
+		return op_err_set(err, -EBADMSG, "no usable client CA");
+	gnutls_x509_crt_t crts[MAX_PEER_CHAIN] = { 0 };
+	gnutls_x509_trust_list_t tl = NULL;
+	int r = 0;
+	unsigned imported = 0;
+	for (; imported < n; imported++) {
+		if (gnutls_x509_crt_init(&crts[imported]) < 0 ||
+		    gnutls_x509_crt_import(crts[imported], &der[imported], GNUTLS_X509_FMT_DER) < 0) {
+			if (crts[imported])
+				imported++;
+			r = op_err_set(err, -EACCES, "client certificate %u unparsable", imported);
+			goto out;
+		}
+	}
+	if (gnutls_x509_trust_list_init(&tl, 0) < 0) {
+		r = op_err_set(err, -ENOMEM, "gnutls_x509_trust_list_init failed");
+		goto out;
+	}
+	gnutls_datum_t ca = { (unsigned char *)(uintptr_t)ca_pem, (unsigned)strlen(ca_pem) };
+	if (gnutls_x509_trust_list_add_trust_mem(tl, &ca, NULL, GNUTLS_X509_FMT_PEM, 0, 0) <= 0) {
+		r = op_err_set(err, -EBADMSG, "client CA bundle holds no certificate");
+		goto out;
+	}
+	gnutls_typed_vdata_st purpose = { GNUTLS_DT_KEY_PURPOSE_OID,
+					  (unsigned char *)(uintptr_t)GNUTLS_KP_TLS_WWW_CLIENT, 0 };
+	unsigned status = 0;
+	if (gnutls_x509_trust_list_verify_crt2(tl, crts, n, &purpose, 1, 0, &status, NULL) < 0 ||
+	    status != 0) {
+		r = op_err_set(err, -EACCES, "client certificate not trusted (status 0x%x)", status);
+		goto out;
+	}
+	size_t sz = cn_len;
+	if (gnutls_x509_crt_get_dn_by_oid(crts[0], GNUTLS_OID_X520_COMMON_NAME, 0, 0, ret_cn,
+					  &sz) < 0) {
+		if (cn_len)
+			ret_cn[0] = '\0';
+	}
+out:
+	if (tl)
+		gnutls_x509_trust_list_deinit(tl, 1);
+	for (unsigned i = 0; i < imported && i < MAX_PEER_CHAIN; i++)
+		if (crts[i])
+			gnutls_x509_crt_deinit(crts[i]);
 	return r;
 }

@@ -34,14 +34,16 @@
 #define OP_HTTP_TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
 
 struct op_http_server;
+struct op_http_conn; /* the connection (opaque); NULL in requests built by tests */
 
 /* What a handler sees. Every pointer is borrowed for the duration of the call. */
 struct op_http_request {
 	const char *method;
-	const char *path;   /* without the query string */
+	const char *path;   /* without the query string (the full path, also for prefix routes) */
 	const char *body;   /* NUL-terminated ("" when there is none) */
 	size_t body_len;
 	const char *peer;   /* "1.2.3.4:5678" or "[::1]:5678" */
+	struct op_http_conn *conn; /* for the accessors below */
 };
 
 /* What a handler fills. Owned by the server; body is pre-initialised with the
@@ -50,6 +52,9 @@ struct op_http_reply {
 	unsigned status;          /* default 200 */
 	const char *content_type; /* static string; default "application/json" */
 	struct op_buf body;
+	/* One extra response header (e.g. Retry-After), both borrowed until the
+	 * handler returns and copied; NULL = none. */
+	const char *header_name, *header_value;
 };
 
 /* Returns 0 (reply filled) or -errno (err filled): -EINVAL/-EBADMSG -> 400,
@@ -59,7 +64,7 @@ typedef int (*op_http_handler_fn)(void *userdata, const struct op_http_request *
 
 struct op_http_route {
 	const char *method; /* "GET" (also serves HEAD), "POST", ... */
-	const char *path;   /* exact match */
+	const char *path;   /* exact match, or a prefix when it ends in '*' ("/apis*") */
 	op_http_handler_fn fn;
 };
 
@@ -77,9 +82,14 @@ struct op_http_config {
 	 * static const table). */
 	const struct op_http_route *routes;
 	size_t n_routes;
-	void *userdata; /* passed to handlers and ready_fn; borrowed */
+	void *userdata; /* passed to handlers (and ready_fn unless ready_userdata); borrowed */
 	/* Optional readiness probe for /readyz (ANDed with op_http_server_set_ready). */
 	bool (*ready_fn)(void *userdata);
+	void *ready_userdata; /* for ready_fn; NULL = userdata */
+	/* Ask every client for a certificate during the handshake (never required:
+	 * clients without one still connect). Handlers check it with
+	 * op_http_peer_verify against the CA they trust at that moment. */
+	bool request_client_cert;
 	unsigned threads;          /* thread pool size; 0 = number of CPUs (max 16) */
 	unsigned connection_limit; /* 0 = 1024 */
 	unsigned timeout_s;        /* idle/request connection timeout; 0 = 30 */
@@ -123,5 +133,23 @@ void op_http_server_set_ready(struct op_http_server *srv, bool ready);
  *   pgop_http_requests_in_flight, pgop_http_tls_cert_swaps_total.
  * Returns 0 or -EMSGSIZE (out emptied). */
 int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out);
+
+/* ---- request accessors (handlers only, on the handler's thread) ---------- */
+
+/* A request header (case-insensitive name), borrowed; NULL when absent. */
+const char *op_http_header(const struct op_http_request *req, const char *name);
+/* A decoded query argument, borrowed; NULL when absent (or given without "="). */
+const char *op_http_query(const struct op_http_request *req, const char *key);
+/* Calls fn for every request header in arrival order (repeated headers once
+ * each); a non-zero return stops. */
+typedef int (*op_http_header_fn)(void *ud, const char *name, const char *value);
+void op_http_headers_each(const struct op_http_request *req, op_http_header_fn fn, void *ud);
+/* Verifies the client certificate chain presented in the handshake against
+ * ca_pem (a PEM bundle, borrowed) for client authentication and writes the
+ * leaf's CN into ret_cn (NUL-terminated, "" when it has none). Returns 0,
+ * -ENOKEY when the client sent no certificate, -EACCES when the chain does
+ * not verify, -EBADMSG when ca_pem holds no certificate. */
+int op_http_peer_verify(const struct op_http_request *req, const char *ca_pem, char *ret_cn,
+			size_t cn_len, struct op_err *err);
 
 #endif

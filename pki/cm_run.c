@@ -1,5 +1,5 @@
-/* cmd/controller_certs.c - self-managed certificates in `pgop controller`
- * (see controller_certs.h).
+/* pki/cm_run.c - running the certificate manager in a server process
+ * (see cm_run.h): watches, Lease, manager thread, hot swap, readiness.
  *
  * Threads: two informer threads (serving Secret, validating webhook
  * configuration) update `served`/`bundle` under `lock` and swap the server's
@@ -8,7 +8,7 @@
  * (leadership gained, a watched object changed, a settle delay asked for).
  * /readyz runs ready() on the server's threads, reading under `lock`.
  */
-#include "cmd/controller_certs.h"
+#include "pki/cm_run.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,10 +30,10 @@
 
 #define CHECK_DEFAULT_S 60u
 
-struct controller_certs {
-	struct controller_certs_opts o;
+struct pki_cm_run {
+	struct pki_cm_run_opts o;
 	char *ns, *lease, *identity, *field_tls, *field_vwc;
-	struct pki_cm_whc whcs[2];
+	struct pki_cm_whc whcs[3];
 	size_t n_whcs;
 	int64_t ca_life, leaf_life;
 	double fraction;
@@ -53,12 +53,12 @@ struct controller_certs {
 	pthread_t thread;
 };
 
-bool controller_certs_self(const struct controller_certs_opts *o)
+bool pki_cm_run_self(const struct pki_cm_run_opts *o)
 {
 	return o->tls_secret != NULL;
 }
 
-static void kick(struct controller_certs *cc)
+static void kick(struct pki_cm_run *cc)
 {
 	pthread_mutex_lock(&cc->lock);
 	cc->kicked = true;
@@ -70,7 +70,7 @@ static void kick(struct controller_certs *cc)
 
 static bool ready(void *userdata)
 {
-	struct controller_certs *cc = userdata;
+	struct pki_cm_run *cc = userdata;
 	pthread_mutex_lock(&cc->lock);
 	_cleanup_free_ char *served = cc->served ? op_strdup(cc->served) : NULL;
 	_cleanup_free_ char *bundle = cc->bundle ? op_strdup(cc->bundle) : NULL;
@@ -84,7 +84,7 @@ static bool ready(void *userdata)
 
 /* ------------------------------------------------------------- hot swap */
 
-static void tls_changed(struct controller_certs *cc, json_object *secret)
+static void tls_changed(struct pki_cm_run *cc, json_object *secret)
 {
 	struct pki_secret_data d = { 0 };
 	struct op_err err = OP_ERR_INIT;
@@ -131,13 +131,13 @@ static void tls_update(void *ud, json_object *old_obj, json_object *new_obj)
 
 static void tls_delete(void *ud, json_object *obj)
 {
-	struct controller_certs *cc = ud;
+	struct pki_cm_run *cc = ud;
 	op_log_info("serving Secret deleted: keeping the current certificate", "secret",
 		    cc->o.tls_secret);
 	kick(cc);
 }
 
-static void vwc_changed(struct controller_certs *cc, json_object *whc)
+static void vwc_changed(struct pki_cm_run *cc, json_object *whc)
 {
 	char *pem = NULL;
 	struct op_err err = OP_ERR_INIT;
@@ -165,7 +165,7 @@ static void vwc_update(void *ud, json_object *old_obj, json_object *new_obj)
 
 static void vwc_delete(void *ud, json_object *obj)
 {
-	struct controller_certs *cc = ud;
+	struct pki_cm_run *cc = ud;
 	pthread_mutex_lock(&cc->lock);
 	free(cc->bundle);
 	cc->bundle = NULL;
@@ -176,20 +176,20 @@ static void vwc_delete(void *ud, json_object *obj)
 
 static void leading(void *ud)
 {
-	struct controller_certs *cc = ud;
+	struct pki_cm_run *cc = ud;
 	op_log_info("certificate manager: leading", "lease", cc->lease, "identity", cc->identity);
 	kick(cc);
 }
 
 static void not_leading(void *ud)
 {
-	struct controller_certs *cc = ud;
+	struct pki_cm_run *cc = ud;
 	op_log_info("certificate manager: not leading", "lease", cc->lease);
 }
 
 static void *manager_main(void *arg)
 {
-	struct controller_certs *cc = arg;
+	struct pki_cm_run *cc = arg;
 	unsigned check = cc->o.check_s ? cc->o.check_s : CHECK_DEFAULT_S;
 	unsigned wait_s = 0;
 	for (;;) {
@@ -224,9 +224,9 @@ static void *manager_main(void *arg)
 
 /* ------------------------------------------------------------ lifecycle */
 
-static int parse_opts(struct controller_certs *cc, struct op_err *err)
+static int parse_opts(struct pki_cm_run *cc, struct op_err *err)
 {
-	const struct controller_certs_opts *o = &cc->o;
+	const struct pki_cm_run_opts *o = &cc->o;
 	if (!o->service)
 		return op_err_set(err, -EINVAL, "--tls-secret needs --service");
 	const char *ns = o->ns ? o->ns : getenv("POD_NAMESPACE");
@@ -252,6 +252,9 @@ static int parse_opts(struct controller_certs *cc, struct op_err *err)
 		cc->whcs[cc->n_whcs++] = (struct pki_cm_whc){ PKI_CM_MUTATING, o->mutating };
 	if (o->validating)
 		cc->whcs[cc->n_whcs++] = (struct pki_cm_whc){ PKI_CM_VALIDATING, o->validating };
+	const char *svc = o->apiservice ? o->apiservice : "";
+	if (*svc)
+		cc->whcs[cc->n_whcs++] = (struct pki_cm_whc){ PKI_CM_APISERVICE, svc };
 	cc->lease = o->lease ? op_strdup(o->lease) : op_asprintf("%s-certs", o->tls_secret);
 	const char *pod = getenv("POD_NAME");
 	char host[256] = "";
@@ -267,7 +270,7 @@ static int parse_opts(struct controller_certs *cc, struct op_err *err)
 	return 0;
 }
 
-static int boot_cert(struct controller_certs *cc, struct op_err *err)
+static int boot_cert(struct pki_cm_run *cc, struct op_err *err)
 {
 	struct pki_pair ca = { 0 };
 	int64_t now = (int64_t)time(NULL);
@@ -285,11 +288,11 @@ static int boot_cert(struct controller_certs *cc, struct op_err *err)
 	return r;
 }
 
-int controller_certs_prepare(const struct controller_certs_opts *o, const char *kubeconfig,
-			     struct op_http_config *cfg, struct controller_certs **ret,
+int pki_cm_run_prepare(const struct pki_cm_run_opts *o, const char *kubeconfig,
+			     struct op_http_config *cfg, struct pki_cm_run **ret,
 			     struct op_err *err)
 {
-	struct controller_certs *cc = op_calloc(1, sizeof(*cc));
+	struct pki_cm_run *cc = op_calloc(1, sizeof(*cc));
 	cc->o = *o;
 	pthread_mutex_init(&cc->lock, NULL);
 	pthread_cond_init(&cc->cond, NULL);
@@ -319,19 +322,19 @@ int controller_certs_prepare(const struct controller_certs_opts *o, const char *
 			r = pki_cm_new(cc->c, &mc, &cc->cm, err);
 	}
 	if (r < 0) {
-		controller_certs_free(cc);
+		pki_cm_run_free(cc);
 		return r;
 	}
 	cfg->cert_pem = cc->boot.cert_pem;
 	cfg->key_pem = cc->boot.key_pem;
 	cfg->cert_file = cfg->key_file = NULL;
 	cfg->ready_fn = ready;
-	cfg->userdata = cc;
+	cfg->ready_userdata = cc;
 	*ret = cc;
 	return 0;
 }
 
-int controller_certs_start(struct controller_certs *cc, struct op_http_server *srv,
+int pki_cm_run_start(struct pki_cm_run *cc, struct op_http_server *srv,
 			   struct op_err *err)
 {
 	cc->srv = srv;
@@ -376,7 +379,7 @@ int controller_certs_start(struct controller_certs *cc, struct op_http_server *s
 	return 0;
 }
 
-void controller_certs_free(struct controller_certs *cc)
+void pki_cm_run_free(struct pki_cm_run *cc)
 {
 	if (!cc)
 		return;

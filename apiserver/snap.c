@@ -1,0 +1,325 @@
+/* apiserver/snap.c - one /pg/status snapshot per instance, refreshed on
+ * demand with single flight.
+ *
+ * A request needing instance X looks at X's entry: fresh (younger than
+ * max_age) -> used; being fetched -> wait for it; stale -> this request marks
+ * it in flight and starts a fetch thread for its Cluster (all stale instances
+ * of one Cluster in one parallel rc fetch). Every waiter gives up at
+ * timeout + AS_MARGIN_MS and renders what the entry holds then (the last
+ * answer, marked unreachable when the last fetch failed). Fetch threads are
+ * detached; as_snaps_free waits for them.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "apiserver/internal.h"
+#include "support/alloc.h"
+#include "support/json.h"
+#include "support/log.h"
+
+#define FORGET_MS (10 * 60 * 1000) /* entries not asked for this long are dropped */
+#define MAX_FETCH_THREADS 64
+
+struct entry {
+	char *key; /* "ns/pod" */
+	char *ip;
+	json_object *doc;  /* last answer, owned */
+	bool ok;           /* the last fetch answered */
+	char *error;
+	int64_t done_ms;   /* monotonic: end of the last fetch; 0 = never */
+	int64_t seen_ms;   /* wall: last answer */
+	int64_t used_ms;   /* monotonic: last asked for */
+	bool in_flight;
+};
+
+struct as_snaps {
+	struct as_source src;
+	long max_age_ms, timeout_ms;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	struct entry *e;
+	size_t n, cap;
+	unsigned threads; /* running fetch threads */
+};
+
+int64_t as_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t as_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long timeout_ms)
+{
+	struct as_snaps *s = op_calloc(1, sizeof(*s));
+	s->src = *src;
+	s->max_age_ms = max_age_ms > 0 ? max_age_ms : AS_MAX_AGE_MS_DEFAULT;
+	s->timeout_ms = timeout_ms > 0 ? timeout_ms : AS_TIMEOUT_MS_DEFAULT;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	return s;
+}
+
+static void entry_done(struct entry *e)
+{
+	free(e->key);
+	free(e->ip);
+	free(e->error);
+	if (e->doc)
+		json_object_put(e->doc);
+}
+
+void as_snaps_free(struct as_snaps *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	while (s->threads)
+		pthread_cond_wait(&s->cond, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < s->n; i++)
+		entry_done(&s->e[i]);
+	free(s->e);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+/* Under mu. */
+static struct entry *entry_get(struct as_snaps *s, const char *key)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->e[i].key, key) == 0)
+			return &s->e[i];
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->e = op_realloc(s->e, s->cap * sizeof(*s->e));
+	}
+	struct entry *e = &s->e[s->n++];
+	*e = (struct entry){ .key = op_strdup(key) };
+	return e;
+}
+
+/* Under mu: drops entries nobody asked for in FORGET_MS (not in flight). */
+static void forget_old(struct as_snaps *s, int64_t now)
+{
+	for (size_t i = 0; i < s->n;) {
+		if (!s->e[i].in_flight && now - s->e[i].used_ms > FORGET_MS) {
+			entry_done(&s->e[i]);
+			s->e[i] = s->e[--s->n];
+		} else {
+			i++;
+		}
+	}
+}
+
+struct job {
+	struct as_snaps *s;
+	char *ns, *cluster;
+	struct rc_instance *v; /* name = pod, ip */
+	char **keys;
+	size_t n;
+};
+
+static void job_free(struct job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		rc_instance_done(&j->v[i]);
+		free(j->keys[i]);
+	}
+	free(j->v);
+	free(j->keys);
+	free(j->ns);
+	free(j->cluster);
+	free(j);
+}
+
+static void *fetch_main(void *arg)
+{
+	struct job *j = arg;
+	struct as_snaps *s = j->s;
+	struct op_err err = OP_ERR_INIT;
+	int r = s->src.fetch(s->src.ud, j->ns, j->cluster, j->v, j->n, s->timeout_ms, &err);
+	int64_t now = as_now_ms(), wall = as_wall_ms();
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < j->n; i++) {
+		struct entry *e = entry_get(s, j->keys[i]);
+		e->in_flight = false;
+		e->done_ms = now;
+		free(e->error);
+		e->error = NULL;
+		if (r >= 0 && j->v[i].doc) {
+			if (e->doc)
+				json_object_put(e->doc);
+			e->doc = TAKE_PTR(j->v[i].doc);
+			e->ok = true;
+			e->seen_ms = wall;
+		} else {
+			e->ok = false;
+			e->error = op_strdup(r < 0 ? err.msg
+					     : j->v[i].error ? j->v[i].error
+							     : "no answer");
+		}
+	}
+	s->threads--;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0)
+		op_log_warn("live API: cannot query instances", "namespace", j->ns, "cluster",
+			    j->cluster, "error", err.msg);
+	job_free(j);
+	return NULL;
+}
+
+/* Under mu: starts a fetch of the stale instances of one Cluster. */
+static void start_job(struct as_snaps *s, struct job *j)
+{
+	if (j->n == 0 || s->threads >= MAX_FETCH_THREADS) {
+		for (size_t i = 0; i < j->n; i++) { /* give the entries back */
+			struct entry *e = entry_get(s, j->keys[i]);
+			e->in_flight = false;
+		}
+		job_free(j);
+		return;
+	}
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	s->threads++;
+	if (pthread_create(&t, &at, fetch_main, j) != 0) {
+		s->threads--;
+		for (size_t i = 0; i < j->n; i++)
+			entry_get(s, j->keys[i])->in_flight = false;
+		job_free(j);
+	}
+	pthread_attr_destroy(&at);
+}
+
+void as_views_free(struct as_views *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		for (size_t k = 0; k < v[i].n; k++) {
+			if (v[i].v[k].doc)
+				json_object_put(v[i].v[k].doc);
+			free((char *)v[i].v[k].error);
+		}
+		free(v[i].v);
+		if (v[i].pods)
+			json_object_put(v[i].pods);
+	}
+}
+
+static char *pod_key(json_object *pod)
+{
+	return op_asprintf("%s/%s", op_json_str_at(pod, "metadata.namespace") ?: "",
+			   op_json_str_at(pod, "metadata.name") ?: "");
+}
+
+void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *out)
+{
+	size_t nc = json_object_array_length(clusters);
+	int64_t start = as_now_ms();
+	int64_t deadline = start + s->timeout_ms + AS_MARGIN_MS;
+	for (size_t c = 0; c < nc; c++) {
+		json_object *cl = json_object_array_get_idx(clusters, c);
+		const char *ns = op_json_str_at(cl, "metadata.namespace");
+		const char *name = op_json_str_at(cl, "metadata.name");
+		out[c] = (struct as_views){ 0 };
+		out[c].pods = ns && name ? s->src.pods(s->src.ud, ns, name) : json_object_new_array();
+	}
+	pthread_mutex_lock(&s->mu);
+	int64_t now = as_now_ms();
+	forget_old(s, now);
+	for (size_t c = 0; c < nc; c++) {
+		json_object *cl = json_object_array_get_idx(clusters, c);
+		size_t np = json_object_array_length(out[c].pods);
+		struct job *j = op_calloc(1, sizeof(*j));
+		j->s = s;
+		j->ns = op_strdup(op_json_str_at(cl, "metadata.namespace") ?: "");
+		j->cluster = op_strdup(op_json_str_at(cl, "metadata.name") ?: "");
+		j->v = op_calloc(np ? np : 1, sizeof(*j->v));
+		j->keys = op_calloc(np ? np : 1, sizeof(*j->keys));
+		for (size_t k = 0; k < np; k++) {
+			json_object *pod = json_object_array_get_idx(out[c].pods, k);
+			_cleanup_free_ char *key = pod_key(pod);
+			const char *ip = op_json_str_at(pod, "status.podIP");
+			struct entry *e = entry_get(s, key);
+			e->used_ms = now;
+			bool ip_changed = (ip && (!e->ip || strcmp(ip, e->ip) != 0)) || (!ip && e->ip);
+			if (ip_changed) {
+				free(e->ip);
+				e->ip = ip ? op_strdup(ip) : NULL;
+			}
+			bool fresh = e->done_ms && now - e->done_ms < s->max_age_ms && !ip_changed;
+			if (fresh || e->in_flight)
+				continue;
+			e->in_flight = true;
+			j->v[j->n].name = op_strdup(op_json_str_at(pod, "metadata.name") ?: "");
+			j->v[j->n].ip = ip ? op_strdup(ip) : NULL;
+			j->keys[j->n] = op_strdup(key);
+			j->n++;
+		}
+		start_job(s, j);
+	}
+	/* wait until none of ours is in flight, or the deadline */
+	for (;;) {
+		bool busy = false;
+		for (size_t c = 0; c < nc && !busy; c++)
+			for (size_t k = 0; k < json_object_array_length(out[c].pods) && !busy; k++) {
+				_cleanup_free_ char *key =
+					pod_key(json_object_array_get_idx(out[c].pods, k));
+				busy = entry_get(s, key)->in_flight;
+			}
+		if (!busy)
+			break;
+		int64_t left = deadline - as_now_ms();
+		if (left <= 0)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += left / 1000;
+		ts.tv_nsec += (left % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
+	}
+	/* copy out what the entries hold */
+	for (size_t c = 0; c < nc; c++) {
+		size_t np = json_object_array_length(out[c].pods);
+		out[c].v = op_calloc(np ? np : 1, sizeof(*out[c].v));
+		out[c].n = np;
+		for (size_t k = 0; k < np; k++) {
+			json_object *pod = json_object_array_get_idx(out[c].pods, k);
+			_cleanup_free_ char *key = pod_key(pod);
+			struct entry *e = entry_get(s, key);
+			struct as_inst_view *v = &out[c].v[k];
+			v->pod = pod;
+			if (e->doc)
+				json_object_deep_copy(e->doc, &v->doc, NULL);
+			v->reachable = e->ok && e->done_ms;
+			v->seen_ms = e->seen_ms;
+			v->error = e->in_flight && !e->done_ms ? op_strdup("no answer yet")
+				   : e->error		       ? op_strdup(e->error)
+							       : NULL;
+			if (e->in_flight && e->done_ms && !e->ok && !v->error)
+				v->error = op_strdup("no answer");
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+}

@@ -1,0 +1,54 @@
+/* apiserver/source.c - the production as_source: the reconciler's informer
+ * caches and instance client (reconciler/live.h), once its runner has
+ * reached the cluster (reconciler/start.h). */
+#include "apiserver/source.h"
+
+#include <errno.h>
+
+#include "reconciler/live.h"
+#include "support/alloc.h"
+
+static json_object *empty(void)
+{
+	json_object *a = json_object_new_array();
+	if (!a)
+		abort();
+	return a;
+}
+
+static json_object *clusters(void *ud, const char *ns)
+{
+	struct rc_controller *rc = rc_runner_controller(ud);
+	return rc ? rc_live_clusters(rc, ns) : empty();
+}
+
+static json_object *pods(void *ud, const char *ns, const char *cluster)
+{
+	struct rc_controller *rc = rc_runner_controller(ud);
+	return rc ? rc_live_pods(rc, ns, cluster) : empty();
+}
+
+static int fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v, size_t n,
+		 long timeout_ms, struct op_err *err)
+{
+	struct rc_controller *rc = rc_runner_controller(ud);
+	if (!rc)
+		return op_err_set(err, -ENOTCONN, "reconciler not running yet");
+	return rc_live_fetch(rc, ns, cluster, v, n, timeout_ms, err);
+}
+
+static struct kube_client *client(void *ud)
+{
+	return rc_runner_client(ud);
+}
+
+static bool ready(void *ud)
+{
+	return rc_runner_ready(ud);
+}
+
+void as_source_reconciler(struct rc_runner *runner, struct as_source *ret)
+{
+	*ret = (struct as_source){ .clusters = clusters, .pods = pods, .fetch = fetch,
+				   .client = client, .ready = ready, .ud = runner };
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# e2e-timeout: 600
+# The aggregated live API (live.postgresql.cnpg.io/v1) through the real kube-apiserver
+# aggregator, pgop installed with its chart (certificate.mode=self) watching one namespace
+# with a 2-instance Cluster:
+#  - APIService v1.live.postgresql.cnpg.io Available, its caBundle = the CA Secret's ca.crt;
+#  - kubectl api-resources lists clusters/instances; kubectl explain pglive, clusters
+#    --api-version=live.postgresql.cnpg.io/v1 and instances.status describe the kinds;
+#  - kubectl get clusters.live -A / pglive / instances.live -l cnpg.io/cluster=C -o wide /
+#    -o yaml show the live primary, READY 2/2, roles, reachability, timelines;
+#  - a ServiceAccount without RBAC gets 403, with the view role it can get;
+#  - straight to pgop's port: no client certificate -> 401 Unauthorized; the front-proxy
+#    certificate as an unprivileged user -> 403 from pgop's own SubjectAccessReview; as
+#    system:masters -> 200, and a Table when asked for one;
+#  - kubectl get clusters / clusters.postgresql still mean the CRD.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PGOP_BIN=${1:-${PGOP_BIN:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/cmd/pgop}}
+[ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
+export PGOP_BIN
+e2e_up
+e2e_agent_up
+command -v helm >/dev/null || e2e_fail "helm not in PATH ($PATH)"
+CHART=$(cd "$E2E_DIR/../../charts/pgop" && pwd)
+. "$E2E_DIR/helm_lib.sh"
+
+ns=$(e2e_ns live)
+tmp=$(mktemp -d)
+C=live1
+G=live.postgresql.cnpg.io
+cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		kubectl get apiservice v1.$G -o yaml >&2 || true
+		kubectl -n "$ns" get cluster,pods -o wide >&2 || true
+		helm_debug "$ns" r1
+	fi
+	kubectl -n "$ns" delete cluster --all --wait=false >/dev/null 2>&1 || true
+	helm uninstall r1 -n "$ns" --timeout 60s >/dev/null 2>&1 || true
+	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+	e2e_down
+}
+trap cleanup EXIT
+
+helm install r1 "$CHART" -n "$ns" --set "watchNamespaces={$ns}" --set replicas=1 \
+	--set certificate.checkIntervalSeconds=5 --set certificate.settleSeconds=2 \
+	--wait --timeout 180s >"$tmp/install.out" 2>&1 ||
+	{ cat "$tmp/install.out"; e2e_fail "helm install"; }
+
+cat >"$tmp/cluster.yaml" <<-YAML
+	apiVersion: postgresql.cnpg.io/v1
+	kind: Cluster
+	metadata: {name: $C, namespace: $ns}
+	spec:
+	  instances: 2
+	  storage: {size: 1Gi}
+YAML
+kubectl apply -f "$tmp/cluster.yaml" >/dev/null
+
+# ---- registration ---------------------------------------------------------------
+avail() { kubectl get apiservice "v1.$G" -o jsonpath='{.status.conditions[?(@.type=="Available")].status}'; }
+e2e_wait_for '[ "$(avail)" = True ]' 120 1 ||
+	e2e_fail "APIService not Available: $(kubectl get apiservice v1.$G -o jsonpath='{.status.conditions}')"
+ca=$(helm_secret_key "$ns" r1-pgop-ca ca.crt)
+e2e_assert_eq "$ca" "$(kubectl get apiservice v1.$G -o jsonpath='{.spec.caBundle}' | base64 -d)" \
+	"APIService caBundle is the CA Secret's ca.crt (CA only)"
+res=$(kubectl api-resources --api-group=$G --no-headers)
+e2e_assert_contains "$res" "pglive" "api-resources: clusters with short name pglive"
+e2e_assert_contains "$res" "LiveInstance" "api-resources: instances"
+# (kubectl explain reads "clusters.live" as field "live" of clusters: RESOURCE.FIELD)
+e2e_wait_for "kubectl explain pglive >'$tmp/explain' 2>&1" 60 2 ||
+	e2e_fail "kubectl explain pglive: $(cat "$tmp/explain")"
+e2e_assert_contains "$(cat "$tmp/explain")" "LiveCluster" "explain pglive"
+e2e_assert_contains "$(kubectl explain clusters --api-version=$G/v1 2>&1)" "KIND:       LiveCluster" \
+	"explain clusters --api-version=$G/v1"
+e2e_assert_contains "$(kubectl explain instances.status --api-version=$G/v1 2>&1)" "reachable" \
+	"explain instances.status"
+
+# ---- live values once the Cluster is healthy -------------------------------------
+healthy() { [ "$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.readyInstances}')" = 2 ]; }
+e2e_wait_for healthy 300 2 || e2e_fail "Cluster not healthy: $(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.phase}')"
+primary=$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.currentPrimary}')
+row() { kubectl get clusters.live -A --no-headers | awk -v c=$C '$2 == c'; }
+e2e_wait_for '[ "$(row | awk "{print \$4}")" = 2/2 ]' 30 1 || e2e_fail "clusters.live -A: $(row)"
+line=$(row)
+e2e_log "clusters.live -A: $line"
+e2e_assert_eq "$ns $C $primary 2/2" "$(echo "$line" | awk '{print $1, $2, $3, $4}')" "NAMESPACE NAME PRIMARY READY"
+e2e_assert_match "$(kubectl get clusters.live -A | head -1)" "PRIMARY +READY +SYNC +MAX LAG +TIMELINE +PHASE +AGE" "headers"
+e2e_assert_contains "$(kubectl -n "$ns" get pglive $C -o wide)" "SYSTEM ID" "pglive -o wide"
+tli=$(kubectl -n "$ns" get pglive $C -o jsonpath='{.status.timeline}')
+e2e_assert_eq 1 "$tli" "timeline"
+kubectl -n "$ns" get instances.live -l cnpg.io/cluster=$C -o wide >"$tmp/inst"
+e2e_log "$(cat "$tmp/inst")"
+e2e_assert_eq 2 "$(tail -n +2 "$tmp/inst" | wc -l)" "two instances"
+e2e_assert_match "$(grep "^$primary " "$tmp/inst")" "^$primary +$C +primary +true " "primary row"
+e2e_assert_match "$(grep -v "^$primary " "$tmp/inst" | tail -1)" " +$C +(sync standby|async|potential) +true " "replica row"
+kubectl -n "$ns" get instances.live "$primary" -o yaml >"$tmp/inst.yaml"
+e2e_assert_contains "$(cat "$tmp/inst.yaml")" "kind: LiveInstance" "-o yaml kind"
+e2e_assert_contains "$(cat "$tmp/inst.yaml")" "role: primary" "-o yaml role"
+st=$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/$C/status")
+e2e_assert_contains "$st" '"pgStatus"' "status subresource carries each /pg/status"
+e2e_assert_contains "$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/nope" 2>&1 || true)" "NotFound" "404 Status"
+
+# ---- authorization through kube-apiserver -----------------------------------------
+kubectl -n "$ns" create serviceaccount nobody >/dev/null
+kubectl -n "$ns" create serviceaccount viewer >/dev/null
+kubectl -n "$ns" create rolebinding viewer --clusterrole=view --serviceaccount="$ns:viewer" >/dev/null
+e2e_assert_fails_with "Forbidden" kubectl --as="system:serviceaccount:$ns:nobody" -n "$ns" get clusters.live
+e2e_wait_for "kubectl --as=system:serviceaccount:$ns:viewer -n $ns get clusters.live $C >/dev/null 2>&1" 30 1 ||
+	e2e_fail "view role cannot get clusters.live"
+
+# ---- straight to pgop: front-proxy authentication and pgop's own SAR --------------
+ip=$(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[0].status.podIP}')
+P=$PGOP_E2E_STATE/pki
+url="https://$ip:9443/apis/$G/v1/namespaces/$ns/clusters"
+code=$(curl -sk -o "$tmp/body" -w '%{http_code}' --max-time 5 "$url")
+e2e_assert_eq 401 "$code" "no client certificate"
+e2e_assert_contains "$(cat "$tmp/body")" '"reason":"Unauthorized"' "401 Status"
+fp=(--cert "$P/front-proxy-client.crt" --key "$P/front-proxy-client.key")
+code=$(curl -sk "${fp[@]}" -o "$tmp/body" -w '%{http_code}' --max-time 5 -H "X-Remote-User: mallory" "$url")
+e2e_assert_eq 403 "$code" "front-proxy cert, user without RBAC: pgop's SubjectAccessReview says no"
+code=$(curl -sk "${fp[@]}" -o "$tmp/body" -w '%{http_code}' --max-time 5 \
+	-H "X-Remote-User: admin" -H "X-Remote-Group: system:masters" \
+	-H "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" "$url")
+e2e_assert_eq 200 "$code" "front-proxy cert as system:masters"
+e2e_assert_contains "$(cat "$tmp/body")" '"kind":"Table"' "Table when asked for"
+code=$(curl -sk --cert "$P/admin.crt" --key "$P/admin.key" -o /dev/null -w '%{http_code}' --max-time 5 \
+	-H "X-Remote-User: admin" -H "X-Remote-Group: system:masters" "$url" 2>/dev/null || true)
+[ ! -f "$P/admin.crt" ] || e2e_assert_eq 401 "$code" "a client certificate from another CA"
+
+# ---- the CRD keeps its names -------------------------------------------------------
+e2e_assert_match "$(kubectl -n "$ns" get clusters | head -1)" "INSTANCES +READY +STATUS" "kubectl get clusters is the CRD"
+e2e_assert_match "$(kubectl -n "$ns" get clusters.postgresql | head -1)" "INSTANCES +READY +STATUS" "clusters.postgresql"
+
+# ---- latency figure ---------------------------------------------------------------
+t0=$(date +%s%N)
+for _ in 1 2 3 4 5 6 7 8 9 10; do kubectl get clusters.live -A >/dev/null; done
+echo "METRIC live_get_clusters_avg_ms=$((($(date +%s%N) - t0) / 10000000))"
+e2e_log "live API ok"
