@@ -81,6 +81,13 @@ struct as_fieldsel {
 int as_fieldsel_parse(const char *s, struct as_fieldsel *ret, struct op_err *err);
 bool as_fieldsel_match(const struct as_fieldsel *f, const char *ns, const char *name);
 
+/* Selectors and output form of a get/list/watch. */
+struct as_query {
+	const char *label; /* labelSelector, borrowed; NULL = all */
+	struct as_fieldsel fields;
+	bool table;
+};
+
 /* ------------------------------------------------------------ resources */
 
 enum as_cell { AS_CELL_STR, AS_CELL_INT, AS_CELL_BOOL, AS_CELL_AGE, AS_CELL_LAG, AS_CELL_SEEN };
@@ -186,6 +193,30 @@ struct as_views {
 };
 void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ret_views);
 void as_views_free(struct as_views *v, size_t n);
+
+/* The selected live objects (*ret owned array), snapshots refreshed as
+ * needed (as_snaps_get bounds). -EINVAL: malformed label selector. */
+int as_collect(struct as_snaps *snaps, const struct as_source *src, const struct as_reqinfo *ri,
+	       const struct as_query *q, json_object **ret, struct op_err *err);
+
+/* ------------------------------------------------------------- watch */
+
+struct as_watches;
+struct as_watches *as_watches_new(unsigned max);
+/* Ends every watch and waits for their threads. Accepts NULL. */
+void as_watches_free(struct as_watches *w);
+/* Turns rep into a watch stream served by a new thread (429 beyond max). */
+int as_watch_start(struct as_watches *w, struct as_snaps *snaps, const struct as_source *src,
+		   const struct op_http_request *req, const struct as_reqinfo *ri,
+		   const struct as_query *q, struct op_http_reply *rep, struct op_err *err);
+/* One watch event line ("{type,object}\n") into out; the object is wrapped
+ * into a one-row Table when table (column definitions only when headers). */
+int as_watch_event(struct op_buf *out, const char *type, const struct as_resource *res,
+		   json_object *obj, bool table, bool headers, int64_t now_s);
+#define AS_WATCH_MAX_DEFAULT 64
+#define AS_WATCH_PERIOD_MS 1000
+#define AS_WATCH_BOOKMARK_MS 10000
+#define AS_WATCH_TIMEOUT_MAX_S 1800
 
 /* --------------------------------------------------------- authn/authz */
 

@@ -8,7 +8,7 @@
 #include "support/alloc.h"
 #include "support/json.h"
 
-static const char *const read_verbs[] = { "get", "list", NULL };
+static const char *const read_verbs[] = { "get", "list", "watch", NULL };
 static const char *const get_verbs[] = { "get", NULL };
 static const char *const cluster_short[] = { "pglive", NULL };
 static const char *const instance_short[] = { "pgi", NULL };

@@ -20,6 +20,7 @@
 struct as_server {
 	struct as_config cfg;
 	struct as_snaps *snaps;
+	struct as_watches *watches;
 	struct as_sar_cache *sar;
 	struct kube_informer *cm_inf;
 	pthread_rwlock_t authn_lock;
@@ -76,6 +77,7 @@ int as_new(const struct as_config *cfg, struct as_server **ret, struct op_err *e
 	pthread_mutex_init(&s->start_lock, NULL);
 	s->snaps = as_snaps_new(&cfg->source, cfg->max_age_ms, cfg->timeout_ms);
 	s->sar = as_sar_cache_new(cfg->sar_ttl_ms, SAR_CACHE_CAP);
+	s->watches = as_watches_new(0);
 	int r = 0;
 	if (cfg->requestheader_json) {
 		json_object *cm = json_tokener_parse(cfg->requestheader_json);
@@ -97,6 +99,7 @@ void as_free(struct as_server *s)
 	if (!s)
 		return;
 	kube_informer_free(s->cm_inf);
+	as_watches_free(s->watches); /* before the snapshots they read */
 	as_snaps_free(s->snaps);
 	as_sar_cache_free(s->sar);
 	as_authn_cfg_done(&s->authn);
@@ -260,27 +263,8 @@ static char *forbidden_msg(const struct as_user *u, const struct as_attrs *a, co
 
 /* ------------------------------------------------------------ resources */
 
-struct query {
-	const char *label;
-	struct as_fieldsel fields;
-	bool table;
-};
-
-static bool selected(const struct query *q, json_object *obj, struct op_err *err, int *bad)
-{
-	if (!as_fieldsel_match(&q->fields, op_json_str_at(obj, "metadata.namespace"),
-			       op_json_str_at(obj, "metadata.name")))
-		return false;
-	if (!q->label || !*q->label)
-		return true;
-	int m = kube_selector_match(q->label, obj, err);
-	if (m < 0)
-		*bad = m;
-	return m == 1;
-}
-
 static int reply_objects(struct op_http_reply *rep, const struct as_reqinfo *ri,
-			 const struct query *q, json_object *objs)
+			 const struct as_query *q, json_object *objs)
 {
 	char rv[32];
 	snprintf(rv, sizeof(rv), "%lld", (long long)as_wall_ms());
@@ -302,103 +286,14 @@ static int reply_objects(struct op_http_reply *rep, const struct as_reqinfo *ri,
 	return as_render_list(&rep->body, ri->res, objs, rv);
 }
 
-static int serve_clusters(struct as_server *s, const struct as_reqinfo *ri, const struct query *q,
-			  struct op_http_reply *rep, struct op_err *err)
+static int serve(struct as_server *s, const struct as_reqinfo *ri, const struct as_query *q,
+		 struct op_http_reply *rep, struct op_err *err)
 {
-	json_object *all = s->cfg.source.clusters(s->cfg.source.ud, ri->ns[0] ? ri->ns : NULL);
-	json_object *sel = json_object_new_array();
-	int bad = 0;
-	for (size_t i = 0; i < json_object_array_length(all); i++) {
-		json_object *c = json_object_array_get_idx(all, i);
-		if (ri->name[0] && strcmp(op_json_str_at(c, "metadata.name") ?: "", ri->name) != 0)
-			continue;
-		if (selected(q, c, err, &bad))
-			op_json_append(sel, json_object_get(c));
-	}
-	json_object_put(all);
-	if (bad < 0) {
-		json_object_put(sel);
+	json_object *objs = NULL;
+	int r = as_collect(s->snaps, &s->cfg.source, ri, q, &objs, err);
+	if (r < 0)
 		return fail(rep, 400, "BadRequest", err->msg);
-	}
-	size_t n = json_object_array_length(sel);
-	struct as_views *views = op_calloc(n ? n : 1, sizeof(*views));
-	as_snaps_get(s->snaps, sel, views);
-	json_object *objs = json_object_new_array();
-	int64_t now = as_wall_ms();
-	bool full = strcmp(ri->sub, "status") == 0;
-	for (size_t i = 0; i < n; i++)
-		op_json_append(objs, as_live_cluster(json_object_array_get_idx(sel, i), views[i].v,
-						     views[i].n, now, full));
-	as_views_free(views, n);
-	free(views);
-	json_object_put(sel);
-	int r = reply_objects(rep, ri, q, objs);
-	json_object_put(objs);
-	return r;
-}
-
-static json_object *primary_doc(const struct as_views *v)
-{
-	for (size_t k = 0; k < v->n; k++) {
-		json_object *p = NULL;
-		if (v->v[k].reachable && v->v[k].doc &&
-		    json_object_object_get_ex(v->v[k].doc, "isPrimary", &p) &&
-		    json_object_get_boolean(p))
-			return v->v[k].doc;
-	}
-	return NULL;
-}
-
-static int serve_instances(struct as_server *s, const struct as_reqinfo *ri, const struct query *q,
-			   struct op_http_reply *rep, struct op_err *err)
-{
-	json_object *all = s->cfg.source.clusters(s->cfg.source.ud, ri->ns[0] ? ri->ns : NULL);
-	json_object *sel = json_object_new_array(); /* Clusters with a selected Pod */
-	int bad = 0;
-	for (size_t i = 0; i < json_object_array_length(all) && !bad; i++) {
-		json_object *c = json_object_array_get_idx(all, i);
-		json_object *pods = s->cfg.source.pods(s->cfg.source.ud,
-						       op_json_str_at(c, "metadata.namespace"),
-						       op_json_str_at(c, "metadata.name"));
-		bool any = false;
-		for (size_t k = 0; k < json_object_array_length(pods) && !any && !bad; k++) {
-			json_object *p = json_object_array_get_idx(pods, k);
-			if (ri->name[0] &&
-			    strcmp(op_json_str_at(p, "metadata.name") ?: "", ri->name) != 0)
-				continue;
-			any = selected(q, p, err, &bad);
-		}
-		json_object_put(pods);
-		if (any)
-			op_json_append(sel, json_object_get(c));
-	}
-	json_object_put(all);
-	if (bad < 0) {
-		json_object_put(sel);
-		return fail(rep, 400, "BadRequest", err->msg);
-	}
-	size_t n = json_object_array_length(sel);
-	struct as_views *views = op_calloc(n ? n : 1, sizeof(*views));
-	as_snaps_get(s->snaps, sel, views);
-	json_object *objs = json_object_new_array();
-	int64_t now = as_wall_ms();
-	for (size_t i = 0; i < n; i++) {
-		json_object *pdoc = primary_doc(&views[i]);
-		for (size_t k = 0; k < views[i].n; k++) {
-			json_object *p = views[i].v[k].pod;
-			if (ri->name[0] &&
-			    strcmp(op_json_str_at(p, "metadata.name") ?: "", ri->name) != 0)
-				continue;
-			if (!selected(q, p, err, &bad))
-				continue;
-			op_json_append(objs, as_live_instance(json_object_array_get_idx(sel, i),
-							      &views[i].v[k], pdoc, now, false));
-		}
-	}
-	as_views_free(views, n);
-	free(views);
-	json_object_put(sel);
-	int r = reply_objects(rep, ri, q, objs);
+	r = reply_objects(rep, ri, q, objs);
 	json_object_put(objs);
 	return r;
 }
@@ -429,8 +324,8 @@ static int dispatch(struct as_server *s, const struct op_http_request *req,
 	case AS_T_RESOURCE:
 		break;
 	}
-	struct query q = { .label = op_http_query(req, "labelSelector"),
-			   .table = as_accept_table(accept) };
+	struct as_query q = { .label = op_http_query(req, "labelSelector"),
+			      .table = as_accept_table(accept) };
 	if (as_fieldsel_parse(op_http_query(req, "fieldSelector"), &q.fields, err) < 0)
 		return fail(rep, 400, "BadRequest", err->msg);
 	const char *sie = op_http_query(req, "sendInitialEvents");
@@ -439,9 +334,9 @@ static int dispatch(struct as_server *s, const struct op_http_request *req,
 	if (s->cfg.source.ready && !s->cfg.source.ready(s->cfg.source.ud))
 		return fail(rep, 503, "ServiceUnavailable",
 			    "the operator's caches are not synced yet, retry");
-	if (ri->res == as_resource_clusters())
-		return serve_clusters(s, ri, &q, rep, err);
-	return serve_instances(s, ri, &q, rep, err);
+	if (strcmp(ri->verb, "watch") == 0)
+		return as_watch_start(s->watches, s->snaps, &s->cfg.source, req, ri, &q, rep, err);
+	return serve(s, ri, &q, rep, err);
 }
 
 static int handle(struct as_server *s, const struct op_http_request *req,

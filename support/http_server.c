@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -52,6 +53,8 @@ struct op_http_server {
 	_Atomic uint64_t cert_swaps;
 	_Atomic bool ready;
 	_Atomic bool draining;        /* set by op_http_server_free: responses close */
+	pthread_mutex_t streams_lock;
+	struct op_http_stream *streams; /* streamed replies in flight (list) */
 	void *userdata;
 	void *ready_userdata;
 	bool (*ready_fn)(void *userdata);
@@ -349,6 +352,175 @@ static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connect
 	return MHD_YES;
 }
 
+/* ---- streamed replies ------------------------------------------------------ */
+
+#define STREAM_BACKLOG_MAX (1024u * 1024)
+
+struct op_http_stream {
+	pthread_mutex_t lock;
+	_Atomic unsigned refs;          /* producer + server (the MHD response) */
+	struct op_http_server *srv;     /* set when queued */
+	struct MHD_Connection *conn;
+	struct op_buf pending;
+	bool suspended, closed, gone;
+	struct op_http_stream *next, *prev; /* srv->streams, under srv->streams_lock */
+};
+
+struct op_http_stream *op_http_reply_stream(struct op_http_reply *rep)
+{
+	if (rep->stream)
+		return rep->stream;
+	struct op_http_stream *st = op_calloc(1, sizeof(*st));
+	pthread_mutex_init(&st->lock, NULL);
+	atomic_init(&st->refs, 2);
+	st->pending = OP_BUF_INIT(STREAM_BACKLOG_MAX);
+	rep->stream = st;
+	return st;
+}
+
+static void stream_unref(struct op_http_stream *st)
+{
+	if (atomic_fetch_sub(&st->refs, 1) != 1)
+		return;
+	op_buf_done(&st->pending);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+/* Under st->lock. */
+static void stream_wake(struct op_http_stream *st)
+{
+	if (st->suspended && st->conn) {
+		st->suspended = false;
+		MHD_resume_connection(st->conn);
+	}
+}
+
+int op_http_stream_write(struct op_http_stream *st, const char *data, size_t len)
+{
+	pthread_mutex_lock(&st->lock);
+	int r = 0;
+	if (st->gone || st->closed) {
+		r = -EPIPE;
+	} else if (op_buf_add(&st->pending, data, len) < 0) {
+		st->closed = true; /* op_buf emptied itself: end the stream */
+		r = -EMSGSIZE;
+	}
+	stream_wake(st);
+	pthread_mutex_unlock(&st->lock);
+	return r;
+}
+
+bool op_http_stream_gone(struct op_http_stream *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool g = st->gone || st->closed;
+	pthread_mutex_unlock(&st->lock);
+	return g;
+}
+
+void op_http_stream_close(struct op_http_stream *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->lock);
+	st->closed = true;
+	stream_wake(st);
+	pthread_mutex_unlock(&st->lock);
+	stream_unref(st);
+}
+
+/* MHD content reader: what is pending, else end (closed) or suspend until a
+ * write (MHD allows suspending from the content reader callback). */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct op_http_stream *st = cls;
+	pthread_mutex_lock(&st->lock);
+	ssize_t n = 0;
+	if (st->pending.len) {
+		size_t k = st->pending.len < max ? st->pending.len : max;
+		memcpy(buf, st->pending.data, k);
+		memmove(st->pending.data, st->pending.data + k, st->pending.len - k);
+		st->pending.len -= k;
+		st->pending.data[st->pending.len] = '\0';
+		n = (ssize_t)k;
+	} else if (st->closed || st->gone) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		st->suspended = true;
+		MHD_suspend_connection(st->conn);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+/* The response is destroyed: the request is over. */
+static void stream_done(void *cls)
+{
+	struct op_http_stream *st = cls;
+	struct op_http_server *srv = st->srv;
+	pthread_mutex_lock(&srv->streams_lock);
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		srv->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	pthread_mutex_unlock(&srv->streams_lock);
+	pthread_mutex_lock(&st->lock);
+	st->gone = true;
+	st->conn = NULL;
+	pthread_mutex_unlock(&st->lock);
+	stream_unref(st);
+}
+
+static enum MHD_Result queue_stream(struct MHD_Connection *conn, struct req_state *rq,
+				    struct op_http_reply *rep)
+{
+	struct op_http_stream *st = rep->stream;
+	struct op_http_server *srv = rq->srv;
+	st->srv = srv;
+	st->conn = conn;
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_done);
+	if (!resp) {
+		stream_unref(st); /* the server's reference; the producer's writes see gone */
+		pthread_mutex_lock(&st->lock);
+		st->gone = true;
+		pthread_mutex_unlock(&st->lock);
+		return MHD_NO;
+	}
+	pthread_mutex_lock(&srv->streams_lock);
+	st->next = srv->streams;
+	if (st->next)
+		st->next->prev = st;
+	srv->streams = st;
+	pthread_mutex_unlock(&srv->streams_lock);
+	enum MHD_Result ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+						     rep->content_type);
+	if (ok == MHD_YES && rep->header_name && rep->header_value)
+		ok = MHD_add_response_header(resp, rep->header_name, rep->header_value);
+	if (ok == MHD_YES)
+		ok = MHD_queue_response(conn, rep->status, resp);
+	MHD_destroy_response(resp); /* stream_done runs when the connection lets go */
+	if (ok == MHD_YES)
+		rq->status = rep->status;
+	return ok;
+}
+
+/* Server stopping: every stream ends (producers see gone). */
+static void streams_end_all(struct op_http_server *srv)
+{
+	pthread_mutex_lock(&srv->streams_lock);
+	for (struct op_http_stream *st = srv->streams; st; st = st->next) {
+		pthread_mutex_lock(&st->lock);
+		st->gone = true;
+		stream_wake(st);
+		pthread_mutex_unlock(&st->lock);
+	}
+	pthread_mutex_unlock(&srv->streams_lock);
+}
+
 static unsigned status_for_error(int r)
 {
 	return r == -EINVAL || r == -EBADMSG ? MHD_HTTP_BAD_REQUEST
@@ -378,8 +550,16 @@ static enum MHD_Result dispatch(struct op_http_server *srv, struct MHD_Connectio
 	op_buf_done(&rq->body); /* the request body is no longer needed */
 	if (r < 0) {
 		op_buf_done(&rep.body);
+		if (rep.stream) { /* never queued: drop both references */
+			op_http_stream_close(rep.stream);
+			stream_unref(rep.stream);
+		}
 		return queue_error(conn, rq, status_for_error(r), NULL, false,
 				   err.code ? err.msg : strerror(-r));
+	}
+	if (rep.stream) {
+		op_buf_done(&rep.body);
+		return queue_stream(conn, rq, &rep);
 	}
 	enum MHD_Result ok = queue_reply(conn, rq, rep.status, rep.content_type, &rep.body,
 					 NULL, false, rep.header_name, rep.header_value);
@@ -601,6 +781,7 @@ static void server_free_state(struct op_http_server *srv)
 	free(srv->requests);
 	free(srv->latency);
 	free(srv->trust_pem);
+	pthread_mutex_destroy(&srv->streams_lock);
 	free(srv);
 }
 
@@ -656,6 +837,7 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 
 	struct op_http_server *srv = op_calloc(1, sizeof(*srv));
 	op_tls_slot_init(&srv->slot);
+	pthread_mutex_init(&srv->streams_lock, NULL);
 	srv->user_routes = cfg->routes;
 	srv->n_user = cfg->n_routes;
 	srv->n_paths = N_BUILTIN + cfg->n_routes + 1;
@@ -687,7 +869,8 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 	unsigned threads = cfg->threads ? cfg->threads : default_threads();
 	unsigned timeout_s = cfg->timeout_s ? cfg->timeout_s : 30;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
-			 MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+			 (v6 ? MHD_USE_IPv6 : 0);
 	struct MHD_OptionItem opts[] = {
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
 		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
@@ -731,6 +914,7 @@ void op_http_server_free(struct op_http_server *srv)
 		MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
 		if (fd != MHD_INVALID_SOCKET)
 			close(fd);
+		streams_end_all(srv); /* watches end now; their clients reconnect elsewhere */
 		uint64_t deadline = now_ns() + (uint64_t)srv->drain_ms * 1000000u;
 		while (atomic_load(&srv->in_flight) > 0 && now_ns() < deadline) {
 			struct timespec ts = { 0, 10 * 1000 * 1000 };

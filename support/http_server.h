@@ -55,7 +55,27 @@ struct op_http_reply {
 	/* One extra response header (e.g. Retry-After), both borrowed until the
 	 * handler returns and copied; NULL = none. */
 	const char *header_name, *header_value;
+	struct op_http_stream *stream; /* set by op_http_reply_stream; owned by the server */
 };
+
+/* ---- streamed replies (watch) ----------------------------------------------
+ * A handler may answer with a chunked stream instead of a body: it calls
+ * op_http_reply_stream (status, content type and header as usual, body
+ * ignored), hands the returned reference to a producer thread and returns.
+ * The producer writes with op_http_stream_write and ends with
+ * op_http_stream_close. While nothing is pending the connection is suspended
+ * (no thread waits, no polling); a write resumes it. When the client goes
+ * away or the server stops, writes fail with -EPIPE and op_http_stream_gone
+ * turns true: the producer should close. */
+struct op_http_stream;
+/* Returns the producer's reference (release with op_http_stream_close). */
+struct op_http_stream *op_http_reply_stream(struct op_http_reply *rep);
+/* Appends a copy of data. -EPIPE: the client or server is gone; -EMSGSIZE:
+ * more than 1 MiB waits unsent (a client not reading): the stream is ended. */
+int op_http_stream_write(struct op_http_stream *s, const char *data, size_t len);
+bool op_http_stream_gone(struct op_http_stream *s);
+/* Ends the stream after what is pending and drops the producer's reference. */
+void op_http_stream_close(struct op_http_stream *s);
 
 /* Returns 0 (reply filled) or -errno (err filled): -EINVAL/-EBADMSG -> 400,
  * anything else -> 500. userdata is op_http_config.userdata. */

@@ -8,6 +8,7 @@
 #    --api-version=live.postgresql.cnpg.io/v1 and instances.status describe the kinds;
 #  - kubectl get clusters.live -A / pglive / instances.live -l cnpg.io/cluster=C -o wide /
 #    -o yaml show the live primary, READY 2/2, roles, reachability, timelines;
+#  - kubectl get clusters.live -w prints a MODIFIED row when the Cluster changes;
 #  - a ServiceAccount without RBAC gets 403, with the view role it can get;
 #  - straight to pgop's port: no client certificate -> 401 Unauthorized; the front-proxy
 #    certificate as an unprivileged user -> 403 from pgop's own SubjectAccessReview; as
@@ -102,6 +103,15 @@ e2e_assert_contains "$(cat "$tmp/inst.yaml")" "role: primary" "-o yaml role"
 st=$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/$C/status")
 e2e_assert_contains "$st" '"pgStatus"' "status subresource carries each /pg/status"
 e2e_assert_contains "$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/nope" 2>&1 || true)" "NotFound" "404 Status"
+
+# ---- watch: kubectl get -w through the aggregator (Table events) -------------------
+timeout 12 kubectl -n "$ns" get clusters.live -w --output-watch-events >"$tmp/watch.out" 2>&1 &
+wpid=$!
+sleep 4
+kubectl -n "$ns" label cluster $C live-e2e=changed >/dev/null
+wait $wpid || true
+e2e_log "watch: $(tr '\n' '|' <"$tmp/watch.out")"
+e2e_assert_match "$(cat "$tmp/watch.out")" "MODIFIED +$C +$primary +2/2" "kubectl get clusters.live -w sees the change"
 
 # ---- authorization through kube-apiserver -----------------------------------------
 kubectl -n "$ns" create serviceaccount nobody >/dev/null

@@ -83,7 +83,10 @@ static const struct {
 	  -EOPNOTSUPP, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
 	{ "POST", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters/pg/status", false,
 	  -EOPNOTSUPP, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
-	{ "GET", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters", true, -EOPNOTSUPP, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
+	{ "GET", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters", true, 0,
+	  AS_T_RESOURCE, "clusters", "ns1", "", "", "watch" },
+	{ "GET", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters/pg", true, 0,
+	  AS_T_RESOURCE, "clusters", "ns1", "pg", "", "get" },
 	{ "POST", "/apis", false, -EOPNOTSUPP, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -529,6 +532,35 @@ static void test_live_objects(void **state)
 		json_object_put(all[i]);
 }
 
+static void test_watch_event(void **state)
+{
+	json_object *o = parse("{\"kind\":\"LiveCluster\",\"apiVersion\":\"live.postgresql.cnpg.io/v1\","
+			       "\"metadata\":{\"name\":\"pg\",\"namespace\":\"ns1\","
+			       "\"resourceVersion\":\"7\"},\"status\":{\"primary\":\"pg-1\"}}");
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
+	assert_int_equal(as_watch_event(&b, "ADDED", as_resource_clusters(), o, false, false, 0), 0);
+	assert_int_equal(b.data[b.len - 1], '\n'); /* one JSON object per line */
+	assert_null(memchr(b.data, '\n', b.len - 1));
+	json_object *e = parse(op_buf_str(&b));
+	assert_string_equal(op_json_str_at(e, "type"), "ADDED");
+	assert_string_equal(op_json_str_at(e, "object.status.primary"), "pg-1");
+	json_object_put(e);
+	assert_int_equal(as_watch_event(&b, "MODIFIED", as_resource_clusters(), o, true, true, 0), 0);
+	e = parse(op_buf_str(&b));
+	assert_string_equal(op_json_str_at(e, "object.kind"), "Table");
+	assert_string_equal(op_json_str_at(e, "object.metadata.resourceVersion"), "7");
+	assert_int_equal(json_object_array_length(op_json_at(e, "object.rows")), 1);
+	assert_true(json_object_array_length(op_json_at(e, "object.columnDefinitions")) > 0);
+	json_object_put(e);
+	/* later Table events carry no column definitions */
+	assert_int_equal(as_watch_event(&b, "MODIFIED", as_resource_clusters(), o, true, false, 0), 0);
+	e = parse(op_buf_str(&b));
+	assert_int_equal(json_object_array_length(op_json_at(e, "object.columnDefinitions")), 0);
+	json_object_put(e);
+	op_buf_done(&b);
+	json_object_put(o);
+}
+
 /* ---------------------------------------------------------- snapshots */
 
 struct fake {
@@ -659,6 +691,7 @@ int main(void)
 		cmocka_unit_test(test_discovery),
 		cmocka_unit_test(test_interval_age),
 		cmocka_unit_test(test_live_objects),
+		cmocka_unit_test(test_watch_event),
 		cmocka_unit_test(test_snaps_single_flight),
 		cmocka_unit_test(test_snaps_deadline),
 	};

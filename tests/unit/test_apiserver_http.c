@@ -74,16 +74,20 @@ static json_object *fake_pods(void *ud, const char *ns, const char *cluster)
 				  "\"status\":{\"podIP\":\"10.0.0.1\"}}]");
 }
 
+static int timeline = 3;
+
 static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
 		      size_t n, long timeout_ms, struct op_err *err)
 {
 	pthread_mutex_lock(&mu);
-	int ms = fetch_sleep_ms;
+	int ms = fetch_sleep_ms, tli = timeline;
 	pthread_mutex_unlock(&mu);
 	usleep((useconds_t)ms * 1000);
+	char doc[128];
+	snprintf(doc, sizeof(doc), "{\"isPrimary\":true,\"timeLineID\":%d,"
+		 "\"currentLsn\":\"0/5000000\"}", tli);
 	for (size_t i = 0; i < n; i++)
-		v[i].doc = json_tokener_parse("{\"isPrimary\":true,\"timeLineID\":3,"
-					      "\"currentLsn\":\"0/5000000\"}");
+		v[i].doc = json_tokener_parse(doc);
 	return (int)n;
 }
 
@@ -323,8 +327,12 @@ static void test_resources(void **state)
 	o = get(GV "/namespaces/ns1/clusters?labelSelector=a%20in%20(", "proxy", alice, &r);
 	expect_status(o, &r, 400, "BadRequest");
 	json_object_put(o);
-	o = get(GV "/namespaces/ns1/clusters?watch=true", "proxy", alice, &r);
-	expect_status(o, &r, 405, "MethodNotAllowed");
+	o = get(GV "/namespaces/ns1/clusters?watch=true&labelSelector=a%20in%20(", "proxy", alice,
+		&r);
+	expect_status(o, &r, 400, "BadRequest");
+	json_object_put(o);
+	o = get(GV "/namespaces/ns1/clusters/pg?watch=nope", "proxy", alice, &r);
+	assert_int_equal(r.code, 200); /* a named GET stays a GET */
 	json_object_put(o);
 	const char *const v2[] = { "X-Remote-User: alice",
 				   "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as="
@@ -379,6 +387,96 @@ static void test_too_many(void **state)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Lines of a finished watch stream, parsed. */
+static json_object *watch_lines(const char *query, const char *const *hdrs, int64_t *ret_ms)
+{
+	struct resp r;
+	struct curl_slist *l = NULL;
+	_cleanup_free_ char *path = op_asprintf(GV "/namespaces/ns1/clusters?watch=true&%s", query);
+	CURL *c = request(path, "proxy", hdrs, &r, &l);
+	int64_t t0 = as_now_ms();
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	*ret_ms = as_now_ms() - t0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+	assert_int_equal(r.code, 200);
+	curl_slist_free_all(l);
+	curl_easy_cleanup(c);
+	json_object *arr = json_object_new_array();
+	char *save = NULL;
+	for (char *line = strtok_r(r.body.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		op_json_append(arr, json_tokener_parse(line));
+	op_buf_done(&r.body);
+	return arr;
+}
+
+static void *bump_timeline(void *arg)
+{
+	usleep(1200 * 1000);
+	pthread_mutex_lock(&mu);
+	timeline = 4;
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+static void test_watch(void **state)
+{
+	int64_t ms = 0;
+	/* resourceVersion 0: the current objects as ADDED first; ends at timeoutSeconds */
+	json_object *ev = watch_lines("resourceVersion=0&timeoutSeconds=1", alice, &ms);
+	assert_true(ms >= 900 && ms < 3500);
+	assert_true(json_object_array_length(ev) >= 1);
+	json_object *e0 = json_object_array_get_idx(ev, 0);
+	assert_string_equal(op_json_str_at(e0, "type"), "ADDED");
+	assert_string_equal(op_json_str_at(e0, "object.kind"), "LiveCluster");
+	assert_non_null(op_json_str_at(e0, "object.metadata.resourceVersion"));
+	json_object_put(ev);
+	/* a concrete resourceVersion: no replay; a change shows as MODIFIED (a Table
+	 * row with the definitions on the first event) */
+	pthread_t t;
+	pthread_create(&t, NULL, bump_timeline, NULL);
+	const char *const table[] = { "X-Remote-User: alice",
+				      "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,"
+				      "application/json",
+				      NULL };
+	ev = watch_lines("resourceVersion=12345&timeoutSeconds=3", table, &ms);
+	pthread_join(t, NULL);
+	assert_int_equal(json_object_array_length(ev), 1);
+	e0 = json_object_array_get_idx(ev, 0);
+	assert_string_equal(op_json_str_at(e0, "type"), "MODIFIED");
+	assert_string_equal(op_json_str_at(e0, "object.kind"), "Table");
+	assert_true(json_object_array_length(op_json_at(e0, "object.columnDefinitions")) > 0);
+	json_object_put(ev);
+	pthread_mutex_lock(&mu);
+	timeline = 3;
+	pthread_mutex_unlock(&mu);
+}
+
+static void *long_watch(void *arg)
+{
+	int64_t *ms = arg;
+	json_object *ev = watch_lines("timeoutSeconds=100", alice, ms);
+	json_object_put(ev);
+	return NULL;
+}
+
+/* Stopping the server ends a watch in flight at once (suspended connection
+ * resumed, stream ended), and the watch thread is gone before as_free returns. */
+static void test_watch_ends_at_stop(void **state)
+{
+	int64_t ms = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, long_watch, &ms);
+	usleep(700 * 1000);
+	int64_t t0 = as_now_ms();
+	op_http_server_free(srv);
+	srv = NULL;
+	pthread_join(t, NULL);
+	assert_true(as_now_ms() - t0 < 3000);
+	assert_true(ms < 5000);
+	as_free(as);
+	as = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +484,8 @@ int main(void)
 		cmocka_unit_test(test_authorization),
 		cmocka_unit_test(test_resources),
 		cmocka_unit_test(test_too_many),
+		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_watch_ends_at_stop), /* last: stops the server */
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
