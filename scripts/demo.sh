@@ -106,9 +106,19 @@ say "helm test pgop (pgop selftest through the API server)"
 helm test pgop -n pgop-system | grep -E "^(TEST SUITE|Phase)" | awk '!seen[$0]++' || true
 kubectl -n pgop-system logs pgop-pgop-selftest || true
 
+say "live status through plain kubectl (aggregated API live.postgresql.cnpg.io)"
+for _ in $(seq 60); do
+	[ "$(kubectl get apiservice v1.live.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)" = True ] && break
+	sleep 1
+done
+kubectl -n demo get clusters.postgresql
+kubectl -n demo get clusters.live
+kubectl -n demo get instances.live -l cnpg.io/cluster="$name" -o wide
+
 cat <<EOF
 
 pgop is running in $PGOP_E2E_STATE:
   . $PGOP_E2E_STATE/env && kubectl get clusters -A
+  kubectl get clusters.live -A; kubectl get instances.live -A -o wide   # live, from every instance
   tests/e2e/cluster-down.sh $PGOP_E2E_STATE      # stop and remove everything
 EOF
