@@ -255,4 +255,24 @@ bool api_image_tag(const char *image, const char **ret_tag, size_t *ret_len, boo
  * start with a version ("latest", digest-only). */
 int api_image_major_version(const char *image, int *ret_major, struct op_err *err);
 
+/* Frees the items of v and empties it (v itself is not freed). */
+void api_strv_done(struct api_strv *v);
+/* Appends a copy of s. */
+void api_strv_push(struct api_strv *v, const char *s);
+
+/* initdb (api/initdb.c) */
+
+/* The initdb arguments of spec.bootstrap.initdb (CloudNativePG
+ * buildInitDBFlags), one argv element each ("-k", "--encoding=UTF8"; a value
+ * with blanks stays one element); a non-empty `options` replaces them all.
+ * Each is checked with api_initdb_arg_check; -EINVAL names the field.
+ * Appends owned copies to out. */
+int api_initdb_args(const struct api_initdb *i, struct api_strv *out, struct op_err *err);
+/* One initdb argument: an option ("-k", "--locale=C": a value goes after
+ * '='), never a bare word (initdb would take it as the data directory), no
+ * control characters, and not one the instance manager sets itself
+ * (-D/--pgdata, -X/--waldir, -U/--username, --pwfile, --pwprompt, -W,
+ * -A/--auth*). field names it in err ("spec.bootstrap.initdb.options[2]"). */
+int api_initdb_arg_check(const char *arg, const char *field, struct op_err *err);
+
 #endif

@@ -44,7 +44,6 @@ void api_dec_strv(struct api_dec *d, json_object *obj, const char *path, const c
 void api_dec_kvs(struct api_dec *d, json_object *obj, const char *path, const char *key,
 		 struct api_kvs *out, bool numbers_ok);
 
-void api_strv_done(struct api_strv *v);
 void api_kvs_done(struct api_kvs *kvs);
 
 #endif

@@ -23,6 +23,7 @@ struct instance_opts {
 	const char *pgdata, *pg_wal, *pod_name, *namespace_, *cluster_name;
 	const char *cluster_file, *kubeconfig;
 	const char *controller_dir, *certs_dir, *secrets_dir, *pg_bindir;
+	unsigned pg_major;
 	enum op_log_level log_level;
 	/* init */
 	struct cmd_strings initdb_flags, post_init_sql, post_init_app_sql, post_init_tpl_sql;
@@ -54,14 +55,18 @@ struct instance_opts {
 	{ "secrets-dir", 0, CMD_FLAG_STRING, OPT(secrets_dir), 0, "DIR",                           \
 	  "mounted credential Secrets (default " INST_SECRETS_DIR ")" },                             \
 	{ "pg-bindir", 0, CMD_FLAG_STRING, OPT(pg_bindir), 0, "DIR",                               \
-	  "PostgreSQL programs (default " INST_PG_BINDIR ")" },                                      \
+	  "PostgreSQL programs (default: postgres on PATH, pg_config --bindir, "                   \
+	  "/usr/lib/postgresql/MAJOR/bin)" },                                                        \
+	{ "pg-major", 0, CMD_FLAG_UINT, OPT(pg_major), 99, "N",                                    \
+	  "PostgreSQL major the programs must have (default: the Cluster image's tag)" },            \
 	{ "log-level", 0, CMD_FLAG_LOG_LEVEL, OPT(log_level), 0, "LEVEL", "debug, info, warn, error" }, \
 	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" }
 
 static const struct cmd_flag init_flags[] = {
 	COMMON_FLAGS,
-	{ "initdb-flags", 0, CMD_FLAG_STRINGS, OPT(initdb_flags), 0, "FLAGS",
-	  "initdb flags (split on blanks; repeatable; default: from spec.bootstrap.initdb)" },
+	{ "initdb-flag", 0, CMD_FLAG_STRINGS, OPT(initdb_flags), 0, "FLAG",
+	  "one initdb argument, e.g. --locale=C (repeatable, never split; "
+	  "default: from spec.bootstrap.initdb)" },
 	{ "app-db-name", 0, CMD_FLAG_STRING, OPT(app_db), 0, "DB", "application database" },
 	{ "app-user", 0, CMD_FLAG_STRING, OPT(app_user), 0, "ROLE", "application owner" },
 	{ "post-init-sql", 0, CMD_FLAG_STRINGS, OPT(post_init_sql), 0, "SQL",
@@ -123,23 +128,9 @@ static int common(struct instance_opts *o, struct inst_paths *p)
 		return -EINVAL;
 	*p = (struct inst_paths){ .pgdata = o->pgdata, .waldir = o->pg_wal,
 				  .controller_dir = o->controller_dir, .certs_dir = o->certs_dir,
-				  .secrets_dir = o->secrets_dir, .pg_bindir = o->pg_bindir };
+				  .secrets_dir = o->secrets_dir, .pg_bindir = o->pg_bindir,
+				  .pg_major = (int)o->pg_major };
 	inst_paths_default(p);
-	/* PostgreSQL programs find each other through PATH (pg_rewind, pg_ctl). */
-	const char *path = getenv("PATH");
-	size_t bl = strlen(p->pg_bindir);
-	bool on_path = false;
-	for (const char *s = path; s && *s;) {
-		const char *e = strchr(s, ':');
-		size_t l = e ? (size_t)(e - s) : strlen(s);
-		on_path |= l == bl && strncmp(s, p->pg_bindir, bl) == 0;
-		s = e ? e + 1 : s + l;
-	}
-	if (!on_path) {
-		_cleanup_free_ char *np = op_asprintf("%s%s%s", p->pg_bindir, path && *path ? ":" : "",
-						      path ? path : "");
-		setenv("PATH", np, 1);
-	}
 	op_log_set_level(o->log_level);
 	op_log_set_component("instance");
 	return 0;

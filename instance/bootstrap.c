@@ -37,13 +37,6 @@ static void argv_add(struct argv_b *a, const char *s)
 	a->v[a->n] = NULL;
 }
 
-/* prefix + value as one argument ("--encoding=" "UTF8"). */
-static void argv_addf(struct argv_b *a, const char *prefix, const char *v)
-{
-	_cleanup_free_ char *s = op_asprintf("%s%s", prefix, v);
-	argv_add(a, s);
-}
-
 static void argv_done(struct argv_b *a)
 {
 	for (size_t i = 0; i < a->n; i++)
@@ -51,21 +44,6 @@ static void argv_done(struct argv_b *a)
 	free(a->v);
 	a->v = NULL;
 	a->n = a->cap = 0;
-}
-
-/* Splits each flag string on blanks (the Job passes them quoted together). */
-static void argv_add_split(struct argv_b *a, const char *s)
-{
-	while (*s) {
-		size_t skip = strspn(s, " \t\n");
-		s += skip;
-		size_t len = strcspn(s, " \t\n");
-		if (len) {
-			_cleanup_free_ char *t = op_strndup(s, len);
-			argv_add(a, t);
-		}
-		s += len;
-	}
 }
 
 const char *inst_os_user(void)
@@ -81,7 +59,8 @@ static int write_config(const struct inst_paths *p, const struct api_cluster *c,
 {
 	struct inst_config_input in = { .cluster = c, .pod_name = pod,
 					.controller_dir = p->controller_dir,
-					.os_user = inst_os_user(), .port = port };
+					.os_user = inst_os_user(), .port = port,
+					.major = p->pg_major };
 	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	_cleanup_(op_buf_donep) struct op_buf hba = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	_cleanup_(op_buf_donep) struct op_buf ident = OP_BUF_INIT(OP_BUF_MAX_FILE);
@@ -278,34 +257,6 @@ static int configure_new_instance(const struct inst_init_opts *o, const struct a
 			   &idb->post_init_application_sql, "postInitApplicationSQL", err);
 }
 
-static void initdb_flags_from_spec(struct argv_b *a, const struct api_initdb *idb)
-{
-	if (idb->options.n) { /* deprecated options override everything */
-		for (size_t i = 0; i < idb->options.n; i++)
-			argv_add(a, idb->options.items[i]);
-		return;
-	}
-	if (idb->data_checksums)
-		argv_add(a, "-k");
-	if (idb->encoding)
-		argv_addf(a, "--encoding=", idb->encoding);
-	if (idb->locale_collate)
-		argv_addf(a, "--lc-collate=", idb->locale_collate);
-	if (idb->locale_ctype)
-		argv_addf(a, "--lc-ctype=", idb->locale_ctype);
-	if (idb->locale)
-		argv_addf(a, "--locale=", idb->locale);
-	if (idb->locale_provider)
-		argv_addf(a, "--locale-provider=", idb->locale_provider);
-	if (idb->icu_locale)
-		argv_addf(a, "--icu-locale=", idb->icu_locale);
-	if (idb->wal_segment_size > 0) {
-		char n[24];
-		snprintf(n, sizeof(n), "%lld", (long long)idb->wal_segment_size);
-		argv_addf(a, "--wal-segsize=", n);
-	}
-}
-
 /* Stops a postmaster we started: fast shutdown, then immediate after 60 s. */
 static int stop_child(pid_t pid, struct op_err *err)
 {
@@ -338,14 +289,17 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
 	return r;
 }
 
-/* What init and join share: the Cluster, an absent PGDATA, the runtime
- * directories and the certificate files. *ret (owned) is set on success. */
-static int prepare_new_instance(const struct inst_paths *p, const char *cluster_file,
+/* What init and join share: the Cluster, the PostgreSQL programs of its
+ * major (p->pg_bindir, p->pg_major; *ret_bindir owns the string), an absent
+ * PGDATA, the runtime directories and the certificate files. *ret (owned) is
+ * set on success. */
+static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 				const char *kubeconfig, const char *ns, const char *name,
-				struct api_cluster **ret, struct op_err *err)
+				struct api_cluster **ret, char **ret_bindir, struct op_err *err)
 {
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
 	int r = inst_load_for(cluster_file, kubeconfig, ns, name, &c, err);
+	r = r ? r : inst_paths_locate(p, c, false, ret_bindir, err);
 	r = r ? r : ensure_absent(p->pgdata, err);
 	r = r ? r : runtime_dirs(p, err);
 	if (r)
@@ -359,10 +313,12 @@ static int prepare_new_instance(const struct inst_paths *p, const char *cluster_
 
 int inst_init(const struct inst_init_opts *o, struct op_err *err)
 {
-	const struct inst_paths *p = &o->paths;
+	struct inst_paths paths = o->paths;
+	const struct inst_paths *p = &paths;
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
-	int r = prepare_new_instance(p, o->cluster_file, o->kubeconfig, o->namespace_,
-				     o->cluster_name, &c, err);
+	_cleanup_free_ char *bindir = NULL;
+	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
+				     o->cluster_name, &c, &bindir, err);
 	if (r)
 		return r;
 	umask(077);
@@ -376,11 +332,26 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 		argv_add(&a, "--waldir");
 		argv_add(&a, p->waldir);
 	}
-	if (o->n_initdb_flags)
-		for (size_t i = 0; i < o->n_initdb_flags; i++)
-			argv_add_split(&a, o->initdb_flags[i]);
-	else
-		initdb_flags_from_spec(&a, &c->spec.bootstrap.initdb);
+	/* --initdb-flag (one argument each, from the Job) or the spec; checked
+	 * again here: a value never becomes another initdb argument */
+	struct api_strv spec_flags = { 0 };
+	if (!o->n_initdb_flags)
+		r = api_initdb_args(&c->spec.bootstrap.initdb, &spec_flags, err);
+	const char *const *fl = o->n_initdb_flags ? o->initdb_flags
+						  : (const char *const *)spec_flags.items;
+	size_t nfl = o->n_initdb_flags ? o->n_initdb_flags : spec_flags.n;
+	for (size_t i = 0; r == 0 && i < nfl; i++) {
+		char field[48];
+		snprintf(field, sizeof(field), "--initdb-flag #%zu", i + 1);
+		r = api_initdb_arg_check(fl[i], field, err);
+		if (r == 0)
+			argv_add(&a, fl[i]);
+	}
+	api_strv_done(&spec_flags);
+	if (r) {
+		argv_done(&a);
+		return r;
+	}
 	op_log_info("running initdb", "pgdata", p->pgdata);
 	r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
 	argv_done(&a);
@@ -418,10 +389,12 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 
 int inst_join(const struct inst_join_opts *o, struct op_err *err)
 {
-	const struct inst_paths *p = &o->paths;
+	struct inst_paths paths = o->paths;
+	const struct inst_paths *p = &paths;
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
-	int r = prepare_new_instance(p, o->cluster_file, o->kubeconfig, o->namespace_,
-				     o->cluster_name, &c, err);
+	_cleanup_free_ char *bindir = NULL;
+	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
+				     o->cluster_name, &c, &bindir, err);
 	if (r)
 		return r;
 	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);

@@ -17,8 +17,6 @@ void inst_paths_default(struct inst_paths *p)
 		p->certs_dir = INST_CERTS_DIR;
 	if (!p->secrets_dir)
 		p->secrets_dir = INST_SECRETS_DIR;
-	if (!p->pg_bindir)
-		p->pg_bindir = INST_PG_BINDIR;
 }
 
 static int load_file(const char *path, json_object **ret, struct op_err *err)

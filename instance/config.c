@@ -140,9 +140,43 @@ static bool valid_param_name(const char *s)
 	return true;
 }
 
-static bool has_line_break(const char *s)
+/* Line breaks and other control characters (a tab is a blank). */
+static bool has_control_char(const char *s)
 {
-	return strpbrk(s, "\r\n") != NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+			return true;
+	return false;
+}
+
+/* Keys PostgreSQL reads as directives, not parameters: `include = 'f'` would
+ * load any file the postgres user can write (admission-rules §7a). */
+static const char *const directive_keys[] = { "include", "include_if_exists", "include_dir" };
+
+static bool is_directive(const char *name)
+{
+	for (size_t i = 0; i < OP_ARRAY_SIZE(directive_keys); i++)
+		if (strcasecmp(directive_keys[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Parameters whose presence depends on the major (admission-rules §7c):
+ * written from min_major on. */
+static const struct {
+	const char *name;
+	int min_major;
+} versioned_params[] = {
+	{ "allow_alter_system", 17 }, /* follows spec.postgresql.enableAlterSystem */
+};
+
+/* -1 when name is not versioned, else whether major has it. */
+static int versioned_applies(const char *name, int major)
+{
+	for (size_t i = 0; i < OP_ARRAY_SIZE(versioned_params); i++)
+		if (strcasecmp(versioned_params[i].name, name) == 0)
+			return major >= versioned_params[i].min_major;
+	return -1;
 }
 
 /* key = 'value' with ' doubled and \ escaped. */
@@ -226,6 +260,9 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 {
 	const struct api_cluster *c = in->cluster;
 	const char *cd = cdir(in);
+	if (in->major < 13 || in->major > 99)
+		return op_err_set(err, -EINVAL, "PostgreSQL major %d: not supported (13 or newer)",
+				  in->major);
 	for (size_t i = 0; i < OP_ARRAY_SIZE(default_params); i++)
 		params_set(ps, default_params[i].name, default_params[i].value);
 	const struct api_kvs *up = &c->spec.postgresql.parameters;
@@ -235,11 +272,19 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 			return op_err_set(err, -EINVAL,
 					  "spec.postgresql.parameters: invalid parameter name \"%s\"",
 					  k);
-		if (has_line_break(v))
+		if (is_directive(k))
 			return op_err_set(err, -EINVAL,
-					  "spec.postgresql.parameters.%s: line breaks are not allowed",
+					  "spec.postgresql.parameters.%s: an include directive, not a "
+					  "parameter",
 					  k);
-		if (inst_param_is_fixed(k) || strcmp(k, "cnpg.config_sha256") == 0)
+		if (has_control_char(v))
+			return op_err_set(err, -EINVAL,
+					  "spec.postgresql.parameters.%s: line breaks and control "
+					  "characters are not allowed",
+					  k);
+		/* versioned ones are operator managed (a PG 15 server would refuse them) */
+		if (inst_param_is_fixed(k) || versioned_applies(k, in->major) >= 0 ||
+		    strcmp(k, "cnpg.config_sha256") == 0)
 			continue;
 		params_set(ps, k, v);
 	}
@@ -269,8 +314,7 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 	PATH_PARAM("ssl_key_file", "%s/certificates/server.key");
 	PATH_PARAM("ssl_ca_file", "%s/certificates/client-ca.crt");
 #undef PATH_PARAM
-	int major = in->major ? in->major : INST_PG_MAJOR;
-	if (major >= 17)
+	if (versioned_applies("allow_alter_system", in->major) == 1)
 		params_set(ps, "allow_alter_system",
 			   c->spec.postgresql.enable_alter_system ? "on" : "off");
 	op_buf_reset(&tmp);
@@ -342,8 +386,10 @@ static int add_user_lines(struct op_buf *out, const struct api_strv *lines, cons
 			  struct op_err *err)
 {
 	for (size_t i = 0; i < lines->n; i++) {
-		if (has_line_break(lines->items[i]))
-			return op_err_set(err, -EINVAL, "%s[%zu]: line breaks are not allowed",
+		if (has_control_char(lines->items[i]))
+			return op_err_set(err, -EINVAL,
+					  "%s[%zu]: line breaks and control characters are not "
+					  "allowed",
 					  field, i);
 		int r = op_buf_addf(out, "%s\n", lines->items[i]);
 		if (r)

@@ -26,11 +26,9 @@
 #define INST_CONTROLLER_DIR "/controller"
 #define INST_CERTS_DIR "/run/pgop/certs"
 #define INST_SECRETS_DIR "/run/pgop/secrets"
-#define INST_PG_BINDIR "/usr/lib/postgresql/15/bin"
 #define INST_PG_PORT 5432
 #define INST_STATUS_LISTEN "0.0.0.0:8000"
 #define INST_OPERATOR_CN "pgop-operator"
-#define INST_PG_MAJOR 15
 
 /* Where an instance lives. All strings BORROWED (argv, env or static). */
 struct inst_paths {
@@ -39,7 +37,8 @@ struct inst_paths {
 	const char *controller_dir; /* default INST_CONTROLLER_DIR */
 	const char *certs_dir;      /* mounted Secrets, default INST_CERTS_DIR */
 	const char *secrets_dir;    /* default INST_SECRETS_DIR */
-	const char *pg_bindir;      /* default INST_PG_BINDIR */
+	const char *pg_bindir;      /* --pg-bindir; NULL = found (inst_paths_locate) */
+	int pg_major;               /* --pg-major; 0 = the Cluster image's / PG_VERSION */
 };
 
 /* Fills unset fields with the defaults above. */
@@ -56,7 +55,7 @@ struct inst_config_input {
 	const char *controller_dir; /* NULL = INST_CONTROLLER_DIR */
 	const char *os_user;        /* OS user running postgres (pg_ident "local" map) */
 	unsigned port;              /* 0 = INST_PG_PORT */
-	int major;                  /* PostgreSQL major; 0 = INST_PG_MAJOR */
+	int major;                  /* PostgreSQL major of the binaries (required, >= 13) */
 	/* Healthy standbys (pod names, any order) for synchronous_standby_names;
 	 * NULL = status.instancesStatus.healthy (published by the reconciler),
 	 * or every name of status.instanceNames before it was written. */

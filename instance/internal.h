@@ -59,6 +59,26 @@ int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, c
 int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
 		  const char *name, struct api_cluster **ret, struct op_err *err);
 
+/* ---- pgbin.c ---- */
+/* The major of a `postgres -V` line ("postgres (PostgreSQL) 16.4 ..."); 0
+ * when s holds none. */
+int inst_pg_version_major(const char *s);
+/* The major in pgdata/PG_VERSION. */
+int inst_pgdata_major(const char *pgdata, int *ret, struct op_err *err);
+/* Finds the PostgreSQL programs (pgbin.c header: explicit_dir, else PATH,
+ * pg_config --bindir, /usr/lib/postgresql/<want>/bin) whose `postgres -V`
+ * is major want (0 = any). want_from names where want came from (errors).
+ * *ret_bindir owned. -ENOENT naming every candidate and its major. */
+int inst_pg_locate(const char *explicit_dir, const char *path_env, int want,
+		   const char *want_from, char **ret_bindir, int *ret_major, struct op_err *err);
+/* Sets p->pg_bindir and p->pg_major: the wanted major is p->pg_major, else
+ * the major of c's spec.imageName (c may be NULL); with data_exists the data
+ * directory's PG_VERSION must match it (or decides it). Prepends the bindir
+ * to PATH. *ret_owned: the string p->pg_bindir now points to (free it after
+ * the last use of p). */
+int inst_paths_locate(struct inst_paths *p, const struct api_cluster *c, bool data_exists,
+		      char **ret_owned, struct op_err *err);
+
 /* ---- pg.c ---- */
 /* Runs argv[0] (searched in bindir when not absolute) and waits. Returns the
  * exit status (0..255) or -errno; output goes to our stderr. uid of the

@@ -344,7 +344,8 @@ static int apply_config(struct runner *rn, bool *ret_changed, struct op_err *err
 	const struct inst_paths *p = &rn->o->paths;
 	struct inst_config_input in = { .cluster = rn->cluster, .pod_name = rn->o->pod_name,
 					.controller_dir = p->controller_dir,
-					.os_user = inst_os_user(), .port = rn->o->port };
+					.os_user = inst_os_user(), .port = rn->o->port,
+					.major = p->pg_major };
 	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	_cleanup_(op_buf_donep) struct op_buf hba = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	_cleanup_(op_buf_donep) struct op_buf ident = OP_BUF_INIT(OP_BUF_MAX_FILE);
@@ -647,8 +648,11 @@ static int wait_switchover(struct runner *rn, const sigset_t *set, struct op_err
 	}
 }
 
-int inst_run(const struct inst_run_opts *o, struct op_err *err)
+int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 {
+	struct inst_run_opts located = *o_in; /* paths.pg_bindir/pg_major found below */
+	const struct inst_run_opts *o = &located;
+	_cleanup_free_ char *bindir = NULL;
 	sigset_t set;
 	int r = setup_signals(&set);
 	if (r)
@@ -679,6 +683,8 @@ int inst_run(const struct inst_run_opts *o, struct op_err *err)
 		op_log_warn("cannot load the Cluster, retrying", "error", e.msg);
 		sleep(2);
 	}
+	if ((r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)))
+		goto out;
 	r = inst_mkdir_p(run, 0700, err);
 	r = r ? r : inst_mkdir_p(log, 0700, err);
 	if (r)

@@ -1,6 +1,7 @@
 /* reconciler/objects_pod.c - instance Pods and bootstrap Jobs
  * (docs/instance-contract.md "Pod" and "Jobs"). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "reconciler/internal.h"
@@ -163,6 +164,26 @@ static void identity_args(json_object *cmd, const struct api_cluster *c, const c
 	jpush(cmd, jstr(pod));
 }
 
+static const char *pg_image(const struct api_cluster *c, const struct rc_settings *s)
+{
+	return c->spec.image_name && *c->spec.image_name ? c->spec.image_name
+	       : s && s->default_image			  ? s->default_image
+							  : "ghcr.io/cloudnative-pg/postgresql:15";
+}
+
+/* --pg-major from the image's tag: the instance manager runs the programs of
+ * that major and fails naming both majors when the node has others. */
+static void major_args(json_object *cmd, const struct api_cluster *c, const struct rc_settings *s)
+{
+	int major;
+	if (api_image_major_version(pg_image(c, s), &major, NULL) < 0)
+		return; /* a digest-only image: the instance manager takes any major */
+	char n[16];
+	snprintf(n, sizeof(n), "%d", major);
+	jpush(cmd, jstr("--pg-major"));
+	jpush(cmd, jstr(n));
+}
+
 /* The pod spec of an instance (command NULL) or of a Job (command given). */
 static json_object *pod_spec(const struct api_cluster *c, const struct rc_settings *s,
 			     int64_t serial, json_object *command)
@@ -183,10 +204,7 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 
 	json_object *pg = jobj();
 	jsets(pg, "name", "postgres");
-	const char *pg_image = c->spec.image_name && *c->spec.image_name ? c->spec.image_name
-				: s && s->default_image		       ? s->default_image
-								       : "ghcr.io/cloudnative-pg/postgresql:15";
-	jsets(pg, "image", pg_image);
+	jsets(pg, "image", pg_image(c, s));
 	if (c->spec.image_pull_policy)
 		jsets(pg, "imagePullPolicy", c->spec.image_pull_policy);
 	if (command) {
@@ -195,6 +213,7 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 		static const char *const run[] = { "/controller/pgop", "instance", "run" };
 		json_object *cmd = str_array(run, OP_ARRAY_SIZE(run));
 		identity_args(cmd, c, pod);
+		major_args(cmd, c, s);
 		jset(pg, "command", cmd);
 		json_object *ports = jarr();
 		json_object *p = jobj();
@@ -287,37 +306,10 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	return 0;
 }
 
-/* initdb flags from spec.bootstrap.initdb (CNPG buildInitDBFlags), as one
- * space-separated argument; initdb.options replaces them all. */
-static char *initdb_flags(const struct api_initdb *i)
-{
-	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	int r = 0;
-	if (i->options.n) {
-		for (size_t k = 0; k < i->options.n && r == 0; k++)
-			r = op_buf_addf(&b, "%s%s", k ? " " : "", i->options.items[k]);
-		return r < 0 ? op_strdup("") : op_buf_take(&b, NULL);
-	}
-	const struct {
-		const char *flag, *value;
-	} tbl[] = {
-		{ "--encoding=", i->encoding },		{ "--lc-collate=", i->locale_collate },
-		{ "--lc-ctype=", i->locale_ctype },	{ "--locale=", i->locale },
-		{ "--locale-provider=", i->locale_provider }, { "--icu-locale=", i->icu_locale },
-		{ "--builtin-locale=", i->builtin_locale },
-	};
-	if (i->data_checksums)
-		r = op_buf_adds(&b, "-k");
-	for (size_t k = 0; k < OP_ARRAY_SIZE(tbl) && r == 0; k++)
-		if (tbl[k].value && *tbl[k].value)
-			r = op_buf_addf(&b, "%s%s%s", b.len ? " " : "", tbl[k].flag, tbl[k].value);
-	if (r == 0 && i->wal_segment_size > 0)
-		r = op_buf_addf(&b, "%s--wal-segsize=%lld", b.len ? " " : "",
-				(long long)i->wal_segment_size);
-	return r < 0 ? op_strdup("") : op_buf_take(&b, NULL);
-}
-
-static json_object *job_command(const struct api_cluster *c, int64_t serial, enum rc_job_role role)
+/* The Job's command; NULL with err set when spec.bootstrap.initdb holds an
+ * argument that cannot go to initdb. */
+static json_object *job_command(const struct api_cluster *c, const struct rc_settings *s,
+				int64_t serial, enum rc_job_role role, struct op_err *err)
 {
 	json_object *a = jarr();
 	jpush(a, jstr("/controller/pgop"));
@@ -325,6 +317,7 @@ static json_object *job_command(const struct api_cluster *c, int64_t serial, enu
 	jpush(a, jstr(role == RC_JOB_JOIN ? "join" : "init"));
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
 	identity_args(a, c, pod);
+	major_args(a, c, s);
 	if (c->spec.wal_storage.present) {
 		jpush(a, jstr("--pg-wal"));
 		jpush(a, jstr(WAL_MOUNT "/pg_wal"));
@@ -336,10 +329,16 @@ static json_object *job_command(const struct api_cluster *c, int64_t serial, enu
 		return a;
 	}
 	const struct api_initdb *i = &c->spec.bootstrap.initdb;
-	_cleanup_free_ char *flags = initdb_flags(i);
-	if (*flags) {
-		jpush(a, jstr("--initdb-flags"));
-		jpush(a, jstr(flags));
+	struct api_strv flags = { 0 };
+	int r = api_initdb_args(i, &flags, err);
+	for (size_t k = 0; r == 0 && k < flags.n; k++) { /* one flag, one element */
+		jpush(a, jstr("--initdb-flag"));
+		jpush(a, jstr(flags.items[k]));
+	}
+	api_strv_done(&flags);
+	if (r) {
+		json_object_put(a);
+		return NULL;
 	}
 	const char *db = i->database && *i->database ? i->database : "app";
 	const char *owner = i->owner && *i->owner ? i->owner : db;
@@ -388,7 +387,12 @@ int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64
 	jsets(tl, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
 	jset(tm, "labels", tl);
 	jset(tmpl, "metadata", tm);
-	json_object *ps = pod_spec(c, s, serial, job_command(c, serial, role));
+	json_object *cmd = job_command(c, s, serial, role, err);
+	if (!cmd) {
+		json_object_put(o);
+		return -EINVAL;
+	}
+	json_object *ps = pod_spec(c, s, serial, cmd);
 	jsets(ps, "restartPolicy", "Never");
 	jset(tmpl, "spec", ps);
 	*ret = o;

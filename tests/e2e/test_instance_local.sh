@@ -139,8 +139,8 @@ status() { "${CURL[@]}" "https://127.0.0.1:$1/pg/status"; }
 # ---- primary ------------------------------------------------------------
 e2e_log "instance init (primary)"
 # shellcheck disable=SC2046
-as_pg "$T/pgop" instance init $(common 1) --initdb-flags "-k --encoding=UTF8" \
-	--initdb-flags "--lc-collate=C --lc-ctype=C" >"$T/init1.log" 2>&1
+as_pg "$T/pgop" instance init $(common 1) --initdb-flag -k --initdb-flag --encoding=UTF8 \
+	--initdb-flag --lc-collate=C --initdb-flag --lc-ctype=C >"$T/init1.log" 2>&1
 check "instance init exits 0" test $? -eq 0 || cat "$T/init1.log" >&2
 check "init wrote the includes into postgresql.conf" \
 	grep -q "include 'custom.conf'" "$T/i1/pgdata/postgresql.conf"

@@ -96,7 +96,7 @@ static void test_conf_golden(void **state)
 		"\"search_path\":\"\\\"$user\\\", public\"},"
 		"\"shared_preload_libraries\":[\"timescaledb\"]}",
 		"\"instanceNames\":[\"c-1\",\"c-2\",\"c-3\"]"));
-	struct inst_config_input in = { .cluster = c, .pod_name = "c-1" };
+	struct inst_config_input in = { .cluster = c, .pod_name = "c-1", .major = 15 };
 	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	struct op_err err = OP_ERR_INIT;
 	char *sha = NULL;
@@ -139,47 +139,76 @@ struct conf_case {
 
 static const struct conf_case conf_cases[] = {
 	{ "no sync config: parameter unset", MIN_CLUSTER("", "\"instanceNames\":[\"c-1\",\"c-2\"]"),
-	  "c-1", NULL, 0, 0, { "cluster_name = 'c'\n" }, { "synchronous_standby_names" }, 0 },
+	  "c-1", NULL, 0, 15, { "cluster_name = 'c'\n" }, { "synchronous_standby_names" }, 0 },
 	{ "controller dir and port override (local testing)", MIN_CLUSTER("", ""), "c-1", "/tmp/x",
-	  6000, 0,
+	  6000, 15,
 	  { "port = '6000'\n", "unix_socket_directories = '/tmp/x/run'\n",
 	    "ssl_key_file = '/tmp/x/certificates/server.key'\n", "log_directory = '/tmp/x/log'\n" },
 	  { 0 }, 0 },
 	{ "skipWalArchiving annotation turns archive_mode off",
 	  "{\"metadata\":{\"name\":\"c\",\"annotations\":{\"cnpg.io/skipWalArchiving\":\"enabled\"}},"
 	  "\"spec\":{}}",
-	  "c-1", NULL, 0, 0, { "archive_mode = 'off'\n" }, { 0 }, 0 },
+	  "c-1", NULL, 0, 15, { "archive_mode = 'off'\n" }, { 0 }, 0 },
 	{ "quotes and backslashes escaped",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"application_name\":\"it's a \\\\ test\"}}", ""),
-	  "c-1", NULL, 0, 0, { "application_name = 'it''s a \\\\ test'\n" }, { 0 }, 0 },
+	  "c-1", NULL, 0, 15, { "application_name = 'it''s a \\\\ test'\n" }, { 0 }, 0 },
 	{ "managed extension added when its parameters are set",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"pgaudit.log\":\"all\","
 		      "\"auto_explain.log_min_duration\":\"10s\"}}",
 		      ""),
-	  "c-1", NULL, 0, 0, { "shared_preload_libraries = 'pgaudit,auto_explain'\n" }, { 0 }, 0 },
-	{ "PostgreSQL 17 renders allow_alter_system",
+	  "c-1", NULL, 0, 15, { "shared_preload_libraries = 'pgaudit,auto_explain'\n" }, { 0 }, 0 },
+	/* per major: allow_alter_system exists from PostgreSQL 17 on */
+	{ "PostgreSQL 15 has no allow_alter_system",
+	  MIN_CLUSTER("\"postgresql\":{\"enableAlterSystem\":true}", ""), "c-1", NULL, 0, 15,
+	  { "wal_level = 'logical'\n" }, { "allow_alter_system" }, 0 },
+	{ "PostgreSQL 16 has no allow_alter_system",
+	  MIN_CLUSTER("\"postgresql\":{\"enableAlterSystem\":true}", ""), "c-1", NULL, 0, 16,
+	  { "wal_level = 'logical'\n" }, { "allow_alter_system" }, 0 },
+	{ "PostgreSQL 17 renders allow_alter_system from enableAlterSystem",
 	  MIN_CLUSTER("\"postgresql\":{\"enableAlterSystem\":true}", ""), "c-1", NULL, 0, 17,
 	  { "allow_alter_system = 'on'\n" }, { 0 }, 0 },
-	{ "PostgreSQL 15 has no allow_alter_system",
-	  MIN_CLUSTER("\"postgresql\":{\"enableAlterSystem\":true}", ""), "c-1", NULL, 0, 15, { 0 },
-	  { "allow_alter_system" }, 0 },
+	{ "PostgreSQL 17 defaults allow_alter_system to off", MIN_CLUSTER("", ""), "c-1", NULL, 0, 17,
+	  { "allow_alter_system = 'off'\n" }, { 0 }, 0 },
+	{ "PostgreSQL 18 renders allow_alter_system", MIN_CLUSTER("", ""), "c-1", NULL, 0, 18,
+	  { "allow_alter_system = 'off'\n", "wal_level = 'logical'\n" }, { 0 }, 0 },
+	{ "a user cannot set allow_alter_system through parameters (PG 15: absent)",
+	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"allow_alter_system\":\"on\"}}", ""),
+	  "c-1", NULL, 0, 15, { 0 }, { "allow_alter_system" }, 0 },
+	{ "no major: refused, not rendered for a guessed version", MIN_CLUSTER("", ""), "c-1", NULL,
+	  0, 0, { 0 }, { 0 }, -EINVAL },
+	/* issue 10 §1: include directives are not parameters */
+	{ "include key refused",
+	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"include\":\"/tmp/evil.conf\"}}", ""),
+	  "c-1", NULL, 0, 15, { 0 }, { 0 }, -EINVAL },
+	{ "include_if_exists key refused",
+	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"include_if_exists\":\"/tmp/e\"}}", ""),
+	  "c-1", NULL, 0, 15, { 0 }, { 0 }, -EINVAL },
+	{ "include_dir key refused (any case)",
+	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"Include_Dir\":\"/tmp\"}}", ""),
+	  "c-1", NULL, 0, 15, { 0 }, { 0 }, -EINVAL },
+	{ "carriage return in a value refused",
+	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"work_mem\":\"4MB\\rssl = off\"}}", ""),
+	  "c-1", NULL, 0, 15, { 0 }, { 0 }, -EINVAL },
+	{ "other control character in a value refused",
+	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"work_mem\":\"4MB\\u0001\"}}", ""),
+	  "c-1", NULL, 0, 15, { 0 }, { 0 }, -EINVAL },
 	{ "blocked parameters are dropped",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"data_directory\":\"/etc\","
 		      "\"hba_file\":\"/tmp/hba\",\"restart_after_crash\":\"on\"}}",
 		      ""),
-	  "c-1", NULL, 0, 0, { "restart_after_crash = 'false'\n" }, { "/etc", "/tmp/hba" }, 0 },
+	  "c-1", NULL, 0, 15, { "restart_after_crash = 'false'\n" }, { "/etc", "/tmp/hba" }, 0 },
 	{ "a user-supplied config hash is ignored",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"cnpg.config_sha256\":\"forged\"}}", ""),
-	  "c-1", NULL, 0, 0, { 0 }, { "forged" }, 0 },
+	  "c-1", NULL, 0, 15, { 0 }, { "forged" }, 0 },
 	{ "newline in a value is refused (no line injection)",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"work_mem\":\"4MB\\nssl = off\"}}", ""),
-	  "c-1", NULL, 0, 0, { 0 }, { 0 }, -EINVAL },
+	  "c-1", NULL, 0, 15, { 0 }, { 0 }, -EINVAL },
 	{ "bad parameter name is refused",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"a = 1\\nb\":\"x\"}}", ""), "c-1", NULL, 0,
-	  0, { 0 }, { 0 }, -EINVAL },
+	  15, { 0 }, { 0 }, -EINVAL },
 	{ "library name with a comma is refused",
 	  MIN_CLUSTER("\"postgresql\":{\"shared_preload_libraries\":[\"a,b\"]}", ""), "c-1", NULL,
-	  0, 0, { 0 }, { 0 }, -EINVAL },
+	  0, 15, { 0 }, { 0 }, -EINVAL },
 };
 
 static void test_conf_table(void **state)
@@ -213,8 +242,8 @@ static void test_conf_hash_tracks_changes(void **state)
 {
 	struct api_cluster *a = cluster(MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"work_mem\":\"4MB\"}}", ""));
 	struct api_cluster *b = cluster(MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"work_mem\":\"8MB\"}}", ""));
-	struct inst_config_input ia = { .cluster = a, .pod_name = "c-1" };
-	struct inst_config_input ib = { .cluster = b, .pod_name = "c-1" };
+	struct inst_config_input ia = { .cluster = a, .pod_name = "c-1", .major = 15 };
+	struct inst_config_input ib = { .cluster = b, .pod_name = "c-1", .major = 15 };
 	struct op_buf oa = OP_BUF_INIT(OP_BUF_MAX_FILE), ob = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	char *ha = NULL, *hb = NULL;
 	assert_int_equal(inst_render_postgresql_conf(&ia, &oa, &ha, NULL), 0);
@@ -252,7 +281,7 @@ static void test_hba_golden(void **state)
 		"\"postgresql\":{\"pg_hba\":[\"hostssl app app 10.0.0.0/8 scram-sha-256\","
 		"\"host all all 192.168.0.0/16 reject\"]}",
 		""));
-	struct inst_config_input in = { .cluster = c, .pod_name = "c-1" };
+	struct inst_config_input in = { .cluster = c, .pod_name = "c-1", .major = 15 };
 	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	assert_int_equal(inst_render_pg_hba(&in, &out, NULL), 0);
 	assert_string_equal(op_buf_str(&out),
@@ -277,20 +306,45 @@ static void test_hba_rejects_line_breaks(void **state)
 	struct api_cluster *c = cluster(MIN_CLUSTER(
 		"\"postgresql\":{\"pg_hba\":[\"host all all 0.0.0.0/0 md5\",\"x\\nhost all all all trust\"]}",
 		""));
-	struct inst_config_input in = { .cluster = c, .pod_name = "c-1" };
+	struct inst_config_input in = { .cluster = c, .pod_name = "c-1", .major = 15 };
 	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	struct op_err err = OP_ERR_INIT;
 	assert_int_equal(inst_render_pg_hba(&in, &out, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "spec.postgresql.pg_hba[1]"));
 	op_buf_done(&out);
 	api_cluster_free(c);
+	/* other control characters too; a tab is a field separator and stays */
+	static const struct {
+		const char *json;
+		int rc;
+	} t[] = {
+		{ MIN_CLUSTER("\"postgresql\":{\"pg_hba\":[\"host all all all trust\\r\"]}", ""),
+		  -EINVAL },
+		{ MIN_CLUSTER("\"postgresql\":{\"pg_hba\":[\"host all\\u001ball all md5\"]}", ""),
+		  -EINVAL },
+		{ MIN_CLUSTER("\"postgresql\":{\"pg_hba\":[\"host\\tall all all md5\"]}", ""), 0 },
+		{ MIN_CLUSTER("\"postgresql\":{\"pg_ident\":[\"m a\\u007fb app\"]}", ""), -EINVAL },
+		{ MIN_CLUSTER("\"postgresql\":{\"pg_ident\":[\"m a\\rb app\"]}", ""), -EINVAL },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++) {
+		c = cluster(t[i].json);
+		in.cluster = c;
+		out = OP_BUF_INIT(OP_BUF_MAX_FILE);
+		int r = strstr(t[i].json, "pg_ident") ? inst_render_pg_ident(&in, &out, &err)
+						       : inst_render_pg_hba(&in, &out, &err);
+		if (r != t[i].rc)
+			fail_msg("case %zu: rc %d, want %d", i, r, t[i].rc);
+		op_buf_done(&out);
+		api_cluster_free(c);
+	}
 }
 
 static void test_ident(void **state)
 {
 	struct api_cluster *c = cluster(MIN_CLUSTER(
 		"\"postgresql\":{\"pg_ident\":[\"mymap alice app\"]}", ""));
-	struct inst_config_input in = { .cluster = c, .pod_name = "c-1", .os_user = "pgsys" };
+	struct inst_config_input in = { .cluster = c, .pod_name = "c-1", .os_user = "pgsys",
+					.major = 15 };
 	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	assert_int_equal(inst_render_pg_ident(&in, &out, NULL), 0);
 	assert_string_equal(op_buf_str(&out),

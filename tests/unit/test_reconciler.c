@@ -18,6 +18,7 @@
 #include "api/cluster.h"
 #include "reconciler/objects.h"
 #include "support/base64.h"
+#include "support/alloc.h"
 #include "support/json.h"
 #include "support/yaml.h"
 
@@ -194,7 +195,8 @@ static void test_pod(void **state)
 	assert_str_at(pg, "name", "postgres");
 	assert_str_at(pg, "image", "ghcr.io/cloudnative-pg/postgresql:15");
 	json_object *cmd = op_json_at(pg, "command");
-	assert_int_equal(json_object_array_length(cmd), 9);
+	assert_int_equal(json_object_array_length(cmd), 11);
+	assert_true(has_arg_pair(cmd, "--pg-major", "15")); /* from the image tag */
 	assert_true(has_arg_pair(cmd, "--pod-name", "cluster-example-1"));
 	assert_true(has_arg_pair(cmd, "--namespace", "db"));
 	assert_true(has_arg_pair(cmd, "--cluster-name", "cluster-example"));
@@ -266,7 +268,10 @@ static void test_jobs(void **state)
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 2)), "init");
 	assert_true(has_arg_pair(cmd, "--app-db-name", "shop"));
 	assert_true(has_arg_pair(cmd, "--app-user", "alice"));
-	assert_true(has_arg_pair(cmd, "--initdb-flags", "-k --encoding=UTF8"));
+	/* one initdb argument per element, never joined */
+	assert_true(has_arg_pair(cmd, "--initdb-flag", "-k"));
+	assert_true(has_arg_pair(cmd, "--initdb-flag", "--encoding=UTF8"));
+	assert_true(has_arg_pair(cmd, "--pg-major", "15"));
 	assert_true(has_arg_pair(cmd, "--post-init-sql", "select 1"));
 	assert_true(has_arg_pair(cmd, "--pg-wal", "/var/lib/postgresql/wal/pg_wal"));
 	assert_str_at(find_named(op_json_at(ps, "volumes"), "pgdata"),
@@ -291,7 +296,75 @@ static void test_jobs(void **state)
 	assert_true(has_arg_pair(cmd, "--app-user", "app"));
 	for (size_t i = 0; i < json_object_array_length(cmd); i++)
 		assert_string_not_equal(json_object_get_string(json_object_array_get_idx(cmd, i)),
-					"--initdb-flags");
+					"--initdb-flag");
+	/* the default image (settings NULL) is PostgreSQL 15 */
+	assert_true(has_arg_pair(cmd, "--pg-major", "15"));
+	json_object_put(j);
+	api_cluster_free(c);
+}
+
+/* Issue 10 §8: a value with blanks stays one initdb argument (it was joined
+ * with spaces and re-split, so "C --pgdata=/tmp/x" became a second flag), and
+ * options that are not initdb options or are operator-managed are refused. */
+static void test_job_initdb_argv(void **state)
+{
+	struct api_cluster *c = decode(
+		"{\"metadata\":{\"name\":\"m\",\"namespace\":\"d\",\"uid\":\"u\"},"
+		"\"spec\":{\"instances\":1,\"imageName\":\"ghcr.io/cloudnative-pg/postgresql:17.2\","
+		"\"storage\":{\"size\":\"1Gi\"},"
+		"\"bootstrap\":{\"initdb\":{\"locale\":\"C --pgdata=/tmp/x\"}}}}");
+	json_object *j = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
+	json_object *cmd = op_json_at(
+		json_object_array_get_idx(op_json_at(j, "spec.template.spec.containers"), 0),
+		"command");
+	assert_true(has_arg_pair(cmd, "--initdb-flag", "--locale=C --pgdata=/tmp/x"));
+	assert_true(has_arg_pair(cmd, "--pg-major", "17"));
+	for (size_t i = 0; i < json_object_array_length(cmd); i++)
+		assert_null(strstr(json_object_get_string(json_object_array_get_idx(cmd, i)),
+				   "--initdb-flags"));
+	json_object_put(j);
+	api_cluster_free(c);
+
+	static const struct {
+		const char *options, *field;
+	} bad[] = {
+		{ "[\"-k\",\"--pgdata=/tmp/x\"]", "spec.bootstrap.initdb.options[1]" },
+		{ "[\"--locale\",\"C\"]", "spec.bootstrap.initdb.options[1]" },
+		{ "[\"-U\"]", "spec.bootstrap.initdb.options[0]" },
+		{ "[\"-kD/tmp/x\"]", "spec.bootstrap.initdb.options[0]" },
+		{ "[\"--\",\"-x\"]", "spec.bootstrap.initdb.options[0]" },
+		{ "[\"--locale=C\\n-D\"]", "spec.bootstrap.initdb.options[0]" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
+		char *js = op_asprintf(
+			"{\"metadata\":{\"name\":\"m\",\"namespace\":\"d\",\"uid\":\"u\"},"
+			"\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"},"
+			"\"bootstrap\":{\"initdb\":{\"options\":%s}}}}",
+			bad[i].options);
+		c = decode(js);
+		err = (struct op_err)OP_ERR_INIT;
+		j = NULL;
+		if (rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err) != -EINVAL)
+			fail_msg("%s: accepted", bad[i].options);
+		assert_null(j);
+		if (!strstr(err.msg, bad[i].field))
+			fail_msg("%s: error \"%s\" does not name %s", bad[i].options, err.msg,
+				 bad[i].field);
+		api_cluster_free(c);
+		free(js);
+	}
+	/* accepted options go through unchanged, one element each */
+	c = decode("{\"metadata\":{\"name\":\"m\",\"namespace\":\"d\",\"uid\":\"u\"},"
+		   "\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"},"
+		   "\"bootstrap\":{\"initdb\":{\"options\":[\"-k\",\"--locale=en US\",\"-EUTF8\"]}}}}");
+	assert_int_equal(rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
+	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.template.spec.containers"), 0),
+			 "command");
+	assert_true(has_arg_pair(cmd, "--initdb-flag", "-k"));
+	assert_true(has_arg_pair(cmd, "--initdb-flag", "--locale=en US"));
+	assert_true(has_arg_pair(cmd, "--initdb-flag", "-EUTF8"));
 	json_object_put(j);
 	api_cluster_free(c);
 }
@@ -504,6 +577,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_services),  cmocka_unit_test(test_pvcs),
 		cmocka_unit_test(test_pod),	  cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_job_initdb_argv),
 		cmocka_unit_test(test_basic_auth_secrets), cmocka_unit_test(test_random_password),
 		cmocka_unit_test(test_rbac),	  cmocka_unit_test(test_names),
 		cmocka_unit_test(test_instance_role_grantable),
