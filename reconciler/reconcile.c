@@ -367,6 +367,19 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 	bool in_progress = false;
 	/* a terminating Pod still counts: it comes back on its own volume */
 	const size_t live = inv->n;
+	/* 0. an instance or Job pod whose image cannot start (e.g. no PostgreSQL of
+	 * the image's major on the node): the kubelet's reason, not "job failed" */
+	for (size_t i = 0; i < json_object_array_length(inv->pods); i++) {
+		json_object *p = json_object_array_get_idx(inv->pods, i);
+		_cleanup_free_ char *why = terminating(p) ? NULL : rc_pod_image_problem(p);
+		if (!why)
+			continue;
+		if (!str_eq(r->want.phase, RC_PHASE_IMAGE_ERROR) || !str_eq(r->want.phase_reason, why))
+			rc_event(r, "Warning", "ImageError", "%s", why);
+		set_phase(r, RC_PHASE_IMAGE_ERROR, why);
+		rc_requeue(r, 10000);
+		return 1;
+	}
 	/* 1. bootstrap jobs */
 	for (size_t i = 0; i < json_object_array_length(inv->jobs); i++) {
 		json_object *j = json_object_array_get_idx(inv->jobs, i);

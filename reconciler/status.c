@@ -577,3 +577,35 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 	json_object_put(doc);
 	return 1;
 }
+
+/* Waiting reasons that mean the image will not start by itself (kubelet's
+ * images.Err* and the node agent's refusal of a major it does not have). */
+static const char *const image_reasons[] = { "ErrImagePull", "ImagePullBackOff",
+					     "ErrImageNeverPull", "InvalidImageName" };
+
+char *rc_pod_image_problem(json_object *pod)
+{
+	static const char *const lists[] = { "status.initContainerStatuses",
+					     "status.containerStatuses" };
+	for (size_t l = 0; l < OP_ARRAY_SIZE(lists); l++) {
+		json_object *arr = op_json_at(pod, lists[l]);
+		if (!arr || !json_object_is_type(arr, json_type_array))
+			continue;
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *w = op_json_at(json_object_array_get_idx(arr, i),
+						    "state.waiting");
+			const char *reason = w ? op_json_str_at(w, "reason") : NULL;
+			if (!reason)
+				continue;
+			for (size_t k = 0; k < OP_ARRAY_SIZE(image_reasons); k++) {
+				if (strcmp(reason, image_reasons[k]) != 0)
+					continue;
+				const char *msg = op_json_str_at(w, "message");
+				const char *name = op_json_str_at(pod, "metadata.name");
+				return op_asprintf("pod %s: %s: %.512s", name ? name : "?", reason,
+						   msg && *msg ? msg : "(no message)");
+			}
+		}
+	}
+	return NULL;
+}

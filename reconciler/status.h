@@ -25,6 +25,10 @@
 #define RC_PHASE_STATUS_ERROR "Instance Status Extraction Error: HTTP communication issue"
 #define RC_PHASE_INVALID "Invalid cluster definition"
 #define RC_PHASE_SCALING_DOWN "Scaling down"
+/* An instance or bootstrap Job pod cannot start its image (e.g. the node has
+ * no PostgreSQL of the image's major); phaseReason carries the kubelet's
+ * message. */
+#define RC_PHASE_IMAGE_ERROR "Unable to start the PostgreSQL image"
 
 /* targetPrimary while a failover is choosing its new primary (CNPG). */
 #define RC_PENDING_FAILOVER "pending"
@@ -129,6 +133,13 @@ char *rc_status_pending_message(const struct rc_status *s);
 char *rc_time_rfc3339(int64_t t);
 /* RFC 3339 "…Z" -> Unix seconds; -EINVAL otherwise. */
 int rc_time_parse(const char *s, int64_t *ret);
+
+/* Why a Pod (borrowed) cannot start because of its image: the first
+ * container, init containers first, waiting with reason ErrImagePull,
+ * ImagePullBackOff, ErrImageNeverPull or InvalidImageName, as
+ * "pod <name>: <reason>: <message>" (owned, message capped at 512 bytes), or
+ * NULL when there is none. */
+char *rc_pod_image_problem(json_object *pod);
 
 /* A JSON merge patch body for the status subresource carrying only the
  * fields of `want` that differ from `cur_status` (borrowed, may be NULL),

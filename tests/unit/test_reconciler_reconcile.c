@@ -10,6 +10,7 @@
 
 #include "kube/kube.h"
 #include "reconciler/reconciler.h"
+#include "reconciler/status.h"
 #include "support/json.h"
 #include "test_kube_server.h"
 
@@ -363,6 +364,65 @@ static void test_completed_job_gets_its_pod(void **state)
 	env_stop(&e);
 }
 
+/* Issue 11 §4: a bootstrap Job pod the node cannot start (the node agent's
+ * ErrImagePull for a PostgreSQL major it does not have) is the Cluster's phase
+ * and an Event naming the message, not a generic "Setting up primary". */
+static void test_image_error_surfaces(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	static const char msg[] = "PostgreSQL 16 is not installed on this node "
+				  "(image ghcr.io/cloudnative-pg/postgresql:16)";
+	_cleanup_free_ char *cl = op_asprintf(
+		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"50\"},"
+		"\"spec\":{\"instances\":1,\"imageName\":\"ghcr.io/cloudnative-pg/postgresql:16\","
+		"\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
+		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]");
+	_cleanup_free_ char *pods = op_asprintf(
+		"[{\"metadata\":{\"name\":\"c-1-initdb-x7k2p\",\"namespace\":\"db\",\"labels\":{"
+		"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
+		"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"Pending\","
+		"\"initContainerStatuses\":[{\"name\":\"bootstrap-controller\",\"state\":{"
+		"\"terminated\":{\"exitCode\":0}}}],"
+		"\"containerStatuses\":[{\"name\":\"postgres\",\"state\":{\"waiting\":{"
+		"\"reason\":\"ErrImagePull\",\"message\":\"%s\"}}}]}}]",
+		msg);
+	struct fake f = {
+		.clusters = cl,
+		.secrets = secrets,
+		.pods = pods,
+		.jobs = "[{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"
+			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
+			"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"active\":1}}]",
+		.pvcs = "[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"
+			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
+			"\"cnpg.io/pvcRole\":\"PG_DATA\"}}}]",
+	};
+	struct env e;
+	env_start(&e, &f, NULL);
+	int before = ts_count(e.s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
+	assert_true(st >= 0);
+	json_object *o = NULL;
+	const char *body = ts_at(e.s, st)->body;
+	assert_int_equal(op_json_parse(body, strlen(body), 64, &o, &err), 0);
+	assert_string_equal(op_json_str_at(o, "status.phase"), RC_PHASE_IMAGE_ERROR);
+	const char *reason = op_json_str_at(o, "status.phaseReason");
+	assert_non_null(reason);
+	assert_non_null(strstr(reason, "pod c-1-initdb-x7k2p: ErrImagePull: PostgreSQL 16 is not "
+					"installed on this node"));
+	json_object_put(o);
+	int ev = find_req(e.s, before, "POST", "/events");
+	assert_true(ev >= 0);
+	assert_non_null(strstr(ts_at(e.s, ev)->body, "PostgreSQL 16 is not installed"));
+	assert_non_null(strstr(ts_at(e.s, ev)->body, "Warning"));
+	assert_int_equal(find_req(e.s, before, "POST", "/pods"), -1);
+	env_stop(&e);
+}
+
 static void test_scale_down_removes_highest_replica(void **state)
 {
 	_cleanup_free_ char *secrets = secrets_of_first_run();
@@ -444,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_guard_denies),
 		cmocka_unit_test(test_type_error_and_absent),
 		cmocka_unit_test(test_completed_job_gets_its_pod),
+		cmocka_unit_test(test_image_error_surfaces),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 	};

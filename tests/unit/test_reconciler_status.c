@@ -395,6 +395,44 @@ static void test_other_conditions_kept(void **state)
 	rc_status_done(&w);
 }
 
+static void test_pod_image_problem(void **state)
+{
+	static const struct {
+		const char *pod;
+		const char *want; /* NULL = none */
+	} t[] = {
+		{ "{\"metadata\":{\"name\":\"c-1\"},\"status\":{\"containerStatuses\":[{\"state\":"
+		  "{\"waiting\":{\"reason\":\"ErrImagePull\",\"message\":\"PostgreSQL 16 is not "
+		  "installed on this node (image x:16)\"}}}]}}",
+		  "pod c-1: ErrImagePull: PostgreSQL 16 is not installed on this node (image x:16)" },
+		{ "{\"metadata\":{\"name\":\"c-2\"},\"status\":{\"initContainerStatuses\":[{\"state\":"
+		  "{\"waiting\":{\"reason\":\"ImagePullBackOff\"}}}]}}",
+		  "pod c-2: ImagePullBackOff: (no message)" },
+		{ "{\"metadata\":{\"name\":\"c-3\"},\"status\":{\"containerStatuses\":[{\"state\":"
+		  "{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}",
+		  NULL },
+		{ "{\"metadata\":{\"name\":\"c-4\"},\"status\":{\"containerStatuses\":[{\"state\":"
+		  "{\"running\":{}}}]}}",
+		  NULL },
+		{ "{\"metadata\":{\"name\":\"c-5\"},\"status\":{\"containerStatuses\":7}}", NULL },
+		{ "{\"metadata\":{\"name\":\"c-6\"}}", NULL },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++) {
+		json_object *o = json_tokener_parse(t[i].pod);
+		assert_non_null(o);
+		char *got = rc_pod_image_problem(o);
+		if (t[i].want) {
+			if (!got)
+				fail_msg("case %zu: none", i);
+			assert_string_equal(got, t[i].want);
+		} else if (got) {
+			fail_msg("case %zu: unexpected %s", i, got);
+		}
+		free(got);
+		json_object_put(o);
+	}
+}
+
 static void test_time(void **state)
 {
 	char *s = rc_time_rfc3339(1796212800);
@@ -421,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_status_no_stale_lists),
 		cmocka_unit_test(test_other_conditions_kept),
 		cmocka_unit_test(test_time),
+		cmocka_unit_test(test_pod_image_problem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
