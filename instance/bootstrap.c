@@ -110,17 +110,6 @@ int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, c
 	return write_config(p, c, pod, port, keep_override, err);
 }
 
-static int ensure_absent(const char *dir, struct op_err *err)
-{
-	struct stat st;
-	if (stat(dir, &st) < 0)
-		return errno == ENOENT ? 0 : op_err_set(err, -errno, "%s: %s", dir, strerror(errno));
-	_cleanup_free_ char *ver = op_asprintf("%s/PG_VERSION", dir);
-	if (inst_path_exists(ver))
-		return op_err_set(err, -EEXIST, "%s: already holds a data directory", dir);
-	return 0;
-}
-
 static int runtime_dirs(const struct inst_paths *p, struct op_err *err)
 {
 	_cleanup_free_ char *run = op_asprintf("%s/run", p->controller_dir);
@@ -295,12 +284,13 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
  * set on success. */
 static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 				const char *kubeconfig, const char *ns, const char *name,
-				struct api_cluster **ret, char **ret_bindir, struct op_err *err)
+				const char *pod, struct api_cluster **ret, char **ret_bindir,
+				struct op_err *err)
 {
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
 	int r = inst_load_for(cluster_file, kubeconfig, ns, name, &c, err);
 	r = r ? r : inst_paths_locate(p, c, false, ret_bindir, err);
-	r = r ? r : ensure_absent(p->pgdata, err);
+	r = r ? r : inst_pgdata_reclaim(p, pod, err);
 	r = r ? r : runtime_dirs(p, err);
 	if (r)
 		return r;
@@ -318,7 +308,7 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
 	_cleanup_free_ char *bindir = NULL;
 	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
-				     o->cluster_name, &c, &bindir, err);
+				     o->cluster_name, o->pod_name, &c, &bindir, err);
 	if (r)
 		return r;
 	umask(077);
@@ -383,6 +373,9 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 		return r;
 	if (rs)
 		return op_err_set(err, rs, "%s", stop_err.msg);
+	r = inst_marker_write(p->pgdata, o->pod_name, err);
+	if (r)
+		return r;
 	op_log_info("instance initialised", "pgdata", p->pgdata, "pod", o->pod_name);
 	return 0;
 }
@@ -394,7 +387,7 @@ int inst_join(const struct inst_join_opts *o, struct op_err *err)
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
 	_cleanup_free_ char *bindir = NULL;
 	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
-				     o->cluster_name, &c, &bindir, err);
+				     o->cluster_name, o->pod_name, &c, &bindir, err);
 	if (r)
 		return r;
 	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);
@@ -436,6 +429,7 @@ int inst_join(const struct inst_join_opts *o, struct op_err *err)
 	_cleanup_free_ char *sig = op_asprintf("%s/standby.signal", p->pgdata);
 	r = r ? r : inst_write_file(ovp, op_buf_str(&ov), ov.len, 0600, err);
 	r = r ? r : inst_write_file(sig, "", 0, 0600, err);
+	r = r ? r : inst_marker_write(p->pgdata, o->pod_name, err);
 	if (r)
 		return r;
 	op_log_info("instance joined as a standby", "pgdata", p->pgdata, "pod", o->pod_name);

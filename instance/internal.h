@@ -59,6 +59,14 @@ int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, c
 int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
 		  const char *name, struct api_cluster **ret, struct op_err *err);
 
+/* ---- reclaim.c ---- */
+/* Records that pod's PGDATA bootstrapped / ran (PGDATA/pgop-bootstrapped). */
+int inst_marker_write(const char *pgdata, const char *pod, struct op_err *err);
+/* Before init/join: 0 when PGDATA (and waldir) are absent or empty, or held
+ * the leftovers of a failed attempt, now removed (contents only, symlinks not
+ * followed); -EEXIST when the marker names pod (never removed). */
+int inst_pgdata_reclaim(const struct inst_paths *p, const char *pod, struct op_err *err);
+
 /* ---- pgbin.c ---- */
 /* The major of a `postgres -V` line ("postgres (PostgreSQL) 16.4 ..."); 0
  * when s holds none. */

@@ -683,7 +683,8 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		op_log_warn("cannot load the Cluster, retrying", "error", e.msg);
 		sleep(2);
 	}
-	if ((r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)))
+	if ((r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)) ||
+	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err))) /* never reclaimed */
 		goto out;
 	r = inst_mkdir_p(run, 0700, err);
 	r = r ? r : inst_mkdir_p(log, 0700, err);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# e2e-timeout: 900
+# A failed bootstrap can be retried (issue 11 §4): the `<c>-1-initdb` Job's process is
+# killed (SIGKILL) after initdb, while its temporary postmaster creates the roles and the
+# database, leaving PG_VERSION and a half-made data directory behind. The Job's retry must
+# remove those leftovers (its log says so), bootstrap again and the Cluster must become
+# healthy with the application database. Before, every retry failed with EEXIST
+# ("already holds a data directory") and the Cluster was unrecoverable.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ -z "${1:-}" ] || PGOP_BIN=$1
+e2e_up
+e2e_agent_up
+# shellcheck source=cluster_lib.sh
+. "$(dirname "$0")/cluster_lib.sh"
+cluster_setup br
+cluster_crd
+cluster_controller_start
+
+k apply -f - >/dev/null <<YAML
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata:
+  name: $C
+spec:
+  instances: 1
+  storage:
+    size: 1Gi
+YAML
+
+e2e_wait_for "[ -n \"\$(k get pvc $C-1 -o jsonpath='{.metadata.uid}')\" ]" 120 0.2 ||
+	e2e_fail "no PVC $C-1"
+pgdata=$AGENT_STATE/volumes/pvc-$(k get pvc "$C-1" -o jsonpath='{.metadata.uid}')/pgdata
+
+# initdb is done once its temporary postmaster runs (postmaster.pid); kill the manager then.
+pid=
+deadline=$(($(date +%s) + 300))
+while [ -z "$pid" ]; do
+	[ "$(date +%s)" -lt "$deadline" ] || e2e_fail "the init Job never started its postmaster"
+	if [ -f "$pgdata/postmaster.pid" ] && [ -f "$pgdata/PG_VERSION" ]; then
+		pid=$(pgrep -f "instance init --cluster-name $C --namespace $ns " | head -n1 || true)
+	fi
+	[ -n "$pid" ] || sleep 0.05
+done
+kill -KILL "$pid"
+e2e_log "killed the init process $pid after initdb"
+sleep 1
+[ -f "$pgdata/PG_VERSION" ] || e2e_fail "no PG_VERSION left behind: the kill came too early"
+
+wait_healthy 1 600
+failed=$(k get job "$C-1-initdb" -o jsonpath='{.status.failed}')
+e2e_assert_eq 1 "$failed" "failed attempts of the init Job"
+e2e_assert_eq 1 "$(k get job "$C-1-initdb" -o jsonpath='{.status.succeeded}')" "the retry succeeded"
+# the retry said what it did (node agent container logs: <ns>_<pod>_<container>.log)
+grep -h "removing the leftovers of a failed bootstrap attempt" "$AGENT_STATE"/logs/"$ns"_"$C"-1-initdb-*_postgres.log >/dev/null ||
+	e2e_fail "no retry log line about removing the leftovers"
+e2e_assert_eq app "$(sql "$C-1" "select datname from pg_database where datname = 'app'")" "application database"
+e2e_assert_eq "$C-1" "$(cat "$pgdata/pgop-bootstrapped")" "bootstrap marker"
+e2e_log "PASS: a bootstrap Job killed after initdb succeeded on its retry"
