@@ -33,7 +33,7 @@ struct instance_opts {
 	unsigned primary_port, port, stop_timeout;
 	const char *status_listen;
 	/* status */
-	const char *url;
+	const char *url, *cert, *key;
 };
 
 #define OPT(f) offsetof(struct instance_opts, f)
@@ -99,6 +99,9 @@ static const struct cmd_flag run_flags[] = {
 static const struct cmd_flag status_flags[] = {
 	{ "url", 0, CMD_FLAG_STRING, OPT(url), 0, "URL",
 	  "default https://127.0.0.1:8000/pg/status" },
+	{ "cert", 0, CMD_FLAG_STRING, OPT(cert), 0, "FILE",
+	  "the operator's client certificate (the server answers 401 without)" },
+	{ "key", 0, CMD_FLAG_STRING, OPT(key), 0, "FILE", "its private key" },
 	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" },
 };
 
@@ -204,7 +207,8 @@ static int do_status(struct instance_opts *o)
 {
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	struct op_err err = OP_ERR_INIT;
-	int r = inst_status_fetch(o->url ? o->url : "https://127.0.0.1:8000/pg/status", &b, &err);
+	int r = inst_status_fetch(o->url ? o->url : "https://127.0.0.1:8000/pg/status", o->cert,
+				  o->key, &b, &err);
 	if (r == 0)
 		printf("%s\n", op_buf_str(&b));
 	else
@@ -230,7 +234,8 @@ static const struct {
 	  "Usage: pgop instance run [flags]\nRuns and supervises PostgreSQL (PID 1 of the "
 	  "instance Pod) with the status server.\n\nFlags:\n" },
 	{ "status", status_flags, OP_ARRAY_SIZE(status_flags), do_status,
-	  "Usage: pgop instance status [--url URL]\nPrints this instance's /pg/status.\n\n"
+	  "Usage: pgop instance status [--url URL] --cert FILE --key FILE\nPrints this "
+	  "instance's /pg/status.\n\n"
 	  "Flags:\n" },
 };
 

@@ -5,14 +5,17 @@
 #include "instance/instance.h"
 #include "support/alloc.h"
 
+/* The operator's client certificate is required for the status: it names
+ * the primary, LSNs and replication state, and answering it costs a database
+ * connection. The probes stay open and answer from the supervisor's flags. No
+ * endpoint changes state: the reconciler drives role changes through
+ * Cluster.status (targetPrimary), never over HTTP. */
 static const struct {
 	const char *method, *path;
-	bool protected_; /* needs a CA-signed client cert with CN pgop-operator */
+	bool protected_; /* needs a CA-signed clientAuth cert with CN pgop-operator */
 } routes[] = {
-	{ "GET", "/pg/status", false },  { "GET", "/healthz", false },
-	{ "GET", "/readyz", false },     { "GET", "/startupz", false },
-	{ "POST", "/pg/promote", true }, { "POST", "/pg/demote", true },
-	{ "POST", "/pg/reload", true },  { "POST", "/pg/restart", true },
+	{ "GET", "/pg/status", true }, { "GET", "/healthz", false },
+	{ "GET", "/readyz", false },   { "GET", "/startupz", false },
 };
 
 static int find(const char *method, const char *path, bool *ret_path_known)
@@ -45,8 +48,10 @@ unsigned inst_auth_decide(const char *method, const char *path, enum inst_peer_c
 		return known ? 405 : 404;
 	if (!routes[i].protected_)
 		return 0;
-	if (peer != INST_PEER_TRUSTED)
+	if (peer == INST_PEER_NONE || peer == INST_PEER_UNTRUSTED)
 		return 401;
+	if (peer != INST_PEER_TRUSTED) /* INST_PEER_NOT_CLIENT: right CA, wrong purpose */
+		return 403;
 	if (!cn || strcmp(cn, INST_OPERATOR_CN) != 0)
 		return 403;
 	return 0;

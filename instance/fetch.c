@@ -1,6 +1,7 @@
 /* instance/fetch.c - `pgop instance status`: GET the local /pg/status.
  * The peer is this pod's own status server, reached on loopback, so the
- * certificate is not verified (the operator verifies against the CA). */
+ * certificate is not verified (the operator verifies against the CA); the
+ * server wants the operator's client certificate (--cert/--key). */
 #include <curl/curl.h>
 #include <errno.h>
 
@@ -12,7 +13,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
 	return op_buf_add(b, p, size * n) ? 0 : size * n;
 }
 
-int inst_status_fetch(const char *url, struct op_buf *out, struct op_err *err)
+int inst_status_fetch(const char *url, const char *cert, const char *key, struct op_buf *out,
+		      struct op_err *err)
 {
 	CURL *h = curl_easy_init();
 	if (!h)
@@ -24,6 +26,10 @@ int inst_status_fetch(const char *url, struct op_buf *out, struct op_err *err)
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
+	if (cert)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, cert);
+	if (key)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, key);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
 	CURLcode rc = curl_easy_perform(h);

@@ -150,16 +150,17 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out);
 enum inst_peer_cert {
 	INST_PEER_NONE,      /* no client certificate */
 	INST_PEER_UNTRUSTED, /* presented, does not chain to the cluster CA */
-	INST_PEER_TRUSTED,   /* chains to the cluster CA */
+	INST_PEER_NOT_CLIENT, /* chains to the cluster CA, no clientAuth extended key usage */
+	INST_PEER_TRUSTED,   /* chains to the cluster CA, extended key usage clientAuth */
 };
 
 /* The HTTP status to answer before running the handler: 0 = go on, 404
  * unknown path, 405 known path other method, 401 operator-only endpoint
- * without a trusted certificate, 403 trusted but CN != INST_OPERATOR_CN.
- * cn may be NULL. */
+ * without a trusted certificate, 403 trusted but without clientAuth or with
+ * CN != INST_OPERATOR_CN. cn may be NULL. */
 unsigned inst_auth_decide(const char *method, const char *path, enum inst_peer_cert peer,
 			  const char *cn);
-/* True when the endpoint changes state and needs the operator certificate. */
+/* True when the endpoint needs the operator certificate. */
 bool inst_route_is_protected(const char *method, const char *path);
 
 /* ------------------------------------------------------------------------ */
@@ -204,7 +205,9 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err);
 int inst_join(const struct inst_join_opts *o, struct op_err *err);
 /* Runs until SIGTERM (0) or postgres dies / demotion (-errno, exit non-zero). */
 int inst_run(const struct inst_run_opts *o, struct op_err *err);
-/* GET https://<listen>/pg/status (no verification: local) printed to out. */
-int inst_status_fetch(const char *url, struct op_buf *out, struct op_err *err);
+/* GET https://<listen>/pg/status (server not verified: local) into out, with
+ * the client certificate files cert/key (NULL = none: the server answers 401). */
+int inst_status_fetch(const char *url, const char *cert, const char *key, struct op_buf *out,
+		      struct op_err *err);
 
 #endif

@@ -24,6 +24,11 @@
 #include "support/alloc.h"
 #include "support/log.h"
 
+/* One thread per connection: the caps bound the threads an unauthenticated
+ * client can hold (kubelet probes and the operator need a few each). */
+#define INST_SERVER_MAX_CONN 64
+#define INST_SERVER_MAX_CONN_PER_IP 8
+#define INST_SERVER_IDLE_S 10
 #define TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define MAX_PEM (256u * 1024)
 
@@ -97,6 +102,25 @@ static int load_pems(struct inst_server *srv, struct daemon_pems *out, struct op
 
 /* ---- request handling ---- */
 
+/* A server certificate of the same CA (every instance holds one) is not an
+ * operator: the extended key usage must name clientAuth (an absent extension
+ * does not count). */
+static bool has_client_eku(gnutls_x509_crt_t crt)
+{
+	for (unsigned i = 0; i < 32; i++) {
+		char oid[128];
+		size_t sz = sizeof(oid);
+		int g = gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &sz, NULL);
+		if (g == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+			return false;
+		if (g < 0)
+			continue; /* an OID too long for the buffer is not clientAuth */
+		if (strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT) == 0)
+			return true;
+	}
+	return false;
+}
+
 static enum inst_peer_cert peer_cert(struct MHD_Connection *conn, char *cn, size_t cn_len)
 {
 	cn[0] = '\0';
@@ -115,14 +139,16 @@ static enum inst_peer_cert peer_cert(struct MHD_Connection *conn, char *cn, size
 	gnutls_x509_crt_t crt;
 	if (gnutls_x509_crt_init(&crt) < 0)
 		return INST_PEER_UNTRUSTED;
+	enum inst_peer_cert ret = INST_PEER_UNTRUSTED;
 	if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0) {
 		size_t sz = cn_len;
 		if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn,
 						  &sz) < 0)
 			cn[0] = '\0';
+		ret = has_client_eku(crt) ? INST_PEER_TRUSTED : INST_PEER_NOT_CLIENT;
 	}
 	gnutls_x509_crt_deinit(crt);
-	return INST_PEER_TRUSTED;
+	return ret;
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *ctype,
@@ -152,16 +178,6 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned code, c
 	op_buf_done(&b);
 	return res;
 }
-
-static const struct {
-	const char *path;
-	enum inst_request req;
-} actions[] = {
-	{ "/pg/promote", INST_REQ_PROMOTE },
-	{ "/pg/demote", INST_REQ_DEMOTE },
-	{ "/pg/reload", INST_REQ_RELOAD },
-	{ "/pg/restart", INST_REQ_RESTART },
-};
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
@@ -213,13 +229,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		op_buf_done(&b);
 		return res;
 	}
-	for (size_t i = 0; i < OP_ARRAY_SIZE(actions); i++) {
-		if (strcmp(url, actions[i].path) == 0) {
-			op_log_info("status server: action requested", "path", url, "cn", cn);
-			inst_state_request(srv->st, actions[i].req);
-			return reply(conn, 202, "application/json", "{\"accepted\":true}", 17);
-		}
-	}
 	return reply_error(conn, 404, "not found");
 }
 
@@ -242,8 +251,9 @@ static struct MHD_Daemon *start_daemon(struct inst_server *srv, const struct dae
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, p->key },
 		{ MHD_OPTION_HTTPS_MEM_TRUST, 0, p->ca },
 		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITY },
-		{ MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL },
-		{ MHD_OPTION_CONNECTION_LIMIT, 256, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, INST_SERVER_IDLE_S, NULL },
+		{ MHD_OPTION_CONNECTION_LIMIT, INST_SERVER_MAX_CONN, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, INST_SERVER_MAX_CONN_PER_IP, NULL },
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
 		{ listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
 		  listen_fd >= 0 ? listen_fd : 0, listen_fd >= 0 ? NULL : &srv->addr },

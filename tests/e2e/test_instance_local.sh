@@ -5,7 +5,7 @@
 # standby, as the `postgres` OS user (PostgreSQL refuses root), in a temp dir,
 # with certificates made by certtool and the Cluster read from a file
 # (--cluster-file). Checks /pg/status over TLS (primary, timeline, streaming
-# standby, HA slot), the operator-certificate rules of the POST endpoints,
+# standby, HA slot), the operator-certificate rules of /pg/status,
 # `pgop instance status`, `pgop bootstrap`, and a clean SIGTERM shutdown.
 # Usage: test_instance_local.sh [PGOP_BIN]. Prints "N passed, N failed"; exits 77
 # (skipped) without root; fails without the postgres user, PostgreSQL 15 or the tools.
@@ -134,7 +134,8 @@ common() { # common N
 		--cluster-name "$C"
 }
 CURL=(curl -sS --max-time 10 --cacert "$T/pki/ca.crt")
-status() { "${CURL[@]}" "https://127.0.0.1:$1/pg/status"; }
+OPCERT=(--cert "$T/pki/operator.crt" --key "$T/pki/operator.key")
+status() { "${CURL[@]}" "${OPCERT[@]}" "https://127.0.0.1:$1/pg/status"; }
 
 # ---- primary ------------------------------------------------------------
 e2e_log "instance init (primary)"
@@ -183,19 +184,20 @@ check "initdb flags applied (checksums, encoding, collation)" \
 check "streaming_replica role has REPLICATION" test "$(as_pg psql -h "$T/i1/controller/run" \
 	-p "$P1" -U postgres -Atc "SELECT rolreplication FROM pg_roles WHERE rolname='streaming_replica'")" = t
 
-# ---- operator-only endpoints --------------------------------------------
-code() { "${CURL[@]}" -o /dev/null -w '%{http_code}' -X POST "$@"; }
-check "POST /pg/reload without a client cert: 401" \
-	test "$(code "https://127.0.0.1:$S1/pg/reload")" = 401
-check "POST /pg/reload with a cert from another CA: 401" \
+# ---- operator-only status, no state-changing endpoints --------------------
+code() { "${CURL[@]}" -o /dev/null -w '%{http_code}' "$@"; }
+check "GET /pg/status without a client cert: 401" \
+	test "$(code "https://127.0.0.1:$S1/pg/status")" = 401
+check "GET /pg/status with a cert from another CA: 401" \
 	test "$(code --cert "$T/pki/untrusted.crt" --key "$T/pki/untrusted.key" \
-		"https://127.0.0.1:$S1/pg/reload")" = 401
-check "POST /pg/reload with another CN: 403" \
+		"https://127.0.0.1:$S1/pg/status")" = 401
+check "GET /pg/status with another CN: 403" \
 	test "$(code --cert "$T/pki/intruder.crt" --key "$T/pki/intruder.key" \
-		"https://127.0.0.1:$S1/pg/reload")" = 403
-check "POST /pg/reload with the operator cert: 202" \
-	test "$(code --cert "$T/pki/operator.crt" --key "$T/pki/operator.key" \
-		"https://127.0.0.1:$S1/pg/reload")" = 202
+		"https://127.0.0.1:$S1/pg/status")" = 403
+check "GET /pg/status with the operator cert: 200" \
+	test "$(code "${OPCERT[@]}" "https://127.0.0.1:$S1/pg/status")" = 200
+check "POST /pg/reload is gone: 404" \
+	test "$(code -X POST "${OPCERT[@]}" "https://127.0.0.1:$S1/pg/reload")" = 404
 
 # ---- standby ------------------------------------------------------------
 e2e_log "instance join (standby)"
@@ -228,7 +230,7 @@ S=$(status "$S2")
 check "standby /pg/status: not primary, WAL receiver active" \
 	test "$(jq -r '.isPrimary,.isWalReceiverActive' <<<"$S" | tr '\n' ' ')" = "false true "
 check "pgop instance status prints the standby's status" \
-	bash -o pipefail -c "'$T/pgop' instance status --url https://127.0.0.1:$S2/pg/status | jq -e '.pod.name==\"pgtest-2\"'" \
+	bash -o pipefail -c "'$T/pgop' instance status --url https://127.0.0.1:$S2/pg/status --cert '$T/pki/operator.crt' --key '$T/pki/operator.key' | jq -e '.pod.name==\"pgtest-2\"'" \
 	>/dev/null
 
 # ---- configuration change reloads ---------------------------------------

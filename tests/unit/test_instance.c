@@ -626,22 +626,28 @@ static void test_auth_table(void **state)
 		const char *cn;
 		unsigned want;
 	} t[] = {
-		{ "GET", "/pg/status", INST_PEER_NONE, NULL, 0 },
+		/* issue 10 §4: the status needs the operator's certificate (was open) */
+		{ "GET", "/pg/status", INST_PEER_NONE, NULL, 401 },
+		{ "GET", "/pg/status", INST_PEER_UNTRUSTED, INST_OPERATOR_CN, 401 },
+		{ "GET", "/pg/status", INST_PEER_TRUSTED, "streaming_replica", 403 },
+		{ "GET", "/pg/status", INST_PEER_TRUSTED, NULL, 403 },
+		{ "GET", "/pg/status", INST_PEER_TRUSTED, "pgop-operator2", 403 },
+		/* issue 10 §3: the right CA and CN but no clientAuth (a server cert) */
+		{ "GET", "/pg/status", INST_PEER_NOT_CLIENT, INST_OPERATOR_CN, 403 },
+		{ "GET", "/pg/status", INST_PEER_TRUSTED, INST_OPERATOR_CN, 0 },
+		{ "HEAD", "/pg/status", INST_PEER_TRUSTED, INST_OPERATOR_CN, 0 },
+		/* probes stay open */
 		{ "HEAD", "/healthz", INST_PEER_NONE, NULL, 0 },
 		{ "GET", "/readyz", INST_PEER_UNTRUSTED, "x", 0 },
 		{ "GET", "/startupz", INST_PEER_NONE, NULL, 0 },
+		{ "GET", "/healthz", INST_PEER_NOT_CLIENT, NULL, 0 },
 		{ "GET", "/nope", INST_PEER_TRUSTED, INST_OPERATOR_CN, 404 },
-		{ "GET", "/pg/promote", INST_PEER_TRUSTED, INST_OPERATOR_CN, 405 },
 		{ "POST", "/pg/status", INST_PEER_TRUSTED, INST_OPERATOR_CN, 405 },
-		{ "POST", "/pg/promote", INST_PEER_NONE, NULL, 401 },
-		{ "POST", "/pg/demote", INST_PEER_UNTRUSTED, INST_OPERATOR_CN, 401 },
-		{ "POST", "/pg/reload", INST_PEER_TRUSTED, "streaming_replica", 403 },
-		{ "POST", "/pg/restart", INST_PEER_TRUSTED, NULL, 403 },
-		{ "POST", "/pg/restart", INST_PEER_TRUSTED, "pgop-operator2", 403 },
-		{ "POST", "/pg/promote", INST_PEER_TRUSTED, INST_OPERATOR_CN, 0 },
-		{ "POST", "/pg/demote", INST_PEER_TRUSTED, INST_OPERATOR_CN, 0 },
-		{ "POST", "/pg/reload", INST_PEER_TRUSTED, INST_OPERATOR_CN, 0 },
-		{ "POST", "/pg/restart", INST_PEER_TRUSTED, INST_OPERATOR_CN, 0 },
+		/* no state-changing endpoints: the reconciler never called them */
+		{ "POST", "/pg/promote", INST_PEER_TRUSTED, INST_OPERATOR_CN, 404 },
+		{ "POST", "/pg/demote", INST_PEER_TRUSTED, INST_OPERATOR_CN, 404 },
+		{ "POST", "/pg/reload", INST_PEER_TRUSTED, INST_OPERATOR_CN, 404 },
+		{ "POST", "/pg/restart", INST_PEER_TRUSTED, INST_OPERATOR_CN, 404 },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++) {
 		unsigned got = inst_auth_decide(t[i].method, t[i].path, t[i].peer, t[i].cn);
@@ -649,8 +655,8 @@ static void test_auth_table(void **state)
 			fail_msg("%s %s peer=%d cn=%s: got %u want %u", t[i].method, t[i].path,
 				 t[i].peer, t[i].cn ? t[i].cn : "-", got, t[i].want);
 	}
-	assert_true(inst_route_is_protected("POST", "/pg/promote"));
-	assert_false(inst_route_is_protected("GET", "/pg/status"));
+	assert_true(inst_route_is_protected("GET", "/pg/status"));
+	assert_false(inst_route_is_protected("GET", "/healthz"));
 	assert_false(inst_route_is_protected("POST", "/unknown"));
 }
 

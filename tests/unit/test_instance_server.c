@@ -1,8 +1,13 @@
 /* tests/unit/test_instance_server.c - the instance status server over real
- * TLS sockets: probes, /pg/status errors, the operator-certificate rules of
- * the POST endpoints (no cert, other CA, other CN, operator) and certificate
- * + CA rotation through inst_server_reload(). Certificates come from pki/. */
+ * TLS sockets: probes, the operator-certificate rules of /pg/status (no
+ * cert, other CA, other CN, no clientAuth, operator), the per-IP connection
+ * cap, and certificate + CA rotation through inst_server_reload().
+ * Certificates come from pki/. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,6 +89,8 @@ static int setup(void **state)
 	leaf(&ca, "intruder", "streaming_replica", PKI_USAGE_CLIENT);
 	leaf(&rogue, "rogue-operator", INST_OPERATOR_CN, PKI_USAGE_CLIENT);
 	leaf(&ca2, "operator2", INST_OPERATOR_CN, PKI_USAGE_CLIENT);
+	/* what an instance could present: its CA, the operator's CN, server use only */
+	leaf(&ca, "server-eku", INST_OPERATOR_CN, PKI_USAGE_SERVER);
 	/* The server reads copies that rotation replaces. */
 	char *c = path("server.crt"), *k = path("server.key"), *t = path("ca.crt");
 	opts = (struct inst_run_opts){ .pod_name = "c-1", .cluster_name = "c",
@@ -171,10 +178,12 @@ static void test_probes(void **state)
 	assert_int_equal(req("GET", "/readyz", NULL, NULL, NULL), 200);
 	assert_int_equal(req("GET", "/startupz", NULL, NULL, NULL), 200);
 	assert_int_equal(req("GET", "/nope", NULL, NULL, NULL), 404);
-	assert_int_equal(req("GET", "/pg/promote", "operator", NULL, NULL), 405);
-	/* No postgres behind it: 500 with the reason as JSON. */
+	/* the state-changing endpoints are gone (the reconciler never called them) */
+	assert_int_equal(req("POST", "/pg/promote", "operator", NULL, NULL), 404);
+	assert_int_equal(req("POST", "/pg/restart", "operator", NULL, NULL), 404);
+	/* No postgres behind it: 500 with the reason as JSON, for the operator only. */
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	assert_int_equal(req("GET", "/pg/status", NULL, NULL, &b), 500);
+	assert_int_equal(req("GET", "/pg/status", "operator", NULL, &b), 500);
 	json_object *o = NULL;
 	assert_int_equal(op_json_parse(b.data, b.len, 8, &o, NULL), 0);
 	assert_non_null(strstr(op_json_str_at(o, "error"), "connect to"));
@@ -182,33 +191,78 @@ static void test_probes(void **state)
 	op_buf_done(&b);
 }
 
+/* Issue 10 §3/§4: GET /pg/status was open to anyone and checked chain + CN only. */
 static void test_operator_auth(void **state)
 {
-	(void)inst_state_take_requests(st);
 	static const struct {
-		const char *path, *client;
+		const char *client;
 		long want;
-		unsigned req;
 	} t[] = {
-		{ "/pg/promote", NULL, 401, 0 },
-		{ "/pg/promote", "rogue-operator", 401, 0 },
-		{ "/pg/promote", "intruder", 403, 0 },
-		{ "/pg/promote", "operator", 202, INST_REQ_PROMOTE },
-		{ "/pg/demote", "operator", 202, INST_REQ_DEMOTE },
-		{ "/pg/reload", "operator", 202, INST_REQ_RELOAD },
-		{ "/pg/restart", "operator", 202, INST_REQ_RESTART },
-		{ "/pg/restart", "intruder", 403, 0 },
+		{ NULL, 401 },            /* no certificate */
+		{ "rogue-operator", 401 }, /* another CA */
+		{ "intruder", 403 },      /* streaming_replica */
+		{ "server-eku", 403 },    /* the operator's CN without clientAuth */
+		{ "operator", 500 },      /* allowed; no postgres behind it */
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++) {
-		long code = req("POST", t[i].path, t[i].client, NULL, NULL);
+		long code = req("GET", "/pg/status", t[i].client, NULL, NULL);
 		if (code != t[i].want)
-			fail_msg("POST %s as %s: %ld, want %ld", t[i].path,
+			fail_msg("GET /pg/status as %s: %ld, want %ld",
 				 t[i].client ? t[i].client : "-", code, t[i].want);
-		unsigned got = inst_state_take_requests(st);
-		if (got != t[i].req)
-			fail_msg("POST %s as %s: requests %u, want %u", t[i].path,
-				 t[i].client ? t[i].client : "-", got, t[i].req);
 	}
+}
+
+/* A TCP connection to the server (no TLS), or -1. */
+static int tcp_connect(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(inst_server_port(srv)) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* True when the server closed fd within timeout_ms (EOF or reset). */
+static bool closed_by_server(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return false;
+	char c;
+	return read(fd, &c, 1) <= 0;
+}
+
+/* Issue 10 §4: one client cannot hold more than 8 connections (one thread
+ * each); they are refused at once, and the probes answer again when the
+ * client lets go. */
+static void test_per_ip_cap(void **state)
+{
+	inst_state_set(st, true, true);
+	int held[8];
+	for (size_t i = 0; i < OP_ARRAY_SIZE(held); i++) {
+		held[i] = tcp_connect();
+		assert_true(held[i] >= 0);
+	}
+	usleep(200 * 1000); /* accepted by the daemon's thread */
+	for (size_t i = 0; i < OP_ARRAY_SIZE(held); i++)
+		assert_false(closed_by_server(held[i], 0));
+	int extra = tcp_connect();
+	assert_true(extra >= 0);
+	assert_true(closed_by_server(extra, 2000));
+	close(extra);
+	for (size_t i = 0; i < OP_ARRAY_SIZE(held); i++)
+		close(held[i]);
+	long code = -1;
+	for (int i = 0; i < 50 && code != 200; i++) {
+		code = req("GET", "/healthz", NULL, NULL, NULL);
+		if (code != 200)
+			usleep(100 * 1000);
+	}
+	assert_int_equal(code, 200);
 }
 
 static void test_rotation(void **state)
@@ -233,9 +287,8 @@ static void test_rotation(void **state)
 	assert_int_equal(inst_server_port(srv), port);
 	assert_int_equal(req("GET", "/healthz", NULL, "ca2.crt", NULL), 200);
 	assert_int_equal(req("GET", "/healthz", NULL, "ca1.crt", NULL), -1);
-	assert_int_equal(req("POST", "/pg/reload", "operator", "ca2.crt", NULL), 401);
-	assert_int_equal(req("POST", "/pg/reload", "operator2", "ca2.crt", NULL), 202);
-	assert_int_equal(inst_state_take_requests(st), INST_REQ_RELOAD);
+	assert_int_equal(req("GET", "/pg/status", "operator", "ca2.crt", NULL), 401);
+	assert_int_equal(req("GET", "/pg/status", "operator2", "ca2.crt", NULL), 500);
 }
 
 int main(void)
@@ -243,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probes),
 		cmocka_unit_test(test_operator_auth),
+		cmocka_unit_test(test_per_ip_cap),
 		cmocka_unit_test(test_rotation),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
