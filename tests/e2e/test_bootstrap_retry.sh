@@ -5,7 +5,8 @@
 # database, leaving PG_VERSION and a half-made data directory behind. The Job's retry must
 # remove those leftovers (its log says so), bootstrap again and the Cluster must become
 # healthy with the application database. Before, every retry failed with EEXIST
-# ("already holds a data directory") and the Cluster was unrecoverable.
+# ("already holds a data directory") and the Cluster was unrecoverable. The controller is
+# the Helm-installed one (chart defaults).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -16,7 +17,7 @@ e2e_agent_up
 . "$(dirname "$0")/cluster_lib.sh"
 cluster_setup br
 cluster_crd
-cluster_controller_start
+cluster_helm_install
 
 k apply -f - >/dev/null <<YAML
 apiVersion: postgresql.cnpg.io/v1
