@@ -15,6 +15,7 @@ static const char *const service_suffix[] = {
 
 static const char *const secret_suffix[] = {
 	[API_SECRET_CA] = "-ca",
+	[API_SECRET_CA_CERT] = "-ca-cert",
 	[API_SECRET_SERVER] = "-server",
 	[API_SECRET_REPLICATION] = "-replication",
 	[API_SECRET_SUPERUSER] = "-superuser",

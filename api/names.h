@@ -16,7 +16,8 @@ enum api_service { API_SVC_RW, API_SVC_RO, API_SVC_R, API_SVC_ANY };
 char *api_service_name(const char *cluster, enum api_service svc);
 
 enum api_secret {
-	API_SECRET_CA,          /* "<cluster>-ca": server CA, also the client CA */
+	API_SECRET_CA,          /* "<cluster>-ca": server CA, also the client CA (ca.key: operator only) */
+	API_SECRET_CA_CERT,     /* "<cluster>-ca-cert": ca.crt alone, what instances may read */
 	API_SECRET_SERVER,      /* "<cluster>-server": server TLS leaf */
 	API_SECRET_REPLICATION, /* "<cluster>-replication": streaming_replica client cert */
 	API_SECRET_SUPERUSER,   /* "<cluster>-superuser": postgres credentials */

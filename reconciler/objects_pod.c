@@ -99,7 +99,7 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	_cleanup_free_ char *pvc = api_pgdata_pvc_name(cn, serial);
 	_cleanup_free_ char *wal = api_wal_pvc_name(cn, serial);
 	_cleanup_free_ char *s_srv = api_secret_name(cn, API_SECRET_SERVER);
-	_cleanup_free_ char *s_ca = api_secret_name(cn, API_SECRET_CA);
+	_cleanup_free_ char *s_ca = api_secret_name(cn, API_SECRET_CA_CERT); /* no ca.key */
 	_cleanup_free_ char *s_rep = api_secret_name(cn, API_SECRET_REPLICATION);
 	_cleanup_free_ char *s_su = api_secret_name(cn, API_SECRET_SUPERUSER);
 	_cleanup_free_ char *s_app = api_secret_name(cn, API_SECRET_APP);

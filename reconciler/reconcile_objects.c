@@ -126,6 +126,38 @@ out:
 	return ret;
 }
 
+/* <c>-ca-cert: the CA certificate alone, the only CA Secret the instances
+ * mount or may read (ca.key stays in <c>-ca for the operator: a pod holding
+ * it could mint a pgop-operator or streaming_replica certificate). Created,
+ * and replaced when it differs from the CA in use. */
+static int ensure_ca_cert(struct rc_run *r)
+{
+	if (!r->ca.cert_pem)
+		return 0;
+	_cleanup_free_ char *sname = api_secret_name(r->name, API_SECRET_CA_CERT);
+	json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
+	struct pki_secret_data want = { .crt = r->ca.cert_pem }; /* borrowed */
+	json_object *fresh = NULL;
+	int ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &want, &fresh, r->err);
+	if (ret == 0 && cur) {
+		struct pki_secret_data d = { 0 };
+		bool same = pki_secret_parse(PKI_SECRET_CA, cur, &d, NULL) == 0 && d.crt && !d.key &&
+			    strcmp(d.crt, r->ca.cert_pem) == 0;
+		pki_secret_data_done(&d);
+		if (!same)
+			ret = replace_secret(r, cur, fresh);
+	} else if (ret == 0) {
+		rc_adopt(r->c, fresh);
+		ret = rc_create(r, KUBE_SECRETS, fresh);
+		ret = ret < 0 ? ret : 0; /* created, or exists and not cached yet */
+	}
+	if (fresh)
+		json_object_put(fresh);
+	if (cur)
+		json_object_put(cur);
+	return ret < 0 ? op_err_prefix(r->err, "secret %s", sname) : 0;
+}
+
 static char **server_sans(struct rc_run *r, size_t *ret_n)
 {
 	const char *domain = r->ctl->settings.cluster_domain ? r->ctl->settings.cluster_domain
@@ -224,6 +256,8 @@ int rc_ensure_pki(struct rc_run *r)
 {
 	reset_expirations(&r->want);
 	int ret = ensure_ca(r);
+	if (ret == 0)
+		ret = ensure_ca_cert(r);
 	if (ret != 0)
 		return ret;
 	ret = ensure_leaf(r, API_SECRET_SERVER);

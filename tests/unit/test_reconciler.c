@@ -224,7 +224,7 @@ static void test_pod(void **state)
 	assert_null(find_named(vols, "superuser"));
 	assert_str_at(find_named(vols, "app"), "secret.secretName", "cluster-example-app");
 	json_object *ca = find_named(vols, "ca");
-	assert_str_at(ca, "secret.secretName", "cluster-example-ca");
+	assert_str_at(ca, "secret.secretName", "cluster-example-ca-cert"); /* not -ca (ca.key) */
 	json_object *items = op_json_at(ca, "secret.items");
 	assert_int_equal(json_object_array_length(items), 1); /* never ca.key */
 	assert_str_at(json_object_array_get_idx(items, 0), "key", "ca.crt");

@@ -185,15 +185,22 @@ static void test_fresh_cluster(void **state)
 	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
 	assert_int_equal(guard_calls, 1);
 	assert_true(requeue > 0 && requeue <= 10000);
-	/* Secrets: CA first, then server, replication, superuser, app */
-	static const char *const secrets[] = { "c-ca", "c-server", "c-replication", "c-superuser",
-					       "c-app" };
+	/* Secrets: CA first, its certificate alone for the instances (issue 10 §3),
+	 * then server, replication, superuser, app */
+	static const char *const secrets[] = { "c-ca",		"c-ca-cert",   "c-server",
+					       "c-replication", "c-superuser", "c-app" };
 	int at = before;
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < OP_ARRAY_SIZE(secrets); i++) {
 		at = find_req(e.s, at, "POST", "/namespaces/db/secrets");
 		assert_true(at >= 0);
 		json_object *o = NULL;
 		assert_string_equal(posted_name(e.s, at, &o), secrets[i]);
+		if (strcmp(secrets[i], "c-ca-cert") == 0) {
+			json_object *data = op_json_at(o, "data");
+			assert_int_equal(json_object_object_length(data), 1);
+			assert_non_null(json_object_object_get(data, "ca.crt"));
+			assert_null(json_object_object_get(data, "ca.key"));
+		}
 		json_object_put(o);
 		at++;
 	}
@@ -233,7 +240,7 @@ static void test_fresh_cluster(void **state)
 	assert_true(count_req(e.s, "POST", "/namespaces/db/events") >= 2);
 	struct rc_controller_stats stats;
 	rc_controller_stats(e.rc, &stats);
-	assert_int_equal(stats.objects_created, 13); /* 5 secrets, SA/Role/RB, 3 services, PVC, job */
+	assert_int_equal(stats.objects_created, 14); /* 6 secrets, SA/Role/RB, 3 services, PVC, job */
 	env_stop(&e);
 }
 
@@ -364,6 +371,42 @@ static void test_completed_job_gets_its_pod(void **state)
 	env_stop(&e);
 }
 
+/* <c>-ca-cert follows the CA: a stale copy (here a certificate that is not
+ * the CA's) is replaced, the up-to-date one is left alone. */
+static void test_ca_cert_follows_the_ca(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	json_object *arr = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(secrets, strlen(secrets), 64, &arr, &err), 0);
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		if (strcmp(op_json_str_at(o, "metadata.name"), "c-ca-cert") == 0)
+			json_object_object_add(json_object_object_get(o, "data"), "ca.crt",
+					       json_object_new_string("c3RhbGUK")); /* "stale\n" */
+	}
+	_cleanup_free_ char *stale = op_strdup(json_object_to_json_string(arr));
+	json_object_put(arr);
+	_cleanup_free_ char *cl = op_asprintf("[%s]", cluster_ok);
+	struct fake f = { .clusters = cl, .secrets = stale };
+	struct env e;
+	env_start(&e, &f, NULL);
+	int before = ts_count(e.s);
+	long requeue = -1;
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_true(find_req(e.s, before, "PUT", "/namespaces/db/secrets/c-ca-cert") >= 0);
+	assert_int_equal(find_req(e.s, before, "PUT", "/namespaces/db/secrets/c-ca"), -1);
+	assert_int_equal(find_req(e.s, before, "POST", "/namespaces/db/secrets"), -1);
+	env_stop(&e);
+
+	f.secrets = secrets; /* up to date: nothing written */
+	env_start(&e, &f, NULL);
+	before = ts_count(e.s);
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(find_req(e.s, before, "PUT", "/namespaces/db/secrets/c-ca-cert"), -1);
+	env_stop(&e);
+}
+
 /* Issue 11 §4: a bootstrap Job pod the node cannot start (the node agent's
  * ErrImagePull for a PostgreSQL major it does not have) is the Cluster's phase
  * and an Event naming the message, not a generic "Setting up primary". */
@@ -486,7 +529,8 @@ static void test_workers_follow_the_leader_gate(void **state)
 	rc_controller_stats(rc, &st);
 	assert_int_equal(st.reconciles, 0);
 	atomic_store(&leader_flag, true);
-	for (int i = 0; i < 200 && count_req(s, "POST", "/namespaces/db/jobs") == 0; i++)
+	/* up to 30 s: key generation under ASan on a loaded 2-core host takes seconds */
+	for (int i = 0; i < 600 && count_req(s, "POST", "/namespaces/db/jobs") == 0; i++)
 		ts_sleep_ms(50);
 	assert_int_equal(count_req(s, "POST", "/namespaces/db/jobs"), 1);
 	for (int i = 0; i < 200 && (rc_controller_stats(rc, &st), st.reconciles == 0); i++)
@@ -505,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_type_error_and_absent),
 		cmocka_unit_test(test_completed_job_gets_its_pod),
 		cmocka_unit_test(test_image_error_surfaces),
+		cmocka_unit_test(test_ca_cert_follows_the_ca),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 	};
