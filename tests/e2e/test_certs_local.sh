@@ -103,19 +103,30 @@ load &
 pids+=($!)
 load_pid=$!
 
-fp() { helm_secret_key "$ns" "$1" "$2" 2>/dev/null | sha256sum | cut -c1-16; }
-leaf_prev=$(fp "$name-tls" tls.crt) ca_prev=$(fp "$name-ca" ca.crt)
+# fp SECRET KEY: fingerprint; a failed read or an empty value is an error, not a "change"
+fp() {
+	local v
+	v=$(helm_secret_key "$ns" "$1" "$2") && [ -n "$v" ] || { e2e_log "cannot read $ns/$1 $2"; return 1; }
+	sha256sum <<<"$v" | cut -c1-16
+}
+# the caBundle is the CA Secret's certificate (both non-empty)
+bundle_is_ca() {
+	local b c
+	b=$(helm_bundle validating "$name") && c=$(helm_secret_key "$ns" "$name-ca" ca.crt) &&
+		[ -n "$b" ] && [ "$b" == "$c" ]
+}
+leaf_prev=$(fp "$name-tls" tls.crt) || e2e_fail "read the serving Secret"
+ca_prev=$(fp "$name-ca" ca.crt) || e2e_fail "read the CA Secret"
 leaf_changes=0 ca_changes=0
 deadline=$(($(date +%s) + 180))
 while :; do
 	sleep 2
-	leaf=$(fp "$name-tls" tls.crt)
-	ca=$(fp "$name-ca" ca.crt)
+	leaf=$(fp "$name-tls" tls.crt) || e2e_fail "read the serving Secret"
+	ca=$(fp "$name-ca" ca.crt) || e2e_fail "read the CA Secret"
 	[ "$leaf" == "$leaf_prev" ] || { leaf_changes=$((leaf_changes + 1)); leaf_prev=$leaf; }
 	[ "$ca" == "$ca_prev" ] || { ca_changes=$((ca_changes + 1)); ca_prev=$ca; }
 	# done when the CA rotated, the old CA left the bundle, and the leaf renewed 3 times
-	if [ "$ca_changes" -ge 1 ] && [ "$leaf_changes" -ge 3 ] &&
-		[ "$(helm_bundle validating "$name")" == "$(helm_secret_key "$ns" "$name-ca" ca.crt)" ]; then
+	if [ "$ca_changes" -ge 1 ] && [ "$leaf_changes" -ge 3 ] && bundle_is_ca; then
 		break
 	fi
 	[ "$(date +%s)" -lt "$deadline" ] || e2e_fail "rotations not seen (leaf $leaf_changes, CA $ca_changes)"
@@ -129,10 +140,10 @@ e2e_log "SIGKILL the leader $leader; the webhook of the killed replica now fails
 touch "$tmp/stop"
 wait "$load_pid" || true
 kill -9 "$victim"
-leaf_before=$(fp "$name-tls" tls.crt)
+leaf_before=$(fp "$name-tls" tls.crt) || e2e_fail "read the serving Secret"
 e2e_wait_for "[ \"\$(kubectl -n $ns get lease $name-certs -o jsonpath='{.spec.holderIdentity}')\" = $other ]" 40 ||
 	e2e_fail "the other replica did not take the Lease"
-e2e_wait_for "[ \"\$(fp $name-tls tls.crt)\" != $leaf_before ]" 60 || e2e_fail "no renewal after the leader change"
+e2e_wait_for "leaf=\$(fp $name-tls tls.crt) && [ \"\$leaf\" != $leaf_before ]" 60 || e2e_fail "no renewal after the leader change"
 start "${leader}2" "$([ "$leader" = a ] && echo "$port_a" || echo "$port_b")" # replaced, like a pod
 e2e_wait_for "curl -skf https://127.0.0.1:$port_a/readyz && curl -skf https://127.0.0.1:$port_b/readyz" 60 ||
 	e2e_fail "replicas not ready after the replacement"
@@ -144,6 +155,7 @@ echo "METRIC certs_local_requests=$((ok + failed))"
 echo "METRIC certs_local_failed_requests=$failed"
 e2e_log "rotation under load: $ok admitted, $failed failed"
 [ "$failed" -eq 0 ] || { head -3 "$tmp/failed"; e2e_fail "$failed requests failed"; }
+[ "$ok" -ge 20 ] || e2e_fail "only $ok requests admitted during the rotations"
 
 # deleted Secrets recover within a check period, requests keep working
 rm -f "$tmp/stop" "$tmp/ok" "$tmp/failed"
@@ -155,12 +167,14 @@ kubectl -n "$ns" delete secret "$name-tls" >/dev/null
 e2e_wait_for "kubectl -n $ns get secret $name-tls" 10 || e2e_fail "serving Secret not recreated"
 kubectl -n "$ns" delete secret "$name-ca" >/dev/null
 e2e_wait_for "kubectl -n $ns get secret $name-ca" 10 || e2e_fail "CA Secret not recreated"
-e2e_wait_for "[ \"\$(helm_bundle validating $name)\" == \"\$(helm_secret_key $ns $name-ca ca.crt)\" ]" 40 ||
+e2e_wait_for bundle_is_ca 40 ||
 	e2e_fail "caBundle did not converge to the new CA"
 sleep 3
 touch "$tmp/stop"
 wait "$load_pid" || true
 failed=$(wc -l <"$tmp/failed")
-e2e_log "Secrets deleted and recovered: $(wc -l <"$tmp/ok") admitted, $failed failed"
+ok=$(wc -l <"$tmp/ok")
+e2e_log "Secrets deleted and recovered: $ok admitted, $failed failed"
 [ "$failed" -eq 0 ] || { head -3 "$tmp/failed"; e2e_fail "$failed requests failed while recovering"; }
+[ "$ok" -ge 3 ] || e2e_fail "only $ok requests admitted while the Secrets were recovered"
 e2e_log "certs local: all checks passed"
