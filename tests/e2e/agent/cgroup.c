@@ -204,7 +204,10 @@ void na_cgroup_remove(char **procs)
 		char *slash = strrchr(procs[i], '/');
 		if (slash) {
 			*slash = '\0';
-			rmdir(procs[i]);
+			/* the container's other processes were just SIGKILLed: they leave
+			 * the cgroup as they exit */
+			for (int tries = 0; rmdir(procs[i]) < 0 && errno == EBUSY && tries < 50; tries++)
+				usleep(10000);
 			*slash = '/';
 		}
 		free(procs[i]);

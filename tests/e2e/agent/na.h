@@ -189,7 +189,8 @@ void na_cgroup_detect(struct na_host *h);
  * container-init to join. */
 int na_cgroup_create(const char *name, int64_t mem_bytes, int64_t cpu_milli, char ***ret_procs,
 		     struct op_err *err);
-/* Removes the cgroup directories of ret_procs (the processes must be gone). */
+/* Removes the cgroup directories of ret_procs (waits up to 0.5 s for the
+ * killed processes to leave) and frees the strings (not the array). */
 void na_cgroup_remove(char **procs);
 
 /* ---------------------------------------------------------------- net.c */
