@@ -340,8 +340,9 @@ static int walk(json_object *v, const char *path, const char *pattern, const str
 	if (json_object_is_type(v, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
 			char p2[512], t2[256];
-			snprintf(p2, sizeof(p2), "%s[%zu]", path, i);
-			snprintf(t2, sizeof(t2), "%s[]", pattern);
+			if (snprintf(p2, sizeof(p2), "%s[%zu]", path, i) >= (int)sizeof(p2) ||
+			    snprintf(t2, sizeof(t2), "%s[]", pattern) >= (int)sizeof(t2))
+				return refuse(msg, path, "field path too long");
 			int rc = walk(json_object_array_get_idx(v, i), p2, t2, h, msg, depth + 1);
 			if (rc < 0)
 				return rc;
