@@ -73,13 +73,17 @@ fi
 sleep 10
 pid=$(cat "$PGOP_E2E_STATE/agent/agent.pid")
 ticks() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pid/stat"; }
+self_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 hz=$(getconf CLK_TCK)
-t0=$(ticks)
+t0=$(ticks) u0=$(self_ticks)
 s0=$(date +%s.%N)
 sleep "$W"
-t1=$(ticks)
+t1=$(ticks) u1=$(self_ticks)
 s1=$(date +%s.%N)
-pct=$(awk -v d=$((t1 - t0)) -v hz="$hz" -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", 100 * d / hz / (b - a) }')
+pct() { awk -v d="$1" -v hz="$hz" -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", 100 * d / hz / (b - a) }'; }
+pct=$(pct $((t1 - t0)))
+echo "METRIC agent_idle_self_cpu_pct=$(pct $((u1 - u0)))"
+echo "METRIC agent_idle_children_cpu_pct=$(pct $((t1 - t0 - u1 + u0)))"
 e2e_log "idle agent ($(readlink -f "/proc/$pid/exe")) with $N pods: $((t1 - t0)) ticks (${hz}/s) in ${W}s = ${pct}% of one core"
 echo "METRIC agent_idle_mode=$([ "${BENCH_CLUSTER:-0}" = 1 ] && echo cluster || echo sleep-pods)"
 echo "METRIC agent_idle_pods=$N"
