@@ -79,8 +79,8 @@ if kubectl apply -f "$bad"; then
 fi
 rm -f "$bad"
 
-say "a valid Cluster (../shared/samples/cnpg/cluster-example.yaml): admitted with pgop's defaults"
-sample=${PGOP_DEMO_SAMPLE:-$top/../shared/samples/cnpg/cluster-example.yaml}
+say "a valid Cluster (samples/cluster-example.yaml): admitted with pgop's defaults"
+sample=${PGOP_DEMO_SAMPLE:-$top/samples/cluster-example.yaml}
 kubectl -n demo apply -f "$sample"
 name=$(kubectl -n demo get -f "$sample" -o jsonpath='{.metadata.name}')
 kubectl -n demo get cluster "$name" -o jsonpath='{"imageName: "}{.spec.imageName}{"\nbootstrap: "}{.spec.bootstrap}{"\n"}'

@@ -97,6 +97,38 @@ run_e2e() {
 	fi
 }
 
+# The tree must not lean on files beside it: no path into a sibling "shared" checkout
+# (the optional CloudNativePG corpus is only read through $PGOP_SHARED_DIR, never by a
+# path written in the tree). The patterns are bracketed so this check does not match itself.
+check_self_contained() {
+	stage "self-contained: no reference to a sibling shared/ directory"
+	local re='[.][.][/]shared|[/]shared[/]' hits
+	if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		hits=$(git -C "$top" grep -nIE "$re" -- . 2>/dev/null)
+	else
+		hits=$(grep -rnIE --exclude-dir='build*' --exclude-dir=.git "$re" "$top" 2>/dev/null)
+	fi
+	if [ -n "$hits" ]; then
+		printf '%s\n' "$hits"
+		ko "self-contained (references to a sibling shared directory above)"
+	else
+		ok "self-contained (no reference to a sibling shared directory)"
+	fi
+	# every admission rule ID the code, tests and docs cite has its entry (a bold
+	# "**ID" list head) in docs/admission-rules.md
+	local id missing=()
+	for id in $(git -C "$top" grep -ohE '\b([DVUWP][0-9]{1,2}[a-l]?|CEL-SA|WU)\b' -- \
+		webhooks tests/unit cmd api docs samples ':!docs/admission-rules.md' | sort -u); do
+		grep -qE "\*\*([A-Z0-9a-z-]+, )*$id\b" "$top/docs/admission-rules.md" || missing+=("$id")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		ok "every cited admission rule ID is in docs/admission-rules.md"
+	else
+		ko "admission rule IDs without an entry in docs/admission-rules.md: ${missing[*]}"
+	fi
+}
+check_self_contained
+
 case $what in
 all) run_unit; run_fuzz; run_e2e ;;
 unit) run_unit ;;

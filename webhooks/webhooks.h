@@ -2,7 +2,7 @@
  *
  * Admission is a pure function of (old, new): no network I/O, no locks, no
  * globals besides the read-only operator settings. The rules mirror
- * CloudNativePG (../shared/reference/admission-rules.md) and report the real
+ * CloudNativePG (docs/admission-rules.md, with the rule IDs) and report the real
  * JSON field path of each problem.
  *
  * Files:

@@ -24,7 +24,7 @@ export PGOP_BIN
 [ -x "$PGOP_BIN" ] || e2e_fail "pgop not built: $PGOP_BIN"
 # shellcheck source=helm_lib.sh
 . "$E2E_DIR/helm_lib.sh"
-SAMPLES=${PGOP_SHARED_DIR:-$E2E_DIR/../../../shared}/samples/cnpg
+SAMPLES=$E2E_DIR/../../samples
 AGENT=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
 AGENT_STATE=$PGOP_E2E_STATE/agent
 CHART=$(cd "$E2E_DIR/../../charts/pgop" && pwd)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e-timeout: 600
-# Data path and day-2 of one 3-instance Cluster (shared samples/cnpg/cluster-example.yaml,
+# Data path and day-2 of one 3-instance Cluster (samples/cluster-example.yaml,
 # applied unchanged):
 #   1. pgop runs from its Helm chart (default values: 2 replicas, leader election); the
 #      leading controller pod is force-deleted (SIGKILL, no grace) while the second

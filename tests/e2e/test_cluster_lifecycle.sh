@@ -3,7 +3,7 @@
 # The Cluster controller, installed with its Helm chart and default values (namespaced
 # RBAC for the test namespace, read-only root filesystem), against the real control plane
 # and the node agent:
-#   1. a 3-instance Cluster (shared samples/cnpg/cluster-example.yaml) reaches
+#   1. a 3-instance Cluster (samples/cluster-example.yaml) reaches
 #      "Cluster in healthy state"; PKI/user Secrets, Services, PVCs, Jobs exist with owner
 #      references; currentPrimary/targetPrimary/instanceNames/readyInstances are set;
 #   2. the primary's pg_stat_replication shows 2 streaming replicas;

@@ -3,8 +3,9 @@
 # The generated Cluster CRD (crd/postgresql.cnpg.io_clusters.yaml) against a REAL
 # kube-apiserver: it is accepted and Established, `kubectl explain` reads our
 # descriptions, the schema defaults apply, the CEL rules reject what they must, the
-# status and scale subresources and printer columns work, and every Cluster in the
-# CloudNativePG samples passes a server-side dry run with strict field validation.
+# status and scale subresources and printer columns work, and every Cluster of pgop's
+# samples/ (plus the CloudNativePG corpus when PGOP_SHARED_DIR is set) passes a
+# server-side dry run with strict field validation.
 #
 # Self-contained: its own etcd and kube-apiserver on loopback (token auth,
 # AlwaysAllow) in a temp dir, killed on exit; it does not use the shared control
@@ -14,7 +15,7 @@
 #
 # Environment: PGOP_E2E_BIN (binaries dir), PGOP_CRD_ETCD_PORT (23790),
 # PGOP_CRD_ETCD_PEER_PORT (23791), PGOP_CRD_APISERVER_PORT (26543),
-# PGOP_SAMPLES_DIR (../shared/samples/cnpg).
+# PGOP_SHARED_DIR (optional: a directory holding samples/cnpg, checked too).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,11 +24,12 @@ top=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 
 CRD=$top/crd/postgresql.cnpg.io_clusters.yaml
-SAMPLES=${PGOP_SAMPLES_DIR:-$top/../shared/samples/cnpg}
+SAMPLES=$top/samples
+SHARED_SAMPLES=${PGOP_SHARED_DIR:+$PGOP_SHARED_DIR/samples/cnpg}
 ETCD_PORT=${PGOP_CRD_ETCD_PORT:-23790}
 ETCD_PEER_PORT=${PGOP_CRD_ETCD_PEER_PORT:-23791}
 API_PORT=${PGOP_CRD_APISERVER_PORT:-26543}
-# Samples CloudNativePG's own CRD rejects too: tablespaces written as a map.
+# CloudNativePG corpus samples its own CRD rejects too: tablespaces written as a map.
 KNOWN_BAD="cluster-restore-with-tablespaces.yaml"
 
 skip() {
@@ -242,12 +244,16 @@ e2e_assert_contains "$out" "serviceAccountName is immutable" "immutability messa
 e2e_assert_eq clusters "$(k api-resources --categories=cnpg -o name | sed 's/\..*//')" "category cnpg"
 e2e_log "scale, status, printer columns, immutability, category OK"
 
-# 6. every Cluster of the CloudNativePG samples (server-side dry run, strict)
+# 6. every Cluster of samples/ (top level: samples/invalid/ is for admission, some of it
+# is refused by the CEL rules too) and of the optional CloudNativePG corpus
 [ -d "$SAMPLES" ] || e2e_fail "samples not found in $SAMPLES"
+if [ -n "$SHARED_SAMPLES" ] && [ ! -d "$SHARED_SAMPLES" ]; then
+	e2e_fail "PGOP_SHARED_DIR=$PGOP_SHARED_DIR has no samples/cnpg"
+fi
 mkdir -p "$tmp/samples"
 total=0 ok=0 bad=()
 while IFS= read -r file; do
-	base=${file#"$SAMPLES"/}
+	base=${file##*/}
 	rm -f "$tmp"/samples/doc.*
 	awk -v out="$tmp/samples/doc." 'BEGIN{n=0} /^---/{n++; next} {print > (out n)}' "$file"
 	for doc in "$tmp"/samples/doc.*; do
@@ -263,11 +269,15 @@ while IFS= read -r file; do
 			esac
 		fi
 	done
-done < <(find "$SAMPLES" -name '*.yaml' | sort)
+done < <({ find "$SAMPLES" -maxdepth 1 -name '*.yaml'
+	[ -z "$SHARED_SAMPLES" ] || find "$SHARED_SAMPLES" -name '*.yaml'; } | sort)
 e2e_log "samples: $ok of $total Cluster documents admitted (known bad: $KNOWN_BAD)"
 if [ ${#bad[@]} -gt 0 ]; then
 	printf '  %s\n' "${bad[@]}" >&2
 	e2e_fail "${#bad[@]} sample Cluster(s) rejected"
 fi
-[ "$total" -ge 60 ] || e2e_fail "only $total Cluster documents found in $SAMPLES"
+repo=$(find "$SAMPLES" -maxdepth 1 -name '*.yaml' -exec cat {} + | grep -c '^kind: Cluster *$')
+[ "$repo" -ge 7 ] || e2e_fail "only $repo Cluster documents in $SAMPLES"
+[ -z "$SHARED_SAMPLES" ] || [ "$total" -ge $((repo + 60)) ] ||
+	e2e_fail "only $((total - repo)) Cluster documents found in $SHARED_SAMPLES"
 e2e_log "PASS"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # e2e-timeout: 120
-# `pgop validate` on every CloudNativePG sample manifest (../shared/samples/cnpg,
-# dc/ included): every Cluster must be admitted (exit 0), the other kinds listed
-# as skipped. Also checks the JSON output agrees and that a known-bad Cluster
-# is denied with exit 1 naming the field.
+# `pgop validate` on every sample manifest of samples/ (plus the CloudNativePG
+# corpus, dc/ included, when PGOP_SHARED_DIR names a directory holding
+# samples/cnpg): every Cluster must be admitted (exit 0), the other kinds listed
+# as skipped. Also checks the JSON output agrees, that every samples/invalid/
+# Cluster is denied with exit 1 naming the field of its "# pgop-denied:" line, and
+# that a known-bad Cluster is denied with exit 1 naming the field.
 #
 # Usage: tests/e2e/test_validate_samples.sh [PGOP_BINARY]   (default $PGOP_BIN)
 # Builds nothing. Prints "N passed, N failed"; exits non-zero on any failure.
@@ -14,9 +16,9 @@ if [ -z "$PGOP" ] || [ ! -x "$PGOP" ]; then
 	echo "usage: $0 PATH/TO/pgop (not executable: '${PGOP}')" >&2
 	exit 2
 fi
-shared=${PGOP_SHARED_DIR:-$(dirname "$0")/../../../shared}
-samples=$shared/samples/cnpg
-[ -d "$samples" ] || { echo "no samples at $samples" >&2; exit 2; }
+top=$(cd "$(dirname "$0")/../.." && pwd)
+samples=$top/samples
+[ -d "$samples" ] || { echo "no samples at $samples" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/pgop-validate-e2e.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -24,7 +26,12 @@ passed=0 failed=0
 pass() { passed=$((passed + 1)); printf 'ok   %s\n' "$1"; }
 fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
 
-files=("$samples"/*.yaml "$samples"/dc/*.yaml)
+files=("$samples"/*.yaml)
+if [ -n "${PGOP_SHARED_DIR:-}" ]; then # the optional CloudNativePG corpus
+	[ -d "$PGOP_SHARED_DIR/samples/cnpg" ] ||
+		{ echo "PGOP_SHARED_DIR=$PGOP_SHARED_DIR has no samples/cnpg" >&2; exit 1; }
+	files+=("$PGOP_SHARED_DIR"/samples/cnpg/*.yaml "$PGOP_SHARED_DIR"/samples/cnpg/dc/*.yaml)
+fi
 "$PGOP" validate -f "${files[@]}" >"$tmp/out.txt" 2>"$tmp/err.txt"
 rc=$?
 if [ "$rc" -eq 0 ]; then
@@ -52,6 +59,22 @@ else
 	fail "-o json agrees (exit $rc)"
 	head -20 "$tmp/out.json"
 fi
+
+ninvalid=0
+for f in "$samples"/invalid/*.yaml; do
+	ninvalid=$((ninvalid + 1))
+	field=$(sed -n 's/^# pgop-denied: //p' "$f")
+	name=$(sed -n 's/^  name: //p' "$f" | head -1)
+	out=$("$PGOP" validate -f "$f" 2>/dev/null)
+	rc=$?
+	if [ -n "$field" ] && [ "$rc" -eq 1 ] &&
+		grep -qF "$(basename "$f"): default/$name: $field: " <<<"$out"; then
+		pass "invalid/$(basename "$f") denied on $field"
+	else
+		fail "invalid/$(basename "$f") denied on '$field' (exit $rc: $out)"
+	fi
+done
+[ "$ninvalid" -ge 8 ] && pass "$ninvalid invalid samples" || fail "only $ninvalid invalid samples"
 
 cat >"$tmp/bad.yaml" <<'YAML'
 apiVersion: postgresql.cnpg.io/v1

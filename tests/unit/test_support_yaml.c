@@ -1,6 +1,6 @@
 /* tests/unit/test_support_yaml.c - support/yaml: go-yaml v2 scalar rules,
  * multi-document streams, keys, anchors/merges, limits, error positions, and
- * every CloudNativePG sample manifest. */
+ * the sample manifests (samples/; the CloudNativePG corpus with PGOP_SHARED_DIR). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include "support/json.h"
 #include "support/yaml.h"
 #include "support/yaml_internal.h"
+#include "samples_dirs.h"
 
 #include <cmocka.h>
 #undef malloc
@@ -515,38 +516,45 @@ static size_t check_samples_in(const char *dir, size_t *clusters)
 	return files;
 }
 
-static void test_cnpg_samples(void **state)
+/* Every file of pgop's samples/ (and invalid/) parses; with PGOP_SHARED_DIR
+ * set, every file of the CloudNativePG corpus too. */
+static void test_samples_parse(void **state)
 {
 	(void)state;
 	size_t clusters = 0;
-	size_t files = check_samples_in(PGOP_SHARED_DIR "/samples/cnpg", &clusters);
-	files += check_samples_in(PGOP_SHARED_DIR "/samples/cnpg/dc", &clusters);
-	assert_true(files >= 60);
+	size_t files = check_samples_in(REPO_SAMPLES_DIR, &clusters);
+	files += check_samples_in(REPO_INVALID_SAMPLES_DIR, &clusters);
+	assert_int_equal(clusters, REPO_SAMPLE_CLUSTERS + REPO_INVALID_SAMPLE_CLUSTERS);
+	assert_int_equal(files, clusters); /* one Cluster per file */
+	const char *shared = samples_shared_dir();
+	if (!shared)
+		return;
+	_cleanup_free_ char *cnpg = op_asprintf("%s/samples/cnpg", shared);
+	_cleanup_free_ char *dc = op_asprintf("%s/samples/cnpg/dc", shared);
+	clusters = 0;
+	files = check_samples_in(cnpg, &clusters);
+	files += check_samples_in(dc, &clusters);
+	assert_true(clusters >= CNPG_SAMPLE_CLUSTERS_MIN);
 	assert_true(clusters >= files);
-	print_message("parsed %zu sample files, %zu Cluster documents\n", files, clusters);
+	print_message("parsed %zu CloudNativePG sample files, %zu Cluster documents\n", files,
+		      clusters);
 }
 
+/* Values of one sample come out with the right JSON types. */
 static void test_sample_values(void **state)
 {
 	(void)state;
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
-	assert_int_equal(read_file(PGOP_SHARED_DIR "/samples/cnpg/cluster-example-full.yaml", &b),
-			 0);
+	assert_int_equal(read_file(REPO_SAMPLES_DIR "/cluster-custom-parameters.yaml", &b), 0);
 	json_object *docs = NULL;
 	struct op_err err = OP_ERR_INIT;
-	int r = op_yaml_parse_docs(op_buf_str(&b), b.len, NULL, &docs, &err);
-	assert_true(r >= 4);
-	json_object *cluster = NULL;
-	for (int i = 0; i < r; i++) {
-		json_object *d = json_object_array_get_idx(docs, (size_t)i);
-		if (strcmp(op_json_str_at(d, "kind"), "Cluster") == 0)
-			cluster = d;
-	}
-	assert_non_null(cluster);
+	assert_int_equal(op_yaml_parse_docs(op_buf_str(&b), b.len, NULL, &docs, &err), 1);
+	json_object *cluster = json_object_array_get_idx(docs, 0);
+	assert_string_equal(op_json_str_at(cluster, "kind"), "Cluster");
 	int64_t instances = 0;
 	json_object *spec = op_json_at(cluster, "spec");
 	assert_int_equal(op_json_get_i64(spec, "instances", "spec", &instances, &err), 1);
-	assert_int_equal(instances, 3);
+	assert_int_equal(instances, 2);
 	/* Quoted numbers stay strings, units stay strings. */
 	json_object *params = op_json_at(cluster, "spec.postgresql.parameters");
 	const char *sb = NULL;
@@ -554,10 +562,13 @@ static void test_sample_values(void **state)
 	assert_string_equal(sb, "256MB");
 	const char *max = NULL;
 	assert_int_equal(op_json_get_str(params, "pg_stat_statements.max", "", &max, &err), 1);
-	assert_string_equal(max, "10000");
-	bool su = false;
-	assert_int_equal(op_json_get_bool(spec, "enableSuperuserAccess", "spec", &su, &err), 1);
-	assert_true(su);
+	assert_string_equal(max, "5000");
+	assert_true(json_object_is_type(op_json_at(params, "max_connections"), json_type_string));
+	json_object *hba = op_json_at(cluster, "spec.postgresql.pg_hba");
+	assert_true(json_object_is_type(hba, json_type_array));
+	assert_int_equal(json_object_array_length(hba), 2);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(hba, 0)),
+			    "hostssl app app 10.0.0.0/8 scram-sha-256");
 	json_object_put(docs);
 	op_buf_done(&b);
 }
@@ -575,7 +586,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_reject_duplicate_keys),
 		cmocka_unit_test(test_yaml_or_json),
-		cmocka_unit_test(test_cnpg_samples),
+		cmocka_unit_test(test_samples_parse),
 		cmocka_unit_test(test_sample_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

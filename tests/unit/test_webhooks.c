@@ -1,5 +1,8 @@
-/* tests/unit/test_webhooks.c - webhooks/: AdmissionReview v1 envelope, and every CNPG sample through mutate, CREATE and
- * no-op UPDATE admission. */
+/* tests/unit/test_webhooks.c - webhooks/: AdmissionReview v1 envelope, every
+ * sample of samples/ (and of the CloudNativePG corpus when PGOP_SHARED_DIR is set)
+ * through mutate, CREATE and no-op UPDATE admission, and every samples/invalid/
+ * Cluster denied on the field its "# pgop-denied:" line names. */
+#include "samples_dirs.h"
 #include "webhooks_test_util.h"
 
 /* ---- AdmissionReview envelope ---- */
@@ -200,9 +203,8 @@ static void test_review_response_cap(void **state)
 	op_buf_done(&small);
 }
 
-/* ---- every CNPG sample through the whole admission path ---- */
+/* ---- every sample through the whole admission path ---- */
 
-#define SAMPLES_DIR PGOP_SHARED_DIR "/samples/cnpg"
 #define SAMPLE_MAX (1024u * 1024)
 
 struct sample_stats {
@@ -260,7 +262,24 @@ static void admit_sample(const char *file, json_object *doc, struct sample_stats
 	st->clusters++;
 }
 
-static void admit_dir(const char *dir, struct sample_stats *st)
+/* Reads a sample file (at most SAMPLE_MAX bytes) into an owned NUL-terminated buffer. */
+static char *read_sample(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	char *data = op_malloc(SAMPLE_MAX + 1);
+	size_t len = fread(data, 1, SAMPLE_MAX + 1, f);
+	fclose(f);
+	assert_true(len <= SAMPLE_MAX);
+	data[len] = '\0';
+	*ret_len = len;
+	return data;
+}
+
+/* Admits every Cluster of the .yaml files of dir (and of its subfolders when
+ * recurse). A directory that cannot be opened fails the test. */
+static void admit_dir(const char *dir, bool recurse, struct sample_stats *st)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -272,17 +291,14 @@ static void admit_dir(const char *dir, struct sample_stats *st)
 		_cleanup_free_ char *path = op_asprintf("%s/%s", dir, e->d_name);
 		size_t n = strlen(e->d_name);
 		if (e->d_type == DT_DIR) {
-			admit_dir(path, st);
+			if (recurse)
+				admit_dir(path, recurse, st);
 			continue;
 		}
 		if (n < 5 || strcmp(e->d_name + n - 5, ".yaml") != 0)
 			continue;
-		FILE *f = fopen(path, "rb");
-		assert_non_null(f);
-		_cleanup_free_ char *data = op_malloc(SAMPLE_MAX + 1);
-		size_t len = fread(data, 1, SAMPLE_MAX + 1, f);
-		fclose(f);
-		assert_true(len <= SAMPLE_MAX);
+		size_t len;
+		_cleanup_free_ char *data = read_sample(path, &len);
 		json_object *docs = NULL;
 		struct op_err err = OP_ERR_INIT;
 		if (op_yaml_parse_docs(data, len, NULL, &docs, &err) < 0)
@@ -302,13 +318,86 @@ static void test_samples_through_admission(void **state)
 {
 	(void)state;
 	struct sample_stats st = { 0 };
-	admit_dir(SAMPLES_DIR, &st);
+	admit_dir(REPO_SAMPLES_DIR, false, &st);
 	print_message("%d sample Clusters: %d denied, %d with warnings, %d unsupported-field "
 		      "warnings\n",
 		      st.clusters, st.denied, st.with_warnings, st.unsupported_warnings);
-	assert_true(st.clusters >= 60);
+	assert_int_equal(st.clusters, REPO_SAMPLE_CLUSTERS);
+	assert_int_equal(st.denied, 0);
+	/* cluster-accepted-not-implemented.yaml: spec.monitoring and spec.managed */
+	assert_int_equal(st.unsupported_warnings, 2);
+	const char *shared = samples_shared_dir();
+	if (!shared)
+		return;
+	_cleanup_free_ char *cnpg = op_asprintf("%s/samples/cnpg", shared);
+	st = (struct sample_stats){ 0 };
+	admit_dir(cnpg, true, &st);
+	print_message("%d CloudNativePG sample Clusters: %d denied, %d with warnings, %d "
+		      "unsupported-field warnings\n",
+		      st.clusters, st.denied, st.with_warnings, st.unsupported_warnings);
+	assert_true(st.clusters >= CNPG_SAMPLE_CLUSTERS_MIN);
 	assert_int_equal(st.denied, 0);
 	assert_true(st.unsupported_warnings > 0);
+}
+
+/* The field named by the "# pgop-denied: <path>" line of a sample (owned). */
+static char *denied_field(const char *path, const char *data)
+{
+	static const char tag[] = "# pgop-denied: ";
+	const char *p = strstr(data, tag);
+	if (!p)
+		fail_msg("%s has no '%s' line", path, tag);
+	p += sizeof(tag) - 1;
+	size_t n = strcspn(p, "\r\n");
+	assert_true(n > 0);
+	return op_strndup(p, n);
+}
+
+/* Each samples/invalid/ Cluster is mutated then denied on CREATE, with a cause
+ * on exactly the field its comment names. */
+static void test_invalid_samples_denied(void **state)
+{
+	(void)state;
+	DIR *d = opendir(REPO_INVALID_SAMPLES_DIR);
+	if (!d)
+		fail_msg("cannot open %s", REPO_INVALID_SAMPLES_DIR);
+	int checked = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n < 5 || strcmp(e->d_name + n - 5, ".yaml") != 0)
+			continue;
+		_cleanup_free_ char *path =
+			op_asprintf("%s/%s", REPO_INVALID_SAMPLES_DIR, e->d_name);
+		size_t len;
+		_cleanup_free_ char *data = read_sample(path, &len);
+		_cleanup_free_ char *want = denied_field(path, data);
+		_cleanup_(op_json_putp) json_object *docs = NULL;
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(op_yaml_parse_docs(data, len, NULL, &docs, &err), 1);
+		json_object *doc = json_object_array_get_idx(docs, 0);
+		json_object *out = review_obj(WH_MUTATE, "CREATE", doc, NULL), *obj = NULL;
+		_cleanup_free_ char *ptxt = b64decode(str_at(out, "response.patch"));
+		json_object *patch = parse(ptxt);
+		assert_int_equal(wh_patch_apply(doc, patch, &obj, NULL), 0);
+		json_object_put(patch);
+		json_object_put(out);
+		out = review_obj(WH_VALIDATE, "CREATE", obj, NULL);
+		if (json_object_get_boolean(at(out, "response.allowed")))
+			fail_msg("%s: admitted, expected a denial on %s", e->d_name, want);
+		json_object *causes = at(out, "response.status.details.causes");
+		bool found = false;
+		for (size_t i = 0; causes && i < json_object_array_length(causes); i++)
+			found = found || strcmp(str_at(json_object_array_get_idx(causes, i), "field") ?: "",
+						want) == 0;
+		if (!found)
+			fail_msg("%s: denied, but not on %s: %s", e->d_name, want,
+				 str_at(out, "response.status.message"));
+		json_object_put(out);
+		json_object_put(obj);
+		checked++;
+	}
+	closedir(d);
+	assert_int_equal(checked, REPO_INVALID_SAMPLE_CLUSTERS);
 }
 
 int main(void)
@@ -320,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_review_other_kind_and_delete),
 		cmocka_unit_test(test_review_response_cap),
 		cmocka_unit_test(test_samples_through_admission),
+		cmocka_unit_test(test_invalid_samples_denied),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

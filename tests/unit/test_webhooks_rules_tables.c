@@ -1,7 +1,10 @@
 /* tests/unit/test_webhooks_rules_tables.c - webhooks/: the V rule table, V
- * rules on UPDATE and on wrongly typed input, the CNPG samples (defaulted then
- * validated: all admitted), pgparams.c, reserved.c and rules_spec_util.c. */
+ * rules on UPDATE and on wrongly typed input, the samples (samples/, and the
+ * CloudNativePG corpus when PGOP_SHARED_DIR is set: defaulted then validated,
+ * all admitted), pgparams.c, reserved.c and rules_spec_util.c. */
 #include <dirent.h>
+
+#include "samples_dirs.h"
 
 #include "support/yaml.h"
 #include "webhooks/pgparams.h"
@@ -75,10 +78,9 @@ static void test_wrong_types_do_not_crash(void **state)
 	}
 }
 
-/* ---- the CNPG sample manifests must be admitted, and every rule must
+/* ---- the sample manifests must be admitted, and every rule must
  * survive each of their fields replaced by values of the wrong type ---- */
 
-#define SAMPLES_DIR PGOP_SHARED_DIR "/samples/cnpg"
 #define SAMPLE_MAX (1024u * 1024)
 
 static char *read_file(const char *path, size_t *ret_len)
@@ -152,9 +154,9 @@ static void mutate_cluster(json_object *cluster, int *runs)
 	}
 }
 
-static int check_sample(const char *file, int *failures)
+static int check_sample(const char *root, const char *file, int *failures)
 {
-	_cleanup_free_ char *path = op_asprintf("%s/%s", SAMPLES_DIR, file);
+	_cleanup_free_ char *path = op_asprintf("%s/%s", root, file);
 	size_t len;
 	_cleanup_free_ char *data = read_file(path, &len);
 	_cleanup_(op_json_putp) json_object *docs = NULL;
@@ -186,22 +188,25 @@ static int check_sample(const char *file, int *failures)
 	return clusters;
 }
 
-/* Checks the .yaml files of SAMPLES_DIR/sub (sub "" = the top) and its
- * subfolders. */
-static void check_sample_dir(const char *sub, int *clusters, int *failures)
+/* Checks the .yaml files of root/sub (sub "" = the top) and, when recurse, of
+ * its subfolders. A directory that cannot be opened fails the test. */
+static void check_sample_dir(const char *root, const char *sub, bool recurse, int *clusters,
+			     int *failures)
 {
-	_cleanup_free_ char *dir = op_asprintf("%s/%s", SAMPLES_DIR, sub);
+	_cleanup_free_ char *dir = op_asprintf("%s/%s", root, sub);
 	DIR *d = opendir(dir);
 	if (!d)
-		return;
+		fail_msg("cannot open %s", dir);
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		_cleanup_free_ char *rel = op_asprintf("%s%s%s", sub, *sub ? "/" : "", e->d_name);
-		if (e->d_type == DT_DIR && e->d_name[0] != '.')
-			check_sample_dir(rel, clusters, failures);
-		else if (n > 5 && strcmp(e->d_name + n - 5, ".yaml") == 0)
-			*clusters += check_sample(rel, failures);
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			if (recurse)
+				check_sample_dir(root, rel, recurse, clusters, failures);
+		} else if (n > 5 && strcmp(e->d_name + n - 5, ".yaml") == 0) {
+			*clusters += check_sample(root, rel, failures);
+		}
 	}
 	closedir(d);
 }
@@ -210,10 +215,18 @@ static void test_samples_admitted(void **state)
 {
 	(void)state;
 	int failures = 0, clusters = 0;
-	check_sample_dir("", &clusters, &failures);
-	if (clusters == 0)
-		skip();
+	check_sample_dir(REPO_SAMPLES_DIR, "", false, &clusters, &failures);
 	print_message("%d sample Cluster(s) checked\n", clusters);
+	assert_int_equal(clusters, REPO_SAMPLE_CLUSTERS);
+	assert_int_equal(failures, 0);
+	const char *shared = samples_shared_dir();
+	if (!shared)
+		return;
+	_cleanup_free_ char *cnpg = op_asprintf("%s/samples/cnpg", shared);
+	clusters = 0;
+	check_sample_dir(cnpg, "", true, &clusters, &failures);
+	print_message("%d CloudNativePG sample Cluster(s) checked\n", clusters);
+	assert_true(clusters >= CNPG_SAMPLE_CLUSTERS_MIN);
 	assert_int_equal(failures, 0);
 }
 
