@@ -249,10 +249,17 @@ int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b)
  * then "latest" (static), or "" when the reference has a digest. */
 bool api_image_tag(const char *image, const char **ret_tag, size_t *ret_len, bool *ret_digest);
 
-/* PostgreSQL major version from an image reference: the tag's leading
- * number ("...:15", ":15.4", ":16.2-bookworm", ":18.6-system-trixie@sha256:...").
- * Returns 0 and *ret_major, or -EINVAL when there is no tag or it does not
- * start with a version ("latest", digest-only). */
+/* CloudNativePG's version.FromTag on tag[0..n): the longest prefix of
+ * digits and single dots ("17.2" of "17.2-bookworm", "17" of "17beta1",
+ * "18" of "18rc1"); its first number is the major, the second (if any) the
+ * minor, which must be < 100. 0, or -EINVAL ("latest", "17.", "x17"). */
+int api_version_from_tag(const char *tag, size_t n, int *ret_major, int *ret_minor);
+
+/* PostgreSQL major version from an image reference: api_version_from_tag of
+ * its tag ("...:15", ":15.4", ":16.2-bookworm", ":17beta1", ":18rc1",
+ * ":18.6-system-trixie@sha256:..."). Returns 0 and *ret_major, or -EINVAL
+ * when there is no tag or it does not start with a version ("latest",
+ * digest-only). */
 int api_image_major_version(const char *image, int *ret_major, struct op_err *err);
 
 /* Frees the items of v and empties it (v itself is not freed). */

@@ -183,6 +183,46 @@ bool api_image_tag(const char *image, const char **ret_tag, size_t *ret_len, boo
 	return false;
 }
 
+int api_version_from_tag(const char *tag, size_t n, int *ret_major, int *ret_minor)
+{
+	/* the longest prefix matching ^(\d\.?)+ : digits, each optionally
+	 * followed by one dot */
+	size_t end = 0;
+	while (end < n && tag[end] >= '0' && tag[end] <= '9') {
+		end++;
+		if (end < n && tag[end] == '.')
+			end++;
+	}
+	if (end == 0)
+		return -EINVAL;
+	/* split on '.': the first part is the major, the second (if any) the minor */
+	int parts[2] = { 0, 0 }, np = 0;
+	size_t i = 0;
+	while (np < 2 && i <= end) {
+		size_t digits = 0;
+		long v = 0;
+		while (i < end && tag[i] != '.') {
+			if (v > 100000)
+				return -EINVAL; /* Atoi would not overflow this soon, but no
+						 * PostgreSQL major is that large */
+			v = v * 10 + (tag[i] - '0');
+			i++, digits++;
+		}
+		if (digits == 0)
+			return -EINVAL; /* "17." : Atoi("") fails */
+		parts[np++] = (int)v;
+		if (i >= end)
+			break;
+		i++; /* the dot */
+	}
+	if (np == 2 && parts[1] >= 100)
+		return -EINVAL;
+	*ret_major = parts[0];
+	if (ret_minor)
+		*ret_minor = np == 2 ? parts[1] : 0;
+	return 0;
+}
+
 int api_image_major_version(const char *image, int *ret_major, struct op_err *err)
 {
 	if (!image || !*image)
@@ -192,19 +232,7 @@ int api_image_major_version(const char *image, int *ret_major, struct op_err *er
 	bool digest;
 	if (!api_image_tag(image, &t, &n, &digest))
 		return op_err_set(err, -EINVAL, "image '%s' has no tag", image);
-	const char *end = t + n;
-	int major = 0, nd = 0;
-	for (; t < end && *t >= '0' && *t <= '9'; t++, nd++) {
-		major = major * 10 + (*t - '0');
-		if (major > 100000)
-			return op_err_set(err, -EINVAL, "image '%s': version out of range", image);
-	}
-	if (nd == 0)
-		return op_err_set(err, -EINVAL, "image '%s': tag does not start with a version",
-				  image);
-	/* after the major: end, '.', '-', '_' ("15", "15.4", "16-bookworm") */
-	if (t < end && *t != '.' && *t != '-' && *t != '_')
+	if (api_version_from_tag(t, n, ret_major, NULL) < 0)
 		return op_err_set(err, -EINVAL, "image '%s': tag is not a version", image);
-	*ret_major = major;
 	return 0;
 }

@@ -236,8 +236,9 @@ static void report_cluster(struct run *run, const char *file, json_object *d, bo
 			printf("%s: %s/%s: admitted\n", file, ns_of(d), name_of(d));
 		for (size_t i = 0; i < res->n_errors; i++) {
 			const struct wh_issue *e = &res->errors[i];
+			_cleanup_free_ char *body = wh_issue_body(e);
 			printf("%s: %s/%s: %s%s%s\n", file, ns_of(d), name_of(d),
-			       e->path ? e->path : "", e->path && *e->path ? ": " : "", e->msg);
+			       e->path ? e->path : "", e->path && *e->path ? ": " : "", body);
 		}
 		for (size_t i = 0; i < res->n_warnings; i++)
 			printf("%s: %s/%s: warning: %s\n", file, ns_of(d), name_of(d),
@@ -251,7 +252,9 @@ static void report_cluster(struct run *run, const char *file, json_object *d, bo
 	for (size_t i = 0; i < res->n_errors; i++) {
 		json_object *e = jcheck(json_object_new_object());
 		jset(e, "field", json_object_new_string(res->errors[i].path ? res->errors[i].path : ""));
-		jset(e, "message", json_object_new_string(res->errors[i].msg));
+		_cleanup_free_ char *body = wh_issue_body(&res->errors[i]);
+		jset(e, "message", json_object_new_string(body));
+		jset(e, "reason", json_object_new_string(wh_error_reason(res->errors[i].type)));
 		jappend(errs, e);
 	}
 	jset(o, "errors", errs);

@@ -76,16 +76,19 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 		abort();
 	for (size_t i = 0; i < res->n_errors; i++) {
 		const struct wh_issue *e = &res->errors[i];
+		_cleanup_free_ char *body = wh_issue_body(e);
 		if (r == 0)
-			r = op_buf_addf(&msg, "%s%s%s%s", i ? ", " : "", e->path,
-					*e->path ? ": " : "", e->msg);
+			r = op_buf_addf(&msg, "%s%s%s%s", i ? ", " : (res->n_errors > 1 ? "[" : ""),
+					e->path, *e->path ? ": " : "", body);
 		json_object *c = new_obj();
-		put_str(c, "reason", "FieldValueInvalid");
-		put_str(c, "message", e->msg);
+		put_str(c, "reason", wh_error_reason(e->type));
+		put_str(c, "message", body);
 		put_str(c, "field", e->path);
 		if (op_json_append(causes, c) < 0)
 			abort();
 	}
+	if (r == 0 && res->n_errors > 1)
+		r = op_buf_addc(&msg, ']'); /* utilerrors.NewAggregate: "[a, b]" */
 	if (r < 0) { /* message past OP_BUF_MAX_SMALL: keep the head, causes have it all */
 		op_buf_reset(&msg);
 		r = op_buf_addf(&msg, "%s.%s \"%s\" is invalid: %zu errors (see details.causes)",

@@ -108,7 +108,8 @@ WH_RULE_FN(wh_v4_import)
 			wh_result_error(res, IMPORT_PATH ".postImportApplicationSQL",
 					"postImportApplicationSQL is not allowed for the `monolith` import type");
 	} else {
-		wh_result_error(res, IMPORT_PATH ".type", "Unrecognized import type");
+		static const char *const ok[] = { "microservice", "monolith" };
+		wh_result_unsupported(res, IMPORT_PATH ".type", ok, OP_ARRAY_SIZE(ok));
 	}
 }
 
@@ -121,7 +122,7 @@ WH_RULE_FN(wh_v7_bootstrap_method)
 		if (wh_at(b, methods[i]))
 			n++;
 	if (n > 1)
-		wh_result_error(res, "spec.bootstrap",
+		wh_result_typed(res, WH_ERR_FORBIDDEN, "spec.bootstrap",
 				"Only one bootstrap method can be specified at a time");
 }
 
@@ -262,7 +263,7 @@ WH_RULE_FN(wh_v10_recovery_target)
 				"recovery target timeline can be set to 'latest' or a positive integer");
 	if ((name || xid || immediate) && !wh_at(recovery, "volumeSnapshots") &&
 	    !wh_nstr(rt, "backupID"))
-		wh_result_error(res, RT_PATH ".backupID", "BackupID is missing");
+		wh_result_typed(res, WH_ERR_REQUIRED, RT_PATH ".backupID", "BackupID is missing");
 }
 
 WH_RULE_FN(wh_v20_pg_basebackup_source)

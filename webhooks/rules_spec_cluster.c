@@ -45,23 +45,6 @@ WH_RULE_FN(wh_v6_certs)
 				"is provided");
 }
 
-/* CNPG version.FromTag: the tag must start with a number, optionally
- * followed by ".N" groups; anything after must start with '-' or '_'. */
-static bool version_tag_valid(const char *tag, size_t n)
-{
-	size_t i = 0;
-	if (i >= n || !isdigit((unsigned char)tag[i]))
-		return false;
-	while (i < n && isdigit((unsigned char)tag[i]))
-		i++;
-	while (i + 1 < n && tag[i] == '.' && isdigit((unsigned char)tag[i + 1])) {
-		i++;
-		while (i < n && isdigit((unsigned char)tag[i]))
-			i++;
-	}
-	return i == n || tag[i] == '-' || tag[i] == '_';
-}
-
 WH_RULE_FN(wh_v8_image_name)
 {
 	const char *image = wh_nstr(ctx->spec, "imageName");
@@ -77,22 +60,20 @@ WH_RULE_FN(wh_v8_image_name)
 	else if (n == 0 && digest)
 		wh_result_error(res, "spec.imageName",
 				"Can't use just the image sha as we can't detect upgrades");
-	else if (!version_tag_valid(tag, n))
+	else if (api_version_from_tag(tag, n, &(int){ 0 }, NULL) < 0)
 		wh_result_error(res, "spec.imageName", "invalid version tag");
 }
 
 WH_RULE_FN(wh_v9_image_pull_policy)
 {
-	static const char *const ok[] = { "", "Always", "Never", "IfNotPresent" };
+	static const char *const ok[] = { "Always", "IfNotPresent", "Never" };
 	const char *p = wh_str(ctx->spec, "imagePullPolicy");
-	if (!p)
+	if (!p || !*p)
 		return;
 	for (size_t i = 0; i < OP_ARRAY_SIZE(ok); i++)
 		if (strcmp(p, ok[i]) == 0)
 			return;
-	wh_result_error(res, "spec.imagePullPolicy",
-			"invalid imagePullPolicy, if defined must be one of 'Always', 'Never' "
-			"or 'IfNotPresent'");
+	wh_result_unsupported(res, "spec.imagePullPolicy", ok, OP_ARRAY_SIZE(ok));
 }
 
 WH_RULE_FN(wh_v11_primary_update_strategy)
@@ -108,9 +89,8 @@ WH_RULE_FN(wh_v11_primary_update_strategy)
 					"supervised update strategy is not allowed for clusters "
 					"with a single instance");
 	} else if (strcmp(s, "unsupervised") != 0) {
-		wh_result_error(res, "spec.primaryUpdateStrategy",
-				"primaryUpdateStrategy should be empty, 'supervised' or "
-				"'unsupervised'");
+		static const char *const ok[] = { "supervised", "unsupervised" };
+		wh_result_unsupported(res, "spec.primaryUpdateStrategy", ok, OP_ARRAY_SIZE(ok));
 	}
 }
 
@@ -224,18 +204,19 @@ WH_RULE_FN(wh_v25_tolerations)
 WH_RULE_FN(wh_v26_anti_affinity)
 {
 	const char *t = wh_str(ctx->spec, "affinity.podAntiAffinityType");
-	if (t && *t && strcmp(t, "preferred") != 0 && strcmp(t, "required") != 0)
-		wh_result_error(res, "spec.affinity.podAntiAffinityType",
-				"pod anti-affinity type must be 'preferred' (default if empty) "
-				"or 'required'");
+	static const char *const ok[] = { "preferred", "required" };
+	if (t && *t && strcmp(t, ok[0]) != 0 && strcmp(t, ok[1]) != 0)
+		wh_result_unsupported(res, "spec.affinity.podAntiAffinityType", ok,
+				      OP_ARRAY_SIZE(ok));
 }
 
 WH_RULE_FN(wh_v42_hibernation_annotation)
 {
 	const char *v = wh_annotation(ctx, ANN_HIBERNATION);
+	static const char *const ok[] = { "off", "on" };
 	if (v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-		wh_result_error(res, "metadata.annotations[" ANN_HIBERNATION "]",
-				"Annotation value for hibernation should be \"on\" or \"off\"");
+		wh_result_unsupported(res, "metadata.annotations[" ANN_HIBERNATION "]", ok,
+				      OP_ARRAY_SIZE(ok));
 }
 
 WH_RULE_FN(wh_v46_liveness_pinger)

@@ -85,7 +85,7 @@ WH_RULE_FN(wh_v39_managed_roles)
 		_cleanup_free_ char *base = op_asprintf("spec.managed.roles[%zu]", i);
 		_cleanup_free_ char *np = op_asprintf("%s.name", base);
 		if (dup_before(roles, i, "name", name) >= 0)
-			wh_result_error(res, np, "Role name is duplicate of another");
+			wh_result_typed(res, WH_ERR_DUPLICATE, np, "Role name is duplicate of another");
 		if (wh_reserved_role_name(name))
 			wh_result_error(res, np, "This role is reserved for operator use");
 		int64_t limit = -1;
@@ -157,7 +157,7 @@ WH_RULE_FN(wh_v47_pod_selector_refs)
 		const char *name = wh_str(ref, "name");
 		if (dup_before(refs, i, "name", name) >= 0) {
 			_cleanup_free_ char *p = op_asprintf("spec.podSelectorRefs[%zu].name", i);
-			wh_result_error(res, p, "Duplicate value: \"%s\"", name);
+			wh_result_typed(res, WH_ERR_DUPLICATE, p, "%s", "");
 		}
 		_cleanup_free_ char *sp = op_asprintf("spec.podSelectorRefs[%zu].selector", i);
 		wh_check_label_selector(wh_at(ref, "selector"), sp, res);
@@ -216,18 +216,28 @@ static void check_ext_paths(json_object *ext, const char *base, const char *fiel
 			      strcmp(json_object_get_string(o), v) == 0;
 		}
 		if (dup)
-			wh_result_error(res, p, "Duplicate value: \"%s\"", v);
+			wh_result_typed(res, WH_ERR_DUPLICATE, p, "%s", "");
 		if (!path_is_local(v))
 			wh_result_error(res, p, "path must not escape the extension directory");
 	}
 }
 
-/* Only ${image_root} may appear as a placeholder. */
+/* Only ${image_root} may appear as a placeholder; "$$" is an escaped '$', so
+ * "$${X}" is the literal text "${X}" and no placeholder. */
 static bool env_value_ok(const char *v)
 {
-	for (const char *s = strstr(v, "${"); s; s = strstr(s + 2, "${"))
-		if (strncmp(s, "${image_root}", 13) != 0)
-			return false;
+	static const char root[] = "${image_root}";
+	for (const char *s = v; *s;) {
+		if (s[0] == '$' && s[1] == '$') {
+			s += 2;
+		} else if (s[0] == '$' && s[1] == '{') {
+			if (strncmp(s, root, sizeof(root) - 1) != 0)
+				return false;
+			s += sizeof(root) - 1;
+		} else {
+			s++;
+		}
+	}
 	return true;
 }
 
@@ -241,7 +251,7 @@ static void check_ext_env(json_object *ext, const char *base, struct wh_result *
 		const char *value = wh_str(e, "value");
 		_cleanup_free_ char *np = op_asprintf("%s.env[%zu].name", base, j);
 		if (name && (strcmp(name, "PATH") == 0 || strcmp(name, "LD_LIBRARY_PATH") == 0))
-			wh_result_error(res, np, "%s cannot be set, use %s instead", name,
+			wh_result_typed(res, WH_ERR_FORBIDDEN, np, "%s cannot be set, use %s instead", name,
 					strcmp(name, "PATH") == 0 ? "bin_path"
 								  : "ld_library_path");
 		else if (wh_reserved_env_name(name))
@@ -249,7 +259,7 @@ static void check_ext_env(json_object *ext, const char *base, struct wh_result *
 					"the usage of this environment variable is reserved for the "
 					"operator");
 		if (dup_before(env, j, "name", name) >= 0)
-			wh_result_error(res, np, "Duplicate value: \"%s\"", name);
+			wh_result_typed(res, WH_ERR_DUPLICATE, np, "%s", "");
 		if (value && !env_value_ok(value)) {
 			_cleanup_free_ char *vp = op_asprintf("%s.env[%zu].value", base, j);
 			wh_result_error(res, vp, "only the ${image_root} placeholder is allowed");
@@ -282,7 +292,7 @@ WH_RULE_FN(wh_v48_extensions)
 		if (!name) {
 			wh_result_error(res, np, "value cannot be empty");
 		} else if (dup_before(exts, i, "name", name) >= 0) {
-			wh_result_error(res, np, "Duplicate value: \"%s\"", name);
+			wh_result_typed(res, WH_ERR_DUPLICATE, np, "%s", "");
 		} else {
 			_cleanup_free_ char *vol = sanitize_ext_name(name);
 			for (size_t j = 0; j < i; j++) {

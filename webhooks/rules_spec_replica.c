@@ -42,7 +42,7 @@ WH_RULE_FN(wh_v24_external_clusters)
 		for (size_t j = 0; j < i; j++) {
 			const char *other = wh_str(json_object_array_get_idx(ecs, j), "name");
 			if (other && strcmp(other, name) == 0) {
-				wh_result_error(res, np, "the list of external clusters contains "
+				wh_result_typed(res, WH_ERR_DUPLICATE, np, "the list of external clusters contains "
 							 "duplicate values");
 				break;
 			}
@@ -71,7 +71,7 @@ WH_RULE_FN(wh_v27_replica_mode)
 	bool has_enabled = wh_bool(r, "enabled", &enabled);
 	const char *primary = wh_nstr(r, "primary");
 	if (has_enabled && primary)
-		wh_result_error(res, "spec.replica.enabled",
+		wh_result_typed(res, WH_ERR_FORBIDDEN, "spec.replica.enabled",
 				"replica mode enabled is not compatible with the primary field");
 	if (wh_is_replica(ctx)) {
 		json_object *b = wh_obj(ctx->spec, "bootstrap");

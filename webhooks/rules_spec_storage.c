@@ -50,7 +50,7 @@ WH_RULE_FN(wh_v16_ephemeral_volume_source)
 {
 	if (wh_at(ctx->spec, "ephemeralVolumeSource") &&
 	    wh_at(ctx->spec, "ephemeralVolumesSizeLimit.temporaryData"))
-		wh_result_error(res, "spec.ephemeralVolumeSource",
+		wh_result_typed(res, WH_ERR_DUPLICATE, "spec.ephemeralVolumeSource",
 				"Conflicting settings: provide either ephemeralVolumeSource or "
 				"ephemeralVolumesSizeLimit.TemporaryData, not both.");
 }
@@ -93,7 +93,7 @@ WH_RULE_FN(wh_v19_tablespace_names)
 			vdup = vdup || strcmp(vol, ovol) == 0;
 		}
 		if (dup) { /* PostgreSQL identifiers are case-insensitive */
-			wh_result_error(res, p, "duplicate tablespace name");
+			wh_result_typed(res, WH_ERR_DUPLICATE, p, "duplicate tablespace name");
 			continue;
 		}
 		if (wh_reserved_tablespace_name(name))
@@ -230,7 +230,8 @@ WH_RULE_FN(wh_v41_resources)
 	__int128 mem = quantity_of(req, "memory");
 	if (any_hugepages && quantity_of(req, "cpu") == 0 && quantity_of(lim, "cpu") == 0 &&
 	    mem == 0 && quantity_of(lim, "memory") == 0)
-		wh_result_error(res, "spec.resources", "HugePages require cpu or memory");
+		wh_result_typed(res, WH_ERR_FORBIDDEN, "spec.resources",
+				"HugePages require cpu or memory");
 	const char *sb = wh_param(ctx, "shared_buffers");
 	struct api_quantity sb_bytes = { 0 };
 	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) == 0 && mem != 0 && sb_bytes.nano > mem &&

@@ -233,7 +233,7 @@ static void u9_replica_cluster_change(const struct wh_ctx *ctx, struct wh_result
 		return;
 	bool busy = false;
 	if (wh_bool(ctx->old, "status.switchReplicaClusterStatus.inProgress", &busy) && busy)
-		wh_result_error(res, "spec.replica.enabled",
+		wh_result_typed(res, WH_ERR_FORBIDDEN, "spec.replica.enabled",
 				"cannot modify the field while there is an ongoing operation to "
 				"enable the replica cluster");
 }

@@ -44,7 +44,7 @@ static size_t type_errors(json_object *obj, const char *prefix, struct wh_result
 	return n;
 }
 
-int wh_validate(json_object *cluster, json_object *old, struct wh_result *res)
+static int validate(json_object *cluster, json_object *old, struct wh_result *res)
 {
 	size_t before = res->n_errors;
 	const char *bypass = wh_cluster_annotation(cluster, VALIDATION_ANNOTATION);
@@ -93,4 +93,13 @@ int wh_validate(json_object *cluster, json_object *old, struct wh_result *res)
 		run_table(wh_rules_update, wh_rules_update_count, &ctx, res);
 	run_table(wh_rules_warnings, wh_rules_warnings_count, &ctx, res);
 	return (int)(res->n_errors - before);
+}
+
+int wh_validate(json_object *cluster, json_object *old, struct wh_result *res)
+{
+	json_object *outer = res->subject;
+	res->subject = cluster; /* messages quote the new object's values */
+	int n = validate(cluster, old, res);
+	res->subject = outer;
+	return n;
 }

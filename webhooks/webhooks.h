@@ -25,10 +25,26 @@
 enum wh_op { WH_OP_CREATE = 1, WH_OP_UPDATE = 2 };
 enum wh_kind { WH_MUTATE, WH_VALIDATE };
 
-/* One field error: path is the JSON path ("spec.maxSyncReplicas"). Both owned. */
+/* The kind of a field error, as Kubernetes' field.ErrorType (apimachinery
+ * pkg/util/validation/field): it decides the words of the message and the
+ * cause's reason. */
+enum wh_error_type {
+	WH_ERR_INVALID,     /* "Invalid value: <v>: <detail>"     FieldValueInvalid */
+	WH_ERR_REQUIRED,    /* "Required value: <detail>"         FieldValueRequired */
+	WH_ERR_FORBIDDEN,   /* "Forbidden: <detail>"              FieldValueForbidden */
+	WH_ERR_DUPLICATE,   /* "Duplicate value: <v>"             FieldValueDuplicate */
+	WH_ERR_UNSUPPORTED, /* "Unsupported value: <v>: supported values: ..."
+			     *                                    FieldValueNotSupported */
+};
+
+/* One field error: path is the JSON path ("spec.maxSyncReplicas"), msg the
+ * detail text, value the offending value rendered as Go's %v renders it in
+ * field.Error (strings quoted; NULL when the message omits it). All owned. */
 struct wh_issue {
 	char *path;
 	char *msg;
+	enum wh_error_type type;
+	char *value;
 };
 
 /* Everything admission found; owned by the caller, released with wh_result_done(). */
@@ -37,14 +53,31 @@ struct wh_result {
 	size_t n_errors;
 	char **warnings; /* each owned */
 	size_t n_warnings;
+	/* BORROWED, set by wh_validate() while it runs: the object whose values
+	 * error messages quote (looked up by the error's path). NULL elsewhere. */
+	json_object *subject;
 };
 
 void wh_result_done(struct wh_result *res);
-/* Record an error / a warning (formatted message). Never fails (OOM aborts). */
+/* Record an error (formatted detail). The value is the one at path in
+ * res->subject; when subject is set and nothing is at path the error is a
+ * "Required value". Never fails (OOM aborts). */
 void wh_result_error(struct wh_result *res, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same with an explicit type (Required and Forbidden omit the value). */
+void wh_result_typed(struct wh_result *res, enum wh_error_type type, const char *path,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* "Unsupported value: <v>: supported values: "a", "b"" for the value at path. */
+void wh_result_unsupported(struct wh_result *res, const char *path,
+			   const char *const *supported, size_t n_supported);
+/* Record a warning (formatted message). */
 void wh_result_warn(struct wh_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The message of an error without its path, as field.Error.ErrorBody():
+ * "Invalid value: 3: maxSyncReplicas must be lower than ...". Owned. */
+char *wh_issue_body(const struct wh_issue *e);
+/* The cause reason of an error type ("FieldValueInvalid", ...). Static. */
+const char *wh_error_reason(enum wh_error_type type);
 
 /* Operator settings that defaulting reads (CNPG's operator configuration).
  * Set once at start-up, read-only afterwards. All strings are BORROWED and

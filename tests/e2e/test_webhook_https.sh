@@ -112,6 +112,10 @@ detail=$out
 check "validate: instances 3 + maxSyncReplicas 3 is denied" has "$out" '"allowed":false'
 detail=$out
 check "validate: the denial names spec.maxSyncReplicas" has "$out" 'spec.maxSyncReplicas'
+check "validate: the message reads like field.Invalid (with the value)" has "$out" \
+	'"message":"Cluster.postgresql.cnpg.io \"c\" is invalid: spec.maxSyncReplicas: Invalid value: 3: maxSyncReplicas must be lower than the number of instances"'
+check "validate: the cause has the body and reason FieldValueInvalid" has "$out" \
+	'{"reason":"FieldValueInvalid","message":"Invalid value: 3: maxSyncReplicas must be lower than the number of instances","field":"spec.maxSyncReplicas"}'
 detail=$out
 check "validate: uid echoed" has "$out" '"uid":"uid-sync-1"'
 detail=$out
@@ -122,6 +126,8 @@ detail=$out
 check "validate: initdb + pg_basebackup is denied" has "$out" '"allowed":false'
 detail=$out
 check "validate: the denial names spec.bootstrap" has "$out" 'spec.bootstrap'
+check "validate: two bootstrap methods are Forbidden" has "$out" \
+	'{"reason":"FieldValueForbidden","message":"Forbidden: Only one bootstrap method can be specified at a time","field":"spec.bootstrap"}'
 
 out=$(review "$VALIDATE" uid-ok-3 CREATE '{"instances":3,"storage":{"size":"1Gi"}}')
 detail=$out

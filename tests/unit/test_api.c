@@ -350,14 +350,22 @@ static void test_image_major(void **state)
 		{ "ghcr.io/cloudnative-pg/postgresql:18.6-system-trixie", 18 },
 		{ "localhost:5000/pg:17@sha256:abcd", 17 },
 		{ "postgres:13", 13 },
+		/* pre-release and suffixed tags, as CloudNativePG's version.FromTag */
+		{ "ghcr.io/cloudnative-pg/postgresql:17beta1", 17 },
+		{ "ghcr.io/cloudnative-pg/postgresql:18rc1", 18 },
+		{ "ghcr.io/cloudnative-pg/postgresql:17alpha2", 17 },
+		{ "ghcr.io/cloudnative-pg/postgresql:18beta2-standard-bookworm", 18 },
+		{ "pg:15x", 15 },
+		{ "pg:12.3.2.1-1", 12 },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(ok); i++) {
 		int m = 0;
 		assert_int_equal(api_image_major_version(ok[i].in, &m, NULL), 0);
 		assert_int_equal(m, ok[i].want);
 	}
-	static const char *const bad[] = { "postgres", "postgres:latest",
-					   "localhost:5000/pg", "pg@sha256:abc", "pg:15x", "" };
+	static const char *const bad[] = { "postgres", "postgres:latest", "localhost:5000/pg",
+					   "pg@sha256:abc", "pg:17.", "pg:x17", "pg:17.100",
+					   "pg:beta1", "" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
 		int m = -1;
 		struct op_err err = OP_ERR_INIT;

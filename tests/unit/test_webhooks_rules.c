@@ -197,6 +197,15 @@ static const struct row cluster_rows[] = {
 	  "spec.imageName" },
 	{ "V8 digest only", NULL, "{'imageName':'postgres@sha256:0123abcd'}", "spec.imageName" },
 	{ "V8 tag not a version", NULL, "{'imageName':'postgres:bookworm'}", "spec.imageName" },
+	/* pre-release tags: CloudNativePG's version.FromTag reads the leading
+	 * digits-and-dots, so these are majors 17 and 18 */
+	{ "V8 beta tag", NULL, "{'imageName':'ghcr.io/cloudnative-pg/postgresql:17beta1'}", NULL },
+	{ "V8 rc tag", NULL, "{'imageName':'ghcr.io/cloudnative-pg/postgresql:18rc1'}", NULL },
+	{ "V8 alpha tag", NULL, "{'imageName':'postgres:17alpha2'}", NULL },
+	{ "V8 suffixed minor", NULL, "{'imageName':'postgres:16.2-bookworm'}", NULL },
+	{ "V8 trailing dot", NULL, "{'imageName':'postgres:17.'}", "spec.imageName" },
+	{ "V8 minor of 100", NULL, "{'imageName':'postgres:17.100'}", "spec.imageName" },
+	{ "V8 letter first", NULL, "{'imageName':'postgres:v17'}", "spec.imageName" },
 	{ "V8 catalog instead of image", NULL,
 	  "{'imageName':null,'imageCatalogRef':{'apiGroup':'postgresql.cnpg.io','kind':"
 	  "'ImageCatalog','name':'c','major':17}}",

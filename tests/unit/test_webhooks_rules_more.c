@@ -485,6 +485,20 @@ static const struct row managed_rows[] = {
 	  "{'postgresql':{'extensions':[{'name':'a','image':{'reference':'x:1'},'env':[{"
 	  "'name':'A','value':'${HOME}/x'}]}]}}",
 	  "spec.postgresql.extensions[0].env[0].value" },
+	/* "$$" escapes '$': "$${HOME}" is the literal "${HOME}", not a placeholder */
+	{ "V48 env escaped placeholder", NULL,
+	  "{'postgresql':{'extensions':[{'name':'a','image':{'reference':'x:1'},'env':[{"
+	  "'name':'A','value':'$${HOME}/x:${image_root}/y:$$$${Z}'}]}]}}",
+	  NULL },
+	{ "V48 env escaped dollar then placeholder", NULL,
+	  "{'postgresql':{'extensions':[{'name':'a','image':{'reference':'x:1'},'env':[{"
+	  "'name':'A','value':'$$${HOME}'}]}]}}",
+	  "spec.postgresql.extensions[0].env[0].value" },
+	{ "V48 multi-extension image paths", NULL,
+	  "{'postgresql':{'extensions':[{'name':'geospatial','image':{'reference':'x:1'},"
+	  "'extension_control_path':['postgis/share','pgrouting/share'],"
+	  "'dynamic_library_path':['postgis/lib','pgrouting/lib']}]}}",
+	  NULL },
 };
 
 static void test_managed_rules(void **state)

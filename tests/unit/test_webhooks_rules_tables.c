@@ -230,6 +230,129 @@ static void test_samples_admitted(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/* ---- messages in the words of Kubernetes' field.Error ---- */
+
+/* Each row: a Cluster (defaulted, then validated) and the full text of the
+ * error on path: "<path>: <body>" as kubectl shows it, and the cause reason. */
+static const struct msg_row {
+	const char *name, *meta, *spec, *path, *text, *reason;
+} msg_rows[] = {
+	{ "V13 integer value", NULL, "{'instances':3,'maxSyncReplicas':3}", "spec.maxSyncReplicas",
+	  "spec.maxSyncReplicas: Invalid value: 3: maxSyncReplicas must be lower than the number "
+	  "of instances", "FieldValueInvalid" },
+	{ "V8 string value quoted", NULL, "{'imageName':'pg:latest'}", "spec.imageName",
+	  "spec.imageName: Invalid value: \"pg:latest\": Can't use 'latest' as image tag as we "
+	  "can't detect upgrades", "FieldValueInvalid" },
+	{ "V9 unsupported", NULL, "{'imagePullPolicy':'Sometimes'}", "spec.imagePullPolicy",
+	  "spec.imagePullPolicy: Unsupported value: \"Sometimes\": supported values: "
+	  "\"Always\", \"IfNotPresent\", \"Never\"", "FieldValueNotSupported" },
+	{ "V11 unsupported", NULL, "{'primaryUpdateStrategy':'sometimes'}",
+	  "spec.primaryUpdateStrategy",
+	  "spec.primaryUpdateStrategy: Unsupported value: \"sometimes\": supported values: "
+	  "\"supervised\", \"unsupervised\"", "FieldValueNotSupported" },
+	{ "V42 unsupported annotation", "{'annotations':{'cnpg.io/hibernation':'maybe'}}", NULL,
+	  "metadata.annotations[cnpg.io/hibernation]",
+	  "metadata.annotations[cnpg.io/hibernation]: Unsupported value: \"maybe\": supported "
+	  "values: \"off\", \"on\"", "FieldValueNotSupported" },
+	{ "V7 forbidden", NULL,
+	  "{'bootstrap':{'initdb':{'database':'app','owner':'app'},'pg_basebackup':{'source':'origin'}},"
+	  EXT_ORIGIN "}", "spec.bootstrap",
+	  "spec.bootstrap: Forbidden: Only one bootstrap method can be specified at a time",
+	  "FieldValueForbidden" },
+	{ "V39 duplicate", NULL, "{'managed':{'roles':[{'name':'app2'},{'name':'app2'}]}}",
+	  "spec.managed.roles[1].name",
+	  "spec.managed.roles[1].name: Duplicate value: \"app2\": Role name is duplicate of "
+	  "another", "FieldValueDuplicate" },
+	{ "V47 duplicate, no detail", NULL,
+	  "{'podSelectorRefs':[{'name':'a','selector':{}},{'name':'a','selector':{}}]}",
+	  "spec.podSelectorRefs[1].name", "spec.podSelectorRefs[1].name: Duplicate value: \"a\"",
+	  "FieldValueDuplicate" },
+	{ "V14 missing is required", NULL, "{'storage':{}}", "spec.storage.size",
+	  "spec.storage.size: Required value: Size not configured. Please add it, or a storage "
+	  "request in the pvcTemplate.", "FieldValueRequired" },
+	{ "V30d parameter key with dots", NULL,
+	  "{'postgresql':{'parameters':{'pg_failover_slots.primary_dsn':'x'}}}",
+	  "spec.postgresql.parameters.pg_failover_slots.primary_dsn",
+	  "spec.postgresql.parameters.pg_failover_slots.primary_dsn: Invalid value: \"x\": Can't "
+	  "set fixed configuration parameter", "FieldValueInvalid" },
+	{ "V37 list index, control character quoted", NULL,
+	  "{'env':[{'name':'A','value':'1'},{'name':'PG\\n','value':'x'}]}", "spec.env[1].name",
+	  "spec.env[1].name: Invalid value: \"PG\\n\": the usage of this environment variable is "
+	  "reserved for the operator", "FieldValueInvalid" },
+};
+
+static void test_messages(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (size_t i = 0; i < OP_ARRAY_SIZE(msg_rows); i++) {
+		const struct msg_row *r = &msg_rows[i];
+		_cleanup_(op_json_putp) json_object *c = make_cluster(r->meta, r->spec);
+		defaulted(c);
+		struct wh_result res = { 0 };
+		wh_validate(c, NULL, &res);
+		bool ok = false;
+		for (size_t e = 0; e < res.n_errors; e++) {
+			if (strcmp(res.errors[e].path, r->path) != 0)
+				continue;
+			_cleanup_free_ char *body = wh_issue_body(&res.errors[e]);
+			_cleanup_free_ char *text = op_asprintf("%s: %s", r->path, body);
+			ok = strcmp(text, r->text) == 0 &&
+			     strcmp(wh_error_reason(res.errors[e].type), r->reason) == 0;
+			if (!ok)
+				print_message("row '%s':\n  got  %s (%s)\n  want %s (%s)\n", r->name,
+					      text, wh_error_reason(res.errors[e].type), r->text,
+					      r->reason);
+			break;
+		}
+		if (!ok) {
+			print_message("FAILED row '%s' (%zu errors)\n", r->name, res.n_errors);
+			failures++;
+		}
+		wh_result_done(&res);
+	}
+	assert_int_equal(failures, 0);
+}
+
+/* Values as Go's %v prints them, composite ones capped. */
+static void test_message_values(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *subject = jparse(
+		"{'a':{'b.c':[1,2.5,true,null,'s',{'y':1,'x':'q'}]},'n':null,'big':'" 
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'}");
+	struct wh_result res = { .subject = subject };
+	wh_result_error(&res, "a.b.c", "d");
+	wh_result_error(&res, "a.b.c[1]", "d");
+	wh_result_error(&res, "n", "d");
+	wh_result_error(&res, "a.missing", "d");
+	wh_result_error(&res, "big", "d");
+	wh_result_typed(&res, WH_ERR_FORBIDDEN, "a", "no");
+	wh_result_error(&res, "", "whole object");
+	static const char *const want[] = {
+		"Invalid value: [1 2.5 true <nil> s map[x:q y:1]]: d",
+		"Invalid value: 2.5: d",
+		"Invalid value: null: d",
+		"Required value: d",
+		NULL,
+		"Forbidden: no",
+		"Invalid value: whole object",
+	};
+	assert_int_equal(res.n_errors, OP_ARRAY_SIZE(want));
+	for (size_t i = 0; i < res.n_errors; i++) {
+		_cleanup_free_ char *body = wh_issue_body(&res.errors[i]);
+		if (want[i])
+			assert_string_equal(body, want[i]);
+		else /* 256 bytes of the quoted value, then "..." */
+			assert_int_equal(strlen(body), strlen("Invalid value: ") + 256 + 3 +
+							       strlen(": d"));
+	}
+	wh_result_done(&res);
+}
+
 /* ---- pgparams.c and reserved.c ---- */
 
 static void test_pgparams(void **state)
@@ -405,6 +528,8 @@ static void test_major_and_replica(void **state)
 		{ "{'imageName':'postgres:16.4-bookworm'}", 16 },
 		{ "{'imageName':'x/postgresql:18@sha256:ab'}", 18 },
 		{ "{'imageName':'postgres:latest'}", -1 },
+		{ "{'imageName':'ghcr.io/cloudnative-pg/postgresql:17beta1'}", 17 },
+		{ "{'imageName':'ghcr.io/cloudnative-pg/postgresql:18rc1'}", 18 },
 		{ "{'imageName':null}", -1 },
 		{ "{'imageName':null,'imageCatalogRef':{'name':'c','major':15}}", 15 },
 		/* one helper set: integral doubles are integers (as api/ decodes them) */
@@ -443,6 +568,8 @@ int main(void)
 		cmocka_unit_test(test_rules_run_on_update),
 		cmocka_unit_test(test_wrong_types_do_not_crash),
 		cmocka_unit_test(test_samples_admitted),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_message_values),
 		cmocka_unit_test(test_pgparams),
 		cmocka_unit_test(test_reserved),
 		cmocka_unit_test(test_helpers),
