@@ -1,6 +1,7 @@
-/* webhooks/validate.c - wh_validate(): the bypass annotation (§2.3), JSON type
- * checks through api/ (every type error becomes an error with its path), then
- * the rule tables in order: spec (V), update (U, UPDATE only), warnings (W).
+/* webhooks/validate.c - wh_validate(): the safety rules (P, always), the
+ * bypass annotation (§2), JSON type checks through api/ (every type error
+ * becomes an error with its path), then the rule tables in order: spec (V),
+ * update (U, UPDATE only), warnings (W).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,8 +48,23 @@ static size_t type_errors(json_object *obj, const char *prefix, struct wh_result
 static int validate(json_object *cluster, json_object *old, struct wh_result *res)
 {
 	size_t before = res->n_errors;
+	/* P rules first and whatever the bypass annotation says: what reaches
+	 * configuration files and command lines is never left unchecked */
+	_cleanup_(op_json_putp) json_object *none = json_object_new_object();
+	if (!none)
+		abort(); /* OOM policy */
+	json_object *s0 = NULL;
+	json_object_object_get_ex(cluster, "spec", &s0);
+	struct wh_ctx safety = {
+		.obj = cluster,
+		.spec = s0 && json_object_is_type(s0, json_type_object) ? s0 : none,
+		.op = old ? WH_OP_UPDATE : WH_OP_CREATE,
+	};
+	run_table(wh_rules_safety, wh_rules_safety_count, &safety, res);
 	const char *bypass = wh_cluster_annotation(cluster, VALIDATION_ANNOTATION);
 	if (bypass && strcmp(bypass, "disabled") == 0) {
+		if (res->n_errors > before)
+			return (int)(res->n_errors - before);
 		wh_result_warn(res, "validation webhook is disabled — all changes are accepted "
 				    "without validation (annotation %s=disabled)",
 			       VALIDATION_ANNOTATION);

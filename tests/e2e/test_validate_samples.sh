@@ -74,7 +74,7 @@ for f in "$samples"/invalid/*.yaml; do
 		fail "invalid/$(basename "$f") denied on '$field' (exit $rc: $out)"
 	fi
 done
-[ "$ninvalid" -ge 8 ] && pass "$ninvalid invalid samples" || fail "only $ninvalid invalid samples"
+[ "$ninvalid" -ge 10 ] && pass "$ninvalid invalid samples" || fail "only $ninvalid invalid samples"
 
 cat >"$tmp/bad.yaml" <<'YAML'
 apiVersion: postgresql.cnpg.io/v1

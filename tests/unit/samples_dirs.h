@@ -19,7 +19,7 @@
 /* Cluster documents in REPO_SAMPLES_DIR (top level) and in REPO_INVALID_SAMPLES_DIR:
  * update with the files (samples/README.md lists them). */
 #define REPO_SAMPLE_CLUSTERS 7
-#define REPO_INVALID_SAMPLE_CLUSTERS 8
+#define REPO_INVALID_SAMPLE_CLUSTERS 10
 /* The CloudNativePG corpus holds at least this many Cluster documents. */
 #define CNPG_SAMPLE_CLUSTERS_MIN 60
 

@@ -353,6 +353,116 @@ static void test_message_values(void **state)
 	wh_result_done(&res);
 }
 
+/* ---- P1-P2: what reaches configuration files and command lines ---- */
+
+static const struct row safety_rows[] = {
+	{ "P1 include", NULL, "{'postgresql':{'parameters':{'include':'/tmp/x.conf'}}}",
+	  "spec.postgresql.parameters.include" },
+	{ "P1 include_if_exists", NULL,
+	  "{'postgresql':{'parameters':{'include_if_exists':'/tmp/x.conf'}}}",
+	  "spec.postgresql.parameters.include_if_exists" },
+	{ "P1 include_dir in upper case", NULL,
+	  "{'postgresql':{'parameters':{'INCLUDE_DIR':'/tmp'}}}",
+	  "spec.postgresql.parameters.INCLUDE_DIR" },
+	{ "P1 even with validation disabled", "{'annotations':{'cnpg.io/validation':'disabled'}}",
+	  "{'postgresql':{'parameters':{'include':'/tmp/x.conf'}}}",
+	  "spec.postgresql.parameters.include" },
+	{ "P1 a parameter merely containing include", NULL,
+	  "{'postgresql':{'parameters':{'pg_stat_statements.track_utility':'on'}}}", NULL },
+	{ "P2 newline in a parameter value", NULL,
+	  "{'postgresql':{'parameters':{'work_mem':'4MB\\narchive_command = x'}}}",
+	  "spec.postgresql.parameters.work_mem" },
+	{ "P2 carriage return in a parameter value", NULL,
+	  "{'postgresql':{'parameters':{'work_mem':'4MB\\r'}}}",
+	  "spec.postgresql.parameters.work_mem" },
+	{ "P2 NUL in a dotted parameter value", NULL,
+	  "{'postgresql':{'parameters':{'pg_stat_statements.max':'10\\u0000'}}}",
+	  "spec.postgresql.parameters.pg_stat_statements.max" },
+	{ "P2 newline in a parameter name", NULL,
+	  "{'postgresql':{'parameters':{'work_mem\\nx':'1'}}}",
+	  "spec.postgresql.parameters.work_mem\nx" },
+	{ "P2 newline even with validation disabled",
+	  "{'annotations':{'cnpg.io/validation':'disabled'}}",
+	  "{'postgresql':{'pg_hba':['host all all all md5\\nhost all all 0.0.0.0/0 trust']}}",
+	  "spec.postgresql.pg_hba[0]" },
+	{ "P2 pg_hba line break", NULL,
+	  "{'postgresql':{'pg_hba':['host all all 10.0.0.0/8 md5','hostssl app app all "
+	  "cert\\nhost all all 0.0.0.0/0 trust']}}",
+	  "spec.postgresql.pg_hba[1]" },
+	{ "P2 pg_hba tab is a separator", NULL,
+	  "{'postgresql':{'pg_hba':['host\\tall\\tall\\t10.0.0.0/8\\tmd5']}}", NULL },
+	{ "P2 pg_ident NUL", NULL, "{'postgresql':{'pg_ident':['m u\\u0000 app']}}",
+	  "spec.postgresql.pg_ident[0]" },
+	{ "P2 pg_ident DEL", NULL, "{'postgresql':{'pg_ident':['m u\\u007f app']}}",
+	  "spec.postgresql.pg_ident[0]" },
+	{ "P2 shared_preload_libraries", NULL,
+	  "{'postgresql':{'shared_preload_libraries':['auto_explain\\nx']}}",
+	  "spec.postgresql.shared_preload_libraries[0]" },
+	{ "P2 standby names", NULL,
+	  "{'instances':3,'postgresql':{'synchronous':{'method':'any','number':1,"
+	  "'standbyNamesPost':['a\\nb']}}}",
+	  "spec.postgresql.synchronous.standbyNamesPost[0]" },
+	{ "P2 ldap server (a pg_hba option)", NULL,
+	  "{'postgresql':{'ldap':{'server':'ldap.example.com\\nhost all all all trust'}}}",
+	  "spec.postgresql.ldap.server" },
+	{ "P2 initdb option", NULL,
+	  "{'bootstrap':{'initdb':{'database':'app','owner':'app','options':['--data-checksums',"
+	  "'-k\\n--auth=trust']}}}",
+	  "spec.bootstrap.initdb.options[1]" },
+	{ "P2 initdb owner", NULL,
+	  "{'bootstrap':{'initdb':{'database':'app','owner':'app\\r'}}}",
+	  "spec.bootstrap.initdb.owner" },
+	{ "P2 initdb locale", NULL,
+	  "{'bootstrap':{'initdb':{'database':'app','owner':'app','localeCType':'C\\n'}}}",
+	  "spec.bootstrap.initdb.localeCType" },
+	{ "P2 pg_basebackup database", NULL,
+	  "{'bootstrap':{'initdb':null,'pg_basebackup':{'source':'origin','database':'a\\nb',"
+	  "'owner':'app'}}," EXT_ORIGIN "}",
+	  "spec.bootstrap.pg_basebackup.database" },
+	{ "P2 connection parameter value (primary_conninfo)", NULL,
+	  "{'externalClusters':[{'name':'origin','connectionParameters':{'host':'h',"
+	  "'application_name':'x\\nrestore_command = y'}}]}",
+	  "spec.externalClusters[0].connectionParameters.application_name" },
+	{ "P2 connection parameter key", NULL,
+	  "{'externalClusters':[{'name':'origin','connectionParameters':{'host\\n':'h'}}]}",
+	  "spec.externalClusters[0].connectionParameters.host\n" },
+	{ "P2 managed role name (SQL)", NULL,
+	  "{'managed':{'roles':[{'name':'bob\\n'}]}}", "spec.managed.roles[0].name" },
+	{ "P2 slot prefix (primary_slot_name)", NULL,
+	  "{'replicationSlots':{'highAvailability':{'enabled':true,'slotPrefix':'_x\n'}}}",
+	  "spec.replicationSlots.highAvailability.slotPrefix" },
+	{ "P2 plain values pass", NULL,
+	  "{'postgresql':{'parameters':{'work_mem':'4MB','search_path':'\\\"$user\\\", public'},"
+	  "'pg_ident':['m u app']}}",
+	  NULL },
+};
+
+static void test_safety_rules(void **state)
+{
+	(void)state;
+	assert_int_equal(wh_rules_safety_count, 2);
+	assert_string_equal(wh_rules_safety[0].id, "P1");
+	assert_string_equal(wh_rules_safety[1].id, "P2");
+	RUN(safety_rows);
+	/* the words: Forbidden for the directive, Invalid with the value quoted */
+	_cleanup_(op_json_putp) json_object *c = make_cluster(
+		NULL, "{'postgresql':{'parameters':{'include':'/tmp/x.conf'},'pg_hba':["
+		      "'host all all all md5\\nhost all all 0.0.0.0/0 trust']}}");
+	defaulted(c);
+	struct wh_result res = { 0 };
+	assert_true(wh_validate(c, NULL, &res) >= 2);
+	_cleanup_free_ char *b0 = wh_issue_body(&res.errors[0]);
+	_cleanup_free_ char *b1 = wh_issue_body(&res.errors[1]);
+	assert_string_equal(res.errors[0].path, "spec.postgresql.parameters.include");
+	assert_string_equal(b0, "Forbidden: 'include' is a configuration file directive, not a "
+				"parameter: PostgreSQL would read another file");
+	assert_string_equal(res.errors[1].path, "spec.postgresql.pg_hba[0]");
+	assert_string_equal(b1, "Invalid value: \"host all all all md5\\nhost all all 0.0.0.0/0 "
+				"trust\": the value must not contain control characters (byte "
+				"0x0a): it would break the line it is written on");
+	wh_result_done(&res);
+}
+
 /* ---- pgparams.c and reserved.c ---- */
 
 static void test_pgparams(void **state)
@@ -569,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_types_do_not_crash),
 		cmocka_unit_test(test_samples_admitted),
 		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_safety_rules),
 		cmocka_unit_test(test_message_values),
 		cmocka_unit_test(test_pgparams),
 		cmocka_unit_test(test_reserved),
