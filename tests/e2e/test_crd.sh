@@ -123,7 +123,9 @@ e2e_log "kube-apiserver $(k version -o json | sed -n 's/.*"gitVersion": "\(v[^"]
 # 1. the CRD is accepted (structural, CEL compiles within cost limits) and Established
 out=$(k apply -f "$CRD" 2>&1) || e2e_fail "CRD rejected: $out"
 e2e_log "applied: $out"
-k wait --for=condition=Established --timeout=60s crd/clusters.postgresql.cnpg.io >/dev/null ||
+# (not `kubectl wait`: right after the create it can read a status without conditions
+# and fail with "accessor error: <nil>" instead of waiting)
+e2e_wait_for "k get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
 	e2e_fail "CRD not Established: $(k get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions}')"
 e2e_assert_eq True "$(k get crd clusters.postgresql.cnpg.io \
 	-o jsonpath='{.status.conditions[?(@.type=="NamesAccepted")].status}')" "NamesAccepted"
