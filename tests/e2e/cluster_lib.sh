@@ -15,7 +15,7 @@
 #   cluster_leader                  # the controller pod holding the reconciler's Lease
 #   cluster_controller_rss_kb POD   # VmRSS of that pod's controller process
 #   cluster_controller_start [FLAG...]  # host-process controller (admin kubeconfig), only
-#                                   # for bench-style tests that read its /proc directly
+#                                   # for bench/cluster_rss.sh, which reads its /proc
 #   status FIELD / healthy_with N / wait_healthy N TIMEOUT / sql POD SQL
 # It defines PGOP_BIN, SAMPLES, AGENT, AGENT_STATE, CHART, REL, C (the sample's Cluster name).
 
@@ -107,6 +107,8 @@ cluster_leader() {
 cluster_controller_rss_kb() {
 	local pid
 	pid=$(cat "$AGENT_STATE/run/${opns}_$1_controller.pid" 2>/dev/null) || return 1
+	e2e_log "controller $1: pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-60)...)" \
+		"$(awk '/^(VmRSS|RssAnon|RssFile|RssShmem|Threads):/ { printf "%s %s ", $1, $2 }' "/proc/$pid/status")"
 	awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status"
 }
 
