@@ -93,6 +93,8 @@ scoped() {
 		else if ($1 == "ClusterRole" && $2 == "rel-r1-pgop") s = "watched"
 		else if ($1 == "Role" && $2 == "r1-pgop" && $3 == "rel") s = "release"
 		else if ($1 == "ClusterRole" && $2 == "rel-r1-pgop-webhooks") s = "cluster"
+		else if ($1 == "ClusterRole" && $2 == "rel-r1-pgop-live-apiservice") s = "cluster"
+		else if ($1 == "ClusterRole" && $2 ~ /^rel-r1-pgop-live-(view|edit)$/) s = "users"
 		else s = "UNKNOWN:" $1 "/" $2 "/" $3
 		print s "|" $4 "|" $5 "|" $6 "|" $7
 	}' "$1" | sort -u
@@ -114,8 +116,26 @@ for ns in a b; do
 	grep -q "^Role|r1-pgop-reconciler|$ns|postgresql.cnpg.io|clusters|" "$tmp/ns.rules" ||
 		e2e_fail "reconciler Role in $ns does not cover clusters"
 done
-bad=$(awk -F'|' '$1 == "ClusterRole" && ($2 != "rel-r1-pgop-webhooks" || $7 != "yes")' "$tmp/ns.rules")
-[ -z "$bad" ] || e2e_fail "namespaced mode: cluster-wide rules besides the pinned webhook configurations: $bad"
+bad=$(awk -F'|' '$1 == "ClusterRole" && $2 !~ /^rel-r1-pgop-live-(view|edit)$/ &&
+	(($2 != "rel-r1-pgop-webhooks" && $2 != "rel-r1-pgop-live-apiservice") || $7 != "yes")' "$tmp/ns.rules")
+[ -z "$bad" ] || e2e_fail "namespaced mode: cluster-wide rules besides the pinned webhook configurations and APIService: $bad"
+# The live API's user roles (aggregated into view/edit/admin) are for users, never the operator's.
+bad=$(awk -F'|' '$1 == "BINDING" && $6 ~ /^rel-r1-pgop-live-(view|edit)$/' "$tmp/ns.rules")
+[ -z "$bad" ] || e2e_fail "the live API's user roles are bound to someone: $bad"
+for label in aggregate-to-view aggregate-to-edit; do
+	grep -q "rbac.authorization.k8s.io/$label: \"true\"" "$tmp/ns.yaml" || e2e_fail "no live API ClusterRole labelled $label"
+done
+# Everything bound to the operator's ServiceAccount, by role: no built-in role but the
+# two an aggregated API server needs (TokenReview/SubjectAccessReview create; the
+# front-proxy CA in kube-system/extension-apiserver-authentication).
+bound=$(awk -F'|' '$1 == "BINDING" && $7 == "r1-pgop" { print $2 "|" $4 "|" $5 "|" $6 }' "$tmp/ns.rules" | sort -u)
+want=$(printf '%s\n' "ClusterRoleBinding||ClusterRole|rel-r1-pgop-live-apiservice" \
+	"ClusterRoleBinding||ClusterRole|rel-r1-pgop-webhooks" \
+	"ClusterRoleBinding||ClusterRole|system:auth-delegator" \
+	"RoleBinding|a|Role|r1-pgop-reconciler" "RoleBinding|b|Role|r1-pgop-reconciler" \
+	"RoleBinding|kube-system|Role|extension-apiserver-authentication-reader" \
+	"RoleBinding|rel|Role|r1-pgop" | sort -u)
+e2e_assert_eq "$want" "$bound" "the roles bound to the operator's ServiceAccount (namespaced mode)"
 bad=$(awk -F'|' '$1 == "Role" && $3 != "a" && $3 != "b" && $3 != "rel"' "$tmp/ns.rules")
 [ -z "$bad" ] || e2e_fail "namespaced mode: a Role outside the watched and release namespaces: $bad"
 bad=$(awk -F'|' '$1 != "BINDING" && $3 == "rel" && $5 == "secrets" && !($7 == "yes" || $6 == "create")' "$tmp/ns.rules")

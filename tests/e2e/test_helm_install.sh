@@ -63,7 +63,7 @@ echo "METRIC helm_install_wait_ms=$(((t1 - t0) / 1000000))"
 echo "METRIC helm_install_to_first_admitted_ms=$(((t2 - t0) / 1000000))"
 
 # 2. admission through kube-apiserver
-e2e_assert_fails_with "spec.postgresql.parameters.listen_addresses: Can't set fixed configuration parameter" \
+e2e_assert_fails_with "spec.postgresql.parameters.listen_addresses: Invalid value: \"*\": Can't set fixed configuration parameter" \
 	kubectl apply -f "$tmp/invalid.yaml"
 e2e_assert_ok kubectl apply -f "$tmp/valid.yaml"
 e2e_assert_eq "ghcr.io/cloudnative-pg/postgresql:15" \
