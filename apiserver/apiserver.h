@@ -1,9 +1,10 @@
 /* apiserver/apiserver.h - the aggregated API server `live.postgresql.cnpg.io/v1`
  * (prefix as_), served by `pgop controller` on the webhooks' HTTPS listener.
  *
- * Resources (read-only, computed on request from the reconciler's informer
- * caches and each instance's /pg/status, docs/internals/apiserver.md):
+ * Resources (computed on request from the reconciler's informer caches and
+ * each instance's /pg/status, docs/internals/apiserver.md):
  *   clusters        kind LiveCluster, short name pglive, subresource status
+ *                   (get) and the actions switchover and restart (create)
  *   instances       kind LiveInstance, one per instance Pod
  * plus legacy and aggregated (v2) discovery and OpenAPI v2/v3.
  *
@@ -40,6 +41,14 @@
  * up to timeout + margin, and MHD pins each connection to one thread. */
 #define AS_HTTP_THREADS_DEFAULT 8
 
+/* An action request (POST clusters/NAME/switchover or /restart), parsed. */
+enum as_action_kind { AS_ACTION_SWITCHOVER, AS_ACTION_RESTART };
+#define AS_ACTION_BODY_MAX 4096 /* bytes; larger bodies get 413 */
+struct as_action {
+	enum as_action_kind kind;
+	char instance[254]; /* switchover "target" / restart "instance"; "" = not given */
+};
+
 /* Where the data comes from (the reconciler in production, fakes in tests).
  * Arrays returned are owned by the caller. fetch fills v[0..n) (name, ip
  * set by the caller; v[i].doc on success, v[i].error otherwise) and must
@@ -52,6 +61,13 @@ struct as_source {
 	/* The API client for SubjectAccessReviews and the authentication ConfigMap
 	 * (borrowed), NULL while not connected; NULL function = none (tests). */
 	struct kube_client *(*client)(void *ud);
+	/* Carries out an action on Cluster ns/name for user (borrowed strings).
+	 * Returns 0 accepted, with *ret_msg (owned) saying what; otherwise -errno
+	 * with *ret_msg (owned, may be NULL) saying why: -ENOENT unknown Cluster
+	 * (404), -EBUSY/-ESTALE an operation in progress or a concurrent change
+	 * (409), -EINVAL refused (422), other (500, err). NULL = 503. */
+	int (*act)(void *ud, const char *ns, const char *name, const struct as_action *a,
+		   const char *user, char **ret_msg, struct op_err *err);
 	/* Caches synced; NULL = always. Resource requests get 503 until then. */
 	bool (*ready)(void *ud);
 	void *ud;

@@ -177,6 +177,20 @@ int as_render_table(struct op_buf *out, const struct as_resource *res, json_obje
 int as_render_list(struct op_buf *out, const struct as_resource *res, json_object *objs,
 		   const char *rv);
 
+/* ------------------------------------------------------------- actions */
+
+/* The body of POST clusters/NAME/<sub> (sub "switchover" or "restart"):
+ * a JSON object (an empty body counts as {}) with at most the one optional
+ * string field the action takes ("target" / "instance", a DNS-1123 name).
+ * -EINVAL (400, err says why: not JSON, not an object, unknown field, wrong
+ * type, bad name), -EMSGSIZE (413) over AS_ACTION_BODY_MAX, -ENOENT: sub is
+ * not an action. */
+int as_action_parse(const char *sub, const char *body, size_t len, struct as_action *ret,
+		    struct op_err *err);
+/* A Status {"status":"Success","code":202,message,details{name,group,kind}}
+ * into out (what an accepted action answers). */
+int as_status_accepted(struct op_buf *out, const char *msg, const char *name);
+
 /* ----------------------------------------------------------- snapshots */
 
 struct as_snaps;

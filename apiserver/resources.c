@@ -10,12 +10,15 @@
 
 static const char *const read_verbs[] = { "get", "list", "watch", NULL };
 static const char *const get_verbs[] = { "get", NULL };
+static const char *const create_verbs[] = { "create", NULL };
 static const char *const cluster_short[] = { "pglive", NULL };
 static const char *const instance_short[] = { "pgi", NULL };
 static const char *const categories[] = { "cnpg-live", NULL };
 
 static const struct as_subresource cluster_subs[] = {
 	{ "status", get_verbs },
+	{ "switchover", create_verbs }, /* actions: apiserver/actions.c */
+	{ "restart", create_verbs },
 };
 
 /* Columns: the order kubectl prints; priority 1 only with -o wide. */

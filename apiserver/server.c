@@ -298,10 +298,53 @@ static int serve(struct as_server *s, const struct as_reqinfo *ri, const struct 
 	return r;
 }
 
+/* -------------------------------------------------------------- actions */
+
+/* POST clusters/NAME/switchover|restart: parse, then the reconciler acts. */
+static int serve_action(struct as_server *s, const struct op_http_request *req,
+			const struct as_reqinfo *ri, const struct as_user *u,
+			struct op_http_reply *rep, struct op_err *err)
+{
+	struct as_action a;
+	struct op_err perr = OP_ERR_INIT;
+	int r = as_action_parse(ri->sub, req->body, req->body_len, &a, &perr);
+	if (r == -EMSGSIZE)
+		return fail(rep, 413, "RequestEntityTooLarge", perr.msg);
+	if (r < 0)
+		return fail(rep, 400, "BadRequest", perr.msg);
+	if (!s->cfg.source.act)
+		return fail(rep, 503, "ServiceUnavailable", "actions are not available");
+	char *msg = NULL;
+	struct op_err aerr = OP_ERR_INIT;
+	r = s->cfg.source.act(s->cfg.source.ud, ri->ns, ri->name, &a, u->name, &msg, &aerr);
+	_cleanup_free_ char *m = msg;
+	op_log_kv(r < 0 ? OP_LOG_WARN : OP_LOG_INFO, r < 0 ? "live API: action refused"
+							  : "live API: action accepted",
+		  "action", ri->sub, "namespace", ri->ns, "cluster", ri->name, "user", u->name,
+		  "message", m ? m : aerr.msg, (const char *)NULL);
+	switch (r) {
+	case 0:
+		rep->status = 202;
+		rep->content_type = "application/json";
+		return as_status_accepted(&rep->body, m, ri->name);
+	case -ENOENT:
+		return fail(rep, 404, "NotFound", m ? m : "not found");
+	case -EBUSY:
+	case -ESTALE:
+		return fail(rep, 409, "Conflict", m ? m : "conflict");
+	case -EINVAL:
+		return fail(rep, 422, "Invalid", m ? m : "invalid");
+	default:
+		(void)err;
+		return fail(rep, 500, "InternalError", m ? m : aerr.msg);
+	}
+}
+
 /* ------------------------------------------------------------- handler */
 
 static int dispatch(struct as_server *s, const struct op_http_request *req,
-		    const struct as_reqinfo *ri, struct op_http_reply *rep, struct op_err *err)
+		    const struct as_reqinfo *ri, const struct as_user *u,
+		    struct op_http_reply *rep, struct op_err *err)
 {
 	const char *accept = op_http_header(req, "Accept");
 	switch (ri->target) {
@@ -323,6 +366,12 @@ static int dispatch(struct as_server *s, const struct op_http_request *req,
 		return as_doc_openapi_v3_gv(&rep->body);
 	case AS_T_RESOURCE:
 		break;
+	}
+	if (strcmp(ri->verb, "create") == 0) {
+		if (s->cfg.source.ready && !s->cfg.source.ready(s->cfg.source.ud))
+			return fail(rep, 503, "ServiceUnavailable",
+				    "the operator's caches are not synced yet, retry");
+		return serve_action(s, req, ri, u, rep, err);
 	}
 	struct as_query q = { .label = op_http_query(req, "labelSelector"),
 			      .table = as_accept_table(accept) };
@@ -376,8 +425,8 @@ static int handle(struct as_server *s, const struct op_http_request *req,
 		as_user_done(&u);
 		return r < 0 ? fail(rep, 500, "InternalError", m) : fail(rep, 403, "Forbidden", m);
 	}
+	r = dispatch(s, req, &ri, &u, rep, err);
 	as_user_done(&u);
-	r = dispatch(s, req, &ri, rep, err);
 	if (r < 0)
 		return fail(rep, 500, "InternalError", err->code ? err->msg : "response too large");
 	return 0;

@@ -37,6 +37,22 @@ static int fetch(void *ud, const char *ns, const char *cluster, struct rc_instan
 	return rc_live_fetch(rc, ns, cluster, v, n, timeout_ms, err);
 }
 
+static int act(void *ud, const char *ns, const char *name, const struct as_action *a,
+	       const char *user, char **ret_msg, struct op_err *err)
+{
+	struct rc_controller *rc = rc_runner_controller(ud);
+	*ret_msg = NULL;
+	if (!rc)
+		return op_err_set(err, -ENOTCONN, "reconciler not running yet");
+	switch (a->kind) {
+	case AS_ACTION_SWITCHOVER:
+		return rc_live_switchover(rc, ns, name, a->instance, user, ret_msg, err);
+	case AS_ACTION_RESTART:
+		return rc_live_restart(rc, ns, name, a->instance, user, ret_msg, err);
+	}
+	return op_err_set(err, -EINVAL, "unknown action");
+}
+
 static struct kube_client *client(void *ud)
 {
 	return rc_runner_client(ud);
@@ -50,5 +66,5 @@ static bool ready(void *ud)
 void as_source_reconciler(struct rc_runner *runner, struct as_source *ret)
 {
 	*ret = (struct as_source){ .clusters = clusters, .pods = pods, .fetch = fetch,
-				   .client = client, .ready = ready, .ud = runner };
+				   .act = act, .client = client, .ready = ready, .ud = runner };
 }

@@ -2,16 +2,26 @@
 #include "reconciler/live.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
 #include "api/cluster.h"
 #include "api/names.h"
+#include "kube/leader.h"
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/objects.h"
+#include "reconciler/plan.h"
+#include "reconciler/rollout.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "support/log.h"
+
+static bool str_eq_(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
 
 json_object *rc_live_clusters(struct rc_controller *c, const char *ns)
 {
@@ -93,5 +103,286 @@ out:
 	pki_pair_done(&run.ca);
 	pki_pair_done(&run.client);
 	api_cluster_free(ac);
+	return r;
+}
+
+/* ------------------------------------------------------------- actions */
+
+/* The cached Cluster with its instances' Pods and /pg/status, sorted. */
+struct live_view {
+	json_object *obj;      /* owned copy of the Cluster */
+	json_object *pods;     /* owned */
+	struct rc_status st;   /* owned fields read back from obj */
+	struct rc_instance *v; /* owned, rc_instances_sort order */
+	size_t n;
+};
+
+static void view_done(struct live_view *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		rc_instance_done(&w->v[i]);
+	free(w->v);
+	if (w->obj)
+		json_object_put(w->obj);
+	if (w->pods)
+		json_object_put(w->pods);
+	rc_status_done(&w->st);
+	*w = (struct live_view){ 0 };
+}
+
+/* -ENOENT (*ret_msg set) when the Cluster is not cached. Instances that do
+ * not answer are kept without status (their error says why). */
+static int view_load(struct rc_controller *c, const char *ns, const char *cluster,
+		     long timeout_ms, struct live_view *w, char **ret_msg)
+{
+	w->obj = rc_cache_get(c, RC_INF_CLUSTERS, ns, cluster);
+	if (!w->obj || op_json_at(w->obj, "metadata.deletionTimestamp")) {
+		*ret_msg = op_asprintf("clusters.postgresql.cnpg.io \"%s\" not found", cluster);
+		return -ENOENT;
+	}
+	rc_status_from_json(op_json_at(w->obj, "status"), &w->st);
+	w->pods = rc_live_pods(c, ns, cluster);
+	size_t np = json_object_array_length(w->pods);
+	w->v = op_calloc(np ? np : 1, sizeof(*w->v));
+	for (size_t i = 0; i < np; i++)
+		if (rc_instance_from_pod(cluster, json_object_array_get_idx(w->pods, i),
+					 &w->v[w->n]) == 0)
+			w->n++;
+	if (w->n) {
+		struct op_err e = OP_ERR_INIT;
+		if (rc_live_fetch(c, ns, cluster, w->v, w->n, timeout_ms, &e) < 0)
+			for (size_t i = 0; i < w->n; i++)
+				if (!w->v[i].error)
+					w->v[i].error = op_strdup(e.msg);
+	}
+	rc_instances_sort(w->v, w->n);
+	return 0;
+}
+
+/* Records an Event on the cached Cluster (failures logged). */
+static void live_event(struct rc_controller *c, json_object *obj, const char *reason,
+		       const char *msg)
+{
+	struct op_err e = OP_ERR_INIT;
+	if (kube_event_emit(c->kc, obj, "Normal", reason, msg, "pgop", &e) < 0)
+		op_log_warn("cannot record event", "cluster", kube_obj_name(obj), "reason", reason,
+			    "error", e.msg);
+	op_log_info(msg, "namespace", kube_obj_namespace(obj), "cluster", kube_obj_name(obj),
+		    "event", reason);
+}
+
+static void enqueue(struct rc_controller *c, const char *ns, const char *cluster)
+{
+	_cleanup_free_ char *key = op_asprintf("%s/%s", ns, cluster);
+	rc_queue_add(c->q, key);
+}
+
+/* status.targetPrimary = target, with the resourceVersion read as the
+ * precondition. 0, or -errno with *ret_msg (owned) or err. */
+static int write_target(struct rc_controller *c, struct live_view *w, const char *ns,
+			const char *cluster, const char *target, char **ret_msg,
+			struct op_err *err)
+{
+	_cleanup_free_ char *ts = rc_time_rfc3339((int64_t)time(NULL));
+	json_object *p = json_object_new_object(), *md = json_object_new_object(),
+		    *st = json_object_new_object();
+	if (!p || !md || !st)
+		abort();
+	op_json_set(md, "resourceVersion", json_object_new_string(kube_obj_resource_version(w->obj)));
+	op_json_set(st, "targetPrimary", json_object_new_string(target));
+	op_json_set(st, "targetPrimaryTimestamp", json_object_new_string(ts));
+	op_json_set(p, "metadata", md);
+	op_json_set(p, "status", st);
+	struct op_err e = OP_ERR_INIT;
+	int r = kube_patch_status(c->kc, KUBE_CLUSTERS, ns, cluster, KUBE_PATCH_MERGE,
+				  json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, &e);
+	json_object_put(p);
+	if (r == -ESTALE)
+		*ret_msg = op_asprintf("the Cluster %s changed meanwhile: look at its status and "
+				       "retry",
+				       cluster);
+	else if (r == -ENOENT)
+		*ret_msg = op_asprintf("clusters.postgresql.cnpg.io \"%s\" not found", cluster);
+	else if (r < 0)
+		return op_err_set(err, r, "%s", e.msg);
+	return r < 0 ? r : 0;
+}
+
+int rc_live_switchover(struct rc_controller *c, const char *ns, const char *cluster,
+		       const char *target, const char *user, char **ret_msg, struct op_err *err)
+{
+	*ret_msg = NULL;
+	struct live_view w = { 0 };
+	int r = view_load(c, ns, cluster, c->status_timeout_ms, &w, ret_msg);
+	if (r < 0)
+		goto out;
+	const char *cur = w.st.current_primary, *tp = w.st.target_primary;
+	if (!target || !*target) {
+		target = rc_switchover_pick(w.v, w.n, cur);
+		if (!target && cur && *cur && str_eq_(cur, tp)) {
+			*ret_msg = op_asprintf("no healthy streaming replica to switch over to "
+					       "(primary %s)",
+					       cur);
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	r = rc_switchover_check(w.v, w.n, cur, tp, target, ret_msg);
+	if (r < 0)
+		goto out;
+	r = write_target(c, &w, ns, cluster, target, ret_msg, err);
+	if (r < 0)
+		goto out;
+	*ret_msg = op_asprintf("switchover from %s to %s requested by %s", cur, target,
+			       user && *user ? user : "unknown user");
+	live_event(c, w.obj, "SwitchoverRequested", *ret_msg);
+	enqueue(c, ns, cluster);
+out:
+	view_done(&w);
+	return r;
+}
+
+
+/* Merge-patches metadata.annotations of the Cluster (NULL-terminated
+ * key, value pairs), with the resourceVersion read as the precondition. */
+static int patch_annotations(struct rc_controller *c, struct live_view *w, const char *ns,
+			     const char *cluster, char **ret_msg, struct op_err *err, ...)
+{
+	json_object *p = json_object_new_object(), *md = json_object_new_object(),
+		    *a = json_object_new_object();
+	if (!p || !md || !a)
+		abort();
+	va_list ap;
+	va_start(ap, err);
+	for (const char *k; (k = va_arg(ap, const char *));) {
+		const char *v = va_arg(ap, const char *);
+		op_json_set(a, k, json_object_new_string(v));
+	}
+	va_end(ap);
+	op_json_set(md, "resourceVersion", json_object_new_string(kube_obj_resource_version(w->obj)));
+	op_json_set(md, "annotations", a);
+	op_json_set(p, "metadata", md);
+	struct op_err e = OP_ERR_INIT;
+	int r = kube_patch(c->kc, KUBE_CLUSTERS, ns, cluster, KUBE_PATCH_MERGE,
+			   json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, &e);
+	json_object_put(p);
+	if (r == -ESTALE)
+		*ret_msg = op_asprintf("the Cluster %s changed meanwhile: retry", cluster);
+	else if (r == -ENOENT)
+		*ret_msg = op_asprintf("clusters.postgresql.cnpg.io \"%s\" not found", cluster);
+	else if (r < 0)
+		return op_err_set(err, r, "%s", e.msg);
+	return r < 0 ? r : 0;
+}
+
+static json_object *pod_named(json_object *pods, const char *name)
+{
+	for (size_t i = 0; i < json_object_array_length(pods); i++) {
+		json_object *o = json_object_array_get_idx(pods, i);
+		if (str_eq_(kube_obj_name(o), name))
+			return o;
+	}
+	return NULL;
+}
+
+int rc_live_restart(struct rc_controller *c, const char *ns, const char *cluster,
+		    const char *instance, const char *user, char **ret_msg, struct op_err *err)
+{
+	*ret_msg = NULL;
+	struct live_view w = { 0 };
+	int r = view_load(c, ns, cluster, c->status_timeout_ms, &w, ret_msg);
+	if (r < 0)
+		goto out;
+	const char *who = user && *user ? user : "unknown user";
+	const char *cur = w.st.current_primary, *tp = w.st.target_primary;
+	struct api_cluster *ac = NULL;
+	struct op_err de = OP_ERR_INIT;
+	if (api_cluster_decode(w.obj, NULL, &ac, &de) < 0) {
+		*ret_msg = op_asprintf("the Cluster cannot be read: %s", de.msg);
+		r = -EINVAL;
+		goto out;
+	}
+	const char *busy = api_kvs_get(&ac->metadata.annotations, RC_ANN_INPLACE_RESTART);
+	bool switchover_method = str_eq_(ac->spec.primary_update_method, "switchover");
+	api_cluster_free(ac);
+	if (!instance || !*instance) {
+		_cleanup_free_ char *now = rc_time_rfc3339((int64_t)time(NULL));
+		r = patch_annotations(c, &w, ns, cluster, ret_msg, err, RC_ANN_RESTARTED_AT, now,
+				      (const char *)NULL);
+		if (r < 0)
+			goto out;
+		*ret_msg = op_asprintf("rolling restart of %s requested by %s (%s=%s): replicas "
+				       "first, then the primary",
+				       cluster, who, RC_ANN_RESTARTED_AT, now);
+		live_event(c, w.obj, "RestartRequested", *ret_msg);
+		enqueue(c, ns, cluster);
+		goto out;
+	}
+	json_object *pod = pod_named(w.pods, instance);
+	if (!pod) {
+		*ret_msg = op_asprintf("%s is not an instance of this cluster", instance);
+		r = -EINVAL;
+		goto out;
+	}
+	if (!cur || !*cur || !str_eq_(cur, tp)) {
+		*ret_msg = op_asprintf("a switchover or failover is in progress (currentPrimary %s, "
+				       "targetPrimary %s)",
+				       cur ? cur : "", tp ? tp : "");
+		r = -EBUSY;
+		goto out;
+	}
+	if (busy && *busy) {
+		*ret_msg = op_asprintf("the primary %s is restarting in place", busy);
+		r = -EBUSY;
+		goto out;
+	}
+	if (!str_eq_(instance, cur)) {
+		struct kube_delete_opts o = { .propagation = KUBE_PROPAGATE_BACKGROUND,
+					      .precondition_uid = kube_obj_uid(pod),
+					      .grace_period_seconds = -1 };
+		struct op_err e = OP_ERR_INIT;
+		r = kube_delete(c->kc, KUBE_PODS, ns, instance, &o, &e);
+		if (r == -ENOENT || r == -ESTALE) {
+			*ret_msg = op_asprintf("the Pod %s is already being replaced", instance);
+			r = -EBUSY;
+			goto out;
+		}
+		if (r < 0) {
+			r = op_err_set(err, r, "%s", e.msg);
+			goto out;
+		}
+		r = 0;
+		*ret_msg = op_asprintf("restart of replica %s requested by %s: its Pod is "
+				       "recreated on its volume",
+				       instance, who);
+		live_event(c, w.obj, "RestartRequested", *ret_msg);
+		enqueue(c, ns, cluster);
+		goto out;
+	}
+	const char *to = switchover_method ? rc_switchover_pick(w.v, w.n, cur) : NULL;
+	if (to) {
+		r = rc_switchover_check(w.v, w.n, cur, tp, to, ret_msg);
+		if (r == 0)
+			r = write_target(c, &w, ns, cluster, to, ret_msg, err);
+		if (r < 0)
+			goto out;
+		*ret_msg = op_asprintf("restart of the primary %s requested by %s: switchover to "
+				       "%s (primaryUpdateMethod switchover), then it restarts as a "
+				       "replica",
+				       instance, who, to);
+	} else {
+		r = patch_annotations(c, &w, ns, cluster, ret_msg, err, RC_ANN_INPLACE_RESTART,
+				      instance, RC_ANN_INPLACE_RESTART_UID, kube_obj_uid(pod),
+				      (const char *)NULL);
+		if (r < 0)
+			goto out;
+		*ret_msg = op_asprintf("restart of the primary %s requested by %s: in place "
+				       "(primaryUpdateMethod restart)",
+				       instance, who);
+	}
+	live_event(c, w.obj, "RestartRequested", *ret_msg);
+	enqueue(c, ns, cluster);
+out:
+	view_done(&w);
 	return r;
 }

@@ -1,7 +1,9 @@
-/* reconciler/live.h - read access to the reconciler's caches and instance
- * client for the aggregated live API (apiserver/). Nothing here writes to
- * the API server; every function is thread-safe (informer read locks, the
- * controller mutex for the operator client certificate).
+/* reconciler/live.h - the reconciler's side of the aggregated live API
+ * (apiserver/): read access to its caches and instance client, and the
+ * actions (switchover, restart), whose writes belong to the reconciler.
+ * Every function is thread-safe (informer read locks, the controller mutex
+ * for the operator client certificate) and may run on any replica: writes
+ * carry preconditions, the leader's reconcile carries them out.
  */
 #ifndef PGOP_RECONCILER_LIVE_H
 #define PGOP_RECONCILER_LIVE_H
@@ -27,5 +29,33 @@ json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *c
  * (-ENOENT: Cluster or CA Secret not cached). */
 int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
 		  struct rc_instance *v, size_t n, long timeout_ms, struct op_err *err);
+
+/* POST clusters/NAME/switchover: makes target (NULL or "" = the most
+ * advanced healthy streaming replica, rc_switchover_pick) the primary.
+ * Reads the cached Cluster and its instance Pods, fetches their /pg/status
+ * now (the controller's per-instance timeout), validates with rc_switchover_check, then writes
+ * status.targetPrimary (+ targetPrimaryTimestamp) with a merge patch on the
+ * status subresource carrying metadata.resourceVersion, records Event
+ * SwitchoverRequested naming user, and enqueues the Cluster. Returns 0 with
+ * *ret_msg (owned) saying what was accepted; otherwise -errno with *ret_msg
+ * (owned) saying why: -ENOENT unknown Cluster, -EBUSY a switchover or
+ * failover in progress, -EINVAL a target that cannot be promoted (named),
+ * -ESTALE the Cluster changed meanwhile (409), others: err. */
+int rc_live_switchover(struct rc_controller *c, const char *ns, const char *cluster,
+		       const char *target, const char *user, char **ret_msg, struct op_err *err);
+
+/* POST clusters/NAME/restart. instance NULL or "": rolling restart - the
+ * Cluster annotation kubectl.kubernetes.io/restartedAt is set to now (RFC
+ * 3339, like kubectl cnpg restart) and the reconcile restarts every instance
+ * (rollout.h). One instance: a replica's Pod is deleted (it comes back on its
+ * volume); the primary goes by primaryUpdateMethod: switchover -> like
+ * rc_live_switchover to the most advanced streaming replica, restart (the
+ * default, or no replica to switch to) -> in place (the pgop.io/inPlaceRestart
+ * annotations; the reconcile deletes the Pod). Event RestartRequested names
+ * user; the Cluster is enqueued. Returns and *ret_msg as rc_live_switchover
+ * (-EINVAL: unknown instance; -EBUSY: a switchover/failover or an in-place
+ * restart in progress). */
+int rc_live_restart(struct rc_controller *c, const char *ns, const char *cluster,
+		    const char *instance, const char *user, char **ret_msg, struct op_err *err);
 
 #endif

@@ -29,6 +29,14 @@
 #define RC_LABEL_RELOAD "cnpg.io/reload"
 #define RC_ANN_NODE_SERIAL "cnpg.io/nodeSerial"
 #define RC_ANN_PVC_STATUS "cnpg.io/pvcStatus" /* "ready" once the bootstrap Job completed */
+/* Rolling restart (kubectl cnpg restart): the Cluster's value, copied to
+ * each instance Pod when it is built; a Pod with another value is outdated. */
+#define RC_ANN_RESTARTED_AT "kubectl.kubernetes.io/restartedAt"
+/* On the Cluster: the primary Pod named here is being restarted in place
+ * (contract with the instance manager: on SIGTERM it does not hand over,
+ * it just restarts); the UID is the Pod to delete (pgop's own bookkeeping). */
+#define RC_ANN_INPLACE_RESTART "pgop.io/inPlaceRestart"
+#define RC_ANN_INPLACE_RESTART_UID "pgop.io/inPlaceRestartPodUID"
 
 #define RC_ROLE_PRIMARY "primary"
 #define RC_ROLE_REPLICA "replica"
@@ -61,7 +69,8 @@ json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
 int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
 		 struct op_err *err);
 
-/* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*). */
+/* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
+ * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */
 int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
 		 const char *role, json_object **ret, struct op_err *err);
 

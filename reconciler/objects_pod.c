@@ -300,6 +300,9 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
 	jsets(labels, "app.kubernetes.io/component", "database");
 	jsets(labels, "app.kubernetes.io/managed-by", "pgop");
+	const char *restarted = api_kvs_get(&c->metadata.annotations, RC_ANN_RESTARTED_AT);
+	if (restarted)
+		jsets(jchild(m, "annotations"), RC_ANN_RESTARTED_AT, restarted);
 	jset(o, "metadata", m);
 	jset(o, "spec", pod_spec(c, s, serial, NULL));
 	*ret = o;

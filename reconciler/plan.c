@@ -2,8 +2,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include "api/names.h"
+#include "kube/kube.h"
+#include "reconciler/objects.h"
 #include "reconciler/plan.h"
 #include "support/alloc.h"
+#include "support/json.h"
 
 static const char *const scale_names[] = {
 	[RC_SCALE_NONE] = "none",
@@ -100,5 +104,52 @@ int rc_switchover_check(const struct rc_instance *v, size_t n, const char *curre
 				       current_primary);
 		return -EBUSY;
 	}
+	return 0;
+}
+
+const char *rc_switchover_pick(const struct rc_instance *v, size_t n, const char *current_primary)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct rc_instance *x = &v[i];
+		if (!str_eq(x->name, current_primary) && x->pod_ready && !x->pod_terminating &&
+		    x->has_status && !x->is_primary && x->wal_receiver_active)
+			return x->name;
+	}
+	return NULL;
+}
+
+static const char *label(json_object *obj, const char *key)
+{
+	json_object *l = op_json_at(obj, "metadata.labels"), *v = NULL;
+	if (!l || !json_object_object_get_ex(l, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool ready_condition(json_object *pod)
+{
+	json_object *conds = op_json_at(pod, "status.conditions");
+	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds);
+	     i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		if (str_eq(op_json_str_at(c, "type"), "Ready"))
+			return str_eq(op_json_str_at(c, "status"), "True");
+	}
+	return false;
+}
+
+int rc_instance_from_pod(const char *cluster, json_object *pod, struct rc_instance *ret)
+{
+	int64_t serial;
+	if (!str_eq(label(pod, RC_LABEL_POD_ROLE), "instance") ||
+	    api_pod_serial(cluster, kube_obj_name(pod), &serial, NULL) < 0)
+		return -EINVAL;
+	ret->name = op_strdup(kube_obj_name(pod));
+	ret->serial = serial;
+	const char *ip = op_json_str_at(pod, "status.podIP");
+	ret->ip = ip && *ip ? op_strdup(ip) : NULL;
+	ret->pod_ready = ready_condition(pod);
+	ret->pod_terminating = op_json_at(pod, "metadata.deletionTimestamp") != NULL;
 	return 0;
 }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 #include "reconciler/status.h"
 
 enum rc_scale_action {
@@ -35,5 +37,18 @@ enum rc_scale_action rc_scale_decide(const struct rc_instance *v, size_t n, int6
  * in every case but success. */
 int rc_switchover_check(const struct rc_instance *v, size_t n, const char *current_primary,
 			const char *target_primary, const char *target, char **ret_msg);
+
+/* The healthy streaming replica to switch over to (kubectl cnpg promote
+ * without a target, primaryUpdateMethod switchover): the most advanced Ready,
+ * non-terminating replica that answers /pg/status and streams (v sorted with
+ * rc_instances_sort: the first such one). Borrowed name from v, or NULL. */
+const char *rc_switchover_pick(const struct rc_instance *v, size_t n,
+			       const char *current_primary);
+
+/* Fills the Pod part of *ret (name, ip, serial, pod_ready, pod_terminating)
+ * from an instance Pod (borrowed) of Cluster `cluster`. -EINVAL (ret
+ * untouched) when pod is not an instance Pod of it (label
+ * cnpg.io/podRole=instance, name <cluster>-<serial>). */
+int rc_instance_from_pod(const char *cluster, json_object *pod, struct rc_instance *ret);
 
 #endif

@@ -12,6 +12,7 @@
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
 #include "reconciler/plan.h"
+#include "reconciler/rollout.h"
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
@@ -219,20 +220,10 @@ static void inventory_load(struct rc_run *r, struct inventory *inv)
 	inv->jobs = rc_cache_owned(r->ctl, RC_INF_JOBS, r->ns, r->name);
 	size_t np = json_object_array_length(inv->pods);
 	inv->v = op_calloc(np ? np : 1, sizeof(*inv->v));
-	for (size_t i = 0; i < np; i++) {
-		json_object *p = json_object_array_get_idx(inv->pods, i);
-		int64_t serial;
-		if (!str_eq(label(p, RC_LABEL_POD_ROLE), "instance") ||
-		    api_pod_serial(r->name, kube_obj_name(p), &serial, NULL) < 0)
-			continue;
-		struct rc_instance *in = &inv->v[inv->n++];
-		in->name = op_strdup(kube_obj_name(p));
-		in->serial = serial;
-		const char *ip = op_json_str_at(p, "status.podIP");
-		in->ip = ip && *ip ? op_strdup(ip) : NULL;
-		in->pod_ready = condition_true(p, "Ready");
-		in->pod_terminating = terminating(p);
-	}
+	for (size_t i = 0; i < np; i++)
+		if (rc_instance_from_pod(r->name, json_object_array_get_idx(inv->pods, i),
+					 &inv->v[inv->n]) == 0)
+			inv->n++;
 	if (inv->n && r->ca.cert_pem) {
 		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms };
 		struct op_err e = OP_ERR_INIT;
@@ -539,7 +530,7 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 			rc_status_add_reported(w, inv->v[i].name, inv->v[i].is_primary,
 					       inv->v[i].timeline_id, inv->v[i].ip);
 	/* PendingRestart: instances (serial order) whose /pg/status says a changed
-	 * parameter waits for a restart. Nothing is restarted (users.md). */
+	 * parameter waits for a restart (the rolling restart, rollout.c, does it). */
 	w->pending_known = false;
 	while (w->n_pending_restart)
 		free(w->pending_restart[--w->n_pending_restart]);
@@ -708,7 +699,9 @@ static void pending_restart_event(struct rc_run *r, const struct status_base *b)
 			old = op_json_str_at(c, "message");
 	}
 	if (!str_eq(old, msg))
-		rc_event(r, "Warning", "PendingRestart", "%s (not restarted automatically)", msg);
+		rc_event(r, "Warning", "PendingRestart", "%s: rolling restart once the cluster is "
+			 "healthy (replicas first, then the primary by primaryUpdateStrategy/Method)",
+			 msg);
 }
 
 static int reconcile_valid(struct rc_run *r, struct status_base *b)
@@ -724,7 +717,8 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		return 0;
 	struct inventory inv = { 0 };
 	inventory_load(r, &inv);
-	ret = handle_failover(r, &inv);
+	/* a primary restarting in place on purpose is not failing (rollout.h) */
+	ret = rc_rollout_holds(r, inv.v, inv.n, inv.pods) ? 0 : handle_failover(r, &inv);
 	if (ret == 0) {
 		const char *primary = r->want.current_primary;
 		for (size_t i = 0; i < inv.n && ret >= 0 && primary && *primary; i++)
@@ -734,6 +728,8 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	}
 	if (ret == 0)
 		ret = reconcile_instances(r, &inv, b);
+	if (ret == 0)
+		ret = rc_rollout_step(r, inv.v, inv.n, inv.pods);
 	fill_instances_status(r, &inv);
 	pending_restart_event(r, b);
 	if (ret == 0) {

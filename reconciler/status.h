@@ -25,6 +25,8 @@
 #define RC_PHASE_STATUS_ERROR "Instance Status Extraction Error: HTTP communication issue"
 #define RC_PHASE_INVALID "Invalid cluster definition"
 #define RC_PHASE_SCALING_DOWN "Scaling down"
+#define RC_PHASE_UPGRADING "Upgrading cluster"           /* a rolling restart step */
+#define RC_PHASE_WAITING_USER "Waiting for user action" /* supervised primary update */
 /* An instance or bootstrap Job pod cannot start its image (e.g. the node has
  * no PostgreSQL of the image's major); phaseReason carries the kubelet's
  * message. */

@@ -194,11 +194,14 @@ static void format_peer(struct MHD_Connection *conn, char *out, size_t outlen)
 	snprintf(out, outlen, v6 ? "[%s]:%u" : "%s:%u", ip, port);
 }
 
-/* Content-Type is application/json, optionally with parameters. */
+/* Content-Type is application/json, optionally with parameters, or absent
+ * (read as JSON: `kubectl create --raw -f` sends none). */
 static bool is_json_content_type(const char *ct)
 {
 	static const char want[] = "application/json";
-	if (!ct || strncasecmp(ct, want, sizeof(want) - 1) != 0)
+	if (!ct)
+		return true;
+	if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
 		return false;
 	char next = ct[sizeof(want) - 1];
 	return next == '\0' || next == ';' || next == ' ' || next == '\t';

@@ -7,7 +7,8 @@
  * Request handling, in order: unknown path -> 404; known path, other method ->
  * 405 with Allow; POST whose Content-Length is over the cap -> 413 before the
  * body is read (and 413 when a streamed body passes the cap); POST whose
- * Content-Type is not application/json -> 415; then the handler. A handler
+ * Content-Type is present and not application/json -> 415 (none = JSON); then
+ * the handler. A handler
  * returning -EINVAL (or -EBADMSG) becomes 400 with its op_err message, any other
  * failure 500.
  *

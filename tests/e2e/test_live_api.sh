@@ -13,6 +13,14 @@
 #  - straight to pgop's port: no client certificate -> 401 Unauthorized; the front-proxy
 #    certificate as an unprivileged user -> 403 from pgop's own SubjectAccessReview; as
 #    system:masters -> 200, and a Table when asked for one;
+#  - switchover through kubectl create --raw …/switchover -f body.json: a bad target, a wrong
+#    type, an unknown Cluster and the view role are refused and nothing changes; a real one
+#    is accepted (202), a second one meanwhile gets 409, currentPrimary and the -rw endpoint
+#    follow, kubectl get clusters.live -w shows the new primary, timeline 2; {} switches
+#    back to the most advanced streaming replica;
+#  - restart: {"instance": replica} recreates that Pod; {} (rolling) recreates every
+#    instance Pod, the replica before the primary, the primary in place (no failover),
+#    each Pod carries the Cluster's restartedAt, data intact, Events for each step;
 #  - kubectl get clusters / clusters.postgresql still mean the CRD.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -81,6 +89,7 @@ e2e_assert_contains "$(kubectl explain instances.status --api-version=$G/v1 2>&1
 
 # ---- live values once the Cluster is healthy -------------------------------------
 healthy() { [ "$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.readyInstances}')" = 2 ]; }
+healthy_phase() { [ "$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.phase}')" = "Cluster in healthy state" ]; }
 e2e_wait_for healthy 300 2 || e2e_fail "Cluster not healthy: $(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.phase}')"
 primary=$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.currentPrimary}')
 row() { kubectl get clusters.live -A --no-headers | awk -v c=$C '$2 == c'; }
@@ -120,6 +129,99 @@ kubectl -n "$ns" create rolebinding viewer --clusterrole=view --serviceaccount="
 e2e_assert_fails_with "Forbidden" kubectl --as="system:serviceaccount:$ns:nobody" -n "$ns" get clusters.live
 e2e_wait_for "kubectl --as=system:serviceaccount:$ns:viewer -n $ns get clusters.live $C >/dev/null 2>&1" 30 1 ||
 	e2e_fail "view role cannot get clusters.live"
+
+# ---- actions: switchover -----------------------------------------------------------
+sw=/apis/$G/v1/namespaces/$ns/clusters/$C/switchover
+replica=$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.instanceNames}' | tr -d '[]"' |
+	tr ',' '\n' | grep -vx "$primary" | head -1)
+[ -n "$replica" ] || e2e_fail "no replica name"
+status_pair() { kubectl -n "$ns" get cluster $C -o jsonpath='{.status.currentPrimary} {.status.targetPrimary}'; }
+echo '{"target":"'$C'-9"}' >"$tmp/bad.json"
+e2e_assert_fails_with "$C-9 is not an instance of this cluster" kubectl create --raw "$sw" -f "$tmp/bad.json"
+echo '{"target":"'$primary'"}' >"$tmp/self.json"
+e2e_assert_fails_with "is already the primary" kubectl create --raw "$sw" -f "$tmp/self.json"
+echo '{"target":7}' >"$tmp/type.json"
+e2e_assert_fails_with "expected string" kubectl create --raw "$sw" -f "$tmp/type.json"
+echo '{"target":"'$replica'"}' >"$tmp/sw.json"
+e2e_assert_fails_with "NotFound" kubectl create --raw "/apis/$G/v1/namespaces/$ns/clusters/nope/switchover" -f "$tmp/sw.json"
+e2e_assert_fails_with "Forbidden" kubectl --as="system:serviceaccount:$ns:viewer" create --raw "$sw" -f "$tmp/sw.json"
+e2e_assert_eq "$primary $primary" "$(status_pair)" "refused switchovers changed nothing"
+timeout 90 kubectl -n "$ns" get clusters.live -w --output-watch-events >"$tmp/watch-sw.out" 2>&1 &
+wpid=$!
+sleep 2
+out=$(kubectl create --raw "$sw" -f "$tmp/sw.json")
+e2e_log "switchover: $out"
+e2e_assert_contains "$out" '"status":"Success"' "switchover accepted"
+e2e_assert_contains "$out" "switchover from $primary to $replica" "accepted message"
+# while it runs, another request is refused (409: in progress, or the Cluster changed)
+e2e_assert_fails_with "Conflict" kubectl create --raw "$sw" -f "$tmp/sw.json"
+e2e_wait_for '[ "$(status_pair)" = "$replica $replica" ]' 90 1 || e2e_fail "switchover did not finish: $(status_pair)"
+rw() { kubectl -n "$ns" get endpoints $C-rw -o jsonpath='{.subsets[*].addresses[*].targetRef.name}'; }
+e2e_wait_for '[ "$(rw)" = "$replica" ]' 60 1 || e2e_fail "-rw does not follow the new primary: $(rw)"
+e2e_wait_for '[ "$(row | awk "{print \$3, \$4}")" = "$replica 2/2" ]' 120 1 || e2e_fail "clusters.live after switchover: $(row)"
+e2e_wait_for "grep -Eq 'MODIFIED +$C +$replica ' '$tmp/watch-sw.out'" 30 1 ||
+	e2e_fail "kubectl get clusters.live -w did not show the new primary: $(tr '\n' '|' <"$tmp/watch-sw.out")"
+kill $wpid 2>/dev/null || true
+wait $wpid 2>/dev/null || true
+e2e_assert_eq 2 "$(kubectl -n "$ns" get pglive $C -o jsonpath='{.status.timeline}')" "timeline after the switchover"
+e2e_assert_contains "$(kubectl -n "$ns" get events --field-selector reason=SwitchoverRequested -o jsonpath='{.items[*].message}')" \
+	"requested by" "Event SwitchoverRequested names the user"
+# {} picks the most advanced healthy streaming replica: the old primary, once it streams again
+streaming() { kubectl -n "$ns" get instances.live $primary -o jsonpath='{.status.role}' 2>/dev/null; }
+e2e_wait_for 'healthy_phase && [ "$(streaming)" != "" ] && [ "$(streaming)" != primary ] && [ "$(streaming)" != unreachable ] && [ "$(streaming)" != "standby (not streaming)" ] && [ "$(streaming)" != cloning ]' 120 1 ||
+	e2e_fail "old primary not streaming: $(streaming)"
+echo '{}' >"$tmp/any.json"
+out=$(kubectl create --raw "$sw" -f "$tmp/any.json")
+e2e_assert_contains "$out" "switchover from $replica to $primary" "{} picks the streaming replica"
+e2e_wait_for '[ "$(status_pair)" = "$primary $primary" ]' 90 1 || e2e_fail "second switchover did not finish: $(status_pair)"
+e2e_wait_for healthy_phase 120 1 || e2e_fail "not healthy after the switchovers"
+
+# ---- actions: restart ---------------------------------------------------------------
+AGENT=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
+sql() { "$AGENT" --state-dir "$PGOP_E2E_STATE/agent" exec "$ns/$1" -c postgres -- \
+	psql -h /controller/run -U postgres -d postgres -Atc "$2"; }
+rs=/apis/$G/v1/namespaces/$ns/clusters/$C/restart
+uid() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null; }
+created() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.metadata.creationTimestamp}' 2>/dev/null; }
+sql "$primary" "CREATE TABLE restart_check(x int); INSERT INTO restart_check VALUES (42)" >/dev/null ||
+	e2e_fail "cannot write on $primary"
+echo '{"instance":"'$C'-9"}' >"$tmp/r-bad.json"
+e2e_assert_fails_with "$C-9 is not an instance of this cluster" kubectl create --raw "$rs" -f "$tmp/r-bad.json"
+e2e_assert_fails_with "Forbidden" kubectl --as="system:serviceaccount:$ns:viewer" create --raw "$rs" -f "$tmp/any.json"
+# one replica: its Pod is recreated on its volume
+u=$(uid "$replica")
+echo '{"instance":"'$replica'"}' >"$tmp/r-one.json"
+out=$(kubectl create --raw "$rs" -f "$tmp/r-one.json")
+e2e_assert_contains "$out" "restart of replica $replica requested by" "one-instance restart accepted"
+e2e_wait_for '[ -n "$(uid $replica)" ] && [ "$(uid $replica)" != "$u" ]' 60 1 || e2e_fail "$replica not recreated"
+e2e_wait_for healthy_phase 120 1 || e2e_fail "not healthy after restarting $replica"
+# rolling restart: every instance Pod recreated, replicas before the primary, in place
+up=$(uid "$primary")
+ur=$(uid "$replica")
+out=$(kubectl create --raw "$rs" -f "$tmp/any.json")
+e2e_log "restart: $out"
+e2e_assert_contains "$out" "rolling restart of $C requested by" "rolling restart accepted"
+at=$(kubectl -n "$ns" get cluster $C -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/restartedAt}')
+[ -n "$at" ] || e2e_fail "no restartedAt annotation on the Cluster"
+new_pods() { [ -n "$(uid $primary)" ] && [ "$(uid $primary)" != "$up" ] && [ -n "$(uid $replica)" ] && [ "$(uid $replica)" != "$ur" ]; }
+e2e_wait_for new_pods 180 1 || e2e_fail "not every Pod was recreated: $(kubectl -n "$ns" get pods -o wide)"
+e2e_wait_for healthy_phase 180 1 || e2e_fail "not healthy after the rolling restart: $(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.phase}')"
+cr=$(created "$replica") cp=$(created "$primary")
+e2e_log "rolling restart: $replica recreated at $cr, $primary at $cp"
+[[ ! $cp < $cr ]] || e2e_fail "the primary ($cp) was restarted before the replica ($cr)"
+e2e_assert_eq "$primary $primary" "$(status_pair)" "the primary restarted in place (no failover; pgop.io/inPlaceRestart contract)"
+for p in "$primary" "$replica"; do
+	e2e_assert_eq "$at" "$(kubectl -n "$ns" get pod "$p" -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/restartedAt}')" \
+		"$p carries the Cluster's restartedAt"
+done
+e2e_wait_for '[ -z "$(kubectl -n "$ns" get cluster $C -o jsonpath="{.metadata.annotations.pgop\.io/inPlaceRestart}")" ]' 30 1 ||
+	e2e_fail "pgop.io/inPlaceRestart not removed"
+e2e_assert_eq 42 "$(sql "$primary" "SELECT x FROM restart_check")" "data intact after the rolling restart"
+e2e_wait_for '[ "$(sql "$replica" "SELECT x FROM restart_check" 2>/dev/null)" = 42 ]' 60 1 || e2e_fail "replica lacks the data"
+ev=$(kubectl -n "$ns" get events -o jsonpath='{range .items[*]}{.reason} {end}')
+e2e_assert_contains "$ev" "RestartRequested" "Event RestartRequested"
+e2e_assert_contains "$ev" "RestartingInstance" "Event RestartingInstance"
+e2e_assert_contains "$ev" "RestartingPrimary" "Event RestartingPrimary"
 
 # ---- straight to pgop: front-proxy authentication and pgop's own SAR --------------
 ip=$(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[0].status.podIP}')

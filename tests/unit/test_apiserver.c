@@ -88,7 +88,86 @@ static const struct {
 	{ "GET", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters/pg", true, 0,
 	  AS_T_RESOURCE, "clusters", "ns1", "pg", "", "get" },
 	{ "POST", "/apis", false, -EOPNOTSUPP, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
+	/* actions: create on the subresource, nothing else */
+	{ "POST", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters/pg/switchover", false,
+	  0, AS_T_RESOURCE, "clusters", "ns1", "pg", "switchover", "create" },
+	{ "POST", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters/pg/restart", false, 0,
+	  AS_T_RESOURCE, "clusters", "ns1", "pg", "restart", "create" },
+	{ "GET", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/clusters/pg/switchover", false,
+	  -EOPNOTSUPP, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
+	{ "POST", "/apis/live.postgresql.cnpg.io/v1/namespaces/ns1/instances/pg-1/restart", false,
+	  -ENOENT, AS_T_APIS, NULL, NULL, NULL, NULL, NULL },
 };
+
+/* ------------------------------------------------------------ actions */
+
+static void test_action_parse(void **state)
+{
+	static const struct {
+		const char *sub, *body;
+		int ret;
+		enum as_action_kind kind;
+		const char *instance, *msg_has;
+	} rows[] = {
+		{ "switchover", "{\"target\":\"pg-2\"}", 0, AS_ACTION_SWITCHOVER, "pg-2", NULL },
+		{ "switchover", "{}", 0, AS_ACTION_SWITCHOVER, "", NULL },
+		{ "switchover", "", 0, AS_ACTION_SWITCHOVER, "", NULL },
+		{ "switchover", " \n", 0, AS_ACTION_SWITCHOVER, "", NULL },
+		{ "switchover", "{\"target\":null}", 0, AS_ACTION_SWITCHOVER, "", NULL },
+		{ "switchover", "{\"target\":\"\"}", 0, AS_ACTION_SWITCHOVER, "", NULL },
+		{ "restart", "{}", 0, AS_ACTION_RESTART, "", NULL },
+		{ "restart", "{\"instance\":\"pg-3\"}", 0, AS_ACTION_RESTART, "pg-3", NULL },
+		{ "switchover", "{\"target\":2}", -EINVAL, 0, NULL, "expected string, got integer" },
+		{ "switchover", "{\"instance\":\"pg-2\"}", -EINVAL, 0, NULL, "unknown field \"instance\"" },
+		{ "restart", "{\"target\":\"pg-2\"}", -EINVAL, 0, NULL, "unknown field \"target\"" },
+		{ "switchover", "{\"target\":\"pg-2\",\"force\":true}", -EINVAL, 0, NULL, "force" },
+		{ "switchover", "{\"target\":\"PG_2\"}", -EINVAL, 0, NULL, "not a valid instance name" },
+		{ "switchover", "{\"target\":", -EINVAL, 0, NULL, "not JSON" },
+		{ "switchover", "[\"pg-2\"]", -EINVAL, 0, NULL, "must be a JSON object" },
+		{ "switchover", "\"pg-2\"", -EINVAL, 0, NULL, "must be a JSON object" },
+		{ "switchover", "{\"target\":{\"a\":{\"b\":{\"c\":{}}}}}", -EINVAL, 0, NULL, NULL },
+		{ "status", "{}", -ENOENT, 0, NULL, "not an action" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		struct as_action a = { .kind = 99, .instance = "untouched" };
+		struct op_err err = OP_ERR_INIT;
+		int r = as_action_parse(rows[i].sub, rows[i].body, strlen(rows[i].body), &a, &err);
+		if (r != rows[i].ret)
+			fail_msg("%s %s: got %d (%s), want %d", rows[i].sub, rows[i].body, r, err.msg,
+				 rows[i].ret);
+		if (r == 0) {
+			assert_int_equal(a.kind, rows[i].kind);
+			assert_string_equal(a.instance, rows[i].instance);
+		} else {
+			assert_string_equal(a.instance, "untouched");
+			if (rows[i].msg_has && !strstr(err.msg, rows[i].msg_has))
+				fail_msg("%s: \"%s\" lacks \"%s\"", rows[i].body, err.msg,
+					 rows[i].msg_has);
+		}
+	}
+	/* the size cap: 4 KiB of whitespace is fine, one byte more is 413 */
+	char *big = op_malloc(AS_ACTION_BODY_MAX + 2);
+	memset(big, ' ', AS_ACTION_BODY_MAX + 1);
+	big[0] = '{';
+	big[AS_ACTION_BODY_MAX - 1] = '}';
+	big[AS_ACTION_BODY_MAX + 1] = '\0';
+	struct as_action a;
+	assert_int_equal(as_action_parse("switchover", big, AS_ACTION_BODY_MAX, &a, NULL), 0);
+	assert_int_equal(as_action_parse("switchover", big, AS_ACTION_BODY_MAX + 1, &a, NULL),
+			 -EMSGSIZE);
+	free(big);
+	/* what an accepted action answers */
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(as_status_accepted(&b, "switchover from pg-1 to pg-2", "pg"), 0);
+	json_object *o = json_tokener_parse(op_buf_str(&b));
+	assert_string_equal(op_json_str_at(o, "kind"), "Status");
+	assert_string_equal(op_json_str_at(o, "status"), "Success");
+	assert_int_equal(json_object_get_int(op_json_at(o, "code")), 202);
+	assert_string_equal(op_json_str_at(o, "details.name"), "pg");
+	assert_string_equal(op_json_str_at(o, "message"), "switchover from pg-1 to pg-2");
+	json_object_put(o);
+	op_buf_done(&b);
+}
 
 static void test_paths(void **state)
 {
@@ -623,7 +702,8 @@ static void test_snaps_single_flight(void **state)
 {
 	struct fake f = { .sleep_ms = 150 };
 	pthread_mutex_init(&f.mu, NULL);
-	struct as_source src = { fake_clusters, fake_pods, fake_fetch, NULL, NULL, &f };
+	struct as_source src = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
+				 .ud = &f };
 	struct as_snaps *s = as_snaps_new(&src, 1000, 2000);
 	pthread_t t[6];
 	struct getter g[6];
@@ -664,7 +744,8 @@ static void test_snaps_deadline(void **state)
 	 * within timeout + margin, with the instances marked not reachable */
 	struct fake f = { .sleep_ms = 100000 };
 	pthread_mutex_init(&f.mu, NULL);
-	struct as_source src = { fake_clusters, fake_pods, fake_fetch, NULL, NULL, &f };
+	struct as_source src = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
+				 .ud = &f };
 	struct as_snaps *s = as_snaps_new(&src, 1000, 300);
 	json_object *cl = fake_clusters(NULL, NULL);
 	struct as_views v[1];
@@ -684,6 +765,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_action_parse),
 		cmocka_unit_test(test_fieldsel),
 		cmocka_unit_test(test_authn_config),
 		cmocka_unit_test(test_authn_headers),

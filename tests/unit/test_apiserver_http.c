@@ -91,6 +91,30 @@ static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_i
 	return (int)n;
 }
 
+/* The last action the fake reconciler was asked for. */
+static struct {
+	int calls;
+	char ns[64], name[64], instance[256], user[64];
+	enum as_action_kind kind;
+	int answer; /* what it returns */
+} act;
+
+static int fake_act(void *ud, const char *ns, const char *name, const struct as_action *a,
+		    const char *user, char **ret_msg, struct op_err *err)
+{
+	pthread_mutex_lock(&mu);
+	act.calls++;
+	snprintf(act.ns, sizeof(act.ns), "%s", ns);
+	snprintf(act.name, sizeof(act.name), "%s", name);
+	snprintf(act.instance, sizeof(act.instance), "%s", a->instance);
+	snprintf(act.user, sizeof(act.user), "%s", user);
+	act.kind = a->kind;
+	int r = act.answer;
+	pthread_mutex_unlock(&mu);
+	*ret_msg = op_asprintf("fake answer %d for %s", r, a->instance);
+	return r;
+}
+
 static int fake_authorize(void *ud, const struct as_user *u, const struct as_attrs *a,
 			  char **ret_reason, struct op_err *err)
 {
@@ -98,6 +122,9 @@ static int fake_authorize(void *ud, const struct as_user *u, const struct as_att
 	authz_calls++;
 	pthread_mutex_unlock(&mu);
 	if (strcmp(u->name, "alice") == 0)
+		return 1;
+	/* viewer: may read, not act (the chart's view vs edit roles) */
+	if (strcmp(u->name, "viewer") == 0 && strcmp(a->verb, "create") != 0)
 		return 1;
 	*ret_reason = op_strdup("no RBAC");
 	return 0;
@@ -124,7 +151,8 @@ static int setup(void **state)
 		    json_object_new_string("[\"front-proxy-client\"]"));
 	op_json_set(cm, "data", data);
 	struct as_config ac = {
-		.source = { fake_clusters, fake_pods, fake_fetch, NULL, NULL, NULL },
+		.source = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
+			    .act = fake_act },
 		.max_age_ms = 50,
 		.timeout_ms = 2000,
 		.max_inflight = 1,
@@ -361,6 +389,111 @@ static void *par_main(void *arg)
 	return NULL;
 }
 
+/* POST path with body (ctype NULL = no Content-Type header at all). */
+static json_object *post(const char *path, const char *const *hdrs, const char *ctype,
+			 const char *body, struct resp *r)
+{
+	const char *h[8];
+	size_t k = 0;
+	for (; hdrs && *hdrs && k < 5; hdrs++)
+		h[k++] = *hdrs;
+	_cleanup_free_ char *ct = ctype ? op_asprintf("Content-Type: %s", ctype) : NULL;
+	h[k++] = ct ? ct : "Content-Type:"; /* "Content-Type:" makes curl send none */
+	h[k] = NULL;
+	struct curl_slist *l = NULL;
+	CURL *c = request(path, "proxy", h, r, &l);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	CURLcode cc = curl_easy_perform(c);
+	if (cc != CURLE_OK)
+		fail_msg("%s: %s", path, curl_easy_strerror(cc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+	curl_slist_free_all(l);
+	curl_easy_cleanup(c);
+	json_object *o = json_tokener_parse(op_buf_str(&r->body));
+	op_buf_done(&r->body);
+	return o;
+}
+
+static void test_actions(void **state)
+{
+	struct resp r;
+	const char *sw = GV "/namespaces/ns1/clusters/pg/switchover";
+	/* no Content-Type (kubectl create --raw -f): read as JSON, accepted */
+	json_object *o = post(sw, alice, NULL, "{\"target\":\"pg-2\"}", &r);
+	assert_int_equal(r.code, 202);
+	assert_string_equal(op_json_str_at(o, "status"), "Success");
+	assert_string_equal(op_json_str_at(o, "message"), "fake answer 0 for pg-2");
+	json_object_put(o);
+	assert_int_equal(act.calls, 1);
+	assert_string_equal(act.ns, "ns1");
+	assert_string_equal(act.name, "pg");
+	assert_string_equal(act.instance, "pg-2");
+	assert_string_equal(act.user, "alice");
+	assert_int_equal(act.kind, AS_ACTION_SWITCHOVER);
+	o = post(GV "/namespaces/ns1/clusters/pg/restart", alice, "application/json", "{}", &r);
+	assert_int_equal(r.code, 202);
+	json_object_put(o);
+	assert_int_equal(act.kind, AS_ACTION_RESTART);
+	assert_string_equal(act.instance, "");
+	/* refusals map to codes: the reconciler's -errno */
+	static const struct {
+		int answer;
+		long code;
+		const char *reason;
+	} maps[] = {
+		{ -EBUSY, 409, "Conflict" },  { -ESTALE, 409, "Conflict" },
+		{ -EINVAL, 422, "Invalid" },  { -ENOENT, 404, "NotFound" },
+		{ -EIO, 500, "InternalError" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(maps); i++) {
+		act.answer = maps[i].answer;
+		o = post(sw, alice, "application/json", "{\"target\":\"pg-3\"}", &r);
+		expect_status(o, &r, maps[i].code, maps[i].reason);
+		assert_non_null(strstr(op_json_str_at(o, "message"), "pg-3"));
+		json_object_put(o);
+	}
+	act.answer = 0;
+	/* bad bodies never reach the reconciler */
+	int calls = act.calls;
+	o = post(sw, alice, NULL, "{\"target\":1}", &r);
+	expect_status(o, &r, 400, "BadRequest");
+	json_object_put(o);
+	o = post(sw, alice, NULL, "{\"tagret\":\"pg-2\"}", &r);
+	expect_status(o, &r, 400, "BadRequest");
+	assert_non_null(strstr(op_json_str_at(o, "message"), "tagret"));
+	json_object_put(o);
+	o = post(sw, alice, NULL, "not json", &r);
+	expect_status(o, &r, 400, "BadRequest");
+	json_object_put(o);
+	char big[AS_ACTION_BODY_MAX + 64];
+	memset(big, ' ', sizeof(big) - 1);
+	big[0] = '{';
+	big[sizeof(big) - 2] = '}';
+	big[sizeof(big) - 1] = '\0';
+	o = post(sw, alice, NULL, big, &r);
+	expect_status(o, &r, 413, "RequestEntityTooLarge");
+	json_object_put(o);
+	o = post(sw, alice, "text/plain", "{}", &r);
+	assert_int_equal(r.code, 415);
+	if (o)
+		json_object_put(o);
+	/* authorized on the subresource: the view role may get, not switch over */
+	const char *const viewer[] = { "X-Remote-User: viewer", NULL };
+	o = get(GV "/namespaces/ns1/clusters/pg", "proxy", viewer, &r);
+	assert_int_equal(r.code, 200);
+	json_object_put(o);
+	o = post(sw, viewer, NULL, "{}", &r);
+	expect_status(o, &r, 403, "Forbidden");
+	assert_non_null(strstr(op_json_str_at(o, "message"),
+			       "cannot create resource \"clusters/switchover\""));
+	json_object_put(o);
+	o = post(GV "/namespaces/ns1/clusters/pg/switchover/x", alice, NULL, "{}", &r);
+	assert_int_equal(r.code, 404);
+	json_object_put(o);
+	assert_int_equal(act.calls, calls);
+}
+
 static void test_too_many(void **state)
 {
 	pthread_mutex_lock(&mu);
@@ -483,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_authentication),
 		cmocka_unit_test(test_authorization),
 		cmocka_unit_test(test_resources),
+		cmocka_unit_test(test_actions),
 		cmocka_unit_test(test_too_many),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_watch_ends_at_stop), /* last: stops the server */

@@ -129,11 +129,63 @@ static void test_switchover_table(void **state)
 	}
 }
 
+static void test_switchover_pick(void **state)
+{
+	(void)state;
+	/* sorted like rc_instances_sort: primary first, then most advanced */
+	struct rc_instance a[] = { I("c-1", 1, 1, 1, 0, 0), I("c-3", 1, 1, 0, 0, 1),
+				   I("c-2", 1, 1, 0, 0, 1) };
+	assert_string_equal(rc_switchover_pick(a, 3, "c-1"), "c-3");
+	struct rc_instance b[] = { I("c-1", 1, 1, 1, 0, 0), I("c-3", 0, 1, 0, 0, 1),
+				   I("c-2", 1, 1, 0, 0, 1) };
+	assert_string_equal(rc_switchover_pick(b, 3, "c-1"), "c-2"); /* c-3 not Ready */
+	struct rc_instance c[] = { I("c-1", 1, 1, 1, 0, 0), I("c-3", 1, 1, 0, 1, 1),
+				   I("c-2", 1, 1, 0, 0, 0) };
+	assert_null(rc_switchover_pick(c, 3, "c-1")); /* terminating / not streaming */
+	struct rc_instance d[] = { I("c-1", 1, 1, 1, 0, 0) };
+	assert_null(rc_switchover_pick(d, 1, "c-1"));
+}
+
+static void test_instance_from_pod(void **state)
+{
+	(void)state;
+	json_object *p = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"c-2\",\"labels\":{\"cnpg.io/podRole\":\"instance\"},"
+		"\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"},\"status\":{\"podIP\":\"10.0.0.2\","
+		"\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+	struct rc_instance in = { 0 };
+	assert_int_equal(rc_instance_from_pod("c", p, &in), 0);
+	assert_string_equal(in.name, "c-2");
+	assert_int_equal(in.serial, 2);
+	assert_string_equal(in.ip, "10.0.0.2");
+	assert_true(in.pod_ready);
+	assert_true(in.pod_terminating);
+	rc_instance_done(&in);
+	assert_int_equal(rc_instance_from_pod("other", p, &in), -EINVAL); /* not its cluster */
+	json_object_put(p);
+	p = json_tokener_parse("{\"metadata\":{\"name\":\"c-1\",\"labels\":{\"cnpg.io/podRole\":"
+			       "\"job\"}},\"status\":{}}");
+	assert_int_equal(rc_instance_from_pod("c", p, &in), -EINVAL);
+	assert_null(in.name);
+	json_object_put(p);
+	p = json_tokener_parse("{\"metadata\":{\"name\":\"c-1\",\"labels\":{\"cnpg.io/podRole\":"
+			       "\"instance\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+			       "\"status\":\"False\"}]}}");
+	assert_int_equal(rc_instance_from_pod("c", p, &in), 0);
+	assert_false(in.pod_ready);
+	assert_false(in.pod_terminating);
+	assert_null(in.ip);
+	rc_instance_done(&in);
+	json_object_put(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scale_table),
 		cmocka_unit_test(test_switchover_table),
+		cmocka_unit_test(test_switchover_pick),
+		cmocka_unit_test(test_instance_from_pod),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,176 @@
+/* Unit tests: reconciler/rollout.c - the rolling restart's decision table
+ * (replicas highest serial first, only when healthy, then the primary by
+ * primaryUpdateStrategy/Method, the in-place restart's steps), the failover
+ * hold while the primary restarts in place, and what makes a Pod outdated. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#include "reconciler/rollout.h"
+#include "support/alloc.h"
+
+/* name, serial, ready, status, primary, terminating, walReceiver */
+#define I(nm, ser, rdy, st, prim, term, wr)                                                        \
+	{ .name = (char *)(nm), .serial = (ser), .pod_ready = (rdy), .has_status = (st),         \
+	  .is_primary = (prim), .pod_terminating = (term), .wal_receiver_active = (wr) }
+
+/* three healthy instances, primary c-1, in failover order (c-3 most advanced) */
+#define P1 I("c-1", 1, 1, 1, 1, 0, 0)
+#define R3 I("c-3", 3, 1, 1, 0, 0, 1)
+#define R2 I("c-2", 2, 1, 1, 0, 0, 1)
+
+struct row {
+	const char *what;
+	struct rc_instance v[3];
+	const char *uid[3];
+	bool outdated[3];
+	int64_t created[3], deleting[3];
+	const char *current, *target_primary;
+	bool supervised, switchover;
+	const char *inplace_pod, *inplace_uid;
+	enum rc_rollout_action action;
+	const char *target;
+	bool hold;
+};
+
+#define NOW 100000
+
+static const struct row rows[] = {
+	{ "nothing outdated", { P1, R3, R2 }, { 0 }, { 0, 0, 0 }, { 0 }, { 0 }, "c-1", "c-1",
+	  false, false, NULL, NULL, RC_ROLL_NONE, NULL, false },
+	{ "replicas first, highest serial first", { P1, R3, R2 }, { 0 }, { 1, 1, 1 }, { 0 },
+	  { 0 }, "c-1", "c-1", false, false, NULL, NULL, RC_ROLL_RESTART_REPLICA, "c-3", false },
+	{ "then the lower serial", { P1, R3, R2 }, { 0 }, { 1, 0, 1 }, { 0 }, { 0 }, "c-1", "c-1",
+	  false, false, NULL, NULL, RC_ROLL_RESTART_REPLICA, "c-2", false },
+	{ "a replica not streaming yet: wait",
+	  { P1, I("c-3", 3, 1, 1, 0, 0, 0), R2 }, { 0 }, { 1, 0, 1 }, { 0 }, { 0 }, "c-1", "c-1",
+	  false, false, NULL, NULL, RC_ROLL_WAIT, NULL, false },
+	{ "a replica not Ready: wait", { P1, I("c-3", 3, 0, 0, 0, 0, 0), R2 }, { 0 }, { 1, 0, 1 },
+	  { 0 }, { 0 }, "c-1", "c-1", false, false, NULL, NULL, RC_ROLL_WAIT, NULL, false },
+	{ "a Pod terminating: wait", { P1, I("c-3", 3, 1, 1, 0, 1, 1), R2 }, { 0 }, { 0, 0, 1 },
+	  { 0 }, { 0 }, "c-1", "c-1", false, false, NULL, NULL, RC_ROLL_WAIT, NULL, false },
+	{ "switchover in progress: not ours", { P1, R3, R2 }, { 0 }, { 1, 1, 1 }, { 0 }, { 0 },
+	  "c-1", "c-2", false, false, NULL, NULL, RC_ROLL_NONE, NULL, false },
+	{ "failover pending: not ours", { P1, R3, R2 }, { 0 }, { 1, 1, 1 }, { 0 }, { 0 }, "c-1",
+	  "pending", false, false, NULL, NULL, RC_ROLL_NONE, NULL, false },
+	{ "primary last, supervised: wait for the user", { P1, R3, R2 }, { 0 }, { 1, 0, 0 },
+	  { 0 }, { 0 }, "c-1", "c-1", true, false, NULL, NULL, RC_ROLL_WAIT_USER, "c-1", false },
+	{ "primary last, switchover: the most advanced replica", { P1, R3, R2 }, { 0 },
+	  { 1, 0, 0 }, { 0 }, { 0 }, "c-1", "c-1", false, true, NULL, NULL, RC_ROLL_SWITCHOVER,
+	  "c-3", false },
+	{ "primary last, restart (default): in place", { P1, R3, R2 }, { "u1" }, { 1, 0, 0 },
+	  { 0 }, { 0 }, "c-1", "c-1", false, false, NULL, NULL, RC_ROLL_INPLACE_MARK, "c-1",
+	  false },
+	{ "single instance, switchover method: in place",
+	  { P1 }, { "u1" }, { 1 }, { 0 }, { 0 }, "c-1", "c-1", false, true, NULL, NULL,
+	  RC_ROLL_INPLACE_MARK, "c-1", false },
+	{ "in place, annotation cached: delete the Pod", { P1, R3, R2 }, { "u1" }, { 1, 0, 0 },
+	  { 0 }, { 0 }, "c-1", "c-1", false, false, "c-1", "u1", RC_ROLL_INPLACE_DELETE, "c-1",
+	  true },
+	{ "in place, old Pod terminating: wait, failover held",
+	  { I("c-1", 1, 1, 0, 0, 1, 0), R3, R2 }, { "u1" }, { 1, 0, 0 }, { 0 }, { NOW - 10 },
+	  "c-1", "c-1", false, false, "c-1", "u1", RC_ROLL_INPLACE_WAIT, "c-1", true },
+	{ "in place, old Pod terminating too long: failover may act",
+	  { I("c-1", 1, 1, 0, 0, 1, 0), R3, R2 }, { "u1" }, { 1, 0, 0 }, { 0 },
+	  { NOW - RC_INPLACE_HOLD_S }, "c-1", "c-1", false, false, "c-1", "u1",
+	  RC_ROLL_INPLACE_WAIT, "c-1", false },
+	{ "in place, no Pod: wait, held", { R3, R2 }, { 0 }, { 0, 0 }, { 0 }, { 0 }, "c-1", "c-1",
+	  false, false, "c-1", "u1", RC_ROLL_INPLACE_WAIT, "c-1", true },
+	{ "in place, new Pod starting: wait, held", { I("c-1", 1, 0, 0, 0, 0, 0), R3, R2 },
+	  { "u2" }, { 0 }, { NOW - 5 }, { 0 }, "c-1", "c-1", false, false, "c-1", "u1",
+	  RC_ROLL_INPLACE_WAIT, "c-1", true },
+	{ "in place, new Pod stuck: wait, not held", { I("c-1", 1, 0, 0, 0, 0, 0), R3, R2 },
+	  { "u2" }, { 0 }, { NOW - 600 }, { 0 }, "c-1", "c-1", false, false, "c-1", "u1",
+	  RC_ROLL_INPLACE_WAIT, "c-1", false },
+	{ "in place, primary back: done", { P1, R3, R2 }, { "u2" }, { 0 }, { NOW - 5 }, { 0 },
+	  "c-1", "c-1", false, false, "c-1", "u1", RC_ROLL_INPLACE_DONE, "c-1", true },
+	{ "in place, the primary moved (failover): done, no hold", { P1, R3, R2 }, { 0 }, { 0 },
+	  { 0 }, { 0 }, "c-3", "c-3", false, false, "c-1", "u1", RC_ROLL_INPLACE_DONE, NULL,
+	  false },
+};
+
+static void test_rollout_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		const struct row *r = &rows[i];
+		size_t n = 0;
+		while (n < 3 && r->v[n].name)
+			n++;
+		struct rc_roll_member m[3];
+		for (size_t k = 0; k < n; k++)
+			m[k] = (struct rc_roll_member){ .in = &r->v[k], .uid = r->uid[k],
+							.outdated = r->outdated[k],
+							.created = r->created[k],
+							.deleting = r->deleting[k] };
+		struct rc_rollout_input in = {
+			.m = m, .n = n, .current_primary = r->current,
+			.target_primary = r->target_primary,
+			.instances = r->inplace_pod && n < 3 ? 3 : (int64_t)n,
+			.supervised = r->supervised, .switchover = r->switchover,
+			.inplace_pod = r->inplace_pod, .inplace_uid = r->inplace_uid, .now = NOW,
+		};
+		struct rc_rollout_decision d;
+		rc_rollout_decide(&in, &d);
+		if (d.action != r->action)
+			fail_msg("%s: got %s, want %s", r->what, rc_rollout_action_str(d.action),
+				 rc_rollout_action_str(r->action));
+		if (r->target) {
+			if (!d.target || strcmp(d.target, r->target) != 0)
+				fail_msg("%s: target %s, want %s", r->what, d.target ? d.target : "-",
+					 r->target);
+		} else if (d.action != RC_ROLL_INPLACE_DONE && d.target) {
+			fail_msg("%s: unexpected target %s", r->what, d.target);
+		}
+		if (rc_rollout_hold_failover(&in) != r->hold)
+			fail_msg("%s: hold %d, want %d", r->what, !r->hold, r->hold);
+	}
+	/* fewer instances than wanted is not healthy: a missing one is created first */
+	struct rc_instance v[] = { P1, R2 };
+	struct rc_roll_member m[] = { { .in = &v[0], .outdated = true }, { .in = &v[1] } };
+	struct rc_rollout_input in = { .m = m, .n = 2, .current_primary = "c-1",
+				       .target_primary = "c-1", .instances = 3, .now = NOW };
+	struct rc_rollout_decision d;
+	rc_rollout_decide(&in, &d);
+	assert_int_equal(d.action, RC_ROLL_WAIT);
+}
+
+static void test_outdated(void **state)
+{
+	(void)state;
+	json_object *plain = json_tokener_parse("{\"metadata\":{\"name\":\"c-1\"}}");
+	json_object *stamped = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"c-1\",\"annotations\":"
+		"{\"kubectl.kubernetes.io/restartedAt\":\"2026-12-03T07:00:00Z\"}}}");
+	struct rc_instance fine = { .has_status = true };
+	struct rc_instance pending = { .has_status = true, .pending_restart = true };
+	assert_false(rc_rollout_outdated(plain, NULL, &fine));
+	assert_true(rc_rollout_outdated(plain, "2026-12-03T07:00:00Z", &fine));
+	assert_false(rc_rollout_outdated(stamped, "2026-12-03T07:00:00Z", &fine));
+	assert_true(rc_rollout_outdated(stamped, "2026-12-03T08:00:00Z", &fine));
+	assert_true(rc_rollout_outdated(stamped, NULL, &fine));
+	assert_true(rc_rollout_outdated(plain, NULL, &pending));
+	struct rc_instance silent = { .pending_restart = true }; /* no status: not known */
+	assert_false(rc_rollout_outdated(plain, NULL, &silent));
+	json_object_put(plain);
+	json_object_put(stamped);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rollout_table),
+		cmocka_unit_test(test_outdated),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
