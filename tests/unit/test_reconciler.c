@@ -247,6 +247,22 @@ static void test_pod(void **state)
 	json_object_put(p);
 	assert_int_equal(rc_build_pod(c, &settings, 0, NULL, &p, &err), -EINVAL);
 	api_cluster_free(c);
+	/* the rolling restart's marker: the Pod carries the Cluster's restartedAt, or none */
+	c = decode("{\"metadata\":{\"name\":\"m\",\"namespace\":\"default\",\"uid\":\"u-1\","
+		   "\"annotations\":{\"kubectl.kubernetes.io/restartedAt\":\"2026-12-03T07:00:00Z\"}},"
+		   "\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"}}}");
+	assert_int_equal(rc_build_pod(c, &settings, 1, RC_ROLE_PRIMARY, &p, &err), 0);
+	json_object *ann = op_json_at(p, "metadata.annotations"), *v = NULL;
+	assert_true(json_object_object_get_ex(ann, RC_ANN_RESTARTED_AT, &v));
+	assert_string_equal(json_object_get_string(v), "2026-12-03T07:00:00Z");
+	json_object_put(p);
+	api_cluster_free(c);
+	c = decode(minimal_json);
+	assert_int_equal(rc_build_pod(c, &settings, 1, RC_ROLE_PRIMARY, &p, &err), 0);
+	assert_false(json_object_object_get_ex(op_json_at(p, "metadata.annotations"),
+					       RC_ANN_RESTARTED_AT, &v));
+	json_object_put(p);
+	api_cluster_free(c);
 }
 
 static void test_jobs(void **state)
