@@ -269,7 +269,7 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
 {
 	struct inst_source src = { .cluster_file = cluster_file, .ns = ns, .name = name };
 	if (!cluster_file) {
-		int r = inst_kube_open(kubeconfig, &src.kube, err);
+		int r = inst_kube_open(kubeconfig, false, &src.kube, err);
 		if (r)
 			return r;
 	}

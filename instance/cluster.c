@@ -57,11 +57,14 @@ int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
 				 patch, NULL, err);
 }
 
-int inst_kube_open(const char *kubeconfig, struct kube_client **ret, struct op_err *err)
+int inst_kube_open(const char *kubeconfig, bool fast, struct kube_client **ret,
+		   struct op_err *err)
 {
 	struct kube_config *cfg = NULL;
 	int r = kube_config_load(kubeconfig, &cfg, err);
 	if (r)
 		return r;
-	return kube_client_new(cfg, NULL, ret, err);
+	const struct kube_client_opts fast_opts = { .timeout_ms = 1500, .connect_timeout_ms = 1000,
+						    .max_retries = -1 };
+	return kube_client_new(cfg, fast ? &fast_opts : NULL, ret, err);
 }

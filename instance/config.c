@@ -68,6 +68,7 @@ static const struct {
 	{ "wal_keep_size", "512MB" },
 	{ "wal_level", "logical" },
 	{ "wal_log_hints", "on" },
+	{ "wal_receiver_status_interval", "1s" }, /* the primary's lease hears its replicas */
 	{ "wal_receiver_timeout", "5s" },
 	{ "wal_sender_timeout", "5s" },
 };

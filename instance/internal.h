@@ -37,6 +37,8 @@ int inst_read_secret(const struct inst_paths *p, const char *secret, const char 
 struct inst_source {
 	const char *cluster_file;       /* borrowed; NULL = API server */
 	struct kube_client *kube;       /* owned by the caller; NULL with cluster_file */
+	struct kube_client *fast;       /* owned by the caller, may be NULL: short timeouts,
+					 * no retries (the lease read, the SIGTERM handover) */
 	const char *ns, *name;          /* borrowed */
 };
 /* Loads the Cluster (file: JSON or YAML, one document). *ret owned. */
@@ -45,8 +47,11 @@ int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 /* Merge-patches clusters/status (file source: logged and ignored). */
 int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
 			      struct op_err *err);
-/* Opens a client from --kubeconfig/$KUBECONFIG/in-cluster. */
-int inst_kube_open(const char *kubeconfig, struct kube_client **ret, struct op_err *err);
+/* Opens a client from --kubeconfig/$KUBECONFIG/in-cluster; fast: 1.5 s per
+ * request, 1 s to connect, no retries (a partitioned primary must learn within
+ * a tick that it cannot reach the API server). */
+int inst_kube_open(const char *kubeconfig, bool fast, struct kube_client **ret,
+		   struct op_err *err);
 
 /* ---- bootstrap.c ---- */
 /* Name of the effective OS user (pg_ident "local" map). Borrowed (static). */

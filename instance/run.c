@@ -10,8 +10,14 @@
  * copies certificates (reload on change), renders the configuration (SIGHUP
  * on change), acts on the role (promote when targetPrimary is this pod,
  * shut down and exit when a primary is no longer the target, claim
- * currentPrimary when it is empty), keeps the HA slots on the primary and
- * serves the operator's requests (promote/demote/reload/restart).
+ * currentPrimary when it is empty), keeps the HA slots on the primary,
+ * renews the primary's lease and fences (stops postgres fast) when it
+ * expired (api/fence.h, instance/lease.h, docs/internals/failover.md).
+ *
+ * SIGTERM on a primary with a streaming replica is a switchover: the most
+ * advanced (synchronous first) replica is named targetPrimary, then postgres
+ * stops fast (its walsenders send the last WAL first) and the replica
+ * promotes once its WAL receiver has stopped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,10 +31,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/fence.h"
 #include "api/names.h"
 #include "instance/internal.h"
+#include "instance/lease.h"
 #include "kube/watch.h"
 #include "support/alloc.h"
+#include "support/json.h"
 #include "support/log.h"
 
 struct inst_state {
@@ -39,6 +48,7 @@ struct inst_state {
 	char session_id[40];
 	/* guarded by lock */
 	bool started, ready, rewinding, stopping;
+	bool fenced; /* postgres stopped by the lease: alive and in control (healthz 200) */
 	unsigned requests;             /* enum inst_request bits */
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
@@ -105,7 +115,7 @@ unsigned inst_state_take_requests(struct inst_state *st)
 bool inst_state_started(struct inst_state *st)
 {
 	pthread_mutex_lock(&st->lock);
-	bool v = st->started || st->rewinding;
+	bool v = st->started || st->rewinding || st->fenced;
 	pthread_mutex_unlock(&st->lock);
 	return v;
 }
@@ -264,6 +274,8 @@ struct runner {
 	time_t last_slots;
 	bool pending_restart;        /* last seen, to log the change once */
 	bool waiting_logged;         /* "waiting for the WAL receiver" logged */
+	bool api_warned;             /* "lease: cannot read the Cluster" logged */
+	struct inst_lease lease;     /* the primary's lease (api/fence.h) */
 };
 
 static bool is_standby_dir(const char *pgdata)
@@ -303,7 +315,10 @@ enum stop_mode {
 	STOP_SIGTERM, /* the Pod is being stopped: smart, fast, immediate */
 	STOP_DEMOTE,  /* no longer the target primary: fast for switchoverDelay */
 	STOP_FAST,    /* restart, error paths: fast, immediate */
+	STOP_FENCE,   /* the lease expired: fast for FENCE_FAST_S, then immediate */
 };
+
+#define FENCE_FAST_S 5 /* sessions end at once; this bounds the shutdown checkpoint */
 
 /* pg_ctl stop -m smart|fast|immediate without pg_ctl, with the timeouts of
  * inst_stop_timeouts (smartShutdownTimeout, stopDelay, switchoverDelay). */
@@ -314,6 +329,8 @@ static void stop_pg(struct runner *rn, enum stop_mode mode)
 	int status;
 	struct inst_stop_timeouts t;
 	inst_stop_timeouts(rn->cluster, mode == STOP_DEMOTE, rn->o->stop_timeout_s, &t);
+	if (mode == STOP_FENCE)
+		t = (struct inst_stop_timeouts){ .smart_s = 0, .fast_s = FENCE_FAST_S };
 	char smart_s[16], fast_s[16];
 	snprintf(smart_s, sizeof(smart_s), "%u", t.smart_s);
 	snprintf(fast_s, sizeof(fast_s), "%u", t.fast_s);
@@ -492,7 +509,217 @@ static int keep_slots(struct runner *rn, PGconn *c, struct op_err *err)
 	return r < 0 ? r : 0;
 }
 
-/* -ESHUTDOWN: this instance must stop and exit (demotion). */
+/* ---- the primary's lease (api/fence.h) ---- */
+
+/* Instances the lease counts: the larger of spec.instances and the names in
+ * the status (a majority of the larger is never smaller). */
+static unsigned cluster_size(const struct api_cluster *c)
+{
+	int64_t n = c->spec.instances;
+	if ((int64_t)c->status.instance_names.n > n)
+		n = (int64_t)c->status.instance_names.n;
+	return n < 0 ? 0 : n > 1000 ? 1000 : (unsigned)n;
+}
+
+/* Another instance the reconciler names healthy could take over: only then
+ * is there anything to fence against. */
+static bool others_can_take_over(const struct runner *rn)
+{
+	const struct api_strv *h = &rn->cluster->status.healthy;
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->items[i], rn->o->pod_name) != 0)
+			return true;
+	return false;
+}
+
+/* Replicas heard from (reply_time changed) within API_FENCE_S. A failed query
+ * observes nothing (the peers' bookkeeping stays). */
+static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now)
+{
+	const char *p[] = { rn->o->cluster_name };
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	if (inst_pg_exec(c,
+			 "SELECT application_name, reply_time::text FROM pg_stat_replication "
+			 "WHERE usename = 'streaming_replica' AND state = 'streaming' "
+			 "AND starts_with(application_name, $1 || '-')",
+			 1, p, &res, NULL))
+		return 0;
+	struct inst_lease_row rows[INST_LEASE_MAX_PEERS];
+	size_t n = 0;
+	for (int i = 0; i < PQntuples(res) && n < INST_LEASE_MAX_PEERS; i++)
+		rows[n++] = (struct inst_lease_row){
+			.app = PQgetvalue(res, i, 0),
+			.reply = PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1),
+		};
+	return inst_lease_observe(&rn->lease, rows, n, now);
+}
+
+/* A fresh (quorum) read of the Cluster with the fast client: proves the lease
+ * when it still names this pod targetPrimary; the result replaces the main
+ * thread's view. File mode has no API server: the file is the truth. */
+static void lease_api(struct runner *rn, int64_t now)
+{
+	rn->lease.api_try = now;
+	if (rn->src->cluster_file) {
+		inst_lease_prove(&rn->lease, now);
+		return;
+	}
+	struct inst_source fast = *rn->src;
+	if (rn->src->fast)
+		fast.kube = rn->src->fast;
+	struct api_cluster *c = NULL;
+	struct op_err e = OP_ERR_INIT;
+	if (inst_cluster_load(&fast, &c, &e) != 0) {
+		if (!rn->api_warned)
+			op_log_warn("lease: cannot read the Cluster", "error", e.msg);
+		rn->api_warned = true;
+		return;
+	}
+	rn->api_warned = false;
+	const char *t = c->status.target_primary;
+	if (t && strcmp(t, rn->o->pod_name) == 0)
+		inst_lease_prove(&rn->lease, now);
+	api_cluster_free(rn->cluster);
+	rn->cluster = c;
+}
+
+/* Renews the lease of a running primary; -ENOLCK when it expired and another
+ * instance could take over (the caller fences). */
+static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
+{
+	int64_t now = inst_lease_now();
+	unsigned need = api_fence_peers_needed(cluster_size(rn->cluster));
+	if (need == 0) {
+		inst_lease_prove(&rn->lease, now); /* one instance: nobody to fence against */
+		return 0;
+	}
+	unsigned heard = lease_peers(rn, c, now);
+	if (heard >= need)
+		inst_lease_prove(&rn->lease, now);
+	else if (inst_lease_want_api(&rn->lease, now))
+		lease_api(rn, now);
+	if (inst_lease_expired(&rn->lease, now) && others_can_take_over(rn)) {
+		char h[16], n[16];
+		snprintf(h, sizeof(h), "%u", heard);
+		snprintf(n, sizeof(n), "%u", need);
+		return op_err_set(err, -ENOLCK,
+				  "lease expired: %s of %s replicas heard and the Cluster not read "
+				  "for over %d s",
+				  h, n, API_FENCE_S);
+	}
+	return 0;
+}
+
+/* Fenced: postgres is down. Once a fresh read of the Cluster still names this
+ * pod the primary, start it again; when it names another, exit to come back as
+ * a replica (-ESHUTDOWN). */
+static int lease_fenced_tick(struct runner *rn, struct op_err *err)
+{
+	int64_t now = inst_lease_now();
+	if (!inst_lease_want_api(&rn->lease, now))
+		return 0;
+	int64_t before = rn->lease.proven;
+	lease_api(rn, now);
+	const char *t = rn->cluster->status.target_primary;
+	const char *cur = rn->cluster->status.current_primary;
+	if (is_other(t, rn->o->pod_name))
+		return op_err_set(err, -ESHUTDOWN, "fenced, and targetPrimary is now %s", t);
+	if (rn->lease.proven == before || (cur && *cur && strcmp(cur, rn->o->pod_name) != 0))
+		return 0;
+	op_log_info("lease renewed through the API server: starting postgres again");
+	rn->lease.fenced = false;
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->fenced = false;
+	pthread_mutex_unlock(&rn->st->lock);
+	return start_pg(rn, err);
+}
+
+static void fence(struct runner *rn, const char *why)
+{
+	op_log_error("fencing: stopping postgres fast, this primary cannot prove it is still "
+		     "the primary",
+		     "reason", why);
+	stop_pg(rn, STOP_FENCE);
+	rn->lease.fenced = true;
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->fenced = true;
+	pthread_mutex_unlock(&rn->st->lock);
+}
+
+/* ---- SIGTERM on a primary: hand over ---- */
+
+/* Names the most advanced streaming replica (synchronous ones first)
+ * targetPrimary, with the resourceVersion of a fresh read as precondition
+ * (the Cluster must still name this pod target and current primary). Returns
+ * true when handed over. */
+static bool hand_over(struct runner *rn)
+{
+	const char *me = rn->o->pod_name;
+	const char *skip = api_kvs_get(&rn->cluster->metadata.annotations, API_ANN_IN_PLACE_RESTART);
+	if (rn->pid <= 0 || rn->lease.fenced || rn->src->cluster_file ||
+	    (skip && strcmp(skip, me) == 0))
+		return false;
+	PGconn *c = NULL;
+	if (inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &c, NULL))
+		return false;
+	_cleanup_(inst_pqfinishp) PGconn *conn = c;
+	const char *p[] = { rn->o->cluster_name };
+	_cleanup_free_ char *cand = NULL;
+	struct op_err e = OP_ERR_INIT;
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	if (inst_pg_exec(conn,
+			 "SELECT application_name FROM pg_stat_replication "
+			 "WHERE NOT pg_is_in_recovery() AND usename = 'streaming_replica' "
+			 "AND state = 'streaming' AND starts_with(application_name, $1 || '-') "
+			 "ORDER BY sync_state IN ('sync', 'quorum') DESC, flush_lsn DESC NULLS LAST, "
+			 "application_name LIMIT 1",
+			 1, p, &res, &e) ||
+	    PQntuples(res) < 1) {
+		op_log_info("SIGTERM: no streaming replica to hand over to", "error", e.msg);
+		return false;
+	}
+	cand = op_strdup(PQgetvalue(res, 0, 0));
+	struct inst_source fast = *rn->src;
+	if (rn->src->fast)
+		fast.kube = rn->src->fast;
+	json_object *obj = NULL;
+	if (kube_get(fast.kube, KUBE_CLUSTERS, fast.ns, fast.name, &obj, &e) != 0) {
+		op_log_warn("SIGTERM: cannot read the Cluster, no handover", "error", e.msg);
+		return false;
+	}
+	const char *t = op_json_str_at(obj, "status.targetPrimary");
+	const char *cur = op_json_str_at(obj, "status.currentPrimary");
+	const char *rv = kube_obj_resource_version(obj);
+	bool mine = t && cur && strcmp(t, me) == 0 && strcmp(cur, me) == 0;
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = mine && rv ? 0 : -ESTALE;
+	r = r ? r : op_buf_adds(&b, "{\"metadata\":{\"resourceVersion\":");
+	r = r ? r : op_buf_add_json_str(&b, rv);
+	r = r ? r : op_buf_adds(&b, "},\"status\":{\"targetPrimary\":");
+	r = r ? r : op_buf_add_json_str(&b, cand);
+	r = r ? r : op_buf_addf(&b, ",\"targetPrimaryTimestamp\":\"%s\"}}", ts);
+	json_object_put(obj);
+	if (r == -ESTALE) {
+		op_log_info("SIGTERM: the Cluster no longer names this pod the primary, no handover");
+		return false;
+	}
+	if (r == 0)
+		r = inst_cluster_patch_status(&fast, op_buf_str(&b), &e);
+	if (r) {
+		op_log_warn("SIGTERM: handover not written", "target", cand, "error", e.msg);
+		return false;
+	}
+	op_log_info("SIGTERM: handing over to the most advanced replica", "targetPrimary", cand);
+	return true;
+}
+
+/* -ESHUTDOWN: this instance must stop and exit (demotion); -ENOLCK: the lease
+ * expired (fence). */
 static int reconcile_role(struct runner *rn, struct op_err *err)
 {
 	PGconn *c = NULL;
@@ -542,6 +769,12 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		rn->waiting_logged = false;
 		return promote(rn, conn, err);
 	}
+	if (primary && is_other(target, me))
+		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
+	if (primary && (r = lease_renew(rn, conn, err)))
+		return r;
+	target = rn->cluster->status.target_primary; /* lease_renew may have re-read it */
+	current = rn->cluster->status.current_primary;
 	if (primary && is_other(target, me))
 		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
 	bool current_me = current && strcmp(current, me) == 0;
@@ -669,7 +902,7 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	_cleanup_free_ char *key = op_asprintf("%s/certificates/server.key", o->paths.controller_dir);
 	_cleanup_free_ char *ca = op_asprintf("%s/certificates/client-ca.crt", o->paths.controller_dir);
 
-	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, &src.kube, err)))
+	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, false, &src.kube, err)))
 		goto out;
 	for (int i = 0;; i++) { /* the API server may be briefly unreachable at start */
 		struct op_err e = OP_ERR_INIT;
@@ -683,6 +916,12 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		op_log_warn("cannot load the Cluster, retrying", "error", e.msg);
 		sleep(2);
 	}
+	/* the Cluster was just read: the lease starts proven when it names us */
+	if (rn.cluster->status.target_primary &&
+	    strcmp(rn.cluster->status.target_primary, o->pod_name) == 0)
+		inst_lease_prove(&rn.lease, inst_lease_now());
+	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, true, &src.fast, err)))
+		goto out;
 	if ((r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)) ||
 	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err))) /* never reclaimed */
 		goto out;
@@ -723,7 +962,8 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		int sig = sigtimedwait(&set, &si, &to);
 		if (sig == SIGTERM || sig == SIGINT) {
 			op_log_info("signal received: shutting down", "signal", strsignal(sig));
-			stop_pg(&rn, STOP_SIGTERM);
+			take_cluster(&rn);
+			stop_pg(&rn, hand_over(&rn) ? STOP_DEMOTE : STOP_SIGTERM);
 			op_log_info("postgres stopped, exiting");
 			r = 0;
 			break;
@@ -738,7 +978,17 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 			break;
 		}
 		struct op_err e = OP_ERR_INIT;
-		r = tick(&rn, srv, &e);
+		if (rn.lease.fenced) {
+			take_cluster(&rn);
+			r = lease_fenced_tick(&rn, &e);
+		} else {
+			r = tick(&rn, srv, &e);
+		}
+		if (r == -ENOLCK) {
+			fence(&rn, e.msg);
+			r = 0;
+			continue;
+		}
 		if (r == -ESHUTDOWN) {
 			op_log_info("shutting down to come back as a replica", "reason", e.msg);
 			stop_pg(&rn, STOP_DEMOTE);
@@ -762,6 +1012,7 @@ out:
 		stop_pg(&rn, STOP_FAST);
 	api_cluster_free(rn.cluster);
 	kube_client_free(src.kube);
+	kube_client_free(src.fast);
 	inst_state_free(st);
 	return r;
 }

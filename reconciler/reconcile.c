@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/fence.h"
 #include "api/names.h"
 #include "kube/leader.h"
 #include "reconciler/ctl.h"
@@ -18,7 +19,9 @@
 #include "support/json.h"
 #include "support/log.h"
 
-#define REQUEUE_HEALTHY_MS 10000 /* poll instance status this often */
+/* poll instance status this often: with the replicas' 5 s wal_receiver_timeout
+ * it bounds how long a partitioned primary goes unnoticed */
+#define REQUEUE_HEALTHY_MS 5000
 
 void rc_requeue(struct rc_run *r, long ms)
 {
@@ -123,8 +126,9 @@ static bool str_eq(const char *a, const char *b)
 
 static void set_str(char **dst, const char *s)
 {
+	char *copy = s ? op_strdup(s) : NULL; /* s may be *dst */
 	free(*dst);
-	*dst = s ? op_strdup(s) : NULL;
+	*dst = copy;
 }
 
 static void set_phase(struct rc_run *r, const char *phase, const char *reason)
@@ -578,13 +582,18 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 				 "%s is the primary (timeline %lld)", cur,
 				 (long long)p->timeline_id);
 	}
-	int64_t since = 0;
+	int64_t since = 0, pending_since = 0;
 	if (w->failing_since)
 		(void)rc_time_parse(w->failing_since, &since);
+	if (pending && w->target_since)
+		(void)rc_time_parse(w->target_since, &pending_since);
 	struct rc_failover_input in = {
 		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
-		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since, .now = r->now,
+		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since,
+		.pending_since = pending_since, .fence_wait_s = API_FENCE_S + API_FENCE_MARGIN_S,
+		.now = r->now,
 	};
+	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
 	struct rc_failover_decision d;
 	rc_failover_decide(&in, &d);
 	switch (d.action) {
@@ -609,11 +618,18 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_requeue(r, 5000);
 		return 1;
 	}
-	case RC_FO_PRIMARY_CHECK:
-		rc_event(r, "Warning", "PrimaryStatusCheckFailed",
-			 "primary %s is Ready but its status endpoint does not answer", cur);
-		rc_requeue(r, 10000);
+	case RC_FO_PRIMARY_CHECK: {
+		static const char why[] = "the primary's status endpoint does not answer, its "
+					  "replicas still have it: no failover";
+		if (!str_eq(w->phase_reason, why))
+			rc_event(r, "Warning", "PrimaryStatusCheckFailed",
+				 "primary %s is Ready but its status endpoint does not answer; its "
+				 "replicas still stream from it, so it is not failed over",
+				 cur);
+		set_phase(r, w->phase ? w->phase : RC_PHASE_WAITING_ACTIVE, why);
+		rc_requeue(r, 1000); /* the replicas' WAL receivers time out within 5 s */
 		return 1;
+	}
 	case RC_FO_WAIT_DELAY:
 		if (d.start_failing_clock) {
 			_cleanup_free_ char *t = rc_time_rfc3339(r->now);
@@ -632,10 +648,35 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_event(r, "Warning", "FailingOver", "primary %s is not available: failing over",
 			 cur ? cur : "");
 		set_str(&w->target_primary, RC_PENDING_FAILOVER);
+		set_str(&w->target_since, now_s);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
 		rc_requeue(r, 1000);
 		return 1;
 	}
+	case RC_FO_WAIT_FENCE:
+		if (!pending_since) /* "pending" written by an older pgop: start the clock */
+			set_str(&w->target_since, now_s);
+		if (!str_eq(w->phase_reason, "waiting for the old primary's lease to expire")) {
+			rc_event(r, "Normal", "FailoverFencing",
+				 "%s may still accept writes until its lease expires (%d s): "
+				 "promoting after that",
+				 cur ? cur : "", API_FENCE_S + API_FENCE_MARGIN_S);
+			set_phase(r, RC_PHASE_FAILOVER,
+				  "waiting for the old primary's lease to expire");
+		}
+		rc_requeue(r, 1000);
+		return 1;
+	case RC_FO_CANCEL:
+		rc_event(r, "Normal", "FailoverCancelled",
+			 "%s answers as primary again before any replica was promoted: it stays "
+			 "the primary",
+			 cur ? cur : "");
+		set_str(&w->target_primary, cur);
+		set_str(&w->target_since, now_s);
+		set_str(&w->failing_since, NULL);
+		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+		rc_requeue(r, 1000);
+		return 1;
 	case RC_FO_WAIT_WAL_RECEIVERS:
 		if (!str_eq(w->phase_reason, "waiting for the WAL receivers to stop")) {
 			rc_event(r, "Normal", "FailoverWaiting",
@@ -649,6 +690,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_event(r, "Normal", "FailoverTarget", "promoting %s (most advanced replica)",
 			 d.target);
 		set_str(&w->target_primary, d.target);
+		set_str(&w->target_since, now_s);
 		set_str(&w->failing_since, NULL);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
 		rc_requeue(r, 1000);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/fence.h"
 #include "reconciler/internal.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
@@ -158,6 +159,8 @@ static const char *const fo_names[] = {
 	[RC_FO_MARK_PENDING] = "mark-pending",
 	[RC_FO_WAIT_WAL_RECEIVERS] = "wait-wal-receivers",
 	[RC_FO_PROMOTE] = "promote",
+	[RC_FO_WAIT_FENCE] = "wait-fence",
+	[RC_FO_CANCEL] = "cancel",
 };
 
 const char *rc_failover_action_str(enum rc_failover_action a)
@@ -168,6 +171,19 @@ const char *rc_failover_action_str(enum rc_failover_action a)
 static bool str_eq(const char *a, const char *b)
 {
 	return a && b && strcmp(a, b) == 0;
+}
+
+/* Replicas (not the current primary) that answer with their WAL receiver
+ * down: they have lost the primary. */
+static unsigned replicas_lost(const struct rc_failover_input *in)
+{
+	unsigned lost = 0;
+	for (size_t i = 0; i < in->n; i++) {
+		const struct rc_instance *x = &in->v[i];
+		lost += x->has_status && !x->is_primary && !x->wal_receiver_active &&
+			!str_eq(x->name, in->current_primary);
+	}
+	return lost;
 }
 
 void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret)
@@ -195,11 +211,18 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	const struct rc_instance *first = &in->v[0];
 	if (str_eq(first->name, in->target_primary) || !first->has_status)
 		return;
-	if (first->is_primary) /* reporting primary but not the target: it will demote */
-		return;
-	/* the current primary is alive as far as Kubernetes knows: a network blip
-	 * on the status port is no reason to fail over */
-	if (!pending && cur && cur->pod_ready && !cur->pod_terminating && !cur->has_status) {
+	if (first->is_primary) {
+		/* the old primary came back (a crash restart) before anyone was
+		 * promoted: it keeps the role */
+		if (pending && first == cur)
+			ret->action = RC_FO_CANCEL;
+		return; /* else: reporting primary but not the target, it will demote */
+	}
+	/* the current primary's Pod is Ready but its /pg/status does not answer:
+	 * a blip on the status port, unless its replicas lost it too (on a
+	 * partitioned node the kubelet keeps probing it happily) */
+	if (!pending && cur && cur->pod_ready && !cur->pod_terminating && !cur->has_status &&
+	    !api_fence_peers_lost((unsigned)in->n, replicas_lost(in))) {
 		ret->action = RC_FO_PRIMARY_CHECK;
 		return;
 	}
@@ -224,6 +247,12 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 			ret->action = RC_FO_WAIT_WAL_RECEIVERS;
 			return;
 		}
+	}
+	/* fencing: the old primary may still be writable until its lease ran out */
+	const bool known_down = !cur || (cur->has_status && !cur->is_primary);
+	if (!known_down && (!in->pending_since || in->now - in->pending_since < in->fence_wait_s)) {
+		ret->action = RC_FO_WAIT_FENCE;
+		return;
 	}
 	ret->action = RC_FO_PROMOTE;
 	ret->target = first->name;
@@ -288,6 +317,7 @@ void rc_status_done(struct rc_status *s)
 	strv_free(s->cert_names, s->n_certs);
 	strv_free(s->cert_expirations, s->n_certs);
 	free(s->failing_since);
+	free(s->target_since);
 	strv_free(s->pending_restart, s->n_pending_restart);
 	*s = (struct rc_status){ 0 };
 }
@@ -331,6 +361,7 @@ void rc_status_from_json(json_object *st, struct rc_status *ret)
 		strv_from(op_json_at(st, "instancesStatus.healthy"), &s.healthy, &s.n_healthy);
 		strv_from(op_json_at(st, "instancesStatus.failed"), &s.failed, &s.n_failed);
 		s.failing_since = dup_str_at(st, "currentPrimaryFailingSinceTimestamp");
+		s.target_since = dup_str_at(st, "targetPrimaryTimestamp");
 		json_object *conds = op_json_at(st, "conditions");
 		for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
 				   i < json_object_array_length(conds);
@@ -530,6 +561,8 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 		diff_set(p, cur, "currentPrimary", jstr(w->current_primary));
 	if (w->target_primary)
 		diff_set(p, cur, "targetPrimary", jstr(w->target_primary));
+	if (w->target_since)
+		diff_set(p, cur, "targetPrimaryTimestamp", jstr(w->target_since));
 	diff_set(p, cur, "latestGeneratedNode", jint(w->latest_generated_node));
 	if (w->timeline_id > 0)
 		diff_set(p, cur, "timelineID", jint(w->timeline_id));

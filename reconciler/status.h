@@ -74,6 +74,10 @@ enum rc_failover_action {
 	RC_FO_MARK_PENDING,      /* set targetPrimary "pending", label old primary unhealthy */
 	RC_FO_WAIT_WAL_RECEIVERS, /* a replica still streams from the old primary: requeue 1 s */
 	RC_FO_PROMOTE,           /* set targetPrimary = target */
+	RC_FO_WAIT_FENCE,        /* the old primary may still be writable: wait for its lease
+				  * to expire (api/fence.h), requeue 1 s */
+	RC_FO_CANCEL,            /* "pending", but the old primary answers as primary again
+				  * before anyone was promoted: targetPrimary = currentPrimary */
 };
 const char *rc_failover_action_str(enum rc_failover_action a);
 
@@ -84,6 +88,8 @@ struct rc_failover_input {
 	size_t n;
 	int64_t failover_delay_s;    /* spec.failoverDelay */
 	int64_t failing_since;       /* Unix s when the primary was first seen failing; 0 = not yet */
+	int64_t pending_since;       /* Unix s when targetPrimary became "pending"; 0 = unknown */
+	int64_t fence_wait_s;        /* API_FENCE_S + API_FENCE_MARGIN_S */
 	int64_t now;
 };
 struct rc_failover_decision {
@@ -91,7 +97,13 @@ struct rc_failover_decision {
 	const char *target; /* borrowed from input v[]: PROMOTE's new primary */
 	bool start_failing_clock; /* set status.currentPrimaryFailingSinceTimestamp = now */
 };
-/* CNPG reconcileTargetPrimaryForNonReplicaCluster (runtime.md §4.2). */
+/* CNPG reconcileTargetPrimaryForNonReplicaCluster (runtime.md §4.2), with
+ * detection that does not trust the kubelet alone and fencing
+ * (docs/internals/failover.md): a primary whose Pod is Ready but whose
+ * /pg/status does not answer is failing only when enough replicas answer
+ * with their WAL receiver down (api_fence_peers_lost); a promotion waits
+ * fence_wait_s after "pending" unless the old primary is known not to be
+ * writable (answers as a replica, or its Pod is gone). */
 void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret);
 
 /* The status fields the reconciler owns. All strings and arrays owned. */
@@ -106,6 +118,7 @@ struct rc_status {
 	char **failed; size_t n_failed;
 	char **cert_names; char **cert_expirations; size_t n_certs; /* RFC 3339 */
 	char *failing_since; /* currentPrimaryFailingSinceTimestamp, RFC 3339, or NULL */
+	char *target_since;  /* targetPrimaryTimestamp, RFC 3339, or NULL (only set) */
 	char *selector;      /* label selector of the instance pods (scale subresource) */
 	/* instancesReportedState: what each reporting instance said, by pod name */
 	char **reported_names; bool *reported_primary; int64_t *reported_tli; char **reported_ip;

@@ -87,6 +87,7 @@ const struct wh_pg_param wh_pg_default_params[] = {
 	{ "wal_log_hints", "on" },
 	{ "wal_sender_timeout", "5s" },
 	{ "wal_receiver_timeout", "5s" },
+	{ "wal_receiver_status_interval", "1s" }, /* the primary's lease (api/fence.h) */
 	{ "logging_collector", "on" },
 	{ "log_destination", "csvlog" },
 	{ "log_directory", "/controller/log" },

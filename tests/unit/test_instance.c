@@ -21,6 +21,8 @@
 #undef free
 
 #include "api/cluster.h"
+#include "api/fence.h"
+#include "instance/lease.h"
 #include "instance/instance.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -83,6 +85,7 @@ static const char golden_body[] =
 	"wal_keep_size = '512MB'\n"
 	"wal_level = 'replica'\n"
 	"wal_log_hints = 'on'\n"
+	"wal_receiver_status_interval = '1s'\n"
 	"wal_receiver_timeout = '5s'\n"
 	"wal_sender_timeout = '5s'\n";
 
@@ -660,6 +663,45 @@ static void test_auth_table(void **state)
 	assert_false(inst_route_is_protected("POST", "/unknown"));
 }
 
+/* The primary's lease: a replica counts when its reply_time changed within
+ * API_FENCE_S on our clock; first sight is not a reply; the lease expires
+ * API_FENCE_S after the last proof. */
+static void test_lease(void **state)
+{
+	(void)state;
+	struct inst_lease l = { 0 };
+	assert_true(inst_lease_expired(&l, 100)); /* never proven */
+	const struct inst_lease_row t1[] = { { "c-2", "10:00:01" }, { "c-3", "10:00:01" } };
+	assert_int_equal(inst_lease_observe(&l, t1, 2, 100), 0); /* first sight */
+	const struct inst_lease_row t2[] = { { "c-2", "10:00:02" }, { "c-3", "10:00:01" } };
+	assert_int_equal(inst_lease_observe(&l, t2, 2, 101), 1);  /* c-2 replied */
+	assert_int_equal(inst_lease_observe(&l, t2, 2, 101 + API_FENCE_S), 1);
+	assert_int_equal(inst_lease_observe(&l, t2, 2, 102 + API_FENCE_S), 0); /* silent too long */
+	const struct inst_lease_row t3[] = { { "c-3", "10:00:09" } };      /* c-2 gone */
+	assert_int_equal(inst_lease_observe(&l, t3, 1, 110), 1);
+	assert_int_equal(l.n, 1);
+	const struct inst_lease_row t4[] = { { "c-2", NULL }, { NULL, "x" } };
+	assert_int_equal(inst_lease_observe(&l, t4, 2, 111), 0); /* new again, no reply */
+	inst_lease_prove(&l, 200);
+	inst_lease_prove(&l, 150); /* never backwards */
+	assert_int_equal(l.proven, 200);
+	assert_false(inst_lease_expired(&l, 200 + API_FENCE_S));
+	assert_true(inst_lease_expired(&l, 201 + API_FENCE_S));
+	l.api_try = 300;
+	assert_false(inst_lease_want_api(&l, 300));
+	assert_true(inst_lease_want_api(&l, 301));
+	/* majority arithmetic shared with the reconciler */
+	assert_int_equal(api_fence_peers_needed(1), 0);
+	assert_int_equal(api_fence_peers_needed(3), 1);
+	assert_int_equal(api_fence_peers_needed(5), 2);
+	assert_false(api_fence_peers_lost(3, 1));
+	assert_true(api_fence_peers_lost(3, 2));
+	assert_true(api_fence_peers_lost(2, 1));
+	assert_false(api_fence_peers_lost(1, 5));
+	assert_false(api_fence_peers_lost(5, 2));
+	assert_true(api_fence_peers_lost(5, 3));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_stop_timeouts),
 		cmocka_unit_test(test_status_json),
 		cmocka_unit_test(test_auth_table),
+		cmocka_unit_test(test_lease),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

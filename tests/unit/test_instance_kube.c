@@ -50,7 +50,7 @@ static void test_load_and_patch(void **state)
 	struct ts *s = ts_start(handler, NULL);
 	struct inst_source src = { .ns = "ns1", .name = "c" };
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(inst_kube_open(ts_kubeconfig(s, "sa-token"), &src.kube, &err), 0);
+	assert_int_equal(inst_kube_open(ts_kubeconfig(s, "sa-token"), false, &src.kube, &err), 0);
 
 	struct api_cluster *c = NULL;
 	assert_int_equal(inst_cluster_load(&src, &c, &err), 0);

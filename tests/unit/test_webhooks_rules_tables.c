@@ -484,7 +484,7 @@ static void test_pgparams(void **state)
 	assert_false(wh_pg_param_is_fixed(NULL));
 	assert_true(wh_pg_param_is_blocked("log_directory"));
 	assert_false(wh_pg_param_is_blocked("archive_mode"));
-	assert_int_equal(wh_pg_default_params_count, 22);
+	assert_int_equal(wh_pg_default_params_count, 23);
 	assert_string_equal(wh_pg_param_default("wal_level"), "logical");
 	assert_string_equal(wh_pg_param_default("archive_timeout"), "5min");
 	assert_string_equal(wh_pg_param_default("shared_preload_libraries"), "");

@@ -1,0 +1,59 @@
+/* instance/lease.h - the primary's lease (api/fence.h): may this primary
+ * still accept writes? Pure bookkeeping; the caller (instance/run.c) feeds
+ * it what the replicas' replication connections say and the outcome of a
+ * fresh read of the Cluster, and fences when it says so.
+ *
+ * Times are CLOCK_MONOTONIC seconds of this process (the replicas' clocks are
+ * never compared with ours: a reply counts when its reply_time *changed*
+ * since the previous tick, as seen on our clock).
+ */
+#ifndef PGOP_INSTANCE_LEASE_H
+#define PGOP_INSTANCE_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define INST_LEASE_MAX_PEERS 64
+
+struct inst_lease_peer {
+	char app[64];   /* application_name (the replica's pod name), truncated */
+	char reply[64]; /* last reply_time seen, as text */
+	int64_t heard;  /* when reply changed; 0 = never */
+};
+
+struct inst_lease {
+	struct inst_lease_peer peers[INST_LEASE_MAX_PEERS];
+	size_t n;
+	int64_t proven;   /* last time the lease was proven; 0 = never */
+	int64_t api_try;  /* last API read attempt */
+	bool fenced;      /* postgres stopped because the lease expired */
+};
+
+/* One walsender row: application_name and reply_time (text, may be NULL). */
+struct inst_lease_row {
+	const char *app, *reply;
+};
+
+/* Records the walsenders of this tick (rows in any order; peers no longer
+ * listed are forgotten) and returns how many replicas were heard from within
+ * API_FENCE_S of now. A peer seen for the first time is not "heard" yet. */
+unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *rows, size_t n,
+			    int64_t now);
+
+/* A proof at `at` (peers, or a read of the Cluster that started at `at` and
+ * still names this pod targetPrimary). */
+void inst_lease_prove(struct inst_lease *l, int64_t at);
+
+/* Whether an API read should be attempted now (at most one a second, and
+ * only when the peers did not prove the lease this tick). */
+bool inst_lease_want_api(const struct inst_lease *l, int64_t now);
+
+/* True when the lease has expired: never proven, or last proven more than
+ * API_FENCE_S ago. */
+bool inst_lease_expired(const struct inst_lease *l, int64_t now);
+
+/* CLOCK_MONOTONIC seconds. */
+int64_t inst_lease_now(void);
+
+#endif
