@@ -551,6 +551,17 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 				  RC_LABEL_POD_ROLE);
 }
 
+/* failoverQuorum (CloudNativePG 1.27): promote only when R + W > N, R the
+ * replicas that answer, W the synchronous number + the primary. 0 = off. */
+static int64_t failover_quorum(const struct api_cluster *c, size_t n)
+{
+	const struct api_synchronous *s = &c->spec.postgresql.synchronous;
+	if (!s->present || !s->failover_quorum || s->number <= 0)
+		return 0;
+	int64_t q = (int64_t)n - s->number;
+	return q > 0 ? q : 0;
+}
+
 /* Returns 1 when a failover/switchover step ran (stop here), 0 otherwise. */
 static int handle_failover(struct rc_run *r, struct inventory *inv)
 {
@@ -591,6 +602,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
 		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since,
 		.pending_since = pending_since, .fence_wait_s = API_FENCE_S + API_FENCE_MARGIN_S,
+		.quorum = failover_quorum(r->c, inv->n),
 		.now = r->now,
 	};
 	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
@@ -663,6 +675,16 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 				 cur ? cur : "", API_FENCE_S + API_FENCE_MARGIN_S);
 			set_phase(r, RC_PHASE_FAILOVER,
 				  "waiting for the old primary's lease to expire");
+		}
+		rc_requeue(r, 1000);
+		return 1;
+	case RC_FO_NO_QUORUM:
+		if (!str_eq(w->phase_reason, "waiting for a quorum of replicas")) {
+			rc_event(r, "Warning", "FailoverQuorum",
+				 "failoverQuorum: fewer than %lld replicas answer, the most advanced "
+				 "may miss acknowledged commits: not promoting",
+				 (long long)in.quorum);
+			set_phase(r, RC_PHASE_FAILOVER, "waiting for a quorum of replicas");
 		}
 		rc_requeue(r, 1000);
 		return 1;

@@ -161,6 +161,7 @@ static const char *const fo_names[] = {
 	[RC_FO_PROMOTE] = "promote",
 	[RC_FO_WAIT_FENCE] = "wait-fence",
 	[RC_FO_CANCEL] = "cancel",
+	[RC_FO_NO_QUORUM] = "no-quorum",
 };
 
 const char *rc_failover_action_str(enum rc_failover_action a)
@@ -245,6 +246,15 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 		const struct rc_instance *x = &in->v[i];
 		if (x->has_status && x->wal_receiver_active && !str_eq(x->name, in->current_primary)) {
 			ret->action = RC_FO_WAIT_WAL_RECEIVERS;
+			return;
+		}
+	}
+	if (in->quorum > 0) {
+		int64_t answering = 0;
+		for (size_t i = 0; i < in->n; i++)
+			answering += in->v[i].has_status && !str_eq(in->v[i].name, in->current_primary);
+		if (answering < in->quorum) {
+			ret->action = RC_FO_NO_QUORUM;
 			return;
 		}
 	}

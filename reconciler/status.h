@@ -78,6 +78,8 @@ enum rc_failover_action {
 				  * to expire (api/fence.h), requeue 1 s */
 	RC_FO_CANCEL,            /* "pending", but the old primary answers as primary again
 				  * before anyone was promoted: targetPrimary = currentPrimary */
+	RC_FO_NO_QUORUM,         /* failoverQuorum: too few replicas answer to be sure the
+				  * most advanced has every acknowledged commit: requeue 1 s */
 };
 const char *rc_failover_action_str(enum rc_failover_action a);
 
@@ -90,6 +92,8 @@ struct rc_failover_input {
 	int64_t failing_since;       /* Unix s when the primary was first seen failing; 0 = not yet */
 	int64_t pending_since;       /* Unix s when targetPrimary became "pending"; 0 = unknown */
 	int64_t fence_wait_s;        /* API_FENCE_S + API_FENCE_MARGIN_S */
+	int64_t quorum;              /* failoverQuorum: replicas that must answer (R + W > N,
+				      * W = synchronous number + 1: R >= N - number); 0 = off */
 	int64_t now;
 };
 struct rc_failover_decision {
