@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/names.h"
+#include "api/pgparams.h"
 #include "instance/instance.h"
 #include "support/alloc.h"
 
@@ -22,57 +23,6 @@ const char inst_postgresql_conf_includes[] =
 	"include 'custom.conf'\n"
 	"include 'override.conf'\n";
 
-/* §7a: blocked (PostgreSQL default kept) and fixed (operator managed). */
-static const char *const fixed_params[] = {
-	/* blocked */
-	"allow_system_table_mods", "config_file", "data_directory", "external_pid_file",
-	"hba_file", "ident_file", "bonjour", "bonjour_name", "data_sync_retry", "event_source",
-	"hot_standby", "jit_provider", "listen_addresses", "logging_collector", "log_destination",
-	"log_directory", "log_file_mode", "log_filename", "log_rotation_age", "log_rotation_size",
-	"log_truncate_on_rotation", "archive_cleanup_command", "promote_trigger_file",
-	"recovery_end_command", "recovery_min_apply_delay", "restart_after_crash",
-	"stats_temp_directory", "syslog_facility", "syslog_ident", "syslog_sequence_numbers",
-	"syslog_split_messages", "unix_socket_directories", "unix_socket_group",
-	"unix_socket_permissions",
-	/* fixed */
-	"archive_mode", "archive_command", "cluster_name", "port", "primary_conninfo",
-	"primary_slot_name", "restore_command", "recovery_target", "recovery_target_action",
-	"recovery_target_inclusive", "recovery_target_lsn", "recovery_target_name",
-	"recovery_target_time", "recovery_target_timeline", "recovery_target_xid",
-	"shared_preload_libraries", "temp_tablespaces", "ssl", "ssl_ca_file", "ssl_cert_file",
-	"ssl_crl_file", "ssl_dh_params_file", "ssl_key_file", "ssl_passphrase_command",
-	"ssl_passphrase_command_supports_reload", "ssl_prefer_server_ciphers",
-	"synchronous_standby_names", "synchronized_standby_slots", "pg_failover_slots.primary_dsn",
-	"pg_failover_slots.standby_slot_names",
-};
-
-/* §7b GlobalDefaultSettings (users may override the non-fixed ones). */
-static const struct {
-	const char *name, *value;
-} default_params[] = {
-	{ "archive_timeout", "5min" },
-	{ "dynamic_shared_memory_type", "posix" },
-	{ "full_page_writes", "on" },
-	{ "log_destination", "csvlog" },
-	{ "log_filename", "postgres" },
-	{ "log_rotation_age", "0" },
-	{ "log_rotation_size", "0" },
-	{ "log_truncate_on_rotation", "false" },
-	{ "logging_collector", "on" },
-	{ "max_parallel_workers", "32" },
-	{ "max_replication_slots", "32" },
-	{ "max_worker_processes", "32" },
-	{ "shared_memory_type", "mmap" },
-	{ "ssl_max_protocol_version", "TLSv1.3" },
-	{ "ssl_min_protocol_version", "TLSv1.3" },
-	{ "wal_keep_size", "512MB" },
-	{ "wal_level", "logical" },
-	{ "wal_log_hints", "on" },
-	{ "wal_receiver_status_interval", "1s" }, /* the primary's lease hears its replicas */
-	{ "wal_receiver_timeout", "5s" },
-	{ "wal_sender_timeout", "5s" },
-};
-
 /* §7d: libraries added to shared_preload_libraries when any "<ext>.*" is set. */
 static const char *const managed_extensions[] = {
 	"pgaudit", "pg_stat_statements", "auto_explain", "pg_failover_slots",
@@ -80,10 +30,7 @@ static const char *const managed_extensions[] = {
 
 bool inst_param_is_fixed(const char *name)
 {
-	for (size_t i = 0; i < OP_ARRAY_SIZE(fixed_params); i++)
-		if (strcasecmp(fixed_params[i], name) == 0)
-			return true;
-	return false;
+	return api_pg_param_is_fixed(name);
 }
 
 /* A parameter being assembled; value owned. */
@@ -264,8 +211,10 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 	if (in->major < 13 || in->major > 99)
 		return op_err_set(err, -EINVAL, "PostgreSQL major %d: not supported (13 or newer)",
 				  in->major);
-	for (size_t i = 0; i < OP_ARRAY_SIZE(default_params); i++)
-		params_set(ps, default_params[i].name, default_params[i].value);
+	/* §7b defaults, the table admission writes into the spec (api/pgparams.c);
+	 * log_directory and shared_preload_libraries are replaced below */
+	for (size_t i = 0; i < api_pg_default_params_count; i++)
+		params_set(ps, api_pg_default_params[i].name, api_pg_default_params[i].value);
 	const struct api_kvs *up = &c->spec.postgresql.parameters;
 	for (size_t i = 0; i < up->n; i++) {
 		const char *k = up->items[i].key, *v = up->items[i].value ? up->items[i].value : "";

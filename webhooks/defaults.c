@@ -15,7 +15,7 @@
 #include "support/json.h"
 #include "webhooks/lookup.h"
 #include "webhooks/patch.h"
-#include "webhooks/pgparams.h"
+#include "api/pgparams.h"
 #include "webhooks/webhooks.h"
 
 static const struct wh_settings default_settings = { .default_image = WH_DEFAULT_IMAGE };
@@ -187,17 +187,17 @@ static void d6_parameters(const struct dctx *c)
 	json_object *user = member(pg, "parameters");
 	if (user && !json_object_is_type(user, json_type_object))
 		return;
-	size_t cap = wh_pg_default_params_count + 1 +
+	size_t cap = api_pg_default_params_count + 1 +
 		     (user ? (size_t)json_object_object_length(user) : 0);
 	_cleanup_free_ struct param *ps = op_calloc(cap, sizeof(*ps));
 	size_t n = 0;
-	for (size_t i = 0; i < wh_pg_default_params_count; i++)
-		ps[n++] = (struct param){ .key = wh_pg_default_params[i].name,
-					  .def = wh_pg_default_params[i].value };
+	for (size_t i = 0; i < api_pg_default_params_count; i++)
+		ps[n++] = (struct param){ .key = api_pg_default_params[i].name,
+					  .def = api_pg_default_params[i].value };
 	if (user) {
 		json_object_object_foreach(user, k, v)
 		{
-			if (!c->preserve_user_fixed && wh_pg_param_is_fixed(k))
+			if (!c->preserve_user_fixed && api_pg_param_is_fixed(k))
 				continue;
 			size_t j = 0;
 			while (j < n && strcmp(ps[j].key, k) != 0)
@@ -208,7 +208,7 @@ static void d6_parameters(const struct dctx *c)
 		}
 	}
 	const char *skip = wh_cluster_annotation(c->obj, "cnpg.io/skipWalArchiving");
-	const char *am = wh_pg_archive_mode(skip && strcmp(skip, "enabled") == 0,
+	const char *am = api_pg_archive_mode(skip && strcmp(skip, "enabled") == 0,
 					    wh_cluster_is_replica(c->obj));
 	size_t j = 0;
 	while (j < n && strcmp(ps[j].key, "archive_mode") != 0)

@@ -40,7 +40,7 @@ int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *r
 
 /* PostgreSQL major version of the cluster (wh_cluster_major), -1 when it
  * does not resolve. */
-static inline int wh_pg_major(const struct wh_ctx *ctx)
+static inline int api_pg_major(const struct wh_ctx *ctx)
 {
 	int major;
 	return wh_cluster_major(ctx->obj, &major) ? major : -1;
@@ -52,12 +52,12 @@ static inline bool wh_is_replica(const struct wh_ctx *ctx)
 }
 /* PostgreSQL boolean (parse_bool): on/off/true/false/yes/no/1/0 and
  * unambiguous prefixes, case-insensitive. */
-bool wh_pg_bool_parse(const char *v, bool *ret);
+bool api_pg_bool_parse(const char *v, bool *ret);
 /* A PostgreSQL size as CNPG reads it (parsePostgresQuantityValue): a bare
  * number means MB, otherwise the value must end in "B" ("8kB", "128 MB",
  * "1.5GB", "100B") and kB/MB/GB/TB are binary multiples. Writes the exact
  * byte count (api_quantity nano-units); 0 or -EINVAL. */
-int wh_pg_size_parse(const char *v, struct api_quantity *ret_bytes);
+int api_pg_size_parse(const char *v, struct api_quantity *ret_bytes);
 /* Postgres-identifier-like regex ^[A-Za-z_][A-Za-z0-9_$]*$ on s[0..n). */
 bool wh_is_pg_ident(const char *s, size_t n);
 /* DNS-1035 label / RFC 1123 label / subdomain / qualified name / label value. */

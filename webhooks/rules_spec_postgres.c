@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "support/alloc.h"
-#include "webhooks/pgparams.h"
+#include "api/pgparams.h"
 
 #define PARAMS_PATH "spec.postgresql.parameters"
 #define SYNC_PATH "spec.postgresql.synchronous"
@@ -42,7 +42,7 @@ static bool skip_wal_archiving(const struct wh_ctx *ctx)
 static void check_fixed_params(const struct wh_ctx *ctx, json_object *params,
 			       struct wh_result *res)
 {
-	const char *archive_mode = wh_pg_archive_mode(skip_wal_archiving(ctx), wh_is_replica(ctx));
+	const char *archive_mode = api_pg_archive_mode(skip_wal_archiving(ctx), wh_is_replica(ctx));
 	json_object_object_foreach(params, k, v)
 	{
 		_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", k);
@@ -50,11 +50,11 @@ static void check_fixed_params(const struct wh_ctx *ctx, json_object *params,
 			wh_result_error(res, p, "Invalid parameter name");
 			continue;
 		}
-		if (!wh_pg_param_is_fixed(k))
+		if (!api_pg_param_is_fixed(k))
 			continue;
 		const char *sanitized = strcasecmp(k, "archive_mode") == 0
 						? archive_mode
-						: wh_pg_param_default(k);
+						: api_pg_param_default(k);
 		const char *value = v && json_object_is_type(v, json_type_string)
 					    ? json_object_get_string(v)
 					    : NULL;
@@ -70,8 +70,8 @@ static void check_wal_level(const struct wh_ctx *ctx, struct wh_result *res)
 {
 	const char *wl = wh_param(ctx, "wal_level");
 	if (!wl)
-		wl = wh_pg_param_default("wal_level");
-	const char *am = wh_pg_archive_mode(skip_wal_archiving(ctx), wh_is_replica(ctx));
+		wl = api_pg_param_default("wal_level");
+	const char *am = api_pg_archive_mode(skip_wal_archiving(ctx), wh_is_replica(ctx));
 	bool requirement = instances_of(ctx) > 1 || strcmp(am, "off") != 0 || wh_is_replica(ctx);
 	if (strcmp(wl, "logical") != 0 && strcmp(wl, "replica") != 0 &&
 	    strcmp(wl, "minimal") != 0) {
@@ -105,7 +105,7 @@ static void check_wal_sizes(const struct wh_ctx *ctx, struct wh_result *res)
 	for (size_t i = 0; i < 2; i++) {
 		const char *v = wh_param(ctx, sizes[i].name);
 		set[i] = v && *v;
-		if (wh_pg_size_parse(set[i] ? v : sizes[i].dflt, &bytes[i]) < 0) {
+		if (api_pg_size_parse(set[i] ? v : sizes[i].dflt, &bytes[i]) < 0) {
 			_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", sizes[i].name);
 			wh_result_error(res, p, "Invalid value for configuration parameter %s",
 					sizes[i].name);
@@ -139,7 +139,7 @@ static int bool_param(const struct wh_ctx *ctx, const char *name, struct wh_resu
 	bool b;
 	if (!v)
 		return -1;
-	if (wh_pg_bool_parse(v, &b))
+	if (api_pg_bool_parse(v, &b))
 		return b;
 	_cleanup_free_ char *p = op_asprintf(PARAMS_PATH ".%s", name);
 	wh_result_error(res, p, "invalid `%s` value. Must be a postgres boolean", name);
@@ -154,7 +154,7 @@ WH_RULE_FN(wh_v30_configuration)
 	if (wh_at(ctx->spec, "postgresql.synchronous") && (min > 0 || max > 0))
 		wh_result_error(res, SYNC_PATH, "Can't have both legacy synchronous replica "
 						"configuration and new one");
-	int major = wh_pg_major(ctx);
+	int major = api_pg_major(ctx);
 	if (major < 0)
 		return; /* V8 reports the image */
 	if (major < 13)
@@ -169,7 +169,7 @@ WH_RULE_FN(wh_v30_configuration)
 	check_wal_level(ctx, res);
 	const char *sb = wh_param(ctx, "shared_buffers");
 	struct api_quantity sb_bytes;
-	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) < 0)
+	if (sb && *sb && api_pg_size_parse(sb, &sb_bytes) < 0)
 		wh_result_error(res, PARAMS_PATH ".shared_buffers",
 				"Invalid value for configuration parameter shared_buffers. More "
 				"info on accepted values format: https://www.postgresql.org/docs/"
@@ -345,7 +345,7 @@ static bool has_failover_slots_param(const struct wh_ctx *ctx)
 static bool param_true(const struct wh_ctx *ctx, const char *name)
 {
 	bool b = false;
-	return wh_pg_bool_parse(wh_param(ctx, name), &b) && b;
+	return api_pg_bool_parse(wh_param(ctx, name), &b) && b;
 }
 
 WH_RULE_FN(wh_v36_synchronize_logical_decoding)
@@ -355,7 +355,7 @@ WH_RULE_FN(wh_v36_synchronize_logical_decoding)
 		     &sld) ||
 	    !sld || has_failover_slots_param(ctx))
 		return;
-	int major = wh_pg_major(ctx);
+	int major = api_pg_major(ctx);
 	if (major < 0)
 		return;
 	if (major < 17) {

@@ -234,7 +234,7 @@ WH_RULE_FN(wh_v41_resources)
 				"HugePages require cpu or memory");
 	const char *sb = wh_param(ctx, "shared_buffers");
 	struct api_quantity sb_bytes = { 0 };
-	if (sb && *sb && wh_pg_size_parse(sb, &sb_bytes) == 0 && mem != 0 && sb_bytes.nano > mem &&
+	if (sb && *sb && api_pg_size_parse(sb, &sb_bytes) == 0 && mem != 0 && sb_bytes.nano > mem &&
 	    !(any_hugepages && sb_bytes.nano <= largest_hugepages))
 		wh_result_error(res, "spec.resources.requests.memory",
 				"Memory request is lower than PostgreSQL `shared_buffers` value");

@@ -62,7 +62,7 @@ int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *r
 
 /* ---- PostgreSQL value formats ---- */
 
-bool wh_pg_bool_parse(const char *v, bool *ret)
+bool api_pg_bool_parse(const char *v, bool *ret)
 {
 	if (!v)
 		return false;
@@ -100,7 +100,7 @@ static bool go_atoi_ok(const char *s, size_t n)
 	return true;
 }
 
-int wh_pg_size_parse(const char *v, struct api_quantity *ret_bytes)
+int api_pg_size_parse(const char *v, struct api_quantity *ret_bytes)
 {
 	if (!v || !*v || strlen(v) > 64)
 		return -EINVAL;

@@ -7,7 +7,7 @@
 #include "samples_dirs.h"
 
 #include "support/yaml.h"
-#include "webhooks/pgparams.h"
+#include "api/pgparams.h"
 #include "webhooks/reserved.h"
 #include "webhooks_rules_harness.h"
 
@@ -475,27 +475,27 @@ static void test_pgparams(void **state)
 					     "logging_collector", "unix_socket_permissions",
 					     "ARCHIVE_COMMAND" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(fixed); i++)
-		assert_true(wh_pg_param_is_fixed(fixed[i]));
+		assert_true(api_pg_param_is_fixed(fixed[i]));
 	static const char *const free_params[] = { "work_mem", "shared_buffers", "wal_level",
 						   "ssl_ecdh_curve", "pg_failover_slots.x",
 						   "archive_timeout", "" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(free_params); i++)
-		assert_false(wh_pg_param_is_fixed(free_params[i]));
-	assert_false(wh_pg_param_is_fixed(NULL));
-	assert_true(wh_pg_param_is_blocked("log_directory"));
-	assert_false(wh_pg_param_is_blocked("archive_mode"));
-	assert_int_equal(wh_pg_default_params_count, 23);
-	assert_string_equal(wh_pg_param_default("wal_level"), "logical");
-	assert_string_equal(wh_pg_param_default("archive_timeout"), "5min");
-	assert_string_equal(wh_pg_param_default("shared_preload_libraries"), "");
-	assert_string_equal(wh_pg_param_default("SSL_MIN_PROTOCOL_VERSION"), "TLSv1.3");
-	assert_null(wh_pg_param_default("work_mem"));
-	assert_null(wh_pg_param_default(NULL));
-	for (size_t i = 0; i < wh_pg_mandatory_params_count; i++)
-		assert_true(wh_pg_param_is_fixed(wh_pg_mandatory_params[i].name));
-	assert_string_equal(wh_pg_archive_mode(true, true), "off");
-	assert_string_equal(wh_pg_archive_mode(false, true), "always");
-	assert_string_equal(wh_pg_archive_mode(false, false), "on");
+		assert_false(api_pg_param_is_fixed(free_params[i]));
+	assert_false(api_pg_param_is_fixed(NULL));
+	assert_true(api_pg_param_is_blocked("log_directory"));
+	assert_false(api_pg_param_is_blocked("archive_mode"));
+	assert_int_equal(api_pg_default_params_count, 23);
+	assert_string_equal(api_pg_param_default("wal_level"), "logical");
+	assert_string_equal(api_pg_param_default("archive_timeout"), "5min");
+	assert_string_equal(api_pg_param_default("shared_preload_libraries"), "");
+	assert_string_equal(api_pg_param_default("SSL_MIN_PROTOCOL_VERSION"), "TLSv1.3");
+	assert_null(api_pg_param_default("work_mem"));
+	assert_null(api_pg_param_default(NULL));
+	for (size_t i = 0; i < api_pg_mandatory_params_count; i++)
+		assert_true(api_pg_param_is_fixed(api_pg_mandatory_params[i].name));
+	assert_string_equal(api_pg_archive_mode(true, true), "off");
+	assert_string_equal(api_pg_archive_mode(false, true), "always");
+	assert_string_equal(api_pg_archive_mode(false, false), "on");
 }
 
 static void test_reserved(void **state)
@@ -576,7 +576,7 @@ static void test_helpers(void **state)
 		      { "0", 1, false }, { "", 0, false },    { "truex", 0, false },
 		      { "2", 0, false } };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(bools); i++) {
-		assert_int_equal(wh_pg_bool_parse(bools[i].in, &b), bools[i].ok);
+		assert_int_equal(api_pg_bool_parse(bools[i].in, &b), bools[i].ok);
 		if (bools[i].ok)
 			assert_int_equal(b, bools[i].val);
 	}
@@ -594,7 +594,7 @@ static void test_helpers(void **state)
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(sizes); i++) {
 		struct api_quantity bytes = { -1 };
-		assert_int_equal(wh_pg_size_parse(sizes[i].in, &bytes), sizes[i].rc);
+		assert_int_equal(api_pg_size_parse(sizes[i].in, &bytes), sizes[i].rc);
 		if (sizes[i].rc == 0)
 			assert_true(bytes.nano == (__int128)sizes[i].bytes * 1000000000);
 	}
@@ -651,7 +651,7 @@ static void test_major_and_replica(void **state)
 	for (size_t i = 0; i < OP_ARRAY_SIZE(majors); i++) {
 		_cleanup_(op_json_putp) json_object *c = make_cluster(NULL, majors[i].spec);
 		struct wh_ctx ctx = { .obj = c, .spec = op_json_at(c, "spec") };
-		assert_int_equal(wh_pg_major(&ctx), majors[i].major);
+		assert_int_equal(api_pg_major(&ctx), majors[i].major);
 	}
 	static const struct {
 		const char *spec;

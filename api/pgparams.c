@@ -1,7 +1,7 @@
-/* webhooks/pgparams.c - the operator-owned PostgreSQL parameter tables
+/* api/pgparams.c - the operator-owned PostgreSQL parameter tables
  * (admission-rules.md §7a-§7d, CNPG pkg/postgres/configuration.go).
  */
-#include "webhooks/pgparams.h"
+#include "api/pgparams.h"
 
 #include <strings.h>
 
@@ -79,7 +79,7 @@ static const char *const fixed_params[] = {
 	"pg_failover_slots.standby_slot_names",
 };
 
-const struct wh_pg_param wh_pg_default_params[] = {
+const struct api_pg_param api_pg_default_params[] = {
 	{ "archive_timeout", "5min" },
 	{ "full_page_writes", "on" },
 	{ "wal_keep_size", "512MB" },
@@ -104,9 +104,9 @@ const struct wh_pg_param wh_pg_default_params[] = {
 	{ "ssl_max_protocol_version", "TLSv1.3" },
 	{ "shared_preload_libraries", "" },
 };
-const size_t wh_pg_default_params_count = OP_ARRAY_SIZE(wh_pg_default_params);
+const size_t api_pg_default_params_count = OP_ARRAY_SIZE(api_pg_default_params);
 
-const struct wh_pg_param wh_pg_mandatory_params[] = {
+const struct api_pg_param api_pg_mandatory_params[] = {
 	{ "archive_command",
 	  "/controller/manager wal-archive --log-destination /controller/log/postgres.json %p" },
 	{ "hot_standby", "true" },
@@ -119,7 +119,7 @@ const struct wh_pg_param wh_pg_mandatory_params[] = {
 	{ "ssl_key_file", "/controller/certificates/server.key" },
 	{ "ssl_ca_file", "/controller/certificates/client-ca.crt" },
 };
-const size_t wh_pg_mandatory_params_count = OP_ARRAY_SIZE(wh_pg_mandatory_params);
+const size_t api_pg_mandatory_params_count = OP_ARRAY_SIZE(api_pg_mandatory_params);
 
 static bool in_list(const char *const *list, size_t n, const char *name)
 {
@@ -129,28 +129,28 @@ static bool in_list(const char *const *list, size_t n, const char *name)
 	return false;
 }
 
-bool wh_pg_param_is_blocked(const char *name)
+bool api_pg_param_is_blocked(const char *name)
 {
 	return name && in_list(blocked_params, OP_ARRAY_SIZE(blocked_params), name);
 }
 
-bool wh_pg_param_is_fixed(const char *name)
+bool api_pg_param_is_fixed(const char *name)
 {
-	return name && (wh_pg_param_is_blocked(name) ||
+	return name && (api_pg_param_is_blocked(name) ||
 			in_list(fixed_params, OP_ARRAY_SIZE(fixed_params), name));
 }
 
-const char *wh_pg_param_default(const char *name)
+const char *api_pg_param_default(const char *name)
 {
 	if (!name)
 		return NULL;
-	for (size_t i = 0; i < wh_pg_default_params_count; i++)
-		if (strcasecmp(wh_pg_default_params[i].name, name) == 0)
-			return wh_pg_default_params[i].value;
+	for (size_t i = 0; i < api_pg_default_params_count; i++)
+		if (strcasecmp(api_pg_default_params[i].name, name) == 0)
+			return api_pg_default_params[i].value;
 	return NULL;
 }
 
-const char *wh_pg_archive_mode(bool skip_wal_archiving, bool replica)
+const char *api_pg_archive_mode(bool skip_wal_archiving, bool replica)
 {
 	if (skip_wal_archiving)
 		return "off";
