@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # e2e-timeout: 900
-# Failover, with pgop installed by its Helm chart (default values, namespaced RBAC):
-# a 3-instance Cluster loses its primary Pod; the controller marks
-# targetPrimary "pending", relabels nothing to -rw until the most advanced replica is
-# chosen, the instance manager promotes it and writes currentPrimary; -rw follows; the
-# old primary's volume gets its Pod back as a replica and the Cluster is healthy again.
+# Primary Pod deletion, with pgop installed by its Helm chart (default values, namespaced
+# RBAC): a 3-instance Cluster loses its primary Pod; on SIGTERM the primary names its most
+# advanced streaming replica targetPrimary and stops fast (a handover,
+# docs/internals/failover.md), the replica promotes and writes currentPrimary; -rw follows;
+# the old primary's volume gets its Pod back as a replica and the Cluster is healthy again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
