@@ -445,13 +445,19 @@ static bool is_other(const char *name, const char *me)
 	return name && *name && strcmp(name, me) != 0 && strcmp(name, "pending") != 0;
 }
 
-static int patch_current_primary(struct runner *rn, struct op_err *err)
+/* The current time as RFC 3339 UTC ("2026-12-03T09:00:00Z"), for status timestamps. */
+static void utc_now(char *out, size_t n)
 {
-	char ts[32];
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int patch_current_primary(struct runner *rn, struct op_err *err)
+{
+	char ts[32];
+	utc_now(ts, sizeof(ts));
 	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = op_buf_adds(&b, "{\"status\":{\"currentPrimary\":");
 	r = r ? r : op_buf_add_json_str(&b, rn->o->pod_name);
@@ -692,10 +698,7 @@ static bool hand_over(struct runner *rn)
 	const char *rv = kube_obj_resource_version(obj);
 	bool mine = t && cur && strcmp(t, me) == 0 && strcmp(cur, me) == 0;
 	char ts[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	utc_now(ts, sizeof(ts));
 	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = mine && rv ? 0 : -ESTALE;
 	r = r ? r : op_buf_adds(&b, "{\"metadata\":{\"resourceVersion\":");
