@@ -517,7 +517,8 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 			break;
 		last = next->serial;
 		w->instances++;
-		w->ready_instances += next->pod_ready;
+		/* a terminating Pod is on its way out, whatever its last Ready said */
+		w->ready_instances += next->pod_ready && !next->pod_terminating;
 		rc_strv_push(&w->instance_names, &w->n_instance_names, next->name);
 		if (next->has_status)
 			rc_strv_push(&w->healthy, &w->n_healthy, next->name);
@@ -811,7 +812,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 			set_phase(r, RC_PHASE_STATUS_ERROR, NULL);
 			rc_requeue(r, 10000);
 		} else if (p && p->is_primary && r->want.ready_instances == r->c->spec.instances &&
-			   r->want.instances == r->c->spec.instances) {
+			   r->want.instances == r->c->spec.instances && r->want.n_failed == 0) {
 			if (!str_eq(r->want.phase, RC_PHASE_HEALTHY))
 				rc_event(r, "Normal", "ClusterReady", "cluster is healthy: %lld instances",
 					 (long long)r->want.instances);
