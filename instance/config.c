@@ -28,11 +28,6 @@ static const char *const managed_extensions[] = {
 	"pgaudit", "pg_stat_statements", "auto_explain", "pg_failover_slots",
 };
 
-bool inst_param_is_fixed(const char *name)
-{
-	return api_pg_param_is_fixed(name);
-}
-
 /* A parameter being assembled; value owned. */
 struct param {
 	const char *name; /* borrowed */
@@ -233,7 +228,7 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 					  "characters are not allowed",
 					  k);
 		/* versioned ones are operator managed (a PG 15 server would refuse them) */
-		if (inst_param_is_fixed(k) || versioned_applies(k, in->major) >= 0 ||
+		if (api_pg_param_is_fixed(k) || versioned_applies(k, in->major) >= 0 ||
 		    strcmp(k, "cnpg.config_sha256") == 0)
 			continue;
 		params_set(ps, k, v);

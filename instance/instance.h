@@ -78,9 +78,6 @@ int inst_render_pg_ident(const struct inst_config_input *in, struct op_buf *out,
 /* postgresql.conf written by init: only the two include directives. */
 extern const char inst_postgresql_conf_includes[];
 
-/* True when a user may not set this parameter (§7a blocked + fixed). */
-bool inst_param_is_fixed(const char *name);
-
 /* synchronous_standby_names from the spec (legacy min/maxSyncReplicas or the
  * synchronous stanza, runtime.md §4.3). Appends the value (without quotes of
  * the conf file) to out; nothing when the parameter stays unset. Returns 0. */

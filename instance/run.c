@@ -679,9 +679,12 @@ static bool hand_over(struct runner *rn)
 			 "AND state = 'streaming' AND starts_with(application_name, $1 || '-') "
 			 "ORDER BY sync_state IN ('sync', 'quorum') DESC, flush_lsn DESC NULLS LAST, "
 			 "application_name LIMIT 1",
-			 1, p, &res, &e) ||
-	    PQntuples(res) < 1) {
-		op_log_info("SIGTERM: no streaming replica to hand over to", "error", e.msg);
+			 1, p, &res, &e)) {
+		op_log_warn("SIGTERM: cannot list the replicas, no handover", "error", e.msg);
+		return false;
+	}
+	if (PQntuples(res) < 1) {
+		op_log_info("SIGTERM: no streaming replica to hand over to");
 		return false;
 	}
 	cand = op_strdup(PQgetvalue(res, 0, 0));

@@ -22,6 +22,7 @@
 
 #include "api/cluster.h"
 #include "api/fence.h"
+#include "api/pgparams.h"
 #include "instance/lease.h"
 #include "instance/instance.h"
 #include "support/alloc.h"
@@ -272,7 +273,7 @@ static void test_param_is_fixed(void **state)
 		  { "work_mem", false },     { "wal_level", false },
 		  { "ssl_ecdh_curve", false } };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++)
-		if (inst_param_is_fixed(t[i].name) != t[i].fixed)
+		if (api_pg_param_is_fixed(t[i].name) != t[i].fixed)
 			fail_msg("%s: want fixed=%d", t[i].name, t[i].fixed);
 }
 
