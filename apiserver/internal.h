@@ -161,8 +161,6 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
  * status.instances[] with each instance's document and the certificates. */
 json_object *as_live_cluster(json_object *cluster, const struct as_inst_view *v, size_t n,
 			     int64_t now_ms, bool full);
-/* "00:00:01.5" / "1 day 02:00:00" (PostgreSQL interval text) -> seconds. */
-int as_interval_seconds(const char *s, double *ret);
 /* Age like kubectl: 45s, 5m, 3h, 2d, 400d. */
 void as_age(int64_t seconds, char *out, size_t len);
 

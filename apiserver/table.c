@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "apiserver/internal.h"
+#include "reconciler/replication.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -30,17 +31,20 @@ int as_status(struct op_buf *out, unsigned code, const char *reason, const char 
 	return emit(out, d);
 }
 
+/* The lag text of a LiveCluster (max) or LiveInstance status, formatted like
+ * the Cluster's status.maxLag (reconciler/replication.h). */
 static json_object *lag_cell(json_object *st, bool cluster)
 {
-	int64_t bytes = 0;
+	struct rc_repl_lag l = { 0 };
 	json_object *b = op_json_at(st, cluster ? "maxLagBytes" : "lagBytes");
 	json_object *s = op_json_at(st, cluster ? "maxLagSeconds" : "lagSeconds");
-	if (!b || op_json_to_i64(b, &bytes) != 1)
-		return json_object_new_string("");
+	l.has_bytes = b && op_json_to_i64(b, &l.bytes) == 1;
+	if (s) {
+		l.has_seconds = true;
+		l.seconds = json_object_get_double(s);
+	}
 	char txt[64];
-	int n = snprintf(txt, sizeof(txt), "%" PRId64 " B", bytes);
-	if (s && n > 0 && (size_t)n < sizeof(txt))
-		snprintf(txt + n, sizeof(txt) - (size_t)n, " / %.1fs", json_object_get_double(s));
+	rc_repl_lag_text(&l, txt, sizeof(txt));
 	return json_object_new_string(txt);
 }
 

@@ -27,6 +27,11 @@ static const struct printer_column printer_columns[] = {
 	{ "Ready", "integer", ".status.readyInstances", "Number of ready instances", 0 },
 	{ "Status", "string", ".status.phase", "Cluster current status", 0 },
 	{ "Primary", "string", ".status.currentPrimary", "Primary pod", 0 },
+	/* pgop: the live API's SYNC and MAX LAG (kubectl get clusters.live) */
+	{ "Sync", "string", ".status.sync",
+	  "Synchronous replication: quorum N/M, sync N/M, async or unknown", 0 },
+	{ "Max Lag", "string", ".status.maxLag",
+	  "Largest replica replay lag: bytes, and seconds while WAL flows", 0 },
 	{ "SyncTopology", "string",
 	  ".status.conditions[?(@.type==\"SyncReplicationTopologySatisfied\")].status",
 	  "Whether the synchronous replication topology constraints are satisfied", 1 },

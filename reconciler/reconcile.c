@@ -13,6 +13,7 @@
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
 #include "reconciler/plan.h"
+#include "reconciler/replication.h"
 #include "reconciler/rollout.h"
 #include "support/alloc.h"
 #include "support/buf.h"
@@ -530,6 +531,18 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 		w->timeline_id = p->timeline_id;
 	rc_status_clear_reported(w);
 	w->reported_known = true;
+	/* SYNC and MAX LAG exactly as the live API computes and prints them */
+	struct rc_repl_member *m = op_calloc(inv->n ? inv->n : 1, sizeof(*m));
+	for (size_t i = 0; i < inv->n; i++)
+		m[i] = (struct rc_repl_member){ .pod = inv->v[i].name, .doc = inv->v[i].doc,
+						.reachable = inv->v[i].has_status };
+	struct rc_repl_summary sum;
+	rc_repl_summarize(r->obj, m, inv->n, &sum);
+	free(m);
+	char lag[64];
+	rc_repl_lag_text(&sum.max, lag, sizeof(lag));
+	set_str(&w->sync, sum.sync);
+	set_str(&w->max_lag, lag);
 	for (size_t i = 0; i < inv->n; i++)
 		if (inv->v[i].has_status)
 			rc_status_add_reported(w, inv->v[i].name, inv->v[i].is_primary,

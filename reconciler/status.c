@@ -329,6 +329,8 @@ void rc_status_done(struct rc_status *s)
 	free(s->failing_since);
 	free(s->target_since);
 	strv_free(s->pending_restart, s->n_pending_restart);
+	free(s->sync);
+	free(s->max_lag);
 	*s = (struct rc_status){ 0 };
 }
 
@@ -372,6 +374,8 @@ void rc_status_from_json(json_object *st, struct rc_status *ret)
 		strv_from(op_json_at(st, "instancesStatus.failed"), &s.failed, &s.n_failed);
 		s.failing_since = dup_str_at(st, "currentPrimaryFailingSinceTimestamp");
 		s.target_since = dup_str_at(st, "targetPrimaryTimestamp");
+		s.sync = dup_str_at(st, "sync");
+		s.max_lag = dup_str_at(st, "maxLag");
 		json_object *conds = op_json_at(st, "conditions");
 		for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
 				   i < json_object_array_length(conds);
@@ -585,6 +589,10 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 	if (w->selector)
 		diff_set(p, cur, "selector", jstr(w->selector));
 	reported_state(p, cur, w);
+	if (w->sync)
+		diff_set(p, cur, "sync", jstr(w->sync));
+	if (w->max_lag)
+		diff_set(p, cur, "maxLag", *w->max_lag ? jstr(w->max_lag) : NULL);
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

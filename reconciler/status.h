@@ -134,6 +134,11 @@ struct rc_status {
 	 * answered /pg/status); otherwise the condition read back is kept. */
 	bool pending_known;
 	char **pending_restart; size_t n_pending_restart; /* instances needing a restart */
+	/* status.sync and status.maxLag (the CRD's Sync and Max Lag columns), the
+	 * live API's SYNC and MAX LAG text (reconciler/replication.h) from this
+	 * reconcile's /pg/status answers; NULL = not computed (kept as read).
+	 * An empty max_lag removes the field. */
+	char *sync, *max_lag;
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */

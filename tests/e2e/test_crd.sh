@@ -226,7 +226,7 @@ k apply -n "$N" -f "$f" >/dev/null || e2e_fail "create cluster real"
 k scale -n "$N" cluster/real --replicas=3 >/dev/null || e2e_fail "scale subresource"
 e2e_assert_eq 3 "$(k get -n "$N" cluster real -o jsonpath='{.spec.instances}')" "scaled instances"
 hdr=$(k get -n "$N" clusters -o wide | head -1)
-e2e_assert_match "$hdr" "^NAME +AGE +INSTANCES +READY +STATUS +PRIMARY +SYNCTOPOLOGY" "printer columns"
+e2e_assert_match "$hdr" "^NAME +AGE +INSTANCES +READY +STATUS +PRIMARY +SYNC +MAX LAG +SYNCTOPOLOGY" "printer columns"
 k patch -n "$N" cluster real --subresource=status --type=merge \
 	-p '{"status":{"instances":3,"readyInstances":2,"phase":"Cluster in healthy state","currentPrimary":"real-1",
 	  "conditions":[{"type":"SyncReplicationTopologySatisfied","status":"True","reason":"Satisfied",

@@ -8,6 +8,9 @@
 #    --api-version=live.postgresql.cnpg.io/v1 and instances.status describe the kinds;
 #  - kubectl get clusters.live -A / pglive / instances.live -l cnpg.io/cluster=C -o wide /
 #    -o yaml show the live primary, READY 2/2, roles, reachability, timelines;
+#  - the CRD view agrees: kubectl get clusters.postgresql shows SYNC and MAX LAG, and the
+#    server-side Table cells of the CRD (status.sync/maxLag, written by the reconciler) equal
+#    those of clusters.live (same values, same text);
 #  - kubectl get clusters.live -w prints a MODIFIED row when the Cluster changes;
 #  - a ServiceAccount without RBAC gets 403, with the view role it can get;
 #  - straight to pgop's port: no client certificate -> 401 Unauthorized; the front-proxy
@@ -109,6 +112,30 @@ e2e_assert_match "$(grep -v "^$primary " "$tmp/inst" | tail -1)" " +$C +(sync st
 kubectl -n "$ns" get instances.live "$primary" -o yaml >"$tmp/inst.yaml"
 e2e_assert_contains "$(cat "$tmp/inst.yaml")" "kind: LiveInstance" "-o yaml kind"
 e2e_assert_contains "$(cat "$tmp/inst.yaml")" "role: primary" "-o yaml role"
+# ---- the CRD view agrees with the live view (issue 8 scope 7) ----------------------
+P=$PGOP_E2E_STATE/pki
+# CELL PATH COLUMN: the first row's cell of COLUMN in the server-side Table of PATH
+cell() {
+	curl -sf --max-time 10 --cacert "$PGOP_E2E_CA" --cert "$P/admin.crt" --key "$P/admin.key" \
+		-H "Accept: application/json;as=Table;v=v1;g=meta.k8s.io" "$PGOP_E2E_APISERVER$1" |
+		jq -r --arg c "$2" '(.columnDefinitions | map(.name) | index($c)) as $i |
+			if $i == null then "no column \($c)" else (.rows[0].cells[$i] // "<none>") end'
+}
+crd_path=/apis/postgresql.cnpg.io/v1/namespaces/$ns/clusters/$C
+live_path=/apis/$G/v1/namespaces/$ns/clusters/$C
+# the reconciler writes status.sync/maxLag on its next poll (every 5 s)
+e2e_wait_for '[ "$(cell $crd_path Sync)" != "<none>" ] && [ "$(cell $crd_path "Max Lag")" != "<none>" ]' 30 1 ||
+	e2e_fail "CRD Sync/Max Lag never filled: $(kubectl -n "$ns" get cluster $C -o jsonpath='{.status}')"
+agree() { [ "$(cell $crd_path Sync)|$(cell $crd_path "Max Lag")" = "$(cell $live_path Sync)|$(cell $live_path "Max Lag")" ]; }
+# an idle Cluster: both read the same stable facts; give a poll in flight time to land
+e2e_wait_for agree 30 1 || true
+crd_cells="$(cell $crd_path Sync)|$(cell $crd_path "Max Lag")"
+live_cells="$(cell $live_path Sync)|$(cell $live_path "Max Lag")"
+e2e_log "CRD Sync|Max Lag: $crd_cells; live: $live_cells"
+e2e_assert_eq "$live_cells" "$crd_cells" "kubectl get clusters.postgresql SYNC|MAX LAG = clusters.live's"
+e2e_assert_match "$crd_cells" "^async\|[0-9]+ B" "a 2-instance Cluster without synchronous replication: async, lag in bytes"
+e2e_assert_match "$(kubectl -n "$ns" get clusters.postgresql $C | head -1)" "PRIMARY +SYNC +MAX LAG" \
+	"clusters.postgresql printer columns SYNC and MAX LAG"
 st=$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/$C/status")
 e2e_assert_contains "$st" '"pgStatus"' "status subresource carries each /pg/status"
 e2e_assert_contains "$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/nope" 2>&1 || true)" "NotFound" "404 Status"

@@ -21,6 +21,7 @@
 #undef free
 
 #include "apiserver/internal.h"
+#include "reconciler/replication.h"
 #include "support/alloc.h"
 #include "support/json.h"
 
@@ -483,17 +484,17 @@ static json_object *pod(const char *name, const char *node)
 static void test_interval_age(void **state)
 {
 	double s = 0;
-	assert_int_equal(as_interval_seconds("00:00:01.5", &s), 0);
+	assert_int_equal(rc_interval_seconds("00:00:01.5", &s), 0);
 	assert_true(s > 1.49 && s < 1.51);
-	assert_int_equal(as_interval_seconds("01:02:03", &s), 0);
+	assert_int_equal(rc_interval_seconds("01:02:03", &s), 0);
 	assert_true(s > 3722.9 && s < 3723.1);
-	assert_int_equal(as_interval_seconds("1 day 00:00:10", &s), 0);
+	assert_int_equal(rc_interval_seconds("1 day 00:00:10", &s), 0);
 	assert_true(s > 86409.9 && s < 86410.1);
-	assert_int_equal(as_interval_seconds("2 days", &s), 0);
-	assert_int_equal(as_interval_seconds("", &s), -EINVAL);
-	assert_int_equal(as_interval_seconds(NULL, &s), -EINVAL);
-	assert_int_equal(as_interval_seconds("abc", &s), -EINVAL);
-	assert_int_equal(as_interval_seconds("00:99:00", &s), -EINVAL);
+	assert_int_equal(rc_interval_seconds("2 days", &s), 0);
+	assert_int_equal(rc_interval_seconds("", &s), -EINVAL);
+	assert_int_equal(rc_interval_seconds(NULL, &s), -EINVAL);
+	assert_int_equal(rc_interval_seconds("abc", &s), -EINVAL);
+	assert_int_equal(rc_interval_seconds("00:99:00", &s), -EINVAL);
 	char age[16];
 	as_age(45, age, sizeof(age));
 	assert_string_equal(age, "45s");
@@ -574,6 +575,8 @@ static void test_live_objects(void **state)
 			    strcmp(name, "Pending Restart") == 0 || strcmp(name, "Last Seen") == 0;
 		assert_int_equal(prio, wide ? 1 : 0);
 		const char *cell = json_object_get_string(json_object_array_get_idx(cells, i));
+		if (strcmp(name, "Max Lag") == 0) /* = status.maxLag, the Cluster's column */
+			assert_string_equal(cell, op_json_str_at(lc, "status.maxLag"));
 		if (strcmp(name, "Max Lag") == 0)
 			assert_string_equal(cell, "256 B / 1.5s");
 		if (strcmp(name, "Sync") == 0)

@@ -420,16 +420,23 @@ static void test_crd_shape(void **state)
 			    ".status.instances");
 	assert_string_equal(op_json_str_at(v, "subresources.scale.labelSelectorPath"),
 			    ".status.selector");
-	static const char *const cols[] = { "Age", "Instances", "Ready", "Status", "Primary",
-					    "SyncTopology" };
+	static const char *const cols[] = { "Age",  "Instances", "Ready",	"Status",
+					    "Primary", "Sync", "Max Lag", "SyncTopology" };
 	json_object *pc = op_json_at(v, "additionalPrinterColumns");
 	assert_int_equal(json_object_array_length(pc), OP_ARRAY_SIZE(cols));
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cols); i++)
 		assert_string_equal(op_json_str_at(json_object_array_get_idx(pc, i), "name"),
 				    cols[i]);
-	assert_int_equal(json_object_get_int(op_json_at(json_object_array_get_idx(pc, 5),
+	assert_int_equal(json_object_get_int(op_json_at(json_object_array_get_idx(pc, 7),
 							"priority")),
 			 1);
+	/* pgop's Sync and Max Lag (the live API's text, reconciler/replication.h) */
+	assert_string_equal(op_json_str_at(json_object_array_get_idx(pc, 5), "jsonPath"),
+			    ".status.sync");
+	assert_string_equal(op_json_str_at(json_object_array_get_idx(pc, 6), "jsonPath"),
+			    ".status.maxLag");
+	assert_non_null(op_json_at(v, "schema.openAPIV3Schema.properties.status.properties.sync"));
+	assert_non_null(op_json_at(v, "schema.openAPIV3Schema.properties.status.properties.maxLag"));
 	assert_non_null(op_json_at(v, "schema.openAPIV3Schema.properties.spec"));
 }
 
