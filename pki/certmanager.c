@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kube/leader.h"
+#include "pki/cm_settle.h"
 #include "pki/pki.h"
 #include "support/alloc.h"
 #include "support/base64.h"
@@ -22,6 +23,7 @@
 struct pki_cm {
 	struct kube_client *c; /* borrowed */
 	struct pki_cm_config cfg;
+	struct pki_cm_settle settle; /* the two settle pauses, across rounds */
 	char *sans[4];
 	char *leaf_cn;
 	char *ca_cn;
@@ -589,10 +591,14 @@ static int execute(struct pki_cm *cm, struct cm_state *s, const struct pki_rotat
 		s->next = (struct pki_pair){ 0 };
 		return write_ca_secret(cm, s, err);
 	case PKI_ROT_PUBLISH_BUNDLE:
-	case PKI_ROT_DROP_OLD_CA:
+	case PKI_ROT_DROP_OLD_CA: {
+		_cleanup_free_ char *before = s->published ? op_strdup(s->published) : NULL;
 		r = publish(cm, s, st->bundle_pem ? st->bundle_pem : "", err);
+		if (r > 0)
+			pki_cm_settle_published(&cm->settle, before, s->published, leaf_served, now);
 		*ret_settle = r > 0 && st->action == PKI_ROT_PUBLISH_BUNDLE && leaf_served;
 		return r < 0 ? r : 0;
+	}
 	case PKI_ROT_ISSUE_LEAF: {
 		struct pki_leaf_req req;
 		leaf_want(cm, &req);
@@ -603,7 +609,10 @@ static int execute(struct pki_cm *cm, struct cm_state *s, const struct pki_rotat
 		pki_pair_done(&s->leaf);
 		s->leaf = p;
 		*ret_settle = true;
-		return write_tls_secret(cm, s, err);
+		r = write_tls_secret(cm, s, err);
+		if (r >= 0)
+			pki_cm_settle_issued(&cm->settle, s->leaf.cert_pem, now);
+		return r;
 	}
 	}
 	return op_err_set(err, -EINVAL, "unknown rotation action %d", (int)st->action);
@@ -631,10 +640,18 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 	struct pki_leaf_req want;
 	leaf_want(cm, &want);
 	double f = cm->cfg.renew_fraction;
-	struct pki_rotation_policy pol = { .ca_renew_fraction = f, .leaf_renew_fraction = f,
-					   .want = &want };
+	struct pki_rotation_policy pol = {
+		.ca_renew_fraction = f,
+		.leaf_renew_fraction = f,
+		.want = &want,
+		.ca_lifetime_s = cm->cfg.ca_lifetime_s > 0 ? cm->cfg.ca_lifetime_s : 90 * PKI_DAY_S,
+		.leaf_lifetime_s = want.lifetime_s,
+	};
+	pki_cm_settle_observe(&cm->settle, s.published_bad ? NULL : s.published, s.leaf.cert_pem,
+			      now);
 	int actions = 0;
 	bool settle = false;
+	int64_t hold = 0; /* a settle pause still runs: wait until then */
 	for (unsigned i = 0; i < PKI_CM_MAX_STEPS && !settle; i++) {
 		struct pki_rotation_input in = {
 			.ca_pem = s.ca.cert_pem,
@@ -653,6 +670,15 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 			s.published = op_strdup(st.bundle_pem ? st.bundle_pem : "");
 			continue; /* nobody to publish to */
 		}
+		hold = pki_cm_settle_hold(&cm->settle, st.action,
+					  st.action == PKI_ROT_PROMOTE_NEXT_CA ? s.next.cert_pem
+									   : s.ca.cert_pem,
+					  now);
+		if (hold) {
+			op_log_debug("certificate manager: settling", "action",
+				     pki_rot_action_str(st.action));
+			break;
+		}
 		r = execute(cm, &s, &st, now, &settle, err);
 		if (r < 0)
 			return op_err_prefix(err, "certificate manager: %s",
@@ -662,7 +688,7 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 	}
 	/* Every configuration carries exactly the agreed bundle (a webhook
 	 * added by an upgrade, or one holding an extra CA, is brought in line). */
-	if (!settle && s.published && *s.published && !s.published_bad) {
+	if (!settle && !hold && s.published && *s.published && !s.published_bad) {
 		_cleanup_free_ char *pub = op_strdup(s.published);
 		for (size_t i = 0; i < cm->cfg.n_whcs; i++) {
 			if (!s.whc[i])
@@ -685,7 +711,9 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 		}
 	}
 	if (ret_next_s)
-		*ret_next_s = settle ? (cm->cfg.settle_s ? cm->cfg.settle_s : CM_SETTLE_DEFAULT_S) : 0;
+		*ret_next_s = hold	? (unsigned)(hold - now)
+			      : settle ? cm->settle.settle_s + 1 /* see pki/cm_settle.h */
+				       : 0;
 	return actions;
 }
 
@@ -726,6 +754,7 @@ int pki_cm_new(struct kube_client *c, const struct pki_cm_config *cfg, struct pk
 	struct pki_cm *cm = op_calloc(1, sizeof(*cm));
 	cm->c = c;
 	cm->cfg = *cfg;
+	pki_cm_settle_init(&cm->settle, cfg->settle_s ? cfg->settle_s : CM_SETTLE_DEFAULT_S);
 	pki_cm_sans(cfg->service, cfg->ns, cm->sans);
 	cm->leaf_cn = op_strdup(cm->sans[2]);
 	cm->ca_cn = op_asprintf("%s-ca", cfg->service);

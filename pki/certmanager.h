@@ -14,10 +14,18 @@
  *
  * Settling: an action that changes what clients trust or what replicas serve
  * while a leaf is already being served (publishing a bundle, issuing a leaf,
- * dropping a CA) ends the round; the next one should start no sooner than
- * settle_s later (ret_next_s says so), so the API server has loaded the new
- * caBundle before a leaf from the new CA is served, and every replica has
- * swapped to the new leaf before the old CA leaves the bundle.
+ * dropping a CA) ends the round; the next one should start settle_s + 1
+ * later (ret_next_s says so), so the API server has loaded the new caBundle
+ * before a leaf from the new CA is served, and every replica has swapped to
+ * the new leaf before the old CA leaves the bundle. The pauses are enforced
+ * by the manager itself (pki/cm_settle.h): a round started sooner (a watch
+ * event, a kick) issues no leaf from a CA published less than settle_s ago
+ * and drops no CA less than settle_s after a leaf was issued; it ends early
+ * and ret_next_s says when the pause is over.
+ *
+ * Lifetimes: a CA or leaf that lives longer than the configured lifetime (a
+ * shorter one configured since it was issued) is renewed at the next round,
+ * the CA by an overlapping rotation.
  *
  * Who runs it: only the Lease holder (the caller does the election). Not
  * thread-safe: one thread per struct pki_cm.
@@ -81,8 +89,9 @@ void pki_cm_free(struct pki_cm *cm);
 /* One round at Unix time `now`. Returns the number of actions executed (0 when
  * everything was current), or -errno (an API call failed: state is
  * consistent, call again later). *ret_next_s (may be NULL) is the suggested
- * delay before the next round: settle_s after a settling action, else 0
- * ("the regular check interval"). */
+ * delay before the next round: settle_s + 1 after a settling action, the rest
+ * of a settle pause that stopped this round, else 0 ("the regular check
+ * interval"). */
 int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_err *err);
 
 /* ---------------------------------------------------------------- helpers */

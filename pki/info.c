@@ -287,6 +287,7 @@ static const char *const reason_names[] = {
 	[PKI_RENEW_LIFETIME] = "expiring",
 	[PKI_RENEW_SANS] = "sans-changed",
 	[PKI_RENEW_ISSUER] = "issuer-changed",
+	[PKI_RENEW_LONGER] = "longer-than-configured",
 };
 
 const char *pki_renew_reason_str(enum pki_renew_reason r)

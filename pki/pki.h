@@ -140,6 +140,8 @@ enum pki_renew_reason {
 	PKI_RENEW_LIFETIME,       /* less than `fraction` of the lifetime remains */
 	PKI_RENEW_SANS,           /* SAN set differs from the wanted set */
 	PKI_RENEW_ISSUER,         /* not signed by the current CA */
+	PKI_RENEW_LONGER,         /* lives longer than the configured lifetime (rotation plan
+				     only: pki_rotation_policy.*_lifetime_s) */
 };
 
 /* Stable lower-case token for logs/events ("expired", "sans-changed"...). */
@@ -209,7 +211,8 @@ bool pki_bundle_is_ca_only(const char *pem);
  *   PUBLISH_BUNDLE   the published bundle lacks the current or next CA, or
  *                    holds something that is not a CA: publish step.bundle_pem
  *   ISSUE_LEAF       leaf missing or due (step.reason): issue from current CA
- *   ISSUE_NEXT_CA    current CA is due: create a new CA, store it as next
+ *   ISSUE_NEXT_CA    current CA is due (or longer-lived than the policy allows):
+ *                    create a new CA, store it as next
  *   PROMOTE_NEXT_CA  next CA is published (or current is dead): next becomes
  *                    current (the old CA stays in the bundle; the leaf it
  *                    signed is then re-issued by ISSUE_LEAF, reason issuer)
@@ -244,6 +247,10 @@ struct pki_rotation_input {
 struct pki_rotation_policy {
 	double ca_renew_fraction;        /* <=0: default 1/3 */
 	double leaf_renew_fraction;      /* <=0: default 1/3 */
+	/* > 0: a CA / leaf whose notAfter - notBefore is longer is renewed like one
+	 * that is due (reason PKI_RENEW_LONGER: the CA by an overlapping rotation),
+	 * so a shorter configured lifetime takes effect at the next check. */
+	int64_t ca_lifetime_s, leaf_lifetime_s;
 	const struct pki_leaf_req *want; /* borrowed; wanted CN/SANs/usage of the leaf, or NULL */
 };
 

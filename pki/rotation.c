@@ -30,10 +30,34 @@ void pki_rotation_step_done(struct pki_rotation_step *s)
 	*s = (struct pki_rotation_step){ 0 };
 }
 
+/* Due for a routine renewal: still good, but expiring or longer-lived than
+ * the policy allows. */
+static bool routine(enum pki_renew_reason r)
+{
+	return r == PKI_RENEW_LIFETIME || r == PKI_RENEW_LONGER;
+}
+
+static bool usable(enum pki_renew_reason r)
+{
+	return r == PKI_RENEW_NONE || routine(r);
+}
+
+/* NONE, unless the certificate lives longer than max_s (> 0): LONGER. */
+static enum pki_renew_reason check_length(const char *pem, enum pki_renew_reason r, int64_t max_s)
+{
+	if (r != PKI_RENEW_NONE || max_s <= 0)
+		return r;
+	_cleanup_(pki_cert_info_done) struct pki_cert_info info = { 0 };
+	if (pki_cert_info_parse(pem, NULL, &info, NULL) < 0)
+		return PKI_RENEW_INVALID;
+	return info.not_after - info.not_before > max_s ? PKI_RENEW_LONGER : PKI_RENEW_NONE;
+}
+
 /* A CA certificate usable for signing at `now`: parses, CA:TRUE, valid.
- * Fills fp; LIFETIME means less than `fraction` of its lifetime is left. */
+ * Fills fp; LIFETIME means less than `fraction` of its lifetime is left,
+ * LONGER that it lives longer than max_s (> 0). */
 static enum pki_renew_reason ca_check(const char *pem, int64_t now, double fraction,
-				      char fp[PKI_FINGERPRINT_HEX + 1])
+				      int64_t max_s, char fp[PKI_FINGERPRINT_HEX + 1])
 {
 	if (!pem || !*pem)
 		return PKI_RENEW_MISSING;
@@ -41,12 +65,7 @@ static enum pki_renew_reason ca_check(const char *pem, int64_t now, double fract
 	if (pki_cert_info_parse(pem, NULL, &info, NULL) < 0 || !info.is_ca)
 		return PKI_RENEW_INVALID;
 	memcpy(fp, info.fingerprint, sizeof(info.fingerprint));
-	return pki_needs_renewal(pem, NULL, NULL, now, fraction);
-}
-
-static bool usable(enum pki_renew_reason r)
-{
-	return r == PKI_RENEW_NONE || r == PKI_RENEW_LIFETIME;
+	return check_length(pem, pki_needs_renewal(pem, NULL, NULL, now, fraction), max_s);
 }
 
 /* The published bundle, leniently: CA entries go to *pub, anything else
@@ -98,8 +117,10 @@ int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rota
 		pol = &defaults;
 	struct pki_rotation_step s = { 0 };
 	char ca_fp[PKI_FINGERPRINT_HEX + 1] = "", next_fp[PKI_FINGERPRINT_HEX + 1] = "";
-	enum pki_renew_reason ca_r = ca_check(in->ca_pem, in->now, pol->ca_renew_fraction, ca_fp);
-	enum pki_renew_reason next_r = ca_check(in->next_ca_pem, in->now, 0, next_fp);
+	enum pki_renew_reason ca_r =
+		ca_check(in->ca_pem, in->now, pol->ca_renew_fraction, pol->ca_lifetime_s, ca_fp);
+	/* The pending CA was issued with the configured lifetime: never "longer". */
+	enum pki_renew_reason next_r = ca_check(in->next_ca_pem, in->now, 0, 0, next_fp);
 	bool next_ok = usable(next_r);
 
 	/* 1. No usable CA: promote a pending one, or start afresh. */
@@ -144,9 +165,12 @@ int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rota
 	}
 
 	/* 5. A broken, mis-issued or mis-named leaf is fixed at once. */
-	enum pki_renew_reason leaf_r = pki_needs_renewal(in->leaf_pem, in->ca_pem, pol->want,
-							 in->now, pol->leaf_renew_fraction);
-	if (leaf_r != PKI_RENEW_NONE && leaf_r != PKI_RENEW_LIFETIME) {
+	enum pki_renew_reason leaf_r = check_length(
+		in->leaf_pem,
+		pki_needs_renewal(in->leaf_pem, in->ca_pem, pol->want, in->now,
+				  pol->leaf_renew_fraction),
+		pol->leaf_lifetime_s);
+	if (leaf_r != PKI_RENEW_NONE && !routine(leaf_r)) {
 		s.action = PKI_ROT_ISSUE_LEAF;
 		s.reason = leaf_r;
 		*ret = s;
@@ -164,7 +188,7 @@ int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rota
 
 	/* 7. CA due: start the overlap (before renewing the leaf, so the leaf
 	 * is renewed once, from the new CA). */
-	if (ca_r == PKI_RENEW_LIFETIME) {
+	if (routine(ca_r)) {
 		s.action = PKI_ROT_ISSUE_NEXT_CA;
 		s.reason = ca_r;
 		*ret = s;
@@ -172,7 +196,7 @@ int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rota
 	}
 
 	/* 8. Routine leaf renewal. */
-	if (leaf_r == PKI_RENEW_LIFETIME) {
+	if (routine(leaf_r)) {
 		s.action = PKI_ROT_ISSUE_LEAF;
 		s.reason = leaf_r;
 	}

@@ -176,6 +176,22 @@ struct fx {
 	struct pki_cm *cm;
 };
 
+#define SETTLE_S 3
+
+/* A (new) certificate manager on f's client: a new process, or helm upgrade. */
+static void fx_cm(struct fx *f, int64_t ca_life, int64_t leaf_life, size_t n_whcs)
+{
+	pki_cm_free(f->cm);
+	struct pki_cm_config cc = {
+		.ns = NS, .ca_secret = "pgop-ca", .tls_secret = "pgop-tls", .service = "r-pgop",
+		.whcs = whcs, .n_whcs = n_whcs, .ca_lifetime_s = ca_life,
+		.leaf_lifetime_s = leaf_life, .settle_s = SETTLE_S,
+	};
+	struct op_err err = OP_ERR_INIT;
+	f->cm = NULL;
+	assert_int_equal(pki_cm_new(f->c, &cc, &f->cm, &err), 0);
+}
+
 static struct fx fx_new(int64_t ca_life, int64_t leaf_life, size_t n_whcs)
 {
 	store_reset();
@@ -185,12 +201,7 @@ static struct fx fx_new(int64_t ca_life, int64_t leaf_life, size_t n_whcs)
 	assert_int_equal(kube_config_from_file(ts_kubeconfig(f.s, "tok"), NULL, &cfg, &err), 0);
 	struct kube_client_opts o = { .qps = 10000, .burst = 10000 };
 	assert_int_equal(kube_client_new(cfg, &o, &f.c, &err), 0);
-	struct pki_cm_config cc = {
-		.ns = NS, .ca_secret = "pgop-ca", .tls_secret = "pgop-tls", .service = "r-pgop",
-		.whcs = whcs, .n_whcs = n_whcs, .ca_lifetime_s = ca_life,
-		.leaf_lifetime_s = leaf_life, .settle_s = 3,
-	};
-	assert_int_equal(pki_cm_new(f.c, &cc, &f.cm, &err), 0);
+	fx_cm(&f, ca_life, leaf_life, n_whcs);
 	return f;
 }
 
@@ -278,7 +289,7 @@ static void test_install_from_nothing(void **state)
 	unsigned next = 99;
 	/* create-ca, publish-bundle (no leaf yet: no settling), issue-leaf */
 	assert_int_equal(sync_at(&f, T0, &next), 3);
-	assert_int_equal(next, 3);
+	assert_int_equal(next, 4); /* settle_s + 1: the second of the write may be nearly over */
 	char *leaf = secret_pem(TLS_PATH, "tls.crt"), *key = secret_pem(TLS_PATH, "tls.key");
 	char *ca = secret_pem(CA_PATH, "ca.crt"), *tls_ca = secret_pem(TLS_PATH, "ca.crt");
 	assert_non_null(leaf);
@@ -395,6 +406,152 @@ static void test_rotation_short_lifetimes(void **state)
 static void test_rotation_long_run(void **state)
 {
 	run_rotation(3600, 1800, 20, 12000);
+}
+
+/* notAfter - notBefore of a PEM certificate. */
+static int64_t lifetime(const char *pem)
+{
+	struct pki_cert_info info;
+	assert_int_equal(pki_cert_info_parse(pem, NULL, &info, NULL), 0);
+	int64_t l = info.not_after - info.not_before;
+	pki_cert_info_done(&info);
+	return l;
+}
+
+/* The CA fingerprints both bundles hold (at most 8) into fps; the count. */
+static size_t bundle_fps(char fps[8][PKI_FINGERPRINT_HEX + 1])
+{
+	char *v = whc_bundle(VWC_PATH), *m = whc_bundle(MWC_PATH);
+	struct pki_bundle bv = PKI_BUNDLE_INIT, bm = PKI_BUNDLE_INIT;
+	assert_int_equal(pki_bundle_parse(v, &bv, NULL), 0);
+	assert_int_equal(pki_bundle_parse(m, &bm, NULL), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < bv.n && n < 8; i++)
+		if (pki_bundle_contains(&bm, bv.v[i].fingerprint))
+			memcpy(fps[n++], bv.v[i].fingerprint, PKI_FINGERPRINT_HEX + 1);
+	pki_bundle_done(&bv);
+	pki_bundle_done(&bm);
+	free(v);
+	free(m);
+	return n;
+}
+
+static bool fp_in(char fps[8][PKI_FINGERPRINT_HEX + 1], size_t n, const char *fp)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(fps[i], fp) == 0)
+			return true;
+	return false;
+}
+
+/* Rounds every second whatever pki_cm_sync asks for (a watch event after each
+ * write starts the next round at once: that is how the first pause was
+ * skipped). Through two CA rotations: no leaf signed by a CA is stored before
+ * SETTLE_S have passed since that CA was published in every caBundle, and no
+ * CA leaves a caBundle before SETTLE_S have passed since the leaf was
+ * replaced. Fails on the code before the fix (leaf 1 s after the publish). */
+static void test_rotation_settle_pauses_hold(void **state)
+{
+	struct fx f = fx_new(540, 480, 2);
+	store_whcs();
+	struct { char fp[PKI_FINGERPRINT_HEX + 1]; int64_t t; } pub[16];
+	size_t n_pub = 0;
+	char prev[8][PKI_FINGERPRINT_HEX + 1], leaf_fp[PKI_FINGERPRINT_HEX + 1] = "";
+	size_t n_prev = 0;
+	int64_t leaf_t = 0;
+	int new_ca_leaves = 0, drops = 0;
+	for (int64_t t = T0; t < T0 + 400; t++) {
+		sync_at(&f, t, NULL);
+		char now_fps[8][PKI_FINGERPRINT_HEX + 1];
+		size_t n_now = bundle_fps(now_fps);
+		for (size_t i = 0; i < n_now; i++) { /* first seen in both bundles */
+			bool known = false;
+			for (size_t j = 0; j < n_pub; j++)
+				known |= strcmp(pub[j].fp, now_fps[i]) == 0;
+			if (!known && n_pub < 16) {
+				memcpy(pub[n_pub].fp, now_fps[i], PKI_FINGERPRINT_HEX + 1);
+				pub[n_pub++].t = t;
+			}
+		}
+		for (size_t i = 0; i < n_prev; i++) { /* a CA dropped */
+			if (fp_in(now_fps, n_now, prev[i]))
+				continue;
+			if (t - leaf_t < SETTLE_S)
+				fail_msg("t=%lld: a CA was dropped %lld s after the leaf was replaced",
+					 (long long)(t - T0), (long long)(t - leaf_t));
+			drops++;
+		}
+		char *leaf = secret_pem(TLS_PATH, "tls.crt"), *ca = secret_pem(TLS_PATH, "ca.crt");
+		char fp[PKI_FINGERPRINT_HEX + 1], ca_fp[PKI_FINGERPRINT_HEX + 1];
+		fingerprint(leaf, fp);
+		fingerprint(ca, ca_fp);
+		if (strcmp(fp, leaf_fp) != 0) {
+			if (*leaf_fp) { /* not the install: a leaf was served before */
+				int64_t pub_t = -1;
+				for (size_t j = 0; j < n_pub; j++)
+					if (strcmp(pub[j].fp, ca_fp) == 0)
+						pub_t = pub[j].t;
+				if (pub_t < 0)
+					fail_msg("t=%lld: leaf signed by an unpublished CA",
+						 (long long)(t - T0));
+				if (t - pub_t < SETTLE_S)
+					fail_msg("t=%lld: leaf signed by a CA published %lld s before",
+						 (long long)(t - T0), (long long)(t - pub_t));
+				if (pub_t > T0)
+					new_ca_leaves++;
+			}
+			memcpy(leaf_fp, fp, sizeof(fp));
+			leaf_t = t;
+		}
+		assert_trusted(leaf, t, "stored leaf");
+		memcpy(prev, now_fps, sizeof(prev));
+		n_prev = n_now;
+		free(leaf);
+		free(ca);
+	}
+	if (new_ca_leaves < 2 || drops < 2)
+		fail_msg("leaves from a new CA %d, CAs dropped %d", new_ca_leaves, drops);
+	fx_done(&f);
+}
+
+/* helm upgrade with shorter lifetimes: the next round renews what lives
+ * longer than configured (the leaf at once, the CA by a rotation); once
+ * settled, both have the new lifetimes. Fails on the code before the fix
+ * (nothing happens until the 90-day certificates near expiry). */
+static void test_shorter_lifetime_renewed(void **state)
+{
+	struct fx f = fx_new(0, 0, 2); /* 90 days */
+	store_whcs();
+	sync_at(&f, T0, NULL);
+	char *leaf0 = secret_pem(TLS_PATH, "tls.crt");
+	assert_int_equal(lifetime(leaf0), 90 * PKI_DAY_S);
+	free(leaf0);
+	assert_int_equal(sync_at(&f, T0 + 60, NULL), 0); /* nothing due */
+
+	fx_cm(&f, 3000, 900, 2); /* the upgraded controller */
+	int64_t t = T0 + 120;
+	int rounds = 0, acted = 0;
+	for (; rounds < 30; rounds++) {
+		unsigned next = 0;
+		int r = sync_at(&f, t, &next);
+		if (rounds == 0)
+			assert_true(r >= 1); /* the very next check acts */
+		acted += r;
+		char *leaf = secret_pem(TLS_PATH, "tls.crt");
+		assert_trusted(leaf, t, "during the renewal");
+		free(leaf);
+		if (r == 0 && next == 0)
+			break;
+		t += next ? next : 1;
+	}
+	assert_true(acted >= 4); /* next CA, publish, promote, leaf, drop */
+	char *leaf = secret_pem(TLS_PATH, "tls.crt"), *ca = secret_pem(CA_PATH, "ca.crt");
+	assert_int_equal(lifetime(ca), 3000);
+	assert_int_equal(lifetime(leaf), 900);
+	char *vb = whc_bundle(VWC_PATH);
+	assert_string_equal(vb, ca); /* the 90-day CA is gone from the bundle */
+	free(leaf), free(ca), free(vb);
+	fx_done(&f);
 }
 
 static void test_deleted_secrets_recover(void **state)
@@ -585,6 +742,8 @@ int main(void)
 		cmocka_unit_test(test_leaf_renewal_touches_only_the_tls_secret),
 		cmocka_unit_test(test_rotation_short_lifetimes),
 		cmocka_unit_test(test_rotation_long_run),
+		cmocka_unit_test(test_rotation_settle_pauses_hold),
+		cmocka_unit_test(test_shorter_lifetime_renewed),
 		cmocka_unit_test(test_deleted_secrets_recover),
 		cmocka_unit_test(test_leaf_in_cabundle_is_replaced),
 		cmocka_unit_test(test_missing_configurations),
