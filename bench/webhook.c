@@ -101,6 +101,7 @@ static int serve(const char *cert, const char *key, unsigned threads, int fd)
 		.n_routes = OP_ARRAY_SIZE(routes),
 		.threads = threads,
 		.connection_limit = 1024,
+		.per_ip_limit = 1024, /* every client thread is on 127.0.0.1 */
 	};
 	struct op_http_server *srv = NULL;
 	struct op_err err = OP_ERR_INIT;

@@ -44,8 +44,11 @@ struct controller_opts {
 	unsigned threads;
 	unsigned poll_s;
 	unsigned drain_s;
-	unsigned timeout_s;
+	unsigned request_timeout_s;
+	unsigned idle_timeout_s;
 	unsigned max_connections;
+	unsigned max_per_ip;
+	const char *probe_listen;
 	struct pki_cm_run_opts certs; /* --tls-secret mode (pki/cm_run.h) */
 	struct controller_reconcile_opts rec; /* reconciler (cmd/controller_reconcile.c) */
 };
@@ -67,10 +70,26 @@ static const struct cmd_flag controller_flags[] = {
 	  "SECONDS", "how often the certificate files are checked (default 5)" },
 	{ "shutdown-grace", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, drain_s), 600,
 	  "SECONDS", "how long requests in flight may finish on SIGTERM (default 10)" },
-	{ "request-timeout", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, timeout_s), 3600,
-	  "SECONDS", "idle/request connection timeout (default 30)" },
+	{ "probe-listen", 0, CMD_FLAG_STRING, offsetof(struct controller_opts, probe_listen), 0,
+	  "ADDR:PORT",
+	  "plain-HTTP listener for /healthz, /readyz and /metrics only, with its own thread and "
+	  "connection limit, so probes answer while the HTTPS port is saturated (default: none)" },
+	{ "request-timeout", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, request_timeout_s),
+	  3600, "SECONDS",
+	  "time a client has to send a whole request (TLS handshake, headers and body), counted "
+	  "from the connection's accept, or for a kept-alive connection from the end of the "
+	  "previous response; trickling bytes does not extend it; then the connection is closed. "
+	  "It does not bound the handler or the response (default 10)" },
+	{ "idle-timeout", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, idle_timeout_s), 3600,
+	  "SECONDS",
+	  "a connection on which nothing is received or sent for this long is closed "
+	  "(default 30)" },
 	{ "max-connections", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, max_connections),
-	  65536, "N", "concurrent connection limit (default 1024)" },
+	  65536, "N", "concurrent HTTPS connections (default 1024)" },
+	{ "max-connections-per-ip", 0, CMD_FLAG_UINT, offsetof(struct controller_opts, max_per_ip),
+	  65536, "N",
+	  "concurrent connections from one client IP on each listener; more are closed at "
+	  "accept. The API server opens one per concurrent request (default 64)" },
 	CONTROLLER_CERTS_FLAGS,
 	CONTROLLER_RECONCILE_FLAGS,
 	{ "help", 'h', CMD_FLAG_HELP, 0, 0, NULL, "this help" },
@@ -79,7 +98,7 @@ static const struct cmd_flag controller_flags[] = {
 static const char controller_usage[] =
 	"Usage: pgop controller --tls-cert-file FILE --tls-key-file FILE [flags]\n"
 	"Serves the Cluster admission webhooks (" MUTATE_PATH ",\n" VALIDATE_PATH
-	"), the aggregated live API\n(/apis/" AS_GROUP_VERSION "), /healthz, /readyz and /metrics over HTTPS.\n\nFlags:\n";
+	"), the aggregated live API\n(/apis/" AS_GROUP_VERSION "), /healthz, /readyz and /metrics over HTTPS (and the last\nthree over plain HTTP on --probe-listen).\n\nFlags:\n";
 
 static int handle_review(enum wh_kind kind, const struct op_http_request *req,
 			 struct op_http_reply *rep, struct op_err *err)
@@ -197,7 +216,10 @@ int cmd_controller(int argc, char **argv)
 		.n_routes = OP_ARRAY_SIZE(controller_routes),
 		.threads = o.threads,
 		.connection_limit = o.max_connections,
-		.timeout_s = o.timeout_s,
+		.per_ip_limit = o.max_per_ip,
+		.idle_timeout_s = o.idle_timeout_s,
+		.request_timeout_s = o.request_timeout_s,
+		.probe_listen = o.probe_listen,
 		.drain_ms = o.drain_s ? o.drain_s * 1000u : 1,
 	};
 	struct op_http_server *srv = NULL;
@@ -245,10 +267,12 @@ int cmd_controller(int argc, char **argv)
 		pki_cm_run_free(certs);
 		return 1;
 	}
-	char port[8];
+	char port[8], probe_port[8];
 	snprintf(port, sizeof(port), "%u", op_http_server_port(srv));
+	snprintf(probe_port, sizeof(probe_port), "%u", op_http_server_probe_port(srv));
 	op_log_info("serving HTTPS", "listen", o.listen ? o.listen : "0.0.0.0:9443", "port", port,
-		    "version", PGOP_VERSION, "live_api", live ? "true" : "false");
+		    "version", PGOP_VERSION, "live_api", live ? "true" : "false",
+		    o.probe_listen ? "probe_listen" : NULL, o.probe_listen, "probe_port", probe_port);
 
 	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5, !self);
 	op_http_server_set_ready(srv, false);

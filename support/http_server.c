@@ -3,7 +3,11 @@
  * Lifetimes:
  *   struct conn_state  one per TCP connection: allocated in NOTIFY_CONNECTION
  *                      STARTED, freed in CLOSED; holds the TLS credentials the
- *                      connection's handshake used (one reference).
+ *                      connection's handshake used (one reference) and its entry
+ *                      in the connection registry (request deadline, http_conns.h).
+ *   struct listener    one per MHD daemon: the HTTPS one (every route) and the
+ *                      optional plain-HTTP probe one (built-in routes only); the
+ *                      cls of every MHD callback.
  *   struct req_state   one per request: allocated on the first access-handler
  *                      call, freed only in NOTIFY_COMPLETED (where the request
  *                      is also counted and logged).
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "support/alloc.h"
+#include "support/http_conns.h"
 #include "support/http_tls.h"
 #include "support/log.h"
 #include "support/metrics.h"
@@ -35,13 +40,40 @@
  * much dropped data the connection is cut instead. */
 #define MAX_DISCARD (16u * 1024 * 1024)
 
+/* Defaults of struct op_http_config (see http_server.h). */
+#define DEFAULT_CONNECTION_LIMIT 1024u
+#define DEFAULT_PER_IP_LIMIT 64u
+#define DEFAULT_IDLE_TIMEOUT_S 30u
+#define DEFAULT_REQUEST_TIMEOUT_S 10u
+/* The probe listener serves three cheap built-in routes on one thread. */
+#define PROBE_CONNECTION_LIMIT 256u
+/* libmicrohttpd messages (one per refused connection under a flood): at most
+ * this many per second; the next line logged says how many were dropped. */
+#define MHD_LOG_BURST 10u
+#define MHD_LOG_WINDOW_NS (1000ull * 1000 * 1000)
+
+struct op_http_server;
+
+struct listener {
+	struct op_http_server *srv;
+	struct MHD_Daemon *daemon;
+	size_t n_routes; /* routes served here: all but "unmatched", or N_BUILTIN */
+	uint16_t port;
+};
+
 /* Status codes counted individually in pgop_http_requests_total; others go to "other". */
 static const unsigned counted_codes[] = { 200, 201, 400, 401, 403, 404, 405,
 					  409, 413, 415, 422, 429, 500, 503 };
 #define N_CODES (OP_ARRAY_SIZE(counted_codes) + 1)
 
 struct op_http_server {
-	struct MHD_Daemon *daemon;
+	struct listener main;  /* HTTPS, every route */
+	struct listener probe; /* plain HTTP, built-in routes; daemon NULL when not asked for */
+	struct op_conns conns; /* every connection of both, with its request deadline */
+	bool conns_ready;      /* conns initialised */
+	pthread_mutex_t log_lock; /* MHD message rate limit */
+	unsigned log_tokens;
+	uint64_t log_window_end_ns, log_dropped;
 	struct op_tls_slot slot;
 	struct op_tls_files files; /* cert_file == NULL when started from PEM */
 	const struct op_http_route *user_routes;
@@ -61,16 +93,17 @@ struct op_http_server {
 	char *trust_pem;              /* owned: makes gnutls request a client certificate */
 	size_t max_body;
 	unsigned drain_ms;
-	uint16_t port;
 };
 
 struct conn_state {
+	struct op_conn link;      /* first: registry entry (request deadline) */
 	struct op_http_server *srv;
 	struct op_tls_cred *cred; /* reference for the connection's lifetime, or NULL */
 };
 
 struct req_state {
 	struct op_http_server *srv;
+	struct conn_state *cs; /* the connection's (borrowed; outlives the request) */
 	size_t route;        /* index into the route space; srv->n_paths - 1 = unmatched */
 	uint64_t start_ns;
 	struct op_buf body;
@@ -270,12 +303,12 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct req_state
 	return queue_reply(conn, rq, status, "application/json", &b, allow, close, NULL, NULL);
 }
 
-/* "GET, HEAD" etc. for every route on path. */
-static char *allowed_methods(const struct op_http_server *srv, const char *path)
+/* "GET, HEAD" etc. for every route on path among the first n. */
+static char *allowed_methods(const struct op_http_server *srv, size_t n, const char *path)
 {
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = 0;
-	for (size_t i = 0; !r && i < srv->n_paths - 1; i++) {
+	for (size_t i = 0; !r && i < n; i++) {
 		const struct op_http_route *rt = route_at(srv, i);
 		if (!path_matches(rt->path, path))
 			continue;
@@ -303,12 +336,13 @@ static enum MHD_Result queue_pending(struct MHD_Connection *conn, struct req_sta
  * requests that carry a body (413, 415, and 404/405 of a POST). A 404/405 of
  * a GET is only decided here and sent on the next call, keeping the
  * connection alive, as does every successful GET. */
-static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connection *conn,
+static enum MHD_Result first_call(const struct listener *lst, struct MHD_Connection *conn,
 				  struct req_state *rq, const char *url, const char *method)
 {
+	struct op_http_server *srv = lst->srv;
 	bool path_known = false;
 	rq->route = srv->n_paths - 1;
-	for (size_t i = 0; i < srv->n_paths - 1; i++) {
+	for (size_t i = 0; i < lst->n_routes; i++) {
 		const struct op_http_route *rt = route_at(srv, i);
 		if (!path_matches(rt->path, url))
 			continue;
@@ -321,8 +355,8 @@ static enum MHD_Result first_call(struct op_http_server *srv, struct MHD_Connect
 	if (rq->route == srv->n_paths - 1) {
 		if (path_known) {
 			rq->pending = MHD_HTTP_METHOD_NOT_ALLOWED;
-			rq->pending_allow = allowed_methods(srv, url);
-			for (size_t i = 0; i < srv->n_paths - 1; i++) {
+			rq->pending_allow = allowed_methods(srv, lst->n_routes, url);
+			for (size_t i = 0; i < lst->n_routes; i++) {
 				if (path_matches(route_at(srv, i)->path, url)) {
 					rq->route = i; /* count 405s under their path */
 					break;
@@ -574,12 +608,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
-	struct op_http_server *srv = cls;
+	const struct listener *lst = cls;
+	struct op_http_server *srv = lst->srv;
 	struct req_state *rq = *con_cls;
 
 	if (!rq) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 		rq = op_calloc(1, sizeof(*rq));
 		rq->srv = srv;
+		rq->cs = ci ? ci->socket_context : NULL;
 		rq->start_ns = now_ns();
 		rq->body = OP_BUF_INIT(srv->max_body);
 		rq->method = op_strndup(method, 16);
@@ -588,7 +626,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		format_peer(conn, rq->peer, sizeof(rq->peer));
 		*con_cls = rq;
 		atomic_fetch_add_explicit(&srv->in_flight, 1, memory_order_relaxed);
-		return first_call(srv, conn, rq, url, method);
+		enum MHD_Result ok = first_call(lst, conn, rq, url, method);
+		if (rq->status && rq->cs) /* answered early: no deadline while it is sent */
+			op_conns_received(&rq->cs->link);
+		return ok;
 	}
 	if (rq->status)
 		return MHD_YES; /* answered early; MHD closes the connection */
@@ -604,6 +645,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		return MHD_YES;
 	}
+	/* The whole request is in: the deadline stops while it is handled and answered. */
+	if (rq->cs)
+		op_conns_received(&rq->cs->link);
 	if (rq->pending)
 		return queue_pending(conn, rq);
 	if (rq->too_big) {
@@ -625,12 +669,16 @@ static size_t code_index(unsigned status)
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	struct op_http_server *srv = cls;
+	const struct listener *lst = cls;
+	struct op_http_server *srv = lst->srv;
 	struct req_state *rq = *con_cls;
 	if (!rq)
 		return;
 	*con_cls = NULL;
-	uint64_t ns = now_ns() - rq->start_ns;
+	uint64_t end = now_ns();
+	uint64_t ns = end - rq->start_ns;
+	if (rq->cs) /* a kept-alive connection: the next request's deadline runs */
+		op_conns_done_request(&srv->conns, &rq->cs->link, end);
 	if (rq->status) {
 		op_counter_add(&srv->requests[rq->route * N_CODES + code_index(rq->status)], 1);
 		op_hist_observe(&srv->latency[rq->route], ns);
@@ -664,15 +712,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
+	const struct listener *lst = cls;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct conn_state *cs = op_calloc(1, sizeof(*cs));
-		cs->srv = cls;
+		cs->srv = lst->srv;
+		op_conns_add(&cs->srv->conns, &cs->link, ci ? ci->connect_fd : -1, now_ns());
 		*socket_context = cs;
 		return;
 	}
 	struct conn_state *cs = *socket_context;
 	if (!cs)
 		return;
+	/* MHD closes the descriptor after this returns: unregister it first. */
+	op_conns_remove(&cs->srv->conns, &cs->link);
 	op_tls_cred_unref(cs->cred);
 	free(cs);
 	*socket_context = NULL;
@@ -701,14 +755,43 @@ static int on_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, in
 	return 0;
 }
 
+/* At most MHD_LOG_BURST lines per MHD_LOG_WINDOW_NS. Returns whether to log, and
+ * in *ret_dropped how many were dropped before this one. */
+static bool mhd_log_admit(struct op_http_server *srv, uint64_t *ret_dropped)
+{
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&srv->log_lock);
+	if (now >= srv->log_window_end_ns) {
+		srv->log_window_end_ns = now + MHD_LOG_WINDOW_NS;
+		}
+	bool ok = srv->log_tokens > 0;
+	if (ok) {
+		srv->log_tokens--;
+		*ret_dropped = srv->log_dropped;
+		srv->log_dropped = 0;
+	} else {
+		srv->log_dropped++;
+	}
+	pthread_mutex_unlock(&srv->log_lock);
+	return ok;
+}
+
+/* MHD's messages, rate-limited: a flood of refused connections ("Server reached
+ * connection limit") must not turn into a flood of log lines. */
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
 							      va_list ap)
 {
+	uint64_t dropped = 0;
+	if (!mhd_log_admit(cls, &dropped))
+		return;
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	if (op_buf_vaddf(&b, fmt, ap) == 0) {
 		while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' '))
 			b.data[--b.len] = '\0';
-		op_log_warn("libmicrohttpd", "detail", op_buf_str(&b));
+		char d[24];
+		snprintf(d, sizeof(d), "%llu", (unsigned long long)dropped);
+		op_log_warn("libmicrohttpd", "detail", op_buf_str(&b), dropped ? "dropped" : NULL,
+			    d);
 	}
 	op_buf_done(&b);
 }
@@ -779,6 +862,9 @@ static unsigned default_threads(void)
 
 static void server_free_state(struct op_http_server *srv)
 {
+	if (srv->conns_ready)
+		op_conns_done(&srv->conns);
+	pthread_mutex_destroy(&srv->log_lock);
 	op_tls_slot_done(&srv->slot);
 	op_tls_files_done(&srv->files);
 	free(srv->requests);
@@ -827,6 +913,97 @@ static int trust_from_leaf(struct op_http_server *srv, struct op_err *err)
 	return 0;
 }
 
+static int listen_failed(const char *what, const char *listen, struct op_err *err)
+{
+	int e = errno ? errno : EADDRNOTAVAIL;
+	return op_err_set(err, -e, "http server: cannot listen on %s (%s): %s", listen, what,
+			  strerror(e));
+}
+
+static uint16_t bound_port(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	return di ? di->port : 0;
+}
+
+/* The HTTPS daemon, the probe daemon when asked for, then the deadline sweeper.
+ * On failure what was started is stopped again. */
+static int start_daemons(struct op_http_server *srv, const struct op_http_config *cfg,
+			 struct sockaddr_storage *ss, bool v6, struct op_err *err)
+{
+	unsigned threads = cfg->threads ? cfg->threads : default_threads();
+	unsigned idle_s = cfg->idle_timeout_s ? cfg->idle_timeout_s : DEFAULT_IDLE_TIMEOUT_S;
+	unsigned per_ip = cfg->per_ip_limit ? cfg->per_ip_limit : DEFAULT_PER_IP_LIMIT;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+			 (v6 ? MHD_USE_IPv6 : 0);
+	srv->main = (struct listener){ .srv = srv, .n_routes = srv->n_paths - 1 };
+	srv->probe = (struct listener){ .srv = srv, .n_routes = N_BUILTIN };
+	struct MHD_OptionItem opts[] = {
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, srv },
+		{ MHD_OPTION_SOCK_ADDR, 0, ss },
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)OP_HTTP_TLS_PRIORITY },
+		{ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_cert },
+		{ MHD_OPTION_CONNECTION_LIMIT,
+		  cfg->connection_limit ? cfg->connection_limit : DEFAULT_CONNECTION_LIMIT, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)per_ip, NULL },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)idle_s, NULL },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, &srv->main },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &srv->main },
+		/* A trust list makes MHD ask for a client certificate (optional: a client
+		 * without one still connects). Verification is per request. */
+		{ srv->trust_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_CONNECTION_TIMEOUT,
+		  srv->trust_pem ? 0 : (intptr_t)idle_s, srv->trust_pem },
+		/* Keep last: a single thread means no pool, so the option is cut off. */
+		{ threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	const char *listen = cfg->listen ? cfg->listen : DEFAULT_LISTEN;
+	errno = 0;
+	srv->main.daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &srv->main,
+					    MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (!srv->main.daemon)
+		return listen_failed("https", listen, err);
+	srv->main.port = bound_port(srv->main.daemon);
+
+	if (cfg->probe_listen) {
+		struct sockaddr_storage pss;
+		bool pv6 = false;
+		int r = parse_listen(cfg->probe_listen, &pss, &pv6, err);
+		if (r < 0)
+			goto fail;
+		unsigned pflags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+				  MHD_USE_ERROR_LOG | MHD_USE_ITC | (pv6 ? MHD_USE_IPv6 : 0);
+		struct MHD_OptionItem popts[] = {
+			{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, srv },
+			{ MHD_OPTION_SOCK_ADDR, 0, &pss },
+			{ MHD_OPTION_CONNECTION_LIMIT, PROBE_CONNECTION_LIMIT, NULL },
+			{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)per_ip, NULL },
+			{ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)idle_s, NULL },
+			{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, &srv->probe },
+			{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &srv->probe },
+			{ MHD_OPTION_END, 0, NULL },
+		};
+		errno = 0;
+		srv->probe.daemon = MHD_start_daemon(pflags, 0, NULL, NULL, on_request, &srv->probe,
+						     MHD_OPTION_ARRAY, popts, MHD_OPTION_END);
+		if (!srv->probe.daemon) {
+			listen_failed("probes", cfg->probe_listen, err);
+			goto fail;
+		}
+		srv->probe.port = bound_port(srv->probe.daemon);
+	}
+	if (op_conns_start(&srv->conns, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	if (srv->probe.daemon)
+		MHD_stop_daemon(srv->probe.daemon);
+	MHD_stop_daemon(srv->main.daemon);
+	srv->probe.daemon = srv->main.daemon = NULL;
+	return err->code ? err->code : -EINVAL;
+}
+
 int op_http_server_start(const struct op_http_config *cfg, struct op_http_server **ret_srv,
 			 struct op_err *err)
 {
@@ -855,6 +1032,10 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 	srv->ready_userdata = cfg->ready_userdata ? cfg->ready_userdata : cfg->userdata;
 	srv->max_body = cfg->max_body ? cfg->max_body : OP_BUF_MAX_HTTP_BODY;
 	srv->drain_ms = cfg->drain_ms ? cfg->drain_ms : 5000;
+	pthread_mutex_init(&srv->log_lock, NULL);
+	unsigned req_s = cfg->request_timeout_s ? cfg->request_timeout_s : DEFAULT_REQUEST_TIMEOUT_S;
+	op_conns_init(&srv->conns, (uint64_t)req_s * 1000000000u);
+	srv->conns_ready = true;
 
 	r = load_initial_cert(srv, cfg, err);
 	if (r < 0) {
@@ -869,41 +1050,11 @@ int op_http_server_start(const struct op_http_config *cfg, struct op_http_server
 			return r;
 		}
 	}
-	unsigned threads = cfg->threads ? cfg->threads : default_threads();
-	unsigned timeout_s = cfg->timeout_s ? cfg->timeout_s : 30;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
-			 MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
-			 (v6 ? MHD_USE_IPv6 : 0);
-	struct MHD_OptionItem opts[] = {
-		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL },
-		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
-		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)OP_HTTP_TLS_PRIORITY },
-		{ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_cert },
-		{ MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 1024,
-		  NULL },
-		{ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_s, NULL },
-		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
-		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv },
-		/* A trust list makes MHD ask for a client certificate (optional: a client
-		 * without one still connects). Verification is per request. */
-		{ srv->trust_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_CONNECTION_TIMEOUT,
-		  srv->trust_pem ? 0 : (intptr_t)timeout_s, srv->trust_pem },
-		/* Keep last: a single thread means no pool, so the option is cut off. */
-		{ threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL },
-		{ MHD_OPTION_END, 0, NULL },
-	};
-	errno = 0;
-	srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY,
-				       opts, MHD_OPTION_END);
-	if (!srv->daemon) {
-		int e = errno ? errno : EADDRNOTAVAIL;
-		r = op_err_set(err, -e, "http server: cannot listen on %s: %s",
-			       cfg->listen ? cfg->listen : DEFAULT_LISTEN, strerror(e));
+	r = start_daemons(srv, cfg, &ss, v6, err);
+	if (r < 0) {
 		server_free_state(srv);
 		return r;
 	}
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	srv->port = di ? di->port : 0;
 	*ret_srv = srv;
 	return 0;
 }
@@ -912,9 +1063,9 @@ void op_http_server_free(struct op_http_server *srv)
 {
 	if (!srv)
 		return;
-	if (srv->daemon) {
+	if (srv->main.daemon) {
 		atomic_store(&srv->draining, true);
-		MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+		MHD_socket fd = MHD_quiesce_daemon(srv->main.daemon);
 		if (fd != MHD_INVALID_SOCKET)
 			close(fd);
 		streams_end_all(srv); /* watches end now; their clients reconnect elsewhere */
@@ -923,14 +1074,21 @@ void op_http_server_free(struct op_http_server *srv)
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
 		}
-		MHD_stop_daemon(srv->daemon);
+		MHD_stop_daemon(srv->main.daemon);
 	}
+	if (srv->probe.daemon) /* probes answer until the end of the drain */
+		MHD_stop_daemon(srv->probe.daemon);
 	server_free_state(srv);
 }
 
 uint16_t op_http_server_port(const struct op_http_server *srv)
 {
-	return srv->port;
+	return srv->main.port;
+}
+
+uint16_t op_http_server_probe_port(const struct op_http_server *srv)
+{
+	return srv->probe.daemon ? srv->probe.port : 0;
 }
 
 int op_http_server_set_cert(struct op_http_server *srv, const char *cert_pem,
@@ -1017,6 +1175,19 @@ int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out
 	if (!r)
 		r = op_metrics_sample(out, "pgop_http_tls_cert_swaps_total", NULL,
 				      op_counter_get(&srv->cert_swaps));
+	if (!r)
+		r = op_metrics_header(out, "pgop_http_connections_open", "gauge",
+				      "Open connections (HTTPS and probe listeners).");
+	if (!r)
+		r = op_metrics_sample(out, "pgop_http_connections_open", NULL,
+				      atomic_load_explicit(&srv->conns.open, memory_order_relaxed));
+	if (!r)
+		r = op_metrics_header(out, "pgop_http_request_deadline_closes_total", "counter",
+				      "Connections closed because a request did not arrive "
+				      "whole within the request timeout.");
+	if (!r)
+		r = op_metrics_sample(out, "pgop_http_request_deadline_closes_total", NULL,
+				      atomic_load_explicit(&srv->conns.cuts, memory_order_relaxed));
 	return r;
 }
 

@@ -18,6 +18,11 @@
  * never disturbs a handshake or a request in flight; the old credentials are
  * freed when their last connection closes.
  *
+ * Abuse: connections per client IP are capped, a request must arrive whole
+ * within request_timeout_s (trickling bytes does not extend it; see
+ * support/http_conns.h), and an optional plain-HTTP probe listener keeps
+ * /healthz, /readyz and /metrics answering while the HTTPS port is saturated.
+ *
  * Threads: handlers run on the server's pool threads, concurrently; the
  * userdata they get is shared. All public functions are thread-safe.
  */
@@ -112,8 +117,25 @@ struct op_http_config {
 	 * op_http_peer_verify against the CA they trust at that moment. */
 	bool request_client_cert;
 	unsigned threads;          /* thread pool size; 0 = number of CPUs (max 16) */
-	unsigned connection_limit; /* 0 = 1024 */
-	unsigned timeout_s;        /* idle/request connection timeout; 0 = 30 */
+	unsigned connection_limit; /* concurrent HTTPS connections; 0 = 1024 */
+	/* Concurrent connections from one client IP address, on each listener; more
+	 * are closed at accept. 0 = 64. */
+	unsigned per_ip_limit;
+	/* A connection on which nothing is received or sent for this long is closed
+	 * (libmicrohttpd's timeout; every byte resets it). 0 = 30. */
+	unsigned idle_timeout_s;
+	/* A request's headers and body must have arrived within this many seconds of
+	 * the connection's accept (first request; the TLS handshake counts) or of the
+	 * end of the previous response (next request on a kept-alive connection, so
+	 * an idle kept-alive connection is closed after it too), however steadily
+	 * bytes trickle in; otherwise the connection is closed. It does not bound
+	 * the handler or the response. 0 = 10. */
+	unsigned request_timeout_s;
+	/* Optional second listener, plain HTTP, serving only GET /healthz, /readyz and
+	 * /metrics (same state as the HTTPS ones), on its own thread with its own
+	 * connection limit (256, per_ip_limit per IP): probes and scrapes answer while
+	 * the HTTPS port is saturated. "ADDR:PORT" as listen; NULL = none. */
+	const char *probe_listen;
 	size_t max_body;           /* request body cap; 0 = OP_BUF_MAX_HTTP_BODY */
 	unsigned drain_ms;         /* op_http_server_free waits this long for requests; 0 = 5000 */
 };
@@ -131,6 +153,8 @@ void op_http_server_free(struct op_http_server *srv);
 
 /* The bound TCP port (useful after listening on port 0). */
 uint16_t op_http_server_port(const struct op_http_server *srv);
+/* The probe listener's bound port; 0 when there is none. */
+uint16_t op_http_server_probe_port(const struct op_http_server *srv);
 
 /* Replaces the serving certificate (PEM chain, leaf first) and key. New
  * handshakes use it at once; existing connections keep theirs. On failure
@@ -151,7 +175,8 @@ void op_http_server_set_ready(struct op_http_server *srv, bool ready);
 
 /* Appends the Prometheus text of this server's metrics to out:
  *   pgop_http_requests_total{path,code}, pgop_http_request_duration_seconds{path},
- *   pgop_http_requests_in_flight, pgop_http_tls_cert_swaps_total.
+ *   pgop_http_requests_in_flight, pgop_http_tls_cert_swaps_total,
+ *   pgop_http_connections_open, pgop_http_request_deadline_closes_total.
  * Returns 0 or -EMSGSIZE (out emptied). */
 int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out);
 

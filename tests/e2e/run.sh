@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The e2e runner. Runs every tests/e2e/test_*.sh with a per-test timeout:
-#   0. builds what the tests need: pgop and pgop-node-agent in BUILD_DIR (ninja) and the
+#   0. builds what the tests need: pgop, pgop-node-agent and pgop-slowloris in BUILD_DIR (ninja) and the
 #      upstream Kubernetes binaries (build-k8s.sh, a no-op on a warm cache);
 #   1. tests that do not call e2e_up, without a control plane;
 #   2. one control plane (cluster-up.sh), the tests that call e2e_up against it, then
@@ -173,7 +173,7 @@ fi
 t1=$(date +%s)
 if [ -f "$build/build.ninja" ]; then
 	e2e_log "building pgop and pgop-node-agent in $build (log: $LOGS/build.log)"
-	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent >"$LOGS/build.log" 2>&1; then
+	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent pgop-slowloris >"$LOGS/build.log" 2>&1; then
 		result "build (pgop, pgop-node-agent)" 0 $(($(date +%s) - t1))
 	else
 		tail -n 40 "$LOGS/build.log"
