@@ -8,6 +8,13 @@
  * rotation: when a file changes, the listening socket is handed from the old
  * daemon (MHD_quiesce_daemon) to a new one started with the new PEMs; the old
  * daemon finishes its connections and stops.
+ *
+ * Abuse: 64 connections, 8 per client IP (one thread each), 10 s idle, and a
+ * request deadline (support/http_conns.h): a request must arrive whole within
+ * 10 s of the accept or of the previous response, however steadily its bytes
+ * trickle in; otherwise the connection is closed. Without it 8 addresses × 8
+ * connections trickling a byte every few seconds hold every slot and the
+ * kubelet's probes fail (liveness would restart the instance).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +29,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/http_conns.h"
 #include "support/log.h"
 
 /* One thread per connection: the caps bound the threads an unauthenticated
@@ -29,6 +37,9 @@
 #define INST_SERVER_MAX_CONN 64
 #define INST_SERVER_MAX_CONN_PER_IP 8
 #define INST_SERVER_IDLE_S 10
+/* = the idle timeout: a kept-alive connection (the operator polls every 5 s)
+ * is closed no sooner than before; only trickling is cut shorter. */
+#define INST_SERVER_REQUEST_S 10
 #define TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define MAX_PEM (256u * 1024)
 
@@ -51,6 +62,7 @@ struct inst_server {
 	struct sockaddr_in addr;
 	struct inst_state *st;     /* borrowed */
 	pthread_mutex_t lock;      /* serialises reloads */
+	struct op_conns conns;     /* every connection of every daemon, with its deadline */
 };
 
 static void pems_done(struct daemon_pems *p)
@@ -194,6 +206,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	/* The whole request is in: no deadline while it is answered. */
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context)
+		op_conns_received(ci->socket_context);
 	char cn[256];
 	enum inst_peer_cert pc = peer_cert(conn, cn, sizeof(cn));
 	unsigned deny = inst_auth_decide(method, url, pc, cn);
@@ -243,6 +260,39 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 	op_buf_done(&b);
 }
 
+/* Registers each connection (socket context: its struct op_conn, owned). MHD
+ * calls CLOSED before it closes the descriptor (see support/http_conns.h). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct inst_server *srv = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct op_conn *c = op_calloc(1, sizeof(*c));
+		op_conns_add(&srv->conns, c, ci ? ci->connect_fd : -1, op_conns_now_ns());
+		*socket_context = c;
+		return;
+	}
+	struct op_conn *c = *socket_context;
+	if (!c)
+		return;
+	op_conns_remove(&srv->conns, c);
+	free(c);
+	*socket_context = NULL;
+}
+
+/* A response is complete: the next request on the connection has its deadline. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct inst_server *srv = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context)
+		op_conns_done_request(&srv->conns, ci->socket_context, op_conns_now_ns());
+}
+
 static struct MHD_Daemon *start_daemon(struct inst_server *srv, const struct daemon_pems *p,
 				       int listen_fd)
 {
@@ -255,6 +305,8 @@ static struct MHD_Daemon *start_daemon(struct inst_server *srv, const struct dae
 		{ MHD_OPTION_CONNECTION_LIMIT, INST_SERVER_MAX_CONN, NULL },
 		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, INST_SERVER_MAX_CONN_PER_IP, NULL },
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
 		{ listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
 		  listen_fd >= 0 ? listen_fd : 0, listen_fd >= 0 ? NULL : &srv->addr },
 		{ MHD_OPTION_END, 0, NULL },
@@ -292,6 +344,7 @@ int inst_server_start(const char *listen, const char *cert_file, const char *key
 {
 	struct inst_server *srv = op_calloc(1, sizeof(*srv));
 	srv->st = st;
+	op_conns_init(&srv->conns, (uint64_t)INST_SERVER_REQUEST_S * 1000000000u);
 	srv->files[0] = op_strdup(cert_file);
 	srv->files[1] = op_strdup(key_file);
 	srv->files[2] = op_strdup(ca_file);
@@ -306,6 +359,7 @@ int inst_server_start(const char *listen, const char *cert_file, const char *key
 			r = op_err_set(err, -EADDRINUSE, "status server: cannot listen on %s",
 				       listen ? listen : INST_STATUS_LISTEN);
 	}
+	r = r ? r : op_conns_start(&srv->conns, err);
 	if (r) {
 		inst_server_free(srv);
 		return r;
@@ -374,6 +428,7 @@ void inst_server_free(struct inst_server *srv)
 		return;
 	if (srv->d)
 		MHD_stop_daemon(srv->d);
+	op_conns_done(&srv->conns); /* after the daemons: no connection is left */
 	pems_done(&srv->pems);
 	for (int i = 0; i < 3; i++)
 		free(srv->files[i]);

@@ -1,5 +1,5 @@
-/* support/http_conns.h - the HTTP server's connection registry and request
- * deadline (internal to support/: used by http_server.c and its tests).
+/* support/http_conns.h - the HTTP servers' connection registry and request
+ * deadline (used by support/http_server.c and instance/server.c).
  *
  * libmicrohttpd's MHD_OPTION_CONNECTION_TIMEOUT is an idle timeout: every byte
  * received resets it, so a client trickling one byte a second holds a

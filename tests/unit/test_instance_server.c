@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -265,6 +266,63 @@ static void test_per_ip_cap(void **state)
 	assert_int_equal(code, 200);
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Whether the server closed fd within ms: end of file or reset (TLS bytes the
+ * server sends, e.g. a session ticket, are read and ignored). */
+static bool peer_gone(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, ms) != 1)
+		return false;
+	char buf[512];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Issue 10 (the controller's slowloris class, here): a client that finished
+ * the TLS handshake and trickles half a header one byte every 200 ms keeps
+ * resetting the 10 s idle timeout; the request deadline still closes it 10 s
+ * after the accept. Before the fix it held its thread, and one of the 8 slots
+ * of its address, for as long as it trickled (the 25 s of this test). */
+static void test_trickle_deadline(void **state)
+{
+	double t0 = mono_s();
+	int fd = tcp_connect();
+	assert_true(fd >= 0);
+	gnutls_session_t s;
+	gnutls_certificate_credentials_t cred;
+	assert_int_equal(gnutls_certificate_allocate_credentials(&cred), 0);
+	assert_int_equal(gnutls_init(&s, GNUTLS_CLIENT), 0);
+	assert_int_equal(gnutls_set_default_priority(s), 0);
+	assert_int_equal(gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred), 0);
+	gnutls_transport_set_int(s, fd);
+	int r;
+	do
+		r = gnutls_handshake(s);
+	while (r < 0 && !gnutls_error_is_fatal(r));
+	assert_int_equal(r, 0);
+	static const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	assert_int_equal(gnutls_record_send(s, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
+	bool closed = false;
+	while (!closed && mono_s() - t0 < 25) {
+		closed = peer_gone(fd, 200);
+		if (!closed && gnutls_record_send(s, "a", 1) < 0)
+			closed = true;
+	}
+	double lasted = mono_s() - t0;
+	gnutls_deinit(s);
+	gnutls_certificate_free_credentials(cred);
+	close(fd);
+	assert_true(closed);
+	assert_true(lasted >= 9.5); /* the deadline, not sooner */
+}
+
 static void test_rotation(void **state)
 {
 	struct op_err err = OP_ERR_INIT;
@@ -297,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_probes),
 		cmocka_unit_test(test_operator_auth),
 		cmocka_unit_test(test_per_ip_cap),
+		cmocka_unit_test(test_trickle_deadline),
 		cmocka_unit_test(test_rotation),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
