@@ -31,7 +31,14 @@ PROBE_PORT=8080
 
 cluster_setup slowloris
 watcher=
-stop_watcher() { [ -n "$watcher" ] && kill "$watcher" 2>/dev/null && wait "$watcher" 2>/dev/null; watcher=; }
+# The watcher loop ends when $tmp/stop exists (no signal: its sleep would be left behind).
+stop_watcher() {
+	if [ -n "$watcher" ]; then
+		touch "$tmp/stop"
+		wait "$watcher" 2>/dev/null || true
+	fi
+	watcher=
+}
 trap 'stop_watcher; cluster_cleanup' EXIT
 cluster_crd
 cluster_helm_install --set replicas=1
@@ -79,7 +86,7 @@ e2e_log "attack started: $N connections for $SECS s from $(k get pod slowloris -
 # /healthz on the probe port and the server's connection count, every second.
 (
 	set +e
-	while :; do
+	while [ ! -e "$tmp/stop" ]; do
 		t0=$(now_ms)
 		if curl -sf --max-time 5 -o /dev/null "http://$ip:$PROBE_PORT/healthz"; then
 			echo "ok $(($(now_ms) - t0))"
