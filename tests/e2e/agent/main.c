@@ -3,6 +3,8 @@
  *   pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P [--node-name N]
  *   pgop-node-agent [--state-dir D] exec NS/POD [-c CONTAINER] -- CMD...
  *   pgop-node-agent [--state-dir D] partition NS/POD on|off
+ *       a node partition: NS/POD reaches neither the API server nor other Pods, they do
+ *       not reach it; the node (probes, host clients) still does (render.c)
  *   pgop-node-agent container-init SPEC.json        (internal)
  */
 #include <curl/curl.h>

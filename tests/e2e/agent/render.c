@@ -261,8 +261,11 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 	    "ip daddr %s reject; iifname \"" NA_BRIDGE "\" oifname != \"" NA_BRIDGE "\" drop; "
 	    "iifname != \"" NA_BRIDGE "\" oifname \"" NA_BRIDGE "\" drop; }\n",
 	    svc_cidr);
+	/* A partitioned pod is a partitioned node: its own kubelet (probes) and local clients
+	 * on the host still reach it, so only what the pod starts towards the host (the API
+	 * server) is dropped, established connections included. */
 	ADD("\tchain input { type filter hook input priority filter; policy accept; "
-	    "ip saddr @partitioned drop; }\n");
+	    "ip saddr @partitioned ct direction original drop; }\n");
 	ADD("\tchain filter_output { type filter hook output priority filter; policy accept; "
 	    "ip daddr %s reject; }\n",
 	    svc_cidr);
@@ -297,10 +300,10 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 	ADD("table bridge %s {\n", t);
 	if ((rc = render_set(b, partitioned, n_partitioned)) < 0)
 		return rc;
+	/* no input chain here: the bridge family has no conntrack on this kernel, frames to
+	 * the host go on to the ip family's input chain above */
 	ADD("\tchain forward { type filter hook forward priority filter; policy accept; "
 	    "ip saddr @partitioned drop; ip daddr @partitioned drop; }\n");
-	ADD("\tchain input { type filter hook input priority filter; policy accept; "
-	    "ip saddr @partitioned drop; }\n");
 	ADD("}\n");
 	return 0;
 }
