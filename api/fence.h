@@ -14,7 +14,10 @@
 #define PGOP_API_FENCE_H
 
 #define API_FENCE_S 3        /* the lease: a primary unproven this long stops */
-#define API_FENCE_MARGIN_S 2 /* clock granularity (1 s status timestamps) + tick + stop */
+/* 1 s: the tick that notices a replica's last reply (the peer proof dates from
+ * then), 1 s: the tick that acts on the expiry, 1 s: the status timestamps' and
+ * the reconciler clock's 1 s granularity */
+#define API_FENCE_MARGIN_S 3
 
 /* Cluster annotation naming the primary Pod the reconciler restarts in place
  * (primaryUpdateMethod: restart): that primary's SIGTERM is not a handover. */

@@ -88,6 +88,8 @@ const struct api_pg_param api_pg_default_params[] = {
 	{ "wal_sender_timeout", "5s" },
 	{ "wal_receiver_timeout", "5s" },
 	{ "wal_receiver_status_interval", "1s" }, /* the primary's lease (api/fence.h) */
+	/* a replica whose primary moved retries every second, not every 5 s (failover.md) */
+	{ "wal_retrieve_retry_interval", "1s" },
 	{ "logging_collector", "on" },
 	{ "log_destination", "csvlog" },
 	{ "log_directory", "/controller/log" },

@@ -411,7 +411,9 @@ int inst_primary_conninfo(const char *pod_name, const char *controller_dir, cons
 	r = r ? r : add_conn_kv(&tmp, "sslrootcert", ca);
 	if (dbname && r == 0)
 		r = add_conn_kv(&tmp, "dbname", dbname);
-	r = r ? r : add_conn_kv(&tmp, "connect_timeout", "5");
+	/* -rw may still lead to a partitioned old primary (SYNs dropped): give up soon and
+	 * retry (wal_retrieve_retry_interval) once the Service has moved */
+	r = r ? r : add_conn_kv(&tmp, "connect_timeout", "2");
 	r = r ? r : op_buf_add(out, op_buf_str(&tmp), tmp.len);
 	op_buf_done(&tmp);
 	return r;

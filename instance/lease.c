@@ -10,7 +10,7 @@ int64_t inst_lease_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static const struct inst_lease_peer *find(const struct inst_lease *l, const char *app)
@@ -39,12 +39,30 @@ unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *r
 			p->heard = now;
 		else if (old)
 			p->heard = old->heard;
-		if (p->heard && now - p->heard <= API_FENCE_S)
+		if (p->heard && now - p->heard <= API_FENCE_S * 1000)
 			heard++;
 	}
 	memcpy(l->peers, next, k * sizeof(next[0]));
 	l->n = k;
 	return heard;
+}
+
+int64_t inst_lease_peers_proof(const struct inst_lease *l, unsigned need)
+{
+	int64_t best[INST_LEASE_MAX_PEERS]; /* heard times, most recent first */
+	size_t k = 0;
+	if (need == 0 || need > INST_LEASE_MAX_PEERS)
+		return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		int64_t h = l->peers[i].heard;
+		if (!h)
+			continue;
+		size_t j = k++;
+		for (; j > 0 && best[j - 1] < h; j--)
+			best[j] = best[j - 1];
+		best[j] = h;
+	}
+	return k >= need ? best[need - 1] : 0;
 }
 
 void inst_lease_prove(struct inst_lease *l, int64_t at)
@@ -55,10 +73,10 @@ void inst_lease_prove(struct inst_lease *l, int64_t at)
 
 bool inst_lease_want_api(const struct inst_lease *l, int64_t now)
 {
-	return now - l->api_try >= 1;
+	return now - l->api_try >= 1000;
 }
 
 bool inst_lease_expired(const struct inst_lease *l, int64_t now)
 {
-	return !l->proven || now - l->proven > API_FENCE_S;
+	return !l->proven || now - l->proven > API_FENCE_S * 1000;
 }

@@ -3,9 +3,11 @@
  * it what the replicas' replication connections say and the outcome of a
  * fresh read of the Cluster, and fences when it says so.
  *
- * Times are CLOCK_MONOTONIC seconds of this process (the replicas' clocks are
- * never compared with ours: a reply counts when its reply_time *changed*
- * since the previous tick, as seen on our clock).
+ * Times are CLOCK_MONOTONIC milliseconds of this process (the replicas' clocks
+ * are never compared with ours: a reply counts when its reply_time *changed*
+ * since the previous tick, as seen on our clock). A proof through the peers
+ * dates from when the last of the needed replicas was heard, not from the tick
+ * that looked: silent replicas stop renewing the lease at once.
  */
 #ifndef PGOP_INSTANCE_LEASE_H
 #define PGOP_INSTANCE_LEASE_H
@@ -41,19 +43,22 @@ struct inst_lease_row {
 unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *rows, size_t n,
 			    int64_t now);
 
+/* When `need` replicas had all been heard: the need-th most recent `heard`;
+ * 0 when fewer than `need` ever were (or need is 0). */
+int64_t inst_lease_peers_proof(const struct inst_lease *l, unsigned need);
+
 /* A proof at `at` (peers, or a read of the Cluster that started at `at` and
  * still names this pod targetPrimary). */
 void inst_lease_prove(struct inst_lease *l, int64_t at);
 
-/* Whether an API read should be attempted now (at most one a second, and
- * only when the peers did not prove the lease this tick). */
+/* Whether an API read should be attempted now (at most one a second). */
 bool inst_lease_want_api(const struct inst_lease *l, int64_t now);
 
 /* True when the lease has expired: never proven, or last proven more than
  * API_FENCE_S ago. */
 bool inst_lease_expired(const struct inst_lease *l, int64_t now);
 
-/* CLOCK_MONOTONIC seconds. */
+/* CLOCK_MONOTONIC milliseconds. */
 int64_t inst_lease_now(void);
 
 #endif

@@ -88,6 +88,7 @@ static const char golden_body[] =
 	"wal_log_hints = 'on'\n"
 	"wal_receiver_status_interval = '1s'\n"
 	"wal_receiver_timeout = '5s'\n"
+	"wal_retrieve_retry_interval = '1s'\n"
 	"wal_sender_timeout = '5s'\n";
 
 static void test_conf_golden(void **state)
@@ -380,7 +381,7 @@ static void test_standby_override(void **state)
 		"sslcert=''/controller/certificates/streaming_replica.crt'' "
 		"sslkey=''/controller/certificates/streaming_replica.key'' "
 		"sslrootcert=''/controller/certificates/server-ca.crt'' dbname=''postgres'' "
-		"connect_timeout=''5'''\n"
+		"connect_timeout=''2'''\n"
 		"primary_slot_name = '_cnpg_c_2'\n");
 	op_buf_done(&out);
 	api_cluster_free(c);
@@ -670,27 +671,42 @@ static void test_auth_table(void **state)
 static void test_lease(void **state)
 {
 	(void)state;
+	const int64_t F = API_FENCE_S * 1000;
 	struct inst_lease l = { 0 };
-	assert_true(inst_lease_expired(&l, 100)); /* never proven */
+	assert_true(inst_lease_expired(&l, 100000)); /* never proven */
 	const struct inst_lease_row t1[] = { { "c-2", "10:00:01" }, { "c-3", "10:00:01" } };
-	assert_int_equal(inst_lease_observe(&l, t1, 2, 100), 0); /* first sight */
+	assert_int_equal(inst_lease_observe(&l, t1, 2, 100000), 0); /* first sight */
+	assert_int_equal(inst_lease_peers_proof(&l, 1), 0);
 	const struct inst_lease_row t2[] = { { "c-2", "10:00:02" }, { "c-3", "10:00:01" } };
-	assert_int_equal(inst_lease_observe(&l, t2, 2, 101), 1);  /* c-2 replied */
-	assert_int_equal(inst_lease_observe(&l, t2, 2, 101 + API_FENCE_S), 1);
-	assert_int_equal(inst_lease_observe(&l, t2, 2, 102 + API_FENCE_S), 0); /* silent too long */
+	assert_int_equal(inst_lease_observe(&l, t2, 2, 101000), 1);  /* c-2 replied */
+	assert_int_equal(inst_lease_peers_proof(&l, 1), 101000);
+	assert_int_equal(inst_lease_peers_proof(&l, 2), 0); /* c-3 never heard */
+	/* silent replicas: a later tick does not move the proof (the bug the fault suite
+	 * found: the lease was renewed for API_FENCE_S after the last reply) */
+	assert_int_equal(inst_lease_observe(&l, t2, 2, 101000 + F), 1);
+	assert_int_equal(inst_lease_peers_proof(&l, 1), 101000);
+	assert_int_equal(inst_lease_observe(&l, t2, 2, 101001 + F), 0); /* silent too long */
+	const struct inst_lease_row t2b[] = { { "c-2", "10:00:05" }, { "c-3", "10:00:04" } };
+	assert_int_equal(inst_lease_observe(&l, t2b, 2, 105000), 2);
+	const struct inst_lease_row t2c[] = { { "c-2", "10:00:06" }, { "c-3", "10:00:04" } };
+	assert_int_equal(inst_lease_observe(&l, t2c, 2, 106000), 2);
+	assert_int_equal(inst_lease_peers_proof(&l, 1), 106000); /* most recent */
+	assert_int_equal(inst_lease_peers_proof(&l, 2), 105000); /* both heard by then */
+	assert_int_equal(inst_lease_peers_proof(&l, 0), 0);
 	const struct inst_lease_row t3[] = { { "c-3", "10:00:09" } };      /* c-2 gone */
-	assert_int_equal(inst_lease_observe(&l, t3, 1, 110), 1);
+	assert_int_equal(inst_lease_observe(&l, t3, 1, 110000), 1);
 	assert_int_equal(l.n, 1);
 	const struct inst_lease_row t4[] = { { "c-2", NULL }, { NULL, "x" } };
-	assert_int_equal(inst_lease_observe(&l, t4, 2, 111), 0); /* new again, no reply */
-	inst_lease_prove(&l, 200);
-	inst_lease_prove(&l, 150); /* never backwards */
-	assert_int_equal(l.proven, 200);
-	assert_false(inst_lease_expired(&l, 200 + API_FENCE_S));
-	assert_true(inst_lease_expired(&l, 201 + API_FENCE_S));
-	l.api_try = 300;
-	assert_false(inst_lease_want_api(&l, 300));
-	assert_true(inst_lease_want_api(&l, 301));
+	assert_int_equal(inst_lease_observe(&l, t4, 2, 111000), 0); /* new again, no reply */
+	inst_lease_prove(&l, 200000);
+	inst_lease_prove(&l, 150000); /* never backwards */
+	inst_lease_prove(&l, 0);
+	assert_int_equal(l.proven, 200000);
+	assert_false(inst_lease_expired(&l, 200000 + F));
+	assert_true(inst_lease_expired(&l, 200001 + F));
+	l.api_try = 300000;
+	assert_false(inst_lease_want_api(&l, 300999));
+	assert_true(inst_lease_want_api(&l, 301000));
 	/* majority arithmetic shared with the reconciler */
 	assert_int_equal(api_fence_peers_needed(1), 0);
 	assert_int_equal(api_fence_peers_needed(3), 1);
