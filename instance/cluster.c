@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "instance/internal.h"
+#include "instance/lease.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "support/log.h"
@@ -64,7 +65,8 @@ int inst_kube_open(const char *kubeconfig, bool fast, struct kube_client **ret,
 	int r = kube_config_load(kubeconfig, &cfg, err);
 	if (r)
 		return r;
-	const struct kube_client_opts fast_opts = { .timeout_ms = 1500, .connect_timeout_ms = 1000,
+	const struct kube_client_opts fast_opts = { .timeout_ms = INST_LEASE_READ_TIMEOUT_MS,
+						    .connect_timeout_ms = 1000,
 						    .max_retries = -1 };
 	return kube_client_new(cfg, fast ? &fast_opts : NULL, ret, err);
 }

@@ -76,6 +76,11 @@ bool inst_lease_want_api(const struct inst_lease *l, int64_t now)
 	return now - l->api_try >= 1000;
 }
 
+bool inst_lease_read_fits(const struct inst_lease *l, int64_t now)
+{
+	return !l->proven || now + INST_LEASE_READ_TIMEOUT_MS <= l->proven + API_FENCE_S * 1000;
+}
+
 bool inst_lease_expired(const struct inst_lease *l, int64_t now)
 {
 	return !l->proven || now - l->proven > API_FENCE_S * 1000;

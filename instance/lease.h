@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 #define INST_LEASE_MAX_PEERS 64
+/* The lease's read of the Cluster gives up after this long (the fast client,
+ * instance/cluster.c inst_kube_open). */
+#define INST_LEASE_READ_TIMEOUT_MS 1500
 
 struct inst_lease_peer {
 	char app[64];   /* application_name (the replica's pod name), truncated */
@@ -53,6 +56,11 @@ void inst_lease_prove(struct inst_lease *l, int64_t at);
 
 /* Whether an API read should be attempted now (at most one a second). */
 bool inst_lease_want_api(const struct inst_lease *l, int64_t now);
+
+/* Whether a read of the Cluster started now ends (or times out) before the
+ * lease expires: a read that could outlast it is not started, so a primary
+ * never keeps accepting writes past its lease while it waits for one. */
+bool inst_lease_read_fits(const struct inst_lease *l, int64_t now);
 
 /* True when the lease has expired: never proven, or last proven more than
  * API_FENCE_S ago. */

@@ -601,7 +601,8 @@ static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
 	}
 	unsigned heard = lease_peers(rn, c, now);
 	inst_lease_prove(&rn->lease, inst_lease_peers_proof(&rn->lease, need));
-	if (heard < need && inst_lease_want_api(&rn->lease, now))
+	if (heard < need && inst_lease_want_api(&rn->lease, now) &&
+	    inst_lease_read_fits(&rn->lease, now))
 		lease_api(rn, now);
 	if (inst_lease_expired(&rn->lease, now) && others_can_take_over(rn)) {
 		char h[16], n[16];

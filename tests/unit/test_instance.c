@@ -704,6 +704,9 @@ static void test_lease(void **state)
 	assert_int_equal(l.proven, 200000);
 	assert_false(inst_lease_expired(&l, 200000 + F));
 	assert_true(inst_lease_expired(&l, 200001 + F));
+	/* a read that could outlast the lease is not started */
+	assert_true(inst_lease_read_fits(&l, 200000 + F - INST_LEASE_READ_TIMEOUT_MS));
+	assert_false(inst_lease_read_fits(&l, 200001 + F - INST_LEASE_READ_TIMEOUT_MS));
 	l.api_try = 300000;
 	assert_false(inst_lease_want_api(&l, 300999));
 	assert_true(inst_lease_want_api(&l, 301000));
