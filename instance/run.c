@@ -978,6 +978,11 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 			kill(rn.pid, SIGHUP);
 		int status;
 		if (rn.pid > 0 && waitpid(rn.pid, &status, WNOHANG) == rn.pid) {
+			/* A postmaster that died (kill -9, OOM) leaves its backends running
+			 * until they notice; asynchronously they would keep acknowledging
+			 * commits no replica receives (the fault suite lost 40 that way). Its
+			 * process group (instance/pg.c) goes at once. */
+			kill(-rn.pid, SIGKILL);
 			rn.pid = -1;
 			r = op_err_set(err, -ECHILD, "postgres exited unexpectedly (status %d)",
 				       status);
