@@ -215,6 +215,10 @@ m() { echo "METRIC fault_${faults_mode}_${scen}_$1=$2"; }
 # (currentPrimary changed, OLD rejoined as a replica), same (no failover), or any.
 finish() {
 	local t0=$1 old=$2 expect=$3 now cur l1 l2
+	# a status written before the fault was noticed still says healthy: for a fault that
+	# may fail over, first see it noticed (not healthy, or another primary), for up to 20 s
+	[ "$expect" = same ] || e2e_wait_for "! healthy_with 3 || [ \"\$(status currentPrimary)\" != '$old' ]" 20 0.2 ||
+		e2e_log "$scen: the Cluster never looked unhealthy"
 	wait_healthy 3 420
 	m healthy_s $((($(now_ms) - t0) / 1000))
 	pin_stop
