@@ -980,8 +980,8 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		if (rn.pid > 0 && waitpid(rn.pid, &status, WNOHANG) == rn.pid) {
 			/* A postmaster that died (kill -9, OOM) leaves its backends running
 			 * until they notice; asynchronously they would keep acknowledging
-			 * commits no replica receives (the fault suite lost 40 that way). Its
-			 * process group (instance/pg.c) goes at once. */
+			 * commits no replica receives (docs/internals/failover.md). Its
+			 * process group (instance/pg.c) goes as soon as this loop reaps it. */
 			kill(-rn.pid, SIGKILL);
 			rn.pid = -1;
 			r = op_err_set(err, -ECHILD, "postgres exited unexpectedly (status %d)",
