@@ -2,9 +2,11 @@
  * demand with single flight.
  *
  * A request needing instance X looks at X's entry: fresh (younger than
- * max_age) -> used; being fetched -> wait for it; stale -> this request marks
- * it in flight and starts a fetch thread for its Cluster (all stale instances
- * of one Cluster in one parallel rc fetch). Every waiter gives up at
+ * max_age) -> used, and when older than max_age / 2 also fetched again in the
+ * background (refresh ahead: requests at least every max_age / 2 never wait);
+ * stale and being fetched -> wait for it; stale -> this request marks it in
+ * flight and starts a fetch thread for its Cluster (all the instances of one
+ * Cluster that need a fetch in one parallel rc fetch). Every waiter gives up at
  * timeout + AS_MARGIN_MS and renders what the entry holds then (the last
  * answer, marked unreachable when the last fetch failed). Fetch threads are
  * detached; as_snaps_free waits for them.
@@ -241,12 +243,15 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		out[c] = (struct as_views){ 0 };
 		out[c].pods = ns && name ? s->src.pods(s->src.ud, ns, name) : json_object_new_array();
 	}
+	/* need[c][k]: the request waits for this entry (it was not fresh) */
+	bool **need = op_calloc(nc ? nc : 1, sizeof(*need));
 	pthread_mutex_lock(&s->mu);
 	int64_t now = as_now_ms();
 	forget_old(s, now);
 	for (size_t c = 0; c < nc; c++) {
 		json_object *cl = json_object_array_get_idx(clusters, c);
 		size_t np = json_object_array_length(out[c].pods);
+		need[c] = op_calloc(np ? np : 1, sizeof(**need));
 		struct job *j = op_calloc(1, sizeof(*j));
 		j->s = s;
 		j->ns = op_strdup(op_json_str_at(cl, "metadata.namespace") ?: "");
@@ -265,7 +270,12 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 				e->ip = ip ? op_strdup(ip) : NULL;
 			}
 			bool fresh = e->done_ms && now - e->done_ms < s->max_age_ms && !ip_changed;
-			if (fresh || e->in_flight)
+			/* refresh ahead: past half its age a fresh entry is fetched again in
+			 * the background while this request uses it, so a steady stream of
+			 * requests never waits for an instance (bench/live.sh) */
+			bool ahead = fresh && now - e->done_ms >= s->max_age_ms / 2;
+			need[c][k] = !fresh;
+			if ((fresh && !ahead) || e->in_flight)
 				continue;
 			e->in_flight = true;
 			j->v[j->n].name = op_strdup(op_json_str_at(pod, "metadata.name") ?: "");
@@ -280,6 +290,8 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		bool busy = false;
 		for (size_t c = 0; c < nc && !busy; c++)
 			for (size_t k = 0; k < json_object_array_length(out[c].pods) && !busy; k++) {
+				if (!need[c][k])
+					continue;
 				_cleanup_free_ char *key =
 					pod_key(json_object_array_get_idx(out[c].pods, k));
 				busy = entry_get(s, key)->in_flight;
@@ -322,4 +334,7 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
+	for (size_t c = 0; c < nc; c++)
+		free(need[c]);
+	free(need);
 }

@@ -32,13 +32,24 @@ helm install r1 "$CHART" -n "$ns" --set "watchNamespaces={$ns}" --set replicas=1
 	--wait --timeout 180s >"$tmp/install.out" 2>&1 || { cat "$tmp/install.out"; e2e_fail "helm install"; }
 avail() { kubectl get apiservice "v1.$G" -o jsonpath='{.status.conditions[?(@.type=="Available")].status}'; }
 e2e_wait_for '[ "$(avail)" = True ]' 120 1 || e2e_fail "APIService not Available"
-pod=$(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[0].metadata.name}')
+# the controller's Pod and process are looked up at each reading: the "after" reading of
+# the first run came out empty because the process it had read "before" was gone
+cpod() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 --field-selector=status.phase=Running \
+	-o jsonpath='{.items[0].metadata.name}'; }
+pod=$(cpod)
 ip=$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.status.podIP}')
 rss() { # VmRSS (kB) of the controller (the node agent runs containers as host processes)
-	local pid
-	pid=$(cat "$PGOP_E2E_STATE/agent/run/${ns}_${pod}_controller.pid" 2>/dev/null) || { echo 0; return; }
-	awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status"
+	local p pid v
+	p=$(cpod)
+	pid=$(cat "$PGOP_E2E_STATE/agent/run/${ns}_${p}_controller.pid" 2>/dev/null) ||
+		{ e2e_log "rss: no pid file for pod '$p'"; echo 0; return; }
+	v=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status" 2>/dev/null)
+	[ -n "$v" ] || { e2e_log "rss: pod $p pid $pid has no /proc entry"; v=0; }
+	e2e_log "controller $p pid $pid: $(awk '/^(VmRSS|VmHWM|RssAnon|RssFile|RssShmem|Threads):/ { printf "%s %s ", $1, $2 }' "/proc/$pid/status" 2>/dev/null)"
+	echo "$v"
 }
+restarts() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 \
+	-o jsonpath='{range .items[*]}{.status.containerStatuses[0].restartCount}{" "}{end}'; }
 echo "METRIC live_controller_rss_kb_before=$(rss)"
 
 P=$PGOP_E2E_STATE/pki
@@ -58,16 +69,53 @@ pct() { # FILE: "p50 p99" of the numbers in FILE
 	sort -n "$1" | awk '{ v[NR] = $1 } END { p = int(NR * 0.99 + 0.999); if (p < 1) p = 1;
 		printf "%d %d\n", v[int((NR + 1) / 2)], v[p] }'
 }
+# pgop's own view: its per-route latency histogram (pgop_http_request_duration_seconds)
+metrics() {
+	curl -sk --max-time 5 "https://$ip:9443/metrics" 2>/dev/null ||
+		curl -s --max-time 5 "http://$ip:${PGOP_METRICS_PORT:-9090}/metrics" 2>/dev/null || true
+}
+live_sum_count() { # the "/apis*" route's latency sum (s) and count from the metrics text
+	awk '/^pgop_http_request_duration_seconds_(sum|count)\{path="\/apis\*"/ {
+		if ($1 ~ /_sum/) s = $2; else c = $2 } END { printf "%s %s\n", s + 0, c + 0 }'
+}
+raw() { # the same Table request through kube-apiserver's aggregator, without kubectl
+	curl -s --cacert "$PGOP_E2E_CA" --cert "$P/admin.crt" --key "$P/admin.key" -o /dev/null \
+		--max-time 10 -H "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" \
+		"$PGOP_E2E_APISERVER/apis/$G/v1/clusters"
+}
 measure() { # LABEL
-	: >"$tmp/agg" && : >"$tmp/dir"
+	: >"$tmp/agg" && : >"$tmp/dir" && : >"$tmp/raw" && : >"$tmp/crd"
+	read -r s0 c0 < <(metrics | live_sum_count)
 	for _ in $(seq 1 "$N"); do ms kubectl get clusters.live -A >>"$tmp/agg"; done
+	read -r s1 c1 < <(metrics | live_sum_count)
 	for _ in $(seq 1 "$N"); do ms direct >>"$tmp/dir"; done
+	for _ in $(seq 1 "$N"); do ms raw >>"$tmp/raw"; done
+	for _ in $(seq 1 "$N"); do ms kubectl get clusters.postgresql -A >>"$tmp/crd"; done
 	read -r a50 a99 < <(pct "$tmp/agg")
 	read -r d50 d99 < <(pct "$tmp/dir")
+	read -r r50 r99 < <(pct "$tmp/raw")
+	read -r k50 k99 < <(pct "$tmp/crd")
 	echo "METRIC live_get_clusters_aggregator_${1}_p50_ms=$a50"
 	echo "METRIC live_get_clusters_aggregator_${1}_p99_ms=$a99"
 	echo "METRIC live_get_clusters_direct_${1}_p50_ms=$d50"
 	echo "METRIC live_get_clusters_direct_${1}_p99_ms=$d99"
+	# where the aggregator figure goes: the raw request through kube-apiserver (no kubectl),
+	# and kubectl's own cost on the CRD (same kubectl, no aggregator, no pgop)
+	echo "METRIC live_get_clusters_aggregator_raw_${1}_p50_ms=$r50"
+	echo "METRIC live_get_clusters_aggregator_raw_${1}_p99_ms=$r99"
+	echo "METRIC crd_get_clusters_kubectl_${1}_p50_ms=$k50"
+	echo "METRIC crd_get_clusters_kubectl_${1}_p99_ms=$k99"
+	# pgop's time for the live requests the kubectl runs made (discovery included)
+	awk -v s0="$s0" -v s1="$s1" -v c0="$c0" -v c1="$c1" -v l="$1" 'BEGIN { if (c1 > c0)
+		printf "METRIC live_pgop_server_%s_requests=%d\nMETRIC live_pgop_server_%s_mean_ms=%.1f\n",
+			l, c1 - c0, l, (s1 - s0) * 1000 / (c1 - c0) }'
+	e2e_log "slowest kubectl runs (ms): $(sort -n "$tmp/agg" | tail -3 | tr '\n' ' ')"
+	# connections to pgop's port seen from the host (kube-apiserver's aggregator and curl):
+	# many TIME-WAIT = a new TLS connection per request
+	e2e_log "sockets to $ip:9443: $(ss -tan 2>/dev/null | awk -v d="$ip:9443" '$5 == d { n[$1]++ } END { for (s in n) printf "%s=%d ", s, n[s] }')"
+	# one kubectl run's requests, with their latencies
+	kubectl get clusters.live -A -v=6 2>&1 >/dev/null | grep -Eo '(GET|POST) https[^ ]+ [0-9]+ [A-Za-z ]+ in [0-9]+ milliseconds' |
+		sed 's/^/    /' >&2 || true
 }
 cluster() {
 	kubectl -n "$ns" apply -f - >/dev/null <<-YAML
@@ -87,6 +135,8 @@ names=(b1)
 for i in $(seq 2 10); do cluster "b$i"; names+=("b$i"); done
 e2e_wait_for "all_healthy ${names[*]}" 1200 5 ||
 	e2e_fail "not all healthy: $(kubectl -n "$ns" get cluster -o custom-columns=N:.metadata.name,R:.status.readyInstances --no-headers | tr '\n' ' ')"
+echo "METRIC live_controller_rss_kb_10_clusters=$(rss)"
 measure 10
 echo "METRIC live_controller_rss_kb_after=$(rss)"
+echo "METRIC live_controller_restarts=$(restarts | xargs)"
 e2e_log "live bench done ($N samples each)"

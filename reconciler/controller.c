@@ -51,26 +51,45 @@ static const char *label_of(json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
+struct owned_match {
+	const char *cluster;
+	const char *pod_role; /* NULL = any */
+};
+
+/* Under the informer's read lock: only matches are copied (bench/live.sh: a
+ * copy of the whole namespace per Cluster made each live request copy every
+ * Pod of the namespace once per Cluster). */
+static bool owned_by(void *ud, json_object *o)
+{
+	const struct owned_match *m = ud;
+	const char *l = label_of(o, RC_LABEL_CLUSTER);
+	if (!l || strcmp(l, m->cluster) != 0)
+		return false;
+	const char *role = m->pod_role ? label_of(o, RC_LABEL_POD_ROLE) : NULL;
+	return !m->pod_role || (role && strcmp(role, m->pod_role) == 0);
+}
+
+json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
+				 const char *cluster, const char *pod_role)
+{
+	struct kube_informer *inf = rc_informer(c, kind, ns);
+	if (!inf) {
+		json_object *out = json_object_new_array();
+		if (!out)
+			abort();
+		return out;
+	}
+	struct owned_match m = { cluster, pod_role };
+	json_object *out = kube_informer_list_filter(inf, ns, owned_by, &m);
+	if (!out)
+		abort();
+	return out;
+}
+
 json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const char *ns,
 			    const char *cluster)
 {
-	struct kube_informer *inf = rc_informer(c, kind, ns);
-	json_object *out = json_object_new_array();
-	if (!out)
-		abort();
-	if (!inf)
-		return out;
-	json_object *all = kube_informer_list(inf, ns);
-	if (!all)
-		abort();
-	for (size_t i = 0; i < json_object_array_length(all); i++) {
-		json_object *o = json_object_array_get_idx(all, i);
-		const char *l = label_of(o, RC_LABEL_CLUSTER);
-		if (l && strcmp(l, cluster) == 0)
-			op_json_append(out, json_object_get(o));
-	}
-	json_object_put(all);
-	return out;
+	return rc_cache_owned_role(c, kind, ns, cluster, NULL);
 }
 
 void rc_stat_add(struct rc_controller *c, unsigned long *field)

@@ -64,6 +64,9 @@ json_object *rc_cache_get(struct rc_controller *c, enum rc_inf kind, const char 
 /* Owned array of cached objects in ns whose label cnpg.io/cluster == cluster. */
 json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const char *ns,
 			    const char *cluster);
+/* Same, only objects whose label cnpg.io/podRole == pod_role (NULL = any). */
+json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
+				 const char *cluster, const char *pod_role);
 void rc_stat_add(struct rc_controller *c, unsigned long *field);
 
 /* One reconcile of one Cluster (reconcile.c, reconcile_objects.c). */

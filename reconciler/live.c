@@ -48,21 +48,7 @@ json_object *rc_live_clusters(struct rc_controller *c, const char *ns)
 
 json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *cluster)
 {
-	json_object *all = rc_cache_owned(c, RC_INF_PODS, ns, cluster);
-	json_object *out = json_object_new_array();
-	if (!out)
-		abort();
-	for (size_t i = 0; i < json_object_array_length(all); i++) {
-		json_object *p = json_object_array_get_idx(all, i);
-		json_object *l = op_json_at(p, "metadata.labels");
-		json_object *role = NULL;
-		if (l && json_object_object_get_ex(l, RC_LABEL_POD_ROLE, &role) &&
-		    json_object_is_type(role, json_type_string) &&
-		    strcmp(json_object_get_string(role), "instance") == 0)
-			op_json_append(out, json_object_get(p));
-	}
-	json_object_put(all);
-	return out;
+	return rc_cache_owned_role(c, RC_INF_PODS, ns, cluster, "instance");
 }
 
 int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,

@@ -648,6 +648,7 @@ static void test_watch_event(void **state)
 struct fake {
 	pthread_mutex_t mu;
 	int fetches;
+	int done; /* fetches finished */
 	int sleep_ms;
 };
 
@@ -672,6 +673,9 @@ static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_i
 	pthread_mutex_unlock(&f->mu);
 	int wait = f->sleep_ms < timeout_ms ? f->sleep_ms : (int)timeout_ms;
 	usleep((useconds_t)wait * 1000);
+	pthread_mutex_lock(&f->mu);
+	f->done++;
+	pthread_mutex_unlock(&f->mu);
 	for (size_t i = 0; i < n; i++) {
 		if (f->sleep_ms > timeout_ms || strcmp(v[i].name, "pg-2") == 0) {
 			v[i].error = op_strdup("GET /pg/status: Timeout was reached");
@@ -726,6 +730,25 @@ static void test_snaps_single_flight(void **state)
 	usleep(1100 * 1000);
 	get_main(&g[0]);
 	assert_int_equal(f.fetches, 2);
+	/* past half its age: refreshed ahead in the background, the request uses the
+	 * current entry and does not wait for that (slow) fetch */
+	f.sleep_ms = 800;
+	usleep(600 * 1000);
+	get_main(&g[0]);
+	assert_int_equal(g[0].reachable, 1);
+	pthread_mutex_lock(&f.mu);
+	int done_then = f.done;
+	pthread_mutex_unlock(&f.mu);
+	assert_int_equal(done_then, 2); /* returned before the refresh ended */
+	for (int i = 0; i < 100; i++) { /* the refresh thread starts soon after */
+		pthread_mutex_lock(&f.mu);
+		int n = f.fetches;
+		pthread_mutex_unlock(&f.mu);
+		if (n == 3)
+			break;
+		usleep(10 * 1000);
+	}
+	assert_int_equal(f.fetches, 3);
 
 	/* the unreachable instance keeps its error and no status */
 	json_object *cl = fake_clusters(NULL, NULL);
