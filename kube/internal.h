@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "kube/kube.h"
+#include "kube/watch.h"
 #include "support/buf.h"
 #include "support/err.h"
 
@@ -91,5 +92,23 @@ int kube__http_error(long http, const char *body, size_t len, const char *verb,
 		     struct op_err *err);
 
 void kube__stat_add(struct kube_client *c, bool retry);
+
+/* The watch stream's framing and event parsing without a transfer: feeds the
+ * n body chunks (borrowed) of a 200 answer to the same write callback a
+ * stream uses, then the unterminated last line as at a normal end, calling fn
+ * for each event of kind k. Returns 0 (stream ended normally; an unterminated
+ * last line that is an ERROR event included, as a live stream), 1 (a
+ * terminated ERROR event other than 410 ended it: a stream resumes with
+ * back-off) or the
+ * stream's fatal -errno (-EPROTO malformed event, -EINVAL not JSON, -EMSGSIZE
+ * line over OP_BUF_MAX_WATCH_EVENT, -ETIME 410, or fn's error). *ret_rv
+ * (owned, may be NULL): the resourceVersion a resumed watch would send.
+ * For tests/fuzz/fuzz_watch.c and unit tests. */
+struct kube__chunk {
+	const char *data;
+	size_t len;
+};
+int kube__watch_replay(const struct kube_kind *k, const struct kube__chunk *chunks, size_t n,
+		       kube_watch_fn fn, void *ud, char **ret_rv, struct op_err *err);
 
 #endif

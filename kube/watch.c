@@ -224,6 +224,38 @@ static size_t stream_write(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+int kube__watch_replay(const struct kube_kind *k, const struct kube__chunk *chunks, size_t n,
+		       kube_watch_fn fn, void *ud, char **ret_rv, struct op_err *err)
+{
+	struct kube_watch w = { .k = k };
+	pthread_mutex_init(&w.lock, NULL);
+	atomic_init(&w.stop, false);
+	atomic_init(&w.streams, 1);
+	struct stream s = {
+		.w = &w, .fn = fn, .ud = ud, .err = err, .http = 200, .checked = true,
+		.line = OP_BUF_INIT(OP_BUF_MAX_WATCH_EVENT),
+		.errbody = OP_BUF_INIT(OP_BUF_MAX_SMALL),
+	};
+	bool ended = false;
+	for (size_t i = 0; i < n && !ended; i++)
+		ended = stream_write((char *)chunks[i].data, 1, chunks[i].len, &s) != chunks[i].len;
+	int rc = 0;
+	if (s.rc < 0) {
+		rc = s.rc;
+	} else if (s.transient) {
+		rc = 1;
+	} else if (s.line.len) {
+		/* as stream_once: an ERROR event as the last line ends normally */
+		rc = process_line(&s, s.line.data, s.line.len);
+		rc = rc > 0 ? 0 : rc;
+	}
+	op_buf_done(&s.line);
+	op_buf_done(&s.errbody);
+	pthread_mutex_destroy(&w.lock);
+	*ret_rv = w.rv;
+	return rc;
+}
+
 static int stream_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct stream *s = ud;

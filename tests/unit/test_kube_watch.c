@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/internal.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "support/json.h"
@@ -628,9 +629,81 @@ static void test_informer_throughput(void **state)
 	ts_stop(s);
 }
 
+/* kube__watch_replay: the stream's framing without a transfer (what
+ * tests/fuzz/fuzz_watch.c drives): events split anywhere across chunks, blank
+ * and CRLF lines, the ERROR/410 and malformed-event answers. */
+struct replay_log {
+	int n;
+	char types[16];
+};
+
+static int replay_fn(void *ud, enum kube_watch_type t, json_object *obj)
+{
+	struct replay_log *l = ud;
+	assert_true(json_object_is_type(obj, json_type_object));
+	if (l->n < (int)sizeof(l->types) - 1)
+		l->types[l->n++] = kube_watch_type_name(t)[0];
+	return 0;
+}
+
+static int replay_split(const char *body, size_t step, struct replay_log *l, char **rv)
+{
+	size_t len = strlen(body), n = (len + step - 1) / step;
+	struct kube__chunk v[512];
+	assert_true(n <= 512);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct kube__chunk){ body + i * step,
+					     len - i * step < step ? len - i * step : step };
+	memset(l, 0, sizeof(*l));
+	struct op_err err = OP_ERR_INIT;
+	int r = kube__watch_replay(KUBE_PODS, v, n, replay_fn, l, rv, &err);
+	if (r < 0)
+		assert_true(err.msg[0] != '\0');
+	return r;
+}
+
+static void test_watch_replay(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *body;
+		int rc;
+		const char *types;
+		const char *rv;
+	} rows[] = {
+		{ EV("ADDED", "a", "5") "\r\n \t\n" EV("MODIFIED", "a", "6") BOOKMARK("9"), 0, "AMB", "9" },
+		{ EV("ADDED", "a", "5") "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\","
+		  "\"resourceVersion\":\"7\"}}}", 0, "AA", "7" }, /* last line unterminated */
+		{ EV("ADDED", "a", "5") GONE EV("ADDED", "b", "8"), -ETIME, "A", "5" },
+		{ EV("ADDED", "a", "5") "{\"type\":\"ERROR\",\"object\":{\"code\":500}}\n"
+		  EV("ADDED", "b", "8"), 1, "AE", "5" },
+		{ "{\"type\":\"ERROR\",\"object\":{\"code\":500}}", 0, "E", NULL },
+		{ EV("ADDED", "a", "5") "{\"type\":\"ADDED\",\"object\":[]}\n", -EPROTO, "A", "5" },
+		{ "{\"type\":\"ADDED\"\n", -EINVAL, "", NULL },
+		{ "{\"type\":\"UPSERT\",\"object\":{}}\n", -EPROTO, "", NULL },
+		{ "\n\n", 0, "", NULL },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const size_t steps[] = { 100000, 1, 7, 64 };
+		for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+			struct replay_log l;
+			char *rv = NULL;
+			int r = replay_split(rows[i].body, steps[s], &l, &rv);
+			if (r != rows[i].rc || strcmp(l.types, rows[i].types) != 0)
+				fail_msg("row %zu step %zu: rc %d types %s", i, steps[s], r, l.types);
+			if (rows[i].rv)
+				assert_string_equal(rv, rows[i].rv);
+			else
+				assert_null(rv);
+			free(rv);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_watch_replay),
 		cmocka_unit_test(test_watch_one_stream),
 		cmocka_unit_test(test_watch_resume_and_stop),
 		cmocka_unit_test(test_watch_gone_and_errors),
