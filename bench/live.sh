@@ -70,9 +70,13 @@ pct() { # FILE: "p50 p99" of the numbers in FILE
 		printf "%d %d\n", v[int((NR + 1) / 2)], v[p] }'
 }
 # pgop's own view: its per-route latency histogram (pgop_http_request_duration_seconds)
-metrics() {
-	curl -sk --max-time 5 "https://$ip:9443/metrics" 2>/dev/null ||
-		curl -s --max-time 5 "http://$ip:${PGOP_METRICS_PORT:-9090}/metrics" 2>/dev/null || true
+metrics() { # on whichever of the controller's ports serves it (the probe port)
+	local p
+	for p in $(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.spec.containers[0].ports[*].containerPort}'); do
+		curl -sf --max-time 5 "http://$ip:$p/metrics" 2>/dev/null && return 0
+		curl -sfk --max-time 5 "https://$ip:$p/metrics" 2>/dev/null && return 0
+	done
+	true
 }
 live_sum_count() { # the "/apis*" route's latency sum (s) and count from the metrics text
 	awk '/^pgop_http_request_duration_seconds_(sum|count)\{path="\/apis\*"/ {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "kube/internal.h"
@@ -11,6 +12,7 @@
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "support/metrics.h"
 
 #define TOKEN_MAX (64u * 1024)
 
@@ -119,6 +121,57 @@ void kube__stat_add(struct kube_client *c, bool retry)
 	if (retry)
 		c->stats.retries++;
 	pthread_mutex_unlock(&c->lock);
+}
+
+static const char *const verbs[KUBE__N_VERBS] = { "get",    "post",  "put",  "patch",
+						   "delete", "watch", "other" };
+static const long codes[KUBE__N_CODES - 2] = { 200, 201, 202, 204, 400, 401, 403, 404,
+					       409, 410, 422, 429, 500, 503, 504 };
+
+void kube__count(struct kube_client *c, const char *method, bool watch, long http)
+{
+	size_t v = KUBE__N_VERBS - 1;
+	if (watch)
+		v = 5;
+	else
+		for (size_t i = 0; i < 5; i++)
+			if (method && strcasecmp(method, verbs[i]) == 0)
+				v = i;
+	size_t k = http == 0 ? KUBE__N_CODES - 1 : KUBE__N_CODES - 2;
+	for (size_t i = 0; http && i < OP_ARRAY_SIZE(codes); i++)
+		if (codes[i] == http)
+			k = i;
+	op_counter_add(&c->by_code[v][k], 1);
+}
+
+int kube_client_render_metrics(struct kube_client *c, struct op_buf *out)
+{
+	static const char name[] = "pgop_kube_requests_total";
+	int r = op_metrics_header(out, name, "counter",
+				  "Kubernetes API requests sent, by verb and HTTP status code.");
+	for (size_t v = 0; !r && v < KUBE__N_VERBS; v++)
+		for (size_t k = 0; !r && k < KUBE__N_CODES; k++) {
+			uint64_t n = op_counter_get(&c->by_code[v][k]);
+			if (!n)
+				continue;
+			char lb[64], code[16];
+			if (k < OP_ARRAY_SIZE(codes))
+				snprintf(code, sizeof(code), "%ld", codes[k]);
+			else
+				snprintf(code, sizeof(code), "%s",
+					 k == KUBE__N_CODES - 1 ? "error" : "other");
+			snprintf(lb, sizeof(lb), "verb=\"%s\",code=\"%s\"", verbs[v], code);
+			r = op_metrics_sample(out, name, lb, n);
+		}
+	struct kube_client_stats st;
+	kube_client_stats(c, &st);
+	if (!r)
+		r = op_metrics_header(out, "pgop_kube_throttled_seconds_total", "counter",
+				      "Time requests waited for the client-side rate limiter.");
+	if (!r)
+		r = op_buf_addf(out, "pgop_kube_throttled_seconds_total %.3f\n",
+				(double)st.throttled_ms / 1000.0);
+	return r;
 }
 
 void kube__throttle(struct kube_client *c)
@@ -416,6 +469,7 @@ int kube_request(struct kube_client *c, const struct kube_request *req, json_obj
 		CURLcode cc = curl_easy_perform(h);
 		http = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
+		kube__count(c, req->method, false, cc == CURLE_OK ? http : 0);
 		curl_easy_cleanup(h);
 		curl_slist_free_all(hdrs);
 		bool last = attempt >= c->max_retries;

@@ -28,6 +28,10 @@ struct kube__event_slot {
 	int64_t last_ms;
 };
 
+/* Verbs and codes counted per client (kube__count, kube_client_render_metrics). */
+#define KUBE__N_VERBS 7  /* get post put patch delete watch other */
+#define KUBE__N_CODES 17 /* the codes in client.c's table, other, error */
+
 struct kube_client {
 	struct kube_config *cfg; /* owned */
 	CURLSH *share;           /* owned */
@@ -50,6 +54,8 @@ struct kube_client {
 	int64_t token_mtime_ns;
 	off_t token_size;
 	struct kube_client_stats stats;
+	/* pgop_kube_requests_total: [verb][code] (kube__count; lock-free) */
+	_Atomic uint64_t by_code[KUBE__N_VERBS][KUBE__N_CODES];
 	struct kube__event_slot events[KUBE__EVENT_CACHE];
 	unsigned events_next;
 };
@@ -92,6 +98,9 @@ int kube__http_error(long http, const char *body, size_t len, const char *verb,
 		     struct op_err *err);
 
 void kube__stat_add(struct kube_client *c, bool retry);
+/* Counts one answered (or failed: http 0) request for pgop_kube_requests_total:
+ * method "GET", "POST"...; watch = a watch stream. */
+void kube__count(struct kube_client *c, const char *method, bool watch, long http);
 
 /* The watch stream's framing and event parsing without a transfer: feeds the
  * n body chunks (borrowed) of a 200 answer to the same write callback a

@@ -236,6 +236,13 @@ struct kube_client_stats {
 	uint64_t throttled_ms; /* time spent waiting for the client-side rate limiter */
 };
 void kube_client_stats(struct kube_client *c, struct kube_client_stats *ret_stats);
+/* Appends the Prometheus family pgop_kube_requests_total{verb,code} (every
+ * request and watch stream sent, retries included; verb = the HTTP method in
+ * lower case or "watch"; code = the HTTP status, "other" for an uncounted
+ * one, "error" when no answer came) and pgop_kube_throttled_seconds_total to
+ * out (support/buf.h). Returns 0 or the op_buf error. */
+struct op_buf;
+int kube_client_render_metrics(struct kube_client *c, struct op_buf *out);
 
 /* ------------------------------------------------------------------------ */
 /* Verbs                                                                      */

@@ -194,6 +194,7 @@ static size_t stream_write(char *p, size_t size, size_t n, void *ud)
 	if (!s->checked) {
 		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->http);
 		s->checked = true;
+		kube__count(s->w->c, "GET", true, s->http); /* when the stream starts */
 	}
 	if (s->http != 200) {
 		(void)!op_buf_add(&s->errbody, p, len); /* capped; overflow just truncates */
@@ -326,8 +327,10 @@ static enum stream_end stream_once(struct kube_watch *w, kube_watch_fn fn, void 
 	kube__stat_add(c, false);
 	atomic_fetch_add(&w->streams, 1);
 	CURLcode cc = curl_easy_perform(h);
-	if (!s.checked)
+	if (!s.checked) { /* no body came: counted now (otherwise at its first byte) */
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &s.http);
+		kube__count(c, "GET", true, cc == CURLE_OK ? s.http : 0);
+	}
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hdrs);
 

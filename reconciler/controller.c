@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reconciler/ctl.h"
@@ -106,6 +107,83 @@ void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *re
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* -------------------------------------------------------------- metrics */
+
+static bool leading(struct rc_controller *c);
+
+static const char *const result_names[RC_RESULT__N] = { "success", "requeue", "error" };
+static const char *const inf_names[RC_INF__COUNT] = { "clusters", "pods",    "persistentvolumeclaims",
+						      "services", "secrets", "jobs" };
+
+static int render_gauge(struct op_buf *out, const char *name, const char *help, uint64_t v)
+{
+	int r = op_metrics_header(out, name, "gauge", help);
+	return r ? r : op_metrics_sample(out, name, NULL, v);
+}
+
+int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out)
+{
+	static const char tot[] = "pgop_reconcile_total", dur[] = "pgop_reconcile_duration_seconds";
+	char lb[48];
+	int r = op_metrics_header(out, tot, "counter", "Cluster reconciles by result "
+				  "(success, requeue: success that asked to look again, error).");
+	for (size_t i = 0; !r && i < RC_RESULT__N; i++) {
+		snprintf(lb, sizeof(lb), "result=\"%s\"", result_names[i]);
+		r = op_metrics_sample(out, tot, lb, op_counter_get(&c->metrics.reconciles[i]));
+	}
+	if (!r)
+		r = op_metrics_header(out, "pgop_reconcile_errors_total", "counter",
+				      "Cluster reconciles that failed (retried with back-off).");
+	if (!r)
+		r = op_metrics_sample(out, "pgop_reconcile_errors_total", NULL,
+				      op_counter_get(&c->metrics.reconciles[RC_RESULT_ERROR]));
+	if (!r)
+		r = op_metrics_header(out, dur, "histogram", "Duration of one Cluster reconcile by result.");
+	for (size_t i = 0; !r && i < RC_RESULT__N; i++) {
+		snprintf(lb, sizeof(lb), "result=\"%s\"", result_names[i]);
+		r = op_metrics_hist(out, dur, lb, &c->metrics.duration[i]);
+	}
+	if (!r)
+		r = render_gauge(out, "pgop_workqueue_depth",
+				 "Cluster keys ready and waiting for a worker.", rc_queue_len(c->q));
+	if (!r)
+		r = render_gauge(out, "pgop_workqueue_delayed",
+				 "Cluster keys waiting for a requeue delay or a back-off.",
+				 rc_queue_delayed(c->q));
+	if (!r)
+		r = op_metrics_header(out, "pgop_workqueue_queue_duration_seconds", "histogram",
+				      "Time a ready Cluster key waited for a worker.");
+	if (!r)
+		r = op_metrics_hist(out, "pgop_workqueue_queue_duration_seconds", NULL,
+				    rc_queue_wait_hist(c->q));
+	if (!r)
+		r = op_metrics_header(out, "pgop_informer_objects", "gauge",
+				      "Objects in the controller's informer caches, by kind.");
+	for (size_t k = 0; !r && k < RC_INF__COUNT; k++) {
+		uint64_t n = 0;
+		for (size_t i = 0; i < c->n_inf_ns; i++)
+			n += c->inf[k] && c->inf[k][i] ? kube_informer_count(c->inf[k][i]) : 0;
+		snprintf(lb, sizeof(lb), "kind=\"%s\"", inf_names[k]);
+		r = op_metrics_sample(out, "pgop_informer_objects", lb, n);
+	}
+	uint64_t unreachable = 0;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->n_states; i++)
+		unreachable += c->states[i].unreachable;
+	pthread_mutex_unlock(&c->mu);
+	if (!r)
+		r = render_gauge(out, "pgop_instances_unreachable",
+				 "Instance Pods (with an IP, not terminating) that did not answer "
+				 "GET /pg/status at their Cluster's last reconcile.",
+				 unreachable);
+	if (!r)
+		r = render_gauge(out, "pgop_leader", "1 while this replica reconciles (holds the Lease).",
+				 leading(c) ? 1 : 0);
+	if (!r && c->kc)
+		r = kube_client_render_metrics(c->kc, out);
+	return r;
+}
+
 /* ------------------------------------------------------------ informers */
 
 struct handler_ctx {
@@ -183,7 +261,16 @@ static void *worker_main(void *arg)
 		}
 		long requeue = 0;
 		struct op_err err = OP_ERR_INIT;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = rc_reconcile(c, key, &requeue, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		enum rc_result res = r < 0 ? RC_RESULT_ERROR
+				   : requeue > 0 ? RC_RESULT_REQUEUE
+						 : RC_RESULT_SUCCESS;
+		op_counter_add(&c->metrics.reconciles[res], 1);
+		int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+		op_hist_observe(&c->metrics.duration[res], ns > 0 ? (uint64_t)ns : 0);
 		rc_stat_add(c, &c->stats.reconciles);
 		if (r < 0) {
 			rc_stat_add(c, &c->stats.errors);
@@ -231,6 +318,8 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 	c->is_leader = o->is_leader;
 	c->leader_ud = o->leader_userdata;
 	c->q = rc_queue_new(NULL);
+	for (size_t i = 0; i < RC_RESULT__N; i++)
+		op_hist_init(&c->metrics.duration[i], &op_hist_bounds_slow);
 	unsigned n_workers = o->workers ? o->workers : 4;
 
 	struct rc_controller_handlers *hs = handlers_of(c);

@@ -13,6 +13,7 @@
 #include "reconciler/queue.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/status.h"
+#include "support/metrics.h"
 
 enum rc_inf {
 	RC_INF_CLUSTERS,
@@ -31,6 +32,17 @@ struct rc_cluster_state {
 	bool rbac_done;              /* SA/Role/RoleBinding created for uid */
 	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* CA the client cert was issued from */
 	struct pki_pair client;      /* operator client certificate */
+	unsigned unreachable;        /* instance Pods with an IP not answering /pg/status
+				      * at the last reconcile (pgop_instances_unreachable) */
+};
+
+/* Reconcile outcomes, the `result` label of pgop_reconcile_*. */
+enum rc_result { RC_RESULT_SUCCESS, RC_RESULT_REQUEUE, RC_RESULT_ERROR, RC_RESULT__N };
+
+/* Prometheus metrics of the controller (rendered by rc_controller_render_metrics). */
+struct rc_metrics {
+	_Atomic uint64_t reconciles[RC_RESULT__N];
+	struct op_hist duration[RC_RESULT__N];
 };
 
 struct rc_controller {
@@ -54,6 +66,7 @@ struct rc_controller {
 	struct rc_cluster_state *states;
 	size_t n_states;
 	struct rc_controller_stats stats;
+	struct rc_metrics metrics;
 };
 
 /* Informer of kind for namespace ns (borrowed), or NULL when ns is not watched. */
@@ -68,6 +81,9 @@ json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const cha
 json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
 				 const char *cluster, const char *pod_role);
 void rc_stat_add(struct rc_controller *c, unsigned long *field);
+/* Records how many of Cluster key's instances did not answer (n = 0 for a
+ * Cluster that is gone). Thread-safe (mu). */
+void rc_note_unreachable(struct rc_controller *c, const char *key, unsigned n);
 
 /* One reconcile of one Cluster (reconcile.c, reconcile_objects.c). */
 struct rc_run {

@@ -20,6 +20,7 @@ struct ent {
 	bool processing; /* handed to a worker */
 	bool dirty;      /* added while processing: queue again on done */
 	uint64_t seq;
+	int64_t ready_ms; /* monotonic: when it was last queued */
 	int64_t due_ms;  /* delayed until this monotonic time; 0 = not delayed */
 	unsigned failures;
 };
@@ -32,6 +33,7 @@ struct rc_queue {
 	uint64_t next_seq;
 	bool shutdown;
 	long base_ms, max_ms;
+	struct op_hist wait; /* ready -> taken by a worker */
 };
 
 static int64_t now_ms(void)
@@ -52,6 +54,7 @@ struct rc_queue *rc_queue_new(const struct rc_queue_opts *opts)
 	pthread_condattr_destroy(&ca);
 	q->base_ms = opts && opts->base_backoff_ms > 0 ? opts->base_backoff_ms : 5;
 	q->max_ms = opts && opts->max_backoff_ms > 0 ? opts->max_backoff_ms : 300000;
+	op_hist_init(&q->wait, &op_hist_bounds_slow);
 	return q;
 }
 
@@ -102,6 +105,8 @@ static void maybe_drop(struct rc_queue *q, struct ent *e)
 /* Caller holds mu. */
 static void make_ready(struct rc_queue *q, struct ent *e)
 {
+	int64_t now = now_ms(), since = e->due_ms && e->due_ms < now ? e->due_ms : now;
+	/* a delayed key has been ready since its due time */
 	e->due_ms = 0;
 	if (e->processing) {
 		e->dirty = true;
@@ -110,6 +115,7 @@ static void make_ready(struct rc_queue *q, struct ent *e)
 	if (!e->queued) {
 		e->queued = true;
 		e->seq = q->next_seq++;
+		e->ready_ms = since;
 		pthread_cond_signal(&q->cv);
 	}
 }
@@ -218,6 +224,8 @@ int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key)
 		if (e) {
 			e->queued = false;
 			e->processing = true;
+			op_hist_observe(&q->wait, (uint64_t)(now > e->ready_ms ? now - e->ready_ms : 0) *
+							  1000000u);
 			*ret_key = op_strdup(e->key);
 			break;
 		}
@@ -281,4 +289,9 @@ size_t rc_queue_delayed(struct rc_queue *q)
 		n += q->v[i].due_ms != 0;
 	pthread_mutex_unlock(&q->mu);
 	return n;
+}
+
+const struct op_hist *rc_queue_wait_hist(struct rc_queue *q)
+{
+	return &q->wait;
 }

@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include "support/metrics.h"
+
 struct rc_queue;
 
 struct rc_queue_opts {
@@ -54,5 +56,8 @@ void rc_queue_shutdown(struct rc_queue *q);
 size_t rc_queue_len(struct rc_queue *q);
 /* Keys waiting on a delay. */
 size_t rc_queue_delayed(struct rc_queue *q);
+/* Borrowed, lives as long as q: how long keys waited between becoming ready
+ * (added, or their delay over) and a worker taking them. */
+const struct op_hist *rc_queue_wait_hist(struct rc_queue *q);
 
 #endif

@@ -531,6 +531,10 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 		w->timeline_id = p->timeline_id;
 	rc_status_clear_reported(w);
 	w->reported_known = true;
+	unsigned unreachable = 0;
+	for (size_t i = 0; i < inv->n; i++)
+		unreachable += inv->v[i].ip && !inv->v[i].pod_terminating && !inv->v[i].has_status;
+	rc_note_unreachable(r->ctl, r->key, unreachable);
 	/* SYNC and MAX LAG exactly as the live API computes and prints them */
 	struct rc_repl_member *m = op_calloc(inv->n ? inv->n : 1, sizeof(*m));
 	for (size_t i = 0; i < inv->n; i++)
@@ -866,6 +870,7 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 	if (!obj || terminating(obj)) { /* gone: the garbage collector removes the rest */
 		if (obj)
 			json_object_put(obj);
+		rc_note_unreachable(ctl, key, 0);
 		return 0;
 	}
 	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = (int64_t)time(NULL),

@@ -279,6 +279,20 @@ static struct rc_cluster_state *state_get(struct rc_controller *c, const char *k
 	return s;
 }
 
+void rc_note_unreachable(struct rc_controller *c, const char *key, unsigned n)
+{
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = NULL;
+	for (size_t i = 0; i < c->n_states && !s; i++)
+		if (strcmp(c->states[i].key, key) == 0)
+			s = &c->states[i];
+	if (!s && n)
+		s = state_get(c, key);
+	if (s)
+		s->unreachable = n;
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* Forgets state of another incarnation (a Cluster deleted and re-created). */
 static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 {

@@ -63,4 +63,14 @@ struct rc_controller_stats {
 };
 void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *ret);
 
+/* Appends the controller's Prometheus families to out (support/buf.h):
+ * pgop_reconcile_total{result}, pgop_reconcile_errors_total,
+ * pgop_reconcile_duration_seconds{result}, pgop_workqueue_depth,
+ * pgop_workqueue_delayed, pgop_workqueue_queue_duration_seconds,
+ * pgop_informer_objects{kind}, pgop_instances_unreachable, pgop_leader and
+ * the API client's pgop_kube_requests_total{verb,code} (kube.h). Thread-safe.
+ * Returns 0 or the op_buf error. */
+struct op_buf;
+int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out);
+
 #endif

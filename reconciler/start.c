@@ -12,6 +12,7 @@
 #include "reconciler/start.h"
 #include "support/alloc.h"
 #include "support/log.h"
+#include "support/metrics.h"
 
 struct rc_runner {
 	/* options, owned copies */
@@ -208,6 +209,14 @@ static void *run(void *ud)
 	}
 }
 
+/* The /metrics collector (support/metrics.h): the controller's families once
+ * it runs, nothing before. */
+static int collect(void *ud, struct op_buf *out)
+{
+	struct rc_controller *rc = rc_runner_controller(ud);
+	return rc ? rc_controller_render_metrics(rc, out) : 0;
+}
+
 int rc_runner_start(const struct rc_start_opts *o, struct rc_runner **ret, struct op_err *err)
 {
 	struct rc_runner *r = op_calloc(1, sizeof(*r));
@@ -246,6 +255,8 @@ int rc_runner_start(const struct rc_start_opts *o, struct rc_runner **ret, struc
 		return op_err_set(err, -e, "reconciler: cannot start its thread: %s", strerror(e));
 	}
 	r->thread_started = true;
+	if (op_metrics_register(collect, r) < 0)
+		op_log_warn("reconciler metrics not exported: too many collectors");
 	*ret = r;
 	return 0;
 }
@@ -287,6 +298,7 @@ void rc_runner_free(struct rc_runner *r)
 {
 	if (!r)
 		return;
+	op_metrics_unregister(collect, r); /* waits for a scrape using r */
 	pthread_mutex_lock(&r->lock);
 	r->stop = true;
 	pthread_cond_broadcast(&r->cond);

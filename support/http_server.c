@@ -1188,6 +1188,18 @@ int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out
 	if (!r)
 		r = op_metrics_sample(out, "pgop_http_request_deadline_closes_total", NULL,
 				      atomic_load_explicit(&srv->conns.cuts, memory_order_relaxed));
+	struct op_tls_cred *cred = r ? NULL : op_tls_slot_get(&srv->slot);
+	if (cred) {
+		r = op_metrics_header(out, "pgop_certificate_expiry_timestamp_seconds", "gauge",
+				      "Expiry (Unix seconds) of the certificates this process uses.");
+		if (!r)
+			r = op_metrics_sample(out, "pgop_certificate_expiry_timestamp_seconds",
+					      "certificate=\"serving\"",
+					      cred->not_after > 0 ? (uint64_t)cred->not_after : 0);
+		op_tls_cred_unref(cred);
+	}
+	if (!r) /* the modules' own families (support/metrics.h collectors) */
+		r = op_metrics_render_collectors(out);
 	return r;
 }
 

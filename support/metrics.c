@@ -2,12 +2,17 @@
 #include "support/metrics.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 static const double http_le[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
 				  0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
 				  1,      2.5,     5,      10 };
 const struct op_hist_bounds op_hist_bounds_http = { http_le, sizeof(http_le) / sizeof(http_le[0]) };
+
+static const double slow_le[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+				  0.5,   1,      2.5,   5,    10,    30,   60 };
+const struct op_hist_bounds op_hist_bounds_slow = { slow_le, sizeof(slow_le) / sizeof(slow_le[0]) };
 
 void op_hist_init(struct op_hist *h, const struct op_hist_bounds *bounds)
 {
@@ -81,5 +86,53 @@ int op_metrics_label_value(struct op_buf *out, const char *v)
 		default: r = op_buf_addc(out, *p); break;
 		}
 	}
+	return r;
+}
+
+/* ---- collectors ---------------------------------------------------------- */
+
+static pthread_rwlock_t collectors_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct {
+	op_metrics_collect_fn fn;
+	void *ud;
+} collectors[OP_METRICS_MAX_COLLECTORS];
+static size_t n_collectors;
+
+int op_metrics_register(op_metrics_collect_fn fn, void *ud)
+{
+	int r = 0;
+	pthread_rwlock_wrlock(&collectors_lock);
+	if (n_collectors == OP_METRICS_MAX_COLLECTORS) {
+		r = -ENOSPC;
+	} else {
+		collectors[n_collectors].fn = fn;
+		collectors[n_collectors].ud = ud;
+		n_collectors++;
+	}
+	pthread_rwlock_unlock(&collectors_lock);
+	return r;
+}
+
+void op_metrics_unregister(op_metrics_collect_fn fn, void *ud)
+{
+	pthread_rwlock_wrlock(&collectors_lock); /* a scrape holds the read side */
+	for (size_t i = 0; i < n_collectors; i++) {
+		if (collectors[i].fn != fn || collectors[i].ud != ud)
+			continue;
+		memmove(&collectors[i], &collectors[i + 1],
+			(n_collectors - i - 1) * sizeof(collectors[0]));
+		n_collectors--;
+		break;
+	}
+	pthread_rwlock_unlock(&collectors_lock);
+}
+
+int op_metrics_render_collectors(struct op_buf *out)
+{
+	int r = 0;
+	pthread_rwlock_rdlock(&collectors_lock);
+	for (size_t i = 0; !r && i < n_collectors; i++)
+		r = collectors[i].fn(collectors[i].ud, out);
+	pthread_rwlock_unlock(&collectors_lock);
 	return r;
 }

@@ -28,6 +28,8 @@ struct op_hist_bounds {
 
 /* Latency buckets for HTTP handlers: 100 us .. 10 s. */
 extern const struct op_hist_bounds op_hist_bounds_http;
+/* Buckets for slower work (a reconcile, a wait in the work queue): 1 ms .. 60 s. */
+extern const struct op_hist_bounds op_hist_bounds_slow;
 
 struct op_hist {
 	const struct op_hist_bounds *bounds; /* borrowed, static */
@@ -61,5 +63,19 @@ int op_metrics_hist(struct op_buf *out, const char *name, const char *labels,
 		    const struct op_hist *h);
 /* Appends a label value escaped for the text format (\\, \", \n). */
 int op_metrics_label_value(struct op_buf *out, const char *v);
+
+/* ---- collectors: modules that own metrics render them on every scrape ----
+ * A collector appends complete families (header + samples) to out and
+ * returns 0 or the op_buf error. The process-wide list is what /metrics
+ * serves after the HTTP server's own families (support/http_server). */
+typedef int (*op_metrics_collect_fn)(void *ud, struct op_buf *out);
+/* Adds fn(ud) (at most OP_METRICS_MAX_COLLECTORS; -ENOSPC beyond). */
+#define OP_METRICS_MAX_COLLECTORS 16
+int op_metrics_register(op_metrics_collect_fn fn, void *ud);
+/* Removes fn(ud); waits for a scrape running it to finish, so ud may be freed
+ * afterwards. Unknown pairs are ignored. */
+void op_metrics_unregister(op_metrics_collect_fn fn, void *ud);
+/* Runs every registered collector in registration order. */
+int op_metrics_render_collectors(struct op_buf *out);
 
 #endif

@@ -11,6 +11,9 @@
 #  - the CRD view agrees: kubectl get clusters.postgresql shows SYNC and MAX LAG, and the
 #    server-side Table cells of the CRD (status.sync/maxLag, written by the reconciler) equal
 #    those of clusters.live (same values, same text);
+#  - the controller's /metrics has the pgop_ families (reconcile, work queue, informers, API
+#    client, certificate expiry, unreachable instances) and pgop_reconcile_total moves after
+#    a change to the Cluster;
 #  - kubectl get clusters.live -w prints a MODIFIED row when the Cluster changes;
 #  - a ServiceAccount without RBAC gets 403, with the view role it can get;
 #  - straight to pgop's port: no client certificate -> 401 Unauthorized; the front-proxy
@@ -139,6 +142,30 @@ e2e_assert_match "$(kubectl -n "$ns" get clusters.postgresql $C | head -1)" "PRI
 st=$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/$C/status")
 e2e_assert_contains "$st" '"pgStatus"' "status subresource carries each /pg/status"
 e2e_assert_contains "$(kubectl get --raw "/apis/$G/v1/namespaces/$ns/clusters/nope" 2>&1 || true)" "NotFound" "404 Status"
+
+# ---- controller metrics (issue 12 scope 4): the counters move with a reconcile -------
+pgop_ip=$(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[0].status.podIP}')
+scrape() { # /metrics of the controller, on whichever of its ports serves it
+	local p
+	for p in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 \
+		-o jsonpath='{.items[0].spec.containers[0].ports[*].containerPort}'); do
+		curl -sfk --max-time 5 "https://$pgop_ip:$p/metrics" 2>/dev/null && return 0
+		curl -sf --max-time 5 "http://$pgop_ip:$p/metrics" 2>/dev/null && return 0
+	done
+	return 1
+}
+reconciles() { scrape | awk '/^pgop_reconcile_total\{/ { n += $2 } END { print n + 0 }'; }
+m=$(scrape) || e2e_fail "no /metrics on the controller's ports"
+for fam in pgop_reconcile_total pgop_reconcile_errors_total pgop_reconcile_duration_seconds_bucket \
+	pgop_workqueue_depth pgop_workqueue_queue_duration_seconds_count 'pgop_informer_objects{kind="clusters"} 1' \
+	'pgop_kube_requests_total{verb="watch"' pgop_instances_unreachable \
+	'pgop_certificate_expiry_timestamp_seconds{certificate="serving"}' 'pgop_leader 1'; do
+	e2e_assert_contains "$m" "$fam" "/metrics has $fam"
+done
+r0=$(reconciles)
+kubectl -n "$ns" annotate cluster $C live-e2e/metrics=1 >/dev/null
+e2e_wait_for '[ "$(reconciles)" -gt "$r0" ]' 30 1 || e2e_fail "pgop_reconcile_total did not move: $r0 -> $(reconciles)"
+e2e_log "pgop_reconcile_total: $r0 -> $(reconciles)"
 
 # ---- watch: kubectl get -w through the aggregator (Table events) -------------------
 timeout 12 kubectl -n "$ns" get clusters.live -w --output-watch-events >"$tmp/watch.out" 2>&1 &

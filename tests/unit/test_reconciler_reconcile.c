@@ -7,11 +7,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kube/kube.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/status.h"
 #include "support/json.h"
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/metrics.h"
 #include "test_kube_server.h"
 
 #include <cmocka.h>
@@ -506,6 +512,75 @@ static bool flag_leader(void *ud)
 	return atomic_load(&leader_flag);
 }
 
+/* The Prometheus text format (0.0.4): every line is "# HELP name text",
+ * "# TYPE name counter|gauge|histogram", or "name{k="v",...} value" whose
+ * family was TYPEd before; names [a-zA-Z_:][a-zA-Z0-9_:]*, values numbers. */
+static void check_exposition(const char *text)
+{
+	char typed[64][96];
+	size_t n_typed = 0;
+	for (const char *l = text; *l;) {
+		const char *end = strchr(l, '\n');
+		assert_non_null(end); /* every line ends with a newline */
+		_cleanup_free_ char *line = op_strndup(l, (size_t)(end - l));
+		l = end + 1;
+		if (strncmp(line, "# HELP ", 7) == 0)
+			continue;
+		if (strncmp(line, "# TYPE ", 7) == 0) {
+			char name[96], type[16];
+			assert_int_equal(sscanf(line + 7, "%95s %15s", name, type), 2);
+			assert_true(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
+				    strcmp(type, "histogram") == 0);
+			assert_true(n_typed < 64);
+			snprintf(typed[n_typed++], sizeof(typed[0]), "%s", name);
+			continue;
+		}
+		size_t k = strspn(line, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:0123456789");
+		assert_true(k > 0 && !(line[0] >= '0' && line[0] <= '9'));
+		bool known = false;
+		for (size_t i = 0; i < n_typed && !known; i++) {
+			size_t tl = strlen(typed[i]);
+			known = strncmp(line, typed[i], tl) == 0 &&
+				(k == tl || (strcmp(line + tl, "") != 0 &&
+					     (strncmp(line + tl, "_bucket", 7) == 0 ||
+					      strncmp(line + tl, "_sum", 4) == 0 ||
+					      strncmp(line + tl, "_count", 6) == 0)));
+		}
+		if (!known)
+			fail_msg("sample before its # TYPE: %s", line);
+		const char *p = line + k;
+		if (*p == '{') {
+			const char *close = strchr(p, '}');
+			assert_non_null(close);
+			for (const char *q = p + 1; q < close;) { /* k="v" pairs */
+				size_t kl = strspn(q, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
+				assert_true(kl > 0);
+				assert_true(q[kl] == '=' && q[kl + 1] == '"');
+				q += kl + 2;
+				while (*q && *q != '"')
+					q += *q == '\\' ? 2 : 1;
+				assert_int_equal(*q, '"');
+				q++;
+				if (*q == ',')
+					q++;
+			}
+			p = close + 1;
+		}
+		assert_int_equal(*p, ' ');
+		char *vend = NULL;
+		(void)strtod(p + 1, &vend);
+		assert_true(vend != p + 1 && *vend == '\0');
+	}
+}
+
+/* The value of the sample line starting with prefix (name and labels), or -1. */
+static double sample(const char *text, const char *prefix)
+{
+	_cleanup_free_ char *pat = op_asprintf("\n%s ", prefix);
+	const char *p = strstr(text, pat);
+	return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
 /* Informer events reach the queue, workers wait for the Lease, then reconcile. */
 static void test_workers_follow_the_leader_gate(void **state)
 {
@@ -528,6 +603,18 @@ static void test_workers_follow_the_leader_gate(void **state)
 	struct rc_controller_stats st;
 	rc_controller_stats(rc, &st);
 	assert_int_equal(st.reconciles, 0);
+	/* metrics while not leading: nothing reconciled, the Cluster waits in the queue */
+	struct op_buf m = OP_BUF_INIT(1 << 20);
+	assert_int_equal(op_buf_addc(&m, '\n'), 0);
+	assert_int_equal(rc_controller_render_metrics(rc, &m), 0);
+	check_exposition(op_buf_str(&m) + 1);
+	assert_true(sample(op_buf_str(&m), "pgop_reconcile_total{result=\"success\"}") == 0);
+	assert_true(sample(op_buf_str(&m), "pgop_reconcile_errors_total") == 0);
+	assert_true(sample(op_buf_str(&m), "pgop_leader") == 0);
+	assert_true(sample(op_buf_str(&m), "pgop_workqueue_depth") == 1);
+	assert_true(sample(op_buf_str(&m), "pgop_informer_objects{kind=\"clusters\"}") == 1);
+	assert_true(sample(op_buf_str(&m), "pgop_kube_requests_total{verb=\"get\",code=\"200\"}") >= 6);
+	assert_true(sample(op_buf_str(&m), "pgop_kube_requests_total{verb=\"post\",code=\"201\"}") < 0);
 	atomic_store(&leader_flag, true);
 	/* up to 30 s: key generation under ASan on a loaded 2-core host takes seconds */
 	for (int i = 0; i < 600 && count_req(s, "POST", "/namespaces/db/jobs") == 0; i++)
@@ -536,6 +623,25 @@ static void test_workers_follow_the_leader_gate(void **state)
 	for (int i = 0; i < 200 && (rc_controller_stats(rc, &st), st.reconciles == 0); i++)
 		ts_sleep_ms(50); /* counted when the reconcile returns */
 	assert_true(st.reconciles >= 1);
+	/* the counters moved: one reconcile (it asks to look again), its duration,
+	 * the queue wait, the objects it created */
+	op_buf_reset(&m);
+	assert_int_equal(op_buf_addc(&m, '\n'), 0);
+	assert_int_equal(rc_controller_render_metrics(rc, &m), 0);
+	check_exposition(op_buf_str(&m) + 1);
+	const char *t = op_buf_str(&m);
+	double total = sample(t, "pgop_reconcile_total{result=\"success\"}") +
+		       sample(t, "pgop_reconcile_total{result=\"requeue\"}") +
+		       sample(t, "pgop_reconcile_total{result=\"error\"}");
+	assert_true(total >= 1);
+	assert_true(sample(t, "pgop_reconcile_duration_seconds_count{result=\"requeue\"}") +
+			    sample(t, "pgop_reconcile_duration_seconds_count{result=\"success\"}") +
+			    sample(t, "pgop_reconcile_duration_seconds_count{result=\"error\"}") ==
+		    total);
+	assert_true(sample(t, "pgop_workqueue_queue_duration_seconds_count") >= 1);
+	assert_true(sample(t, "pgop_leader") == 1);
+	assert_true(sample(t, "pgop_kube_requests_total{verb=\"post\",code=\"201\"}") >= 1);
+	op_buf_done(&m);
 	rc_controller_free(rc);
 	kube_client_free(kc);
 	ts_stop(s);

@@ -872,6 +872,48 @@ static void test_metrics_primitives(void **state)
 	op_buf_done(&tiny);
 }
 
+static int collect_a(void *ud, struct op_buf *out)
+{
+	int r = op_metrics_header(out, "a_total", "counter", "A.");
+	return r ? r : op_metrics_sample(out, "a_total", NULL, *(uint64_t *)ud);
+}
+
+/* Collectors: rendered in order after registration, gone after unregistration,
+ * bounded; /metrics of a server renders them after its own families. */
+static void test_metrics_collectors(void **state)
+{
+	uint64_t v = 42;
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(op_metrics_register(collect_a, &v), 0);
+	assert_int_equal(op_metrics_render_collectors(&b), 0);
+	assert_string_equal(op_buf_str(&b), "# HELP a_total A.\n# TYPE a_total counter\na_total 42\n");
+	struct op_http_server *srv = NULL;
+	struct op_http_config cfg = { .listen = "127.0.0.1:0", .cert_pem = cert_a, .key_pem = key_a,
+				      .threads = 1 };
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_start(&cfg, &srv, &err), 0);
+	op_buf_reset(&b);
+	assert_int_equal(op_http_server_render_metrics(srv, &b), 0);
+	const char *own = strstr(op_buf_str(&b), "pgop_http_tls_cert_swaps_total");
+	const char *theirs = strstr(op_buf_str(&b), "a_total 42\n");
+	assert_non_null(own);
+	assert_non_null(theirs);
+	assert_true(own < theirs);
+	assert_non_null(strstr(op_buf_str(&b), "pgop_certificate_expiry_timestamp_seconds{certificate=\"serving\"} "));
+	op_http_server_free(srv);
+	op_metrics_unregister(collect_a, &v);
+	op_buf_reset(&b);
+	assert_int_equal(op_metrics_render_collectors(&b), 0);
+	assert_string_equal(op_buf_str(&b), "");
+	uint64_t n[OP_METRICS_MAX_COLLECTORS + 1];
+	for (size_t i = 0; i < OP_METRICS_MAX_COLLECTORS; i++)
+		assert_int_equal(op_metrics_register(collect_a, &n[i]), 0);
+	assert_int_equal(op_metrics_register(collect_a, &n[OP_METRICS_MAX_COLLECTORS]), -ENOSPC);
+	for (size_t i = 0; i < OP_METRICS_MAX_COLLECTORS; i++)
+		op_metrics_unregister(collect_a, &n[i]);
+	op_buf_done(&b);
+}
+
 static int setup_all(void **state)
 {
 	op_log_set_level(getenv("TEST_VERBOSE") ? OP_LOG_DEBUG : OP_LOG_ERROR);
@@ -917,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_graceful_stop),
 		cmocka_unit_test(test_ipv6_listen),
 		cmocka_unit_test(test_metrics_primitives),
+		cmocka_unit_test(test_metrics_collectors),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
