@@ -112,7 +112,9 @@ while (($(date +%s) - attack_t0 < SECS - 5)); do
 	sleep 5
 done
 e2e_wait_for "[ \"\$(kubectl -n $ns get pod slowloris -o jsonpath='{.status.phase}')\" = Succeeded ]" 60 ||
-	e2e_fail "attacker pod did not finish: $(k get pod slowloris -o wide 2>&1)"
+	e2e_fail "attacker pod did not finish: $(k get pod slowloris -o wide 2>&1)
+$(k get pod slowloris -o jsonpath='{.status.containerStatuses[0].state}' 2>&1)
+attacker log (tail): $(tail -n 20 "$AGENT_STATE/logs/${ns}_slowloris_attacker.log" 2>&1)"
 stop_watcher
 
 # What the attacker saw.
