@@ -1065,9 +1065,11 @@ void op_http_server_free(struct op_http_server *srv)
 		return;
 	if (srv->main.daemon) {
 		atomic_store(&srv->draining, true);
+		/* The listening socket is ours now, but the pool's workers take it out of
+		 * their epoll sets on their next turn: closing it before MHD_stop_daemon
+		 * makes that fail and libmicrohttpd abort ("Failed to remove listen FD
+		 * from epoll set", seen under ASan in CI). */
 		MHD_socket fd = MHD_quiesce_daemon(srv->main.daemon);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
 		streams_end_all(srv); /* watches end now; their clients reconnect elsewhere */
 		uint64_t deadline = now_ns() + (uint64_t)srv->drain_ms * 1000000u;
 		while (atomic_load(&srv->in_flight) > 0 && now_ns() < deadline) {
@@ -1075,6 +1077,8 @@ void op_http_server_free(struct op_http_server *srv)
 			nanosleep(&ts, NULL);
 		}
 		MHD_stop_daemon(srv->main.daemon);
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
 	}
 	if (srv->probe.daemon) /* probes answer until the end of the drain */
 		MHD_stop_daemon(srv->probe.daemon);
