@@ -2,7 +2,7 @@
 # e2e-timeout: 480
 # Slowloris against the Helm-installed controller (one replica, the chart's defaults: 64
 # connections per client IP, 10 s request deadline, probes on the plain-HTTP probe port):
-# ONE client - a Pod on the node running tests/e2e/tools/pgop-slowloris, so its address
+# ONE client - tests/e2e/tools/pgop-slowloris in a Pod's network namespace, so its address
 # is not the API server's - holds 2,000 connections to the controller's HTTPS port for
 # 2 minutes: TLS handshake, half a request header, then one byte a second (which
 # defeats an idle timeout), each connection reopened 250 ms after the server closes it.
@@ -39,7 +39,7 @@ stop_watcher() {
 	fi
 	watcher=
 }
-trap 'stop_watcher; cluster_cleanup' EXIT
+trap '[ -z "${attacker:-}" ] || kill "$attacker" 2>/dev/null || true; stop_watcher; cluster_cleanup' EXIT
 cluster_crd
 cluster_helm_install --set replicas=1
 pod=$(kubectl -n "$opns" get pods -l "app.kubernetes.io/instance=$REL" -o jsonpath='{.items[0].metadata.name}')
@@ -64,22 +64,17 @@ admit() { # LOG-FILE: one server-side dry run of the valid Cluster; appends its 
 admit "$tmp/admit-before.ms"
 e2e_log "admission before the attack: $(cat "$tmp/admit-before.ms") ms"
 
-# The attacker: a Pod (own network namespace and address on the node's bridge).
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: slowloris}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 5
-  containers:
-  - name: attacker
-    image: e2e.local/slowloris:1
-    command: [$TOOL, --target, "$ip:9443", --connections, "$N", --duration-s, "$SECS",
-              --mode, header, --trickle-ms, "1000", --reopen-ms, "250", --report-s, "10"]
-EOF
+attacker=
+# The attacker: the host binary run in a Pod's network namespace (its own address on the
+# node's bridge). Not the Pod's command: each container gets a fresh /tmp, so a build
+# under /tmp (a fresh clone there) is not visible inside it.
+k run slowloris --image=busybox --restart=Never --command -- sh -c 'exec sleep 3600' >/dev/null
 e2e_wait_for "[ \"\$(kubectl -n $ns get pod slowloris -o jsonpath='{.status.phase}')\" = Running ]" 60 ||
 	e2e_fail "attacker pod not running: $(k get pod slowloris -o wide 2>&1)"
+apid=$(cat "$AGENT_STATE/run/${ns}_slowloris_slowloris.pid") || e2e_fail "no pid for the attacker pod"
+nsenter --net="/proc/$apid/ns/net" "$TOOL" --target "$ip:9443" --connections "$N" --duration-s "$SECS" \
+	--mode header --trickle-ms 1000 --reopen-ms 250 --report-s 10 </dev/null >"$tmp/attacker.log" 2>&1 &
+attacker=$!
 attack_t0=$(date +%s)
 e2e_log "attack started: $N connections for $SECS s from $(k get pod slowloris -o jsonpath='{.status.podIP}')"
 
@@ -111,14 +106,13 @@ while (($(date +%s) - attack_t0 < SECS - 5)); do
 	admit "$tmp/admit-during.ms"
 	sleep 5
 done
-e2e_wait_for "[ \"\$(kubectl -n $ns get pod slowloris -o jsonpath='{.status.phase}')\" = Succeeded ]" 60 ||
-	e2e_fail "attacker pod did not finish: $(k get pod slowloris -o wide 2>&1)
-$(k get pod slowloris -o jsonpath='{.status.containerStatuses[0].state}' 2>&1)
-attacker log (tail): $(tail -n 20 "$AGENT_STATE/logs/${ns}_slowloris_attacker.log" 2>&1)"
+arc=0
+wait "$attacker" || arc=$?
+[ "$arc" = 0 ] || e2e_fail "the attacker exited with status $arc: $(tail -n 20 "$tmp/attacker.log")"
 stop_watcher
 
 # What the attacker saw.
-alog=$(kubectl -n "$ns" logs slowloris 2>/dev/null || cat "$AGENT_STATE/logs/${ns}_slowloris_attacker.log")
+alog=$(cat "$tmp/attacker.log")
 echo "$alog" | tail -n 3
 final=$(grep '^slowloris: ' <<<"$alog" | tail -n 1)
 [ -n "$final" ] || e2e_fail "no totals from the attacker: $alog"
