@@ -8,7 +8,8 @@
 #  - both caBundles hold the CA only (never the leaf), and trust the served certificate;
 #  - deleting the serving Secret, then the CA Secret, recovers within one check period
 #    while requests keep being admitted;
-#  - a second release in another namespace installs side by side;
+#  - a second release in another namespace installs side by side; every Cluster of
+#    samples/invalid/ (injection attempts among them) is refused naming its field;
 #  - helm upgrade with changed values (webhook timeout, log level) keeps the caBundle and
 #    admission working;
 #  - helm uninstall removes the release and pgop's Secrets; the CRD stays (helm never
@@ -112,6 +113,18 @@ e2e_assert_ok kubectl apply --dry-run=server -f "$tmp/valid2.yaml"
 e2e_assert_ok kubectl apply --dry-run=server -f "$tmp/valid.yaml"
 e2e_assert_fails_with "listen_addresses" kubectl apply --dry-run=server -f "$tmp/invalid.yaml"
 e2e_log "two releases side by side"
+
+# 6b. every Cluster of samples/invalid/ (configuration injection through parameter names,
+# line breaks in pg_hba, fixed parameters, ...) is refused at kubectl apply, by the
+# Helm-installed webhook, naming the field its "# pgop-denied:" line gives
+n=0
+for f in "$E2E_DIR"/../../samples/invalid/*.yaml; do
+	field=$(sed -n 's/^# pgop-denied: //p' "$f")
+	[ -n "$field" ] || e2e_fail "$(basename "$f") has no '# pgop-denied:' line"
+	e2e_assert_fails_with "$field" kubectl -n "$ns1" apply --dry-run=server -f "$f"
+	n=$((n + 1))
+done
+e2e_log "$n invalid samples refused at kubectl apply, each naming its field"
 
 # 7. helm upgrade with changed values
 bundle_before=$(kubectl get validatingwebhookconfiguration "$ns1-r1-pgop" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
