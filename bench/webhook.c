@@ -8,10 +8,13 @@
  *   - baseline: GET /healthz (TLS + HTTP cost alone)
  *   - validate: POST a typical 3-instance Cluster AdmissionReview
  *   - mutate:   the same review on the mutating path
+ *   - denial:   the review with one invalid field (allowed=false, 422 causes)
  * at concurrency 1, 16 and 64, printing reviews/s, p50/p99 latency, errors,
  * the server's peak RSS and its CPU time per request (utime+stime of the child
  * over the run / requests: unlike req/s, not skewed by the client sharing
- * the CPUs or by other load on the machine).
+ * the CPUs or by other load on the machine), then the CPU per review of each
+ * path with its ratio to validate, and a keep-alive case: 16 long-lived
+ * connections, the reviews/s and the server's CPU split over its threads.
  *
  * Usage: bench_webhook [SECONDS_PER_RUN (default 3)] [SERVER_THREADS (default: CPUs)]
  *                      [SCENARIO_SUBSTRING]
@@ -19,6 +22,7 @@
  * competes with the server's, so the figures are a floor.
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -66,6 +70,10 @@ static const char review_body[] =
 	"\"monitoring\":{\"enablePodMonitor\":false}}},"
 	"\"oldObject\":null,\"dryRun\":false,"
 	"\"options\":{\"kind\":\"CreateOptions\",\"apiVersion\":\"meta.k8s.io/v1\"}}}";
+
+/* The same review with one rule broken (spec.storage.size "10Gx"): the denial
+ * path (allowed=false, 422 Invalid with details.causes), built once in main(). */
+static char *denial_body;
 
 /* ---- server (child process) --------------------------------------------- */
 
@@ -124,14 +132,19 @@ static int serve(const char *cert, const char *key, unsigned threads, int fd)
 struct scenario {
 	const char *name;
 	const char *path;
-	const char *body; /* NULL: GET */
+	const char *const *body; /* NULL: GET */
 };
+
+static const char *const review_ptr = review_body;
 
 static const struct scenario scenarios[] = {
 	{ "baseline GET /healthz", "/healthz", NULL },
-	{ "validate (3-instance Cluster)", VALIDATE_PATH, review_body },
-	{ "mutate (3-instance Cluster)", MUTATE_PATH, review_body },
+	{ "validate (3-instance Cluster)", VALIDATE_PATH, &review_ptr },
+	{ "mutate (3-instance Cluster)", MUTATE_PATH, &review_ptr },
+	{ "denial (storage.size)", VALIDATE_PATH, (const char *const *)&denial_body },
 };
+/* The index of validate in scenarios[]: the CPU ratios are to it. */
+#define VALIDATE_SCENARIO 1
 
 static const unsigned concurrency[] = { 1, 16, 64 };
 
@@ -182,8 +195,8 @@ static void *worker_main(void *arg)
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &bytes);
 	if (w->sc->body) {
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, w->sc->body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(w->sc->body));
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, *w->sc->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(*w->sc->body));
 	}
 	pthread_barrier_wait(w->start);
 	double end = now_s() + w->seconds;
@@ -310,6 +323,127 @@ static double proc_cpu_s(pid_t pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* CPU µs per review of each path over all its runs, and the ratio to validate
+ * (issue 12: mutate and a denial within 1.3x of validate). */
+static void print_cpu_summary(const double *cpu, const size_t *n)
+{
+	double v = n[VALIDATE_SCENARIO] ? cpu[VALIDATE_SCENARIO] * 1e6 / (double)n[VALIDATE_SCENARIO]
+					: 0;
+	printf("\nserver CPU per request, all concurrencies:\n");
+	for (size_t s = 0; s < OP_ARRAY_SIZE(scenarios); s++) {
+		if (!n[s])
+			continue;
+		double us = cpu[s] * 1e6 / (double)n[s];
+		char ratio[32] = "";
+		if (s != 0 && v > 0)
+			snprintf(ratio, sizeof(ratio), "  %.2fx validate", us / v);
+		printf("  %-32s %8.1f us%s\n", scenarios[s].name, us, ratio);
+		const char *key = strchr(scenarios[s].name, ' ');
+		printf("METRIC webhook_cpu_us_%.*s=%.1f\n",
+		       (int)(key ? (size_t)(key - scenarios[s].name) : strlen(scenarios[s].name)),
+		       scenarios[s].name, us);
+	}
+}
+
+/* ---- keep-alive spread --------------------------------------------------- */
+
+#define MAX_THREADS 64
+
+struct thread_cpu {
+	int tid[MAX_THREADS];
+	char comm[MAX_THREADS][32];
+	double cpu_s[MAX_THREADS];
+	size_t n;
+};
+
+/* CPU seconds of every thread of pid (/proc/PID/task/TID/stat). */
+static void threads_cpu(pid_t pid, struct thread_cpu *tc)
+{
+	char path[96];
+	tc->n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) && tc->n < MAX_THREADS) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		char buf[1024];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, tid);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+		unsigned long long ut = 0, st = 0;
+		if (!open || !close ||
+		    sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			   &st) != 2)
+			continue;
+		size_t i = tc->n++;
+		tc->tid[i] = tid;
+		snprintf(tc->comm[i], sizeof(tc->comm[i]), "%.*s", (int)(close - open - 1), open + 1);
+		tc->cpu_s[i] = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+	closedir(d);
+}
+
+/* Few long-lived connections, as kube-apiserver holds to a webhook: 16 client
+ * connections (fresh ones per try) on validate, several tries; per try the
+ * reviews/s and how the server's CPU split over its threads (a worker holding
+ * every connection shows as one thread near 100 %). */
+static int run_keepalive_spread(uint16_t port, double seconds, const char *ca, pid_t child)
+{
+	enum { CONNS = 16, TRIES = 4 };
+	int rc = 0;
+	printf("\nkeep-alive spread: %d long-lived connections on validate, %d tries, fresh "
+	       "connections each; server CPU per thread (threads under 2%% omitted)\n",
+	       CONNS, TRIES);
+	double max_share_sum = 0;
+	for (int t = 0; t < TRIES; t++) {
+		struct thread_cpu a, b;
+		threads_cpu(child, &a);
+		struct run_result r =
+			run(&scenarios[VALIDATE_SCENARIO], CONNS, port, seconds, ca);
+		threads_cpu(child, &b);
+		double total = 0, max = 0;
+		double d[MAX_THREADS] = { 0 };
+		for (size_t i = 0; i < b.n; i++) {
+			for (size_t j = 0; j < a.n; j++)
+				if (a.tid[j] == b.tid[i])
+					d[i] = b.cpu_s[i] - a.cpu_s[j];
+			total += d[i];
+		}
+		printf("  try %d: %8.0f reviews/s, p99 %6.3f ms, errors %u; split:", t + 1, r.rps,
+		       r.p99_ms, r.errors);
+		for (size_t i = 0; i < b.n; i++) {
+			if (total <= 0 || d[i] / total < 0.02)
+				continue;
+			printf(" %s/%d %.0f%%", b.comm[i], b.tid[i], 100.0 * d[i] / total);
+			if (d[i] > max)
+				max = d[i];
+		}
+		printf("\n");
+		max_share_sum += total > 0 ? max / total : 0;
+		if (r.errors)
+			rc = 1;
+		fflush(stdout);
+	}
+	printf("METRIC webhook_keepalive_max_thread_share=%.2f\n", max_share_sum / TRIES);
+	return rc;
+}
+
+/* VmRSS (kB) of an idle server once the clients' connections have closed. */
+static long rss_settled(pid_t child)
+{
+	usleep(300 * 1000);
+	return proc_status_kb(child, "VmRSS");
+}
+
 static double parse_seconds(const char *s)
 {
 	char *end = NULL;
@@ -327,6 +461,11 @@ int main(int argc, char **argv)
 		threads = end != argv[2] && *end == '\0' && t > 0 && t <= 64 ? (unsigned)t : 0;
 	}
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	denial_body = op_strdup(review_body);
+	char *size = strstr(denial_body, "\"size\":\"10Gi\"");
+	if (!size)
+		abort();
+	memcpy(size + strlen("\"size\":\"10G"), "x", 1);
 	char *cert = NULL, *key = NULL, *ca_pem = NULL;
 	if (test_http_cert_make("bench-webhook", &cert, &key, &ca_pem) < 0) {
 		fputs("cannot generate a certificate\n", stderr);
@@ -381,6 +520,8 @@ int main(int argc, char **argv)
 
 	int rc = 0;
 	double base_rps[OP_ARRAY_SIZE(concurrency)] = { 0 };
+	double sc_cpu[OP_ARRAY_SIZE(scenarios)] = { 0 };
+	size_t sc_n[OP_ARRAY_SIZE(scenarios)] = { 0 };
 	const char *only = argc > 3 ? argv[3] : NULL;
 	for (size_t s = 0; s < OP_ARRAY_SIZE(scenarios); s++) {
 		if (only && !strstr(scenarios[s].name, only))
@@ -388,7 +529,10 @@ int main(int argc, char **argv)
 		for (size_t c = 0; c < OP_ARRAY_SIZE(concurrency); c++) {
 			double cpu0 = proc_cpu_s(child);
 			struct run_result r = run(&scenarios[s], concurrency[c], port, seconds, ca);
-			double cpu_us = r.n ? (proc_cpu_s(child) - cpu0) * 1e6 / (double)r.n : 0;
+			double cpu_s = proc_cpu_s(child) - cpu0;
+			double cpu_us = r.n ? cpu_s * 1e6 / (double)r.n : 0;
+			sc_cpu[s] += cpu_s;
+			sc_n[s] += r.n;
 			long hwm = proc_status_kb(child, "VmHWM");
 			char ratio[32] = "";
 			if (s == 0)
@@ -403,10 +547,19 @@ int main(int argc, char **argv)
 				rc = 1;
 		}
 	}
+	print_cpu_summary(sc_cpu, sc_n);
+	if (!only || strstr("keep-alive", only))
+		rc |= run_keepalive_spread(port, seconds, ca, child);
+	long rss_after = rss_settled(child);
 	long hwm = proc_status_kb(child, "VmHWM");
 	long rss = proc_status_kb(child, "VmRSS");
-	printf("\nserver memory: VmRSS %.1f MiB now, VmHWM (peak) %.1f MiB; idle was %.1f MiB\n",
-	       (double)rss / 1024.0, (double)hwm / 1024.0, (double)rss_idle / 1024.0);
+	printf("\nserver memory: VmRSS %.1f MiB now, VmHWM (peak) %.1f MiB; idle was %.1f MiB "
+	       "before the clients, %.1f MiB once they had gone\n",
+	       (double)rss / 1024.0, (double)hwm / 1024.0, (double)rss_idle / 1024.0,
+	       (double)rss_after / 1024.0);
+	printf("METRIC webhook_idle_rss_kib=%ld\nMETRIC webhook_idle_after_rss_kib=%ld\n"
+	       "METRIC webhook_hwm_kib=%ld\n",
+	       rss_idle, rss_after, hwm);
 	printf("client process (this one, shares the CPUs): VmHWM %.1f MiB\n",
 	       (double)proc_status_kb(getpid(), "VmHWM") / 1024.0);
 

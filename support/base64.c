@@ -54,29 +54,33 @@ int op_base64_encode(const void *data, size_t n, unsigned flags, struct op_buf *
 		op_buf_done(out);
 		return -EMSGSIZE;
 	}
-	int r;
-	char block[4];
+	/* one reservation, then the blocks written in place */
+	int r = op_buf_reserve(out, need);
+	if (r < 0)
+		return r;
+	char *o = out->data + out->len;
 	size_t i = 0;
 	for (; i + 3 <= n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		block[0] = abc[v >> 18];
-		block[1] = abc[(v >> 12) & 63];
-		block[2] = abc[(v >> 6) & 63];
-		block[3] = abc[v & 63];
-		if ((r = op_buf_add(out, block, 4)))
-			return r;
+		*o++ = abc[v >> 18];
+		*o++ = abc[(v >> 12) & 63];
+		*o++ = abc[(v >> 6) & 63];
+		*o++ = abc[v & 63];
 	}
 	size_t rest = n - i;
 	if (rest) {
 		uint32_t v = (uint32_t)p[i] << 16 | (rest == 2 ? (uint32_t)p[i + 1] << 8 : 0);
-		block[0] = abc[v >> 18];
-		block[1] = abc[(v >> 12) & 63];
-		block[2] = rest == 2 ? abc[(v >> 6) & 63] : '=';
-		block[3] = '=';
-		size_t k = pad ? 4 : rest + 1;
-		if ((r = op_buf_add(out, block, k)))
-			return r;
+		*o++ = abc[v >> 18];
+		*o++ = abc[(v >> 12) & 63];
+		if (rest == 2)
+			*o++ = abc[(v >> 6) & 63];
+		else if (pad)
+			*o++ = '=';
+		if (pad)
+			*o++ = '=';
 	}
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
 	return 0;
 }
 

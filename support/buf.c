@@ -29,6 +29,14 @@ void op_buf_reset(struct op_buf *b)
 		b->data[0] = '\0';
 }
 
+void op_buf_truncate(struct op_buf *b, size_t len)
+{
+	if (!b->data || len >= b->len)
+		return;
+	b->len = len;
+	b->data[len] = '\0';
+}
+
 static int buf_grow(struct op_buf *b, size_t extra)
 {
 	if (extra > b->max || b->len > b->max - extra) {
@@ -44,6 +52,11 @@ static int buf_grow(struct op_buf *b, size_t extra)
 	b->data = op_realloc(b->data, cap);
 	b->cap = cap;
 	return 0;
+}
+
+int op_buf_reserve(struct op_buf *b, size_t extra)
+{
+	return buf_grow(b, extra);
 }
 
 int op_buf_add(struct op_buf *b, const void *p, size_t n)

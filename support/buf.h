@@ -33,6 +33,12 @@ void op_buf_init(struct op_buf *b, size_t max);
 void op_buf_done(struct op_buf *b);
 /* Empties without freeing. */
 void op_buf_reset(struct op_buf *b);
+/* Makes room for extra more bytes (and the NUL) without changing len: the
+ * caller may then write up to extra bytes at data + len and set len itself.
+ * 0, or -EMSGSIZE when the cap would be passed (buffer freed). */
+__attribute__((warn_unused_result)) int op_buf_reserve(struct op_buf *b, size_t extra);
+/* Drops everything past len (len <= b->len), keeping the allocation. */
+void op_buf_truncate(struct op_buf *b, size_t len);
 
 /* Appends; 0 on success, -EMSGSIZE when the cap would be passed (buffer freed). */
 __attribute__((warn_unused_result)) int op_buf_add(struct op_buf *b, const void *p, size_t n);

@@ -221,13 +221,15 @@ int op_json_path_join(struct op_buf *b, const char *path, const char *key)
 int op_json_pointer_escape(struct op_buf *b, const char *key)
 {
 	int r = 0;
-	for (const char *p = key; !r && *p; p++) {
-		if (*p == '~')
-			r = op_buf_add(b, "~0", 2);
-		else if (*p == '/')
-			r = op_buf_add(b, "~1", 2);
-		else
-			r = op_buf_addc(b, *p);
+	const char *p = key;
+	while (r == 0 && *p) {
+		size_t run = strcspn(p, "~/");
+		if (run)
+			r = op_buf_add(b, p, run);
+		p += run;
+		if (r == 0 && *p)
+			r = op_buf_add(b, *p == '~' ? "~0" : "~1", 2);
+		p += *p != '\0';
 	}
 	return r;
 }

@@ -14,6 +14,7 @@
 #include "support/base64.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "webhooks/defaults.h"
 #include "webhooks/lookup.h"
 #include "webhooks/webhooks.h"
 
@@ -117,27 +118,24 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 	return 0;
 }
 
+/* object is the request's own (modified in place: nothing reads it after). */
 static int do_mutate(json_object *resp, json_object *object, struct op_err *err)
 {
-	_cleanup_(op_json_putp) json_object *copy = NULL, *patch = NULL;
-	if (json_object_deep_copy(object, &copy, NULL) != 0)
-		return op_err_set(err, -ENOMEM, "cannot copy request.object");
-	int r = wh_default(copy, &patch, err);
+	_cleanup_(op_buf_donep) struct op_buf patch = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
+	size_t n_ops = 0;
+	int r = wh_default_text(object, &patch, &n_ops, err);
 	if (r < 0) {
 		op_err_prefix(err, "request.object");
-		return r;
+		return r == -EMSGSIZE ? op_err_set(err, r, "patch too large") : r;
 	}
 	put(resp, "allowed", json_object_new_boolean(1));
-	if (json_object_array_length(patch) == 0)
+	if (n_ops == 0)
 		return 0;
-	size_t plen = 0;
-	const char *ptxt = json_object_to_json_string_length(
-		patch, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &plen);
 	_cleanup_(op_buf_donep) struct op_buf b64 = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
-	if (!ptxt || op_base64_encode(ptxt, plen, 0, &b64) < 0)
-		return op_err_set(err, -EMSGSIZE, "patch too large (%zu bytes)", plen);
+	if (op_base64_encode(patch.data, patch.len, 0, &b64) < 0)
+		return op_err_set(err, -EMSGSIZE, "patch too large (%zu bytes)", patch.len);
 	put_str(resp, "patchType", "JSONPatch");
-	put_str(resp, "patch", op_buf_str(&b64));
+	put(resp, "patch", json_object_new_string_len(b64.data, (int)b64.len));
 	return 0;
 }
 

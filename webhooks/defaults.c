@@ -458,13 +458,51 @@ void wh_defaults_apply(json_object *cluster, bool preserve_user_fixed)
 		default_rules[i].fn(&c);
 }
 
+/* The object as it was before the defaults: the rules write under spec only
+ * (and add spec itself), so the copy shares every other member of cluster and
+ * deep-copies spec; the diff skips what is shared. OWNED, NULL on OOM. */
+static json_object *copy_before_defaults(json_object *cluster)
+{
+	json_object *orig = json_object_new_object();
+	if (!orig)
+		return NULL;
+	json_object_object_foreach(cluster, k, v)
+	{
+		json_object *c = NULL;
+		if (strcmp(k, "spec") != 0)
+			c = json_object_get(v);
+		else if (v && json_object_deep_copy(v, &c, NULL) != 0) {
+			json_object_put(orig);
+			return NULL;
+		}
+		if (op_json_set(orig, k, c) < 0) {
+			json_object_put(orig);
+			return NULL;
+		}
+	}
+	return orig;
+}
+
+int wh_default_text(json_object *cluster, struct op_buf *patch, size_t *ret_n_ops,
+		    struct op_err *err)
+{
+	if (!cluster || !json_object_is_type(cluster, json_type_object))
+		return op_err_set(err, -EINVAL, "cluster: expected object, got %s",
+				  op_json_type_name(cluster));
+	_cleanup_(op_json_putp) json_object *orig = copy_before_defaults(cluster);
+	if (!orig)
+		return op_err_set(err, -ENOMEM, "cannot copy cluster");
+	wh_defaults_apply(cluster, true);
+	return wh_patch_diff_text(orig, cluster, patch, ret_n_ops, err);
+}
+
 int wh_default(json_object *cluster, json_object **ret_patch, struct op_err *err)
 {
 	if (!cluster || !json_object_is_type(cluster, json_type_object))
 		return op_err_set(err, -EINVAL, "cluster: expected object, got %s",
 				  op_json_type_name(cluster));
-	_cleanup_(op_json_putp) json_object *orig = NULL;
-	if (json_object_deep_copy(cluster, &orig, NULL) != 0)
+	_cleanup_(op_json_putp) json_object *orig = copy_before_defaults(cluster);
+	if (!orig)
 		return op_err_set(err, -ENOMEM, "cannot copy cluster");
 	wh_defaults_apply(cluster, true);
 	return wh_patch_diff(orig, cluster, ret_patch, err);
