@@ -203,6 +203,7 @@ int cmd_controller(int argc, char **argv)
 		return 2;
 	}
 	op_log_set_level(o.log_level);
+	op_alloc_limit_arenas(2); /* docs/internals/memory.md */
 	op_log_set_component("controller");
 
 	sigset_t set;

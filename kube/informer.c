@@ -23,6 +23,7 @@ struct kube_informer {
 	char *field_selector;
 	long page_size;
 	long backoff_ms;
+	const char *const *keep;   /* borrowed projection, NULL = whole objects */
 	struct kube_informer_handlers h;
 	struct kube_watch *w;      /* owned */
 
@@ -72,6 +73,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_kind *k,
 	inf->page_size = opts->page_size > 0 ? opts->page_size : INFORMER_PAGE_DEFAULT;
 	inf->backoff_ms = opts->relist_backoff_ms > 0 ? opts->relist_backoff_ms
 						      : INFORMER_BACKOFF_DEFAULT_MS;
+	inf->keep = opts->keep;
 	if (handlers)
 		inf->h = *handlers;
 	inf->cache = json_object_new_object();
@@ -132,7 +134,8 @@ static int relist(struct kube_informer *inf, struct op_err *err)
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
 		json_object *o = json_object_array_get_idx(items, i);
 		_cleanup_free_ char *key = obj_key(o);
-		if (op_json_set(fresh, key, json_object_get(o)) < 0)
+		if (op_json_set(fresh, key, inf->keep ? kube_project(o, inf->keep)
+						      : json_object_get(o)) < 0)
 			return op_err_set(err, -ENOMEM, "informer %s: out of memory",
 					  inf->k->resource);
 	}
@@ -184,6 +187,10 @@ static int on_event(void *ud, enum kube_watch_type t, json_object *obj)
 		return 0;
 	}
 	_cleanup_free_ char *key = obj_key(obj);
+	/* the event's own tree is freed by the watch: keep a compact projection */
+	_cleanup_(op_json_putp) json_object *proj = inf->keep ? kube_project(obj, inf->keep) : NULL;
+	if (proj)
+		obj = proj;
 	json_object *prev = NULL;
 	pthread_rwlock_wrlock(&inf->cache_lock);
 	json_object *cur = json_object_object_get(inf->cache, key);

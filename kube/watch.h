@@ -106,9 +106,23 @@ struct kube_informer_opts {
 	long page_size;               /* list page size; 0 = 500 */
 	int watch_timeout_seconds;    /* 0 = 300 */
 	long relist_backoff_ms;       /* wait after a failed list; 0 = 1000 (doubles, max 30 s) */
+	/* Projection (kube_project): the cache keeps only these paths of each
+	 * object (borrowed, NULL-terminated, must outlive the informer); NULL =
+	 * whole objects. Handlers and readers see the projected objects. */
+	const char *const *keep;
 };
 
 struct kube_informer;
+
+/* The projection of obj (borrowed) a cache keeps: a new owned object holding
+ * only the dotted paths of keep (NULL-terminated; "metadata.labels",
+ * "spec.selector", ...; an absent path is skipped, a path through a
+ * non-object stops there), each value deep-copied. A kept "metadata" drops
+ * metadata.managedFields and the kubectl.kubernetes.io/last-applied-
+ * configuration annotation (server bookkeeping, each about the object's own
+ * size); "*" keeps every top-level field with that metadata. keep NULL = a
+ * plain deep copy. NULL only when obj is NULL; aborts on OOM. Pure. */
+json_object *kube_project(json_object *obj, const char *const *keep);
 
 /* Creates an informer (strings copied, handlers copied). Not started. */
 int kube_informer_new(struct kube_client *c, const struct kube_kind *k,

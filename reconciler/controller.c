@@ -13,16 +13,29 @@
 
 #define OWNED_SELECTOR RC_LABEL_CLUSTER /* "label exists": never cache every Secret */
 
+/* What each cache keeps (kube_project): identity, labels, annotations and
+ * owner references (metadata, minus managedFields and kubectl's
+ * last-applied copy), resourceVersion, and the fields reconciler/ and
+ * apiserver/ read; docs/internals/memory.md. A field read from a cached
+ * object must be listed here. */
+static const char *const keep_all[] = { "*", NULL }; /* decoded whole (api_cluster_decode) */
+static const char *const keep_pods[] = { "metadata", "spec.nodeName", "status", NULL };
+static const char *const keep_pvcs[] = { "metadata", "status.phase", NULL };
+static const char *const keep_services[] = { "metadata", "spec.selector", NULL };
+static const char *const keep_secrets[] = { "metadata", "type", "data", NULL };
+static const char *const keep_jobs[] = { "metadata", "status", NULL };
+
 static const struct {
 	enum kube_kind_id kind;
 	bool owned; /* label-selected objects that belong to a Cluster */
+	const char *const *keep;
 } inf_table[RC_INF__COUNT] = {
-	[RC_INF_CLUSTERS] = { KUBE_K_CLUSTERS, false },
-	[RC_INF_PODS] = { KUBE_K_PODS, true },
-	[RC_INF_PVCS] = { KUBE_K_PVCS, true },
-	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true },
-	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true },
-	[RC_INF_JOBS] = { KUBE_K_JOBS, true },
+	[RC_INF_CLUSTERS] = { KUBE_K_CLUSTERS, false, keep_all },
+	[RC_INF_PODS] = { KUBE_K_PODS, true, keep_pods },
+	[RC_INF_PVCS] = { KUBE_K_PVCS, true, keep_pvcs },
+	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true, keep_services },
+	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets },
+	[RC_INF_JOBS] = { KUBE_K_JOBS, true, keep_jobs },
 };
 
 struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns)
@@ -333,6 +346,7 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 			struct kube_informer_opts io = {
 				.ns = c->n_ns ? c->ns[i] : NULL,
 				.label_selector = inf_table[k].owned ? OWNED_SELECTOR : NULL,
+				.keep = inf_table[k].keep,
 			};
 			r = kube_informer_new(c->kc, KUBE_KIND(inf_table[k].kind), &io, &h,
 					      &c->inf[k][i], err);

@@ -34,6 +34,7 @@ struct rc_cluster_state {
 	struct pki_pair client;      /* operator client certificate */
 	unsigned unreachable;        /* instance Pods with an IP not answering /pg/status
 				      * at the last reconcile (pgop_instances_unreachable) */
+	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 };
 
 /* Reconcile outcomes, the `result` label of pgop_reconcile_*. */
@@ -84,6 +85,10 @@ void rc_stat_add(struct rc_controller *c, unsigned long *field);
 /* Records how many of Cluster key's instances did not answer (n = 0 for a
  * Cluster that is gone). Thread-safe (mu). */
 void rc_note_unreachable(struct rc_controller *c, const char *key, unsigned n);
+/* Counts reconciles in a row of Cluster key where no Ready instance answered
+ * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
+ * non-failing call resets the count and returns 0. Thread-safe (mu). */
+long rc_note_status_error(struct rc_controller *c, const char *key, bool failing);
 
 /* One reconcile of one Cluster (reconcile.c, reconcile_objects.c). */
 struct rc_run {

@@ -153,3 +153,11 @@ int rc_instance_from_pod(const char *cluster, json_object *pod, struct rc_instan
 	ret->pod_terminating = op_json_at(pod, "metadata.deletionTimestamp") != NULL;
 	return 0;
 }
+
+long rc_status_error_delay_ms(unsigned streak)
+{
+	long ms = 10000;
+	for (unsigned i = 1; i < streak && ms < 60000; i++)
+		ms *= 2;
+	return ms < 60000 ? ms : 60000;
+}

@@ -51,4 +51,11 @@ const char *rc_switchover_pick(const struct rc_instance *v, size_t n,
  * cnpg.io/podRole=instance, name <cluster>-<serial>). */
 int rc_instance_from_pod(const char *cluster, json_object *pod, struct rc_instance *ret);
 
+/* Requeue delay of a Cluster none of whose Ready instances answers GET
+ * /pg/status, after `streak` such reconciles in a row (1 = the first):
+ * 10 s doubling to 60 s. Unreachable instances (a partitioned node, the
+ * node agent's scale mode) then cost one bounded parallel fetch per minute,
+ * not one every 5 s; a Pod or Cluster change still reconciles at once. */
+long rc_status_error_delay_ms(unsigned streak);
+
 #endif

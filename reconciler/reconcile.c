@@ -814,6 +814,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		ret = rc_rollout_step(r, inv.v, inv.n, inv.pods);
 	fill_instances_status(r, &inv);
 	pending_restart_event(r, b);
+	bool status_error = false;
 	if (ret == 0) {
 		bool any_ready = false, any_status = false;
 		for (size_t i = 0; i < inv.n; i++) {
@@ -827,7 +828,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 					 "no Ready instance answers GET /pg/status (%s)",
 					 inv.n && inv.v[0].error ? inv.v[0].error : "unknown");
 			set_phase(r, RC_PHASE_STATUS_ERROR, NULL);
-			rc_requeue(r, 10000);
+			status_error = true;
 		} else if (p && p->is_primary && r->want.ready_instances == r->c->spec.instances &&
 			   r->want.instances == r->c->spec.instances && r->want.n_failed == 0) {
 			if (!str_eq(r->want.phase, RC_PHASE_HEALTHY))
@@ -842,7 +843,9 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	}
 	if (!str_eq(r->want.phase, RC_PHASE_HEALTHY))
 		r->want.ready = false;
-	rc_requeue(r, REQUEUE_HEALTHY_MS);
+	/* no Ready instance answers: back off (10 s doubling to 60 s), not the 5 s poll */
+	long backoff = rc_note_status_error(r->ctl, r->key, status_error);
+	rc_requeue(r, status_error ? backoff : REQUEUE_HEALTHY_MS);
 	inventory_done(&inv);
 	return ret < 0 ? ret : 0;
 }

@@ -13,6 +13,7 @@
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
+#include "reconciler/plan.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "support/log.h"
@@ -291,6 +292,22 @@ void rc_note_unreachable(struct rc_controller *c, const char *key, unsigned n)
 	if (s)
 		s->unreachable = n;
 	pthread_mutex_unlock(&c->mu);
+}
+
+long rc_note_status_error(struct rc_controller *c, const char *key, bool failing)
+{
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = NULL;
+	for (size_t i = 0; i < c->n_states && !s; i++)
+		if (strcmp(c->states[i].key, key) == 0)
+			s = &c->states[i];
+	if (!s && failing)
+		s = state_get(c, key);
+	unsigned streak = 0;
+	if (s)
+		streak = s->status_errors = failing ? s->status_errors + 1 : 0;
+	pthread_mutex_unlock(&c->mu);
+	return failing ? rc_status_error_delay_ms(streak) : 0;
 }
 
 /* Forgets state of another incarnation (a Cluster deleted and re-created). */

@@ -3,6 +3,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 static void op_oom(size_t n)
 {
@@ -61,4 +64,15 @@ char *op_asprintf(const char *fmt, ...)
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	return p;
+}
+
+void op_alloc_limit_arenas(int n)
+{
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+	const char *env = getenv("MALLOC_ARENA_MAX");
+	if ((!env || !*env) && n > 0)
+		(void)mallopt(M_ARENA_MAX, n);
+#else
+	(void)n;
+#endif
 }

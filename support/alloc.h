@@ -21,6 +21,12 @@ char *op_strndup(const char *s, size_t n);
 /* printf into a new owned string; never NULL. */
 char *op_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Caps glibc's malloc arenas at n (mallopt M_ARENA_MAX) unless the
+ * environment sets MALLOC_ARENA_MAX. By default every thread that allocates
+ * may get its own arena (up to 8 per core), each keeping its freed pages:
+ * docs/internals/memory.md. Call once at start, before threads. */
+void op_alloc_limit_arenas(int n);
+
 /* Cleanup attributes (systemd style). */
 #define _cleanup_(f) __attribute__((cleanup(f)))
 static inline void op_freep(void *p) { free(*(void **)p); }

@@ -15,7 +15,8 @@
 #   cluster_leader                  # the controller pod holding the reconciler's Lease
 #   cluster_controller_rss_kb POD   # VmRSS of that pod's controller process
 #   cluster_controller_start [FLAG...]  # host-process controller (admin kubeconfig), only
-#                                   # for bench/cluster_rss.sh, which reads its /proc
+#                                   # for bench/ scripts, which read its /proc; with
+#                                   # PGOP_CTL_WRAP (e.g. "heaptrack -o F") run under it
 #   status FIELD / healthy_with N / wait_healthy N TIMEOUT / sql POD SQL
 # It defines PGOP_BIN, SAMPLES, AGENT, AGENT_STATE, CHART, REL, C (the sample's Cluster name).
 
@@ -119,7 +120,8 @@ cluster_controller_start() {
 		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
 			-subj /CN=pgop-e2e -keyout "$tmp/tls.key" -out "$tmp/tls.crt" >/dev/null 2>&1 ||
 		e2e_fail "openssl"
-	"$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
+	# shellcheck disable=SC2086 # PGOP_CTL_WRAP is a command line
+	${PGOP_CTL_WRAP:-} "$PGOP_BIN" controller --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
 		--listen 127.0.0.1:0 --kubeconfig "$KUBECONFIG" --watch-namespaces "$ns" "$@" \
 		</dev/null >>"$tmp/controller.log" 2>&1 &
 	ctl_pid=$!

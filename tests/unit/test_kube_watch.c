@@ -662,6 +662,119 @@ static int replay_split(const char *body, size_t step, struct replay_log *l, cha
 	return r;
 }
 
+/* kube_project: rows of (object, keep list) -> the expected projection. */
+static void test_project(void **state)
+{
+	static const char *const pods[] = { "metadata", "spec.nodeName", "status.podIP",
+					    "spec.missing.deep", "kind.x", NULL };
+	static const char *const all[] = { "*", NULL };
+	static const struct {
+		const char *in;
+		const char *const *keep;
+		const char *want;
+	} rows[] = {
+		/* spec trimmed to the listed leaf, managedFields and last-applied dropped,
+		 * other annotations and labels kept; absent paths and paths through a
+		 * non-object add nothing */
+		{ "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"7\","
+		  "\"labels\":{\"a\":\"b\"},\"managedFields\":[{\"manager\":\"kubectl\"}],"
+		  "\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\","
+		  "\"x\":\"y\"},\"ownerReferences\":[{\"uid\":\"u\"}]},"
+		  "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\"}]},"
+		  "\"status\":{\"podIP\":\"10.0.0.1\",\"phase\":\"Running\"}}",
+		  pods,
+		  "{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"7\",\"labels\":{\"a\":\"b\"},"
+		  "\"annotations\":{\"x\":\"y\"},\"ownerReferences\":[{\"uid\":\"u\"}]},"
+		  "\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"podIP\":\"10.0.0.1\"}}" },
+		/* nothing listed present: an empty object */
+		{ "{\"data\":{\"k\":\"v\"}}", pods, "{}" },
+		/* "*": every field, metadata cleaned */
+		{ "{\"metadata\":{\"name\":\"c\",\"managedFields\":[]},\"spec\":{\"instances\":3}}",
+		  all, "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"instances\":3}}" },
+		/* no keep list: a plain deep copy (managedFields stays) */
+		{ "{\"metadata\":{\"managedFields\":[]}}", NULL, "{\"metadata\":{\"managedFields\":[]}}" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_object *in = json_tokener_parse(rows[i].in);
+		json_object *want = json_tokener_parse(rows[i].want);
+		assert_non_null(in);
+		assert_non_null(want);
+		json_object *got = kube_project(in, rows[i].keep);
+		assert_non_null(got);
+		if (!json_object_equal(got, want))
+			fail_msg("row %zu: got %s", i, json_object_to_json_string(got));
+		assert_ptr_not_equal(got, in);
+		json_object_put(got);
+		json_object_put(want);
+		json_object_put(in); /* got shares nothing with in (ASan would tell) */
+	}
+	assert_null(kube_project(NULL, pods));
+}
+
+/* An informer with a projection caches, hands to handlers and returns only the
+ * kept fields, from the list and from watch events. */
+static void h_project(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	if (!is_watch(req)) {
+		r->body = op_strdup("{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{\"metadata\":"
+				    "{\"name\":\"a\",\"namespace\":\"ns1\",\"resourceVersion\":\"1\","
+				    "\"managedFields\":[{}]},\"spec\":{\"nodeName\":\"n1\",\"big\":[1,2]}}]}");
+		return;
+	}
+	if (atomic_fetch_add(&inf_watch_calls, 1) == 0)
+		add_chunk(r, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\","
+			     "\"namespace\":\"ns1\",\"resourceVersion\":\"2\"},\"spec\":{\"big\":1},"
+			     "\"status\":{\"podIP\":\"10.0.0.2\"}}}\n", 0);
+	r->hold_ms = 30000;
+}
+
+static atomic_int proj_leaks; /* handler saw a field outside the projection */
+
+static void proj_add(void *ud, json_object *o)
+{
+	(void)ud;
+	if (op_json_at(o, "spec.big") || op_json_at(o, "metadata.managedFields"))
+		atomic_fetch_add(&proj_leaks, 1);
+	atomic_fetch_add(&tp_adds, 1);
+}
+
+static void test_informer_projection(void **state)
+{
+	static const char *const keep[] = { "metadata", "spec.nodeName", "status.podIP", NULL };
+	atomic_store(&inf_watch_calls, 0);
+	atomic_store(&tp_adds, 0);
+	atomic_store(&proj_leaks, 0);
+	struct ts *s = ts_start(h_project, NULL);
+	struct kube_client *c = client_for(s);
+	const struct kube_informer_handlers hd = { .on_add = proj_add };
+	const struct kube_informer_opts io = { .ns = "ns1", .keep = keep };
+	struct kube_informer *inf = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_informer_new(c, KUBE_PODS, &io, &hd, &inf, &err), 0);
+	assert_int_equal(kube_informer_start(inf, &err), 0);
+	assert_int_equal(kube_informer_wait_synced(inf, 5000), 0);
+	int64_t deadline = ts_now_ms() + 5000;
+	while (atomic_load(&tp_adds) < 2 && ts_now_ms() < deadline)
+		ts_sleep_ms(10);
+	assert_int_equal(atomic_load(&tp_adds), 2);
+	assert_int_equal(atomic_load(&proj_leaks), 0);
+	json_object *a = kube_informer_get(inf, "ns1", "a");
+	json_object *b = kube_informer_get(inf, "ns1", "b");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_string_equal(op_json_str_at(a, "spec.nodeName"), "n1");
+	assert_null(op_json_at(a, "spec.big"));
+	assert_null(op_json_at(a, "metadata.managedFields"));
+	assert_string_equal(kube_obj_resource_version(a), "1");
+	assert_string_equal(op_json_str_at(b, "status.podIP"), "10.0.0.2");
+	assert_null(op_json_at(b, "spec"));
+	json_object_put(a);
+	json_object_put(b);
+	kube_informer_free(inf);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 static void test_watch_replay(void **state)
 {
 	(void)state;
@@ -711,6 +824,8 @@ int main(void)
 		cmocka_unit_test(test_informer),
 		cmocka_unit_test(test_informer_list_retry),
 		cmocka_unit_test(test_informer_throughput),
+		cmocka_unit_test(test_project),
+		cmocka_unit_test(test_informer_projection),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,10 +179,24 @@ static void test_instance_from_pod(void **state)
 	json_object_put(p);
 }
 
+/* Unreachable instances: 10 s, 20 s, 40 s, then 60 s for ever. */
+static void test_status_error_delay(void **state)
+{
+	static const struct {
+		unsigned streak;
+		long ms;
+	} rows[] = { { 0, 10000 }, { 1, 10000 }, { 2, 20000 }, { 3, 40000 },
+		     { 4, 60000 }, { 5, 60000 }, { 1000, 60000 } };
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(rc_status_error_delay_ms(rows[i].streak), rows[i].ms);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scale_table),
+		cmocka_unit_test(test_status_error_delay),
 		cmocka_unit_test(test_switchover_table),
 		cmocka_unit_test(test_switchover_pick),
 		cmocka_unit_test(test_instance_from_pod),

@@ -28,6 +28,7 @@
 
 struct opts {
 	const char *kubeconfig, *state_dir, *pgop_binary, *node_name, *log_level;
+	const char *scale_ns;
 };
 
 static int partition_main(int argc, char **argv, const char *state_dir)
@@ -185,6 +186,11 @@ static int run(struct opts *o)
 	char pgop[PATH_MAX];
 	a.pgop_binary = op_strdup(realpath(o->pgop_binary, pgop) ? pgop : o->pgop_binary);
 	a.node_name = op_strdup(o->node_name ? o->node_name : NA_NODE_NAME_DEFAULT);
+	if (o->scale_ns && *o->scale_ns) {
+		a.scale_ns = op_strdup(o->scale_ns);
+		op_log_info("scale mode: pods of these namespaces run no containers",
+			    "namespaces", a.scale_ns);
+	}
 	const char *cidr = getenv("PGOP_E2E_SERVICE_CIDR");
 	a.svc_cidr = op_strdup(cidr && *cidr ? cidr : "10.213.0.0/16");
 	a.net.kube_svc_ip = first_service_ip(a.svc_cidr);
@@ -342,6 +348,7 @@ out:;
 	free(a.self_exe);
 	free(a.pgop_binary);
 	free(a.node_name);
+	free(a.scale_ns);
 	free(a.svc_cidr);
 	free(a.host_ip);
 	free(a.net.apiserver_ip);
@@ -361,6 +368,7 @@ int main(int argc, char **argv)
 		{ "pgop-binary", required_argument, NULL, 'p' },
 		{ "node-name", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "scale-mode", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -374,9 +382,10 @@ int main(int argc, char **argv)
 		case 'p': o.pgop_binary = optarg; break;
 		case 'n': o.node_name = optarg; break;
 		case 'l': o.log_level = optarg; break;
+		case 'S': o.scale_ns = optarg; break;
 		case 'h':
 			printf("pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P "
-			       "[--node-name N] [--log-level L]\n"
+			       "[--node-name N] [--log-level L] [--scale-mode NS-GLOB]\n"
 			       "pgop-node-agent [--state-dir D] exec NS/POD [-c C] -- CMD...\n"
 			       "pgop-node-agent [--state-dir D] partition NS/POD on|off\n");
 			return 0;

@@ -284,6 +284,7 @@ struct na_pod {
 	bool cond[4];         /* Initialized, ContainersReady, Ready, PodScheduled */
 	char cond_time[4][32];
 	bool cond_set;
+	bool scaled;          /* run in scale mode: no network, volumes or processes */
 	bool seen;            /* main thread only */
 	/* worker thread: owns everything above except uid/ns/name (immutable),
 	 * next and seen (main thread) */
@@ -304,6 +305,8 @@ struct na_pod {
 
 struct na_agent {
 	struct kube_client *kc;
+	char *scale_ns;       /* --scale-mode NS-GLOB: pods of namespaces matching it
+			       * (fnmatch) run without containers (pods.c); NULL = none */
 	struct kube_informer *pods, *svcs, *slices, *pvcs, *pvs;
 	char *state_dir, *node_name, *pgop_binary, *self_exe, *svc_cidr, *kubeconfig;
 	char *host_ip;        /* bridge address, the node's InternalIP */

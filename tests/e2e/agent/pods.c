@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -399,6 +400,52 @@ static void pod_refuse(struct na_agent *a, struct na_pod *p, struct na_refusal *
 	json_object_put(inv);
 }
 
+/* --scale-mode (docs/internals/node-agent.md): the pod's lifecycle without
+ * its containers. Scheduled -> Running and Ready at once (a Job's pod:
+ * every container terminated with exit code 0, phase Succeeded); a podIP
+ * from 198.18.0.0/15 (RFC 2544 benchmarking, routed nowhere: whatever talks
+ * to the pod times out as it would with a partitioned node); deletion is
+ * immediate. Nothing is created on the host. */
+static void scale_sync(struct na_agent *a, struct na_pod *p, const char *dts)
+{
+	if (dts) {
+		struct kube_delete_opts o = { .grace_period_seconds = 0, .precondition_uid = p->uid };
+		struct op_err err = OP_ERR_INIT;
+		int rc = kube_delete(a->kc, KUBE_PODS, p->ns, p->name, &o, &err);
+		if (rc == 0 || rc == -ENOENT || rc == -ESTALE)
+			p->deleted = true;
+		else
+			op_log_warn("cannot delete pod", "pod", p->name, "error", err.msg);
+		return;
+	}
+	if (!p->scaled) {
+		static atomic_uint next_ip;
+		unsigned n = atomic_fetch_add(&next_ip, 1) % (2u * 65536u - 2u) + 1u;
+		snprintf(p->ip, sizeof(p->ip), "198.%u.%u.%u", 18 + n / 65536, (n / 256) % 256,
+			 n % 256);
+		bool job = strcmp(restart_policy(p), "Always") != 0;
+		char now[32];
+		na_rfc3339(now);
+		for (size_t i = 0; i < p->n_init + p->n_ctrs; i++) {
+			struct na_ctr *c = i < p->n_init ? &p->init[i] : &p->ctrs[i - p->n_init];
+			bool done = c->init || job;
+			c->state = done ? NA_TERMINATED : NA_RUNNING;
+			c->exit_code = 0;
+			c->ever_started = c->started = true;
+			c->ready = !done;
+			na_set_reason(&c->reason, done ? "Completed" : NULL);
+			memcpy(c->started_at, now, sizeof(now));
+			if (done)
+				memcpy(c->finished_at, now, sizeof(now));
+		}
+		p->init_done = p->n_init;
+		p->net_ready = p->vols_ready = true;
+		na_set_reason(&p->waiting_reason, NULL);
+		p->scaled = true;
+	}
+	na_pod_status(a, p);
+}
+
 static void pod_sync(struct na_agent *a, struct na_pod *p)
 {
 	int64_t now = na_now_ms();
@@ -417,6 +464,10 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 		return;
 	}
 	const char *dts = op_json_str_at(p->obj, "metadata.deletionTimestamp");
+	if (p->scaled || (a->scale_ns && p->ns && fnmatch(a->scale_ns, p->ns, 0) == 0)) {
+		scale_sync(a, p, dts);
+		return;
+	}
 	if (dts) {
 		if (!p->terminating) {
 			p->terminating = true;
@@ -516,6 +567,8 @@ static int64_t idle_ms(struct na_pod *p, int64_t now)
 {
 	if (p->deleted)
 		return 1000;
+	if (p->scaled)
+		return 60000; /* nothing runs: only a new Pod object (wake) matters */
 	if (p->refused)
 		return 1000;
 	if (!p->net_ready || !p->vols_ready || p->terminating || p->init_done < p->n_init)
@@ -594,7 +647,7 @@ static void *pod_worker(void *arg)
 		usleep(20000);
 		reap_all(p);
 	}
-	if (!p->deleted)
+	if (!p->deleted && !p->scaled)
 		pod_teardown(a, p);
 	op_log_info("pod removed", "pod", p->name, "namespace", p->ns);
 	return NULL;

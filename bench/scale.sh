@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# e2e-timeout: 7200
+# Benchmark (not a test): the Helm-installed controller (one replica) managing N
+# one-instance Clusters whose Pods run in the node agent's scale mode (scheduled, Running,
+# Ready, deleted, no containers: docs/internals/node-agent.md; their instances never
+# answer). For each N of BENCH_N (default "10 100 1000", cumulative) it prints:
+#   time until every Cluster has its objects (instance Pod Ready, 3 Services, 4 Secrets),
+#   the controller's VmRSS/VmHWM, p50/p99 reconcile duration and the Kubernetes API
+#   requests/s by verb over a BENCH_STEADY s (60) steady-state window (pgop's own
+#   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), and 429s seen.
+# One command (it calls the e2e runner itself, with the agent's --scale-mode):
+#   bench/scale.sh [BUILD_DIR]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${BENCH_SCALE_INNER:-}" ]; then
+	build=${1:-$top/build}
+	export BENCH_SCALE_INNER=1 PGOP_NODE_AGENT_ARGS="--scale-mode bscale-[0-9]*"
+	exec "$top/tests/e2e/run.sh" "$build" "$top/bench/scale.sh"
+fi
+. "$top/tests/e2e/lib.sh"
+e2e_up
+e2e_agent_up
+# shellcheck source=../tests/e2e/cluster_lib.sh
+. "$E2E_DIR/cluster_lib.sh"
+cluster_setup bscale # namespace bscale-...: its Pods are the scale-mode ones
+cluster_crd
+cluster_helm_install --set replicas=1
+steady=${BENCH_STEADY:-60}
+
+cpod() { kubectl -n "$opns" get pods -l "app.kubernetes.io/instance=$REL" \
+	--field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}'; }
+metrics() { curl -sf --max-time 10 "http://$(kubectl -n "$opns" get pod "$(cpod)" -o jsonpath='{.status.podIP}'):8080/metrics"; }
+proc() { # FIELD: kB of the controller process
+	local pid
+	pid=$(cat "$AGENT_STATE/run/${opns}_$(cpod)_controller.pid") || return 1
+	awk -v f="$1:" '$1 == f { print $2 }' "/proc/$pid/status"
+}
+clusters() { # FROM TO: Cluster YAML documents scale-FROM..scale-TO
+	for i in $(seq "$1" "$2"); do
+		printf -- '---\napiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n  name: s%05d\nspec:\n  instances: 1\n  storage:\n    size: 1Gi\n' "$i"
+	done
+}
+count() { # KIND [SELECTOR]: objects in $ns
+	k get "$1" ${2:+-l "$2"} --no-headers 2>/dev/null | wc -l
+}
+ready_pods() {
+	k get pods -l cnpg.io/podRole=instance -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true
+}
+all_objects() { # N
+	[ "$(ready_pods)" -ge "$1" ] && [ "$(count services cnpg.io/cluster)" -ge $((3 * $1)) ] &&
+		[ "$(count secrets cnpg.io/cluster)" -ge $((4 * $1)) ]
+}
+# hist_q FILE_BEFORE FILE_AFTER METRIC Q: quantile (seconds) of the histogram's increase
+hist_q() {
+	awk -v m="$3" -v q="$4" '
+		FNR == 1 { f++ }
+		index($0, m "_bucket{") == 1 { match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+			v[f, le] += $NF; les[le] = 1 }
+		END { n = 0; for (le in les) { k[++n] = le }
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+				if ((k[j] == "+Inf" ? 1e99 : k[j] + 0) < (k[i] == "+Inf" ? 1e99 : k[i] + 0)) { t = k[i]; k[i] = k[j]; k[j] = t }
+			tot = v[2, "+Inf"] - v[1, "+Inf"]; if (tot <= 0) { print "n/a"; exit }
+			for (i = 1; i <= n; i++) if (v[2, k[i]] - v[1, k[i]] >= q * tot) { print k[i]; exit } }' "$1" "$2"
+}
+# per_s FILE_BEFORE FILE_AFTER SECONDS: pgop_kube_requests_total increase per verb, per second
+per_s() {
+	awk -v s="$3" '
+		FNR == 1 { f++ }
+		/^pgop_kube_requests_total\{/ { match($0, /verb="[^"]*"/); vb = substr($0, RSTART + 6, RLENGTH - 7)
+			c[f, vb] += $NF; verbs[vb] = 1 }
+		END { for (vb in verbs) printf "%s=%.2f ", vb, (c[2, vb] - c[1, vb]) / s }' "$1" "$2"
+}
+c429() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ { n += $NF } END { print n + 0 }' "$1"; }
+
+have=0
+for n in ${BENCH_N:-10 100 1000}; do
+	((n > have)) || continue
+	t0=$(date +%s.%N)
+	clusters $((have + 1)) "$n" | k apply -f - >/dev/null
+	e2e_wait_for "all_objects $n" $((300 + n)) 2 ||
+		e2e_fail "N=$n: objects missing after $((300 + n)) s: $(ready_pods) Ready instance Pods, $(count services cnpg.io/cluster) Services, $(count secrets cnpg.io/cluster) Secrets"
+	t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+	have=$n
+	sleep 10 # the creation burst's last reconciles
+	metrics >"$tmp/m1" || e2e_fail "no /metrics"
+	sleep "$steady"
+	metrics >"$tmp/m2" || e2e_fail "no /metrics"
+	p50=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_duration_seconds 0.5)
+	p99=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_duration_seconds 0.99)
+	rps=$(per_s "$tmp/m1" "$tmp/m2" "$steady")
+	e2e_log "N=$n: all objects after ${t}s; VmRSS $(proc VmRSS) kB VmHWM $(proc VmHWM) kB;" \
+		"reconcile p50 <= ${p50}s p99 <= ${p99}s; API requests/s ${rps}; 429s $(c429 "$tmp/m2")"
+	echo "METRIC scale_${n}_objects_s=$t"
+	echo "METRIC scale_${n}_rss_kb=$(proc VmRSS)"
+	echo "METRIC scale_${n}_hwm_kb=$(proc VmHWM)"
+	echo "METRIC scale_${n}_reconcile_p50_le_s=$p50"
+	echo "METRIC scale_${n}_reconcile_p99_le_s=$p99"
+	for kv in $rps; do echo "METRIC scale_${n}_api_rps_${kv}"; done
+	echo "METRIC scale_${n}_429s=$(c429 "$tmp/m2")"
+done
