@@ -37,8 +37,8 @@
 #define AS_TIMEOUT_MS_DEFAULT 2000
 #define AS_MARGIN_MS 500        /* a request waits at most timeout + this */
 #define AS_MAX_INFLIGHT_DEFAULT 16
-/* HTTPS threads when the live API runs: its requests may block a thread for
- * up to timeout + margin, and MHD pins each connection to one thread. */
+/* HTTPS handler threads when the live API runs (op_http_config.handler_threads):
+ * its requests may block a handler thread for up to timeout + margin. */
 #define AS_HTTP_THREADS_DEFAULT 8
 
 /* An action request (POST clusters/NAME/switchover or /restart), parsed. */

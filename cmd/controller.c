@@ -250,8 +250,9 @@ int cmd_controller(int argc, char **argv)
 			return 1;
 		}
 		cfg.request_client_cert = true; /* front-proxy certificate, never required */
-		if (!o.threads) /* a live request may wait for instances (<= 2.5 s) */
-			cfg.threads = AS_HTTP_THREADS_DEFAULT;
+		/* a live request may wait for instances (<= 2.5 s) on its handler thread;
+		 * the workers only do TLS and HTTP */
+		cfg.handler_threads = AS_HTTP_THREADS_DEFAULT;
 	}
 	struct readiness rd = { cfg.ready_fn, cfg.ready_userdata, rec };
 	cfg.ready_fn = ready;

@@ -30,6 +30,7 @@
 
 #include "support/alloc.h"
 #include "support/http_conns.h"
+#include "support/http_jobs.h"
 #include "support/http_tls.h"
 #include "support/log.h"
 #include "support/metrics.h"
@@ -45,6 +46,8 @@
 #define DEFAULT_PER_IP_LIMIT 64u
 #define DEFAULT_IDLE_TIMEOUT_S 30u
 #define DEFAULT_REQUEST_TIMEOUT_S 10u
+/* Handler threads (http_jobs.h): the pool size, at least this many. */
+#define HANDLER_THREADS_MIN 4u
 /* The probe listener serves three cheap built-in routes on one thread. */
 #define PROBE_CONNECTION_LIMIT 256u
 /* libmicrohttpd messages (one per refused connection under a flood): at most
@@ -87,6 +90,7 @@ struct op_http_server {
 	_Atomic bool draining;        /* set by op_http_server_free: responses close */
 	pthread_mutex_t streams_lock;
 	struct op_http_stream *streams; /* streamed replies in flight (list) */
+	struct op_jobs jobs;          /* the user routes' handlers (http_jobs.h) */
 	void *userdata;
 	void *ready_userdata;
 	bool (*ready_fn)(void *userdata);
@@ -116,6 +120,14 @@ struct req_state {
 	char *url;           /* owned: the full path (no query), given to handlers */
 	char *error;         /* owned: why a 4xx/5xx was sent, or NULL */
 	unsigned pending;    /* 404/405 decided on the first call, sent on the next */
+	/* A user route's handler runs on a queue thread (http_jobs.h) while the
+	 * connection is suspended; the resumed access handler sends its result. */
+	struct op_job job;
+	struct MHD_Connection *conn; /* borrowed, for the queue thread */
+	enum { RQ_INLINE, RQ_QUEUED, RQ_HANDLED } async;
+	int rc;                      /* the handler's return */
+	struct op_http_reply rep;    /* the handler's reply (owned while RQ_HANDLED) */
+	struct op_err err;
 	char *pending_allow; /* owned: Allow header for a pending 405 */
 	char peer[INET6_ADDRSTRLEN + 16];
 };
@@ -561,47 +573,98 @@ static void streams_end_all(struct op_http_server *srv)
 static unsigned status_for_error(int r)
 {
 	return r == -EINVAL || r == -EBADMSG ? MHD_HTTP_BAD_REQUEST
-					       : MHD_HTTP_INTERNAL_SERVER_ERROR;
+	       : r == -ECANCELED	     ? MHD_HTTP_SERVICE_UNAVAILABLE
+					     : MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
-static enum MHD_Result dispatch(struct op_http_server *srv, struct MHD_Connection *conn,
-				struct req_state *rq, const char *method)
+/* Runs the route's handler; the result goes to rq->rc, rq->rep, rq->err. */
+static void run_handler(struct op_http_server *srv, struct MHD_Connection *conn,
+			struct req_state *rq)
 {
 	const struct op_http_route *rt = route_at(srv, rq->route);
 	struct op_http_request req = {
-		.method = method,
+		.method = rq->method,
 		.path = rq->url,
 		.body = op_buf_str(&rq->body),
 		.body_len = rq->body.len,
 		.peer = rq->peer,
 		.conn = (struct op_http_conn *)conn,
 	};
-	struct op_http_reply rep = {
+	rq->rep = (struct op_http_reply){
 		.status = MHD_HTTP_OK,
 		.content_type = "application/json",
 		.body = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY),
 	};
-	struct op_err err = OP_ERR_INIT;
+	rq->err = (struct op_err)OP_ERR_INIT;
 	void *ud = rq->route < N_BUILTIN ? (void *)srv : srv->userdata;
-	int r = rt->fn(ud, &req, &rep, &err);
+	rq->rc = rt->fn(ud, &req, &rq->rep, &rq->err);
 	op_buf_done(&rq->body); /* the request body is no longer needed */
+}
+
+/* Queues the response of a handler that has run. */
+static enum MHD_Result queue_result(struct MHD_Connection *conn, struct req_state *rq)
+{
+	struct op_http_reply *rep = &rq->rep;
+	int r = rq->rc;
 	if (r < 0) {
-		op_buf_done(&rep.body);
-		if (rep.stream) { /* never queued: drop both references */
-			op_http_stream_close(rep.stream);
-			stream_unref(rep.stream);
+		op_buf_done(&rep->body);
+		if (rep->stream) { /* never queued: drop both references */
+			op_http_stream_close(rep->stream);
+			stream_unref(rep->stream);
+			rep->stream = NULL;
 		}
 		return queue_error(conn, rq, status_for_error(r), NULL, false,
-				   err.code ? err.msg : strerror(-r));
+				   rq->err.code ? rq->err.msg : strerror(-r));
 	}
-	if (rep.stream) {
-		op_buf_done(&rep.body);
-		return queue_stream(conn, rq, &rep);
+	if (rep->stream) {
+		op_buf_done(&rep->body);
+		enum MHD_Result ok = queue_stream(conn, rq, rep);
+		rep->stream = NULL;
+		return ok;
 	}
-	enum MHD_Result ok = queue_reply(conn, rq, rep.status, rep.content_type, &rep.body,
-					 NULL, false, rep.header_name, rep.header_value);
-	op_buf_done(&rep.body);
+	enum MHD_Result ok = queue_reply(conn, rq, rep->status, rep->content_type, &rep->body,
+					 NULL, false, rep->header_name, rep->header_value);
+	op_buf_done(&rep->body);
 	return ok;
+}
+
+/* Queue thread: the handler, then the connection goes back to its worker,
+ * which calls on_request again and sends the result. */
+static void job_run(struct op_job *job, void *ud)
+{
+	struct req_state *rq = (struct req_state *)((char *)job - offsetof(struct req_state, job));
+	run_handler(ud, rq->conn, rq);
+	rq->async = RQ_HANDLED;
+	MHD_resume_connection(rq->conn);
+}
+
+/* Server stopping with the job still queued: 503 without running the handler. */
+static void job_cancel(struct op_job *job, void *ud)
+{
+	struct req_state *rq = (struct req_state *)((char *)job - offsetof(struct req_state, job));
+	op_buf_done(&rq->body);
+	rq->rep = (struct op_http_reply){ .body = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY) };
+	rq->err = (struct op_err)OP_ERR_INIT;
+	rq->rc = op_err_set(&rq->err, -ECANCELED, "server stopping");
+	rq->async = RQ_HANDLED;
+	MHD_resume_connection(rq->conn);
+}
+
+static enum MHD_Result dispatch(struct op_http_server *srv, const struct listener *lst,
+				struct MHD_Connection *conn, struct req_state *rq)
+{
+	if (rq->async == RQ_HANDLED)
+		return queue_result(conn, rq);
+	/* user routes go to the queue; the built-ins are cheap and answer here */
+	if (lst == &srv->main && rq->route >= N_BUILTIN && srv->jobs.threads) {
+		rq->async = RQ_QUEUED;
+		rq->conn = conn;
+		MHD_suspend_connection(conn);
+		op_jobs_push(&srv->jobs, &rq->job);
+		return MHD_YES;
+	}
+	run_handler(srv, conn, rq);
+	return queue_result(conn, rq);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -655,7 +718,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			op_asprintf("request body is over the %zu byte limit", srv->max_body);
 		return queue_error(conn, rq, MHD_HTTP_CONTENT_TOO_LARGE, NULL, true, m);
 	}
-	return dispatch(srv, conn, rq, method);
+	return dispatch(srv, lst, conn, rq);
 }
 
 static size_t code_index(unsigned status)
@@ -699,6 +762,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			  "peer", rq->peer, why ? "error" : NULL, why, (const char *)NULL);
 	}
 	op_buf_done(&rq->body);
+	if (rq->async == RQ_HANDLED) { /* handled, never sent (the daemon stopped) */
+		op_buf_done(&rq->rep.body);
+		if (rq->rep.stream) {
+			op_http_stream_close(rq->rep.stream);
+			stream_unref(rq->rep.stream);
+		}
+	}
 	free(rq->method);
 	free(rq->path);
 	free(rq->url);
@@ -959,11 +1029,22 @@ static int start_daemons(struct op_http_server *srv, const struct op_http_config
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	const char *listen = cfg->listen ? cfg->listen : DEFAULT_LISTEN;
+	/* as many handler threads as workers, at least HANDLER_THREADS_MIN: every core
+	 * runs handlers whatever worker holds the connections, and a handler that
+	 * waits (a live request on slow instances) does not hold up the others */
+	unsigned handlers = cfg->handler_threads ? cfg->handler_threads
+			    : threads < HANDLER_THREADS_MIN ? HANDLER_THREADS_MIN
+							    : threads;
+	if (op_jobs_start(&srv->jobs, handlers, job_run, srv, err) < 0)
+		return err->code;
 	errno = 0;
 	srv->main.daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &srv->main,
 					    MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-	if (!srv->main.daemon)
-		return listen_failed("https", listen, err);
+	if (!srv->main.daemon) {
+		int r = listen_failed("https", listen, err);
+		op_jobs_stop(&srv->jobs, job_cancel);
+		return r;
+	}
 	srv->main.port = bound_port(srv->main.daemon);
 
 	if (cfg->probe_listen) {
@@ -999,6 +1080,7 @@ static int start_daemons(struct op_http_server *srv, const struct op_http_config
 fail:
 	if (srv->probe.daemon)
 		MHD_stop_daemon(srv->probe.daemon);
+	op_jobs_stop(&srv->jobs, job_cancel); /* resumes what it had before the stop */
 	MHD_stop_daemon(srv->main.daemon);
 	srv->probe.daemon = srv->main.daemon = NULL;
 	return err->code ? err->code : -EINVAL;
@@ -1076,6 +1158,9 @@ void op_http_server_free(struct op_http_server *srv)
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
 		}
+		/* Handlers still running finish; queued ones answer 503. Every
+		 * suspended connection is resumed before MHD frees connections. */
+		op_jobs_stop(&srv->jobs, job_cancel);
 		MHD_stop_daemon(srv->main.daemon);
 		if (fd != MHD_INVALID_SOCKET)
 			close(fd);

@@ -23,8 +23,9 @@
  * support/http_conns.h), and an optional plain-HTTP probe listener keeps
  * /healthz, /readyz and /metrics answering while the HTTPS port is saturated.
  *
- * Threads: handlers run on the server's pool threads, concurrently; the
- * userdata they get is shared. All public functions are thread-safe.
+ * Threads: user handlers run on the server's handler threads, concurrently
+ * (the connection is suspended meanwhile; built-in routes run on the
+ * libmicrohttpd workers); the userdata they get is shared. All public functions are thread-safe.
  */
 #ifndef PGOP_SUPPORT_HTTP_SERVER_H
 #define PGOP_SUPPORT_HTTP_SERVER_H
@@ -116,7 +117,13 @@ struct op_http_config {
 	 * clients without one still connect). Handlers check it with
 	 * op_http_peer_verify against the CA they trust at that moment. */
 	bool request_client_cert;
-	unsigned threads;          /* thread pool size; 0 = number of CPUs (max 16) */
+	/* libmicrohttpd's worker threads (TLS, HTTP parsing, sending); 0 = number of
+	 * CPUs (max 16). */
+	unsigned threads;
+	/* Threads running the user routes' handlers (support/http_jobs.h): every
+	 * request goes to them in arrival order whatever worker holds its
+	 * connection. 0 = threads, at least 4. Built-in routes run on the workers. */
+	unsigned handler_threads;
 	unsigned connection_limit; /* concurrent HTTPS connections; 0 = 1024 */
 	/* Concurrent connections from one client IP address, on each listener; more
 	 * are closed at accept. 0 = 64. */

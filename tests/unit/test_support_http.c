@@ -72,7 +72,31 @@ static int broken(void *ud, const struct op_http_request *req, struct op_http_re
 	return op_err_set(err, -EIO, "backend exploded");
 }
 
+/* Two requests meet here: each waits (at most 5 s) until both are inside a
+ * handler at the same time, and answers whether they met. */
+static pthread_mutex_t meet_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t meet_cond = PTHREAD_COND_INITIALIZER;
+static unsigned meet_inside;
+
+static int meet(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		struct op_err *err)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&meet_lock);
+	meet_inside++;
+	pthread_cond_broadcast(&meet_cond);
+	int rc = 0;
+	while (meet_inside < 2 && rc == 0)
+		rc = pthread_cond_timedwait(&meet_cond, &meet_lock, &until);
+	bool met = meet_inside >= 2;
+	pthread_mutex_unlock(&meet_lock);
+	return op_buf_adds(&rep->body, met ? "{\"met\":true}" : "{\"met\":false}");
+}
+
 static const struct op_http_route routes[] = {
+	{ "GET", "/meet", meet },
 	{ "POST", "/echo", echo },
 	{ "GET", "/hello", hello },
 	{ "GET", "/slow", slow },
@@ -810,6 +834,57 @@ static void test_graceful_stop(void **state)
 	assert_true(s.conn_close); /* and is told not to come back on this connection */
 }
 
+struct meet_client {
+	uint16_t port;
+	long code;
+	char body[32];
+};
+
+static void *meet_thread(void *arg)
+{
+	struct meet_client *m = arg;
+	struct resp r;
+	get(m->port, "/meet", &r);
+	m->code = r.code;
+	snprintf(m->body, sizeof(m->body), "%s", op_buf_str(&r.body));
+	resp_done(&r);
+	return NULL;
+}
+
+/* Handlers do not run on the worker that holds the connection: with ONE
+ * libmicrohttpd thread, two requests are inside a handler at the same time
+ * (before, the first blocked the only worker and the second waited for it). */
+static void test_handlers_off_the_worker(void **state)
+{
+	struct op_http_config cfg = {
+		.listen = "127.0.0.1:0",
+		.cert_pem = cert_a,
+		.key_pem = key_a,
+		.routes = routes,
+		.n_routes = OP_ARRAY_SIZE(routes),
+		.threads = 1,
+	};
+	struct op_http_server *srv = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_http_server_start(&cfg, &srv, &err), 0);
+	meet_inside = 0;
+	struct meet_client m[2] = { { .port = op_http_server_port(srv) },
+				    { .port = op_http_server_port(srv) } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, meet_thread, &m[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(m[i].code, 200);
+		assert_string_equal(m[i].body, "{\"met\":true}");
+	}
+	/* the built-ins still answer on the worker */
+	struct resp r;
+	assert_int_equal(get(op_http_server_port(srv), "/healthz", &r), 200);
+	resp_done(&r);
+	op_http_server_free(srv);
+}
+
 static void test_ipv6_listen(void **state)
 {
 	struct op_http_config cfg = { .listen = "[::1]:0", .cert_pem = cert_a, .key_pem = key_a,
@@ -957,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_tls_versions_and_verification),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_graceful_stop),
+		cmocka_unit_test(test_handlers_off_the_worker),
 		cmocka_unit_test(test_ipv6_listen),
 		cmocka_unit_test(test_metrics_primitives),
 		cmocka_unit_test(test_metrics_collectors),
