@@ -6,6 +6,8 @@
 # process against the real control plane and node agent through one Cluster's lifecycle
 # (1 instance: created, healthy, deleted) and is stopped with SIGTERM; it must exit 0 with
 # no LeakSanitizer (or AddressSanitizer) report. Instance pods run the normal build.
+# That it can fail was checked by hand: the same binary with a 4 KiB allocation dropped by
+# an LD_PRELOADed constructor exits 66 after SIGTERM with "Direct leak of 4096 byte(s)".
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
