@@ -19,7 +19,10 @@
  * apiserver/ read; docs/internals/memory.md. A field read from a cached
  * object must be listed here. */
 static const char *const keep_all[] = { "*", NULL }; /* decoded whole (api_cluster_decode) */
-static const char *const keep_pods[] = { "metadata", "spec.nodeName", "status", NULL };
+static const char *const keep_pods[] = { "metadata", "spec.nodeName", "status.phase",
+					 "status.podIP", "status.conditions",
+					 "status.containerStatuses",
+					 "status.initContainerStatuses", NULL };
 static const char *const keep_pvcs[] = { "metadata", "status.phase", NULL };
 static const char *const keep_services[] = { "metadata", "spec.selector", NULL };
 static const char *const keep_secrets[] = { "metadata", "type", "data", NULL };
