@@ -101,6 +101,7 @@ static int serve(const char *cert, const char *key, unsigned threads, int fd)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	op_log_set_level(OP_LOG_ERROR);
+	op_alloc_limit_arenas(2); /* as pgop controller does (docs/internals/memory.md) */
 	struct op_http_config cfg = {
 		.listen = "127.0.0.1:0",
 		.cert_pem = cert,
@@ -440,7 +441,7 @@ static int run_keepalive_spread(uint16_t port, double seconds, const char *ca, p
 /* VmRSS (kB) of an idle server once the clients' connections have closed. */
 static long rss_settled(pid_t child)
 {
-	usleep(300 * 1000);
+	usleep(600 * 1000); /* the server trims once its last connection has gone (sweeper, 200 ms) */
 	return proc_status_kb(child, "VmRSS");
 }
 

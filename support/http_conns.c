@@ -2,6 +2,7 @@
 #include "support/http_conns.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,6 +28,7 @@ void op_conns_init(struct op_conns *cs, uint64_t timeout_ns)
 	pthread_condattr_destroy(&ca);
 	cs->timeout_ns = timeout_ns;
 	atomic_init(&cs->open, 0);
+	atomic_init(&cs->used, false);
 	atomic_init(&cs->cuts, 0);
 }
 
@@ -43,6 +45,7 @@ void op_conns_add(struct op_conns *cs, struct op_conn *c, int fd, uint64_t now_n
 	cs->head = c;
 	pthread_mutex_unlock(&cs->lock);
 	atomic_fetch_add_explicit(&cs->open, 1, memory_order_relaxed);
+	atomic_store_explicit(&cs->used, true, memory_order_relaxed);
 }
 
 void op_conns_remove(struct op_conns *cs, struct op_conn *c)
@@ -103,6 +106,20 @@ static void report_cuts(struct op_conns *cs, uint64_t now_ns)
 	cs->last_log_ns = now_ns;
 }
 
+/* Once every connection has gone after some were served, the memory their
+ * requests freed goes back to the system: glibc keeps freed chunks in each
+ * thread's arena (handler threads, workers), so an idle server otherwise stays
+ * at its peak (bench_webhook: 5.4 MiB before the clients, 10-11.7 MiB after). */
+static void give_back_memory(struct op_conns *cs)
+{
+	if (atomic_load_explicit(&cs->open, memory_order_relaxed) != 0 ||
+	    !atomic_exchange_explicit(&cs->used, false, memory_order_relaxed))
+		return;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 static void *sweeper_main(void *arg)
 {
 	struct op_conns *cs = arg;
@@ -122,6 +139,7 @@ static void *sweeper_main(void *arg)
 		uint64_t now = op_conns_now_ns();
 		op_conns_sweep(cs, now);
 		report_cuts(cs, now);
+		give_back_memory(cs);
 		pthread_mutex_lock(&cs->lock);
 	}
 	pthread_mutex_unlock(&cs->lock);

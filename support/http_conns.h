@@ -18,6 +18,9 @@
  * which only touches descriptors of registered entries under that lock, never
  * shuts down a reused descriptor.
  *
+ * The sweeper also calls malloc_trim(0) when the last connection has gone
+ * after some were served (freed request memory back to the system).
+ *
  * Threads: op_conns_add/remove/received/done run on MHD's threads, the sweeper
  * on its own; all take the registry lock or use atomics.
  */
@@ -51,6 +54,7 @@ struct op_conns {
 	bool running, stop;
 	pthread_t thread;
 	_Atomic uint64_t open;  /* registered connections */
+	_Atomic bool used;      /* a connection came since the last malloc_trim */
 	_Atomic uint64_t cuts;  /* connections shut down at the deadline, since start */
 	uint64_t logged_cuts;   /* cuts already reported in a warning (sweeper only) */
 	uint64_t last_log_ns;   /* sweeper only */
