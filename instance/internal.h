@@ -164,6 +164,10 @@ unsigned inst_state_take_requests(struct inst_state *st);
 /* Called by the server: /pg/status JSON into out. */
 int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err);
 bool inst_state_ready(struct inst_state *st);
+/* postgres is (re)starting in place (the manager just started, or it restarts a
+ * crashed postmaster) and does not accept connections yet: /pg/status says so. */
+bool inst_state_restarting(struct inst_state *st);
+void inst_state_set_restarting(struct inst_state *st, bool v);
 bool inst_state_started(struct inst_state *st);
 void inst_state_request(struct inst_state *st, enum inst_request req);
 

@@ -49,6 +49,7 @@ struct inst_state {
 	/* guarded by lock */
 	bool started, ready, rewinding, stopping;
 	bool fenced; /* postgres stopped by the lease: alive and in control (healthz 200) */
+	bool restarting; /* postgres (re)starting in place, not accepting connections yet */
 	unsigned requests;             /* enum inst_request bits */
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
@@ -120,6 +121,21 @@ bool inst_state_started(struct inst_state *st)
 	return v;
 }
 
+bool inst_state_restarting(struct inst_state *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool v = st->restarting;
+	pthread_mutex_unlock(&st->lock);
+	return v;
+}
+
+void inst_state_set_restarting(struct inst_state *st, bool v)
+{
+	pthread_mutex_lock(&st->lock);
+	st->restarting = v;
+	pthread_mutex_unlock(&st->lock);
+}
+
 bool inst_state_ready(struct inst_state *st)
 {
 	pthread_mutex_lock(&st->lock);
@@ -150,6 +166,8 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 		if (c)
 			PQfinish(c);
 	}
+	if (r && inst_state_restarting(st))
+		r = -EAGAIN; /* the server answers 503 "restarting" (instance/server.c) */
 	s.is_pg_rewind_running = rewinding;
 	s.pod_name = op_strdup(st->o->pod_name);
 	s.session_id = op_strdup(st->session_id);
@@ -275,6 +293,8 @@ struct runner {
 	bool pending_restart;        /* last seen, to log the change once */
 	bool waiting_logged;         /* "waiting for the WAL receiver" logged */
 	bool api_warned;             /* "lease: cannot read the Cluster" logged */
+	int64_t crash_window;        /* crash_restart: start of the counting minute (ms) */
+	unsigned crashes;            /* crash_restart: in-place restarts in that minute */
 	struct inst_lease lease;     /* the primary's lease (api/fence.h) */
 };
 
@@ -732,6 +752,8 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 	int r = inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &c, NULL);
 	pthread_mutex_lock(&rn->st->lock);
 	rn->st->ready = r == 0;
+	if (r == 0)
+		rn->st->restarting = false;
 	unsigned req = rn->st->requests;
 	rn->st->requests = 0;
 	pthread_mutex_unlock(&rn->st->lock);
@@ -848,6 +870,46 @@ static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 	return reconcile_role(rn, err);
 }
 
+/* A postmaster that died (kill -9, OOM) under a live instance manager. Its
+ * backends would keep running until they notice (asynchronously they would
+ * keep acknowledging commits no replica receives), so its process group
+ * (instance/pg.c) goes first. Then postgres is started again in place (crash
+ * recovery) instead of a container restart and a failover: at most
+ * INST_CRASH_RESTARTS times a minute, and a primary only while its lease holds
+ * and the Cluster names no other instance (docs/internals/failover.md). 0 when
+ * restarted; otherwise the error that ends the manager (its container restarts). */
+#define INST_CRASH_RESTARTS 3
+
+static int crash_restart(struct runner *rn, int status, struct op_err *err)
+{
+	kill(-rn->pid, SIGKILL);
+	rn->pid = -1;
+	inst_state_set(rn->st, false, false);
+	int64_t now = inst_lease_now();
+	if (now - rn->crash_window > 60 * 1000) {
+		rn->crash_window = now;
+		rn->crashes = 0;
+	}
+	const bool primary = !is_standby_dir(rn->o->paths.pgdata);
+	const char *t = rn->cluster->status.target_primary;
+	const char *why = NULL;
+	if (++rn->crashes > INST_CRASH_RESTARTS)
+		why = "restarted in place too often";
+	else if (primary && is_other(t, rn->o->pod_name))
+		why = "targetPrimary names another instance";
+	else if (primary && inst_lease_expired(&rn->lease, now) && others_can_take_over(rn))
+		why = "the lease expired";
+	if (why)
+		return op_err_set(err, -ECHILD, "postgres exited unexpectedly (status %d); %s",
+				  status, why);
+	char st[16];
+	snprintf(st, sizeof(st), "%d", status);
+	op_log_warn("postgres exited unexpectedly: restarting it in place (crash recovery)",
+		    "status", st, "role", primary ? "primary" : "replica");
+	inst_state_set_restarting(rn->st, true);
+	return start_pg(rn, err);
+}
+
 static int setup_signals(sigset_t *set)
 {
 	sigemptyset(set);
@@ -956,6 +1018,7 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		rn.bootstrapped_primary = false;
 	}
 	bool changed;
+	inst_state_set_restarting(st, true);
 	r = apply_config(&rn, &changed, err);
 	r = r ? r : start_pg(&rn, err);
 	w.src = src;
@@ -963,7 +1026,11 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	if (r)
 		goto out;
 	for (;;) {
+		/* while postgres comes back, look every 100 ms: the lease is checked
+		 * as soon as it accepts connections */
 		struct timespec to = { 1, 0 };
+		if (inst_state_restarting(st))
+			to = (struct timespec){ 0, 100 * 1000 * 1000 };
 		siginfo_t si;
 		int sig = sigtimedwait(&set, &si, &to);
 		if (sig == SIGTERM || sig == SIGINT) {
@@ -977,17 +1044,9 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		if (sig == SIGHUP && rn.pid > 0)
 			kill(rn.pid, SIGHUP);
 		int status;
-		if (rn.pid > 0 && waitpid(rn.pid, &status, WNOHANG) == rn.pid) {
-			/* A postmaster that died (kill -9, OOM) leaves its backends running
-			 * until they notice; asynchronously they would keep acknowledging
-			 * commits no replica receives (docs/internals/failover.md). Its
-			 * process group (instance/pg.c) goes as soon as this loop reaps it. */
-			kill(-rn.pid, SIGKILL);
-			rn.pid = -1;
-			r = op_err_set(err, -ECHILD, "postgres exited unexpectedly (status %d)",
-				       status);
+		if (rn.pid > 0 && waitpid(rn.pid, &status, WNOHANG) == rn.pid &&
+		    (r = crash_restart(&rn, status, err)))
 			break;
-		}
 		struct op_err e = OP_ERR_INIT;
 		if (rn.lease.fenced) {
 			take_cluster(&rn);

@@ -180,15 +180,24 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned code, co
 	return reply(conn, code, "text/plain", text, strlen(text));
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned code, const char *msg)
+/* {"error": msg}, with "restarting": true when postgres is (re)starting in
+ * place (503 of /pg/status: the operator does not fail over while it does,
+ * reconciler/status.c). */
+static enum MHD_Result reply_error_doc(struct MHD_Connection *conn, unsigned code,
+				       const char *msg, bool restarting)
 {
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = op_buf_adds(&b, "{\"error\":");
 	r = r ? r : op_buf_add_json_str(&b, msg);
-	r = r ? r : op_buf_addc(&b, '}');
+	r = r ? r : op_buf_adds(&b, restarting ? ",\"restarting\":true}" : "}");
 	enum MHD_Result res = reply(conn, code, "application/json", op_buf_str(&b), b.len);
 	op_buf_done(&b);
 	return res;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned code, const char *msg)
+{
+	return reply_error_doc(conn, code, msg, false);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -240,9 +249,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 		struct op_err err = OP_ERR_INIT;
 		int r = inst_state_status_json(srv->st, &b, &err);
-		enum MHD_Result res = r ? reply_error(conn, 500, err.msg)
-					: reply(conn, 200, "application/json", op_buf_str(&b),
-						b.len);
+		enum MHD_Result res = r == -EAGAIN ? reply_error_doc(conn, 503, err.msg, true)
+				      : r ? reply_error(conn, 500, err.msg)
+					  : reply(conn, 200, "application/json", op_buf_str(&b),
+						  b.len);
 		op_buf_done(&b);
 		return res;
 	}

@@ -436,6 +436,7 @@ struct rc_controller *rc_controller_free(struct rc_controller *c)
 	for (size_t i = 0; i < c->n_states; i++) {
 		free(c->states[i].key);
 		free(c->states[i].uid);
+		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
 		pki_pair_done(&c->states[i].client);
 	}
 	free(c->states);

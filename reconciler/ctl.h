@@ -34,6 +34,8 @@ struct rc_cluster_state {
 	struct pki_pair client;      /* operator client certificate */
 	unsigned unreachable;        /* instance Pods with an IP not answering /pg/status
 				      * at the last reconcile (pgop_instances_unreachable) */
+	char **silent;               /* owned: their names (rc_instance.silent next time) */
+	size_t n_silent;
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 };
 
@@ -82,9 +84,13 @@ json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const cha
 json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
 				 const char *cluster, const char *pod_role);
 void rc_stat_add(struct rc_controller *c, unsigned long *field);
-/* Records how many of Cluster key's instances did not answer (n = 0 for a
+/* Records which of Cluster key's instances v[0..n) did not answer (a Pod with
+ * an IP, not terminating, no status and not restarting; n = 0 forgets a
  * Cluster that is gone). Thread-safe (mu). */
-void rc_note_unreachable(struct rc_controller *c, const char *key, unsigned n);
+void rc_note_unreachable(struct rc_controller *c, const char *key, const struct rc_instance *v,
+			 size_t n);
+/* Sets v[i].silent for the instances rc_note_unreachable recorded last time. */
+void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n);
 /* Counts reconciles in a row of Cluster key where no Ready instance answered
  * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
  * non-failing call resets the count and returns 0. Thread-safe (mu). */

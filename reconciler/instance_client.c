@@ -92,13 +92,22 @@ static void finish(struct xfer *x, CURLcode code)
 	}
 	long http = 0;
 	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &http);
+	json_object *st = NULL;
+	struct op_err err = OP_ERR_INIT;
 	if (http != 200) {
 		_cleanup_free_ char *m = op_asprintf("GET /pg/status: HTTP %ld", http);
 		set_error(in, m);
+		/* 503 {"restarting": true}: postgres (re)starts in place (instance/server.c) */
+		bool restarting = false;
+		if (http == 503 &&
+		    op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH, &st,
+				  &err) >= 0 &&
+		    op_json_get_bool(st, "restarting", "", &restarting, &err) > 0)
+			in->restarting = restarting;
+		if (st)
+			json_object_put(st);
 		return;
 	}
-	json_object *st = NULL;
-	struct op_err err = OP_ERR_INIT;
 	if (op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH, &st, &err) < 0 ||
 	    rc_instance_parse_status(in, st, &err) < 0) {
 		_cleanup_free_ char *m = op_asprintf("GET /pg/status: %s", err.msg);
@@ -131,7 +140,10 @@ static int setup(struct xfer *x, const struct creds *c, const struct rc_fetch_op
 	bad |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout) != CURLE_OK;
-	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout) != CURLE_OK;
+	long connect = x->in->silent && timeout > RC_STATUS_CONNECT_SILENT_MS
+			       ? RC_STATUS_CONNECT_SILENT_MS
+			       : timeout;
+	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK; /* chain only */
 	bad |= curl_easy_setopt(h, CURLOPT_CAINFO, c->ca.path) != CURLE_OK;
@@ -174,6 +186,7 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		xs[i].in = &v[i];
 		xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
 		v[i].has_status = false;
+		v[i].restarting = false;
 		if (!v[i].ip || !*v[i].ip) {
 			set_error(&v[i], "no pod IP");
 			continue;

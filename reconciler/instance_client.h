@@ -20,6 +20,12 @@
 
 #define RC_STATUS_PORT 8000
 #define RC_STATUS_TIMEOUT_MS_DEFAULT 2000
+/* The connect timeout for an instance that did not answer last time
+ * (rc_instance.silent): a partitioned Pod drops the SYN, and every reconcile
+ * of a Cluster with a partitioned primary would otherwise wait the whole
+ * timeout; a loaded but reachable instance connects at once and keeps its
+ * whole timeout for the answer. */
+#define RC_STATUS_CONNECT_SILENT_MS 300
 #define RC_STATUS_BODY_MAX (1024u * 1024) /* one /pg/status answer */
 
 struct rc_fetch_opts {

@@ -227,10 +227,14 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 		jsets(p, "protocol", "TCP");
 		jpush(ports, p);
 		jset(pg, "ports", ports);
+		/* Startup and readiness are probed every second and every 2 s (CNPG:
+		 * 10 s): a restarted container (its instance manager killed) is back
+		 * in the Services a second after postgres accepts connections, not up
+		 * to 20 s later. The probes are a plain-HTTP flag read (port 8080);
+		 * readiness keeps CNPG's 30 s of failures before a Pod leaves them. */
 		int64_t start = c->spec.start_delay > 0 ? c->spec.start_delay : 3600;
-		int64_t fails = start / 10 > 0 ? start / 10 : 1;
-		jset(pg, "startupProbe", probe("/startupz", 10, (int)fails));
-		jset(pg, "readinessProbe", probe("/readyz", 10, 3));
+		jset(pg, "startupProbe", probe("/startupz", 1, (int)(start > 0 ? start : 1)));
+		jset(pg, "readinessProbe", probe("/readyz", 2, 15));
 		int64_t live = c->spec.liveness_probe_timeout > 0 ? c->spec.liveness_probe_timeout / 10
 								  : 3;
 		jset(pg, "livenessProbe", probe("/healthz", 10, live > 0 ? (int)live : 1));

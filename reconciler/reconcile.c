@@ -230,6 +230,7 @@ static void inventory_load(struct rc_run *r, struct inventory *inv)
 					 &inv->v[inv->n]) == 0)
 			inv->n++;
 	if (inv->n && r->ca.cert_pem) {
+		rc_mark_silent(r->ctl, r->key, inv->v, inv->n);
 		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms };
 		struct op_err e = OP_ERR_INIT;
 		if (rc_fetch_statuses(r->ca.cert_pem, r->client.cert_pem ? &r->client : NULL,
@@ -531,10 +532,7 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 		w->timeline_id = p->timeline_id;
 	rc_status_clear_reported(w);
 	w->reported_known = true;
-	unsigned unreachable = 0;
-	for (size_t i = 0; i < inv->n; i++)
-		unreachable += inv->v[i].ip && !inv->v[i].pod_terminating && !inv->v[i].has_status;
-	rc_note_unreachable(r->ctl, r->key, unreachable);
+	rc_note_unreachable(r->ctl, r->key, inv->v, inv->n);
 	/* SYNC and MAX LAG exactly as the live API computes and prints them */
 	struct rc_repl_member *m = op_calloc(inv->n ? inv->n : 1, sizeof(*m));
 	for (size_t i = 0; i < inv->n; i++)
@@ -630,7 +628,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	case RC_FO_NONE:
 		if (w->failing_since)
 			rc_event(r, "Normal", "PrimaryBack",
-				 "primary %s answers again within failoverDelay: no failover",
+				 "primary %s answers again: no failover",
 				 cur ? cur : "");
 		set_str(&w->failing_since, NULL);
 		return 0;
@@ -671,6 +669,21 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		}
 		rc_requeue(r, 1000);
 		return 1;
+	case RC_FO_WAIT_RESTART: {
+		struct rc_instance *p = find_instance(inv, cur);
+		bool in_place = p && p->restarting;
+		if (d.start_failing_clock) {
+			set_str(&w->failing_since, now_s);
+			rc_event(r, "Warning", "PrimaryRestarting",
+				 in_place ? "primary %s: postgres restarts in place (crash recovery); "
+					    "failing over if it is not back within %d s"
+					  : "primary %s: its container restarts; failing over if it "
+					    "is not back within %d s",
+				 cur, in_place ? RC_RESTART_GRACE_S : RC_CONTAINER_GRACE_S);
+		}
+		rc_requeue(r, 500);
+		return 1;
+	}
 	case RC_FO_MARK_PENDING: {
 		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
 		if (ret < 0)
@@ -873,7 +886,7 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 	if (!obj || terminating(obj)) { /* gone: the garbage collector removes the rest */
 		if (obj)
 			json_object_put(obj);
-		rc_note_unreachable(ctl, key, 0);
+		rc_note_unreachable(ctl, key, NULL, 0);
 		return 0;
 	}
 	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = (int64_t)time(NULL),

@@ -269,38 +269,68 @@ int rc_ensure_pki(struct rc_run *r)
 
 /* ------------------------------------------------ client certificate */
 
+static struct rc_cluster_state *state_find(struct rc_controller *c, const char *key);
+
 static struct rc_cluster_state *state_get(struct rc_controller *c, const char *key)
 {
-	for (size_t i = 0; i < c->n_states; i++)
-		if (strcmp(c->states[i].key, key) == 0)
-			return &c->states[i];
+	struct rc_cluster_state *found = state_find(c, key);
+	if (found)
+		return found;
 	c->states = op_realloc(c->states, (c->n_states + 1) * sizeof(*c->states));
 	struct rc_cluster_state *s = &c->states[c->n_states++];
 	*s = (struct rc_cluster_state){ .key = op_strdup(key) };
 	return s;
 }
 
-void rc_note_unreachable(struct rc_controller *c, const char *key, unsigned n)
+static struct rc_cluster_state *state_find(struct rc_controller *c, const char *key)
+{
+	for (size_t i = 0; i < c->n_states; i++)
+		if (strcmp(c->states[i].key, key) == 0)
+			return &c->states[i];
+	return NULL;
+}
+
+static bool silent_now(const struct rc_instance *in)
+{
+	return in->ip && !in->pod_terminating && !in->has_status && !in->restarting;
+}
+
+void rc_note_unreachable(struct rc_controller *c, const char *key, const struct rc_instance *v,
+			 size_t n)
+{
+	unsigned count = 0;
+	for (size_t i = 0; i < n; i++)
+		count += silent_now(&v[i]);
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = state_find(c, key);
+	if (!s && count)
+		s = state_get(c, key);
+	if (s) {
+		s->unreachable = count;
+		rc_strv_free(&s->silent, &s->n_silent);
+		for (size_t i = 0; i < n; i++)
+			if (silent_now(&v[i]))
+				rc_strv_push(&s->silent, &s->n_silent, v[i].name);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n)
 {
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = NULL;
-	for (size_t i = 0; i < c->n_states && !s; i++)
-		if (strcmp(c->states[i].key, key) == 0)
-			s = &c->states[i];
-	if (!s && n)
-		s = state_get(c, key);
-	if (s)
-		s->unreachable = n;
+	const struct rc_cluster_state *s = state_find(c, key);
+	for (size_t i = 0; i < n; i++) {
+		v[i].silent = false;
+		for (size_t k = 0; s && k < s->n_silent && !v[i].silent; k++)
+			v[i].silent = strcmp(s->silent[k], v[i].name) == 0;
+	}
 	pthread_mutex_unlock(&c->mu);
 }
 
 long rc_note_status_error(struct rc_controller *c, const char *key, bool failing)
 {
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = NULL;
-	for (size_t i = 0; i < c->n_states && !s; i++)
-		if (strcmp(c->states[i].key, key) == 0)
-			s = &c->states[i];
+	struct rc_cluster_state *s = state_find(c, key);
 	if (!s && failing)
 		s = state_get(c, key);
 	unsigned streak = 0;

@@ -162,6 +162,7 @@ static const char *const fo_names[] = {
 	[RC_FO_WAIT_FENCE] = "wait-fence",
 	[RC_FO_CANCEL] = "cancel",
 	[RC_FO_NO_QUORUM] = "no-quorum",
+	[RC_FO_WAIT_RESTART] = "wait-restart",
 };
 
 const char *rc_failover_action_str(enum rc_failover_action a)
@@ -218,6 +219,18 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 		if (pending && first == cur)
 			ret->action = RC_FO_CANCEL;
 		return; /* else: reporting primary but not the target, it will demote */
+	}
+	/* a crash restart: the primary's manager restarts postgres in place, or its
+	 * container restarts (the kubelet marks the Pod not Ready at once); both are
+	 * back in about a second, a failover costs its fence wait and a rewind */
+	if (!pending && cur && !cur->has_status && !cur->pod_terminating &&
+	    (cur->restarting || !cur->pod_ready)) {
+		int64_t grace = cur->restarting ? RC_RESTART_GRACE_S : RC_CONTAINER_GRACE_S;
+		if (!in->failing_since || in->now - in->failing_since < grace) {
+			ret->action = RC_FO_WAIT_RESTART;
+			ret->start_failing_clock = !in->failing_since;
+			return;
+		}
 	}
 	/* the current primary's Pod is Ready but its /pg/status does not answer:
 	 * a blip on the status port, unless its replicas lost it too (on a
@@ -281,6 +294,13 @@ static void strv_free(char **v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+void rc_strv_free(char ***v, size_t *n)
+{
+	strv_free(*v, *n);
+	*v = NULL;
+	*n = 0;
 }
 
 void rc_status_add_reported(struct rc_status *s, const char *pod, bool primary, int64_t tli,

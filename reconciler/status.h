@@ -43,6 +43,9 @@ struct rc_instance {
 	bool pod_ready;      /* Pod condition Ready=True */
 	bool pod_terminating; /* metadata.deletionTimestamp set */
 	bool has_status;     /* GET /pg/status answered 200 with JSON */
+	bool restarting;     /* it answered 503 "restarting": postgres (re)starts in place */
+	bool silent;         /* did not answer last time: connect timeout
+			      * RC_STATUS_CONNECT_SILENT_MS (instance_client.h) */
 	char *error;         /* owned: why there is no status, or NULL */
 	bool is_primary;
 	uint64_t current_lsn, received_lsn, replay_lsn;
@@ -80,7 +83,16 @@ enum rc_failover_action {
 				  * before anyone was promoted: targetPrimary = currentPrimary */
 	RC_FO_NO_QUORUM,         /* failoverQuorum: too few replicas answer to be sure the
 				  * most advanced has every acknowledged commit: requeue 1 s */
+	RC_FO_WAIT_RESTART,      /* the primary restarts in place (its manager says so) or its
+				  * container restarts (Pod not Ready, not terminating): no
+				  * failover within RC_RESTART_GRACE_S / RC_CONTAINER_GRACE_S */
 };
+/* How long a primary that restarts postgres in place (crash recovery) may take
+ * before it is failed over, and a primary whose container restarts (its Pod
+ * not Ready, not terminating, its manager not answering yet); both counted
+ * from currentPrimaryFailingSinceTimestamp, before failoverDelay's count. */
+#define RC_RESTART_GRACE_S 10
+#define RC_CONTAINER_GRACE_S 3
 const char *rc_failover_action_str(enum rc_failover_action a);
 
 struct rc_failover_input {
@@ -142,6 +154,7 @@ struct rc_status {
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */
+void rc_strv_free(char ***v, size_t *n);                 /* frees, leaves it empty */
 /* Appends one instancesReportedState entry (strings copied; ip may be NULL). */
 void rc_status_add_reported(struct rc_status *s, const char *pod, bool primary, int64_t tli,
 			    const char *ip);

@@ -188,8 +188,21 @@ static void test_probes(void **state)
 	json_object *o = NULL;
 	assert_int_equal(op_json_parse(b.data, b.len, 8, &o, NULL), 0);
 	assert_non_null(strstr(op_json_str_at(o, "error"), "connect to"));
+	assert_null(op_json_at(o, "restarting"));
 	json_object_put(o);
 	op_buf_done(&b);
+	/* postgres restarting in place (a crash, or the manager just started): 503
+	 * saying so, which holds the operator's failover off (reconciler/status.c) */
+	inst_state_set_restarting(st, true);
+	b = (struct op_buf)OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(req("GET", "/pg/status", "operator", NULL, &b), 503);
+	assert_int_equal(op_json_parse(b.data, b.len, 8, &o, NULL), 0);
+	assert_true(json_object_get_boolean(op_json_at(o, "restarting")));
+	assert_non_null(strstr(op_json_str_at(o, "error"), "connect to"));
+	json_object_put(o);
+	op_buf_done(&b);
+	inst_state_set_restarting(st, false);
+	assert_int_equal(req("GET", "/pg/status", "operator", NULL, NULL), 500);
 }
 
 /* Issue 10 §3/§4: GET /pg/status was open to anyone and checked chain + CN only. */

@@ -49,6 +49,23 @@ static int h_garbage(void *ud, const struct op_http_request *req, struct op_http
 	return op_buf_adds(&rep->body, "not json");
 }
 
+/* instance/server.c while postgres restarts in place */
+static int h_restarting(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+			struct op_err *err)
+{
+	rep->status = 503;
+	return op_buf_adds(&rep->body, "{\"error\":\"connect: no such file\",\"restarting\":true}");
+}
+
+static int h_unavailable(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+			 struct op_err *err)
+{
+	rep->status = 503;
+	return op_buf_adds(&rep->body, "{\"error\":\"down\"}");
+}
+
+static const struct op_http_route r_restarting[] = { { "GET", "/pg/status", h_restarting } };
+static const struct op_http_route r_unavailable[] = { { "GET", "/pg/status", h_unavailable } };
 static const struct op_http_route r_primary[] = { { "GET", "/pg/status", h_primary } };
 static const struct op_http_route r_slow[] = { { "GET", "/pg/status", h_slow } };
 static const struct op_http_route r_garbage[] = { { "GET", "/pg/status", h_garbage } };
@@ -161,6 +178,29 @@ static void test_fetch_ok_and_failures(void **state)
 	o.path = "/nope";
 	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, NULL, v, 1, &o, &err), 0);
 	assert_string_equal(v[0].error, "GET /pg/status: HTTP 404");
+
+	/* 503 "restarting": no status, but the reconciler knows postgres restarts in
+	 * place; a plain 503 (or the next answer) clears it */
+	struct op_http_server *rst = serve(&f->server, r_restarting);
+	struct op_http_server *down = serve(&f->server, r_unavailable);
+	o.path = NULL;
+	o.port = op_http_server_port(rst);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 1, &o, &err), 0);
+	assert_false(v[0].has_status);
+	assert_true(v[0].restarting);
+	assert_string_equal(v[0].error, "GET /pg/status: HTTP 503");
+	o.port = op_http_server_port(down);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 1, &o, &err), 0);
+	assert_false(v[0].restarting);
+	o.port = op_http_server_port(rst);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 1, &o, &err), 0);
+	assert_true(v[0].restarting);
+	o.port = op_http_server_port(good);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 1, &o, &err), 1);
+	assert_true(v[0].has_status);
+	assert_false(v[0].restarting);
+	op_http_server_free(rst);
+	op_http_server_free(down);
 
 	assert_int_equal(rc_fetch_statuses(NULL, NULL, v, 1, &o, &err), -EINVAL);
 	for (size_t i = 0; i < 3; i++)
