@@ -14,11 +14,10 @@ logs=${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}
 runs=${BENCH_RUNS:-5}
 export FAULTS_RUNS=$runs E2E_TEST_TIMEOUT=$((runs * 900))
 rc=0
-FAULTS_SCENARIOS=${BENCH_SYNC:-switchover pod_delete postmaster_kill manager_kill blip api_outage partition operator_kill rolling_restart} \
-	"$top/tests/e2e/run.sh" "$build" test_faults_sync || rc=1
+# empty lists: each test's own default (every scenario it has)
+FAULTS_SCENARIOS=${BENCH_SYNC:-} "$top/tests/e2e/run.sh" "$build" test_faults_sync || rc=1
 cp "$logs/test_faults_sync.log" /tmp/bench-failover-sync.log 2>/dev/null
-FAULTS_SCENARIOS=${BENCH_ASYNC:-partition postmaster_kill} \
-	"$top/tests/e2e/run.sh" "$build" test_faults_async || rc=1
+FAULTS_SCENARIOS=${BENCH_ASYNC:-} "$top/tests/e2e/run.sh" "$build" test_faults_async || rc=1
 cp "$logs/test_faults_async.log" /tmp/bench-failover-async.log 2>/dev/null
 
 # METRIC fault_<mode>_<scenario>_<what>=V lines -> one row per mode and scenario

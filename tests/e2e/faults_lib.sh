@@ -217,8 +217,10 @@ finish() {
 	local t0=$1 old=$2 expect=$3 now cur l1 l2
 	# a status written before the fault was noticed still says healthy: for a fault that
 	# may fail over, first see it noticed (not healthy, or another primary), for up to 20 s
-	[ "$expect" = same ] || e2e_wait_for "! healthy_with 3 || [ \"\$(status currentPrimary)\" != '$old' ]" 20 0.2 ||
+	[ "$expect" = same ] || [ -n "${noticed:-}" ] ||
+		e2e_wait_for "! healthy_with 3 || [ \"\$(status currentPrimary)\" != '$old' ]" 20 0.2 ||
 		e2e_log "$scen: the Cluster never looked unhealthy"
+	noticed=
 	wait_healthy 3 420
 	m healthy_s $((($(now_ms) - t0) / 1000))
 	pin_stop
@@ -256,23 +258,23 @@ finish() {
 
 # ---- scenarios: scen_NAME, each from a healthy Cluster back to a healthy Cluster --------
 
-scen_postmaster_kill() {
-	local p t0
+# kill_primary PID_OF WHAT: kill -9 of the primary's process that PID_OF POD names; the
+# instance manager restarts it in place (or its container restarts) or a replica takes over.
+kill_primary() {
+	local p t0 st
 	p=$(status currentPrimary)
+	st=$(started_at "$p")
 	pin_start "$p"
 	t0=$(now_ms)
-	kill -9 "$(postmaster_pid "$p")" || e2e_fail "no postmaster for $p"
+	kill -9 "$("$1" "$p")" || e2e_fail "no $2 for $p"
+	# noticed once postgres on it restarted (in place, often before any status says so)
+	# or the Cluster looks unhealthy (finish)
+	e2e_wait_for "kp_st=\$(started_at '$p'); [ -n \"\$kp_st\" ] && [ \"\$kp_st\" != '$st' ]" 20 0.2 && noticed=1
 	finish "$t0" "$p" any
 }
 
-scen_manager_kill() {
-	local p t0
-	p=$(status currentPrimary)
-	pin_start "$p"
-	t0=$(now_ms)
-	kill -9 "$(im_pid "$p")" || e2e_fail "no instance manager for $p"
-	finish "$t0" "$p" any
-}
+scen_postmaster_kill() { kill_primary postmaster_pid postmaster; }
+scen_manager_kill() { kill_primary im_pid "instance manager"; }
 
 scen_pod_delete() {
 	local p t0
@@ -280,34 +282,24 @@ scen_pod_delete() {
 	pin_start "$p"
 	t0=$(now_ms)
 	k delete pod "$p" --wait=false >/dev/null
-	wait_new_primary "$p" "$t0" 120
-	m detect_ms "$detect_ms"
-	wait_promoted "$p" "$t0"
-	finish "$t0" "$p" failover
+	failover_done "$t0" "$p" 120
 }
 
 scen_switchover() {
-	local p t0 out
+	local p t0
 	p=$(status currentPrimary)
 	pin_start "$p"
 	t0=$(now_ms)
-	echo '{}' >"$tmp/faults/sw.json"
-	out=$(kubectl create --raw "/apis/live.postgresql.cnpg.io/v1/namespaces/$ns/clusters/$C/switchover" \
-		-f "$tmp/faults/sw.json" 2>&1) || e2e_fail "switchover refused: $out"
-	wait_new_primary "$p" "$t0" 60
-	m detect_ms "$detect_ms"
-	wait_promoted "$p" "$t0"
-	finish "$t0" "$p" failover
+	live_action switchover
+	failover_done "$t0" "$p" 60
 }
 
 scen_rolling_restart() {
-	local p t0 out
+	local p t0
 	p=$(status currentPrimary)
 	pin_start "$p"
 	t0=$(now_ms)
-	echo '{}' >"$tmp/faults/rs.json"
-	out=$(kubectl create --raw "/apis/live.postgresql.cnpg.io/v1/namespaces/$ns/clusters/$C/restart" \
-		-f "$tmp/faults/rs.json" 2>&1) || e2e_fail "restart refused: $out"
+	live_action restart
 	# until every instance's postmaster started after the request
 	local i
 	for i in 1 2 3; do
@@ -336,6 +328,29 @@ assert_fenced() { # T0 OLD-IP
 	m acked_by_isolated "$(awk -v t="$1" -v ip="$2" '$2 > t && index($3, ip ":") == 1' "$tmp/faults/$pin_table.ledger" | wc -l)"
 }
 
+# failover_done T0 OLD WAIT_S [OLD-IP HOLD_S]: OLD must be failed over within WAIT_S of T0;
+# for a partitioned OLD (OLD-IP given) the partition ends HOLD_S after T0 (at once when that
+# has passed) and its fence is checked; then the common checks.
+failover_done() {
+	wait_new_primary "$2" "$1" "$3"
+	m detect_ms "$detect_ms"
+	wait_promoted "$2" "$1"
+	if [ -n "${4:-}" ]; then
+		sleep $(($5 - (($(now_ms) - $1) / 1000))) 2>/dev/null || true
+		unpartition "$2"
+		assert_fenced "$1" "$4"
+	fi
+	finish "$1" "$2" failover
+}
+
+# live_action ACTION: POST {} to the live API's clusters/$C/ACTION (switchover, restart).
+live_action() {
+	local out
+	echo '{}' >"$tmp/faults/$1.json"
+	out=$(kubectl create --raw "/apis/live.postgresql.cnpg.io/v1/namespaces/$ns/clusters/$C/$1" \
+		-f "$tmp/faults/$1.json" 2>&1) || e2e_fail "$1 refused: $out"
+}
+
 scen_partition() {
 	local p ip t0
 	p=$(status currentPrimary)
@@ -343,13 +358,7 @@ scen_partition() {
 	pin_start "$p"
 	t0=$(now_ms)
 	partition "$p"
-	wait_new_primary "$p" "$t0" "$FAULTS_PARTITION_S"
-	m detect_ms "$detect_ms"
-	wait_promoted "$p" "$t0"
-	sleep $((FAULTS_PARTITION_S - (($(now_ms) - t0) / 1000))) 2>/dev/null || true
-	unpartition "$p"
-	assert_fenced "$t0" "$ip"
-	finish "$t0" "$p" failover
+	failover_done "$t0" "$p" "$FAULTS_PARTITION_S" "$ip" "$FAULTS_PARTITION_S"
 }
 
 scen_blip() {
@@ -402,17 +411,26 @@ scen_operator_kill() {
 	lpid=$(cat "$AGENT_STATE/run/${opns}_${leader}_controller.pid")
 	kill -9 "$lpid"
 	e2e_log "$scen: killed leader $leader (pid $lpid) in phase '$ph' after $(($(now_ms) - t0)) ms"
-	wait_new_primary "$p" "$t0" 120
-	m detect_ms "$detect_ms"
-	wait_promoted "$p" "$t0"
-	unpartition "$p"
-	assert_fenced "$t0" "$ip"
-	finish "$t0" "$p" failover
+	failover_done "$t0" "$p" 120 "$ip" 0
 }
 
 faults_run() {
 	for scen in "$@"; do
 		e2e_log "=== scenario $scen ($faults_mode)"
 		"scen_$scen"
+	done
+}
+
+# faults_suite PREFIX SYNC DEFAULT_SCENARIOS: the body of test_faults_*.sh: the sample Cluster
+# (synchronous when SYNC is 1) in a fresh namespace named with PREFIX, pgop installed by its
+# chart, then FAULTS_SCENARIOS (default: DEFAULT_SCENARIOS) FAULTS_RUNS times (default 1).
+faults_suite() {
+	cluster_setup "$1"
+	cluster_crd
+	cluster_helm_install
+	faults_setup "$2"
+	for _ in $(seq "${FAULTS_RUNS:-1}"); do
+		# shellcheck disable=SC2086
+		faults_run ${FAULTS_SCENARIOS:-$3}
 	done
 }

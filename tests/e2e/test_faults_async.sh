@@ -15,11 +15,4 @@ e2e_agent_up
 . "$(dirname "$0")/cluster_lib.sh"
 # shellcheck source=faults_lib.sh
 . "$(dirname "$0")/faults_lib.sh"
-cluster_setup fa
-cluster_crd
-cluster_helm_install
-faults_setup 0
-for _ in $(seq "${FAULTS_RUNS:-1}"); do
-	# shellcheck disable=SC2086
-	faults_run ${FAULTS_SCENARIOS:-partition postmaster_kill}
-done
+faults_suite fa 0 "partition postmaster_kill"

@@ -19,11 +19,4 @@ e2e_agent_up
 . "$(dirname "$0")/cluster_lib.sh"
 # shellcheck source=faults_lib.sh
 . "$(dirname "$0")/faults_lib.sh"
-cluster_setup fs
-cluster_crd
-cluster_helm_install
-faults_setup 1
-for _ in $(seq "${FAULTS_RUNS:-1}"); do
-	# shellcheck disable=SC2086
-	faults_run ${FAULTS_SCENARIOS:-switchover pod_delete postmaster_kill manager_kill blip api_outage partition operator_kill rolling_restart}
-done
+faults_suite fs 1 "switchover pod_delete postmaster_kill manager_kill blip api_outage partition operator_kill rolling_restart"
