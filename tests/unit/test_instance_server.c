@@ -31,6 +31,7 @@
 #include "pki/pki.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "tests/unit/test_tls_client.h"
 
 static char dir[] = "/tmp/pgop-test-instsrv-XXXXXX";
 static struct inst_run_opts opts;
@@ -310,16 +311,7 @@ static void test_trickle_deadline(void **state)
 	assert_true(fd >= 0);
 	gnutls_session_t s;
 	gnutls_certificate_credentials_t cred;
-	assert_int_equal(gnutls_certificate_allocate_credentials(&cred), 0);
-	assert_int_equal(gnutls_init(&s, GNUTLS_CLIENT), 0);
-	assert_int_equal(gnutls_set_default_priority(s), 0);
-	assert_int_equal(gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred), 0);
-	gnutls_transport_set_int(s, fd);
-	int r;
-	do
-		r = gnutls_handshake(s);
-	while (r < 0 && !gnutls_error_is_fatal(r));
-	assert_int_equal(r, 0);
+	assert_int_equal(test_tls_client_open(fd, &s, &cred), 0);
 	static const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
 	assert_int_equal(gnutls_record_send(s, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
 	bool closed = false;

@@ -38,6 +38,7 @@
 #include "support/http_server.h"
 #include "support/log.h"
 #include "tests/unit/test_http_cert.h"
+#include "tests/unit/test_tls_client.h"
 
 #define DEADLINE_S 2
 
@@ -260,16 +261,7 @@ static void test_deadline_tls_half_header(void **state)
 	int fd = tcp_connect(NULL, op_http_server_port(srv));
 	gnutls_session_t s;
 	gnutls_certificate_credentials_t cred;
-	assert_int_equal(gnutls_certificate_allocate_credentials(&cred), 0);
-	assert_int_equal(gnutls_init(&s, GNUTLS_CLIENT), 0);
-	assert_int_equal(gnutls_set_default_priority(s), 0);
-	assert_int_equal(gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred), 0);
-	gnutls_transport_set_int(s, fd);
-	int r;
-	do
-		r = gnutls_handshake(s);
-	while (r < 0 && !gnutls_error_is_fatal(r));
-	assert_int_equal(r, 0);
+	assert_int_equal(test_tls_client_open(fd, &s, &cred), 0);
 
 	static const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
 	assert_int_equal(gnutls_record_send(s, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
