@@ -622,6 +622,10 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		.now = r->now,
 	};
 	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
+	/* The fence clock starts when "pending" is written: r->now was taken before
+	 * the instances were asked (up to the status timeout earlier), and the
+	 * timestamp has whole seconds, so it is the present rounded up. */
+	_cleanup_free_ char *fence_start = rc_time_rfc3339((int64_t)time(NULL) + 1);
 	struct rc_failover_decision d;
 	rc_failover_decide(&in, &d);
 	switch (d.action) {
@@ -691,14 +695,14 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_event(r, "Warning", "FailingOver", "primary %s is not available: failing over",
 			 cur ? cur : "");
 		set_str(&w->target_primary, RC_PENDING_FAILOVER);
-		set_str(&w->target_since, now_s);
+		set_str(&w->target_since, fence_start);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
 		rc_requeue(r, 1000);
 		return 1;
 	}
 	case RC_FO_WAIT_FENCE:
 		if (!pending_since) /* "pending" written by an older pgop: start the clock */
-			set_str(&w->target_since, now_s);
+			set_str(&w->target_since, fence_start);
 		if (!str_eq(w->phase_reason, "waiting for the old primary's lease to expire")) {
 			rc_event(r, "Normal", "FailoverFencing",
 				 "%s may still accept writes until its lease expires (%d s): "
