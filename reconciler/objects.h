@@ -69,6 +69,11 @@ json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
 int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
 		 struct op_err *err);
 
+/* The instance Pods' postgres container: its name, and its image (borrowed:
+ * spec.imageName, else the operator's default image). */
+#define RC_CONTAINER_POSTGRES "postgres"
+const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s);
+
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
  * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */
 int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,

@@ -164,7 +164,7 @@ static void identity_args(json_object *cmd, const struct api_cluster *c, const c
 	jpush(cmd, jstr(pod));
 }
 
-static const char *pg_image(const struct api_cluster *c, const struct rc_settings *s)
+const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s)
 {
 	return c->spec.image_name && *c->spec.image_name ? c->spec.image_name
 	       : s && s->default_image			  ? s->default_image
@@ -176,7 +176,7 @@ static const char *pg_image(const struct api_cluster *c, const struct rc_setting
 static void major_args(json_object *cmd, const struct api_cluster *c, const struct rc_settings *s)
 {
 	int major;
-	if (api_image_major_version(pg_image(c, s), &major, NULL) < 0)
+	if (api_image_major_version(rc_pg_image(c, s), &major, NULL) < 0)
 		return; /* a digest-only image: the instance manager takes any major */
 	char n[16];
 	snprintf(n, sizeof(n), "%d", major);
@@ -203,8 +203,8 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 	jset(spec, "initContainers", jpush(jarr(), init));
 
 	json_object *pg = jobj();
-	jsets(pg, "name", "postgres");
-	jsets(pg, "image", pg_image(c, s));
+	jsets(pg, "name", RC_CONTAINER_POSTGRES);
+	jsets(pg, "image", rc_pg_image(c, s));
 	if (c->spec.image_pull_policy)
 		jsets(pg, "imagePullPolicy", c->spec.image_pull_policy);
 	if (command) {

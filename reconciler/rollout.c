@@ -158,11 +158,34 @@ static const char *annotation(json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
+/* The image of the Pod's postgres container (borrowed), or NULL. */
+static const char *pod_pg_image(json_object *pod)
+{
+	json_object *ctrs = op_json_at(pod, "spec.containers");
+	for (size_t i = 0; json_object_is_type(ctrs, json_type_array) &&
+			   i < json_object_array_length(ctrs); i++) {
+		json_object *c = json_object_array_get_idx(ctrs, i);
+		if (str_eq(op_json_str_at(c, "name"), RC_CONTAINER_POSTGRES))
+			return op_json_str_at(c, "image");
+	}
+	return NULL;
+}
+
+static bool same_major_other_image(const char *have, const char *want)
+{
+	int a, b;
+	return have && want && strcmp(have, want) != 0 &&
+	       api_image_major_version(have, &a, NULL) == 0 &&
+	       api_image_major_version(want, &b, NULL) == 0 && a == b;
+}
+
 bool rc_rollout_outdated(json_object *pod, const char *cluster_restarted_at,
-			 const struct rc_instance *in)
+			 const struct rc_instance *in, const char *image)
 {
 	const char *have = annotation(pod, RC_ANN_RESTARTED_AT);
 	if (!str_eq(have ? have : "", cluster_restarted_at ? cluster_restarted_at : ""))
+		return true;
+	if (same_major_other_image(pod_pg_image(pod), image))
 		return true;
 	return in && in->has_status && in->pending_restart;
 }
@@ -192,13 +215,14 @@ static void build_input(struct rc_run *r, const struct rc_instance *v, size_t n,
 {
 	const struct api_kvs *ann = &r->c->metadata.annotations;
 	const char *restarted = api_kvs_get(ann, RC_ANN_RESTARTED_AT);
+	const char *image = rc_pg_image(r->c, &r->ctl->settings);
 	struct rc_roll_member *m = op_calloc(n ? n : 1, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = find_pod(pods, v[i].name);
 		m[i] = (struct rc_roll_member){
 			.in = &v[i],
 			.uid = p ? kube_obj_uid(p) : NULL,
-			.outdated = p && rc_rollout_outdated(p, restarted, &v[i]),
+			.outdated = p && rc_rollout_outdated(p, restarted, &v[i], image),
 			.created = time_at(p, "metadata.creationTimestamp"),
 			.deleting = time_at(p, "metadata.deletionTimestamp"),
 		};

@@ -74,10 +74,12 @@ void rc_rollout_decide(const struct rc_rollout_input *in, struct rc_rollout_deci
 bool rc_rollout_hold_failover(const struct rc_rollout_input *in);
 
 /* Whether pod (borrowed) is outdated against cluster_restarted_at (the
- * Cluster's annotation, NULL = none): annotation differs, or in reports
- * pendingRestart. */
+ * Cluster's annotation, NULL = none): annotation differs, in reports
+ * pendingRestart, or its postgres container runs another image than image
+ * (the Cluster's; NULL = not compared) of the same PostgreSQL major (a new
+ * major is an upgrade, not a restart). */
 bool rc_rollout_outdated(json_object *pod, const char *cluster_restarted_at,
-			 const struct rc_instance *in);
+			 const struct rc_instance *in, const char *image);
 
 struct rc_run;
 /* The reconcile step (rollout.c): v[0..n) the inventory (sorted), pods its
