@@ -32,6 +32,10 @@
 /* Rolling restart (kubectl cnpg restart): the Cluster's value, copied to
  * each instance Pod when it is built; a Pod with another value is outdated. */
 #define RC_ANN_RESTARTED_AT "kubectl.kubernetes.io/restartedAt"
+/* The image of the Pod's postgres container (rc_pg_image when it was built):
+ * the cached Pods keep metadata, not their container specs; a Pod with another
+ * image of the same major is outdated (rollout.h). */
+#define RC_ANN_IMAGE "pgop.io/image"
 /* On the Cluster: the primary Pod named here is being restarted in place
  * (contract with the instance manager: on SIGTERM it does not hand over,
  * it just restarts); the UID is the Pod to delete (pgop's own bookkeeping). */

@@ -307,6 +307,7 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	const char *restarted = api_kvs_get(&c->metadata.annotations, RC_ANN_RESTARTED_AT);
 	if (restarted)
 		jsets(jchild(m, "annotations"), RC_ANN_RESTARTED_AT, restarted);
+	jsets(jchild(m, "annotations"), RC_ANN_IMAGE, rc_pg_image(c, s));
 	jset(o, "metadata", m);
 	jset(o, "spec", pod_spec(c, s, serial, NULL));
 	*ret = o;

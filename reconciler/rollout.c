@@ -158,19 +158,6 @@ static const char *annotation(json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
-/* The image of the Pod's postgres container (borrowed), or NULL. */
-static const char *pod_pg_image(json_object *pod)
-{
-	json_object *ctrs = op_json_at(pod, "spec.containers");
-	for (size_t i = 0; json_object_is_type(ctrs, json_type_array) &&
-			   i < json_object_array_length(ctrs); i++) {
-		json_object *c = json_object_array_get_idx(ctrs, i);
-		if (str_eq(op_json_str_at(c, "name"), RC_CONTAINER_POSTGRES))
-			return op_json_str_at(c, "image");
-	}
-	return NULL;
-}
-
 static bool same_major_other_image(const char *have, const char *want)
 {
 	int a, b;
@@ -185,7 +172,7 @@ bool rc_rollout_outdated(json_object *pod, const char *cluster_restarted_at,
 	const char *have = annotation(pod, RC_ANN_RESTARTED_AT);
 	if (!str_eq(have ? have : "", cluster_restarted_at ? cluster_restarted_at : ""))
 		return true;
-	if (same_major_other_image(pod_pg_image(pod), image))
+	if (same_major_other_image(annotation(pod, RC_ANN_IMAGE), image))
 		return true;
 	return in && in->has_status && in->pending_restart;
 }

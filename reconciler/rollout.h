@@ -75,9 +75,9 @@ bool rc_rollout_hold_failover(const struct rc_rollout_input *in);
 
 /* Whether pod (borrowed) is outdated against cluster_restarted_at (the
  * Cluster's annotation, NULL = none): annotation differs, in reports
- * pendingRestart, or its postgres container runs another image than image
- * (the Cluster's; NULL = not compared) of the same PostgreSQL major (a new
- * major is an upgrade, not a restart). */
+ * pendingRestart, or it was built with another image (RC_ANN_IMAGE) than
+ * image (the Cluster's; NULL = not compared) of the same PostgreSQL major (a
+ * new major is an upgrade, not a restart). */
 bool rc_rollout_outdated(json_object *pod, const char *cluster_restarted_at,
 			 const struct rc_instance *in, const char *image);
 

@@ -165,9 +165,8 @@ static void test_outdated(void **state)
 	/* a new image of the same major restarts the instance; a new major is an
 	 * upgrade, not a restart; an image without a major tag is not compared */
 	json_object *img = json_tokener_parse(
-		"{\"metadata\":{\"name\":\"c-1\"},\"spec\":{\"containers\":["
-		"{\"name\":\"sidecar\",\"image\":\"x:1\"},"
-		"{\"name\":\"postgres\",\"image\":\"ghcr.io/cloudnative-pg/postgresql:15.4\"}]}}");
+		"{\"metadata\":{\"name\":\"c-1\",\"annotations\":"
+		"{\"pgop.io/image\":\"ghcr.io/cloudnative-pg/postgresql:15.4\"}}}");
 	assert_false(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.4"));
 	assert_true(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.6"));
 	assert_false(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:16.2"));
