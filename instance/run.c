@@ -295,6 +295,7 @@ struct runner {
 	bool api_warned;             /* "lease: cannot read the Cluster" logged */
 	int64_t crash_window;        /* crash_restart: start of the counting minute (ms) */
 	unsigned crashes;            /* crash_restart: in-place restarts in that minute */
+	int64_t started_ms;          /* when postgres was last (re)started (ms) */
 	struct inst_lease lease;     /* the primary's lease (api/fence.h) */
 };
 
@@ -907,6 +908,7 @@ static int crash_restart(struct runner *rn, int status, struct op_err *err)
 	op_log_warn("postgres exited unexpectedly: restarting it in place (crash recovery)",
 		    "status", st, "role", primary ? "primary" : "replica");
 	inst_state_set_restarting(rn->st, true);
+	rn->started_ms = now;
 	return start_pg(rn, err);
 }
 
@@ -1019,6 +1021,7 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	}
 	bool changed;
 	inst_state_set_restarting(st, true);
+	rn.started_ms = inst_lease_now();
 	r = apply_config(&rn, &changed, err);
 	r = r ? r : start_pg(&rn, err);
 	w.src = src;
@@ -1026,10 +1029,11 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	if (r)
 		goto out;
 	for (;;) {
-		/* while postgres comes back, look every 100 ms: the lease is checked
-		 * as soon as it accepts connections */
+		/* while postgres comes back, look every 100 ms (for as long as the
+		 * operator waits for it, RC_RESTART_GRACE_S): the lease is checked as
+		 * soon as it accepts connections */
 		struct timespec to = { 1, 0 };
-		if (inst_state_restarting(st))
+		if (inst_state_restarting(st) && inst_lease_now() - rn.started_ms < 10 * 1000)
 			to = (struct timespec){ 0, 100 * 1000 * 1000 };
 		siginfo_t si;
 		int sig = sigtimedwait(&set, &si, &to);

@@ -437,6 +437,7 @@ struct rc_controller *rc_controller_free(struct rc_controller *c)
 		free(c->states[i].key);
 		free(c->states[i].uid);
 		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
+		rc_strv_free(&c->states[i].sync_set, &c->states[i].n_sync_set);
 		pki_pair_done(&c->states[i].client);
 	}
 	free(c->states);

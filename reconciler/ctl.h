@@ -37,6 +37,8 @@ struct rc_cluster_state {
 	char **silent;               /* owned: their names (rc_instance.silent next time) */
 	size_t n_silent;
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
+	char **sync_set;             /* owned: replicas the primary last reported sync/quorum */
+	size_t n_sync_set;
 };
 
 /* Reconcile outcomes, the `result` label of pgop_reconcile_*. */
@@ -91,6 +93,12 @@ void rc_note_unreachable(struct rc_controller *c, const char *key, const struct 
 			 size_t n);
 /* Sets v[i].silent for the instances rc_note_unreachable recorded last time. */
 void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n);
+/* Records the replicas whose syncState is sync or quorum in primary_doc (the
+ * current primary's /pg/status, borrowed; its replicationInfo), and returns
+ * (owned copies, rc_strv_free) the last such set recorded for Cluster key.
+ * Thread-safe (mu). */
+void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc);
+void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n);
 /* Counts reconciles in a row of Cluster key where no Ready instance answered
  * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
  * non-failing call resets the count and returns 0. Thread-safe (mu). */

@@ -533,6 +533,8 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 	rc_status_clear_reported(w);
 	w->reported_known = true;
 	rc_note_unreachable(r->ctl, r->key, inv->v, inv->n);
+	if (p && p->has_status && p->is_primary && p->doc)
+		rc_note_sync_set(r->ctl, r->key, p->doc);
 	/* SYNC and MAX LAG exactly as the live API computes and prints them */
 	struct rc_repl_member *m = op_calloc(inv->n ? inv->n : 1, sizeof(*m));
 	for (size_t i = 0; i < inv->n; i++)
@@ -621,6 +623,17 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		.quorum = failover_quorum(r->c, inv->n),
 		.now = r->now,
 	};
+	/* dataDurability required (CNPG's default with a synchronous block): only a
+	 * replica the old primary last named synchronous is promoted */
+	const struct api_synchronous *sy = &r->c->spec.postgresql.synchronous;
+	_cleanup_(rc_strv_freep) struct rc_strv sync = { 0 };
+	if (sy->present && (!sy->data_durability || str_eq(sy->data_durability, "required"))) {
+		rc_sync_set_get(r->ctl, r->key, &sync.v, &sync.n);
+		if (sync.n) {
+			in.sync_only = sync.v;
+			in.n_sync_only = sync.n;
+		}
+	}
 	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
 	/* The fence clock starts when "pending" is written: r->now was taken before
 	 * the instances were asked (up to the status timeout earlier), and the
@@ -720,6 +733,16 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 				 "may miss acknowledged commits: not promoting",
 				 (long long)in.quorum);
 			set_phase(r, RC_PHASE_FAILOVER, "waiting for a quorum of replicas");
+		}
+		rc_requeue(r, 1000);
+		return 1;
+	case RC_FO_NO_SYNC:
+		if (!str_eq(w->phase_reason, "waiting for a synchronous replica")) {
+			rc_event(r, "Warning", "FailoverNoSynchronousReplica",
+				 "dataDurability required: none of the replicas %s last named "
+				 "synchronous answers: not promoting",
+				 cur ? cur : "");
+			set_phase(r, RC_PHASE_FAILOVER, "waiting for a synchronous replica");
 		}
 		rc_requeue(r, 1000);
 		return 1;

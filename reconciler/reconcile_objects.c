@@ -327,6 +327,42 @@ void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance
 	pthread_mutex_unlock(&c->mu);
 }
 
+void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc)
+{
+	json_object *ri = op_json_at(primary_doc, "replicationInfo");
+	if (!json_object_is_type(ri, json_type_array))
+		return;
+	char **names = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < json_object_array_length(ri); i++) {
+		json_object *row = json_object_array_get_idx(ri, i);
+		const char *app = op_json_str_at(row, "applicationName");
+		const char *st = op_json_str_at(row, "syncState");
+		if (app && st && (strcmp(st, "sync") == 0 || strcmp(st, "quorum") == 0))
+			rc_strv_push(&names, &n, app);
+	}
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = n ? state_get(c, key) : state_find(c, key);
+	if (s) {
+		rc_strv_free(&s->sync_set, &s->n_sync_set);
+		s->sync_set = TAKE_PTR(names);
+		s->n_sync_set = n;
+	}
+	pthread_mutex_unlock(&c->mu);
+	rc_strv_free(&names, &n);
+}
+
+void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n)
+{
+	*ret = NULL;
+	*n = 0;
+	pthread_mutex_lock(&c->mu);
+	const struct rc_cluster_state *s = state_find(c, key);
+	for (size_t i = 0; s && i < s->n_sync_set; i++)
+		rc_strv_push(ret, n, s->sync_set[i]);
+	pthread_mutex_unlock(&c->mu);
+}
+
 long rc_note_status_error(struct rc_controller *c, const char *key, bool failing)
 {
 	pthread_mutex_lock(&c->mu);

@@ -163,6 +163,7 @@ static const char *const fo_names[] = {
 	[RC_FO_CANCEL] = "cancel",
 	[RC_FO_NO_QUORUM] = "no-quorum",
 	[RC_FO_WAIT_RESTART] = "wait-restart",
+	[RC_FO_NO_SYNC] = "no-synchronous-replica",
 };
 
 const char *rc_failover_action_str(enum rc_failover_action a)
@@ -277,8 +278,24 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 		ret->action = RC_FO_WAIT_FENCE;
 		return;
 	}
+	const struct rc_instance *pick = first;
+	if (in->sync_only) { /* the most advanced answering replica that was synchronous */
+		pick = NULL;
+		for (size_t i = 0; i < in->n && !pick; i++) {
+			const struct rc_instance *x = &in->v[i];
+			for (size_t k = 0; x->has_status && !x->is_primary &&
+					   !str_eq(x->name, in->current_primary) && k < in->n_sync_only;
+			     k++)
+				if (str_eq(x->name, in->sync_only[k]))
+					pick = x;
+		}
+		if (!pick) {
+			ret->action = RC_FO_NO_SYNC;
+			return;
+		}
+	}
 	ret->action = RC_FO_PROMOTE;
-	ret->target = first->name;
+	ret->target = pick->name;
 }
 
 /* ---------------------------------------------------------------- status */

@@ -83,6 +83,8 @@ enum rc_failover_action {
 				  * before anyone was promoted: targetPrimary = currentPrimary */
 	RC_FO_NO_QUORUM,         /* failoverQuorum: too few replicas answer to be sure the
 				  * most advanced has every acknowledged commit: requeue 1 s */
+	RC_FO_NO_SYNC,           /* dataDurability required: none of the replicas the old
+				  * primary last named synchronous answers: requeue 1 s */
 	RC_FO_WAIT_RESTART,      /* the primary restarts in place (its manager says so) or its
 				  * container restarts (Pod not Ready, not terminating): no
 				  * failover within RC_RESTART_GRACE_S / RC_CONTAINER_GRACE_S */
@@ -106,6 +108,11 @@ struct rc_failover_input {
 	int64_t fence_wait_s;        /* API_FENCE_S + API_FENCE_MARGIN_S */
 	int64_t quorum;              /* failoverQuorum: replicas that must answer (R + W > N,
 				      * W = synchronous number + 1: R >= N - number); 0 = off */
+	/* dataDurability required: only these may be promoted (the replicas the old
+	 * primary last reported sync or quorum); NULL = any (not required, or not
+	 * known since this operator started) */
+	char *const *sync_only;
+	size_t n_sync_only;
 	int64_t now;
 };
 struct rc_failover_decision {
@@ -155,6 +162,15 @@ struct rc_status {
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */
 void rc_strv_free(char ***v, size_t *n);                 /* frees, leaves it empty */
+/* An owned list for _cleanup_(rc_strv_freep). */
+struct rc_strv {
+	char **v;
+	size_t n;
+};
+static inline void rc_strv_freep(struct rc_strv *s)
+{
+	rc_strv_free(&s->v, &s->n);
+}
 /* Appends one instancesReportedState entry (strings copied; ip may be NULL). */
 void rc_status_add_reported(struct rc_status *s, const char *pod, bool primary, int64_t tli,
 			    const char *ip);
