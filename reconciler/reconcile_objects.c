@@ -347,6 +347,7 @@ void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *pri
 		rc_strv_free(&s->sync_set, &s->n_sync_set);
 		s->sync_set = TAKE_PTR(names);
 		s->n_sync_set = n;
+		n = 0;
 	}
 	pthread_mutex_unlock(&c->mu);
 	rc_strv_free(&names, &n);

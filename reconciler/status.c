@@ -308,7 +308,7 @@ void rc_strv_push(char ***v, size_t *n, const char *s)
 
 static void strv_free(char **v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; v && i < n; i++)
 		free(v[i]);
 	free(v);
 }

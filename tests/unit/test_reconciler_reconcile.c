@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kube/kube.h"
+#include "reconciler/ctl.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/status.h"
 #include "support/json.h"
@@ -647,6 +648,41 @@ static void test_workers_follow_the_leader_gate(void **state)
 	ts_stop(s);
 }
 
+/* dataDurability required: the replicas the primary last reported sync or
+ * quorum are remembered per Cluster (a set that empties is forgotten) */
+static void test_sync_set_memory(void **state)
+{
+	struct fake f = { .clusters = "[]" };
+	struct env e;
+	env_start(&e, &f, NULL);
+	json_object *doc = json_tokener_parse(
+		"{\"replicationInfo\":[{\"applicationName\":\"c-2\",\"syncState\":\"sync\"},"
+		"{\"applicationName\":\"c-3\",\"syncState\":\"potential\"},"
+		"{\"applicationName\":\"c-4\",\"syncState\":\"quorum\"},{\"syncState\":\"sync\"}]}");
+	json_object *none = json_tokener_parse("{\"replicationInfo\":[]}");
+	char **v = NULL;
+	size_t n = 0;
+	rc_sync_set_get(e.rc, "db/c", &v, &n);
+	assert_int_equal(n, 0);
+	rc_note_sync_set(e.rc, "db/c", doc);
+	rc_sync_set_get(e.rc, "db/c", &v, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0], "c-2");
+	assert_string_equal(v[1], "c-4");
+	rc_strv_free(&v, &n);
+	rc_note_sync_set(e.rc, "db/other", none); /* nothing to remember, no state */
+	rc_sync_set_get(e.rc, "db/other", &v, &n);
+	assert_int_equal(n, 0);
+	rc_note_sync_set(e.rc, "db/c", none);
+	rc_sync_set_get(e.rc, "db/c", &v, &n);
+	assert_int_equal(n, 0);
+	assert_null(v);
+	rc_note_sync_set(e.rc, "db/c", NULL); /* no document: unchanged */
+	json_object_put(doc);
+	json_object_put(none);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_ca_cert_follows_the_ca),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
+		cmocka_unit_test(test_sync_set_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
