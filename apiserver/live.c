@@ -23,28 +23,6 @@ static void set_i64(json_object *o, const char *k, int64_t v)
 	op_json_set(o, k, json_object_new_int64(v));
 }
 
-static bool doc_bool(json_object *doc, const char *k)
-{
-	json_object *v = NULL;
-	return doc && json_object_object_get_ex(doc, k, &v) &&
-	       json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
-static const char *doc_str(json_object *doc, const char *k)
-{
-	json_object *v = NULL;
-	if (!doc || !json_object_object_get_ex(doc, k, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static bool doc_i64(json_object *doc, const char *k, int64_t *ret)
-{
-	json_object *v = NULL;
-	return doc && json_object_object_get_ex(doc, k, &v) && op_json_to_i64(v, ret) == 1;
-}
-
 /* Copies the metadata fields a client needs (kubectl: namespace, labels, age). */
 static json_object *metadata_of(json_object *src)
 {
@@ -97,7 +75,7 @@ static bool cloning(json_object *primary_doc, const char *pod)
 	    !json_object_is_type(bb, json_type_array))
 		return false;
 	for (size_t i = 0; i < json_object_array_length(bb); i++) {
-		const char *app = doc_str(json_object_array_get_idx(bb, i), "application_name");
+		const char *app = op_json_key_str(json_object_array_get_idx(bb, i), "application_name");
 		if (app && pod && strcmp(app, pod) == 0)
 			return true;
 	}
@@ -107,7 +85,7 @@ static bool cloning(json_object *primary_doc, const char *pod)
 static const char *replica_role(json_object *doc, json_object *row, json_object *primary_doc,
 				const char *pod)
 {
-	const char *st = row ? doc_str(row, "syncState") : NULL;
+	const char *st = row ? op_json_key_str(row, "syncState") : NULL;
 	if (st && (strcmp(st, "sync") == 0 || strcmp(st, "quorum") == 0))
 		return "sync standby";
 	if (st && strcmp(st, "potential") == 0)
@@ -116,7 +94,7 @@ static const char *replica_role(json_object *doc, json_object *row, json_object 
 		return "async";
 	if (cloning(primary_doc, pod))
 		return "cloning";
-	return doc_bool(doc, "isWalReceiverActive") ? "async" : "standby (not streaming)";
+	return op_json_key_bool(doc, "isWalReceiverActive") ? "async" : "standby (not streaming)";
 }
 
 static char *rfc3339_ms(int64_t ms)
@@ -132,15 +110,15 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 	const char *pod = op_json_str_at(v->pod, "metadata.name");
 	set_str(st, "cluster", op_json_str_at(cluster, "metadata.name"));
 	json_object *doc = v->doc;
-	bool primary = doc_bool(doc, "isPrimary");
+	bool primary = op_json_key_bool(doc, "isPrimary");
 	json_object *row = primary ? NULL : rc_repl_row(primary_doc, pod);
 	set_str(st, "role", !v->reachable ? "unreachable"
 			    : primary     ? "primary"
 					  : replica_role(doc, row, primary_doc, pod));
 	op_json_set(st, "reachable", json_object_new_boolean(v->reachable));
-	const char *cur = doc_str(doc, "currentLsn");
-	set_str(st, "receivedLSN", primary ? cur : doc_str(doc, "receivedLsn"));
-	set_str(st, "replayedLSN", primary ? cur : doc_str(doc, "replayLsn"));
+	const char *cur = op_json_key_str(doc, "currentLsn");
+	set_str(st, "receivedLSN", primary ? cur : op_json_key_str(doc, "receivedLsn"));
+	set_str(st, "replayedLSN", primary ? cur : op_json_key_str(doc, "replayLsn"));
 	struct rc_repl_lag lag;
 	rc_repl_instance_lag(primary_doc, doc, pod, &lag);
 	if (lag.has_bytes)
@@ -148,9 +126,10 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 	if (lag.has_seconds)
 		op_json_set(st, "lagSeconds", json_object_new_double(lag.seconds));
 	int64_t tli = 0;
-	if (doc_i64(doc, "timeLineID", &tli))
+	if (op_json_key_i64(doc, "timeLineID", &tli) == 1)
 		set_i64(st, "timeline", tli);
-	op_json_set(st, "pendingRestart", json_object_new_boolean(doc_bool(doc, "pendingRestart")));
+	op_json_set(st, "pendingRestart",
+		    json_object_new_boolean(op_json_key_bool(doc, "pendingRestart")));
 	set_str(st, "node", op_json_str_at(v->pod, "spec.nodeName"));
 	if (v->seen_ms > 0) {
 		_cleanup_free_ char *t = rfc3339_ms(v->seen_ms);
@@ -193,7 +172,7 @@ json_object *as_live_cluster(json_object *cluster, const struct as_inst_view *v,
 		else
 			op_json_append(unreachable, json_object_new_string(
 							    op_json_str_at(v[i].pod, "metadata.name") ?: ""));
-		if (v[i].reachable && doc_bool(v[i].doc, "pendingRestart"))
+		if (v[i].reachable && op_json_key_bool(v[i].doc, "pendingRestart"))
 			pending++;
 		if (v[i].seen_ms > 0 && (oldest == 0 || v[i].seen_ms < oldest))
 			oldest = v[i].seen_ms;
@@ -213,13 +192,13 @@ json_object *as_live_cluster(json_object *cluster, const struct as_inst_view *v,
 	rc_repl_lag_text(&sum.max, lag, sizeof(lag));
 	set_str(st, "maxLag", lag);
 	int64_t tli = 0;
-	if (doc_i64(pdoc, "timeLineID", &tli) ||
+	if (op_json_key_i64(pdoc, "timeLineID", &tli) == 1 ||
 	    (op_json_at(cluster, "status.timelineID") &&
 	     op_json_to_i64(op_json_at(cluster, "status.timelineID"), &tli) == 1))
 		set_i64(st, "timeline", tli);
 	set_str(st, "phase", op_json_str_at(cluster, "status.phase"));
-	set_str(st, "systemID", doc_str(pdoc, "systemID"));
-	set_str(st, "currentLSN", doc_str(pdoc, "currentLsn"));
+	set_str(st, "systemID", op_json_key_str(pdoc, "systemID"));
+	set_str(st, "currentLSN", op_json_key_str(pdoc, "currentLsn"));
 	set_i64(st, "pendingRestart", (int64_t)pending);
 	if (oldest > 0) {
 		_cleanup_free_ char *t = rfc3339_ms(oldest);

@@ -11,22 +11,6 @@
 #include "reconciler/status.h"
 #include "support/json.h"
 
-static const char *doc_str(json_object *doc, const char *k)
-{
-	json_object *v = NULL;
-	if (!doc || !json_object_object_get_ex(doc, k, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static bool doc_bool(json_object *doc, const char *k)
-{
-	json_object *v = NULL;
-	return doc && json_object_object_get_ex(doc, k, &v) &&
-	       json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
 int rc_interval_seconds(const char *s, double *ret)
 {
 	if (!s || !*s)
@@ -62,7 +46,7 @@ json_object *rc_repl_row(json_object *primary_doc, const char *pod)
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(ri); i++) {
 		json_object *row = json_object_array_get_idx(ri, i);
-		const char *app = doc_str(row, "applicationName");
+		const char *app = op_json_key_str(row, "applicationName");
 		if (app && strcmp(app, pod) == 0)
 			return row;
 	}
@@ -73,18 +57,18 @@ void rc_repl_instance_lag(json_object *primary_doc, json_object *doc, const char
 			  struct rc_repl_lag *ret)
 {
 	*ret = (struct rc_repl_lag){ 0 };
-	if (doc_bool(doc, "isPrimary")) {
+	if (op_json_key_bool(doc, "isPrimary")) {
 		ret->has_bytes = true;
 		return;
 	}
 	uint64_t a = 0, b = 0;
-	if (rc_lsn_parse(doc_str(primary_doc, "currentLsn"), &a) == 0 &&
-	    rc_lsn_parse(doc_str(doc, "replayLsn"), &b) == 0) {
+	if (rc_lsn_parse(op_json_key_str(primary_doc, "currentLsn"), &a) == 0 &&
+	    rc_lsn_parse(op_json_key_str(doc, "replayLsn"), &b) == 0) {
 		ret->has_bytes = true;
 		ret->bytes = a > b ? (int64_t)(a - b) : 0;
 	}
 	json_object *row = rc_repl_row(primary_doc, pod);
-	if (row && rc_interval_seconds(doc_str(row, "replayLag"), &ret->seconds) == 0)
+	if (row && rc_interval_seconds(op_json_key_str(row, "replayLag"), &ret->seconds) == 0)
 		ret->has_seconds = true;
 }
 
@@ -109,7 +93,7 @@ static void sync_text(json_object *cluster, json_object *primary_doc, char *out,
 	if (json_object_object_get_ex(primary_doc, "replicationInfo", &ri) &&
 	    json_object_is_type(ri, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(ri); i++) {
-			const char *s = doc_str(json_object_array_get_idx(ri, i), "syncState");
+			const char *s = op_json_key_str(json_object_array_get_idx(ri, i), "syncState");
 			if (s && (strcmp(s, "sync") == 0 || strcmp(s, "quorum") == 0 ||
 				  strcmp(s, "potential") == 0))
 				cand++;
@@ -133,7 +117,7 @@ void rc_repl_summarize(json_object *cluster, const struct rc_repl_member *v, siz
 {
 	*ret = (struct rc_repl_summary){ 0 };
 	for (size_t i = 0; i < n && !ret->primary; i++)
-		if (v[i].reachable && doc_bool(v[i].doc, "isPrimary"))
+		if (v[i].reachable && op_json_key_bool(v[i].doc, "isPrimary"))
 			ret->primary = &v[i];
 	json_object *pdoc = ret->primary ? ret->primary->doc : NULL;
 	sync_text(cluster, pdoc, ret->sync, sizeof(ret->sync));

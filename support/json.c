@@ -200,6 +200,33 @@ json_object *op_json_at(json_object *root, const char *dotted)
 	return cur;
 }
 
+static json_object *member(json_object *obj, const char *key)
+{
+	json_object *v = NULL;
+	return obj && json_object_is_type(obj, json_type_object) &&
+			       json_object_object_get_ex(obj, key, &v)
+		       ? v
+		       : NULL;
+}
+
+const char *op_json_key_str(json_object *obj, const char *key)
+{
+	json_object *v = member(obj, key);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+bool op_json_key_bool(json_object *obj, const char *key)
+{
+	json_object *v = member(obj, key);
+	return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+int op_json_key_i64(json_object *obj, const char *key, int64_t *ret)
+{
+	json_object *v = member(obj, key);
+	return v ? op_json_to_i64(v, ret) : 0;
+}
+
 const char *op_json_str_at(json_object *root, const char *dotted)
 {
 	json_object *v = op_json_at(root, dotted);

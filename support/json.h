@@ -56,6 +56,14 @@ int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t
 int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *ret,
 		     struct op_err *err);
 
+/* One member of an object (obj may be NULL or not an object): the string
+ * (borrowed) or NULL; true only for a JSON true; 1 and *ret for an integer
+ * as op_json_to_i64, 0 otherwise. No error reporting, no allocation (the
+ * /pg/status documents the reconciler and the live API read). */
+const char *op_json_key_str(json_object *obj, const char *key);
+bool op_json_key_bool(json_object *obj, const char *key);
+int op_json_key_i64(json_object *obj, const char *key, int64_t *ret);
+
 /* Convenience: borrowed string at a dotted path ("metadata.name"), or NULL when
  * absent or not a string. No error reporting. */
 const char *op_json_str_at(json_object *root, const char *dotted);

@@ -295,6 +295,33 @@ static void test_set_append_ownership(void **state)
 	json_object_put(o);
 }
 
+/* op_json_key_*: one member, NULL-safe, the type must match */
+static void test_key_accessors(void **state)
+{
+	json_object *o = json_tokener_parse("{\"s\":\"x\",\"t\":true,\"f\":false,\"n\":7,"
+					    "\"d\":3.5,\"big\":99999999999999999999}");
+	assert_non_null(o);
+	assert_string_equal(op_json_key_str(o, "s"), "x");
+	assert_null(op_json_key_str(o, "n"));
+	assert_null(op_json_key_str(o, "missing"));
+	assert_null(op_json_key_str(NULL, "s"));
+	assert_true(op_json_key_bool(o, "t"));
+	assert_false(op_json_key_bool(o, "f"));
+	assert_false(op_json_key_bool(o, "s"));
+	assert_false(op_json_key_bool(NULL, "t"));
+	int64_t v = 0;
+	assert_int_equal(op_json_key_i64(o, "n", &v), 1);
+	assert_int_equal(v, 7);
+	assert_int_equal(op_json_key_i64(o, "d", &v), 0);
+	assert_int_equal(op_json_key_i64(o, "s", &v), 0);
+	assert_int_equal(op_json_key_i64(o, "missing", &v), 0);
+	assert_true(op_json_key_i64(o, "big", &v) < 0);
+	json_object *arr = json_tokener_parse("[1]");
+	assert_null(op_json_key_str(arr, "s")); /* not an object */
+	json_object_put(arr);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_getters),
 		cmocka_unit_test(test_to_i64),
 		cmocka_unit_test(test_dotted_and_paths),
+		cmocka_unit_test(test_key_accessors),
 		cmocka_unit_test(test_set_append_ownership),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
