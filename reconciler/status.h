@@ -94,7 +94,7 @@ enum rc_failover_action {
  * not Ready, not terminating, its manager not answering yet); both counted
  * from currentPrimaryFailingSinceTimestamp, before failoverDelay's count. */
 #define RC_RESTART_GRACE_S 10
-#define RC_CONTAINER_GRACE_S 3
+#define RC_CONTAINER_GRACE_S 5
 const char *rc_failover_action_str(enum rc_failover_action a);
 
 struct rc_failover_input {

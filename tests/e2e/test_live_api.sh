@@ -107,7 +107,9 @@ e2e_assert_match "$(kubectl get clusters.live -A | head -1)" "PRIMARY +READY +SY
 e2e_assert_contains "$(kubectl -n "$ns" get pglive $C -o wide)" "SYSTEM ID" "pglive -o wide"
 tli=$(kubectl -n "$ns" get pglive $C -o jsonpath='{.status.timeline}')
 e2e_assert_eq 1 "$tli" "timeline"
-kubectl -n "$ns" get instances.live -l cnpg.io/cluster=$C -o wide >"$tmp/inst"
+# Ready (the probes run every 1-2 s) can come before the replica streams: the live view
+# shows "standby (not streaming)" until it does, then its role
+e2e_wait_for "kubectl -n $ns get instances.live -l cnpg.io/cluster=$C -o wide >'$tmp/inst' && grep -v '^$primary ' '$tmp/inst' | tail -1 | grep -Eq ' +$C +(sync standby|async|potential) +true '" 30 0.5 || true
 e2e_log "$(cat "$tmp/inst")"
 e2e_assert_eq 2 "$(tail -n +2 "$tmp/inst" | wc -l)" "two instances"
 e2e_assert_match "$(grep "^$primary " "$tmp/inst")" "^$primary +$C +primary +true " "primary row"
