@@ -483,27 +483,31 @@ static json_object *copy_before_defaults(json_object *cluster)
 	return orig;
 }
 
-int wh_default_text(json_object *cluster, struct op_buf *patch, size_t *ret_n_ops,
-		    struct op_err *err)
+/* Applies the defaults to cluster in place; *ret_orig (owned) is what it was
+ * before, for the diff. */
+static int apply_defaults(json_object *cluster, json_object **ret_orig, struct op_err *err)
 {
 	if (!cluster || !json_object_is_type(cluster, json_type_object))
 		return op_err_set(err, -EINVAL, "cluster: expected object, got %s",
 				  op_json_type_name(cluster));
-	_cleanup_(op_json_putp) json_object *orig = copy_before_defaults(cluster);
-	if (!orig)
+	*ret_orig = copy_before_defaults(cluster);
+	if (!*ret_orig)
 		return op_err_set(err, -ENOMEM, "cannot copy cluster");
 	wh_defaults_apply(cluster, true);
-	return wh_patch_diff_text(orig, cluster, patch, ret_n_ops, err);
+	return 0;
+}
+
+int wh_default_text(json_object *cluster, struct op_buf *patch, size_t *ret_n_ops,
+		    struct op_err *err)
+{
+	_cleanup_(op_json_putp) json_object *orig = NULL;
+	int r = apply_defaults(cluster, &orig, err);
+	return r ? r : wh_patch_diff_text(orig, cluster, patch, ret_n_ops, err);
 }
 
 int wh_default(json_object *cluster, json_object **ret_patch, struct op_err *err)
 {
-	if (!cluster || !json_object_is_type(cluster, json_type_object))
-		return op_err_set(err, -EINVAL, "cluster: expected object, got %s",
-				  op_json_type_name(cluster));
-	_cleanup_(op_json_putp) json_object *orig = copy_before_defaults(cluster);
-	if (!orig)
-		return op_err_set(err, -ENOMEM, "cannot copy cluster");
-	wh_defaults_apply(cluster, true);
-	return wh_patch_diff(orig, cluster, ret_patch, err);
+	_cleanup_(op_json_putp) json_object *orig = NULL;
+	int r = apply_defaults(cluster, &orig, err);
+	return r ? r : wh_patch_diff(orig, cluster, ret_patch, err);
 }

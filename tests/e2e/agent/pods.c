@@ -400,6 +400,19 @@ static void pod_refuse(struct na_agent *a, struct na_pod *p, struct na_refusal *
 	json_object_put(inv);
 }
 
+/* Deletes the Pod object at once (grace 0, UID precondition): its containers
+ * are gone (or were never started). */
+static void delete_now(struct na_agent *a, struct na_pod *p)
+{
+	struct kube_delete_opts o = { .grace_period_seconds = 0, .precondition_uid = p->uid };
+	struct op_err err = OP_ERR_INIT;
+	int rc = kube_delete(a->kc, KUBE_PODS, p->ns, p->name, &o, &err);
+	if (rc == 0 || rc == -ENOENT || rc == -ESTALE)
+		p->deleted = true;
+	else
+		op_log_warn("cannot delete pod", "pod", p->name, "error", err.msg);
+}
+
 /* --scale-mode (docs/internals/node-agent.md): the pod's lifecycle without
  * its containers. Scheduled -> Running and Ready at once (a Job's pod:
  * every container terminated with exit code 0, phase Succeeded); a podIP
@@ -409,13 +422,7 @@ static void pod_refuse(struct na_agent *a, struct na_pod *p, struct na_refusal *
 static void scale_sync(struct na_agent *a, struct na_pod *p, const char *dts)
 {
 	if (dts) {
-		struct kube_delete_opts o = { .grace_period_seconds = 0, .precondition_uid = p->uid };
-		struct op_err err = OP_ERR_INIT;
-		int rc = kube_delete(a->kc, KUBE_PODS, p->ns, p->name, &o, &err);
-		if (rc == 0 || rc == -ENOENT || rc == -ESTALE)
-			p->deleted = true;
-		else
-			op_log_warn("cannot delete pod", "pod", p->name, "error", err.msg);
+		delete_now(a, p);
 		return;
 	}
 	if (!p->scaled) {
@@ -483,14 +490,7 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 			kill_all(p, SIGKILL);
 		if (all_dead(p) && !p->deleted) {
 			pod_teardown(a, p);
-			struct kube_delete_opts o = { .grace_period_seconds = 0,
-						      .precondition_uid = p->uid };
-			struct op_err err = OP_ERR_INIT;
-			int rc = kube_delete(a->kc, KUBE_PODS, p->ns, p->name, &o, &err);
-			if (rc == 0 || rc == -ENOENT || rc == -ESTALE)
-				p->deleted = true;
-			else
-				op_log_warn("cannot delete pod", "pod", p->name, "error", err.msg);
+			delete_now(a, p);
 		}
 		return;
 	}
