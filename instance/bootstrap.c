@@ -1,5 +1,7 @@
 /* instance/bootstrap.c - `pgop instance init` (initdb + roles + application
- * database) and `pgop instance join` (pg_basebackup + standby settings).
+ * database) and `pgop instance join` (pg_basebackup + standby settings:
+ * inst_clone_standby, which `run` reuses when pg_rewind cannot work,
+ * instance/reclone.c).
  *
  * SQL: role and database names are quoted with PQescapeIdentifier; passwords
  * are SCRAM verifiers from PQencryptPasswordConn handed over as a parameter
@@ -380,21 +382,11 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 	return 0;
 }
 
-int inst_join(const struct inst_join_opts *o, struct op_err *err)
+int inst_clone_standby(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
+		       const char *host, unsigned port, struct op_err *err)
 {
-	struct inst_paths paths = o->paths;
-	const struct inst_paths *p = &paths;
-	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
-	_cleanup_free_ char *bindir = NULL;
-	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
-				     o->cluster_name, o->pod_name, &c, &bindir, err);
-	if (r)
-		return r;
-	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);
-	const char *host = o->primary_host ? o->primary_host : rw;
 	_cleanup_(op_buf_donep) struct op_buf ci = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	if (inst_primary_conninfo(o->pod_name, p->controller_dir, host, o->primary_port,
-				  "postgres", &ci))
+	if (inst_primary_conninfo(pod, p->controller_dir, host, port, "postgres", &ci))
 		return op_err_set(err, -EMSGSIZE, "conninfo too long");
 	umask(077);
 	struct argv_b a = { 0 };
@@ -413,23 +405,38 @@ int inst_join(const struct inst_join_opts *o, struct op_err *err)
 		argv_add(&a, p->waldir);
 	}
 	op_log_info("cloning the primary", "host", host, "pgdata", p->pgdata);
-	r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
+	int r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
 	argv_done(&a);
 	if (r > 0)
 		return op_err_set(err, -EIO, "pg_basebackup exited with status %d", r);
 	if (r < 0)
 		return r;
-	r = write_config(p, c, o->pod_name, INST_PG_PORT, false, err);
+	r = write_config(p, c, pod, INST_PG_PORT, false, err);
 	if (r)
 		return r;
 	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	r = inst_render_standby_override(c, o->pod_name, p->controller_dir, host,
-					 o->primary_port, &ov, err);
+	r = inst_render_standby_override(c, pod, p->controller_dir, host, port, &ov, err);
 	_cleanup_free_ char *ovp = op_asprintf("%s/override.conf", p->pgdata);
 	_cleanup_free_ char *sig = op_asprintf("%s/standby.signal", p->pgdata);
 	r = r ? r : inst_write_file(ovp, op_buf_str(&ov), ov.len, 0600, err);
 	r = r ? r : inst_write_file(sig, "", 0, 0600, err);
-	r = r ? r : inst_marker_write(p->pgdata, o->pod_name, err);
+	/* last: a marker naming this pod says the clone is complete (reclaim.c, reclone.c) */
+	return r ? r : inst_marker_write(p->pgdata, pod, err);
+}
+
+int inst_join(const struct inst_join_opts *o, struct op_err *err)
+{
+	struct inst_paths paths = o->paths;
+	const struct inst_paths *p = &paths;
+	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
+	_cleanup_free_ char *bindir = NULL;
+	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
+				     o->cluster_name, o->pod_name, &c, &bindir, err);
+	if (r)
+		return r;
+	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);
+	const char *host = o->primary_host ? o->primary_host : rw;
+	r = inst_clone_standby(p, c, o->pod_name, host, o->primary_port, err);
 	if (r)
 		return r;
 	op_log_info("instance joined as a standby", "pgdata", p->pgdata, "pod", o->pod_name);

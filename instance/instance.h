@@ -127,8 +127,13 @@ struct inst_slot_info {
 struct inst_pg_status {
 	char *current_lsn, *received_lsn, *replay_lsn, *system_id;
 	bool is_primary, replay_paused, pending_restart, is_wal_receiver_active;
-	bool is_pg_rewind_running;
+	bool is_pg_rewind_running;   /* pg_rewind, or the re-clone after it failed */
 	int64_t timeline_id;
+	/* pg_rewind failed and this manager re-cloned the instance (`recloned`):
+	 * pg_rewind's exit status, the host cloned from, when (RFC 3339); NULL
+	 * reclone_at = omitted */
+	int reclone_rewind_status;
+	char *reclone_source, *reclone_at;
 	char *loaded_configuration_hash, *session_id, *pod_name;
 	struct inst_repl_info *repl;
 	size_t n_repl;

@@ -60,6 +60,11 @@ const char *inst_os_user(void);
  * and (unless keep_override and it exists) an empty override.conf. */
 int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
 		      unsigned port, bool keep_override, struct op_err *err);
+/* pg_basebackup of host:port into p->pgdata (and p->waldir when set; both
+ * absent or empty), then the configuration, the standby settings and, last,
+ * the marker naming pod: `join`, and `run`'s re-clone (reclone.c). */
+int inst_clone_standby(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
+		       const char *host, unsigned port, struct op_err *err);
 /* Loads the Cluster once from the file or the API server. *ret owned. */
 int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
 		  const char *name, struct api_cluster **ret, struct op_err *err);
@@ -67,10 +72,62 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
 /* ---- reclaim.c ---- */
 /* Records that pod's PGDATA bootstrapped / ran (PGDATA/pgop-bootstrapped). */
 int inst_marker_write(const char *pgdata, const char *pod, struct op_err *err);
+/* 1 when PGDATA's marker names pod, 0 when it is absent or another pod's
+ * (pg_basebackup copies the primary's), -errno when it cannot be read. */
+int inst_marker_is(const char *pgdata, const char *pod, struct op_err *err);
+/* Removes dir and everything under it (symlinks removed, never followed;
+ * other file systems not entered); an absent dir is 0. Main thread only. */
+int inst_remove_tree(const char *dir, struct op_err *err);
 /* Before init/join: 0 when PGDATA (and waldir) are absent or empty, or held
  * the leftovers of a failed attempt, now removed (contents only, symlinks not
  * followed); -EEXIST when the marker names pod (never removed). */
 int inst_pgdata_reclaim(const struct inst_paths *p, const char *pod, struct op_err *err);
+
+/* ---- reclone.c (a former primary pg_rewind cannot bring back) ---- */
+#define INST_ASIDE_SUFFIX ".rewind-failed"
+enum inst_rewind_next {
+	INST_REWIND_DONE,    /* pg_rewind succeeded */
+	INST_REWIND_RECLONE, /* it failed against a source that answers: re-clone */
+	INST_REWIND_FAIL,    /* it did not run, or the source does not answer: error, the
+			      * next start tries pg_rewind again */
+};
+/* Pure: what follows pg_rewind's exit status (0..255, or -errno when it did
+ * not run), given whether its source answered a ping afterwards. */
+enum inst_rewind_next inst_rewind_next(int status, bool source_answers);
+enum inst_aside_action {
+	INST_ASIDE_NONE,    /* no moved-aside PGDATA */
+	INST_ASIDE_DROP,    /* PGDATA is a completed clone: remove the aside copies */
+	INST_ASIDE_RESTORE, /* the re-clone did not complete: remove what PGDATA holds and
+			     * put the aside copies back */
+};
+/* Pure: at start, with PGDATA.rewind-failed present (aside_exists), from
+ * whether PGDATA's marker names this pod (written last by a clone). */
+enum inst_aside_action inst_aside_decide(bool aside_exists, bool pgdata_ours);
+/* PGDATA, the WAL directory its pg_wal links to (NULL when pg_wal is a
+ * directory; read from the aside copy when there is one) and their
+ * moved-aside siblings (<path>.rewind-failed). Every string owned. */
+struct inst_reclone_paths {
+	char *pgdata, *aside, *waldir, *wal_aside;
+};
+int inst_reclone_paths(const char *pgdata, struct inst_reclone_paths *ret, struct op_err *err);
+/* Frees the strings (usable as _cleanup_). */
+void inst_reclone_paths_done(struct inst_reclone_paths *rp);
+/* Renames PGDATA, then the WAL directory, to their asides (-EEXIST when an
+ * aside exists). */
+int inst_reclone_move_aside(const struct inst_reclone_paths *rp, struct op_err *err);
+/* Removes what PGDATA and the WAL directory hold and renames the asides back
+ * (the WAL directory first). */
+int inst_reclone_restore(const struct inst_reclone_paths *rp, struct op_err *err);
+/* Removes the aside copies (the WAL directory's first). */
+int inst_reclone_drop_aside(const struct inst_reclone_paths *rp, struct op_err *err);
+/* At start, before anything reads PGDATA: acts on inst_aside_decide (logs
+ * what it did). */
+int inst_reclone_leftover(const char *pgdata, const char *pod, struct op_err *err);
+/* Moves PGDATA (and its WAL directory) aside, clones from host:port
+ * (inst_clone_standby), removes the aside copies; a failed clone puts the old
+ * data back before returning its error. */
+int inst_reclone(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
+		 const char *host, unsigned port, struct op_err *err);
 
 /* ---- pgbin.c ---- */
 /* The major of a `postgres -V` line ("postgres (PostgreSQL) 16.4 ..."); 0

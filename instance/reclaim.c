@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <dirent.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,8 +31,7 @@ int inst_marker_write(const char *pgdata, const char *pod, struct op_err *err)
 	return r < 0 ? r : 0;
 }
 
-/* 1 when the marker names pod, 0 when absent or another pod's. */
-static int marker_is(const char *pgdata, const char *pod, struct op_err *err)
+int inst_marker_is(const char *pgdata, const char *pod, struct op_err *err)
 {
 	_cleanup_free_ char *path = op_asprintf("%s/" MARKER, pgdata);
 	if (!inst_path_exists(path))
@@ -60,12 +60,14 @@ static int dir_empty(const char *dir, struct op_err *err)
 	return empty;
 }
 
-static int rm_errno; /* first failure of rm_one (nftw has no user data) */
+/* rm_one's state (nftw has no user data; only the main thread removes) */
+static int rm_errno; /* first failure */
 static char rm_path[256];
+static bool rm_keep_top;
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	if (ftw->level == 0)
+	if (ftw->level == 0 && rm_keep_top)
 		return 0; /* the directory itself stays (it may be a mount point) */
 	if (remove(path) < 0 && errno != ENOENT && !rm_errno) {
 		rm_errno = errno;
@@ -74,14 +76,15 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	return 0;
 }
 
-/* Removes everything under dir (symlinks removed, never followed; other
- * file systems not entered). */
-static int empty_dir(const char *dir, struct op_err *err)
+/* Removes everything under dir, and dir too unless keep_top (symlinks
+ * removed, never followed; other file systems not entered). */
+static int remove_under(const char *dir, bool keep_top, struct op_err *err)
 {
 	rm_errno = 0;
+	rm_keep_top = keep_top;
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
-		return op_err_set(err, -errno, "remove the contents of %s: %s", dir,
-				  strerror(errno));
+		return op_err_set(err, -errno, "remove %s%s: %s", keep_top ? "the contents of " : "",
+				  dir, strerror(errno));
 	if (rm_errno)
 		return op_err_set(err, -rm_errno, "remove %s: %s", rm_path, strerror(rm_errno));
 	return 0;
@@ -97,7 +100,7 @@ int inst_pgdata_reclaim(const struct inst_paths *p, const char *pod, struct op_e
 		return wal_empty;
 	if (r == 1 && wal_empty == 1)
 		return 0;
-	int own = r == 1 ? 0 : marker_is(p->pgdata, pod, err);
+	int own = r == 1 ? 0 : inst_marker_is(p->pgdata, pod, err);
 	if (own < 0)
 		return own;
 	if (own)
@@ -106,8 +109,13 @@ int inst_pgdata_reclaim(const struct inst_paths *p, const char *pod, struct op_e
 				  p->pgdata, pod, MARKER);
 	op_log_warn("removing the leftovers of a failed bootstrap attempt", "pgdata", p->pgdata,
 		    "pod", pod);
-	r = empty_dir(p->pgdata, err);
+	r = remove_under(p->pgdata, true, err);
 	if (r == 0 && p->waldir)
-		r = empty_dir(p->waldir, err);
+		r = remove_under(p->waldir, true, err);
 	return r;
+}
+
+int inst_remove_tree(const char *dir, struct op_err *err)
+{
+	return remove_under(dir, false, err);
 }

@@ -14,6 +14,9 @@
  * renews the primary's lease and fences (stops postgres fast) when it
  * expired (api/fence.h, instance/lease.h, docs/internals/failover.md).
  *
+ * A former primary that another instance replaced rewinds at start
+ * (pg_rewind), and is cloned again when pg_rewind cannot work (reclone.c).
+ *
  * SIGTERM on a primary with a streaming replica is a switchover: the most
  * advanced (synchronous first) replica is named targetPrimary, then postgres
  * stops fast (its walsenders send the last WAL first) and the replica
@@ -50,6 +53,11 @@ struct inst_state {
 	bool started, ready, rewinding, stopping;
 	bool fenced; /* postgres stopped by the lease: alive and in control (healthz 200) */
 	bool restarting; /* postgres (re)starting in place, not accepting connections yet */
+	/* pg_rewind failed and this manager re-cloned the data (reclone.c): set
+	 * once, reported in /pg/status for the reconciler's Event */
+	int reclone_status;   /* pg_rewind's exit status */
+	char *reclone_source; /* owned: the host cloned from; NULL = no re-clone */
+	char reclone_at[32];  /* RFC 3339 UTC */
 	unsigned requests;             /* enum inst_request bits */
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
@@ -89,6 +97,7 @@ void inst_state_free(struct inst_state *st)
 	if (!st)
 		return;
 	api_cluster_free(st->pending);
+	free(st->reclone_source);
 	free(st->sockdir);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
@@ -157,6 +166,11 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 	struct inst_pg_status s = { 0 };
 	pthread_mutex_lock(&st->lock);
 	bool rewinding = st->rewinding;
+	if (st->reclone_source) {
+		s.reclone_rewind_status = st->reclone_status;
+		s.reclone_source = op_strdup(st->reclone_source);
+		s.reclone_at = op_strdup(st->reclone_at);
+	}
 	pthread_mutex_unlock(&st->lock);
 	int r = 0;
 	if (!rewinding) {
@@ -424,8 +438,42 @@ static const char *primary_host(struct runner *rn, char **owned)
 	return *owned;
 }
 
+/* The current time as RFC 3339 UTC ("2026-12-03T09:00:00Z"), for status timestamps. */
+static void utc_now(char *out, size_t n)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* pg_rewind failed against a source that answers: clone again (reclone.c),
+ * and remember it for /pg/status. */
+static int reclone(struct runner *rn, int rewind_status, const char *host, struct op_err *err)
+{
+	char st[16];
+	snprintf(st, sizeof(st), "%d", rewind_status);
+	op_log_warn("pg_rewind failed: re-cloning from the primary (the old data is moved aside "
+		    "until the clone completed)",
+		    "pgRewindStatus", st, "source", host, "pgdata", rn->o->paths.pgdata);
+	int r = inst_reclone(&rn->o->paths, rn->cluster, rn->o->pod_name, host,
+			     rn->o->primary_port, err);
+	if (r)
+		return op_err_prefix(err, "pg_rewind exited with status %d, re-clone failed: ",
+				     rewind_status);
+	pthread_mutex_lock(&rn->st->lock);
+	rn->st->reclone_status = rewind_status;
+	free(rn->st->reclone_source);
+	rn->st->reclone_source = op_strdup(host);
+	utc_now(rn->st->reclone_at, sizeof(rn->st->reclone_at));
+	pthread_mutex_unlock(&rn->st->lock);
+	op_log_info("re-cloned: continuing as a replica", "source", host);
+	return 0;
+}
+
 /* A former primary that another instance replaced: pg_rewind from the
- * primary, then standby settings (CNPG verifyPgDataCoherenceForPrimary). */
+ * primary, then standby settings (CNPG verifyPgDataCoherenceForPrimary);
+ * when pg_rewind cannot work, a fresh clone (inst_rewind_next). */
 static int demote_on_start(struct runner *rn, struct op_err *err)
 {
 	const struct inst_paths *p = &rn->o->paths;
@@ -442,13 +490,28 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 			       op_buf_str(&ci), NULL };
 	op_log_info("former primary: running pg_rewind", "source", host);
 	int r = inst_run_cmd(p->pg_bindir, argv, err);
+	bool answers = r > 0 && PQping(op_buf_str(&ci)) == PQPING_OK;
+	enum inst_rewind_next next = inst_rewind_next(r, answers);
+	switch (next) {
+	case INST_REWIND_DONE:
+		break;
+	case INST_REWIND_RECLONE:
+		r = reclone(rn, r, host, err);
+		break;
+	case INST_REWIND_FAIL:
+		if (r > 0)
+			r = op_err_set(err, -EIO,
+				       "pg_rewind exited with status %d and %s does not answer", r,
+				       host);
+		break;
+	}
 	pthread_mutex_lock(&rn->st->lock);
 	rn->st->rewinding = false;
 	pthread_mutex_unlock(&rn->st->lock);
-	if (r > 0)
-		return op_err_set(err, -EIO, "pg_rewind exited with status %d", r);
-	if (r < 0)
+	if (r)
 		return r;
+	if (next == INST_REWIND_RECLONE)
+		return 0; /* the clone wrote the standby settings (inst_clone_standby) */
 	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	r = inst_render_standby_override(rn->cluster, rn->o->pod_name, p->controller_dir, host,
 					 rn->o->primary_port, &ov, err);
@@ -464,15 +527,6 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 static bool is_other(const char *name, const char *me)
 {
 	return name && *name && strcmp(name, me) != 0 && strcmp(name, "pending") != 0;
-}
-
-/* The current time as RFC 3339 UTC ("2026-12-03T09:00:00Z"), for status timestamps. */
-static void utc_now(char *out, size_t n)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 static int patch_current_primary(struct runner *rn, struct op_err *err)
@@ -992,7 +1046,9 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		inst_lease_prove(&rn.lease, inst_lease_now());
 	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, true, &src.fast, err)))
 		goto out;
-	if ((r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)) ||
+	/* an interrupted re-clone first: PGDATA may be absent or a partial clone */
+	if ((r = inst_reclone_leftover(o->paths.pgdata, o->pod_name, err)) ||
+	    (r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)) ||
 	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err))) /* never reclaimed */
 		goto out;
 	r = inst_mkdir_p(run, 0700, err);

@@ -46,6 +46,8 @@ void inst_pg_status_done(struct inst_pg_status *s)
 	free(s->loaded_configuration_hash);
 	free(s->session_id);
 	free(s->pod_name);
+	free(s->reclone_source);
+	free(s->reclone_at);
 	for (size_t i = 0; i < s->n_repl; i++)
 		repl_done(&s->repl[i]);
 	free(s->repl);
@@ -142,6 +144,14 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 			e = e ? e : slot_json(out, &s->slots[i]);
 		}
 		e = e ? e : op_buf_addc(out, ']');
+	}
+	if (e == 0 && s->reclone_at) {
+		bool rf = true;
+		e = op_buf_adds(out, ",\"recloned\":{");
+		e = e ? e : kv_int(out, &rf, "pgRewindExitStatus", s->reclone_rewind_status);
+		e = e ? e : kv_str(out, &rf, "source", s->reclone_source);
+		e = e ? e : kv_str(out, &rf, "time", s->reclone_at);
+		e = e ? e : op_buf_addc(out, '}');
 	}
 	e = e ? e : kv_str(out, &f, "loadedConfigurationHash", s->loaded_configuration_hash);
 	e = e ? e : kv_str(out, &f, "sessionID", s->session_id);

@@ -606,6 +606,18 @@ static void test_status_json(void **state)
 	json_object *si = json_object_array_get_idx(op_json_at(o, "replicationSlotsInfo"), 0);
 	assert_string_equal(op_json_str_at(si, "slotName"), "_cnpg_c_2");
 	assert_true(json_object_get_boolean(op_json_at(si, "active")));
+	assert_null(op_json_at(o, "recloned")); /* no re-clone: omitted */
+	json_object_put(o);
+	/* pg_rewind failed and the manager re-cloned: reported for the Event */
+	s.reclone_rewind_status = 1;
+	s.reclone_source = op_strdup("c-rw");
+	s.reclone_at = op_strdup("2026-12-04T19:00:00Z");
+	op_buf_reset(&out);
+	assert_int_equal(inst_status_to_json(&s, &out), 0);
+	assert_int_equal(op_json_parse(out.data, out.len, 16, &o, NULL), 0);
+	assert_int_equal(json_object_get_int64(op_json_at(o, "recloned.pgRewindExitStatus")), 1);
+	assert_string_equal(op_json_str_at(o, "recloned.source"), "c-rw");
+	assert_string_equal(op_json_str_at(o, "recloned.time"), "2026-12-04T19:00:00Z");
 	json_object_put(o);
 	inst_pg_status_done(&s);
 	inst_pg_status_done(&s); /* idempotent */
