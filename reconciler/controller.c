@@ -438,6 +438,7 @@ struct rc_controller *rc_controller_free(struct rc_controller *c)
 		free(c->states[i].uid);
 		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
 		rc_strv_free(&c->states[i].sync_set, &c->states[i].n_sync_set);
+		rc_strv_free(&c->states[i].reclones, &c->states[i].n_reclones);
 		pki_pair_done(&c->states[i].client);
 	}
 	free(c->states);

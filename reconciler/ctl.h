@@ -39,6 +39,8 @@ struct rc_cluster_state {
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 	char **sync_set;             /* owned: replicas the primary last reported sync/quorum */
 	size_t n_sync_set;
+	char **reclones;             /* owned: "pod\tid" of the re-clones already reported */
+	size_t n_reclones;
 };
 
 /* Reconcile outcomes, the `result` label of pgop_reconcile_*. */
@@ -99,6 +101,12 @@ void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance
  * Thread-safe (mu). */
 void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc);
 void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n);
+/* True the first time Cluster key's instance pod reports the re-clone id
+ * (its sessionID and time, rc_reclone_report): the caller records the Event
+ * RewindFailedRecloned. One id is remembered per pod, by this process only
+ * (an operator restart reports a still-running manager's re-clone once
+ * more). Thread-safe (mu). */
+bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, const char *id);
 /* Counts reconciles in a row of Cluster key where no Ready instance answered
  * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
  * non-failing call resets the count and returns 0. Thread-safe (mu). */

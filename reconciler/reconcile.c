@@ -802,6 +802,27 @@ static int ensure_objects(struct rc_run *r)
 	return ret;
 }
 
+/* An instance whose pg_rewind failed re-cloned its data (instance/reclone.c)
+ * and says so in its /pg/status: one Event per re-clone. The instance
+ * managers have no RBAC for Events (docs/instance-contract.md). */
+static void reclone_events(struct rc_run *r, const struct inventory *inv)
+{
+	for (size_t i = 0; i < inv->n; i++) {
+		const struct rc_instance *in = &inv->v[i];
+		struct rc_reclone_report rep;
+		if (!in->has_status || rc_reclone_report(in->doc, &rep) != 1)
+			continue;
+		_cleanup_free_ char *id = op_asprintf("%s %s", rep.session_id ? rep.session_id : "",
+						      rep.time);
+		if (rc_note_reclone(r->ctl, r->key, in->name, id))
+			rc_event(r, "Warning", "RewindFailedRecloned",
+				 "pg_rewind failed on %s (exit status %lld): re-cloned it from %s "
+				 "at %s",
+				 in->name, (long long)rep.rewind_status,
+				 rep.source ? rep.source : "the primary", rep.time);
+	}
+}
+
 /* An Event when the set of instances waiting for a restart grows or changes. */
 static void pending_restart_event(struct rc_run *r, const struct status_base *b)
 {
@@ -854,6 +875,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		ret = rc_rollout_step(r, inv.v, inv.n, inv.pods);
 	fill_instances_status(r, &inv);
 	pending_restart_event(r, b);
+	reclone_events(r, &inv);
 	bool status_error = false;
 	if (ret == 0) {
 		bool any_ready = false, any_status = false;

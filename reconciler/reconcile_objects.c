@@ -364,6 +364,29 @@ void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size
 	pthread_mutex_unlock(&c->mu);
 }
 
+bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, const char *id)
+{
+	_cleanup_free_ char *entry = op_asprintf("%s\t%s", pod, id);
+	size_t plen = strlen(pod);
+	bool fresh = true;
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = state_get(c, key);
+	size_t i = 0;
+	for (; i < s->n_reclones; i++)
+		if (strncmp(s->reclones[i], pod, plen) == 0 && s->reclones[i][plen] == '\t')
+			break;
+	if (i == s->n_reclones) {
+		rc_strv_push(&s->reclones, &s->n_reclones, entry);
+	} else if (strcmp(s->reclones[i], entry) == 0) {
+		fresh = false;
+	} else {
+		free(s->reclones[i]);
+		s->reclones[i] = TAKE_PTR(entry);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return fresh;
+}
+
 long rc_note_status_error(struct rc_controller *c, const char *key, bool failing)
 {
 	pthread_mutex_lock(&c->mu);

@@ -120,6 +120,20 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 	return 0;
 }
 
+int rc_reclone_report(json_object *doc, struct rc_reclone_report *ret)
+{
+	json_object *rc = op_json_at(doc, "recloned");
+	const char *time = op_json_key_str(rc, "time");
+	if (!json_object_is_type(rc, json_type_object) || !time || !*time)
+		return 0;
+	*ret = (struct rc_reclone_report){ .session_id = op_json_key_str(doc, "sessionID"),
+					   .source = op_json_key_str(rc, "source"),
+					   .time = time };
+	if (op_json_key_i64(rc, "pgRewindExitStatus", &ret->rewind_status) != 1)
+		ret->rewind_status = -1;
+	return 1;
+}
+
 static int cmp_u64_desc(uint64_t a, uint64_t b)
 {
 	return a > b ? -1 : a < b ? 1 : 0;

@@ -65,6 +65,20 @@ int rc_lsn_parse(const char *s, uint64_t *ret);
  * -EINVAL when it is not an object or a field has the wrong type. */
 int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_err *err);
 
+/* An instance's report that pg_rewind failed and it re-cloned its data (its
+ * /pg/status `recloned`, docs/instance-contract.md); strings borrowed from
+ * the document. */
+struct rc_reclone_report {
+	const char *session_id; /* the manager process that did it (sessionID) */
+	const char *source;     /* the host it cloned from */
+	const char *time;       /* when, RFC 3339 */
+	int64_t rewind_status;  /* pg_rewind's exit status */
+};
+/* 1 with *ret filled when doc (a /pg/status answer, borrowed, may be NULL)
+ * reports a re-clone; 0 when it does not (absent, or not an object with a
+ * time). */
+int rc_reclone_report(json_object *doc, struct rc_reclone_report *ret);
+
 /* Sorts like CNPG PostgresqlStatusList.Less: instances without status last,
  * primaries first, then higher receivedLsn, then higher replayLsn, then name. */
 void rc_instances_sort(struct rc_instance *v, size_t n);

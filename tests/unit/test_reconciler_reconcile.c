@@ -683,6 +683,29 @@ static void test_sync_set_memory(void **state)
 	env_stop(&e);
 }
 
+/* RewindFailedRecloned once per re-clone: an id (session and time) is new
+ * once per pod; another re-clone of the same pod, or of another pod, is new
+ * again; Clusters are kept apart */
+static void test_reclone_memory(void **state)
+{
+	struct fake f = { .clusters = "[]" };
+	struct env e;
+	env_start(&e, &f, NULL);
+	assert_true(rc_note_reclone(e.rc, "db/c", "c-1", "s1 t1"));
+	assert_false(rc_note_reclone(e.rc, "db/c", "c-1", "s1 t1")); /* the next reconciles */
+	assert_true(rc_note_reclone(e.rc, "db/c", "c-2", "s2 t1"));
+	assert_false(rc_note_reclone(e.rc, "db/c", "c-1", "s1 t1"));
+	assert_true(rc_note_reclone(e.rc, "db/other", "c-1", "s1 t1"));
+	/* c-1's manager restarted and re-cloned again */
+	assert_true(rc_note_reclone(e.rc, "db/c", "c-1", "s3 t2"));
+	assert_false(rc_note_reclone(e.rc, "db/c", "c-1", "s3 t2"));
+	assert_false(rc_note_reclone(e.rc, "db/c", "c-2", "s2 t1"));
+	/* a pod name that is a prefix of another is its own pod */
+	assert_true(rc_note_reclone(e.rc, "db/c", "c-", "s1 t1"));
+	assert_false(rc_note_reclone(e.rc, "db/c", "c-2", "s2 t1"));
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,6 +718,7 @@ int main(void)
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 		cmocka_unit_test(test_sync_set_memory),
+		cmocka_unit_test(test_reclone_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

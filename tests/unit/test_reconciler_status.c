@@ -104,6 +104,40 @@ static void test_parse_status(void **state)
 #define INST_RESTARTING(n, s)                                                                      \
 	{ .name = (char *)(n), .serial = (s), .restarting = true, .pod_ready = true }
 
+/* An instance's /pg/status `recloned` (pg_rewind failed, data cloned again):
+ * read for the Event; absent or malformed is no report. */
+static void test_reclone_report(void **state)
+{
+	struct rc_reclone_report rep;
+	json_object *st = parse("{\"sessionID\":\"s1\",\"recloned\":{\"pgRewindExitStatus\":1,"
+				"\"source\":\"c-rw\",\"time\":\"2026-12-04T19:00:00Z\"}}");
+	assert_int_equal(rc_reclone_report(st, &rep), 1);
+	assert_string_equal(rep.session_id, "s1");
+	assert_string_equal(rep.source, "c-rw");
+	assert_string_equal(rep.time, "2026-12-04T19:00:00Z");
+	assert_int_equal(rep.rewind_status, 1);
+	json_object_put(st);
+	static const char *const none[] = {
+		"{\"isPrimary\":false}",                          /* no re-clone */
+		"{\"recloned\":true}",                            /* not an object */
+		"{\"recloned\":{\"pgRewindExitStatus\":1}}",       /* no time */
+		"{\"recloned\":{\"time\":\"\"}}",                 /* empty time */
+		"{\"recloned\":{\"time\":7}}",
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		st = parse(none[i]);
+		assert_int_equal(rc_reclone_report(st, &rep), 0);
+		json_object_put(st);
+	}
+	assert_int_equal(rc_reclone_report(NULL, &rep), 0);
+	/* without an exit status (or without a session): still a report */
+	st = parse("{\"recloned\":{\"time\":\"t\"}}");
+	assert_int_equal(rc_reclone_report(st, &rep), 1);
+	assert_int_equal(rep.rewind_status, -1);
+	assert_null(rep.session_id);
+	json_object_put(st);
+}
+
 static void test_sort(void **state)
 {
 	struct rc_instance v[] = {
@@ -552,6 +586,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lsn),
 		cmocka_unit_test(test_parse_status),
+		cmocka_unit_test(test_reclone_report),
 		cmocka_unit_test(test_sort),
 		cmocka_unit_test(test_failover_table),
 		cmocka_unit_test(test_status_patch),
