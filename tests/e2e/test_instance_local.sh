@@ -6,7 +6,10 @@
 # with certificates made by certtool and the Cluster read from a file
 # (--cluster-file). Checks /pg/status over TLS (primary, timeline, streaming
 # standby, HA slot), the operator-certificate rules of /pg/status,
-# `pgop instance status`, `pgop bootstrap`, and a clean SIGTERM shutdown.
+# `pgop instance status`, `pgop bootstrap`, a switchover whose old primary
+# rewinds, a split brain whose old primary recycled the WAL pg_rewind needs
+# (pg_rewind fails for real, the manager re-clones), and a clean SIGTERM
+# shutdown.
 # Usage: test_instance_local.sh [PGOP_BIN]. Prints "N passed, N failed"; exits 77
 # (skipped) without root; fails without the postgres user, PostgreSQL 15 or the tools.
 set -uo pipefail
@@ -130,7 +133,7 @@ AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --)
 as_pg() { "${AS_PG[@]}" "$@"; }
 common() { # common N
 	echo --pgdata "$T/i$1/pgdata" --controller-dir "$T/i$1/controller" --certs-dir "$T/certs" \
-		--secrets-dir "$T/secrets" --cluster-file "$T/cluster.json" --pod-name "$C-$1" \
+		--secrets-dir "$T/secrets" --cluster-file "${CF:-$T/cluster.json}" --pod-name "$C-$1" \
 		--cluster-name "$C"
 }
 CURL=(curl -sS --max-time 10 --cacert "$T/pki/ca.crt")
@@ -243,9 +246,10 @@ e2e_wait_for reloaded 20
 check "a Cluster change is rendered and reloaded" reloaded
 
 # ---- switchover: promote pgtest-2, the old primary rewinds and follows ----
-set_status() { # set_status JQ-EXPR
-	jq "$1" "$T/cluster.json" >"$T/cluster.json.new" && mv "$T/cluster.json.new" "$T/cluster.json"
-	chmod 644 "$T/cluster.json"
+set_status() { # [CF=FILE] set_status JQ-EXPR (default FILE: cluster.json)
+	local f=${CF:-$T/cluster.json}
+	jq "$1" "$f" >"$f.new" && mv "$f.new" "$f"
+	chmod 644 "$f"
 }
 e2e_log "switchover to $C-2"
 # currentPrimary as the first primary's patch would have left it: the standby
@@ -283,6 +287,105 @@ slot1() {
 		>/dev/null
 }
 check "the new primary keeps the HA slot of the old one" slot1
+
+# ---- pg_rewind cannot work: the old primary re-clones ----------------------
+# A split brain of the kind the lease prevents when both instances read one API
+# server (docs/internals/failover.md): pgtest-1 reads its own copy of the
+# Cluster (cluster-1.json), which promotes it, while pgtest-2 keeps reading
+# cluster.json, which still names it the primary: it keeps running and writing.
+# It switches WAL segments and checkpoints with wal_keep_size 0 and no slot
+# holding the divergence's segment, so the WAL from before the divergence, which
+# pg_rewind must read, is recycled. Then pgtest-2 learns it was replaced, stops,
+# and its next start runs pg_rewind, which fails for real: the manager re-clones.
+e2e_log "pg_rewind cannot work: split brain, the old primary's WAL recycled"
+pg1() { as_pg psql -h "$T/i1/controller/run" -p "$P1" -U postgres -d app -v ON_ERROR_STOP=1 -Atqc "$1"; }
+pg2() { as_pg psql -h "$T/i2/controller/run" -p "$P2" -U postgres -d app -v ON_ERROR_STOP=1 -Atqc "$1"; }
+set_status '.spec.postgresql.parameters.wal_keep_size = "0"'
+keep0() { test "$(pg2 "SHOW wal_keep_size")" = 0; }
+e2e_wait_for keep0 20
+check "wal_keep_size 0 rendered and reloaded on the primary" keep0
+pg2 "CREATE TABLE reclone_probe(v text); INSERT INTO reclone_probe VALUES ('before')"
+replicated() { test "$(pg1 "SELECT count(*) FROM reclone_probe WHERE v = 'before'" 2>/dev/null)" = 1; }
+e2e_wait_for replicated 30
+check "a row written before the divergence reached pgtest-1" replicated
+# pgtest-1's manager restarts on its own copy of the Cluster
+kill -TERM "$RUN1"
+wait "$RUN1"
+cp "$T/cluster.json" "$T/cluster-1.json"
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(CF=$T/cluster-1.json common 1) --port "$P1" \
+	--status-listen "127.0.0.1:$S1" --primary-host 127.0.0.1 --primary-port "$P2" \
+	>"$T/run1c.log" 2>&1 &
+RUN1=$!
+PIDS=("$RUN2" "$RUN1")
+e2e_wait_for follows 60 || tail -20 "$T/run1c.log" >&2
+check "pgtest-1 streams again, reading cluster-1.json" follows
+# currentPrimary empty: pgtest-1 promotes without waiting for its WAL receiver
+CF=$T/cluster-1.json set_status '.status.targetPrimary = "pgtest-1" | .status.currentPrimary = ""'
+i1_primary() { test "$(status "$S1" | jq -r .isPrimary)" = true; }
+e2e_wait_for i1_primary 60 || tail -20 "$T/run1c.log" >&2
+check "pgtest-1 promotes while pgtest-2 stays primary (split brain)" \
+	test "$(status "$S1" | jq -r .isPrimary)$(status "$S2" | jq -r .isPrimary)" = truetrue
+TL1=$(status "$S1" | jq -r .timeLineID)
+DIVERGED_AT=$(tail -1 "$(printf '%s/i1/pgdata/pg_wal/%08X.history' "$T" "$TL1")" | cut -f2)
+check "the new primary's history names the divergence point" test -n "$DIVERGED_AT"
+SEG=$(pg2 "SELECT pg_walfile_name('$DIVERGED_AT')")
+# slots on the old primary holding the divergence's segment
+OLD_SLOTS="FROM pg_replication_slots WHERE restart_lsn IS NOT NULL
+           AND pg_walfile_name(restart_lsn) <= '$SEG'"
+recycled() { # the old primary writes on: rows only it has, new segments, a checkpoint
+	local i
+	for i in 1 2 3; do
+		pg2 "INSERT INTO reclone_probe VALUES ('diverged'); SELECT pg_switch_wal()" >/dev/null
+	done
+	# pgtest-2's manager keeps the HA slot of pgtest-1, reserved where pgtest-1
+	# stopped streaming (or where the manager created it again): dropped, it
+	# comes back at the current position, past the divergence's segment
+	pg2 "SELECT count(pg_drop_replication_slot(slot_name)) $OLD_SLOTS AND NOT active" >/dev/null
+	pg2 "CHECKPOINT"
+	test ! -e "$T/i2/pgdata/pg_wal/$SEG"
+}
+e2e_wait_for recycled 60
+check "no replication slot on the old primary retains the divergence's segment $SEG" \
+	test "$(pg2 "SELECT count(*) $OLD_SLOTS")" = 0
+check "the old primary recycled $SEG, the WAL segment of the divergence" \
+	test -n "$SEG" -a ! -e "$T/i2/pgdata/pg_wal/$SEG"
+pg1 "INSERT INTO reclone_probe VALUES ('new primary')"
+# pgtest-2 learns it was replaced (what pgtest-1's status patch does): it stops
+set_status '.status.targetPrimary = "pgtest-1" | .status.currentPrimary = "pgtest-1"'
+CF=$T/cluster-1.json set_status '.status.currentPrimary = "pgtest-1"'
+e2e_wait_for "! kill -0 $RUN2" 60
+wait "$RUN2"
+rc2=$?
+check "the replaced primary shuts down and exits non-zero (pod restart)" test "$rc2" -ne 0
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(common 2) --port "$P2" --status-listen "127.0.0.1:$S2" \
+	--primary-host 127.0.0.1 --primary-port "$P1" >"$T/run2b.log" 2>&1 &
+RUN2=$!
+PIDS=("$RUN1" "$RUN2")
+e2e_wait_for streaming 120 || tail -30 "$T/run2b.log" >&2
+check "the old primary ran pg_rewind" grep -q "running pg_rewind" "$T/run2b.log"
+check "pg_rewind failed for real: the WAL before the divergence is gone" \
+	grep -Eq "could not (open file|find previous WAL record)" "$T/run2b.log"
+FALLBACK=$(grep '"msg":"pg_rewind failed: re-cloning' "$T/run2b.log")
+check "the fallback is logged once, with pg_rewind's status and the source" \
+	test "$(jq -sc 'map({pgRewindStatus, source})' <<<"$FALLBACK")" = \
+	'[{"pgRewindStatus":"1","source":"127.0.0.1"}]'
+check "the old primary re-cloned and streams from the new primary" streaming
+S=$(status "$S2")
+check "pgtest-2 /pg/status reports the re-clone (recloned)" \
+	test "$(jq -c '.recloned | {pgRewindExitStatus, source}' <<<"$S")" = \
+	'{"pgRewindExitStatus":1,"source":"127.0.0.1"}'
+check "pgtest-2 is a replica on the new primary's timeline" \
+	test "$(jq -r '"\(.isPrimary) \(.timeLineID)"' <<<"$S")" = "false $TL1"
+check "pgtest-2 has the new primary's rows, none written only on the diverged old primary" \
+	test "$(pg2 "SELECT string_agg(v, ',' ORDER BY v) FROM reclone_probe")" = "before,new primary"
+pg1 "INSERT INTO reclone_probe VALUES ('after')"
+after() { test "$(pg2 "SELECT count(*) FROM reclone_probe WHERE v = 'after'")" = 1; }
+e2e_wait_for after 30
+check "a write on the new primary after the re-clone reaches pgtest-2" after
+check "the old data moved aside is removed once the clone completed" \
+	test ! -e "$T/i2/pgdata.rewind-failed"
 
 # ---- shutdown -----------------------------------------------------------
 kill -TERM "$RUN2" "$RUN1"
