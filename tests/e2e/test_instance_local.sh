@@ -363,7 +363,10 @@ check "the replaced primary shuts down and exits non-zero (pod restart)" test "$
 	--primary-host 127.0.0.1 --primary-port "$P1" >"$T/run2b.log" 2>&1 &
 RUN2=$!
 PIDS=("$RUN1" "$RUN2")
-e2e_wait_for streaming 120 || tail -30 "$T/run2b.log" >&2
+# not the primary's replicationInfo alone: pg_basebackup's WAL stream is named
+# pgtest-2 too while the clone runs
+recloned_streams() { status "$S2" | jq -e '.recloned and .isWalReceiverActive' >/dev/null; }
+e2e_wait_for recloned_streams 120 || tail -30 "$T/run2b.log" >&2
 check "the old primary ran pg_rewind" grep -q "running pg_rewind" "$T/run2b.log"
 check "pg_rewind failed for real: the WAL before the divergence is gone" \
 	grep -Eq "could not (open file|find previous WAL record)" "$T/run2b.log"
@@ -371,7 +374,8 @@ FALLBACK=$(grep '"msg":"pg_rewind failed: re-cloning' "$T/run2b.log")
 check "the fallback is logged once, with pg_rewind's status and the source" \
 	test "$(jq -sc 'map({pgRewindStatus, source})' <<<"$FALLBACK")" = \
 	'[{"pgRewindStatus":"1","source":"127.0.0.1"}]'
-check "the old primary re-cloned and streams from the new primary" streaming
+recloned_follows() { recloned_streams && streaming; }
+check "the old primary re-cloned and streams from the new primary" recloned_follows
 S=$(status "$S2")
 check "pgtest-2 /pg/status reports the re-clone (recloned)" \
 	test "$(jq -c '.recloned | {pgRewindExitStatus, source}' <<<"$S")" = \
