@@ -29,6 +29,8 @@
 #include "support/err.h"
 #include "support/http_server.h"
 
+struct rc_status_pool; /* reconciler/instance_client.h */
+
 #define AS_GROUP "live.postgresql.cnpg.io"
 #define AS_VERSION "v1"
 #define AS_GROUP_VERSION AS_GROUP "/" AS_VERSION
@@ -52,12 +54,14 @@ struct as_action {
 /* Where the data comes from (the reconciler in production, fakes in tests).
  * Arrays returned are owned by the caller. fetch fills v[0..n) (name, ip
  * set by the caller; v[i].doc on success, v[i].error otherwise) and must
- * return within about timeout_ms. */
+ * return within about timeout_ms; pool (borrowed, never NULL) keeps that
+ * Cluster's connections to its instances between fetches (one fetch at a
+ * time per pool: apiserver/snap.c). */
 struct as_source {
 	json_object *(*clusters)(void *ud, const char *ns); /* ns NULL = all */
 	json_object *(*pods)(void *ud, const char *ns, const char *cluster);
 	int (*fetch)(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
-		     size_t n, long timeout_ms, struct op_err *err);
+		     size_t n, long timeout_ms, struct rc_status_pool *pool, struct op_err *err);
 	/* The API client for SubjectAccessReviews and the authentication ConfigMap
 	 * (borrowed), NULL while not connected; NULL function = none (tests). */
 	struct kube_client *(*client)(void *ud);

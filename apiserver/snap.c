@@ -10,6 +10,11 @@
  * timeout + AS_MARGIN_MS and renders what the entry holds then (the last
  * answer, marked unreachable when the last fetch failed). Fetch threads are
  * detached; as_snaps_free waits for them.
+ *
+ * Each Cluster's fetches share one rc_status_pool (kept-alive connections to
+ * its instances: a refresh is then one HTTP request per instance instead of a
+ * mutual TLS handshake); a pool nobody used for POOL_IDLE_MS is closed by the
+ * next request.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,12 +22,15 @@
 #include <time.h>
 
 #include "apiserver/internal.h"
+#include "reconciler/instance_client.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "support/log.h"
+#include "support/metrics.h"
 
 #define FORGET_MS (10 * 60 * 1000) /* entries not asked for this long are dropped */
 #define MAX_FETCH_THREADS 64
+#define POOL_IDLE_MS (30 * 1000) /* a Cluster's kept-alive connections outlive its last fetch this long */
 
 struct entry {
 	char *key; /* "ns/pod" */
@@ -36,6 +44,13 @@ struct entry {
 	bool in_flight;
 };
 
+struct pool_ent {
+	char *key; /* "ns/cluster" */
+	struct rc_status_pool *pool;
+	int64_t used_ms; /* monotonic: end of the last fetch using it */
+	unsigned users;  /* fetch threads using it now */
+};
+
 struct as_snaps {
 	struct as_source src;
 	long max_age_ms, timeout_ms;
@@ -43,8 +58,23 @@ struct as_snaps {
 	pthread_cond_t cond;
 	struct entry *e;
 	size_t n, cap;
+	struct pool_ent *pools;
+	size_t n_pools, cap_pools;
 	unsigned threads; /* running fetch threads */
+	struct op_hist fetch_h; /* one Cluster's parallel fetch, start to end */
+	struct op_hist wait_h;  /* what a request waited for entries that were stale */
 };
+
+static int collect(void *ud, struct op_buf *out)
+{
+	struct as_snaps *s = ud;
+	int r = op_metrics_header(out, "pgop_live_fetch_duration_seconds", "histogram",
+				  "Duration of one Cluster's parallel /pg/status fetch for the live API");
+	r = r ? r : op_metrics_hist(out, "pgop_live_fetch_duration_seconds", NULL, &s->fetch_h);
+	r = r ? r : op_metrics_header(out, "pgop_live_wait_duration_seconds", "histogram",
+				      "Time a live API request waited for instance snapshots (0 when all were fresh)");
+	return r ? r : op_metrics_hist(out, "pgop_live_wait_duration_seconds", NULL, &s->wait_h);
+}
 
 int64_t as_now_ms(void)
 {
@@ -72,6 +102,10 @@ struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	op_hist_init(&s->fetch_h, &op_hist_bounds_http);
+	op_hist_init(&s->wait_h, &op_hist_bounds_http);
+	if (op_metrics_register(collect, s) < 0)
+		op_log_warn("live API: no room for its metrics collector");
 	return s;
 }
 
@@ -88,6 +122,7 @@ void as_snaps_free(struct as_snaps *s)
 {
 	if (!s)
 		return;
+	op_metrics_unregister(collect, s);
 	pthread_mutex_lock(&s->mu);
 	while (s->threads)
 		pthread_cond_wait(&s->cond, &s->mu);
@@ -95,6 +130,11 @@ void as_snaps_free(struct as_snaps *s)
 	for (size_t i = 0; i < s->n; i++)
 		entry_done(&s->e[i]);
 	free(s->e);
+	for (size_t i = 0; i < s->n_pools; i++) {
+		free(s->pools[i].key);
+		rc_status_pool_free(s->pools[i].pool);
+	}
+	free(s->pools);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cond);
 	free(s);
@@ -115,9 +155,50 @@ static struct entry *entry_get(struct as_snaps *s, const char *key)
 	return e;
 }
 
-/* Under mu: drops entries nobody asked for in FORGET_MS (not in flight). */
+/* Under mu: the pool of Cluster key, created when it has none; users++. */
+static struct rc_status_pool *pool_take(struct as_snaps *s, const char *key)
+{
+	struct pool_ent *p = NULL;
+	for (size_t i = 0; i < s->n_pools && !p; i++)
+		if (strcmp(s->pools[i].key, key) == 0)
+			p = &s->pools[i];
+	if (!p) {
+		if (s->n_pools == s->cap_pools) {
+			s->cap_pools = s->cap_pools ? s->cap_pools * 2 : 8;
+			s->pools = op_realloc(s->pools, s->cap_pools * sizeof(*s->pools));
+		}
+		p = &s->pools[s->n_pools++];
+		*p = (struct pool_ent){ .key = op_strdup(key), .pool = rc_status_pool_new() };
+	}
+	p->users++;
+	return p->pool;
+}
+
+/* Under mu: users-- of the pool of Cluster key. */
+static void pool_give(struct as_snaps *s, const char *key, int64_t now)
+{
+	for (size_t i = 0; i < s->n_pools; i++)
+		if (strcmp(s->pools[i].key, key) == 0) {
+			s->pools[i].users--;
+			s->pools[i].used_ms = now;
+			return;
+		}
+}
+
+/* Under mu: drops entries nobody asked for in FORGET_MS (not in flight) and
+ * closes the pools no fetch used for POOL_IDLE_MS. */
 static void forget_old(struct as_snaps *s, int64_t now)
 {
+	for (size_t i = 0; i < s->n_pools;) {
+		struct pool_ent *p = &s->pools[i];
+		if (!p->users && now - p->used_ms > POOL_IDLE_MS) {
+			free(p->key);
+			rc_status_pool_free(p->pool);
+			s->pools[i] = s->pools[--s->n_pools];
+		} else {
+			i++;
+		}
+	}
 	for (size_t i = 0; i < s->n;) {
 		if (!s->e[i].in_flight && now - s->e[i].used_ms > FORGET_MS) {
 			entry_done(&s->e[i]);
@@ -131,6 +212,8 @@ static void forget_old(struct as_snaps *s, int64_t now)
 struct job {
 	struct as_snaps *s;
 	char *ns, *cluster;
+	char *pool_key;               /* "ns/cluster", owned */
+	struct rc_status_pool *pool;  /* borrowed from s->pools while the job runs */
 	struct rc_instance *v; /* name = pod, ip */
 	char **keys;
 	size_t n;
@@ -144,6 +227,7 @@ static void job_free(struct job *j)
 	}
 	free(j->v);
 	free(j->keys);
+	free(j->pool_key);
 	free(j->ns);
 	free(j->cluster);
 	free(j);
@@ -154,9 +238,13 @@ static void *fetch_main(void *arg)
 	struct job *j = arg;
 	struct as_snaps *s = j->s;
 	struct op_err err = OP_ERR_INIT;
-	int r = s->src.fetch(s->src.ud, j->ns, j->cluster, j->v, j->n, s->timeout_ms, &err);
+	int64_t t0 = as_now_ms();
+	int r = s->src.fetch(s->src.ud, j->ns, j->cluster, j->v, j->n, s->timeout_ms, j->pool,
+			     &err);
 	int64_t now = as_now_ms(), wall = as_wall_ms();
+	op_hist_observe(&s->fetch_h, (uint64_t)(now - t0) * 1000000);
 	pthread_mutex_lock(&s->mu);
+	pool_give(s, j->pool_key, now);
 	for (size_t i = 0; i < j->n; i++) {
 		struct entry *e = entry_get(s, j->keys[i]);
 		e->in_flight = false;
@@ -197,6 +285,8 @@ static void start_job(struct as_snaps *s, struct job *j)
 		job_free(j);
 		return;
 	}
+	j->pool_key = op_asprintf("%s/%s", j->ns, j->cluster);
+	j->pool = pool_take(s, j->pool_key);
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -204,6 +294,7 @@ static void start_job(struct as_snaps *s, struct job *j)
 	s->threads++;
 	if (pthread_create(&t, &at, fetch_main, j) != 0) {
 		s->threads--;
+		pool_give(s, j->pool_key, as_now_ms());
 		for (size_t i = 0; i < j->n; i++)
 			entry_get(s, j->keys[i])->in_flight = false;
 		job_free(j);
@@ -286,6 +377,7 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		start_job(s, j);
 	}
 	/* wait until none of ours is in flight, or the deadline */
+	int64_t wait0 = as_now_ms();
 	for (;;) {
 		bool busy = false;
 		for (size_t c = 0; c < nc && !busy; c++)
@@ -311,6 +403,7 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		}
 		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
 	}
+	op_hist_observe(&s->wait_h, (uint64_t)(as_now_ms() - wait0) * 1000000);
 	/* copy out what the entries hold */
 	for (size_t c = 0; c < nc; c++) {
 		size_t np = json_object_array_length(out[c].pods);

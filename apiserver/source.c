@@ -29,12 +29,12 @@ static json_object *pods(void *ud, const char *ns, const char *cluster)
 }
 
 static int fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v, size_t n,
-		 long timeout_ms, struct op_err *err)
+		 long timeout_ms, struct rc_status_pool *pool, struct op_err *err)
 {
 	struct rc_controller *rc = rc_runner_controller(ud);
 	if (!rc)
 		return op_err_set(err, -ENOTCONN, "reconciler not running yet");
-	return rc_live_fetch(rc, ns, cluster, v, n, timeout_ms, err);
+	return rc_live_fetch(rc, ns, cluster, v, n, timeout_ms, pool, err);
 }
 
 static int act(void *ud, const char *ns, const char *name, const struct as_action *a,

@@ -87,12 +87,18 @@ raw() { # the same Table request through kube-apiserver's aggregator, without ku
 		--max-time 10 -H "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json" \
 		"$PGOP_E2E_APISERVER/apis/$G/v1/clusters"
 }
+hist_sum_count() { # NAME: the histogram's sum (s), count and count <= 1 ms from the metrics text
+	awk -v n="$1" '$1 == n "_sum" { s = $2 } $1 == n "_count" { c = $2 }
+		index($1, n "_bucket{le=\"0.001\"}") == 1 { f = $2 } END { printf "%s %s %s\n", s + 0, c + 0, f + 0 }'
+}
 measure() { # LABEL
 	: >"$tmp/agg" && : >"$tmp/dir" && : >"$tmp/raw" && : >"$tmp/crd"
-	read -r s0 c0 < <(metrics | live_sum_count)
+	metrics >"$tmp/m0"
+	read -r s0 c0 < <(live_sum_count <"$tmp/m0")
 	for _ in $(seq 1 "$N"); do ms kubectl get clusters.live -A >>"$tmp/agg"; done
 	read -r s1 c1 < <(metrics | live_sum_count)
 	for _ in $(seq 1 "$N"); do ms direct >>"$tmp/dir"; done
+	metrics >"$tmp/m1"
 	for _ in $(seq 1 "$N"); do ms raw >>"$tmp/raw"; done
 	for _ in $(seq 1 "$N"); do ms kubectl get clusters.postgresql -A >>"$tmp/crd"; done
 	read -r a50 a99 < <(pct "$tmp/agg")
@@ -113,6 +119,16 @@ measure() { # LABEL
 	awk -v s0="$s0" -v s1="$s1" -v c0="$c0" -v c1="$c1" -v l="$1" 'BEGIN { if (c1 > c0)
 		printf "METRIC live_pgop_server_%s_requests=%d\nMETRIC live_pgop_server_%s_mean_ms=%.1f\n",
 			l, c1 - c0, l, (s1 - s0) * 1000 / (c1 - c0) }'
+	# inside pgop: one Cluster's instance fetch (background or waited for) and what the
+	# requests of the kubectl and direct runs waited for snapshots
+	local h
+	for h in fetch wait; do
+		read -r hs0 hc0 hf0 < <(hist_sum_count "pgop_live_${h}_duration_seconds" <"$tmp/m0")
+		read -r hs1 hc1 hf1 < <(hist_sum_count "pgop_live_${h}_duration_seconds" <"$tmp/m1")
+		awk -v a="$hs0" -v b="$hs1" -v c="$hc0" -v d="$hc1" -v f="$hf0" -v g="$hf1" -v l="$1" -v h="$h" 'BEGIN {
+			if (d > c) printf "METRIC live_pgop_%s_%s_count=%d\nMETRIC live_pgop_%s_%s_mean_ms=%.1f\nMETRIC live_pgop_%s_%s_over_1ms=%d\n",
+				h, l, d - c, h, l, (b - a) * 1000 / (d - c), h, l, (d - c) - (g - f) }'
+	done
 	e2e_log "slowest kubectl runs (ms): $(sort -n "$tmp/agg" | tail -3 | tr '\n' ' ')"
 	# connections to pgop's port seen from the host (kube-apiserver's aggregator and curl):
 	# many TIME-WAIT = a new TLS connection per request

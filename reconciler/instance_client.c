@@ -7,6 +7,7 @@
  * also makes the call work with readOnlyRootFilesystem and no writable /tmp. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,72 @@ static int creds_make(struct creds *c, const char *ca_pem, const struct pki_pair
 					    strlen(client->key_pem), err);
 	}
 	return r;
+}
+
+struct rc_status_pool {
+	pthread_mutex_t mu; /* held by the fetch using the pool */
+	CURLM *m;           /* its connection cache; NULL until first used */
+	struct creds c;     /* what the connections were made with */
+	char *ca_pem, *cert_pem; /* owned copies, to notice a new pair */
+};
+
+struct rc_status_pool *rc_status_pool_new(void)
+{
+	struct rc_status_pool *p = op_calloc(1, sizeof(*p));
+	pthread_mutex_init(&p->mu, NULL);
+	p->c = (struct creds){ OP_MEMFILE_INIT, OP_MEMFILE_INIT, OP_MEMFILE_INIT };
+	return p;
+}
+
+static void pool_reset(struct rc_status_pool *p)
+{
+	if (p->m)
+		curl_multi_cleanup(p->m); /* closes the cached connections */
+	p->m = NULL;
+	creds_done(&p->c);
+	free(p->ca_pem);
+	free(p->cert_pem);
+	p->ca_pem = p->cert_pem = NULL;
+}
+
+void rc_status_pool_free(struct rc_status_pool *p)
+{
+	if (!p)
+		return;
+	pool_reset(p);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+static bool same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Under p->mu: the pool's multi handle and credentials for this CA and
+ * client pair, rebuilt (old connections closed) when either changed. */
+static int pool_prepare(struct rc_status_pool *p, const char *ca_pem,
+			const struct pki_pair *client, struct op_err *err)
+{
+	const char *cert = client && client->key_pem ? client->cert_pem : NULL;
+	if (p->m && same(p->ca_pem, ca_pem) && same(p->cert_pem, cert))
+		return 0;
+	pool_reset(p);
+	int r = creds_make(&p->c, ca_pem, client, err);
+	if (r < 0) {
+		pool_reset(p);
+		return r;
+	}
+	p->m = curl_multi_init();
+	if (!p->m) {
+		pool_reset(p);
+		return op_err_set(err, -ENOMEM, "curl_multi_init failed");
+	}
+	/* room for every instance of a Cluster (the default is 4 x the handles added) */
+	curl_multi_setopt(p->m, CURLMOPT_MAXCONNECTS, 32L);
+	p->ca_pem = op_strdup(ca_pem);
+	p->cert_pem = cert ? op_strdup(cert) : NULL;
+	return 0;
 }
 
 struct xfer {
@@ -144,6 +211,9 @@ static int setup(struct xfer *x, const struct creds *c, const struct rc_fetch_op
 			       ? RC_STATUS_CONNECT_SILENT_MS
 			       : timeout;
 	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect) != CURLE_OK;
+	/* a kept-alive connection to a silent instance would wait the whole timeout for
+	 * an answer that does not come: it gets a new one, with the short connect timeout */
+	bad |= curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, x->in->silent ? 1L : 0L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK; /* chain only */
 	bad |= curl_easy_setopt(h, CURLOPT_CAINFO, c->ca.path) != CURLE_OK;
@@ -170,13 +240,28 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		return op_err_set(err, -EINVAL, "no cluster CA certificate");
 	if (n == 0)
 		return 0;
-	struct creds c = { OP_MEMFILE_INIT, OP_MEMFILE_INIT, OP_MEMFILE_INIT };
-	int r = creds_make(&c, ca_pem, client, err);
-	if (r < 0) {
-		creds_done(&c);
-		return r;
+	struct creds own = { OP_MEMFILE_INIT, OP_MEMFILE_INIT, OP_MEMFILE_INIT };
+	struct rc_status_pool *pool = o.pool && pthread_mutex_trylock(&o.pool->mu) == 0 ? o.pool
+											 : NULL;
+	const struct creds *cp = &own;
+	CURLM *m = NULL;
+	int r;
+	if (pool) {
+		r = pool_prepare(pool, ca_pem, client, err);
+		if (r < 0) {
+			pthread_mutex_unlock(&pool->mu);
+			return r;
+		}
+		cp = &pool->c;
+		m = pool->m;
+	} else {
+		r = creds_make(&own, ca_pem, client, err);
+		if (r < 0) {
+			creds_done(&own);
+			return r;
+		}
+		m = curl_multi_init();
 	}
-	CURLM *m = curl_multi_init();
 	struct xfer *xs = op_calloc(n, sizeof(*xs));
 	if (!m) {
 		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
@@ -191,7 +276,7 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 			set_error(&v[i], "no pod IP");
 			continue;
 		}
-		r = setup(&xs[i], &c, &o, err);
+		r = setup(&xs[i], cp, &o, err);
 		if (r < 0)
 			goto out;
 		if (curl_multi_add_handle(m, xs[i].h) != CURLM_OK) {
@@ -233,8 +318,14 @@ out:
 		op_buf_done(&xs[i].body);
 	}
 	free(xs);
-	if (m)
-		curl_multi_cleanup(m);
-	creds_done(&c);
+	if (pool) {
+		if (r < 0)
+			pool_reset(pool); /* a failed call set: start over next time */
+		pthread_mutex_unlock(&pool->mu); /* the connections stay in pool->m */
+	} else {
+		if (m)
+			curl_multi_cleanup(m);
+		creds_done(&own);
+	}
 	return r;
 }

@@ -28,10 +28,25 @@
 #define RC_STATUS_CONNECT_SILENT_MS 300
 #define RC_STATUS_BODY_MAX (1024u * 1024) /* one /pg/status answer */
 
+/* Kept-alive connections to one Cluster's instances: a curl multi handle
+ * (its connection cache) and the credentials as memory files, reused by
+ * rc_fetch_statuses while the CA and client certificate stay the same (a new
+ * pair closes the old connections). Without it every fetch is one full mutual
+ * TLS handshake per instance (bench/live.sh: most of the live API's CPU).
+ * One fetch uses a pool at a time; a second concurrent fetch with the same
+ * pool goes without (one-off connections). An instance marked silent always
+ * gets a fresh connection (its short connect timeout applies). */
+struct rc_status_pool;
+/* Never NULL (aborts on OOM). Free with rc_status_pool_free, which closes the
+ * connections; not while a fetch uses the pool. NULL is accepted. */
+struct rc_status_pool *rc_status_pool_new(void);
+void rc_status_pool_free(struct rc_status_pool *p);
+
 struct rc_fetch_opts {
 	long timeout_ms;   /* per instance, connect included; 0 = 2000 */
 	unsigned port;     /* 0 = 8000 (tests use others) */
 	const char *path;  /* NULL = "/pg/status" */
+	struct rc_status_pool *pool; /* borrowed, NULL = one-off connections */
 };
 
 /* Fills the status of every v[i] that has an ip (rc_instance_parse_status);

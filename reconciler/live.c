@@ -52,7 +52,8 @@ json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *c
 }
 
 int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
-		  struct rc_instance *v, size_t n, long timeout_ms, struct op_err *err)
+		  struct rc_instance *v, size_t n, long timeout_ms, struct rc_status_pool *pool,
+		  struct op_err *err)
 {
 	json_object *obj = rc_cache_get(c, RC_INF_CLUSTERS, ns, cluster);
 	if (!obj)
@@ -80,7 +81,7 @@ int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
 	run.ca.key_pem = TAKE_PTR(d.key);
 	r = rc_ensure_client_cert(&run);
 	if (r >= 0) {
-		struct rc_fetch_opts fo = { .timeout_ms = timeout_ms };
+		struct rc_fetch_opts fo = { .timeout_ms = timeout_ms, .pool = pool };
 		r = rc_fetch_statuses(run.ca.cert_pem, run.client.cert_pem ? &run.client : NULL, v,
 				      n, &fo, err);
 	}
@@ -136,7 +137,7 @@ static int view_load(struct rc_controller *c, const char *ns, const char *cluste
 			w->n++;
 	if (w->n) {
 		struct op_err e = OP_ERR_INIT;
-		if (rc_live_fetch(c, ns, cluster, w->v, w->n, timeout_ms, &e) < 0)
+		if (rc_live_fetch(c, ns, cluster, w->v, w->n, timeout_ms, NULL, &e) < 0)
 			for (size_t i = 0; i < w->n; i++)
 				if (!w->v[i].error)
 					w->v[i].error = op_strdup(e.msg);

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
+#include "reconciler/instance_client.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/status.h"
 #include "support/err.h"
@@ -25,10 +26,12 @@ json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *c
  * each bounded by timeout_ms, with the cluster CA from the `<c>-ca` Secret in
  * the cache and the operator client certificate the reconciler keeps for the
  * Cluster (issued when it has none yet). Fills v[i] like rc_fetch_statuses
- * (v[i].doc = the answer). Returns the number that answered or -errno
+ * (v[i].doc = the answer), over pool's kept-alive connections (borrowed,
+ * NULL = one-off ones). Returns the number that answered or -errno
  * (-ENOENT: Cluster or CA Secret not cached). */
 int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
-		  struct rc_instance *v, size_t n, long timeout_ms, struct op_err *err);
+		  struct rc_instance *v, size_t n, long timeout_ms, struct rc_status_pool *pool,
+		  struct op_err *err);
 
 /* POST clusters/NAME/switchover: makes target (NULL or "" = the most
  * advanced healthy streaming replica, rc_switchover_pick) the primary.

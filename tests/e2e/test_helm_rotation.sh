@@ -7,9 +7,14 @@
 #    least twice and rotates the CA once (new CA published, leaf re-issued from it, old CA
 #    dropped): zero failed requests, both replicas served requests, every observed
 #    caBundle is CA-only;
+#  - meanwhile a second client polls the aggregated live API every 200 ms (APIService
+#    v1.live.postgresql.cnpg.io Available, and `kubectl get clusters.live -A` through the
+#    aggregator, which verifies pgop's serving certificate against the APIService caBundle):
+#    zero failures, and the APIService caBundle is CA-only and equals the CA Secret after;
 #  - killing the leader pod (SIGKILL, no Lease release): another replica takes the Lease
 #    and keeps rotating.
-# Prints METRIC rotation_requests, rotation_failed_requests (must be 0), leaf/CA rotations.
+# Prints METRIC rotation_requests, rotation_failed_requests (must be 0), leaf/CA rotations,
+# rotation_live_polls, rotation_live_failed_polls (must be 0).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -27,10 +32,13 @@ CHART=$(cd "$E2E_DIR/../../charts/pgop" && pwd)
 
 ns=$(e2e_ns helm-rot)
 tmp=$(mktemp -d)
-load_pid=
+load_pid= live_pid=
 cleanup() {
-	[ -z "$load_pid" ] || kill "$load_pid" 2>/dev/null || true
-	[ -z "$load_pid" ] || wait "$load_pid" 2>/dev/null || true
+	local p
+	for p in $load_pid $live_pid; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	timeout 90 helm uninstall r1 -n "$ns" --timeout 60s >/dev/null 2>&1 || true
 	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 	rm -rf "$tmp"
@@ -68,6 +76,29 @@ touch "$tmp/ok" "$tmp/failed"
 load &
 load_pid=$!
 
+# live: the aggregated API every 200 ms - the APIService Available and a request through
+# the aggregator to pgop (kube-apiserver checks pgop's certificate against the APIService
+# caBundle the certificate manager keeps: a stale bundle fails the request)
+G=live.postgresql.cnpg.io
+avail() { kubectl get apiservice "v1.$G" -o jsonpath='{.status.conditions[?(@.type=="Available")].status}'; }
+e2e_wait_for '[ "$(avail)" = True ]' 120 1 || e2e_fail "APIService v1.$G not Available after install"
+live() {
+	local a out
+	while [ ! -f "$tmp/stop" ]; do
+		a=$(avail 2>&1)
+		if [ "$a" = True ]; then echo ok >>"$tmp/live_ok"; else echo "$(date +%T.%N) apiservice: $a" >>"$tmp/live_failed"; fi
+		if out=$(kubectl get clusters.live -n "$ns" 2>&1); then
+			echo ok >>"$tmp/live_ok"
+		else
+			echo "$(date +%T.%N) get clusters.live: $out" >>"$tmp/live_failed"
+		fi
+		sleep 0.2
+	done
+}
+touch "$tmp/live_ok" "$tmp/live_failed"
+live &
+live_pid=$!
+
 # watch the Secrets until 2 leaf renewals and 1 completed CA rotation, checking the
 # caBundles at every step
 ca0=$(fp r1-pgop-ca ca.crt) || e2e_fail "read the CA Secret"
@@ -100,7 +131,8 @@ ok_rotated=$(wc -l <"$tmp/ok")
 sleep 5 # a few more requests after the old CA was dropped
 touch "$tmp/stop"
 wait "$load_pid" || true
-load_pid=
+wait "$live_pid" || true
+load_pid= live_pid=
 ok=$(wc -l <"$tmp/ok")
 # admitted (not merely "not failed") after the old CA left the bundle
 [ $((ok - ok_rotated)) -ge 3 ] || e2e_fail "only $((ok - ok_rotated)) requests admitted in the 5 s after the CA rotation"
@@ -112,7 +144,24 @@ echo "METRIC rotation_leaf_renewals=$leaf_changes"
 echo "METRIC rotation_ca_rotations=$ca_changes"
 [ "$failed" -eq 0 ] || { head -5 "$tmp/failed"; e2e_fail "$failed requests failed during rotation"; }
 [ "$ok" -ge 20 ] || e2e_fail "too few requests ($ok)"
+live_ok=$(wc -l <"$tmp/live_ok") live_failed=$(wc -l <"$tmp/live_failed")
+e2e_log "live API during rotation: $live_ok polls ok, $live_failed failed"
+echo "METRIC rotation_live_polls=$((live_ok + live_failed))"
+echo "METRIC rotation_live_failed_polls=$live_failed"
+[ "$live_failed" -eq 0 ] || { head -5 "$tmp/live_failed"; e2e_fail "$live_failed live API polls failed during rotation"; }
+[ "$live_ok" -ge 20 ] || e2e_fail "too few live API polls ($live_ok)"
 helm_check_bundles "$ns" r1 "$tmp"
+# the APIService's caBundle: CA certificates only, and the CA Secret's once the old CA left
+as_bundle() { kubectl get apiservice "v1.$G" -o jsonpath='{.spec.caBundle}' | base64 -d; }
+e2e_wait_for '[ "$(as_bundle)" = "$(helm_secret_key "$ns" r1-pgop-ca ca.crt)" ]' 30 1 ||
+	e2e_fail "APIService caBundle is not the CA Secret's ca.crt after the rotation"
+as_bundle >"$tmp/as-bundle.pem"
+n=$(helm_split_pem "$tmp/as-bundle.pem" "$tmp/as-split")
+[ "$n" -ge 1 ] || e2e_fail "APIService caBundle holds no certificate"
+for ((i = 1; i <= n; i++)); do
+	openssl x509 -in "$tmp/as-split/cert-$i.pem" -noout -text | grep -q "CA:TRUE" ||
+		e2e_fail "APIService caBundle holds a non-CA certificate"
+done
 grep -q "CAPromoted" <<<"$(kubectl -n "$ns" get events -o jsonpath='{.items[*].reason}')" ||
 	e2e_fail "no CAPromoted event"
 

@@ -27,7 +27,12 @@
 #  - restart: {"instance": replica} recreates that Pod; {} (rolling) recreates every
 #    instance Pod, the replica before the primary, the primary in place (no failover),
 #    each Pod carries the Cluster's restartedAt, data intact, Events for each step;
-#  - kubectl get clusters / clusters.postgresql still mean the CRD.
+#  - kubectl get clusters / clusters.postgresql still mean the CRD;
+#  - one instance's network cut (the node agent's partition: no Pod, not the controller,
+#    reaches it): kubectl get instances.live answers within the fetch timeout + margin
+#    (bounded at 5 s here; METRIC live_cut_get_instances_max_ms is the figure) and marks it
+#    unreachable with its last-seen time, while kubectl get clusters.live -A still answers
+#    for a second Cluster, whose row stays READY 1/1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -301,6 +306,49 @@ code=$(curl -sk --cert "$P/admin.crt" --key "$P/admin.key" -o /dev/null -w '%{ht
 # ---- the CRD keeps its names -------------------------------------------------------
 e2e_assert_match "$(kubectl -n "$ns" get clusters | head -1)" "INSTANCES +READY +STATUS" "kubectl get clusters is the CRD"
 e2e_assert_match "$(kubectl -n "$ns" get clusters.postgresql | head -1)" "INSTANCES +READY +STATUS" "clusters.postgresql"
+
+# ---- one instance's network cut: bounded answers, marked unreachable ---------------
+kubectl apply -f - >/dev/null <<-YAML
+	apiVersion: postgresql.cnpg.io/v1
+	kind: Cluster
+	metadata: {name: live2, namespace: $ns}
+	spec: {instances: 1, storage: {size: 1Gi}}
+YAML
+e2e_wait_for '[ "$(kubectl -n "$ns" get cluster live2 -o jsonpath="{.status.readyInstances}")" = 1 ]' 180 1 ||
+	e2e_fail "live2 not ready"
+e2e_wait_for '[ "$(healthy_phase && kubectl get clusters.live -n "$ns" live2 --no-headers | awk "{print \$3}")" = 1/1 ]' 60 1 ||
+	e2e_fail "live2 not 1/1 in clusters.live: $(kubectl get clusters.live -n "$ns" live2 --no-headers)"
+cur=$(kubectl -n "$ns" get cluster $C -o jsonpath='{.status.currentPrimary}')
+cut=$(kubectl -n "$ns" get pods -l cnpg.io/cluster=$C,cnpg.io/instanceRole=replica -o jsonpath='{.items[0].metadata.name}')
+[ -n "$cut" ] || e2e_fail "no replica of $C to cut"
+"$AGENT" --state-dir "$PGOP_E2E_STATE/agent" partition "$ns/$cut" on >/dev/null || e2e_fail "partition $cut"
+e2e_log "network of $cut cut (primary $cur)"
+max_ms=0 tries=0
+timed_instances() { # one kubectl get instances.live, its time folded into max_ms
+	local t0 d
+	t0=$(date +%s%N)
+	timeout 30 kubectl -n "$ns" get instances.live -l cnpg.io/cluster=$C -o wide >"$tmp/cut" 2>&1 || true
+	d=$((($(date +%s%N) - t0) / 1000000))
+	tries=$((tries + 1))
+	[ "$d" -le "$max_ms" ] || max_ms=$d
+	grep -Eq "^$cut +$C +unreachable +false " "$tmp/cut"
+}
+e2e_wait_for timed_instances 30 0.2 || e2e_fail "$cut not shown unreachable: $(cat "$tmp/cut")"
+for _ in 1 2 3 4 5; do timed_instances || e2e_fail "$cut not unreachable any more: $(cat "$tmp/cut")"; done
+e2e_log "instances.live with $cut cut ($tries requests, slowest $max_ms ms):"
+e2e_log "$(cat "$tmp/cut")"
+echo "METRIC live_cut_get_instances_max_ms=$max_ms"
+[ "$max_ms" -le 5000 ] || e2e_fail "kubectl get instances.live took $max_ms ms with an instance cut (bound: 2 s timeout + 0.5 s margin)"
+e2e_assert_match "$(grep "^$cut " "$tmp/cut")" " unreachable +false .* [0-9]+s +$" "the cut instance shows its last-seen age"
+e2e_assert_match "$(grep "^$cur " "$tmp/cut")" "^$cur +$C +primary +true " "the primary still answers"
+t0=$(date +%s%N)
+all=$(timeout 30 kubectl get clusters.live -A --no-headers) || e2e_fail "clusters.live -A with $cut cut"
+e2e_log "clusters.live -A with $cut cut ($((($(date +%s%N) - t0) / 1000000)) ms): $(echo "$all" | tr -s ' ' | tr '\n' ';')"
+e2e_assert_match "$(echo "$all" | awk -v n="$ns" '$1 == n && $2 == "live2"')" "^$ns +live2 +live2-1 +1/1 " "the other Cluster answers, READY 1/1"
+e2e_assert_match "$(echo "$all" | awk -v n="$ns" -v c=$C '$1 == n && $2 == c')" "^$ns +$C +$cur +1/2 " "$C: READY 1/2 with $cut cut"
+"$AGENT" --state-dir "$PGOP_E2E_STATE/agent" partition "$ns/$cut" off >/dev/null || e2e_fail "partition off $cut"
+e2e_wait_for 'kubectl -n "$ns" get instances.live "$cut" --no-headers | grep -q " true "' 60 1 ||
+	e2e_fail "$cut not reachable again after the cut: $(kubectl -n "$ns" get instances.live "$cut" --no-headers)"
 
 # ---- latency figure ---------------------------------------------------------------
 t0=$(date +%s%N)

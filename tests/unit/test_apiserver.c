@@ -650,6 +650,7 @@ struct fake {
 	int fetches;
 	int done; /* fetches finished */
 	int sleep_ms;
+	struct rc_status_pool *pools[8]; /* what each fetch was given */
 };
 
 static json_object *fake_clusters(void *ud, const char *ns)
@@ -665,10 +666,12 @@ static json_object *fake_pods(void *ud, const char *ns, const char *cluster)
 }
 
 static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
-		      size_t n, long timeout_ms, struct op_err *err)
+		      size_t n, long timeout_ms, struct rc_status_pool *pool, struct op_err *err)
 {
 	struct fake *f = ud;
 	pthread_mutex_lock(&f->mu);
+	if (f->fetches < 8)
+		f->pools[f->fetches] = pool;
 	f->fetches++;
 	pthread_mutex_unlock(&f->mu);
 	int wait = f->sleep_ms < timeout_ms ? f->sleep_ms : (int)timeout_ms;
@@ -749,6 +752,10 @@ static void test_snaps_single_flight(void **state)
 		usleep(10 * 1000);
 	}
 	assert_int_equal(f.fetches, 3);
+	/* every fetch of the Cluster had the same pool of kept-alive connections */
+	assert_non_null(f.pools[0]);
+	assert_ptr_equal(f.pools[1], f.pools[0]);
+	assert_ptr_equal(f.pools[2], f.pools[0]);
 
 	/* the unreachable instance keeps its error and no status */
 	json_object *cl = fake_clusters(NULL, NULL);

@@ -77,7 +77,7 @@ static json_object *fake_pods(void *ud, const char *ns, const char *cluster)
 static int timeline = 3;
 
 static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
-		      size_t n, long timeout_ms, struct op_err *err)
+		      size_t n, long timeout_ms, struct rc_status_pool *pool, struct op_err *err)
 {
 	pthread_mutex_lock(&mu);
 	int ms = fetch_sleep_ms, tli = timeline;

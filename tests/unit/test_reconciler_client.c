@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -63,6 +64,19 @@ static int h_unavailable(void *ud, const struct op_http_request *req, struct op_
 	rep->status = 503;
 	return op_buf_adds(&rep->body, "{\"error\":\"down\"}");
 }
+
+/* h_peer: records the client's address of each request (its source port tells
+ * one TCP connection from another) */
+static char peers[8][64];
+static unsigned n_peers;
+static int h_peer(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		  struct op_err *err)
+{
+	if (n_peers < 8)
+		snprintf(peers[n_peers++], sizeof(peers[0]), "%s", req->peer);
+	return op_buf_adds(&rep->body, "{\"isPrimary\":true,\"timeLineID\":1}");
+}
+static const struct op_http_route r_peer[] = { { "GET", "/pg/status", h_peer } };
 
 static const struct op_http_route r_restarting[] = { { "GET", "/pg/status", h_restarting } };
 static const struct op_http_route r_unavailable[] = { { "GET", "/pg/status", h_unavailable } };
@@ -210,6 +224,62 @@ static void test_fetch_ok_and_failures(void **state)
 	op_http_server_free(junk);
 }
 
+/* one fetch of instance c-1 (silent as given); 1 when it answered */
+static int fetch_one(struct fixture *f, const struct pki_pair *client, unsigned port,
+		     struct rc_status_pool *pool, bool silent)
+{
+	struct rc_instance v = { .name = op_strdup("c-1"), .ip = op_strdup("127.0.0.1"),
+				 .silent = silent };
+	struct rc_fetch_opts o = { .timeout_ms = 2000, .port = port, .pool = pool };
+	struct op_err err = OP_ERR_INIT;
+	int r = rc_fetch_statuses(f->ca.cert_pem, client, &v, 1, &o, &err);
+	rc_instance_done(&v);
+	return r;
+}
+
+static void test_pool_keeps_connections(void **state)
+{
+	struct fixture *f = *state;
+	struct op_http_server *s = serve(&f->server, r_peer);
+	unsigned port = op_http_server_port(s);
+	n_peers = 0;
+	/* without a pool: a new connection each time */
+	assert_int_equal(fetch_one(f, &f->client, port, NULL, false), 1);
+	assert_int_equal(fetch_one(f, &f->client, port, NULL, false), 1);
+	assert_int_equal(n_peers, 2);
+	assert_string_not_equal(peers[0], peers[1]);
+	/* with one: the second fetch reuses the first one's connection */
+	struct rc_status_pool *pool = rc_status_pool_new();
+	assert_int_equal(fetch_one(f, &f->client, port, pool, false), 1);
+	assert_int_equal(fetch_one(f, &f->client, port, pool, false), 1);
+	assert_int_equal(n_peers, 4);
+	assert_string_equal(peers[2], peers[3]);
+	/* a silent instance gets a fresh connection (its short connect timeout) */
+	assert_int_equal(fetch_one(f, &f->client, port, pool, true), 1);
+	assert_int_equal(n_peers, 5);
+	assert_string_not_equal(peers[4], peers[3]);
+	/* a new client certificate: the old connections are not used again */
+	struct pki_pair other = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_operator_client_cert(&f->ca, time(NULL), &other, &err), 0);
+	assert_int_equal(fetch_one(f, &other, port, pool, false), 1);
+	assert_int_equal(n_peers, 6);
+	assert_string_not_equal(peers[5], peers[4]);
+	assert_string_not_equal(peers[5], peers[3]);
+	/* a server the CA does not trust fails with the pool as without it, and the
+	 * pool works again afterwards */
+	struct op_http_server *bad = serve(&f->other_server, r_peer);
+	assert_int_equal(fetch_one(f, &other, op_http_server_port(bad), pool, false), 0);
+	assert_int_equal(n_peers, 6);
+	assert_int_equal(fetch_one(f, &other, port, pool, false), 1);
+	assert_int_equal(n_peers, 7);
+	rc_status_pool_free(pool);
+	rc_status_pool_free(NULL);
+	pki_pair_done(&other);
+	op_http_server_free(bad);
+	op_http_server_free(s);
+}
+
 static void test_dead_instances_do_not_stall(void **state)
 {
 	struct fixture *f = *state;
@@ -274,6 +344,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_fetch_ok_and_failures),
+		cmocka_unit_test(test_pool_keeps_connections),
 		cmocka_unit_test(test_dead_instances_do_not_stall),
 		cmocka_unit_test(test_fetch_needs_no_writable_tmpdir),
 	};
