@@ -32,6 +32,7 @@ struct rc_cluster_state {
 	bool rbac_done;              /* SA/Role/RoleBinding created for uid */
 	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* CA the client cert was issued from */
 	struct pki_pair client;      /* operator client certificate */
+	int64_t client_checked;      /* when client was last verified against ca_fp (wall s) */
 	unsigned unreachable;        /* instance Pods with an IP not answering /pg/status
 				      * at the last reconcile (pgop_instances_unreachable) */
 	char **silent;               /* owned: their names (rc_instance.silent next time) */

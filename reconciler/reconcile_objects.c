@@ -412,6 +412,8 @@ static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 	pki_pair_done(&s->client);
 }
 
+#define CLIENT_CHECK_S 60 /* the operator client certificate is re-verified this often */
+
 int rc_ensure_client_cert(struct rc_run *r)
 {
 	if (!r->ca.cert_pem || !r->ca.key_pem)
@@ -423,15 +425,23 @@ int rc_ensure_client_cert(struct rc_run *r)
 	pthread_mutex_lock(&r->ctl->mu);
 	struct rc_cluster_state *s = state_get(r->ctl, r->key);
 	state_check_uid(s, r->c->metadata.uid);
-	bool fresh = s->client.cert_pem && strcmp(s->ca_fp, ca.fingerprint) == 0 &&
-		     pki_needs_renewal(s->client.cert_pem, r->ca.cert_pem, NULL, r->now, 0) ==
-			     PKI_RENEW_NONE;
+	/* the chain check (an ECDSA verification) once a minute, not at every fetch:
+	 * the live API fetches each Cluster's instances up to twice a second */
+	bool same_ca = s->client.cert_pem && strcmp(s->ca_fp, ca.fingerprint) == 0;
+	bool checked = same_ca && r->now >= s->client_checked &&
+		       r->now - s->client_checked < CLIENT_CHECK_S;
+	bool fresh = checked ||
+		     (same_ca && pki_needs_renewal(s->client.cert_pem, r->ca.cert_pem, NULL, r->now,
+						   0) == PKI_RENEW_NONE);
+	if (fresh && !checked)
+		s->client_checked = r->now;
 	if (!fresh) {
 		struct pki_pair np = { 0 };
 		ret = rc_operator_client_cert(&r->ca, r->now, &np, r->err);
 		if (ret == 0) {
 			pki_pair_done(&s->client);
 			s->client = np;
+			s->client_checked = r->now;
 			memcpy(s->ca_fp, ca.fingerprint, sizeof(s->ca_fp));
 		}
 	}
