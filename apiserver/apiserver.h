@@ -38,6 +38,7 @@ struct rc_status_pool; /* reconciler/instance_client.h */
 #define AS_MAX_AGE_MS_DEFAULT 1000
 #define AS_TIMEOUT_MS_DEFAULT 2000
 #define AS_MARGIN_MS 500        /* a request waits at most timeout + this */
+#define AS_INTEREST_MS 30000    /* instances asked for this recently are kept fresh (apiserver/snap.c) */
 #define AS_MAX_INFLIGHT_DEFAULT 16
 /* HTTPS handler threads when the live API runs (op_http_config.handler_threads):
  * its requests may block a handler thread for up to timeout + margin. */

@@ -192,7 +192,10 @@ int as_status_accepted(struct op_buf *out, const char *msg, const char *name);
 /* ----------------------------------------------------------- snapshots */
 
 struct as_snaps;
-struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long timeout_ms);
+/* interest_ms: entries asked for this recently are refreshed ahead by a
+ * background thread (0 = none; production: AS_INTEREST_MS). */
+struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long timeout_ms,
+			      long interest_ms);
 void as_snaps_free(struct as_snaps *s); /* waits for fetch threads */
 /* The instance views of the given Clusters, refreshed as needed: at most
  * max_age old, each fetch bounded by timeout, returns within timeout +

@@ -75,7 +75,7 @@ int as_new(const struct as_config *cfg, struct as_server **ret, struct op_err *e
 	s->max_inflight = cfg->max_inflight ? cfg->max_inflight : AS_MAX_INFLIGHT_DEFAULT;
 	pthread_rwlock_init(&s->authn_lock, NULL);
 	pthread_mutex_init(&s->start_lock, NULL);
-	s->snaps = as_snaps_new(&cfg->source, cfg->max_age_ms, cfg->timeout_ms);
+	s->snaps = as_snaps_new(&cfg->source, cfg->max_age_ms, cfg->timeout_ms, AS_INTEREST_MS);
 	s->sar = as_sar_cache_new(cfg->sar_ttl_ms, SAR_CACHE_CAP);
 	s->watches = as_watches_new(0);
 	int r = 0;

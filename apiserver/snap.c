@@ -5,11 +5,20 @@
  * max_age) -> used, and when older than max_age / 2 also fetched again in the
  * background (refresh ahead: requests at least every max_age / 2 never wait);
  * stale and being fetched -> wait for it; stale -> this request marks it in
- * flight and starts a fetch thread for its Cluster (all the instances of one
+ * flight and starts a fetch thread for its Cluster (an entry whose last fetch
+ * failed is never waited for: shown unreachable at once, fetched again in the
+ * background with the short connect timeout of a silent instance) (all the instances of one
  * Cluster that need a fetch in one parallel rc fetch). Every waiter gives up at
  * timeout + AS_MARGIN_MS and renders what the entry holds then (the last
  * answer, marked unreachable when the last fetch failed). Fetch threads are
  * detached; as_snaps_free waits for them.
+ *
+ * Interest window: a refresher thread keeps refreshing ahead the entries
+ * requested within interest_ms (AS_INTEREST_MS in production; past half
+ * their age, checked every max_age / 4), so a user who runs kubectl every few
+ * seconds, or a watch, never waits for an instance; after that window without
+ * requests the entries age and the next request fetches (and waits, bounded
+ * as above).
  *
  * Each Cluster's fetches share one rc_status_pool (kept-alive connections to
  * its instances: a refresh is then one HTTP request per instance instead of a
@@ -38,6 +47,7 @@
 
 struct entry {
 	char *key; /* "ns/pod" */
+	char *cluster; /* its Cluster's name (the refresher groups by it), owned */
 	char *ip;
 	json_object *doc;  /* last answer, owned */
 	bool ok;           /* the last fetch answered */
@@ -57,7 +67,7 @@ struct pool_ent {
 
 struct as_snaps {
 	struct as_source src;
-	long max_age_ms, timeout_ms;
+	long max_age_ms, timeout_ms, interest_ms;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	struct entry *e;
@@ -65,6 +75,8 @@ struct as_snaps {
 	struct pool_ent *pools;
 	size_t n_pools, cap_pools;
 	unsigned threads; /* running fetch threads */
+	pthread_t refresher;
+	bool refresher_started, stop;
 	struct op_hist fetch_h; /* one Cluster's parallel fetch, start to end */
 	struct op_hist wait_h;  /* what a request waited for entries that were stale */
 };
@@ -87,6 +99,20 @@ int64_t as_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The CLOCK_MONOTONIC time left_ms from now, for pthread_cond_timedwait on cond. */
+static struct timespec ts_in(int64_t left_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += left_ms / 1000;
+	ts.tv_nsec += (left_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 int64_t as_wall_ms(void)
 {
 	struct timespec ts;
@@ -94,10 +120,14 @@ int64_t as_wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long timeout_ms)
+static void *refresher_main(void *arg); /* below */
+
+struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long timeout_ms,
+			      long interest_ms)
 {
 	struct as_snaps *s = op_calloc(1, sizeof(*s));
 	s->src = *src;
+	s->interest_ms = interest_ms;
 	s->max_age_ms = max_age_ms > 0 ? max_age_ms : AS_MAX_AGE_MS_DEFAULT;
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : AS_TIMEOUT_MS_DEFAULT;
 	pthread_mutex_init(&s->mu, NULL);
@@ -110,12 +140,17 @@ struct as_snaps *as_snaps_new(const struct as_source *src, long max_age_ms, long
 	op_hist_init(&s->wait_h, &op_hist_bounds_http);
 	if (op_metrics_register(collect, s) < 0)
 		op_log_warn("live API: no room for its metrics collector");
+	s->refresher_started =
+		interest_ms > 0 && pthread_create(&s->refresher, NULL, refresher_main, s) == 0;
+	if (interest_ms > 0 && !s->refresher_started)
+		op_log_warn("live API: no refresher thread: every request past max age waits");
 	return s;
 }
 
 static void entry_done(struct entry *e)
 {
 	free(e->key);
+	free(e->cluster);
 	free(e->ip);
 	free(e->error);
 	if (e->doc)
@@ -127,6 +162,12 @@ void as_snaps_free(struct as_snaps *s)
 	if (!s)
 		return;
 	op_metrics_unregister(collect, s);
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	if (s->refresher_started)
+		pthread_join(s->refresher, NULL);
 	pthread_mutex_lock(&s->mu);
 	while (s->threads)
 		pthread_cond_wait(&s->cond, &s->mu);
@@ -315,6 +356,73 @@ static void start_job(struct as_snaps *s, struct job *j)
 	pthread_attr_destroy(&at);
 }
 
+/* Under mu: one refresh-ahead job per Cluster for the entries asked for
+ * within interest_ms that are past half their age and not in flight. */
+static void refresh_interest(struct as_snaps *s, int64_t now)
+{
+	bool *taken = op_calloc(s->n ? s->n : 1, sizeof(*taken));
+	for (size_t i = 0; i < s->n; i++) {
+		struct entry *e = &s->e[i];
+		taken[i] = !e->cluster || !e->ip || e->in_flight || !e->done_ms ||
+			   now - e->used_ms >= s->interest_ms || now - e->done_ms < s->max_age_ms / 2;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const char *slash = strchr(s->e[i].key, '/');
+		if (taken[i] || !slash)
+			continue;
+		struct job *j = op_calloc(1, sizeof(*j));
+		j->s = s;
+		j->ns = op_strndup(s->e[i].key, (size_t)(slash - s->e[i].key));
+		j->cluster = op_strdup(s->e[i].cluster);
+		j->ahead = true;
+		j->v = op_calloc(s->n, sizeof(*j->v));
+		j->keys = op_calloc(s->n, sizeof(*j->keys));
+		size_t nsl = strlen(j->ns);
+		for (size_t k = i; k < s->n; k++) { /* this Cluster's entries, i first */
+			struct entry *e = &s->e[k];
+			if (taken[k] || strcmp(e->cluster, j->cluster) != 0 ||
+			    strncmp(e->key, j->ns, nsl) != 0 || e->key[nsl] != '/')
+				continue;
+			taken[k] = true;
+			e->in_flight = true;
+			j->v[j->n].name = op_strdup(e->key + nsl + 1);
+			j->v[j->n].ip = op_strdup(e->ip);
+			j->v[j->n].silent = !e->ok;
+			j->keys[j->n] = op_strdup(e->key);
+			j->n++;
+		}
+		start_job(s, j);
+	}
+	free(taken);
+}
+
+/* Under mu: waits until the monotonic ms deadline or stop (other broadcasts
+ * on cond, the fetches' ends, do not cut the wait short). */
+static void wait_until(struct as_snaps *s, int64_t deadline)
+{
+	while (!s->stop) {
+		int64_t left = deadline - as_now_ms();
+		if (left <= 0)
+			return;
+		struct timespec ts = ts_in(left);
+		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
+	}
+}
+
+static void *refresher_main(void *arg)
+{
+	struct as_snaps *s = arg;
+	long step = s->max_age_ms / 4 > 0 ? s->max_age_ms / 4 : 1;
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop) {
+		int64_t now = as_now_ms();
+		refresh_interest(s, now);
+		wait_until(s, now + step);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
 void as_views_free(struct as_views *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {
@@ -369,6 +477,10 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 			const char *ip = op_json_str_at(pod, "status.podIP");
 			struct entry *e = entry_get(s, key);
 			e->used_ms = now;
+			if (!e->cluster || strcmp(e->cluster, j->cluster) != 0) {
+				free(e->cluster);
+				e->cluster = op_strdup(j->cluster);
+			}
 			bool ip_changed = (ip && (!e->ip || strcmp(ip, e->ip) != 0)) || (!ip && e->ip);
 			if (ip_changed) {
 				free(e->ip);
@@ -379,13 +491,17 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 			 * the background while this request uses it, so a steady stream of
 			 * requests never waits for an instance (bench/live.sh) */
 			bool ahead = fresh && now - e->done_ms >= s->max_age_ms / 2;
-			need[c][k] = !fresh;
+			/* an instance whose last fetch failed is shown unreachable at once,
+			 * never waited for again: its next fetch runs in the background */
+			bool failed = e->done_ms && !e->ok && !ip_changed;
+			need[c][k] = !fresh && !failed;
 			if ((fresh && !ahead) || e->in_flight)
 				continue;
 			e->in_flight = true;
 			j->ahead &= !need[c][k];
 			j->v[j->n].name = op_strdup(op_json_str_at(pod, "metadata.name") ?: "");
 			j->v[j->n].ip = ip ? op_strdup(ip) : NULL;
+			j->v[j->n].silent = failed; /* short connect timeout, fresh connection */
 			j->keys[j->n] = op_strdup(key);
 			j->n++;
 		}
@@ -408,14 +524,7 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		int64_t left = deadline - as_now_ms();
 		if (left <= 0)
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = ts_in(left);
 		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
 	}
 	op_hist_observe(&s->wait_h, (uint64_t)(as_now_ms() - wait0) * 1000000);

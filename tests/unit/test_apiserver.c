@@ -714,7 +714,7 @@ static void test_snaps_single_flight(void **state)
 	pthread_mutex_init(&f.mu, NULL);
 	struct as_source src = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
 				 .ud = &f };
-	struct as_snaps *s = as_snaps_new(&src, 1000, 2000);
+	struct as_snaps *s = as_snaps_new(&src, 1000, 2000, 0);
 	pthread_t t[6];
 	struct getter g[6];
 	for (int i = 0; i < 6; i++) {
@@ -771,6 +771,41 @@ static void test_snaps_single_flight(void **state)
 	pthread_mutex_destroy(&f.mu);
 }
 
+static int fetches_of(struct fake *f)
+{
+	pthread_mutex_lock(&f->mu);
+	int n = f->fetches;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+static void test_snaps_interest(void **state)
+{
+	/* instances asked for within the interest window are refreshed in the
+	 * background (past half their age) without further requests, and a request
+	 * then finds them fresh; after the window they are left alone */
+	struct fake f = { .sleep_ms = 10 };
+	pthread_mutex_init(&f.mu, NULL);
+	struct as_source src = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
+				 .ud = &f };
+	struct as_snaps *s = as_snaps_new(&src, 400, 2000, 1500);
+	struct getter g = { s, -1 };
+	get_main(&g);
+	assert_int_equal(fetches_of(&f), 1);
+	usleep(700 * 1000); /* past half its age twice: refreshed by the refresher */
+	int n = fetches_of(&f);
+	assert_true(n >= 2);
+	get_main(&g); /* fresh thanks to the refresher: no fetch of its own, no wait */
+	assert_true(fetches_of(&f) <= n + 1);
+	assert_int_equal(g.reachable, 1);
+	usleep(2500 * 1000); /* past the interest window: no more refreshes */
+	n = fetches_of(&f);
+	usleep(600 * 1000);
+	assert_int_equal(fetches_of(&f), n);
+	as_snaps_free(s);
+	pthread_mutex_destroy(&f.mu);
+}
+
 static void test_snaps_deadline(void **state)
 {
 	/* a fetch that takes far longer than the timeout: the request still returns
@@ -779,7 +814,7 @@ static void test_snaps_deadline(void **state)
 	pthread_mutex_init(&f.mu, NULL);
 	struct as_source src = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
 				 .ud = &f };
-	struct as_snaps *s = as_snaps_new(&src, 1000, 300);
+	struct as_snaps *s = as_snaps_new(&src, 1000, 300, 0);
 	json_object *cl = fake_clusters(NULL, NULL);
 	struct as_views v[1];
 	int64_t t0 = as_now_ms();
@@ -789,6 +824,21 @@ static void test_snaps_deadline(void **state)
 	assert_false(v[0].v[0].reachable);
 	assert_false(v[0].v[1].reachable);
 	as_views_free(v, 1);
+	assert_int_equal(fetches_of(&f), 1);
+	/* stale now, and known unreachable: the next request does not wait for the
+	 * new fetch (300 ms here) but shows them unreachable at once, the fetch
+	 * running in the background */
+	usleep(1100 * 1000);
+	t0 = as_now_ms();
+	as_snaps_get(s, cl, v);
+	took = as_now_ms() - t0;
+	assert_true(took < 150);
+	assert_false(v[0].v[0].reachable);
+	assert_non_null(v[0].v[0].error);
+	as_views_free(v, 1);
+	for (int i = 0; i < 100 && fetches_of(&f) < 2; i++)
+		usleep(10 * 1000);
+	assert_int_equal(fetches_of(&f), 2);
 	json_object_put(cl);
 	as_snaps_free(s); /* waits for the fetch thread */
 	pthread_mutex_destroy(&f.mu);
@@ -808,6 +858,7 @@ int main(void)
 		cmocka_unit_test(test_live_objects),
 		cmocka_unit_test(test_watch_event),
 		cmocka_unit_test(test_snaps_single_flight),
+		cmocka_unit_test(test_snaps_interest),
 		cmocka_unit_test(test_snaps_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
