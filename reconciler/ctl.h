@@ -97,11 +97,16 @@ void rc_note_unreachable(struct rc_controller *c, const char *key, const struct 
 /* Sets v[i].silent for the instances rc_note_unreachable recorded last time. */
 void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n);
 /* Records the replicas whose syncState is sync or quorum in primary_doc (the
- * current primary's /pg/status, borrowed; its replicationInfo), and returns
- * (owned copies, rc_strv_free) the last such set recorded for Cluster key.
- * Thread-safe (mu). */
+ * current primary's /pg/status, borrowed; its replicationInfo) as the set of
+ * Cluster key; a report of none keeps the last set. rc_sync_set_get returns
+ * (owned copies, rc_strv_free) the set. Thread-safe (mu). */
 void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc);
 void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n);
+/* The set and status.synchronousStandbys (*v, *n, owned list) brought together:
+ * a set this process knows replaces the list; otherwise a non-empty list read
+ * from the status becomes the set (after an operator restart or a leader
+ * change, before the primary answered). */
+void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size_t *n);
 /* True the first time Cluster key's instance pod reports the re-clone id
  * (its sessionID and time, rc_reclone_report): the caller records the Event
  * RewindFailedRecloned. One id is remembered per pod, by this process only

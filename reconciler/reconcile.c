@@ -535,6 +535,7 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 	rc_note_unreachable(r->ctl, r->key, inv->v, inv->n);
 	if (p && p->has_status && p->is_primary && p->doc)
 		rc_note_sync_set(r->ctl, r->key, p->doc);
+	rc_sync_set_merge(r->ctl, r->key, &w->sync_standbys, &w->n_sync_standbys);
 	/* SYNC and MAX LAG exactly as the live API computes and prints them */
 	struct rc_repl_member *m = op_calloc(inv->n ? inv->n : 1, sizeof(*m));
 	for (size_t i = 0; i < inv->n; i++)

@@ -341,16 +341,32 @@ void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *pri
 		if (app && st && (strcmp(st, "sync") == 0 || strcmp(st, "quorum") == 0))
 			rc_strv_push(&names, &n, app);
 	}
+	/* a report of none keeps the last set: what was acknowledged before was
+	 * acknowledged by one of those, and nothing can be since (required) */
+	if (!n)
+		return;
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = n ? state_get(c, key) : state_find(c, key);
-	if (s) {
-		rc_strv_free(&s->sync_set, &s->n_sync_set);
-		s->sync_set = TAKE_PTR(names);
-		s->n_sync_set = n;
-		n = 0;
+	struct rc_cluster_state *s = state_get(c, key);
+	rc_strv_free(&s->sync_set, &s->n_sync_set);
+	s->sync_set = TAKE_PTR(names);
+	s->n_sync_set = n;
+	pthread_mutex_unlock(&c->mu);
+}
+
+void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size_t *n)
+{
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = state_find(c, key);
+	if (s && s->n_sync_set) { /* what this process saw: into the status */
+		rc_strv_free(v, n);
+		for (size_t i = 0; i < s->n_sync_set; i++)
+			rc_strv_push(v, n, s->sync_set[i]);
+	} else if (*n) { /* none seen yet (a restart, a new leader): the status's */
+		s = state_get(c, key);
+		for (size_t i = 0; i < *n; i++)
+			rc_strv_push(&s->sync_set, &s->n_sync_set, (*v)[i]);
 	}
 	pthread_mutex_unlock(&c->mu);
-	rc_strv_free(&names, &n);
 }
 
 void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n)
@@ -410,6 +426,7 @@ static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 	s->rbac_done = false;
 	s->ca_fp[0] = '\0';
 	pki_pair_done(&s->client);
+	rc_strv_free(&s->sync_set, &s->n_sync_set); /* another Cluster's primary reported it */
 }
 
 #define CLIENT_CHECK_S 60 /* the operator client certificate is re-verified this often */

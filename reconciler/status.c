@@ -375,6 +375,7 @@ void rc_status_done(struct rc_status *s)
 	free(s->target_primary);
 	strv_free(s->healthy, s->n_healthy);
 	strv_free(s->failed, s->n_failed);
+	strv_free(s->sync_standbys, s->n_sync_standbys);
 	strv_free(s->cert_names, s->n_certs);
 	strv_free(s->cert_expirations, s->n_certs);
 	free(s->failing_since);
@@ -427,6 +428,8 @@ void rc_status_from_json(json_object *st, struct rc_status *ret)
 		s.target_since = dup_str_at(st, "targetPrimaryTimestamp");
 		s.sync = dup_str_at(st, "sync");
 		s.max_lag = dup_str_at(st, "maxLag");
+		strv_from(op_json_at(st, "synchronousStandbys"), &s.sync_standbys,
+			  &s.n_sync_standbys);
 		json_object *conds = op_json_at(st, "conditions");
 		for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
 				   i < json_object_array_length(conds);
@@ -644,6 +647,9 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 		diff_set(p, cur, "sync", jstr(w->sync));
 	if (w->max_lag)
 		diff_set(p, cur, "maxLag", *w->max_lag ? jstr(w->max_lag) : NULL);
+	if (w->n_sync_standbys)
+		diff_set(p, cur, "synchronousStandbys",
+			 strv_json(w->sync_standbys, w->n_sync_standbys));
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

@@ -172,6 +172,11 @@ struct rc_status {
 	 * reconcile's /pg/status answers; NULL = not computed (kept as read).
 	 * An empty max_lag removes the field. */
 	char *sync, *max_lag;
+	/* status.synchronousStandbys: the replicas the primary last reported sync or
+	 * quorum (the last non-empty report), which a dataDurability: required failover
+	 * may promote; kept in the Cluster so that it survives an operator restart or a
+	 * leader change. Always written as read when none is known. */
+	char **sync_standbys; size_t n_sync_standbys;
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */

@@ -93,6 +93,13 @@ faults_setup() {
 	e2e_assert_eq 10 "$(k get cluster "$C" -o jsonpath='{.spec.smartShutdownTimeout}')" "smartShutdownTimeout"
 	k run client --image=busybox --restart=Never --command -- sh -c 'exec sleep 86400' >/dev/null
 	wait_healthy 3 600
+	# synchronous: the replicas a dataDurability-required failover may promote are kept in
+	# the Cluster's status (they survive an operator restart, scen_operator_kill)
+	if [ "$1" = 1 ]; then
+		e2e_wait_for '[ -n "$(status synchronousStandbys)" ]' 60 1 ||
+			e2e_fail "status.synchronousStandbys not written"
+		e2e_log "status.synchronousStandbys: $(status synchronousStandbys)"
+	fi
 	e2e_wait_for "[ \"\$(kubectl -n $ns get pod client -o jsonpath='{.status.phase}')\" = Running ]" 60 ||
 		e2e_fail "client pod not Running"
 	PGUSER=$(k get secret "$C-app" -o jsonpath='{.data.username}' | base64 -d)

@@ -673,11 +673,40 @@ static void test_sync_set_memory(void **state)
 	rc_note_sync_set(e.rc, "db/other", none); /* nothing to remember, no state */
 	rc_sync_set_get(e.rc, "db/other", &v, &n);
 	assert_int_equal(n, 0);
+	/* a report of none keeps the last set (commits acknowledged before were
+	 * acknowledged by one of them) */
 	rc_note_sync_set(e.rc, "db/c", none);
 	rc_sync_set_get(e.rc, "db/c", &v, &n);
-	assert_int_equal(n, 0);
-	assert_null(v);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[1], "c-4");
+	rc_strv_free(&v, &n);
 	rc_note_sync_set(e.rc, "db/c", NULL); /* no document: unchanged */
+	rc_sync_set_get(e.rc, "db/c", &v, &n);
+	assert_int_equal(n, 2);
+	rc_strv_free(&v, &n);
+
+	/* status.synchronousStandbys: a known set replaces the list read back... */
+	rc_strv_push(&v, &n, "c-9");
+	rc_sync_set_merge(e.rc, "db/c", &v, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0], "c-2");
+	assert_string_equal(v[1], "c-4");
+	rc_strv_free(&v, &n);
+	/* ...and where this process knows none (a restart, a new leader), the list
+	 * read from the status becomes the set the failover uses */
+	rc_strv_push(&v, &n, "c-3");
+	rc_sync_set_merge(e.rc, "db/restarted", &v, &n);
+	assert_int_equal(n, 1);
+	rc_strv_free(&v, &n);
+	rc_sync_set_get(e.rc, "db/restarted", &v, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0], "c-3");
+	rc_strv_free(&v, &n);
+	/* neither: nothing */
+	rc_sync_set_merge(e.rc, "db/none", &v, &n);
+	assert_int_equal(n, 0);
+	rc_sync_set_get(e.rc, "db/none", &v, &n);
+	assert_int_equal(n, 0);
 	json_object_put(doc);
 	json_object_put(none);
 	env_stop(&e);

@@ -184,6 +184,52 @@ static void test_status_patch(void **state)
 	json_object_put(pj);
 }
 
+/* status.synchronousStandbys: written when known and different, read back,
+ * and not written (so kept) when none is known */
+static void test_status_sync_standbys(void **state)
+{
+	struct rc_status w = { 0 };
+	rc_strv_push(&w.sync_standbys, &w.n_sync_standbys, "c-2");
+	rc_strv_push(&w.sync_standbys, &w.n_sync_standbys, "c-3");
+	char *patch = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_status_patch(NULL, &w, NULL, 1000, &patch, &err), 1);
+	json_object *pj = parse(patch);
+	json_object *l = op_json_at(pj, "status.synchronousStandbys");
+	assert_int_equal(json_object_array_length(l), 2);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(l, 1)), "c-3");
+	struct rc_status back;
+	rc_status_from_json(op_json_at(pj, "status"), &back);
+	assert_int_equal(back.n_sync_standbys, 2);
+	assert_string_equal(back.sync_standbys[0], "c-2");
+	free(patch);
+	patch = NULL;
+	json_object *cur = json_object_get(op_json_at(pj, "status"));
+	int ch = rc_status_patch(cur, &back, NULL, 1000, &patch, &err);
+	if (ch == 1) { /* other fields may differ; not this one */
+		json_object *p2 = parse(patch);
+		assert_null(op_json_at(p2, "status.synchronousStandbys"));
+		json_object_put(p2);
+		free(patch);
+		patch = NULL;
+	}
+	/* none known: the field is left alone */
+	rc_strv_free(&back.sync_standbys, &back.n_sync_standbys);
+	ch = rc_status_patch(cur, &back, NULL, 1000, &patch, &err);
+	if (ch == 1) {
+		json_object *p3 = parse(patch);
+		json_object *v = NULL;
+		assert_false(json_object_object_get_ex(op_json_at(p3, "status"),
+						       "synchronousStandbys", &v));
+		json_object_put(p3);
+		free(patch);
+	}
+	rc_status_done(&back);
+	rc_status_done(&w);
+	json_object_put(cur);
+	json_object_put(pj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_max_lag),
 		cmocka_unit_test(test_interval),
 		cmocka_unit_test(test_status_patch),
+		cmocka_unit_test(test_status_sync_standbys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
