@@ -54,27 +54,45 @@ helm_bundle_is_ca_secret() {
 		[ "$(helm_bundle mutating "$1-$2-pgop")" == "$ca" ]
 }
 
-# helm_check_bundles NS RELEASE TMP: both caBundles hold CA certificates only, never the
-# leaf; they trust the leaf in the serving Secret; every ready pod serves a certificate
-# for the Service name that they trust (checked by curl against each pod IP).
+# helm_ca_only FILE WHAT DIR [LEAF_FP]: the PEM bundle FILE holds at least one
+# certificate, only CA certificates, and not the leaf whose SHA-256 fingerprint
+# (openssl x509 -fingerprint) is LEAF_FP; WHAT names it in the failure; DIR is scratch.
+helm_ca_only() {
+	local n i
+	n=$(helm_split_pem "$1" "$3")
+	[ "$n" -ge 1 ] || e2e_fail "$2 is empty"
+	for ((i = 1; i <= n; i++)); do
+		openssl x509 -in "$3/cert-$i.pem" -noout -text | grep -q "CA:TRUE" ||
+			e2e_fail "$2 holds a non-CA certificate"
+		[ -z "${4:-}" ] || [ "$(openssl x509 -in "$3/cert-$i.pem" -noout -fingerprint -sha256)" != "$4" ] ||
+			e2e_fail "$2 holds the leaf"
+	done
+}
+
+# helm_check_bundles NS RELEASE TMP: both webhook caBundles, and the live APIService's
+# when it points at this release, hold CA certificates only, never the leaf; they trust
+# the leaf in the serving Secret; every ready pod serves a certificate for the Service
+# name that they trust (checked by curl against each pod IP).
 helm_check_bundles() {
-	local ns=$1 rel=$2 d=$3/bundles kind n i leaf_fp ip
+	local ns=$1 rel=$2 d=$3/bundles kind leaf_fp ip svc
 	mkdir -p "$d"
 	helm_secret_key "$ns" "$rel-pgop-tls" tls.crt >"$d/leaf.pem"
 	leaf_fp=$(openssl x509 -in "$d/leaf.pem" -noout -fingerprint -sha256)
 	for kind in validating mutating; do
 		helm_bundle "$kind" "$ns-$rel-pgop" >"$d/$kind.pem"
-		n=$(helm_split_pem "$d/$kind.pem" "$d/$kind")
-		[ "$n" -ge 1 ] || e2e_fail "$kind caBundle of $ns-$rel-pgop is empty"
-		for ((i = 1; i <= n; i++)); do
-			openssl x509 -in "$d/$kind/cert-$i.pem" -noout -text | grep -q "CA:TRUE" ||
-				e2e_fail "$kind caBundle of $ns-$rel-pgop holds a non-CA certificate"
-			[ "$(openssl x509 -in "$d/$kind/cert-$i.pem" -noout -fingerprint -sha256)" != "$leaf_fp" ] ||
-				e2e_fail "$kind caBundle of $ns-$rel-pgop holds the leaf"
-		done
+		helm_ca_only "$d/$kind.pem" "$kind caBundle of $ns-$rel-pgop" "$d/$kind" "$leaf_fp"
 		openssl verify -CAfile "$d/$kind.pem" -purpose sslserver "$d/leaf.pem" >/dev/null 2>&1 ||
 			e2e_fail "$kind caBundle does not trust the serving Secret's leaf"
 	done
+	svc=$(kubectl get apiservice v1.live.postgresql.cnpg.io -o jsonpath='{.spec.service.namespace}/{.spec.service.name}' 2>/dev/null || true)
+	if [ "$svc" = "$ns/$rel-pgop" ]; then
+		e2e_wait_for '[ -n "$(kubectl get apiservice v1.live.postgresql.cnpg.io -o jsonpath="{.spec.caBundle}")" ]' 30 1 ||
+			e2e_fail "APIService caBundle never published"
+		kubectl get apiservice v1.live.postgresql.cnpg.io -o jsonpath='{.spec.caBundle}' | base64 -d >"$d/apiservice.pem"
+		helm_ca_only "$d/apiservice.pem" "APIService caBundle" "$d/apiservice" "$leaf_fp"
+		openssl verify -CAfile "$d/apiservice.pem" -purpose sslserver "$d/leaf.pem" >/dev/null 2>&1 ||
+			e2e_fail "APIService caBundle does not trust the serving Secret's leaf"
+	fi
 	for ip in $(kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=$rel" --field-selector=status.phase=Running \
 		-o jsonpath='{range .items[?(@.status.podIP)]}{.status.podIP}{" "}{end}'); do
 		curl -sf --max-time 5 --cacert "$d/validating.pem" \

@@ -23,44 +23,7 @@
 #include "instance/internal.h"
 #include "support/alloc.h"
 
-static char dir[] = "/tmp/pgop-test-reclaim-XXXXXX";
-
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char *cmd = op_asprintf("rm -rf '%s'", dir);
-	int r = system(cmd);
-	free(cmd);
-	return r == 0 ? 0 : -1;
-}
-
-static char *at(const char *rel)
-{
-	return op_asprintf("%s/%s", dir, rel);
-}
-
-static void put(const char *rel, const char *content)
-{
-	char *p = at(rel);
-	char *slash = strrchr(p, '/');
-	*slash = '\0';
-	assert_int_equal(inst_mkdir_p(p, 0700, NULL), 0);
-	*slash = '/';
-	assert_int_equal(inst_write_file(p, content, strlen(content), 0600, NULL), 0);
-	free(p);
-}
-
-static bool exists(const char *rel)
-{
-	char *p = at(rel);
-	bool e = inst_path_exists(p);
-	free(p);
-	return e;
-}
+#include "test_tmpdir.h"
 
 /* A failed init: initdb ran (PG_VERSION, base/, pg_wal -> the WAL volume),
  * then the process was killed. */
