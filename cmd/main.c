@@ -5,6 +5,7 @@
 
 #include "cmd/cmd.h"
 #include "support/alloc.h"
+#include "support/dl_curl.h"
 
 struct subcommand {
 	const char *name;
@@ -55,17 +56,13 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < OP_ARRAY_SIZE(subcommands); i++) {
 		if (strcmp(subcommands[i].name, name) != 0)
 			continue;
-		/* libcurl initialises itself on first use (kube_client's pthread_once,
-		 * curl_easy_init; thread-safe since 7.84, CURL_VERSION_THREADSAFE): its
-		 * global init brings libssh2's OpenSSL set-up, ~1.7 MiB of RSS that
-		 * a webhook-only controller serving certificate files never needs. */
-		if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_THREADSAFE) &&
-		    curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK) {
-			fputs("pgop: cannot initialise libcurl\n", stderr);
-			return 1;
-		}
+		/* libcurl and libpq are loaded on first use (support/dl.h): a
+		 * webhook-only controller serving certificate files never maps them
+		 * (nor libssh2, libcrypto, Kerberos, LDAP). libcurl older than 7.84
+		 * gets its global init when loaded (support/dl_curl.c). */
 		int rc = subcommands[i].fn(argc - 1, argv + 1);
-		curl_global_cleanup(); /* a no-op when libcurl was never initialised */
+		if (op_dl_loaded(&op_dl_curl))
+			curl_global_cleanup();
 		return rc;
 	}
 	fprintf(stderr, "pgop: unknown command '%s'\n\n", name);

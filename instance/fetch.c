@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "instance/instance.h"
+#include "support/dl_curl.h"
 
 static size_t on_data(char *p, size_t size, size_t n, void *ud)
 {
@@ -16,6 +17,9 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
 int inst_status_fetch(const char *url, const char *cert, const char *key, struct op_buf *out,
 		      struct op_err *err)
 {
+	int r = op_dl_load(&op_dl_curl, err);
+	if (r < 0)
+		return r;
 	CURL *h = curl_easy_init();
 	if (!h)
 		return op_err_set(err, -ENOMEM, "curl: cannot create a handle");

@@ -10,6 +10,13 @@
 
 #include "instance/instance.h"
 #include "kube/kube.h"
+#include "support/dl.h"
+
+/* ---- dl_pq.c ---- */
+/* libpq, loaded on first use (support/dl.h): the PQ* functions are dl_pq.c's
+ * wrappers; inst_pg_connect() loads it first so a missing library is its error. */
+#define INST_DL_PQ_SONAME "libpq.so.5"
+extern struct op_dl_lib inst_dl_pq;
 
 /* ---- files.c ---- */
 /* Writes data to path through a temp file + rename, mode applied before the

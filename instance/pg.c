@@ -95,6 +95,9 @@ int inst_pg_connect(const char *sockdir, unsigned port, const char *dbname, PGco
 			       "connect_timeout", NULL };
 	const char *vals[] = { sockdir, ports, "postgres", dbname ? dbname : "postgres",
 			       "pgop-instance", "5", NULL };
+	int lr = op_dl_load(&inst_dl_pq, err); /* a missing libpq.so.5 is this error */
+	if (lr < 0)
+		return lr;
 	PGconn *c = PQconnectdbParams(keys, vals, 0);
 	if (!c)
 		return op_err_set(err, -ENOMEM, "libpq: out of memory");

@@ -11,6 +11,7 @@
 #include "kube/kube.h"
 #include "support/alloc.h"
 #include "support/buf.h"
+#include "support/dl_curl.h"
 #include "support/json.h"
 #include "support/metrics.h"
 
@@ -66,6 +67,9 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
 		return op_err_set(err, -EINVAL, "kube client: no configuration");
 	if (!opts)
 		opts = &none;
+	int r = op_dl_load(&op_dl_curl, err);
+	if (r < 0)
+		return r;
 	pthread_once(&curl_once, curl_init_once);
 	struct kube_client *c = op_calloc(1, sizeof(*c));
 	c->cfg = cfg;

@@ -15,6 +15,7 @@
 #include "reconciler/instance_client.h"
 #include "support/alloc.h"
 #include "support/buf.h"
+#include "support/dl_curl.h"
 #include "support/json.h"
 #include "support/memfile.h"
 
@@ -47,7 +48,11 @@ static void creds_done(struct creds *c)
 static int creds_make(struct creds *c, const char *ca_pem, const struct pki_pair *client,
 		      struct op_err *err)
 {
-	int r = op_memfile_open(&c->ca, "pgop-rc-ca.crt", ca_pem, strlen(ca_pem), err);
+	/* every pool and one-off fetch starts here: a missing libcurl is this error */
+	int r = op_dl_load(&op_dl_curl, err);
+	if (r < 0)
+		return r;
+	r = op_memfile_open(&c->ca, "pgop-rc-ca.crt", ca_pem, strlen(ca_pem), err);
 	if (r == 0 && client && client->cert_pem && client->key_pem) {
 		r = op_memfile_open(&c->cert, "pgop-rc-tls.crt", client->cert_pem,
 				    strlen(client->cert_pem), err);

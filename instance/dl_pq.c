@@ -1,0 +1,44 @@
+/* instance/dl_pq.c - libpq through op_dl (support/dl.h): the table of every
+ * PQ* function the instance manager calls, and their wrappers. Only
+ * `pgop instance` talks to PostgreSQL; other subcommands never map libpq
+ * (nor its libssl/libcrypto/Kerberos/LDAP dependencies). */
+#include <libpq-fe.h>
+
+#include "instance/internal.h"
+#include "support/dl.h"
+
+static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns then */
+
+#define PQ_FNS(F, V, N)                                                                            \
+	V(PQclear, (PGresult * r), (r))                                                            \
+	F(PGconn *, PQconnectdbParams, (const char *const *k, const char *const *v, int expand),   \
+	  (k, v, expand), NULL)                                                                    \
+	F(char *, PQencryptPasswordConn,                                                           \
+	  (PGconn * c, const char *passwd, const char *user, const char *algorithm),               \
+	  (c, passwd, user, algorithm), NULL)                                                      \
+	F(char *, PQerrorMessage, (const PGconn *c), (c), not_loaded)                              \
+	F(char *, PQescapeIdentifier, (PGconn * c, const char *s, size_t n), (c, s, n), NULL)      \
+	F(PGresult *, PQexec, (PGconn * c, const char *q), (c, q), NULL)                           \
+	F(PGresult *, PQexecParams,                                                                \
+	  (PGconn * c, const char *q, int n, const Oid *types, const char *const *values,          \
+	   const int *lengths, const int *formats, int result_format),                             \
+	  (c, q, n, types, values, lengths, formats, result_format), NULL)                         \
+	V(PQfinish, (PGconn * c), (c))                                                             \
+	V(PQfreemem, (void *p), (p))                                                               \
+	F(int, PQgetisnull, (const PGresult *r, int row, int col), (r, row, col), 1)               \
+	F(char *, PQgetvalue, (const PGresult *r, int row, int col), (r, row, col), NULL)          \
+	F(int, PQnfields, (const PGresult *r), (r), 0)                                             \
+	F(int, PQntuples, (const PGresult *r), (r), 0)                                             \
+	F(PGPing, PQping, (const char *conninfo), (conninfo), PQPING_NO_ATTEMPT)                   \
+	F(char *, PQresultErrorMessage, (const PGresult *r), (r), not_loaded)                      \
+	F(ExecStatusType, PQresultStatus, (const PGresult *r), (r), PGRES_FATAL_ERROR)             \
+	F(ConnStatusType, PQstatus, (const PGconn *c), (c), CONNECTION_BAD)
+
+enum { PQ_FNS(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N) PQ_FNS_COUNT };
+static const char *const names[] = { PQ_FNS(OP_DL_NAME_F, OP_DL_NAME_V, OP_DL_NAME_N) };
+static void *syms[PQ_FNS_COUNT];
+
+struct op_dl_lib inst_dl_pq = OP_DL_LIB_INIT(INST_DL_PQ_SONAME, names, syms, PQ_FNS_COUNT, NULL);
+
+#define OP_DL_SHIM inst_dl_pq
+PQ_FNS(OP_DL_WRAP_F, OP_DL_WRAP_V, OP_DL_WRAP_N)

@@ -1,0 +1,182 @@
+/* tests/unit/test_support_dl.c - op_dl (support/dl.h): libcurl and libpq are
+ * not mapped until first used, every name of both tables resolves, a missing
+ * library or symbol is an error naming it, and a wrapper whose library cannot
+ * be loaded returns its failure value instead of jumping through NULL. */
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "instance/internal.h"
+#include "support/dl.h"
+#include "support/dl_curl.h"
+
+#include <cmocka.h>
+
+static bool mapped(const char *soname)
+{
+	void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		dlclose(h); /* drops only the reference RTLD_NOLOAD took */
+	return h != NULL;
+}
+
+static void assert_table_complete(struct op_dl_lib *lib)
+{
+	assert_true(lib->count > 0);
+	for (size_t i = 0; i < lib->count; i++) {
+		assert_non_null(lib->names[i]);
+		assert_non_null(lib->syms[i]);
+		/* the slot is the library's own function, not the executable's wrapper */
+		void *h = dlopen(lib->soname, RTLD_NOW | RTLD_NOLOAD);
+		assert_non_null(h);
+		assert_ptr_equal(lib->syms[i], dlsym(h, lib->names[i]));
+		dlclose(h);
+	}
+}
+
+/* Runs first: nothing in this process has used libcurl or libpq yet. */
+static void test_not_mapped_until_loaded(void **state)
+{
+	assert_false(mapped(OP_DL_CURL_SONAME));
+	assert_false(mapped(INST_DL_PQ_SONAME));
+	assert_false(op_dl_loaded(&op_dl_curl));
+	assert_false(op_dl_loaded(&inst_dl_pq));
+
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_dl_load(&op_dl_curl, &err), 0);
+	assert_false(op_err_isset(&err));
+	assert_true(op_dl_loaded(&op_dl_curl));
+	assert_true(mapped(OP_DL_CURL_SONAME));
+	assert_false(mapped(INST_DL_PQ_SONAME));
+
+	assert_int_equal(op_dl_load(&inst_dl_pq, &err), 0);
+	assert_true(op_dl_loaded(&inst_dl_pq));
+	assert_true(mapped(INST_DL_PQ_SONAME));
+}
+
+static void test_tables_complete(void **state)
+{
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_dl_load(&op_dl_curl, &err), 0);
+	assert_int_equal(op_dl_load(&inst_dl_pq, &err), 0);
+	assert_table_complete(&op_dl_curl);
+	assert_table_complete(&inst_dl_pq);
+}
+
+/* The wrappers reach the real functions, variadic ones included. */
+static void test_wrappers_forward(void **state)
+{
+	assert_string_equal(curl_easy_strerror(CURLE_OK), "No error");
+	struct curl_slist *l = curl_slist_append(NULL, "a: b");
+	assert_non_null(l);
+	assert_string_equal(l->data, "a: b");
+	curl_slist_free_all(l);
+
+	CURL *h = curl_easy_init();
+	assert_non_null(h);
+	assert_int_equal(curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L), CURLE_OK);   /* long */
+	assert_int_equal(curl_easy_setopt(h, CURLOPT_URL, "http://127.0.0.1:1/x"), CURLE_OK);
+	assert_int_equal(curl_easy_setopt(h, CURLOPT_PRIVATE, (void *)h), CURLE_OK);   /* pointer */
+	assert_int_equal(curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)1 << 40),
+			 CURLE_OK); /* curl_off_t */
+	assert_int_equal(curl_easy_setopt(h, CURLOPT_NOSIGNAL, -1L), CURLE_OK);
+	assert_int_equal(curl_easy_setopt(h, (CURLoption)(CURLOPTTYPE_LONG + 9999), 1L),
+			 CURLE_UNKNOWN_OPTION); /* the library's own answer */
+	void *priv = NULL;
+	assert_int_equal(curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&priv), CURLE_OK);
+	assert_ptr_equal(priv, h);
+	curl_easy_cleanup(h);
+
+	CURLM *m = curl_multi_init();
+	assert_non_null(m);
+	assert_int_equal(curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, 8L), CURLM_OK);
+	assert_int_equal(curl_multi_setopt(m, (CURLMoption)(CURLOPTTYPE_LONG + 9999), 1L),
+			 CURLM_UNKNOWN_OPTION);
+	assert_int_equal(curl_multi_cleanup(m), CURLM_OK);
+
+	CURLSH *s = curl_share_init();
+	assert_non_null(s);
+	assert_int_equal(curl_share_setopt(s, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS), CURLSHE_OK);
+	assert_int_equal(curl_share_setopt(s, CURLSHOPT_USERDATA, (void *)s), CURLSHE_OK);
+	assert_int_equal(curl_share_setopt(s, (CURLSHoption)99, 0L), CURLSHE_BAD_OPTION);
+	assert_int_equal(curl_share_cleanup(s), CURLSHE_OK);
+
+	/* libpq without a server: a connection object in a failed state, not NULL */
+	assert_int_equal(PQping("host=/nonexistent-pgop-dir port=1 connect_timeout=1"),
+			 PQPING_NO_RESPONSE);
+}
+
+static void test_missing_library_named(void **state)
+{
+	static const char *const names[] = { "curl_easy_init" };
+	static void *syms[1];
+	struct op_dl_lib lib =
+		OP_DL_LIB_INIT("libpgop-no-such-library.so.9", names, syms, 1, NULL);
+	for (int round = 0; round < 2; round++) { /* remembered, reported again */
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(op_dl_load(&lib, &err), -ENOENT);
+		assert_int_equal(err.code, -ENOENT);
+		assert_non_null(strstr(err.msg, "cannot load libpgop-no-such-library.so.9"));
+		assert_false(op_dl_loaded(&lib));
+		assert_null(op_dl_sym(&lib, 0));
+	}
+}
+
+static void test_missing_symbol_named(void **state)
+{
+	static const char *const names[] = { "curl_easy_init", "pgop_no_such_symbol" };
+	static void *syms[2];
+	struct op_dl_lib lib = OP_DL_LIB_INIT(OP_DL_CURL_SONAME, names, syms, 2, NULL);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_dl_load(&lib, &err), -ENOSYS);
+	assert_non_null(strstr(err.msg, OP_DL_CURL_SONAME));
+	assert_non_null(strstr(err.msg, "pgop_no_such_symbol"));
+	assert_null(syms[0]); /* no half-filled table */
+	assert_null(op_dl_sym(&lib, 0));
+}
+
+/* A shim generated by the same macros over a library that is not there: the
+ * wrappers return their failure values. */
+int pgop_test_answer(int x);
+void pgop_test_touch(int *p);
+#define TEST_FNS(F, V, N)                                                                          \
+	F(int, pgop_test_answer, (int x), (x), -42)                                                \
+	V(pgop_test_touch, (int *p), (p))
+enum { TEST_FNS(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N) TEST_FNS_COUNT };
+static const char *const test_names[] = { TEST_FNS(OP_DL_NAME_F, OP_DL_NAME_V, OP_DL_NAME_N) };
+static void *test_syms[TEST_FNS_COUNT];
+static struct op_dl_lib test_lib =
+	OP_DL_LIB_INIT("libpgop-test-absent.so.1", test_names, test_syms, TEST_FNS_COUNT, NULL);
+#define OP_DL_SHIM test_lib
+TEST_FNS(OP_DL_WRAP_F, OP_DL_WRAP_V, OP_DL_WRAP_N)
+#undef OP_DL_SHIM
+
+static void test_wrapper_without_library(void **state)
+{
+	assert_int_equal(pgop_test_answer(1), -42);
+	int v = 7;
+	pgop_test_touch(&v);
+	assert_int_equal(v, 7);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_dl_load(&test_lib, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "libpgop-test-absent.so.1"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_not_mapped_until_loaded),
+		cmocka_unit_test(test_tables_complete),
+		cmocka_unit_test(test_wrappers_forward),
+		cmocka_unit_test(test_missing_library_named),
+		cmocka_unit_test(test_missing_symbol_named),
+		cmocka_unit_test(test_wrapper_without_library),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
