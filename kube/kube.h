@@ -6,8 +6,9 @@
  *
  * Threads: a struct kube_client is safe for concurrent use by any number of
  * threads (one curl easy handle per request, connection/TLS-session/DNS cache
- * shared through a locked CURLSH). Call curl_global_init(CURL_GLOBAL_ALL) in
- * main before starting threads; kube_client_new() also does it once.
+ * shared through a locked CURLSH). kube_client_new() loads libcurl
+ * (support/dl_curl.h; a missing library is its error) and runs
+ * curl_global_init(CURL_GLOBAL_ALL) once.
  *
  * Errors: every call that talks to the API server returns 0 (or a count) on
  * success and a negative errno on failure, and fills the caller's op_err with
