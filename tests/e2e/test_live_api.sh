@@ -27,6 +27,8 @@
 #  - restart: {"instance": replica} recreates that Pod; {} (rolling) recreates every
 #    instance Pod, the replica before the primary, the primary in place (no failover),
 #    each Pod carries the Cluster's restartedAt, data intact, Events for each step;
+#  - lag after a write burst (the replica's replay paused): instances.live lagBytes and
+#    clusters.live MAX LAG show it, and it returns to 0 once replay resumes;
 #  - kubectl get clusters / clusters.postgresql still mean the CRD;
 #  - one instance's network cut (the node agent's partition: no Pod, not the controller,
 #    reaches it): kubectl get instances.live answers within the fetch timeout + margin
@@ -283,6 +285,19 @@ ev=$(kubectl -n "$ns" get events -o jsonpath='{range .items[*]}{.reason} {end}')
 e2e_assert_contains "$ev" "RestartRequested" "Event RestartRequested"
 e2e_assert_contains "$ev" "RestartingInstance" "Event RestartingInstance"
 e2e_assert_contains "$ev" "RestartingPrimary" "Event RestartingPrimary"
+
+# ---- lag after a write burst: the replica's replay paused while the primary writes ----
+sql "$replica" "SELECT pg_wal_replay_pause()" >/dev/null || e2e_fail "cannot pause replay on $replica"
+sql "$primary" "CREATE TABLE burst AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 20000) g" >/dev/null ||
+	e2e_fail "write burst on $primary"
+lagb() { kubectl -n "$ns" get instances.live "$replica" -o jsonpath='{.status.lagBytes}' 2>/dev/null; }
+e2e_wait_for '[ "$(lagb)" -gt 1000000 ] 2>/dev/null' 30 0.5 ||
+	e2e_fail "instances.live $replica: lagBytes '$(lagb)' after a 4 MB burst with replay paused"
+e2e_log "lag with replay paused: $(kubectl -n "$ns" get instances.live -l cnpg.io/cluster=$C --no-headers | tr -s ' ' | tr '\n' ';')"
+e2e_assert_match "$(kubectl -n "$ns" get pglive $C -o jsonpath='{.status.maxLag}')" "^[1-9][0-9]{6,} B" \
+	"clusters.live MAX LAG after the burst"
+sql "$replica" "SELECT pg_wal_replay_resume()" >/dev/null || e2e_fail "cannot resume replay on $replica"
+e2e_wait_for '[ "$(lagb)" = 0 ]' 60 0.5 || e2e_fail "lag of $replica after replay resumed: $(lagb)"
 
 # ---- straight to pgop: front-proxy authentication and pgop's own SAR --------------
 ip=$(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=r1 -o jsonpath='{.items[0].status.podIP}')
