@@ -24,11 +24,13 @@ struct kube_informer {
 	long page_size;
 	long backoff_ms;
 	const char *const *keep;   /* borrowed projection, NULL = whole objects */
+	char *index_label;         /* owned, NULL = none (kube__entry.index) */
 	struct kube_informer_handlers h;
 	struct kube_watch *w;      /* owned */
 
 	pthread_rwlock_t cache_lock;
-	json_object *cache;        /* owned; object keyed "ns/name" -> object */
+	struct kube__cache cache;  /* compact entries by "ns/name"; only the
+				    * informer thread changes it (write lock) */
 
 	pthread_mutex_t lock;      /* guards below; cond signals synced/stop */
 	pthread_cond_t cond;
@@ -46,14 +48,16 @@ static char *key_of(const char *ns, const char *name)
 	return op_asprintf("%s/%s", ns ? ns : "", name ? name : "");
 }
 
-static char *obj_key(json_object *obj)
-{
-	return key_of(kube_obj_namespace(obj), kube_obj_name(obj));
-}
-
 static char *dup_or_null(const char *s)
 {
 	return s && *s ? op_strdup(s) : NULL;
+}
+
+/* A private tree of a cached entry for handlers (NULL only on a parse
+ * failure, logged by kube__entry_parse). */
+static json_object *parsed(const struct kube__entry *e)
+{
+	return e ? kube__entry_parse(e) : NULL;
 }
 
 int kube_informer_new(struct kube_client *c, const struct kube_kind *k,
@@ -76,17 +80,16 @@ int kube_informer_new(struct kube_client *c, const struct kube_kind *k,
 	inf->keep = opts->keep;
 	if (handlers)
 		inf->h = *handlers;
-	inf->cache = json_object_new_object();
-	if (!inf->cache) {
-		free(inf);
-		return op_err_set(err, -ENOMEM, "informer %s: out of memory", k->resource);
-	}
+	inf->index_label = dup_or_null(opts->index_label);
 	const struct kube_watch_opts wo = { .label_selector = opts->label_selector,
 					    .field_selector = opts->field_selector,
 					    .timeout_seconds = opts->watch_timeout_seconds };
 	int r = kube_watch_new(c, k, opts->ns, &wo, &inf->w, err);
 	if (r < 0) {
-		json_object_put(inf->cache);
+		free(inf->ns);
+		free(inf->label_selector);
+		free(inf->field_selector);
+		free(inf->index_label);
 		free(inf);
 		return r;
 	}
@@ -117,6 +120,52 @@ static void wait_stop(struct kube_informer *inf, long ms)
 	kube__wait_stop(&inf->lock, &inf->cond, &inf->stop, ms);
 }
 
+/* The entry a cache keeps for obj (borrowed, private to this thread). */
+static struct kube__entry *entry_of(struct kube_informer *inf, json_object *obj)
+{
+	if (!inf->keep)
+		return kube__entry_new(obj, inf->index_label);
+	_cleanup_(op_json_putp) json_object *proj = kube_project(obj, inf->keep);
+	return kube__entry_new(proj, inf->index_label);
+}
+
+static bool same_rv(const struct kube__entry *a, const struct kube__entry *b)
+{
+	return a->rv && b->rv && strcmp(a->rv, b->rv) == 0;
+}
+
+/* Handlers of a relist's diff, no lock held: fresh is the live cache (only
+ * this thread changes it), old the replaced one (private now). Both sorted,
+ * so one merge walk. Handlers get trees parsed from the entries. */
+static void relist_diff(struct kube_informer *inf, const struct kube__cache *fresh,
+			const struct kube__cache *old)
+{
+	const struct kube_informer_handlers *h = &inf->h;
+	size_t i = 0, j = 0;
+	while (i < fresh->n || j < old->n) {
+		int d = i == fresh->n ? 1 : j == old->n ? -1
+							: strcmp(fresh->v[i]->key, old->v[j]->key);
+		json_object *a = NULL, *b = NULL;
+		if (d < 0) {
+			if (h->on_add && (a = parsed(fresh->v[i])))
+				h->on_add(h->userdata, a);
+			i++;
+		} else if (d > 0) {
+			if (h->on_delete && (b = parsed(old->v[j])))
+				h->on_delete(h->userdata, b);
+			j++;
+		} else {
+			if (h->on_update && !same_rv(fresh->v[i], old->v[j]) &&
+			    (a = parsed(fresh->v[i])) && (b = parsed(old->v[j])))
+				h->on_update(h->userdata, b, a);
+			i++;
+			j++;
+		}
+		json_object_put(a);
+		json_object_put(b);
+	}
+}
+
 /* Full list: replaces the cache and fires add/update/delete for the diff. */
 static int relist(struct kube_informer *inf, struct op_err *err)
 {
@@ -128,42 +177,25 @@ static int relist(struct kube_informer *inf, struct op_err *err)
 	if (r < 0)
 		return r;
 	json_object *items = json_object_object_get(list, "items");
-	_cleanup_(op_json_putp) json_object *fresh = json_object_new_object();
-	if (!fresh)
-		return op_err_set(err, -ENOMEM, "informer %s: out of memory", inf->k->resource);
-	for (size_t i = 0; i < json_object_array_length(items); i++) {
+	size_t n = json_object_array_length(items), m = 0;
+	struct kube__entry **v = op_malloc((n ? n : 1) * sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_array_get_idx(items, i);
-		_cleanup_free_ char *key = obj_key(o);
-		if (op_json_set(fresh, key, inf->keep ? kube_project(o, inf->keep)
-						      : json_object_get(o)) < 0)
-			return op_err_set(err, -ENOMEM, "informer %s: out of memory",
-					  inf->k->resource);
+		if (json_object_is_type(o, json_type_object))
+			v[m++] = entry_of(inf, o);
 	}
+	/* the list's own tree (the biggest thing here) goes before the diff */
+	_cleanup_free_ char *rv = dup_or_null(op_json_str_at(list, "metadata.resourceVersion"));
+	json_object_put(TAKE_PTR(list));
+	struct kube__cache fresh = { 0 };
+	kube__cache_adopt(&fresh, v, m);
 	pthread_rwlock_wrlock(&inf->cache_lock);
-	json_object *old = inf->cache;
-	inf->cache = json_object_get(fresh);
+	struct kube__cache old = inf->cache;
+	inf->cache = fresh;
 	pthread_rwlock_unlock(&inf->cache_lock);
+	relist_diff(inf, &inf->cache, &old);
+	kube__cache_clear(&old);
 
-	/* Callbacks with no lock held; `old` is now private to this thread. */
-	json_object_object_foreach(fresh, key, obj) {
-		json_object *prev = json_object_object_get(old, key);
-		if (!prev) {
-			if (inf->h.on_add)
-				inf->h.on_add(inf->h.userdata, obj);
-		} else {
-			const char *a = kube_obj_resource_version(prev);
-			const char *b = kube_obj_resource_version(obj);
-			if ((!a || !b || strcmp(a, b) != 0) && inf->h.on_update)
-				inf->h.on_update(inf->h.userdata, prev, obj);
-		}
-	}
-	json_object_object_foreach(old, okey, oobj) {
-		if (!json_object_object_get_ex(fresh, okey, NULL) && inf->h.on_delete)
-			inf->h.on_delete(inf->h.userdata, oobj);
-	}
-	json_object_put(old);
-
-	const char *rv = op_json_str_at(list, "metadata.resourceVersion");
 	set_rv(inf, rv);
 	kube_watch_set_resource_version(inf->w, rv);
 	pthread_mutex_lock(&inf->lock);
@@ -186,38 +218,43 @@ static int on_event(void *ud, enum kube_watch_type t, json_object *obj)
 			set_rv(inf, rv);
 		return 0;
 	}
-	_cleanup_free_ char *key = obj_key(obj);
-	/* the event's own tree is freed by the watch: keep a compact projection */
-	_cleanup_(op_json_putp) json_object *proj = inf->keep ? kube_project(obj, inf->keep) : NULL;
-	if (proj)
-		obj = proj;
-	json_object *prev = NULL;
-	pthread_rwlock_wrlock(&inf->cache_lock);
-	json_object *cur = json_object_object_get(inf->cache, key);
-	if (cur)
-		prev = json_object_get(cur); /* only this thread touches refcounts */
-	int r = 0;
-	if (t == KUBE_WATCH_DELETED)
-		json_object_object_del(inf->cache, key);
-	else
-		r = op_json_set(inf->cache, key, json_object_get(obj));
-	pthread_rwlock_unlock(&inf->cache_lock);
-	if (r < 0) {
-		json_object_put(prev);
-		return -ENOMEM;
+	if (!json_object_is_type(obj, json_type_object))
+		return 0; /* watch.c delivers objects only */
+	struct kube__entry *e = NULL, *prev = NULL;
+	_cleanup_(op_json_putp) json_object *proj = NULL;
+	if (t != KUBE_WATCH_DELETED) {
+		/* the event's own tree is freed by the watch: the cache keeps the
+		 * projection's text; handlers get the projection itself */
+		if (inf->keep)
+			obj = proj = kube_project(obj, inf->keep);
+		e = kube__entry_new(obj, inf->index_label);
 	}
+	pthread_rwlock_wrlock(&inf->cache_lock);
+	if (e) {
+		prev = kube__cache_put(&inf->cache, e);
+	} else {
+		_cleanup_free_ char *key = key_of(kube_obj_namespace(obj), kube_obj_name(obj));
+		prev = kube__cache_del(&inf->cache, key);
+	}
+	pthread_rwlock_unlock(&inf->cache_lock);
 	if (rv)
 		set_rv(inf, rv);
+	/* prev is out of the cache: private to this thread */
+	_cleanup_(op_json_putp) json_object *old = NULL;
 	if (t == KUBE_WATCH_DELETED) {
-		if (inf->h.on_delete)
-			inf->h.on_delete(inf->h.userdata, prev ? prev : obj);
+		if (inf->h.on_delete) {
+			/* the last cached state, else the event's object projected */
+			old = prev ? parsed(prev) : inf->keep ? kube_project(obj, inf->keep) : NULL;
+			if (old || !prev)
+				inf->h.on_delete(inf->h.userdata, old ? old : obj);
+		}
 	} else if (prev) {
-		if (inf->h.on_update)
-			inf->h.on_update(inf->h.userdata, prev, obj);
+		if (inf->h.on_update && (old = parsed(prev)))
+			inf->h.on_update(inf->h.userdata, old, obj);
 	} else if (inf->h.on_add) {
 		inf->h.on_add(inf->h.userdata, obj);
 	}
-	json_object_put(prev);
+	free(prev);
 	return 0;
 }
 
@@ -306,17 +343,13 @@ json_object *kube_informer_get(struct kube_informer *inf, const char *ns, const 
 {
 	_cleanup_free_ char *key = key_of(ns, name);
 	json_object *copy = NULL;
+	bool found;
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	json_object *o = json_object_object_get(inf->cache, key);
-	if (o && json_object_deep_copy(o, &copy, NULL) < 0)
-		copy = NULL;
+	size_t i = kube__cache_find(&inf->cache, key, &found);
+	if (found)
+		copy = kube__entry_parse(inf->cache.v[i]);
 	pthread_rwlock_unlock(&inf->cache_lock);
 	return copy;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 json_object *kube_informer_list(struct kube_informer *inf, const char *ns)
@@ -345,45 +378,76 @@ json_object *kube_informer_list_selected(struct kube_informer *inf, const char *
 	return kube_informer_list_filter(inf, ns, match_selector, &ctx);
 }
 
-json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns,
-				       bool (*match)(void *userdata, json_object *obj),
-				       void *userdata)
+static const char *label_of(json_object *obj, const char *key)
+{
+	json_object *labels = op_json_at(obj, "metadata.labels"), *v = NULL;
+	if (!json_object_is_type(labels, json_type_object) ||
+	    !json_object_object_get_ex(labels, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+/* The entries of ns (NULL = all), sorted, whose index is value (value NULL =
+ * any), parsed and kept when match says so. */
+static json_object *list_where(struct kube_informer *inf, const char *ns, const char *label,
+			       const char *value, bool (*match)(void *userdata, json_object *obj),
+			       void *userdata)
 {
 	json_object *arr = json_object_new_array();
 	if (!arr)
 		return NULL;
 	_cleanup_free_ char *prefix = ns ? op_asprintf("%s/", ns) : NULL;
-	size_t plen = prefix ? strlen(prefix) : 0;
+	/* an informer without that index parses every candidate to compare */
+	bool indexed = label && inf->index_label && !strcmp(label, inf->index_label);
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	size_t n = (size_t)json_object_object_length(inf->cache), cnt = 0;
-	const char **keys = op_calloc(n ? n : 1, sizeof(*keys));
-	json_object_object_foreach(inf->cache, key, val) {
-		(void)val;
-		if (!prefix || !strncmp(key, prefix, plen))
-			keys[cnt++] = key;
-	}
-	qsort(keys, cnt, sizeof(*keys), cmp_str);
-	for (size_t i = 0; i < cnt; i++) {
-		json_object *copy = NULL;
-		json_object *o = json_object_object_get(inf->cache, keys[i]);
-		if (match && !match(userdata, o))
+	size_t lo, hi;
+	kube__cache_range(&inf->cache, prefix, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		const struct kube__entry *e = inf->cache.v[i];
+		if (indexed && (!e->index || strcmp(e->index, value) != 0))
 			continue;
-		if (json_object_deep_copy(o, &copy, NULL) < 0 ||
-		    op_json_append(arr, copy) < 0) {
+		json_object *o = kube__entry_parse(e);
+		if (!o)
+			continue; /* logged; not an allocation failure of the caller's */
+		const char *l = label && !indexed ? label_of(o, label) : NULL;
+		if ((label && !indexed && (!l || strcmp(l, value) != 0)) ||
+		    (match && !match(userdata, o))) {
+			json_object_put(o);
+			continue;
+		}
+		if (op_json_append(arr, o) < 0) {
+			json_object_put(o);
 			json_object_put(arr);
 			arr = NULL;
 			break;
 		}
 	}
 	pthread_rwlock_unlock(&inf->cache_lock);
-	free(keys);
 	return arr;
+}
+
+json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns,
+				       bool (*match)(void *userdata, json_object *obj),
+				       void *userdata)
+{
+	return list_where(inf, ns, NULL, NULL, match, userdata);
+}
+
+json_object *kube_informer_list_labeled(struct kube_informer *inf, const char *ns,
+					const char *label, const char *value,
+					bool (*match)(void *userdata, json_object *obj),
+					void *userdata)
+{
+	if (!label || !value)
+		return list_where(inf, ns, NULL, NULL, match, userdata);
+	return list_where(inf, ns, label, value, match, userdata);
 }
 
 size_t kube_informer_count(struct kube_informer *inf)
 {
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	size_t n = (size_t)json_object_object_length(inf->cache);
+	size_t n = inf->cache.n;
 	pthread_rwlock_unlock(&inf->cache_lock);
 	return n;
 }
@@ -425,13 +489,14 @@ struct kube_informer *kube_informer_free(struct kube_informer *inf)
 		return NULL;
 	kube_informer_stop(inf);
 	kube_watch_free(inf->w);
-	json_object_put(inf->cache);
+	kube__cache_clear(&inf->cache);
 	pthread_rwlock_destroy(&inf->cache_lock);
 	pthread_mutex_destroy(&inf->lock);
 	pthread_cond_destroy(&inf->cond);
 	free(inf->ns);
 	free(inf->label_selector);
 	free(inf->field_selector);
+	free(inf->index_label);
 	free(inf->rv);
 	free(inf);
 	return NULL;

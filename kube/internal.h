@@ -120,4 +120,58 @@ struct kube__chunk {
 int kube__watch_replay(const struct kube_kind *k, const struct kube__chunk *chunks, size_t n,
 		       kube_watch_fn fn, void *ud, char **ret_rv, struct op_err *err);
 
+/* ---- informer cache entries (entry.c) ----
+ * One cached object as its compact JSON text (json-c PLAIN | NOSLASHESCAPE)
+ * plus the fields the informer reads without parsing, in ONE allocation
+ * (free()). A json-c tree costs a 16-slot hash table per JSON object (~0.7 KB
+ * each, a projected Pod ~14 KB); the text is the object's serialized size.
+ * Immutable once built: readers parse it (kube__entry_parse) into a private
+ * tree, so no json-c reference count is ever shared between threads. */
+struct kube__entry {
+	const char *rv;    /* metadata.resourceVersion, NULL if none (points into key[]) */
+	const char *index; /* value of the informer's index label, NULL if not indexed or absent */
+	const char *json;  /* the compact text (NUL-terminated, json_len bytes) */
+	size_t json_len;
+	size_t ns_len;     /* key[0..ns_len) is the namespace ("" cluster-scoped) */
+	char key[];        /* "ns/name", then rv, index and json */
+};
+
+/* Builds the entry of obj (borrowed, e.g. a projection; serializing it
+ * attaches json-c's print buffer to obj, so obj must be private to the
+ * calling thread). index_label: label key whose string value is kept as
+ * ->index (NULL = none). Never NULL (aborts on OOM); obj must be an object. */
+struct kube__entry *kube__entry_new(json_object *obj, const char *index_label);
+/* A new owned tree parsed from e's text, or NULL on failure (only on OOM or
+ * json-c not reading back its own output: logged). */
+json_object *kube__entry_parse(const struct kube__entry *e);
+/* Bytes the entry allocation holds (header and strings). */
+size_t kube__entry_size(const struct kube__entry *e);
+
+/* Entries sorted by key (strcmp): get/put/del by binary search, a namespace
+ * is a contiguous range ("ns/" prefix), lists come out sorted, and a relist
+ * is diffed by one merge walk. Owns its entries. Not locked: informer.c
+ * guards it with its cache rwlock. */
+struct kube__cache {
+	struct kube__entry **v;
+	size_t n, cap;
+};
+
+/* Index of key in c, or where it would be inserted; *found says which. */
+size_t kube__cache_find(const struct kube__cache *c, const char *key, bool *found);
+/* Inserts e (owned by c from now on) or replaces the entry with its key:
+ * returns the replaced entry (owned by the caller) or NULL. */
+struct kube__entry *kube__cache_put(struct kube__cache *c, struct kube__entry *e);
+/* Removes key: returns its entry (owned by the caller) or NULL. */
+struct kube__entry *kube__cache_del(struct kube__cache *c, const char *key);
+/* The range [*ret_lo, *ret_hi) of entries whose key starts with prefix
+ * (NULL = all). */
+void kube__cache_range(const struct kube__cache *c, const char *prefix, size_t *ret_lo,
+		       size_t *ret_hi);
+/* Takes ownership of the n entries v (malloc'd array, any order) and makes
+ * c of them, sorted; of entries with the same key the later in v is kept. c
+ * must be empty. */
+void kube__cache_adopt(struct kube__cache *c, struct kube__entry **v, size_t n);
+/* Frees every entry and the array; c is empty (reusable) after. */
+void kube__cache_clear(struct kube__cache *c);
+
 #endif

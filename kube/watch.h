@@ -83,13 +83,17 @@ struct kube_watch *kube_watch_free(struct kube_watch *w);
 
 /* Handlers run on the informer thread, after the cache is updated, with no
  * informer lock held (they may call kube_informer_get). Objects are
- * borrowed for the duration of the call and READ-ONLY (they are shared with
- * the cache: no json_object_get/put, no modification; serializing with
- * json_object_to_json_string is fine from this thread only). Copy with
- * json_object_deep_copy to keep one. Handlers must not call
- * kube_informer_stop/free on their own informer (it joins this thread). Any handler may be NULL. On a
- * relist, objects that disappeared get on_delete, new ones on_add and
- * changed ones (different resourceVersion) on_update. */
+ * borrowed for the duration of the call and READ-ONLY (no json_object_get/
+ * put, no modification; serializing with json_object_to_json_string is fine
+ * from this thread only). They are trees private to the informer thread,
+ * not the cache's storage (the cache keeps text, see the cache reads
+ * below): the event's object (projected) for the new state, a parse of the
+ * cached text for the old state (on_update's old_obj, on_delete: the last
+ * cached state). Copy with json_object_deep_copy to keep one. Handlers must
+ * not call kube_informer_stop/free on their own informer (it joins this
+ * thread). Any handler may be NULL. On a relist, objects that disappeared
+ * get on_delete, new ones on_add and changed ones (different
+ * resourceVersion) on_update, in ns/name order. */
 struct kube_informer_handlers {
 	void (*on_add)(void *userdata, json_object *obj);
 	void (*on_update)(void *userdata, json_object *old_obj, json_object *new_obj);
@@ -110,6 +114,10 @@ struct kube_informer_opts {
 	 * object (borrowed, NULL-terminated, must outlive the informer); NULL =
 	 * whole objects. Handlers and readers see the projected objects. */
 	const char *const *keep;
+	/* Label whose value every cache entry keeps beside its text (copied;
+	 * NULL = none), so kube_informer_list_labeled on that label skips the
+	 * other objects without parsing them (the reconciler: cnpg.io/cluster). */
+	const char *index_label;
 };
 
 struct kube_informer;
@@ -138,23 +146,39 @@ bool kube_informer_has_synced(struct kube_informer *inf);
 /* Waits up to timeout_ms for has_synced: 0 or -ETIMEDOUT (-ECANCELED if stopped). */
 int kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms);
 
-/* Cache reads (read lock). Returns an OWNED DEEP COPY of the cached object
- * (json_object_put when done), or NULL. ns NULL/"" for cluster-scoped.
- * Why a copy and not json_object_get(): Debian's json-c is built without
- * ENABLE_THREADING, so its reference counts are not atomic and two threads
- * taking/dropping references to one object would race. */
+/* Cache reads (read lock). The cache keeps each (projected) object as its
+ * compact JSON text plus its key, resourceVersion and index label value
+ * (kube/entry.c; a json-c tree costs ~0.7 KB per JSON object:
+ * docs/internals/memory.md). Returns an OWNED tree parsed from that text
+ * (json_object_put when done; equal to a deep copy of the object cached),
+ * or NULL. ns NULL/"" for cluster-scoped. A private tree rather than
+ * json_object_get() on a shared one: Debian's json-c is built without
+ * ENABLE_THREADING, so its reference counts are not atomic. */
 json_object *kube_informer_get(struct kube_informer *inf, const char *ns, const char *name);
-/* New owned JSON array of deep copies of all cached objects in ns (NULL =
- * all), sorted by ns/name. NULL only on allocation failure. */
+/* New owned JSON array of (parsed, owned) copies of all cached objects in ns
+ * (NULL = all), sorted by ns/name. NULL only on allocation failure. Parses
+ * every object listed: O(size of the namespace). */
 json_object *kube_informer_list(struct kube_informer *inf, const char *ns);
 /* Same, keeping only objects for which match(userdata, obj) is true; match
- * runs under the cache read lock on the shared object (read-only, must not
- * block or call back into the informer). match NULL = all. */
+ * runs under the cache read lock on each candidate parsed (the tree that is
+ * appended when it matches, freed otherwise; read-only, must not block or
+ * call back into the informer). match NULL = all. Parses every object of
+ * ns: to select an owner's objects use kube_informer_list_labeled. */
 json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns,
 				       bool (*match)(void *userdata, json_object *obj),
 				       void *userdata);
-/* Same with a label selector (kube_selector_match grammar); NULL on a
- * malformed selector (err set) or allocation failure. */
+/* Same, among the objects whose label `label` has the string value `value`
+ * (both NULL = no label condition). With label == opts.index_label the
+ * others are skipped on the entry's kept value, unparsed: O(matches) parses
+ * plus a string compare per object of ns; with another label every object
+ * of ns is parsed to compare. */
+json_object *kube_informer_list_labeled(struct kube_informer *inf, const char *ns,
+					const char *label, const char *value,
+					bool (*match)(void *userdata, json_object *obj),
+					void *userdata);
+/* Same with a label selector (kube_selector_match grammar; every object of
+ * ns is parsed); NULL on a malformed selector (err set) or allocation
+ * failure. */
 json_object *kube_informer_list_selected(struct kube_informer *inf, const char *ns,
 					 const char *selector, struct op_err *err);
 size_t kube_informer_count(struct kube_informer *inf);

@@ -68,22 +68,14 @@ static const char *label_of(json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
-struct owned_match {
-	const char *cluster;
-	const char *pod_role; /* NULL = any */
-};
-
-/* Under the informer's read lock: only matches are copied (bench/live.sh: a
- * copy of the whole namespace per Cluster made each live request copy every
- * Pod of the namespace once per Cluster). */
-static bool owned_by(void *ud, json_object *o)
+/* Under the informer's read lock, on the Cluster's own objects only (the
+ * cluster label is the informer's index: bench/live.sh showed that copying
+ * the whole namespace per Cluster made each live request cost every Pod of
+ * the namespace once per Cluster). */
+static bool has_role(void *ud, json_object *o)
 {
-	const struct owned_match *m = ud;
-	const char *l = label_of(o, RC_LABEL_CLUSTER);
-	if (!l || strcmp(l, m->cluster) != 0)
-		return false;
-	const char *role = m->pod_role ? label_of(o, RC_LABEL_POD_ROLE) : NULL;
-	return !m->pod_role || (role && strcmp(role, m->pod_role) == 0);
+	const char *role = label_of(o, RC_LABEL_POD_ROLE);
+	return role && strcmp(role, ud) == 0;
 }
 
 json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
@@ -96,8 +88,8 @@ json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, cons
 			abort();
 		return out;
 	}
-	struct owned_match m = { cluster, pod_role };
-	json_object *out = kube_informer_list_filter(inf, ns, owned_by, &m);
+	json_object *out = kube_informer_list_labeled(inf, ns, RC_LABEL_CLUSTER, cluster,
+						      pod_role ? has_role : NULL, (void *)pod_role);
 	if (!out)
 		abort();
 	return out;
@@ -350,6 +342,7 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 				.ns = c->n_ns ? c->ns[i] : NULL,
 				.label_selector = inf_table[k].owned ? OWNED_SELECTOR : NULL,
 				.keep = inf_table[k].keep,
+				.index_label = inf_table[k].owned ? RC_LABEL_CLUSTER : NULL,
 			};
 			r = kube_informer_new(c->kc, KUBE_KIND(inf_table[k].kind), &io, &h,
 					      &c->inf[k][i], err);

@@ -775,6 +775,210 @@ static void test_informer_projection(void **state)
 	ts_stop(s);
 }
 
+/* The cache on its compact storage (kube/entry.c): an all-namespaces Pods
+ * informer with a projection and the cnpg.io/cluster index, through a list,
+ * watch events (relabel, add, delete), then a 410 and a relist with a diff.
+ * Reads: get, list (sorted, by namespace), list_filter, list_selected,
+ * list_labeled (indexed and not), private copies. */
+#define CPOD(ns, name, rv, labels, rest)                                                          \
+	"{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns "\",\"resourceVersion\":\"" rv  \
+	"\",\"managedFields\":[{}],\"labels\":{" labels "}}" rest "}"
+#define CEV(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
+#define PG(c) "\"cnpg.io/cluster\":\"" c "\""
+
+static atomic_int cache_lists, cache_watches, cache_gate;
+
+static void h_cache(struct ts *s, const struct ts_req *req, struct ts_resp *r)
+{
+	if (strcmp(req->path, "/api/v1/pods") != 0) {
+		r->status = 404;
+		r->body = ts_status(404, "NotFound", "x");
+		return;
+	}
+	if (!is_watch(req)) {
+		if (atomic_fetch_add(&cache_lists, 1) == 0) /* not in key order */
+			r->body = op_strdup(
+				"{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":["
+				CPOD("ns1", "b", "2", PG("pg2"), ) ","
+				CPOD("ns10", "a", "3", PG("pg1"), ) ","
+				CPOD("ns1", "a", "1", PG("pg1") ",\"role\":\"instance\"",
+				     ",\"spec\":{\"nodeName\":\"n1\",\"big\":[1]}") ","
+				CPOD("ns1-x", "a", "4", PG("pg1"), ) "]}");
+		else
+			r->body = op_strdup(
+				"{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":["
+				CPOD("ns1", "b", "11", PG("pg1") ",\"role\":\"replica\"", ) ","
+				CPOD("ns1", "c", "15", PG("pg2"), ) ","
+				CPOD("ns1", "d", "16", , ) ","
+				CPOD("ns1-x", "a", "4", PG("pg1"), ) "]}");
+		return;
+	}
+	int n = atomic_fetch_add(&cache_watches, 1);
+	if (n == 0) {
+		add_chunk(r, CEV("MODIFIED", CPOD("ns1", "b", "11", PG("pg1") ",\"role\":\"replica\"", ))
+			     CEV("ADDED", CPOD("ns1", "c", "12", PG("pg1") ",\"role\":\"instance\","
+					       "\"x\":\"a/b \xc3\xa9\"", ",\"spec\":{\"big\":2}"))
+			     CEV("DELETED", CPOD("ns1", "a", "13", PG("pg1"), ))
+			     BOOKMARK("14"), 0);
+	} else if (n == 1) {
+		/* the test reads the cache, then lets the 410 through */
+		for (int i = 0; i < 1000 && !atomic_load(&cache_gate); i++)
+			ts_sleep_ms(10);
+		add_chunk(r, GONE, 0);
+	} else {
+		r->hold_ms = 30000;
+	}
+}
+
+static void clog_add(void *ud, json_object *o)
+{
+	struct calls *cl = ud;
+	pthread_mutex_lock(&cl->lock);
+	size_t len = strlen(cl->log);
+	snprintf(cl->log + len, sizeof(cl->log) - len, "add:%s/%s@%s%s ", kube_obj_namespace(o),
+		 kube_obj_name(o), kube_obj_resource_version(o),
+		 op_json_at(o, "metadata.managedFields") || op_json_at(o, "spec.big") ? "!" : "");
+	pthread_mutex_unlock(&cl->lock);
+}
+
+static void clog_update(void *ud, json_object *old, json_object *o)
+{
+	struct calls *cl = ud;
+	pthread_mutex_lock(&cl->lock);
+	size_t len = strlen(cl->log);
+	snprintf(cl->log + len, sizeof(cl->log) - len, "upd:%s/%s@%s>%s ", kube_obj_namespace(o),
+		 kube_obj_name(o), kube_obj_resource_version(old), kube_obj_resource_version(o));
+	pthread_mutex_unlock(&cl->lock);
+}
+
+static void clog_delete(void *ud, json_object *o)
+{
+	struct calls *cl = ud;
+	pthread_mutex_lock(&cl->lock);
+	size_t len = strlen(cl->log);
+	snprintf(cl->log + len, sizeof(cl->log) - len, "del:%s/%s@%s ", kube_obj_namespace(o),
+		 kube_obj_name(o), kube_obj_resource_version(o));
+	pthread_mutex_unlock(&cl->lock);
+}
+
+/* "ns/name@rv ..." of a list (owned, consumed). */
+static void assert_listed(json_object *arr, const char *want)
+{
+	char got[512] = "";
+	assert_non_null(arr);
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		size_t len = strlen(got);
+		snprintf(got + len, sizeof(got) - len, "%s%s/%s@%s", i ? " " : "",
+			 kube_obj_namespace(o), kube_obj_name(o), kube_obj_resource_version(o));
+		assert_null(op_json_at(o, "metadata.managedFields")); /* projected */
+	}
+	assert_string_equal(got, want);
+	json_object_put(arr);
+}
+
+static bool name_is_c(void *ud, json_object *o)
+{
+	(void)ud;
+	return !strcmp(kube_obj_name(o), "c");
+}
+
+static bool role_is(void *ud, json_object *o)
+{
+	const char *r = op_json_str_at(o, "metadata.labels.role");
+	return r && !strcmp(r, ud);
+}
+
+static void test_informer_cache(void **state)
+{
+	static const char *const keep[] = { "metadata", "spec.nodeName", NULL };
+	atomic_store(&cache_lists, 0);
+	atomic_store(&cache_watches, 0);
+	atomic_store(&cache_gate, 0);
+	struct ts *s = ts_start(h_cache, NULL);
+	struct kube_client *c = client_for(s);
+	struct calls cl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	const struct kube_informer_handlers hd = { clog_add, clog_update, clog_delete, NULL, &cl };
+	const struct kube_informer_opts io = { .keep = keep, .index_label = "cnpg.io/cluster" };
+	struct kube_informer *inf = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(kube_informer_new(c, KUBE_PODS, &io, &hd, &inf, &err), 0);
+	assert_int_equal(kube_informer_start(inf, &err), 0);
+	assert_int_equal(kube_informer_wait_synced(inf, 5000), 0);
+	/* the bookmark is applied after the events' handlers ran */
+	int64_t deadline = ts_now_ms() + 8000;
+	char *rv = NULL;
+	while ((!(rv = kube_informer_resource_version(inf)) || strcmp(rv, "14") != 0) &&
+	       ts_now_ms() < deadline) {
+		free(rv);
+		ts_sleep_ms(10);
+	}
+	assert_string_equal(rv, "14");
+	free(rv);
+	pthread_mutex_lock(&cl.lock);
+	/* list adds in key order; on_update gets the cached old state, on_delete
+	 * the last cached state (rv 1, not the event's 13) */
+	assert_string_equal(cl.log, "add:ns1-x/a@4 add:ns1/a@1 add:ns1/b@2 add:ns10/a@3 "
+				    "upd:ns1/b@2>11 add:ns1/c@12 del:ns1/a@1 ");
+	cl.log[0] = '\0';
+	pthread_mutex_unlock(&cl.lock);
+
+	assert_int_equal(kube_informer_count(inf), 4);
+	assert_null(kube_informer_get(inf, "ns1", "a"));
+	assert_null(kube_informer_get(inf, NULL, "a"));
+	json_object *o = kube_informer_get(inf, "ns1", "c");
+	assert_non_null(o);
+	assert_string_equal(op_json_str_at(o, "metadata.labels.x"), "a/b \xc3\xa9");
+	assert_null(op_json_at(o, "spec"));
+	/* a reader's tree is its own: changing it changes nothing cached */
+	assert_int_equal(op_json_set(json_object_object_get(o, "metadata"), "name",
+				     json_object_new_string("zz")), 0);
+	json_object_put(o);
+	o = kube_informer_get(inf, "ns1", "c");
+	assert_string_equal(kube_obj_name(o), "c");
+	json_object_put(o);
+	assert_listed(kube_informer_list(inf, NULL), "ns1-x/a@4 ns1/b@11 ns1/c@12 ns10/a@3");
+	assert_listed(kube_informer_list(inf, "ns1"), "ns1/b@11 ns1/c@12");
+	assert_listed(kube_informer_list(inf, "ns"), "");
+	assert_listed(kube_informer_list_filter(inf, NULL, name_is_c, NULL), "ns1/c@12");
+	assert_listed(kube_informer_list_selected(inf, "ns1", "cnpg.io/cluster=pg1,role=instance",
+						  &err),
+		      "ns1/c@12");
+	/* the index: b was relabelled pg2 -> pg1 */
+	assert_listed(kube_informer_list_labeled(inf, NULL, "cnpg.io/cluster", "pg1", NULL, NULL),
+		      "ns1-x/a@4 ns1/b@11 ns1/c@12 ns10/a@3");
+	assert_listed(kube_informer_list_labeled(inf, "ns1", "cnpg.io/cluster", "pg2", NULL, NULL), "");
+	assert_listed(kube_informer_list_labeled(inf, "ns1", "cnpg.io/cluster", "pg1", role_is,
+						 "instance"),
+		      "ns1/c@12");
+	/* a label that is not the index: parsed and compared */
+	assert_listed(kube_informer_list_labeled(inf, NULL, "role", "replica", NULL, NULL), "ns1/b@11");
+	assert_listed(kube_informer_list_labeled(inf, NULL, NULL, NULL, name_is_c, NULL), "ns1/c@12");
+
+	/* 410 -> relist: unchanged objects get nothing, the diff in key order */
+	atomic_store(&cache_gate, 1);
+	deadline = ts_now_ms() + 8000;
+	while ((kube_informer_lists(inf) < 2 || atomic_load(&cache_watches) < 3) &&
+	       ts_now_ms() < deadline)
+		ts_sleep_ms(10);
+	assert_int_equal(kube_informer_lists(inf), 2);
+	pthread_mutex_lock(&cl.lock);
+	assert_string_equal(cl.log, "upd:ns1/c@12>15 add:ns1/d@16 del:ns10/a@3 ");
+	pthread_mutex_unlock(&cl.lock);
+	assert_int_equal(kube_informer_count(inf), 4);
+	assert_listed(kube_informer_list(inf, NULL), "ns1-x/a@4 ns1/b@11 ns1/c@15 ns1/d@16");
+	assert_listed(kube_informer_list_labeled(inf, "ns1", "cnpg.io/cluster", "pg2", NULL, NULL),
+		      "ns1/c@15");
+	assert_listed(kube_informer_list_labeled(inf, NULL, "cnpg.io/cluster", "pg1", NULL, NULL),
+		      "ns1-x/a@4 ns1/b@11");
+	rv = kube_informer_resource_version(inf);
+	assert_string_equal(rv, "20");
+	free(rv);
+	kube_informer_free(inf);
+	kube_client_free(c);
+	ts_stop(s);
+}
+
 static void test_watch_replay(void **state)
 {
 	(void)state;
@@ -826,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(test_informer_throughput),
 		cmocka_unit_test(test_project),
 		cmocka_unit_test(test_informer_projection),
+		cmocka_unit_test(test_informer_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
