@@ -622,7 +622,7 @@ static void test_informer_throughput(void **state)
 	int64_t dsel = ts_now_ms() - t1;
 	assert_int_equal(json_object_array_length(sel), TP_EVENTS);
 	json_object_put(sel);
-	print_message("informer: selector list of %d cached objects (deep copies) in %lld ms\n",
+	print_message("informer: selector list of %d cached objects (each parsed from its entry) in %lld ms\n",
 		      TP_EVENTS, (long long)dsel);
 	kube_informer_free(inf);
 	kube_client_free(c);
