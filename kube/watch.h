@@ -168,10 +168,10 @@ json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns
 				       bool (*match)(void *userdata, json_object *obj),
 				       void *userdata);
 /* Same, among the objects whose label `label` has the string value `value`
- * (both NULL = no label condition). With label == opts.index_label the
- * others are skipped on the entry's kept value, unparsed: O(matches) parses
- * plus a string compare per object of ns; with another label every object
- * of ns is parsed to compare. */
+ * (label or value NULL = no label condition). With label ==
+ * opts.index_label the others are skipped on the entry's kept value,
+ * unparsed: O(matches) parses plus a string compare per object of ns; with
+ * another label every object of ns is parsed to compare. */
 json_object *kube_informer_list_labeled(struct kube_informer *inf, const char *ns,
 					const char *label, const char *value,
 					bool (*match)(void *userdata, json_object *obj),
