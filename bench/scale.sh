@@ -5,7 +5,8 @@
 # Ready, deleted, no containers: docs/internals/node-agent.md; their instances never
 # answer). For each N of BENCH_N (default "10 100 1000", cumulative) it prints:
 #   time until every Cluster has its objects (instance Pod Ready, 3 Services, 4 Secrets),
-#   the controller's VmRSS/VmHWM, p50/p99 reconcile duration and the Kubernetes API
+#   the controller's VmRSS/VmHWM, p50/p99 reconcile duration, p50/p99 event -> status
+#   (pgop_reconcile_event_latency_seconds) over the creation burst and in steady state, the Kubernetes API
 #   requests/s by verb over a BENCH_STEADY s (60) steady-state window (pgop's own
 #   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), and 429s seen.
 # One command (it calls the e2e runner itself, with the agent's --scale-mode):
@@ -75,6 +76,7 @@ c429() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ { n += $NF } END { p
 have=0
 for n in ${BENCH_N:-10 100 1000}; do
 	((n > have)) || continue
+	metrics >"$tmp/m0" || e2e_fail "no /metrics"
 	t0=$(date +%s.%N)
 	clusters $((have + 1)) "$n" | k apply -f - >/dev/null
 	e2e_wait_for "all_objects $n" $((300 + n)) 2 ||
@@ -88,6 +90,12 @@ for n in ${BENCH_N:-10 100 1000}; do
 	p50=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_duration_seconds 0.5)
 	p99=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_duration_seconds 0.99)
 	rps=$(per_s "$tmp/m1" "$tmp/m2" "$steady")
+	# event -> status (pgop_reconcile_event_latency_seconds): over the creation burst, and
+	# in the steady-state window (n/a when no event came in it)
+	ev50=$(hist_q "$tmp/m0" "$tmp/m1" pgop_reconcile_event_latency_seconds 0.5)
+	ev99=$(hist_q "$tmp/m0" "$tmp/m1" pgop_reconcile_event_latency_seconds 0.99)
+	es50=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_event_latency_seconds 0.5)
+	es99=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_event_latency_seconds 0.99)
 	e2e_log "N=$n: all objects after ${t}s; VmRSS $(proc VmRSS) kB VmHWM $(proc VmHWM) kB;" \
 		"reconcile p50 <= ${p50}s p99 <= ${p99}s; API requests/s ${rps}; 429s $(c429 "$tmp/m2")"
 	echo "METRIC scale_${n}_objects_s=$t"
@@ -95,6 +103,10 @@ for n in ${BENCH_N:-10 100 1000}; do
 	echo "METRIC scale_${n}_hwm_kb=$(proc VmHWM)"
 	echo "METRIC scale_${n}_reconcile_p50_le_s=$p50"
 	echo "METRIC scale_${n}_reconcile_p99_le_s=$p99"
+	echo "METRIC scale_${n}_event_to_status_burst_p50_le_s=$ev50"
+	echo "METRIC scale_${n}_event_to_status_burst_p99_le_s=$ev99"
+	echo "METRIC scale_${n}_event_to_status_steady_p50_le_s=$es50"
+	echo "METRIC scale_${n}_event_to_status_steady_p99_le_s=$es99"
 	for kv in $rps; do echo "METRIC scale_${n}_api_rps_${kv}"; done
 	echo "METRIC scale_${n}_429s=$(c429 "$tmp/m2")"
 done

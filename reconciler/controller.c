@@ -152,6 +152,14 @@ int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out)
 		r = op_metrics_hist(out, dur, lb, &c->metrics.duration[i]);
 	}
 	if (!r)
+		r = op_metrics_header(out, "pgop_reconcile_event_latency_seconds", "histogram",
+				      "From a change to a Cluster or its objects (an informer event, an "
+				      "action) to the end of the reconcile that handled it (status "
+				      "written or up to date); failed reconciles are not counted.");
+	if (!r)
+		r = op_metrics_hist(out, "pgop_reconcile_event_latency_seconds", NULL,
+				    &c->metrics.event_latency);
+	if (!r)
 		r = render_gauge(out, "pgop_workqueue_depth",
 				 "Cluster keys ready and waiting for a worker.", rc_queue_len(c->q));
 	if (!r)
@@ -256,7 +264,8 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		char *key = NULL;
-		int r = rc_queue_get(c->q, 1000, &key);
+		int64_t event_ms = 0;
+		int r = rc_queue_get(c->q, 1000, &key, &event_ms);
 		if (r == -ECANCELED)
 			break;
 		if (r < 0)
@@ -290,6 +299,13 @@ static void *worker_main(void *arg)
 			rc_queue_forget(c->q, key);
 			if (requeue > 0)
 				rc_queue_add_after(c->q, key, requeue);
+			/* event -> status written (or found up to date): t1 is the monotonic
+			 * clock rc_queue stamps events with */
+			int64_t t1_ms = (int64_t)t1.tv_sec * 1000 + t1.tv_nsec / 1000000;
+			if (event_ms)
+				op_hist_observe(&c->metrics.event_latency,
+						(uint64_t)(t1_ms > event_ms ? t1_ms - event_ms : 0) *
+							1000000u);
 		}
 		rc_queue_done(c->q, key);
 		free(key);
@@ -328,6 +344,7 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 	c->q = rc_queue_new(NULL);
 	for (size_t i = 0; i < RC_RESULT__N; i++)
 		op_hist_init(&c->metrics.duration[i], &op_hist_bounds_slow);
+	op_hist_init(&c->metrics.event_latency, &op_hist_bounds_slow);
 	unsigned n_workers = o->workers ? o->workers : 4;
 
 	struct rc_controller_handlers *hs = handlers_of(c);

@@ -51,6 +51,7 @@ enum rc_result { RC_RESULT_SUCCESS, RC_RESULT_REQUEUE, RC_RESULT_ERROR, RC_RESUL
 struct rc_metrics {
 	_Atomic uint64_t reconciles[RC_RESULT__N];
 	struct op_hist duration[RC_RESULT__N];
+	struct op_hist event_latency; /* event (rc_queue_add) -> the reconcile handling it ended, not failed */
 };
 
 struct rc_controller {

@@ -22,6 +22,7 @@ struct ent {
 	uint64_t seq;
 	int64_t ready_ms; /* monotonic: when it was last queued */
 	int64_t due_ms;  /* delayed until this monotonic time; 0 = not delayed */
+	int64_t event_ms; /* monotonic: the oldest rc_queue_add not handed to a worker yet; 0 = none */
 	unsigned failures;
 };
 
@@ -96,7 +97,7 @@ static struct ent *find_or_add(struct rc_queue *q, const char *key)
 /* Drops an entry that carries no state any more. */
 static void maybe_drop(struct rc_queue *q, struct ent *e)
 {
-	if (e->queued || e->processing || e->dirty || e->due_ms || e->failures)
+	if (e->queued || e->processing || e->dirty || e->due_ms || e->failures || e->event_ms)
 		return;
 	free(e->key);
 	*e = q->v[--q->n];
@@ -120,18 +121,28 @@ static void make_ready(struct rc_queue *q, struct ent *e)
 	}
 }
 
-void rc_queue_add(struct rc_queue *q, const char *key)
+/* event: stamp the entry's event time (rc_queue_add), not a requeue */
+static void add_now(struct rc_queue *q, const char *key, bool event)
 {
 	pthread_mutex_lock(&q->mu);
-	if (!q->shutdown)
-		make_ready(q, find_or_add(q, key));
+	if (!q->shutdown) {
+		struct ent *e = find_or_add(q, key);
+		if (event && !e->event_ms)
+			e->event_ms = now_ms();
+		make_ready(q, e);
+	}
 	pthread_mutex_unlock(&q->mu);
+}
+
+void rc_queue_add(struct rc_queue *q, const char *key)
+{
+	add_now(q, key, true);
 }
 
 void rc_queue_add_after(struct rc_queue *q, const char *key, long delay_ms)
 {
 	if (delay_ms <= 0) {
-		rc_queue_add(q, key);
+		add_now(q, key, false);
 		return;
 	}
 	pthread_mutex_lock(&q->mu);
@@ -208,7 +219,7 @@ static struct ent *first_ready(struct rc_queue *q)
 	return best;
 }
 
-int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key)
+int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key, int64_t *ret_event_ms)
 {
 	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
 	int r = 0;
@@ -227,6 +238,9 @@ int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key)
 			op_hist_observe(&q->wait, (uint64_t)(now > e->ready_ms ? now - e->ready_ms : 0) *
 							  1000000u);
 			*ret_key = op_strdup(e->key);
+			if (ret_event_ms)
+				*ret_event_ms = e->event_ms;
+			e->event_ms = 0; /* events from now on are the next round's */
 			break;
 		}
 		if (timeout_ms >= 0 && now >= deadline) {

@@ -17,6 +17,7 @@
 #define PGOP_RECONCILER_QUEUE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "support/metrics.h"
 
@@ -32,7 +33,10 @@ struct rc_queue *rc_queue_new(const struct rc_queue_opts *opts);
 /* Frees; no thread may be using the queue. Accepts NULL; returns NULL. */
 struct rc_queue *rc_queue_free(struct rc_queue *q);
 
-/* key borrowed (copied). Adds after shutdown are ignored. */
+/* key borrowed (copied). Adds after shutdown are ignored. rc_queue_add is an
+ * event (an informer change, an action): the first one not yet handed to a
+ * worker stamps the key's event time (rc_queue_get); a requeue
+ * (rc_queue_add_after, rate-limited adds) does not. */
 void rc_queue_add(struct rc_queue *q, const char *key);
 void rc_queue_add_after(struct rc_queue *q, const char *key, long delay_ms);
 /* Counts one more failure for key and adds it after the back-off delay.
@@ -45,8 +49,10 @@ unsigned rc_queue_failures(struct rc_queue *q, const char *key);
 
 /* Waits for a ready key, up to timeout_ms (< 0 = forever). Returns 0 and
  * *ret_key (owned, free()) - the caller must call rc_queue_done(key) when
- * finished; -ETIMEDOUT; or -ECANCELED once the queue is shut down. */
-int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key);
+ * finished - and *ret_event_ms (may be NULL): the monotonic ms time of the
+ * oldest event (rc_queue_add) this round handles, 0 when it is a requeue only;
+ * -ETIMEDOUT; or -ECANCELED once the queue is shut down. */
+int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key, int64_t *ret_event_ms);
 /* Marks key processed; re-queues it if it was added while processing. */
 void rc_queue_done(struct rc_queue *q, const char *key);
 

@@ -172,9 +172,14 @@ for fam in pgop_reconcile_total pgop_reconcile_errors_total pgop_reconcile_durat
 	e2e_assert_contains "$m" "$fam" "/metrics has $fam"
 done
 r0=$(reconciles)
+events() { scrape | awk '/^pgop_reconcile_event_latency_seconds_count/ { print $2 }'; }
+e0=$(events)
 kubectl -n "$ns" annotate cluster $C live-e2e/metrics=1 >/dev/null
 e2e_wait_for '[ "$(reconciles)" -gt "$r0" ]' 30 1 || e2e_fail "pgop_reconcile_total did not move: $r0 -> $(reconciles)"
 e2e_log "pgop_reconcile_total: $r0 -> $(reconciles)"
+# the annotation is an informer event: event -> status latency counts its reconcile
+e2e_wait_for '[ "$(events)" -gt "${e0:-0}" ]' 30 1 ||
+	e2e_fail "pgop_reconcile_event_latency_seconds did not count the event: ${e0:-0} -> $(events)"
 
 # ---- watch: kubectl get -w through the aggregator (Table events) -------------------
 timeout 12 kubectl -n "$ns" get clusters.live -w --output-watch-events >"$tmp/watch.out" 2>&1 &

@@ -28,7 +28,7 @@ static int64_t mono_ms(void)
 static void get_expect(struct rc_queue *q, long timeout, const char *want)
 {
 	char *k = NULL;
-	assert_int_equal(rc_queue_get(q, timeout, &k), 0);
+	assert_int_equal(rc_queue_get(q, timeout, &k, NULL), 0);
 	assert_string_equal(k, want);
 	free(k);
 }
@@ -44,7 +44,7 @@ static void test_dedupe_and_fifo(void **state)
 	get_expect(q, 0, "ns/a");
 	get_expect(q, 0, "ns/b");
 	char *k = NULL;
-	assert_int_equal(rc_queue_get(q, 0, &k), -ETIMEDOUT);
+	assert_int_equal(rc_queue_get(q, 0, &k, NULL), -ETIMEDOUT);
 	assert_null(k);
 	rc_queue_done(q, "ns/a");
 	rc_queue_done(q, "ns/b");
@@ -61,13 +61,13 @@ static void test_exclusive_while_processing(void **state)
 	rc_queue_add(q, "ns/a");
 	rc_queue_add(q, "ns/a");
 	char *k = NULL;
-	assert_int_equal(rc_queue_get(q, 20, &k), -ETIMEDOUT);
+	assert_int_equal(rc_queue_get(q, 20, &k, NULL), -ETIMEDOUT);
 	assert_int_equal(rc_queue_len(q), 0);
 	rc_queue_done(q, "ns/a");
 	assert_int_equal(rc_queue_len(q), 1);
 	get_expect(q, 0, "ns/a");
 	rc_queue_done(q, "ns/a");
-	assert_int_equal(rc_queue_get(q, 0, &k), -ETIMEDOUT);
+	assert_int_equal(rc_queue_get(q, 0, &k, NULL), -ETIMEDOUT);
 	rc_queue_free(q);
 }
 
@@ -128,7 +128,7 @@ static void test_delay_while_processing(void **state)
 	rc_queue_add_after(q, "k", 10);
 	usleep(30 * 1000);
 	char *k = NULL;
-	assert_int_equal(rc_queue_get(q, 0, &k), -ETIMEDOUT); /* still held */
+	assert_int_equal(rc_queue_get(q, 0, &k, NULL), -ETIMEDOUT); /* still held */
 	rc_queue_done(q, "k");
 	get_expect(q, 0, "k");
 	rc_queue_done(q, "k");
@@ -148,7 +148,7 @@ static void *worker(void *arg)
 	struct worker_ctx *c = arg;
 	for (;;) {
 		char *k = NULL;
-		int r = rc_queue_get(c->q, -1, &k);
+		int r = rc_queue_get(c->q, -1, &k, NULL);
 		if (r == -ECANCELED)
 			return NULL;
 		int i = k[0] - 'a';
@@ -192,7 +192,7 @@ static void test_workers_never_share_a_key(void **state)
 	assert_true(c.processed >= 4);
 	assert_true(c.processed <= 2000); /* de-duplicated */
 	char *k = NULL;
-	assert_int_equal(rc_queue_get(c.q, 0, &k), -ECANCELED);
+	assert_int_equal(rc_queue_get(c.q, 0, &k, NULL), -ECANCELED);
 	rc_queue_add(c.q, "z"); /* ignored after shutdown */
 	assert_int_equal(rc_queue_len(c.q), 0);
 	pthread_mutex_destroy(&c.mu);
@@ -221,10 +221,58 @@ static void test_blocking_get_wakes(void **state)
 	assert_null(rc_queue_free(NULL));
 }
 
+/* The event time handed out with a key: the oldest rc_queue_add of the round,
+ * not a requeue; an event while the key is processed belongs to the next round */
+static void test_event_time(void **state)
+{
+	struct rc_queue *q = rc_queue_new(NULL);
+	char *k = NULL;
+	int64_t ev = -1;
+	int64_t t0 = mono_ms();
+	rc_queue_add(q, "ns/a");
+	usleep(30 * 1000);
+	rc_queue_add(q, "ns/a"); /* de-duplicated: the first one's time stays */
+	assert_int_equal(rc_queue_get(q, 0, &k, &ev), 0);
+	assert_true(ev >= t0 && ev < t0 + 25);
+	/* an event while processing: the next round carries it */
+	int64_t t1 = mono_ms();
+	rc_queue_add(q, "ns/a");
+	rc_queue_done(q, "ns/a");
+	free(k);
+	assert_int_equal(rc_queue_get(q, 0, &k, &ev), 0);
+	assert_true(ev >= t1);
+	rc_queue_done(q, "ns/a");
+	free(k);
+	/* a requeue only (a delay, a rate-limited retry, a 0 delay): no event */
+	rc_queue_add_after(q, "ns/a", 0);
+	assert_int_equal(rc_queue_get(q, 0, &k, &ev), 0);
+	assert_int_equal(ev, 0);
+	rc_queue_done(q, "ns/a");
+	free(k);
+	rc_queue_add_after(q, "ns/b", 10);
+	assert_int_equal(rc_queue_get(q, 1000, &k, &ev), 0);
+	assert_string_equal(k, "ns/b");
+	assert_int_equal(ev, 0);
+	rc_queue_done(q, "ns/b");
+	free(k);
+	/* an event on a delayed key makes it ready now, with its time */
+	rc_queue_add_after(q, "ns/c", 60000);
+	int64_t t2 = mono_ms();
+	rc_queue_add(q, "ns/c");
+	assert_int_equal(rc_queue_get(q, 0, &k, &ev), 0);
+	assert_string_equal(k, "ns/c");
+	assert_true(ev >= t2);
+	rc_queue_done(q, "ns/c");
+	free(k);
+	assert_int_equal(rc_queue_len(q), 0);
+	rc_queue_free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dedupe_and_fifo),
+		cmocka_unit_test(test_event_time),
 		cmocka_unit_test(test_exclusive_while_processing),
 		cmocka_unit_test(test_delay),
 		cmocka_unit_test(test_backoff),
