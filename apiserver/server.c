@@ -133,10 +133,16 @@ static void ensure_watching(struct as_server *s)
 			s->cm_inf = kube_informer_free(s->cm_inf);
 		} else {
 			atomic_store(&s->cm_started, true);
-			kube_informer_wait_synced(s->cm_inf, 2000);
 		}
 	}
 	pthread_mutex_unlock(&s->start_lock);
+	/* every request until the front-proxy CA is in (not only the one that started
+	 * the watch): the requests kube-aggregator sends as soon as the Pod is Ready
+	 * were answered 401 "not loaded yet" in the ~100 ms the first list took, and
+	 * the aggregator then left the group out of discovery for seconds (found by
+	 * test_helm_rotation's live polls). Returns at once once synced. */
+	if (s->cm_inf)
+		kube_informer_wait_synced(s->cm_inf, 2000);
 }
 
 /* ------------------------------------------------------------ replies */
@@ -168,8 +174,8 @@ static int authenticate(struct as_server *s, const struct op_http_request *req,
 	pthread_rwlock_rdlock(&s->authn_lock);
 	int r = 0;
 	char cn[256] = "";
-	if (!s->authn.ca_pem)
-		r = op_err_set(err, -EACCES, "front-proxy CA not loaded yet");
+	if (!s->authn.ca_pem) /* not the caller's fault: 503, retried */
+		r = op_err_set(err, -EAGAIN, "front-proxy CA not loaded yet");
 	if (r == 0)
 		r = op_http_peer_verify(req, s->authn.ca_pem, cn, sizeof(cn), err);
 	if (r == 0 && !as_authn_cn_allowed(&s->authn, cn))
@@ -394,6 +400,14 @@ static int handle(struct as_server *s, const struct op_http_request *req,
 	ensure_watching(s);
 	struct as_user u = { 0 };
 	int r = authenticate(s, req, &u, err);
+	if (r == -EAGAIN) {
+		op_log_warn("live API: request before the front-proxy configuration is loaded",
+			    "peer", req->peer, "path", req->path, "error", err->msg);
+		as_user_done(&u);
+		rep->header_name = "Retry-After";
+		rep->header_value = "1";
+		return fail(rep, 503, "ServiceUnavailable", "the front-proxy configuration is not loaded yet, retry");
+	}
 	if (r < 0) {
 		op_log_warn("live API: unauthenticated request", "peer", req->peer, "path",
 			    req->path, "error", err->msg);

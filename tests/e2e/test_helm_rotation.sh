@@ -82,6 +82,10 @@ load_pid=$!
 G=live.postgresql.cnpg.io
 avail() { kubectl get apiservice "v1.$G" -o jsonpath='{.status.conditions[?(@.type=="Available")].status}'; }
 e2e_wait_for '[ "$(avail)" = True ]' 120 1 || e2e_fail "APIService v1.$G not Available after install"
+# and in discovery (the aggregator lists the group once it fetched pgop's discovery):
+# from here on, through the rotations, every poll must succeed
+e2e_wait_for 'kubectl get clusters.live -n "$ns" >/dev/null 2>&1' 60 0.5 ||
+	e2e_fail "kubectl get clusters.live never answered: $(kubectl get clusters.live -n "$ns" 2>&1)"
 live() {
 	local a out
 	while [ ! -f "$tmp/stop" ]; do

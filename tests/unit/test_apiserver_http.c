@@ -33,6 +33,7 @@ static char dir[] = "/tmp/pgop-test-as-XXXXXX";
 static char *front_ca_pem;
 static struct op_http_server *srv;
 static struct as_server *as;
+static char *srv_chain, *srv_key; /* the server's certificate, for a second server */
 static int authz_calls;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int fetch_sleep_ms;
@@ -169,8 +170,8 @@ static int setup(void **state)
 		fail_msg("server: %s", err.msg);
 	pki_pair_done(&fca);
 	pki_pair_done(&other);
-	free(chain);
-	free(key);
+	srv_chain = chain;
+	srv_key = key;
 	free(srv_ca);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return 0;
@@ -181,6 +182,8 @@ static int teardown(void **state)
 	op_http_server_free(srv);
 	as_free(as);
 	free(front_ca_pem);
+	free(srv_chain);
+	free(srv_key);
 	_cleanup_free_ char *cmd = op_asprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;
@@ -291,6 +294,38 @@ static void test_authentication(void **state)
 	assert_int_equal(r.code, 200);
 	if (o)
 		json_object_put(o);
+}
+
+/* Before the front-proxy configuration is loaded (no ConfigMap read yet): 503
+ * with Retry-After, not 401 - kube-aggregator left the group out of discovery
+ * for seconds after a 401 at start-up (test_helm_rotation) */
+static void test_not_loaded_yet(void **state)
+{
+	struct as_config ac = {
+		.source = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
+			    .act = fake_act },
+		.authorize = fake_authorize,
+	};
+	struct as_server *a2 = NULL;
+	assert_int_equal(as_new(&ac, &a2, NULL), 0);
+	struct op_http_config cfg = { .listen = "127.0.0.1:0", .cert_pem = srv_chain,
+				      .key_pem = srv_key, .routes = routes,
+				      .n_routes = OP_ARRAY_SIZE(routes), .userdata = a2,
+				      .request_client_cert = true, .threads = 2 };
+	struct op_http_server *s2 = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_http_server_start(&cfg, &s2, &err) < 0)
+		fail_msg("server: %s", err.msg);
+	struct op_http_server *keep = srv;
+	srv = s2; /* request() asks the global server */
+	struct resp r;
+	json_object *o = get(GV "/namespaces/ns1/clusters", "proxy", alice, &r);
+	srv = keep;
+	expect_status(o, &r, 503, "ServiceUnavailable");
+	assert_string_equal(r.retry_after, "1");
+	json_object_put(o);
+	op_http_server_free(s2);
+	as_free(a2);
 }
 
 static void test_authorization(void **state)
@@ -614,6 +649,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_authentication),
+		cmocka_unit_test(test_not_loaded_yet),
 		cmocka_unit_test(test_authorization),
 		cmocka_unit_test(test_resources),
 		cmocka_unit_test(test_actions),
