@@ -1,0 +1,30 @@
+/* support/tcp_probe.h - is anything listening there? Parallel TCP connects.
+ *
+ * A TCP connect is the kernel's business on both ends: it answers in
+ * microseconds from a reachable host however loaded its processes are, and a
+ * partitioned or vanished host drops the SYN. So a short timeout on the
+ * connect alone tells "unreachable" from "slow" (a TLS handshake on a loaded
+ * machine can take hundreds of milliseconds; libcurl's connect timeout covers
+ * it, so it cannot be short). Nothing is sent: each connection is closed as
+ * soon as it is established.
+ */
+#ifndef PGOP_SUPPORT_TCP_PROBE_H
+#define PGOP_SUPPORT_TCP_PROBE_H
+
+#include <stddef.h>
+
+/* Connections open at once; more hosts are probed in rounds of this many, each
+ * round bounded by the timeout. */
+#define OP_TCP_PROBE_BATCH 256
+
+/* Connects to hosts[i]:port for every i < n, all at once, and waits up to
+ * timeout_ms for them. hosts[i] is a numeric IPv4 or IPv6 address (borrowed;
+ * NULL or anything else gives EINVAL for that host, no name is resolved).
+ * ret_errno[i] (caller-owned, n entries) is 0 when the connection was
+ * established, else the errno: ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH,
+ * ENETUNREACH, EINVAL, ... Returns how many connected, or -errno when no probe
+ * could be made at all (-EINVAL: port 0 or timeout_ms <= 0). */
+int op_tcp_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+		 int *ret_errno);
+
+#endif
