@@ -7,7 +7,7 @@
  * stale and being fetched -> wait for it; stale -> this request marks it in
  * flight and starts a fetch thread for its Cluster (an entry whose last fetch
  * failed is never waited for: shown unreachable at once, fetched again in the
- * background with the short connect timeout of a silent instance) (all the instances of one
+ * background as a silent instance: a TCP probe first) (all the instances of one
  * Cluster that need a fetch in one parallel rc fetch). Every waiter gives up at
  * timeout + AS_MARGIN_MS and renders what the entry holds then (the last
  * answer, marked unreachable when the last fetch failed). Fetch threads are
@@ -501,7 +501,7 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 			j->ahead &= !need[c][k];
 			j->v[j->n].name = op_strdup(op_json_str_at(pod, "metadata.name") ?: "");
 			j->v[j->n].ip = ip ? op_strdup(ip) : NULL;
-			j->v[j->n].silent = failed; /* short connect timeout, fresh connection */
+			j->v[j->n].silent = failed; /* TCP probe first, fresh connection */
 			j->keys[j->n] = op_strdup(key);
 			j->n++;
 		}

@@ -381,6 +381,11 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 			return op_err_set(err, -e, "reconciler: pthread_create: %s", strerror(e));
 		}
 	}
+	r = rc_prober_start(c, err);
+	if (r < 0) {
+		rc_controller_free(c);
+		return r;
+	}
 	c->started = true;
 	*ret = c;
 	return 0;
@@ -414,6 +419,7 @@ void rc_controller_stop(struct rc_controller *c)
 	for (unsigned i = 0; i < c->n_workers; i++)
 		pthread_join(c->workers[i], NULL);
 	c->n_workers = 0;
+	rc_prober_stop(c);
 	/* each stop waits up to ~1 s for its watch to notice: stop them in parallel */
 	size_t n = 0, max = RC_INF__COUNT * c->n_inf_ns;
 	pthread_t *th = op_calloc(max, sizeof(pthread_t));
@@ -447,6 +453,7 @@ struct rc_controller *rc_controller_free(struct rc_controller *c)
 		free(c->states[i].key);
 		free(c->states[i].uid);
 		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
+		rc_strv_free(&c->states[i].answered, &c->states[i].n_answered);
 		rc_strv_free(&c->states[i].sync_set, &c->states[i].n_sync_set);
 		rc_strv_free(&c->states[i].reclones, &c->states[i].n_reclones);
 		pki_pair_done(&c->states[i].client);

@@ -35,8 +35,14 @@ struct rc_cluster_state {
 	int64_t client_checked;      /* when client was last verified against ca_fp (wall s) */
 	unsigned unreachable;        /* instance Pods with an IP not answering /pg/status
 				      * at the last reconcile (pgop_instances_unreachable) */
-	char **silent;               /* owned: their names (rc_instance.silent next time) */
+	char **silent;               /* owned: "name@ip" of those (contact.c) */
 	size_t n_silent;
+	char **answered;             /* owned: "name@ip" of those that answered */
+	size_t n_answered;
+	bool probe_bg;               /* every instance with an IP is silent: reconciles do
+				      * not ask them, the prober does (contact.c) */
+	int64_t probe_next_ms;       /* monotonic ms of the prober's next try */
+	unsigned probe_streak;       /* prober tries since an instance last answered */
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 	char **sync_set;             /* owned: replicas the primary last reported sync/quorum */
 	size_t n_sync_set;
@@ -71,6 +77,8 @@ struct rc_controller {
 	long status_timeout_ms;
 	bool (*is_leader)(void *);
 	void *leader_ud;
+	pthread_t prober;   /* contact.c: TCP probes of Clusters no instance of which answers */
+	bool prober_started;
 	pthread_mutex_t mu; /* states and stats */
 	struct rc_cluster_state *states;
 	size_t n_states;
@@ -90,13 +98,44 @@ json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const cha
 json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
 				 const char *cluster, const char *pod_role);
 void rc_stat_add(struct rc_controller *c, unsigned long *field);
+/* Cluster key's state, under mu: found (NULL when none) or made. Borrowed, valid
+ * until mu is released (the array grows). */
+struct rc_cluster_state *rc_state_find(struct rc_controller *c, const char *key);
+struct rc_cluster_state *rc_state_get(struct rc_controller *c, const char *key);
+
+/* contact.c - which instances answer, and the prober that watches the ones
+ * that do not. Thread-safe (mu), monotonic ms clocks given by the caller. */
 /* Records which of Cluster key's instances v[0..n) did not answer (a Pod with
- * an IP, not terminating, no status and not restarting; n = 0 forgets a
- * Cluster that is gone). Thread-safe (mu). */
+ * an IP, not terminating, no status and not restarting) and which did; when
+ * every instance with an IP is silent the Cluster goes to the prober (its
+ * first try 1 s later). n = 0 forgets a Cluster that is gone. */
 void rc_note_unreachable(struct rc_controller *c, const char *key, const struct rc_instance *v,
-			 size_t n);
-/* Sets v[i].silent for the instances rc_note_unreachable recorded last time. */
-void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n);
+			 size_t n, int64_t now_ms);
+/* Sets v[i].silent for an instance not known to answer (silent last time, or
+ * never answered at its current IP: its fetch starts with a TCP probe).
+ * Returns true when the Cluster is with the prober and v holds no instance
+ * with an IP it does not watch: the reconcile asks none of them (each gets an
+ * error saying so) instead of waiting for the TCP probes. */
+bool rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n);
+/* The prober's delay after `streak` tries that found nothing: 1 s doubling,
+ * at most RC_PROBE_MAX_DELAY_MS. */
+#define RC_PROBE_MAX_DELAY_MS 10000
+#define RC_PROBE_TIMEOUT_MS 1000 /* its TCP connects, all at once */
+long rc_probe_delay_ms(unsigned streak);
+/* One round of probes due at now_ms. What is due is collected under mu, the
+ * TCP probes (probe, borrowed: op_tcp_probe's shape; port RC_STATUS_PORT) run
+ * without it. A Cluster one of whose instances connected leaves the prober
+ * (that instance is no longer silent) and its key is added to the work queue;
+ * the others try again after rc_probe_delay_ms. Returns the number of keys
+ * queued. */
+typedef int (*rc_probe_fn)(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+			   int *ret_errno);
+size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
+/* CLOCK_MONOTONIC in ms (the clock of now_ms above). */
+int64_t rc_mono_ms(void);
+/* The prober thread: a round every 250 ms while leading. */
+int rc_prober_start(struct rc_controller *c, struct op_err *err);
+void rc_prober_stop(struct rc_controller *c); /* joins it; after c->stopping is set */
 /* Records the replicas whose syncState is sync or quorum in primary_doc (the
  * current primary's /pg/status, borrowed; its replicationInfo) as the set of
  * Cluster key; a report of none keeps the last set. rc_sync_set_get returns

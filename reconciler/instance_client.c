@@ -18,6 +18,7 @@
 #include "support/dl_curl.h"
 #include "support/json.h"
 #include "support/memfile.h"
+#include "support/tcp_probe.h"
 
 #define OPERATOR_CN "pgop-operator"
 
@@ -212,12 +213,9 @@ static int setup(struct xfer *x, const struct creds *c, const struct rc_fetch_op
 	bad |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout) != CURLE_OK;
-	long connect = x->in->silent && timeout > RC_STATUS_CONNECT_SILENT_MS
-			       ? RC_STATUS_CONNECT_SILENT_MS
-			       : timeout;
-	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect) != CURLE_OK;
+	bad |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout) != CURLE_OK;
 	/* a kept-alive connection to a silent instance would wait the whole timeout for
-	 * an answer that does not come: it gets a new one, with the short connect timeout */
+	 * an answer that does not come: it gets a new one (its TCP probe just passed) */
 	bad |= curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, x->in->silent ? 1L : 0L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK; /* chain only */
@@ -235,6 +233,30 @@ static int setup(struct xfer *x, const struct creds *c, const struct rc_fetch_op
 	if (bad)
 		return op_err_set(err, -EINVAL, "curl_easy_setopt failed for %s", x->in->name);
 	return 0;
+}
+
+/* The TCP probe of every silent instance with an IP, all at once
+ * (support/tcp_probe.h): ret[i] (owned array of n) is 0 for an instance to
+ * fetch, else the errno of a connect that failed within
+ * RC_STATUS_CONNECT_SILENT_MS. */
+static int *probe_silent(const struct rc_instance *v, size_t n, unsigned port)
+{
+	int *ret = op_calloc(n ? n : 1, sizeof(*ret));
+	const char **ips = op_calloc(n ? n : 1, sizeof(*ips));
+	size_t *at = op_calloc(n ? n : 1, sizeof(*at)), k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].silent && v[i].ip && *v[i].ip) {
+			ips[k] = v[i].ip;
+			at[k++] = i;
+		}
+	int *e = op_calloc(k ? k : 1, sizeof(*e));
+	if (k && op_tcp_probe(ips, k, port, RC_STATUS_CONNECT_SILENT_MS, e) >= 0)
+		for (size_t j = 0; j < k; j++)
+			ret[at[j]] = e[j];
+	free(e);
+	free(at);
+	free(ips);
+	return ret;
 }
 
 int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
@@ -268,10 +290,12 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		m = curl_multi_init();
 	}
 	struct xfer *xs = op_calloc(n, sizeof(*xs));
+	int *tcp = NULL;
 	if (!m) {
 		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
 		goto out;
 	}
+	tcp = probe_silent(v, n, o.port ? o.port : RC_STATUS_PORT);
 	for (size_t i = 0; i < n; i++) {
 		xs[i].in = &v[i];
 		xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
@@ -279,6 +303,14 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		v[i].restarting = false;
 		if (!v[i].ip || !*v[i].ip) {
 			set_error(&v[i], "no pod IP");
+			continue;
+		}
+		if (tcp[i]) {
+			_cleanup_free_ char *m2 = op_asprintf(
+				"GET /pg/status: TCP connect to port %u: %s (within %d ms)",
+				o.port ? o.port : RC_STATUS_PORT, strerror(tcp[i]),
+				RC_STATUS_CONNECT_SILENT_MS);
+			set_error(&v[i], m2);
 			continue;
 		}
 		r = setup(&xs[i], cp, &o, err);
@@ -314,6 +346,7 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 	for (size_t i = 0; i < n; i++)
 		r += v[i].has_status;
 out:
+	free(tcp);
 	for (size_t i = 0; i < n; i++) {
 		if (xs[i].h) {
 			if (m)

@@ -20,11 +20,13 @@
 
 #define RC_STATUS_PORT 8000
 #define RC_STATUS_TIMEOUT_MS_DEFAULT 2000
-/* The connect timeout for an instance that did not answer last time
- * (rc_instance.silent): a partitioned Pod drops the SYN, and every reconcile
- * of a Cluster with a partitioned primary would otherwise wait the whole
- * timeout; a loaded but reachable instance connects at once and keeps its
- * whole timeout for the answer. */
+/* An instance not known to answer (rc_instance.silent: it did not answer
+ * last time, or was never asked) is first probed with a bare TCP connect
+ * (support/tcp_probe.h) that must succeed within this: a partitioned Pod drops
+ * the SYN, and every reconcile of a Cluster with a partitioned primary would
+ * otherwise wait the whole timeout; a loaded but reachable instance's kernel
+ * accepts at once, and its TLS handshake and answer keep the whole timeout
+ * (libcurl's connect timeout covers the handshake, so it cannot be short). */
 #define RC_STATUS_CONNECT_SILENT_MS 300
 #define RC_STATUS_BODY_MAX (1024u * 1024) /* one /pg/status answer */
 
@@ -35,7 +37,7 @@
  * TLS handshake per instance (bench/live.sh: most of the live API's CPU).
  * One fetch uses a pool at a time; a second concurrent fetch with the same
  * pool goes without (one-off connections). An instance marked silent always
- * gets a fresh connection (its short connect timeout applies). */
+ * gets a fresh connection, after its TCP probe. */
 struct rc_status_pool;
 /* Never NULL (aborts on OOM). Free with rc_status_pool_free, which closes the
  * connections; not while a fetch uses the pool. NULL is accepted. */

@@ -229,8 +229,8 @@ static void inventory_load(struct rc_run *r, struct inventory *inv)
 		if (rc_instance_from_pod(r->name, json_object_array_get_idx(inv->pods, i),
 					 &inv->v[inv->n]) == 0)
 			inv->n++;
-	if (inv->n && r->ca.cert_pem) {
-		rc_mark_silent(r->ctl, r->key, inv->v, inv->n);
+	/* a Cluster none of whose instances answers is watched by the prober (contact.c) */
+	if (inv->n && r->ca.cert_pem && !rc_mark_silent(r->ctl, r->key, inv->v, inv->n)) {
 		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms };
 		struct op_err e = OP_ERR_INIT;
 		if (rc_fetch_statuses(r->ca.cert_pem, r->client.cert_pem ? &r->client : NULL,
@@ -532,7 +532,7 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 		w->timeline_id = p->timeline_id;
 	rc_status_clear_reported(w);
 	w->reported_known = true;
-	rc_note_unreachable(r->ctl, r->key, inv->v, inv->n);
+	rc_note_unreachable(r->ctl, r->key, inv->v, inv->n, rc_mono_ms());
 	if (p && p->has_status && p->is_primary && p->doc)
 		rc_note_sync_set(r->ctl, r->key, p->doc);
 	rc_sync_set_merge(r->ctl, r->key, &w->sync_standbys, &w->n_sync_standbys);
@@ -936,7 +936,7 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 	if (!obj || terminating(obj)) { /* gone: the garbage collector removes the rest */
 		if (obj)
 			json_object_put(obj);
-		rc_note_unreachable(ctl, key, NULL, 0);
+		rc_note_unreachable(ctl, key, NULL, 0, 0);
 		return 0;
 	}
 	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = (int64_t)time(NULL),

@@ -269,11 +269,9 @@ int rc_ensure_pki(struct rc_run *r)
 
 /* ------------------------------------------------ client certificate */
 
-static struct rc_cluster_state *state_find(struct rc_controller *c, const char *key);
-
-static struct rc_cluster_state *state_get(struct rc_controller *c, const char *key)
+struct rc_cluster_state *rc_state_get(struct rc_controller *c, const char *key)
 {
-	struct rc_cluster_state *found = state_find(c, key);
+	struct rc_cluster_state *found = rc_state_find(c, key);
 	if (found)
 		return found;
 	c->states = op_realloc(c->states, (c->n_states + 1) * sizeof(*c->states));
@@ -282,49 +280,12 @@ static struct rc_cluster_state *state_get(struct rc_controller *c, const char *k
 	return s;
 }
 
-static struct rc_cluster_state *state_find(struct rc_controller *c, const char *key)
+struct rc_cluster_state *rc_state_find(struct rc_controller *c, const char *key)
 {
 	for (size_t i = 0; i < c->n_states; i++)
 		if (strcmp(c->states[i].key, key) == 0)
 			return &c->states[i];
 	return NULL;
-}
-
-static bool silent_now(const struct rc_instance *in)
-{
-	return in->ip && !in->pod_terminating && !in->has_status && !in->restarting;
-}
-
-void rc_note_unreachable(struct rc_controller *c, const char *key, const struct rc_instance *v,
-			 size_t n)
-{
-	unsigned count = 0;
-	for (size_t i = 0; i < n; i++)
-		count += silent_now(&v[i]);
-	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = state_find(c, key);
-	if (!s && count)
-		s = state_get(c, key);
-	if (s) {
-		s->unreachable = count;
-		rc_strv_free(&s->silent, &s->n_silent);
-		for (size_t i = 0; i < n; i++)
-			if (silent_now(&v[i]))
-				rc_strv_push(&s->silent, &s->n_silent, v[i].name);
-	}
-	pthread_mutex_unlock(&c->mu);
-}
-
-void rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance *v, size_t n)
-{
-	pthread_mutex_lock(&c->mu);
-	const struct rc_cluster_state *s = state_find(c, key);
-	for (size_t i = 0; i < n; i++) {
-		v[i].silent = false;
-		for (size_t k = 0; s && k < s->n_silent && !v[i].silent; k++)
-			v[i].silent = strcmp(s->silent[k], v[i].name) == 0;
-	}
-	pthread_mutex_unlock(&c->mu);
 }
 
 void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc)
@@ -346,7 +307,7 @@ void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *pri
 	if (!n)
 		return;
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = state_get(c, key);
+	struct rc_cluster_state *s = rc_state_get(c, key);
 	rc_strv_free(&s->sync_set, &s->n_sync_set);
 	s->sync_set = TAKE_PTR(names);
 	s->n_sync_set = n;
@@ -356,13 +317,13 @@ void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *pri
 void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size_t *n)
 {
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = state_find(c, key);
+	struct rc_cluster_state *s = rc_state_find(c, key);
 	if (s && s->n_sync_set) { /* what this process saw: into the status */
 		rc_strv_free(v, n);
 		for (size_t i = 0; i < s->n_sync_set; i++)
 			rc_strv_push(v, n, s->sync_set[i]);
 	} else if (*n) { /* none seen yet (a restart, a new leader): the status's */
-		s = state_get(c, key);
+		s = rc_state_get(c, key);
 		for (size_t i = 0; i < *n; i++)
 			rc_strv_push(&s->sync_set, &s->n_sync_set, (*v)[i]);
 	}
@@ -374,7 +335,7 @@ void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size
 	*ret = NULL;
 	*n = 0;
 	pthread_mutex_lock(&c->mu);
-	const struct rc_cluster_state *s = state_find(c, key);
+	const struct rc_cluster_state *s = rc_state_find(c, key);
 	for (size_t i = 0; s && i < s->n_sync_set; i++)
 		rc_strv_push(ret, n, s->sync_set[i]);
 	pthread_mutex_unlock(&c->mu);
@@ -386,7 +347,7 @@ bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, 
 	size_t plen = strlen(pod);
 	bool fresh = true;
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = state_get(c, key);
+	struct rc_cluster_state *s = rc_state_get(c, key);
 	size_t i = 0;
 	for (; i < s->n_reclones; i++)
 		if (strncmp(s->reclones[i], pod, plen) == 0 && s->reclones[i][plen] == '\t')
@@ -406,9 +367,9 @@ bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, 
 long rc_note_status_error(struct rc_controller *c, const char *key, bool failing)
 {
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = state_find(c, key);
+	struct rc_cluster_state *s = rc_state_find(c, key);
 	if (!s && failing)
-		s = state_get(c, key);
+		s = rc_state_get(c, key);
 	unsigned streak = 0;
 	if (s)
 		streak = s->status_errors = failing ? s->status_errors + 1 : 0;
@@ -440,7 +401,7 @@ int rc_ensure_client_cert(struct rc_run *r)
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&r->ctl->mu);
-	struct rc_cluster_state *s = state_get(r->ctl, r->key);
+	struct rc_cluster_state *s = rc_state_get(r->ctl, r->key);
 	state_check_uid(s, r->c->metadata.uid);
 	/* the chain check (an ECDSA verification) once a minute, not at every fetch:
 	 * the live API fetches each Cluster's instances up to twice a second */
@@ -504,7 +465,7 @@ int rc_ensure_user_secrets(struct rc_run *r)
 int rc_ensure_rbac(struct rc_run *r)
 {
 	pthread_mutex_lock(&r->ctl->mu);
-	struct rc_cluster_state *s = state_get(r->ctl, r->key);
+	struct rc_cluster_state *s = rc_state_get(r->ctl, r->key);
 	state_check_uid(s, r->c->metadata.uid);
 	bool done = s->rbac_done;
 	pthread_mutex_unlock(&r->ctl->mu);
@@ -522,7 +483,7 @@ int rc_ensure_rbac(struct rc_run *r)
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&r->ctl->mu);
-	s = state_get(r->ctl, r->key);
+	s = rc_state_get(r->ctl, r->key);
 	s->rbac_done = true;
 	pthread_mutex_unlock(&r->ctl->mu);
 	return 0;

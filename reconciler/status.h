@@ -44,7 +44,8 @@ struct rc_instance {
 	bool pod_terminating; /* metadata.deletionTimestamp set */
 	bool has_status;     /* GET /pg/status answered 200 with JSON */
 	bool restarting;     /* it answered 503 "restarting": postgres (re)starts in place */
-	bool silent;         /* did not answer last time: connect timeout
+	bool silent;         /* not known to answer (not last time, or never at this IP):
+			      * fetched only after a TCP probe within
 			      * RC_STATUS_CONNECT_SILENT_MS (instance_client.h) */
 	char *error;         /* owned: why there is no status, or NULL */
 	bool is_primary;

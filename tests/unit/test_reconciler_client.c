@@ -1,7 +1,9 @@
 /* Unit tests: reconciler/instance_client.c against real TLS servers
  * (support/http_server) with certificates from pki/: chain verification
  * without host name check, parallel fetches with per-instance deadlines. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -224,6 +227,42 @@ static void test_fetch_ok_and_failures(void **state)
 	op_http_server_free(junk);
 }
 
+/* A silent instance (not known to answer) is asked only after a bare TCP
+ * connect succeeded within RC_STATUS_CONNECT_SILENT_MS: one whose SYN is
+ * dropped (a listener with a full accept queue, as a partitioned Pod) fails
+ * fast with the probe's error, one that accepts is fetched as usual with its
+ * whole timeout for the TLS handshake and the answer. */
+static void test_silent_tcp_probe_first(void **state)
+{
+	struct fixture *f = *state;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 0), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	int filler = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(filler, (struct sockaddr *)&a, sizeof(a)), 0); /* queue full */
+	struct rc_instance v = { .name = op_strdup("c-1"), .ip = op_strdup("127.0.0.1"),
+				 .silent = true };
+	struct rc_fetch_opts o = { .timeout_ms = 2000, .port = ntohs(a.sin_port) };
+	struct op_err err = OP_ERR_INIT;
+	int64_t t0 = mono_ms();
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 0);
+	int64_t took = mono_ms() - t0;
+	assert_false(v.has_status);
+	assert_non_null(strstr(v.error, "TCP connect to port"));
+	assert_true(took < 1500); /* the probe's 300 ms, not the 2 s timeout */
+	close(filler);
+	close(l);
+	struct op_http_server *good = serve(&f->server, r_primary);
+	o.port = op_http_server_port(good);
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 1);
+	assert_true(v.is_primary);
+	rc_instance_done(&v);
+	op_http_server_free(good);
+}
+
 /* one fetch of instance c-1 (silent as given); 1 when it answered */
 static int fetch_one(struct fixture *f, const struct pki_pair *client, unsigned port,
 		     struct rc_status_pool *pool, bool silent)
@@ -344,6 +383,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_fetch_ok_and_failures),
+		cmocka_unit_test(test_silent_tcp_probe_first),
 		cmocka_unit_test(test_pool_keeps_connections),
 		cmocka_unit_test(test_dead_instances_do_not_stall),
 		cmocka_unit_test(test_fetch_needs_no_writable_tmpdir),

@@ -1,0 +1,221 @@
+/* tests/unit/test_reconciler_contact.c - reconciler/contact.c: which instances
+ * a reconcile asks (TCP probe first for the ones not known to answer, none at
+ * all for a Cluster the prober watches), the prober's rounds with a scripted
+ * probe (what is due, back-off, a Cluster queued when an instance connects)
+ * and its delays. No network: the probe function is the test's. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconciler/ctl.h"
+#include "reconciler/instance_client.h"
+#include "reconciler/queue.h"
+#include "support/alloc.h"
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+static struct rc_controller *ctl_new(void)
+{
+	struct rc_controller *c = op_calloc(1, sizeof(*c));
+	pthread_mutex_init(&c->mu, NULL);
+	c->q = rc_queue_new(NULL);
+	return c;
+}
+
+static void ctl_free(struct rc_controller *c)
+{
+	for (size_t i = 0; i < c->n_states; i++) {
+		free(c->states[i].key);
+		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
+		rc_strv_free(&c->states[i].answered, &c->states[i].n_answered);
+	}
+	free(c->states);
+	rc_queue_free(c->q);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static struct rc_instance inst(const char *name, const char *ip, bool answered)
+{
+	return (struct rc_instance){ .name = op_strdup(name), .ip = ip ? op_strdup(ip) : NULL,
+				     .has_status = answered };
+}
+
+static void done(struct rc_instance *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rc_instance_done(&v[i]);
+}
+
+/* The scripted probe: records what it was asked, connects the hosts in `up`. */
+static const char *up_host;
+static size_t probe_calls, probe_hosts;
+static long probe_timeout;
+static int fake_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+		      int *ret_errno)
+{
+	assert_int_equal(port, RC_STATUS_PORT);
+	probe_calls++;
+	probe_hosts += n;
+	probe_timeout = timeout_ms;
+	int up = 0;
+	for (size_t i = 0; i < n; i++) {
+		ret_errno[i] = up_host && strcmp(hosts[i], up_host) == 0 ? 0 : ETIMEDOUT;
+		up += ret_errno[i] == 0;
+	}
+	return up;
+}
+
+static void reset_probe(const char *up)
+{
+	up_host = up;
+	probe_calls = probe_hosts = 0;
+	probe_timeout = 0;
+}
+
+static void test_delays(void **state)
+{
+	(void)state;
+	static const struct { unsigned streak; long ms; } rows[] = {
+		{ 0, 1000 }, { 1, 2000 }, { 2, 4000 }, { 3, 8000 }, { 4, 10000 }, { 60, 10000 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(rc_probe_delay_ms(rows[i].streak), rows[i].ms);
+}
+
+/* Never asked, answered, silent: who gets the TCP probe first. */
+static void test_mark_known_and_unknown(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	struct rc_instance v[3] = { inst("c-1", "10.0.0.1", true), inst("c-2", "10.0.0.2", false),
+				    inst("c-3", NULL, false) };
+	/* nothing known yet: every instance with an IP starts with a TCP probe */
+	assert_false(rc_mark_silent(c, "ns/c", v, 3));
+	assert_true(v[0].silent);
+	assert_true(v[1].silent);
+	assert_false(v[2].silent);
+	rc_note_unreachable(c, "ns/c", v, 3, 100);
+	assert_false(rc_mark_silent(c, "ns/c", v, 3));
+	assert_false(v[0].silent); /* answered at this IP */
+	assert_true(v[1].silent);  /* did not */
+	/* the same Pod name at another IP is a new contact */
+	free(v[0].ip);
+	v[0].ip = op_strdup("10.0.0.9");
+	assert_false(rc_mark_silent(c, "ns/c", v, 3));
+	assert_true(v[0].silent);
+	pthread_mutex_lock(&c->mu);
+	const struct rc_cluster_state *s = rc_state_find(c, "ns/c");
+	assert_non_null(s);
+	assert_int_equal(s->unreachable, 1);
+	assert_false(s->probe_bg); /* one instance answers: the reconciles keep asking */
+	pthread_mutex_unlock(&c->mu);
+	done(v, 3);
+	ctl_free(c);
+}
+
+/* No instance answers: the reconciles stop asking, the prober takes over. */
+static void test_all_silent_goes_to_prober(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	struct rc_instance v[2] = { inst("c-1", "10.0.0.1", false), inst("c-2", "10.0.0.2", false) };
+	rc_note_unreachable(c, "ns/c", v, 2, 1000);
+	assert_true(rc_mark_silent(c, "ns/c", v, 2));
+	for (size_t i = 0; i < 2; i++) {
+		assert_false(v[i].has_status);
+		assert_non_null(strstr(v[i].error, "TCP-probed in the background"));
+	}
+	/* a skipped reconcile notes the same: the prober's schedule is kept */
+	rc_note_unreachable(c, "ns/c", v, 2, 1900);
+	/* a terminating instance (it is not silent) is asked again */
+	v[1].pod_terminating = true;
+	assert_false(rc_mark_silent(c, "ns/c", v, 2));
+	v[1].pod_terminating = false;
+
+	reset_probe(NULL);
+	assert_int_equal(rc_probe_round(c, 1999, fake_probe), 0);
+	assert_int_equal(probe_calls, 0); /* not due before 1000 + 1 s */
+	assert_int_equal(rc_probe_round(c, 2000, fake_probe), 0);
+	assert_int_equal(probe_calls, 1);
+	assert_int_equal(probe_hosts, 2);
+	assert_int_equal(probe_timeout, RC_PROBE_TIMEOUT_MS);
+	assert_int_equal(rc_probe_round(c, 3999, fake_probe), 0);
+	assert_int_equal(probe_calls, 1); /* backed off: next at 2000 + 2 s */
+	assert_int_equal(rc_queue_len(c->q), 0);
+
+	reset_probe("10.0.0.2");
+	assert_int_equal(rc_probe_round(c, 4000, fake_probe), 1);
+	assert_int_equal(rc_queue_len(c->q), 1);
+	char *key = NULL;
+	assert_int_equal(rc_queue_get(c->q, 0, &key, NULL), 0);
+	assert_string_equal(key, "ns/c");
+	rc_queue_done(c->q, key);
+	free(key);
+	/* the next reconcile asks again: c-2 connected (TCP probe then fetch) */
+	assert_false(rc_mark_silent(c, "ns/c", v, 2));
+	assert_true(v[1].silent);
+	reset_probe("10.0.0.2");
+	assert_int_equal(rc_probe_round(c, 100000, fake_probe), 0);
+	assert_int_equal(probe_calls, 0); /* no longer the prober's */
+	done(v, 2);
+	ctl_free(c);
+}
+
+/* Back-off grows while the instances connect but never answer (a hung
+ * manager), and an answer resets it. */
+static void test_streak_and_forget(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	struct rc_instance v[1] = { inst("c-1", "10.0.0.1", false) };
+	int64_t now = 0;
+	rc_note_unreachable(c, "ns/c", v, 1, now);
+	reset_probe("10.0.0.1");
+	for (unsigned round = 1; round <= 3; round++) {
+		now += 20000;
+		assert_int_equal(rc_probe_round(c, now, fake_probe), 1);
+		/* the reconcile's fetch fails again */
+		rc_note_unreachable(c, "ns/c", v, 1, now);
+		pthread_mutex_lock(&c->mu);
+		const struct rc_cluster_state *s = rc_state_find(c, "ns/c");
+		assert_int_equal(s->probe_streak, round);
+		assert_int_equal(s->probe_next_ms, now + rc_probe_delay_ms(round));
+		pthread_mutex_unlock(&c->mu);
+	}
+	v[0].has_status = true;
+	rc_note_unreachable(c, "ns/c", v, 1, now);
+	pthread_mutex_lock(&c->mu);
+	assert_int_equal(rc_state_find(c, "ns/c")->probe_streak, 0);
+	assert_false(rc_state_find(c, "ns/c")->probe_bg);
+	pthread_mutex_unlock(&c->mu);
+	/* a Cluster that is gone is forgotten */
+	v[0].has_status = false;
+	rc_note_unreachable(c, "ns/c", v, 1, now);
+	rc_note_unreachable(c, "ns/c", NULL, 0, now);
+	reset_probe(NULL);
+	assert_int_equal(rc_probe_round(c, now + 60000, fake_probe), 0);
+	assert_int_equal(probe_calls, 0);
+	done(v, 1);
+	ctl_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_delays),
+		cmocka_unit_test(test_mark_known_and_unknown),
+		cmocka_unit_test(test_all_silent_goes_to_prober),
+		cmocka_unit_test(test_streak_and_forget),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
