@@ -71,6 +71,19 @@ per_s() {
 			c[f, vb] += $NF; verbs[vb] = 1 }
 		END { for (vb in verbs) printf "%s=%.2f ", vb, (c[2, vb] - c[1, vb]) / s }' "$1" "$2"
 }
+# per_cluster FILE_BEFORE FILE_AFTER N: pgop_kube_requests_total increase per verb, per new Cluster
+per_cluster() {
+	awk -v n="$3" '
+		FNR == 1 { f++ }
+		/^pgop_kube_requests_total\{/ { match($0, /verb="[^"]*"/); vb = substr($0, RSTART + 6, RLENGTH - 7)
+			c[f, vb] += $NF; verbs[vb] = 1 }
+		END { for (vb in verbs) { d = (c[2, vb] - c[1, vb]) / n; t += d; printf "%s=%.1f ", vb, d }
+			printf "all=%.1f", t }' "$1" "$2"
+}
+# throttled FILE_BEFORE FILE_AFTER: seconds the client's rate limiter made requests wait
+throttled() {
+	awk '/^pgop_kube_throttled_seconds_total / { v[++f] = $NF } END { printf "%.1f", v[2] - v[1] }' "$1" "$2"
+}
 c429() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ { n += $NF } END { print n + 0 }' "$1"; }
 
 have=0
@@ -82,11 +95,13 @@ for n in ${BENCH_N:-10 100 1000}; do
 	e2e_wait_for "all_objects $n" $((300 + n)) 2 ||
 		e2e_fail "N=$n: objects missing after $((300 + n)) s: $(ready_pods) Ready instance Pods, $(count services cnpg.io/cluster) Services, $(count secrets cnpg.io/cluster) Secrets"
 	t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
-	have=$n
+	prev=$have have=$n
 	sleep 10 # the creation burst's last reconciles
 	metrics >"$tmp/m1" || e2e_fail "no /metrics"
 	sleep "$steady"
 	metrics >"$tmp/m2" || e2e_fail "no /metrics"
+	burst=$(per_cluster "$tmp/m0" "$tmp/m1" $((n - prev)))
+	waited=$(throttled "$tmp/m0" "$tmp/m1")
 	p50=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_duration_seconds 0.5)
 	p99=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_duration_seconds 0.99)
 	rps=$(per_s "$tmp/m1" "$tmp/m2" "$steady")
@@ -108,5 +123,8 @@ for n in ${BENCH_N:-10 100 1000}; do
 	echo "METRIC scale_${n}_event_to_status_steady_p50_le_s=$es50"
 	echo "METRIC scale_${n}_event_to_status_steady_p99_le_s=$es99"
 	for kv in $rps; do echo "METRIC scale_${n}_api_rps_${kv}"; done
+	e2e_log "N=$n: creation burst: API requests per new Cluster ${burst}; rate limiter waits ${waited} s"
+	for kv in $burst; do echo "METRIC scale_${n}_burst_requests_per_cluster_${kv}"; done
+	echo "METRIC scale_${n}_burst_throttled_s=$waited"
 	echo "METRIC scale_${n}_429s=$(c429 "$tmp/m2")"
 done

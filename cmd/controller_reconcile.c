@@ -74,6 +74,8 @@ int controller_reconcile_start(const struct controller_reconcile_opts *o, const 
 		.leader_lease = o->leader_lease,
 		.workers = o->workers,
 		.status_timeout_ms = o->status_timeout_ms,
+		.kube_qps = o->kube_api_qps,
+		.kube_burst = o->kube_api_burst,
 		.settings = { .operator_image = img && *img ? img : NULL,
 			      .default_image = wh_settings_get()->default_image },
 		.validate = guard,

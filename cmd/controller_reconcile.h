@@ -26,6 +26,8 @@ struct controller_reconcile_opts {
 	const char *leader_lease;     /* NULL = "pgop-controller" */
 	const char *operator_image;   /* NULL = $OPERATOR_IMAGE_NAME or "pgop:latest" */
 	unsigned status_timeout_ms;
+	unsigned kube_api_qps;        /* 0 = kube/ default (KUBE_QPS_DEFAULT) */
+	unsigned kube_api_burst;      /* 0 = KUBE_BURST_DEFAULT */
 	bool webhooks_only;
 };
 
@@ -53,7 +55,13 @@ struct controller_reconcile_opts {
 				  "container (default $OPERATOR_IMAGE_NAME)"),                      \
 	CONTROLLER_RECONCILE_FLAG("instance-status-timeout", CMD_FLAG_UINT, status_timeout_ms,     \
 				  60000, "MS", "deadline of one instance's /pg/status "            \
-					       "(default 2000)")
+					       "(default 2000)"),                                  \
+	CONTROLLER_RECONCILE_FLAG("kube-api-qps", CMD_FLAG_UINT, kube_api_qps, 10000, "N",         \
+				  "Kubernetes API requests per second, sustained (client-side "    \
+				  "token bucket; default 50)"),                                     \
+	CONTROLLER_RECONCILE_FLAG("kube-api-burst", CMD_FLAG_UINT, kube_api_burst, 20000, "N",     \
+				  "Kubernetes API requests allowed at once above --kube-api-qps "  \
+				  "(default 100)")
 
 /* Starts the reconciler runner (reconciler/start.h) unless --webhooks-only
  * (then 0 with *ret NULL, logged). -EINVAL on bad flags. */

@@ -76,8 +76,8 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&c->share_locks[i], NULL);
 	pthread_mutex_init(&c->lock, NULL);
-	c->qps = opts->qps > 0 ? opts->qps : 20.0;
-	c->burst = opts->burst > 0 ? opts->burst : 40;
+	c->qps = opts->qps > 0 ? opts->qps : KUBE_QPS_DEFAULT;
+	c->burst = opts->burst > 0 ? opts->burst : KUBE_BURST_DEFAULT;
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	c->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 10000;
 	c->max_retries = opts->max_retries > 0 ? opts->max_retries : opts->max_retries < 0 ? 0 : 5;

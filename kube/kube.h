@@ -205,9 +205,18 @@ int kube_path(struct op_buf *b, const struct kube_kind *k, const char *ns, const
 
 struct kube_client;
 
+/* The client-side rate limit (a token bucket per client). Creating one
+ * Cluster takes ~20 requests, so 20/s (controller-runtime's default) made
+ * the creation of 1,000 Clusters wait ~1,000 s on the client alone; the
+ * API server protects itself (priority and fairness, 429 + Retry-After,
+ * which the client honours). `pgop controller --kube-api-qps/--kube-api-burst`
+ * and the chart's kubeAPI values override them. */
+#define KUBE_QPS_DEFAULT 50.0
+#define KUBE_BURST_DEFAULT 100
+
 struct kube_client_opts {
-	double qps;                /* token bucket refill per second; 0 = 20 */
-	int burst;                 /* bucket size; 0 = 40 */
+	double qps;                /* token bucket refill per second; 0 = KUBE_QPS_DEFAULT */
+	int burst;                 /* bucket size; 0 = KUBE_BURST_DEFAULT */
 	long timeout_ms;           /* whole non-watch request; 0 = 30000 */
 	long connect_timeout_ms;   /* 0 = 10000 */
 	int max_retries;           /* 429 and idempotent 5xx/connect retries; 0 = 5, -1 = none */

@@ -23,6 +23,7 @@ struct rc_runner {
 	bool elect;
 	unsigned workers, retry_min_ms, retry_max_ms;
 	long status_timeout_ms;
+	unsigned kube_qps, kube_burst;
 	rc_validate_fn validate;
 	void *validate_userdata;
 
@@ -102,7 +103,10 @@ static int attempt(struct rc_runner *r, struct op_err *err)
 	struct rc_controller *rc = NULL;
 	int e = kube_config_load(r->kubeconfig, &cfg, err);
 	if (e == 0)
-		e = kube_client_new(cfg, NULL, &kc, err); /* takes cfg */
+		e = kube_client_new(cfg,
+				    &(struct kube_client_opts){ .qps = r->kube_qps,
+								.burst = (int)r->kube_burst },
+				    &kc, err); /* takes cfg */
 	if (e == 0 && r->elect) {
 		const char *ns = r->lease_ns ? r->lease_ns : kube_client_namespace(kc);
 		struct kube_leader_opts lo = {
@@ -243,6 +247,8 @@ int rc_runner_start(const struct rc_start_opts *o, struct rc_runner **ret, struc
 	r->elect = o->leader_elect;
 	r->workers = o->workers;
 	r->status_timeout_ms = o->status_timeout_ms;
+	r->kube_qps = o->kube_qps;
+	r->kube_burst = o->kube_burst;
 	r->validate = o->validate;
 	r->validate_userdata = o->validate_userdata;
 	r->retry_min_ms = o->retry_min_ms ? o->retry_min_ms : RC_RETRY_MIN_MS_DEFAULT;

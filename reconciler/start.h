@@ -34,6 +34,7 @@ struct rc_start_opts {
 	const char *identity;         /* NULL = $POD_NAME, else "<host>-<pid>" */
 	unsigned workers;             /* 0 = 4 */
 	long status_timeout_ms;       /* 0 = 2000 */
+	unsigned kube_qps, kube_burst; /* the API client's rate limit; 0 = kube/ defaults */
 	struct rc_settings settings;
 	rc_validate_fn validate;      /* the admission guard (NULL = none) */
 	void *validate_userdata;
