@@ -8,7 +8,11 @@
 #   the controller's VmRSS/VmHWM, p50/p99 reconcile duration, p50/p99 event -> status
 #   (pgop_reconcile_event_latency_seconds) over the creation burst and in steady state, the Kubernetes API
 #   requests/s by verb over a BENCH_STEADY s (60) steady-state window (pgop's own
-#   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), and 429s seen.
+#   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), 429s seen, and
+#   the creation burst's API requests per new Cluster (by verb) and client-side rate-limiter
+#   waits. Alongside (BENCH_REAL=1, default) a real 3-instance Cluster (the sample, PostgreSQL
+#   running): its primary Pod is deleted before the first N and after the last one, and the
+#   seconds until -rw is on the new primary are printed for both.
 # One command (it calls the e2e runner itself, with the agent's --scale-mode):
 #   bench/scale.sh [BUILD_DIR]
 set -euo pipefail
@@ -25,8 +29,26 @@ e2e_agent_up
 . "$E2E_DIR/cluster_lib.sh"
 cluster_setup bscale # namespace bscale-...: its Pods are the scale-mode ones
 cluster_crd
-cluster_helm_install --set replicas=1
 steady=${BENCH_STEADY:-60}
+# The real Cluster alongside (BENCH_REAL=0: none): the sample (3 instances, ANY 1
+# synchronous) in its own namespace, whose Pods run PostgreSQL; its primary Pod is deleted
+# (a handover, docs/internals/failover.md) before the first N and after the last one.
+rns=
+if [ "${BENCH_REAL:-1}" = 1 ]; then
+	rns=$(e2e_ns breal) # not matched by the agent's --scale-mode glob
+	bench_cleanup() {
+		local rc=$?
+		kubectl -n "$rns" delete cluster --all --wait=false >/dev/null 2>&1 || true
+		kubectl delete namespace "$rns" --wait=false >/dev/null 2>&1 || true
+		set +e
+		(exit "$rc")
+		cluster_cleanup
+	}
+	trap bench_cleanup EXIT
+	cluster_helm_install --set replicas=1 --set "watchNamespaces={$ns,$rns}"
+else
+	cluster_helm_install --set replicas=1
+fi
 
 cpod() { kubectl -n "$opns" get pods -l "app.kubernetes.io/instance=$REL" \
 	--field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}'; }
@@ -86,6 +108,43 @@ throttled() {
 }
 c429() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ { n += $NF } END { print n + 0 }' "$1"; }
 
+rk() { kubectl -n "$rns" "$@"; }
+# real_moved OLD: the real Cluster names a new currentPrimary and -rw's ready endpoints
+# are that Pod's IP alone
+real_moved() {
+	local new ip eps
+	new=$(rk get cluster "$C" -o jsonpath='{.status.currentPrimary}')
+	[ -n "$new" ] && [ "$new" != "$1" ] || return 1
+	ip=$(rk get pod "$new" -o jsonpath='{.status.podIP}')
+	eps=$(rk get endpointslices -l "kubernetes.io/service-name=$C-rw" \
+		-o jsonpath='{.items[*].endpoints[?(@.conditions.ready==true)].addresses[*]}')
+	[ -n "$ip" ] && [ "$eps" = "$ip" ]
+}
+real_healthy() {
+	[ "$(rk get cluster "$C" -o jsonpath='{.status.phase}')" = "Cluster in healthy state" ] &&
+		[ "$(rk get cluster "$C" -o jsonpath='{.status.readyInstances}')" = 3 ]
+}
+# real_failover LABEL: deletes the real Cluster's primary Pod; prints the seconds until -rw
+# is on the new primary (kubectl polls: ~0.5 s resolution) and waits until healthy again
+real_failover() {
+	local old t0 t
+	old=$(rk get cluster "$C" -o jsonpath='{.status.currentPrimary}')
+	t0=$(date +%s.%N)
+	rk delete pod "$old" --wait=false >/dev/null
+	e2e_wait_for "real_moved '$old'" 300 0.2 ||
+		e2e_fail "real Cluster ($1): -rw not on a new primary 300 s after deleting $old"
+	t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+	e2e_wait_for real_healthy 600 2 || e2e_fail "real Cluster ($1): not healthy again"
+	e2e_log "real Cluster ($1): primary Pod $old deleted, -rw on the new primary after ${t}s"
+	echo "METRIC scale_real_failover_${1}_s=$t"
+	eval "real_failover_$1=$t"
+}
+if [ -n "$rns" ]; then
+	rk apply -f "$SAMPLES/cluster-example.yaml" >/dev/null
+	e2e_wait_for real_healthy 600 2 || e2e_fail "the real Cluster is not healthy"
+	real_failover alone
+fi
+
 have=0
 for n in ${BENCH_N:-10 100 1000}; do
 	((n > have)) || continue
@@ -128,3 +187,7 @@ for n in ${BENCH_N:-10 100 1000}; do
 	echo "METRIC scale_${n}_burst_throttled_s=$waited"
 	echo "METRIC scale_${n}_429s=$(c429 "$tmp/m2")"
 done
+if [ -n "$rns" ]; then
+	real_failover "with_$have"
+	e2e_log "real Cluster failover: alone ${real_failover_alone}s, with $have scale-mode Clusters $(eval echo "\$real_failover_with_$have")s"
+fi
