@@ -9,8 +9,8 @@
 #   (pgop_reconcile_event_latency_seconds) over the creation burst and in steady state, the Kubernetes API
 #   requests/s by verb over a BENCH_STEADY s (60) steady-state window (pgop's own
 #   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), 429s seen, and
-#   the creation burst's API requests per new Cluster (by verb) and client-side rate-limiter
-#   waits. Alongside (BENCH_REAL=1, default) a real 3-instance Cluster (the sample, PostgreSQL
+#   the creation burst's API requests per new Cluster (by verb), client-side rate-limiter
+#   waits and the admission webhooks' p99 (pgop_http_request_duration_seconds). Alongside (BENCH_REAL=1, default) a real 3-instance Cluster (the sample, PostgreSQL
 #   running): its primary Pod is deleted before the first N and after the last one, and the
 #   seconds until -rw is on the new primary are printed for both.
 # One command (it calls the e2e runner itself, with the agent's --scale-mode):
@@ -73,11 +73,12 @@ all_objects() { # N
 	[ "$(ready_pods)" -ge "$1" ] && [ "$(count services cnpg.io/cluster)" -ge $((3 * $1)) ] &&
 		[ "$(count secrets cnpg.io/cluster)" -ge $((4 * $1)) ]
 }
-# hist_q FILE_BEFORE FILE_AFTER METRIC Q: quantile (seconds) of the histogram's increase
+# hist_q FILE_BEFORE FILE_AFTER METRIC Q [LABEL]: quantile (seconds) of the histogram's
+# increase (only its series whose labels contain LABEL, e.g. path="/validate-...")
 hist_q() {
-	awk -v m="$3" -v q="$4" '
+	awk -v m="$3" -v q="$4" -v lf="${5:-}" '
 		FNR == 1 { f++ }
-		index($0, m "_bucket{") == 1 { match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+		index($0, m "_bucket{") == 1 && index($0, lf) { match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
 			v[f, le] += $NF; les[le] = 1 }
 		END { n = 0; for (le in les) { k[++n] = le }
 			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
@@ -170,6 +171,10 @@ for n in ${BENCH_N:-10 100 1000}; do
 	ev99=$(hist_q "$tmp/m0" "$tmp/m1" pgop_reconcile_event_latency_seconds 0.99)
 	es50=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_event_latency_seconds 0.5)
 	es99=$(hist_q "$tmp/m1" "$tmp/m2" pgop_reconcile_event_latency_seconds 0.99)
+	# the admission webhooks' own latency (pgop's side) over the creation burst
+	wh="pgop_http_request_duration_seconds"
+	mut99=$(hist_q "$tmp/m0" "$tmp/m1" "$wh" 0.99 'path="/mutate-postgresql-cnpg-io-v1-cluster"')
+	val99=$(hist_q "$tmp/m0" "$tmp/m1" "$wh" 0.99 'path="/validate-postgresql-cnpg-io-v1-cluster"')
 	e2e_log "N=$n: all objects after ${t}s; VmRSS $(proc VmRSS) kB VmHWM $(proc VmHWM) kB;" \
 		"reconcile p50 <= ${p50}s p99 <= ${p99}s; API requests/s ${rps}; 429s $(c429 "$tmp/m2")"
 	echo "METRIC scale_${n}_objects_s=$t"
@@ -185,6 +190,9 @@ for n in ${BENCH_N:-10 100 1000}; do
 	e2e_log "N=$n: creation burst: API requests per new Cluster ${burst}; rate limiter waits ${waited} s"
 	for kv in $burst; do echo "METRIC scale_${n}_burst_requests_per_cluster_${kv}"; done
 	echo "METRIC scale_${n}_burst_throttled_s=$waited"
+	e2e_log "N=$n: admission webhooks over the creation burst: mutate p99 <= ${mut99}s, validate p99 <= ${val99}s"
+	echo "METRIC scale_${n}_webhook_mutate_p99_le_s=$mut99"
+	echo "METRIC scale_${n}_webhook_validate_p99_le_s=$val99"
 	echo "METRIC scale_${n}_429s=$(c429 "$tmp/m2")"
 done
 if [ -n "$rns" ]; then
