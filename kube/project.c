@@ -54,16 +54,22 @@ static void keep_path(json_object *dst, json_object *src, const char *path)
 	size_t n = 0;
 	json_object *v = src;
 	for (const char *p = path; *p; n++) {
-		const char *dot = strchr(p, '.');
-		size_t len = dot ? (size_t)(dot - p) : strlen(p);
-		if (n == MAX_DEPTH || len == 0 || len >= sizeof(segs[0]))
+		if (n == MAX_DEPTH)
 			return;
-		memcpy(segs[n], p, len);
+		size_t len = 0; /* one segment: up to an unescaped '.'; "\\." is a dot in a key */
+		for (; *p && *p != '.'; p++) {
+			if (*p == '\\' && p[1])
+				p++;
+			if (len + 1 >= sizeof(segs[0]))
+				return;
+			segs[n][len++] = *p;
+		}
 		segs[n][len] = '\0';
-		if (!json_object_is_type(v, json_type_object) ||
+		if (len == 0 || !json_object_is_type(v, json_type_object) ||
 		    !json_object_object_get_ex(v, segs[n], &v))
 			return;
-		p = dot ? dot + 1 : p + len;
+		if (*p == '.')
+			p++;
 	}
 	if (n == 0)
 		return;

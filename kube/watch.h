@@ -124,7 +124,8 @@ struct kube_informer;
 
 /* The projection of obj (borrowed) a cache keeps: a new owned object holding
  * only the dotted paths of keep (NULL-terminated; "metadata.labels",
- * "spec.selector", ...; an absent path is skipped, a path through a
+ * "spec.selector", "data.tls\\.crt" for the key "tls.crt": a backslash makes
+ * the next character part of the key; an absent path is skipped, a path through a
  * non-object stops there), each value deep-copied. A kept "metadata" drops
  * metadata.managedFields and the kubectl.kubernetes.io/last-applied-
  * configuration annotation (server bookkeeping, each about the object's own

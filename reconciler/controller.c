@@ -25,20 +25,31 @@ static const char *const keep_pods[] = { "metadata", "spec.nodeName", "status.ph
 					 "status.initContainerStatuses", NULL };
 static const char *const keep_pvcs[] = { "metadata", "status.phase", NULL };
 static const char *const keep_services[] = { "metadata", "spec.selector", NULL };
-static const char *const keep_secrets[] = { "metadata", "type", "data", NULL };
+/* Secrets: the certificates and keys PKI reads (pki_secret_parse), not the
+ * basic-auth credentials (<c>-app, <c>-superuser: only their existence is
+ * checked): 2.3 of the 21 KB a scale-mode Cluster cached (docs/internals/memory.md). */
+static const char *const keep_secrets[] = { "metadata",       "type",
+					    "data.ca\\.crt",  "data.ca\\.key",
+					    "data.tls\\.crt", "data.tls\\.key", NULL };
 static const char *const keep_jobs[] = { "metadata", "status", NULL };
+
+/* A bootstrap Job's Pod that completed is never read (the Job says it
+ * completed; only a Pod that cannot start its image is): the API server
+ * leaves it out, and its watch reports it DELETED when it succeeds. */
+#define PODS_FIELDS "status.phase!=Succeeded"
 
 static const struct {
 	enum kube_kind_id kind;
-	bool owned; /* label-selected objects that belong to a Cluster */
+	bool owned;         /* label-selected objects that belong to a Cluster */
 	const char *const *keep;
+	const char *fields; /* field selector, or NULL */
 } inf_table[RC_INF__COUNT] = {
-	[RC_INF_CLUSTERS] = { KUBE_K_CLUSTERS, false, keep_all },
-	[RC_INF_PODS] = { KUBE_K_PODS, true, keep_pods },
-	[RC_INF_PVCS] = { KUBE_K_PVCS, true, keep_pvcs },
-	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true, keep_services },
-	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets },
-	[RC_INF_JOBS] = { KUBE_K_JOBS, true, keep_jobs },
+	[RC_INF_CLUSTERS] = { KUBE_K_CLUSTERS, false, keep_all, NULL },
+	[RC_INF_PODS] = { KUBE_K_PODS, true, keep_pods, PODS_FIELDS },
+	[RC_INF_PVCS] = { KUBE_K_PVCS, true, keep_pvcs, NULL },
+	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true, keep_services, NULL },
+	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets, NULL },
+	[RC_INF_JOBS] = { KUBE_K_JOBS, true, keep_jobs, NULL },
 };
 
 struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns)
@@ -358,6 +369,7 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 			struct kube_informer_opts io = {
 				.ns = c->n_ns ? c->ns[i] : NULL,
 				.label_selector = inf_table[k].owned ? OWNED_SELECTOR : NULL,
+				.field_selector = inf_table[k].fields,
 				.keep = inf_table[k].keep,
 				.index_label = inf_table[k].owned ? RC_LABEL_CLUSTER : NULL,
 			};

@@ -668,6 +668,8 @@ static void test_project(void **state)
 	static const char *const pods[] = { "metadata", "spec.nodeName", "status.podIP",
 					    "spec.missing.deep", "kind.x", NULL };
 	static const char *const all[] = { "*", NULL };
+	static const char *const secrets[] = { "type", "data.tls\\.crt", "data.ca\\.crt",
+					       "a\\\\b", "x\\", NULL };
 	static const struct {
 		const char *in;
 		const char *const *keep;
@@ -691,6 +693,11 @@ static void test_project(void **state)
 		/* "*": every field, metadata cleaned */
 		{ "{\"metadata\":{\"name\":\"c\",\"managedFields\":[]},\"spec\":{\"instances\":3}}",
 		  all, "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"instances\":3}}" },
+		/* a backslash makes the next character part of the key: keys with dots
+		 * (a Secret's data), a backslash in a key; a trailing one is itself */
+		{ "{\"type\":\"kubernetes.io/tls\",\"data\":{\"tls.crt\":\"C\",\"tls.key\":\"K\","
+		  "\"tls\":{\"crt\":\"wrong\"},\"username\":\"u\"},\"a\\\\b\":1,\"x\":2}",
+		  secrets, "{\"type\":\"kubernetes.io/tls\",\"data\":{\"tls.crt\":\"C\"},\"a\\\\b\":1}" },
 		/* no keep list: a plain deep copy (managedFields stays) */
 		{ "{\"metadata\":{\"managedFields\":[]}}", NULL, "{\"metadata\":{\"managedFields\":[]}}" },
 	};
