@@ -42,6 +42,9 @@ struct kube_client *kube_client_free(struct kube_client *c)
 {
 	if (!c)
 		return NULL;
+	for (size_t i = 0; i < c->n_idle; i++)
+		curl_easy_cleanup(c->idle[i]); /* before the share they use */
+	pthread_mutex_destroy(&c->pool_lock);
 	if (c->share)
 		curl_share_cleanup(c->share);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -76,6 +79,7 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&c->share_locks[i], NULL);
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->pool_lock, NULL);
 	c->qps = opts->qps > 0 ? opts->qps : KUBE_QPS_DEFAULT;
 	c->burst = opts->burst > 0 ? opts->burst : KUBE_BURST_DEFAULT;
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
@@ -96,7 +100,8 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
 	curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
 	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-	curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	/* not CURL_LOCK_DATA_CONNECT: unsupported between concurrent threads (idle
+	 * handles keep connections instead, kube__easy_done) */
 	*ret_client = c;
 	return 0;
 }
@@ -266,7 +271,15 @@ int kube__easy_new(struct kube_client *c, const char *method, const char *url,
 		   CURL **ret_easy, struct op_err *err)
 {
 	const struct kube_config *cfg = c->cfg;
-	CURL *h = curl_easy_init();
+	CURL *h = NULL;
+	pthread_mutex_lock(&c->pool_lock);
+	if (c->n_idle)
+		h = c->idle[--c->n_idle];
+	pthread_mutex_unlock(&c->pool_lock);
+	if (h)
+		curl_easy_reset(h); /* options back to defaults; its connection stays */
+	else
+		h = curl_easy_init();
 	if (!h)
 		return op_err_set(err, -ENOMEM, "cannot allocate a curl handle");
 	struct curl_slist *hdrs = NULL, *tmp;
@@ -323,6 +336,20 @@ int kube__easy_new(struct kube_client *c, const char *method, const char *url,
 	*ret_headers = hdrs;
 	*ret_easy = h;
 	return 0;
+}
+
+void kube__easy_done(struct kube_client *c, CURL *h, bool keep)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&c->pool_lock);
+	if (keep && c->n_idle < KUBE__IDLE_MAX) {
+		c->idle[c->n_idle++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	if (h)
+		curl_easy_cleanup(h);
 }
 
 int kube_errno_from_http(long http, const char *reason)
@@ -474,7 +501,7 @@ int kube_request(struct kube_client *c, const struct kube_request *req, json_obj
 		http = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
 		kube__count(c, req->method, false, cc == CURLE_OK ? http : 0);
-		curl_easy_cleanup(h);
+		kube__easy_done(c, h, true);
 		curl_slist_free_all(hdrs);
 		bool last = attempt >= c->max_retries;
 		long wait = 0;

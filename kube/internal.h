@@ -32,10 +32,20 @@ struct kube__event_slot {
 #define KUBE__N_VERBS 7  /* get post put patch delete watch other */
 #define KUBE__N_CODES 17 /* the codes in client.c's table, other, error */
 
+/* Idle easy handles a client keeps (kube__easy_new/kube__easy_done). */
+#define KUBE__IDLE_MAX 8
+
 struct kube_client {
 	struct kube_config *cfg; /* owned */
-	CURLSH *share;           /* owned */
+	CURLSH *share;           /* owned: DNS and TLS sessions, never connections */
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	/* Each idle handle keeps its connection: the way to reuse connections
+	 * across threads (libcurl does not support sharing its connection cache
+	 * between concurrent threads: CURLSHOPT_SHARE(3); the node agent crashed
+	 * in libcurl with it at 1,000 Pods). Owned, under pool_lock. */
+	pthread_mutex_t pool_lock;
+	CURL *idle[KUBE__IDLE_MAX];
+	size_t n_idle;
 	char *user_agent;        /* owned */
 	double qps;
 	int burst;
@@ -80,13 +90,19 @@ int kube__escape(struct op_buf *b, const char *s);
 /* Takes one token from the client's rate limiter, sleeping if needed. */
 void kube__throttle(struct kube_client *c);
 
-/* A new easy handle for method/url with TLS, auth, user agent, share,
- * timeouts and errbuf (CURL_ERROR_SIZE, must outlive the handle) set.
+/* An easy handle for method/url with TLS, auth, user agent, share,
+ * timeouts and errbuf (CURL_ERROR_SIZE, must outlive the handle) set: an idle
+ * one (reset, its connection kept) or a new one; give it back with
+ * kube__easy_done.
  * *ret_headers: owned slist (curl_slist_free_all) to keep until cleanup;
  * extra headers (may be NULL) are appended after auth. */
 int kube__easy_new(struct kube_client *c, const char *method, const char *url,
 		   const char *content_type, char *errbuf, struct curl_slist **ret_headers,
 		   CURL **ret_easy, struct op_err *err);
+/* Gives h (owned, from kube__easy_new; NULL is accepted) back: kept idle with
+ * its connection when keep and the client keeps fewer than KUBE__IDLE_MAX,
+ * otherwise cleaned up. The next kube__easy_new resets its options. */
+void kube__easy_done(struct kube_client *c, CURL *h, bool keep);
 
 /* Maps a CURLcode to -errno. */
 int kube__curl_errno(CURLcode cc);

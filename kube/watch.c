@@ -331,7 +331,7 @@ static enum stream_end stream_once(struct kube_watch *w, kube_watch_fn fn, void 
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &s.http);
 		kube__count(c, "GET", true, cc == CURLE_OK ? s.http : 0);
 	}
-	curl_easy_cleanup(h);
+	kube__easy_done(c, h, false); /* a stream's connection is not kept */
 	curl_slist_free_all(hdrs);
 
 	enum stream_end end;

@@ -13,6 +13,7 @@
 	N(curl_easy_getinfo)                                                                       \
 	F(CURL *, curl_easy_init, (void), (), NULL)                                                \
 	F(CURLcode, curl_easy_perform, (CURL * h), (h), CURLE_FAILED_INIT)                        \
+	V(curl_easy_reset, (CURL * h), (h))                                                        \
 	N(curl_easy_setopt)                                                                        \
 	F(const char *, curl_easy_strerror, (CURLcode c), (c), "libcurl not loaded")             \
 	V(curl_global_cleanup, (void), ())                                                         \
