@@ -52,6 +52,7 @@ struct ts_resp {
 	/* generated big body of 'x' */
 	size_t big;
 	bool big_chunked;
+	bool close;               /* "Connection: close": the server closes after it */
 };
 
 struct ts;
@@ -337,6 +338,8 @@ static enum MHD_Result ts_access(void *cls, struct MHD_Connection *conn, const c
 	if (!resp)
 		abort();
 	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (r.close)
+		MHD_add_response_header(resp, "Connection", "close");
 	if (r.retry_after >= 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%ld", r.retry_after);
