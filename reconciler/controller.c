@@ -31,7 +31,7 @@ static const char *const keep_services[] = { "metadata", "spec.selector", NULL }
 static const char *const keep_secrets[] = { "metadata",       "type",
 					    "data.ca\\.crt",  "data.ca\\.key",
 					    "data.tls\\.crt", "data.tls\\.key", NULL };
-static const char *const keep_jobs[] = { "metadata", "status", NULL };
+static const char *const keep_jobs[] = { "metadata", "status.conditions", NULL };
 
 /* A bootstrap Job's Pod that completed is never read (the Job says it
  * completed; only a Pod that cannot start its image is): the API server
