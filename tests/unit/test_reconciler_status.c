@@ -579,6 +579,44 @@ static void test_time(void **state)
 	assert_int_equal(rc_time_parse("2026-12-02 12:00:00", &t), -EINVAL);
 	assert_int_equal(rc_time_parse("2026-12-02T12:00:00+01:00", &t), -EINVAL);
 	assert_int_equal(rc_time_parse(NULL, &t), -EINVAL);
+	/* microseconds, as CloudNativePG writes them (metav1.RFC3339Micro) */
+	s = rc_time_rfc3339_us(1796212800123456);
+	assert_string_equal(s, "2026-12-02T12:00:00.123456Z");
+	assert_int_equal(rc_time_parse_ms(s, &t), 0);
+	assert_int_equal(t, 1796212800124); /* below a millisecond: rounded up */
+	free(s);
+	s = rc_time_rfc3339_us(1796212800000007);
+	assert_string_equal(s, "2026-12-02T12:00:00.000007Z");
+	free(s);
+	s = rc_time_rfc3339_us(1796212800999000);
+	assert_int_equal(rc_time_parse_ms(s, &t), 0);
+	assert_int_equal(t, 1796212800999); /* whole milliseconds round-trip */
+	free(s);
+	static const struct {
+		const char *in;
+		int r;
+		int64_t ms;
+	} p[] = {
+		{ "2026-12-02T12:00:00Z", 0, 1796212800000 },      /* whole seconds (older objects) */
+		{ "2026-12-02T12:00:00.5Z", 0, 1796212800500 },
+		{ "2026-12-02T12:00:00.123Z", 0, 1796212800123 },
+		{ "2026-12-02T12:00:00.999999Z", 0, 1796212801000 }, /* up, into the next second */
+		{ "2026-12-02T12:00:00.0000000001Z", 0, 1796212800001 }, /* past nanoseconds: up */
+		{ "2026-12-02T12:00:00.000000000Z", 0, 1796212800000 },
+		{ "2026-12-02T12:00:00.Z", -EINVAL, 0 },
+		{ "2026-12-02T12:00:00.12", -EINVAL, 0 },
+		{ "2026-12-02T12:00:00.12+01:00", -EINVAL, 0 },
+		{ NULL, -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(p); i++) {
+		t = -1;
+		int r = rc_time_parse_ms(p[i].in, &t);
+		if (r != p[i].r || (r == 0 && t != p[i].ms))
+			fail_msg("%s: got %d %lld, want %d %lld", p[i].in ? p[i].in : "NULL", r,
+				 (long long)t, p[i].r, (long long)p[i].ms);
+	}
+	assert_int_equal(rc_time_parse("2026-12-02T12:00:00.999999Z", &t), 0);
+	assert_int_equal(t, 1796212800); /* seconds: the fraction dropped */
 }
 
 int main(void)
