@@ -14,6 +14,7 @@
 #define PGOP_API_FENCE_H
 
 #define API_FENCE_S 3        /* the lease: a primary unproven this long stops */
+#define API_FENCE_MS (API_FENCE_S * 1000)
 /* 1 s: the tick that notices a replica's last reply (the peer proof dates from
  * then), 1 s: the tick that acts on the expiry, 1 s: the status timestamps' and
  * the reconciler clock's 1 s granularity */
