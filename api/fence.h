@@ -15,6 +15,9 @@
 
 #define API_FENCE_S 3        /* the lease: a primary unproven this long stops */
 #define API_FENCE_MS (API_FENCE_S * 1000)
+/* The primary's instance manager checks its lease this often (a kept
+ * connection to its postgres), so it fences within this long of the expiry. */
+#define API_FENCE_CHECK_MS 250
 /* 1 s: the tick that notices a replica's last reply (the peer proof dates from
  * then), 1 s: the tick that acts on the expiry, 1 s: the status timestamps' and
  * the reconciler clock's 1 s granularity */

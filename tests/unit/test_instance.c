@@ -731,6 +731,17 @@ static void test_lease(void **state)
 	assert_int_equal(l.proven, 200000);
 	assert_false(inst_lease_expired(&l, 200000 + F));
 	assert_true(inst_lease_expired(&l, 200001 + F));
+	/* checked every API_FENCE_CHECK_MS, whatever the phase of the checks, the
+	 * first check that finds the lease expired is within 3.25 s of the proof
+	 * (the margin of docs/internals/failover.md counts on it) */
+	for (int64_t phase = 0; phase < API_FENCE_CHECK_MS; phase += 50) {
+		int64_t at = 200000 + phase;
+		while (!inst_lease_expired(&l, at))
+			at += API_FENCE_CHECK_MS;
+		if (at > 200000 + 3250)
+			fail_msg("phase %lld: fenced at +%lld ms", (long long)phase,
+				 (long long)(at - 200000));
+	}
 	/* a read that could outlast the lease is not started */
 	assert_true(inst_lease_read_fits(&l, 200000 + F - INST_LEASE_READ_TIMEOUT_MS));
 	assert_false(inst_lease_read_fits(&l, 200001 + F - INST_LEASE_READ_TIMEOUT_MS));
