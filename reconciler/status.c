@@ -288,7 +288,8 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	}
 	/* fencing: the old primary may still be writable until its lease ran out */
 	const bool known_down = !cur || (cur->has_status && !cur->is_primary);
-	if (!known_down && (!in->pending_since || in->now - in->pending_since < in->fence_wait_s)) {
+	if (!known_down &&
+	    (!in->pending_since_ms || in->now_ms - in->pending_since_ms < in->fence_wait_ms)) {
 		ret->action = RC_FO_WAIT_FENCE;
 		return;
 	}

@@ -118,8 +118,9 @@ struct rc_failover_input {
 	size_t n;
 	int64_t failover_delay_s;    /* spec.failoverDelay */
 	int64_t failing_since;       /* Unix s when the primary was first seen failing; 0 = not yet */
-	int64_t pending_since;       /* Unix s when targetPrimary became "pending"; 0 = unknown */
-	int64_t fence_wait_s;        /* API_FENCE_S + API_FENCE_MARGIN_S */
+	int64_t pending_since_ms;    /* Unix ms when targetPrimary became "pending"
+				      * (targetPrimaryTimestamp); 0 = unknown */
+	int64_t fence_wait_ms;       /* API_FENCE_MS + API_FENCE_MARGIN_MS */
 	int64_t quorum;              /* failoverQuorum: replicas that must answer (R + W > N,
 				      * W = synchronous number + 1: R >= N - number); 0 = off */
 	/* dataDurability required: only these may be promoted (the replicas the old
@@ -127,7 +128,8 @@ struct rc_failover_input {
 	 * known since this operator started) */
 	char *const *sync_only;
 	size_t n_sync_only;
-	int64_t now;
+	int64_t now;    /* Unix s: failoverDelay and the restart graces */
+	int64_t now_ms; /* Unix ms: the fence wait */
 };
 struct rc_failover_decision {
 	enum rc_failover_action action;

@@ -14,6 +14,7 @@
 #undef realloc
 #undef free
 
+#include "api/fence.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -163,7 +164,7 @@ struct fo_row {
 	enum rc_failover_action want;
 	const char *want_target;
 	bool want_clock;
-	int64_t pending_since; /* targetPrimaryTimestamp while "pending" */
+	int64_t pending_since; /* targetPrimaryTimestamp while "pending" (s) */
 	int64_t quorum;
 	char *const *sync_only; /* dataDurability required: the old primary's sync set */
 	size_t n_sync;
@@ -321,9 +322,9 @@ static void test_failover_table(void **state)
 		struct rc_failover_input in = {
 			.current_primary = r->current, .target_primary = r->target, .v = r->v,
 			.n = r->n, .failover_delay_s = r->delay, .failing_since = r->since,
-			.pending_since = r->pending_since, .fence_wait_s = 5, .quorum = r->quorum,
-			.sync_only = r->sync_only, .n_sync_only = r->n_sync,
-			.now = r->now,
+			.pending_since_ms = r->pending_since * 1000, .fence_wait_ms = 5000,
+			.quorum = r->quorum, .sync_only = r->sync_only, .n_sync_only = r->n_sync,
+			.now = r->now, .now_ms = r->now * 1000,
 		};
 		struct rc_failover_decision d;
 		rc_failover_decide(&in, &d);
@@ -337,6 +338,50 @@ static void test_failover_table(void **state)
 		assert_int_equal(d.start_failing_clock, r->want_clock);
 	}
 	assert_string_equal(rc_failover_action_str((enum rc_failover_action)99), "unknown");
+}
+
+/* The fence wait in milliseconds, from targetPrimaryTimestamp as written
+ * (microseconds, or whole seconds from an older pgop) to the reconciler's
+ * millisecond clock: a "pending" stamped at .900 s has not waited a whole
+ * second at the next second (whole seconds promoted 900 ms early). */
+static void test_failover_fence_wait_ms(void **state)
+{
+	const struct rc_instance v[] = {
+		INST("c-3", 3, true, false, 60, 60, false, true),
+		INST("c-2", 2, true, false, 50, 50, false, true),
+		INST("c-1", 1, false, false, 0, 0, false, true),
+	};
+	const int64_t wait = API_FENCE_MS + API_FENCE_MARGIN_MS;
+	const int64_t t0 = 1796212800000; /* 2026-12-02T12:00:00Z in ms */
+	static const struct {
+		const char *stamp;
+		int64_t now_ms; /* past t0 + wait */
+		enum rc_failover_action want;
+	} rows[] = {
+		{ "2026-12-02T12:00:00.900000Z", 0, RC_FO_WAIT_FENCE },
+		{ "2026-12-02T12:00:00.900000Z", 899, RC_FO_WAIT_FENCE },
+		{ "2026-12-02T12:00:00.900000Z", 900, RC_FO_PROMOTE },
+		{ "2026-12-02T12:00:00.000001Z", 0, RC_FO_WAIT_FENCE }, /* rounded up to .001 */
+		{ "2026-12-02T12:00:00.000001Z", 1, RC_FO_PROMOTE },
+		{ "2026-12-02T12:00:00Z", -1, RC_FO_WAIT_FENCE }, /* an older pgop's stamp */
+		{ "2026-12-02T12:00:00Z", 0, RC_FO_PROMOTE },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		int64_t since = 0;
+		assert_int_equal(rc_time_parse_ms(rows[i].stamp, &since), 0);
+		const int64_t now_ms = t0 + wait + rows[i].now_ms;
+		struct rc_failover_input in = {
+			.current_primary = "c-1", .target_primary = RC_PENDING_FAILOVER, .v = v,
+			.n = OP_ARRAY_SIZE(v), .pending_since_ms = since, .fence_wait_ms = wait,
+			.now = now_ms / 1000, .now_ms = now_ms,
+		};
+		struct rc_failover_decision d;
+		rc_failover_decide(&in, &d);
+		if (d.action != rows[i].want)
+			fail_msg("%s at +%lld ms: got %s, want %s", rows[i].stamp,
+				 (long long)rows[i].now_ms, rc_failover_action_str(d.action),
+				 rc_failover_action_str(rows[i].want));
+	}
 }
 
 static void fill(struct rc_status *s)
@@ -627,6 +672,7 @@ int main(void)
 		cmocka_unit_test(test_reclone_report),
 		cmocka_unit_test(test_sort),
 		cmocka_unit_test(test_failover_table),
+		cmocka_unit_test(test_failover_fence_wait_ms),
 		cmocka_unit_test(test_status_patch),
 		cmocka_unit_test(test_status_no_stale_lists),
 		cmocka_unit_test(test_other_conditions_kept),
