@@ -755,7 +755,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 			set_phase(r, RC_PHASE_FAILOVER,
 				  "waiting for the old primary's lease to expire");
 		}
-		rc_requeue(r, 1000);
+		rc_requeue(r, rc_failover_fence_requeue_ms(&in));
 		return 1;
 	case RC_FO_NO_QUORUM:
 		if (!str_eq(w->phase_reason, "waiting for a quorum of replicas")) {

@@ -313,6 +313,14 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	ret->target = pick->name;
 }
 
+long rc_failover_fence_requeue_ms(const struct rc_failover_input *in)
+{
+	if (!in->pending_since_ms)
+		return 1000;
+	int64_t left = in->pending_since_ms + in->fence_wait_ms - in->now_ms;
+	return left >= 1000 ? 1000 : left < 1 ? 1 : (long)left;
+}
+
 /* ---------------------------------------------------------------- status */
 
 void rc_strv_push(char ***v, size_t *n, const char *s)

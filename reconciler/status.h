@@ -144,6 +144,10 @@ struct rc_failover_decision {
  * fence_wait_s after "pending" unless the old primary is known not to be
  * writable (answers as a replica, or its Pod is gone). */
 void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret);
+/* RC_FO_WAIT_FENCE's requeue: 1 s, or when the fence wait ends if that is
+ * sooner (at least 1 ms), so the promotion does not wait for the next whole
+ * second of requeues. in as given to rc_failover_decide. */
+long rc_failover_fence_requeue_ms(const struct rc_failover_input *in);
 
 /* The status fields the reconciler owns. All strings and arrays owned. */
 struct rc_status {

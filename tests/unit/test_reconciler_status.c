@@ -382,6 +382,21 @@ static void test_failover_fence_wait_ms(void **state)
 				 (long long)rows[i].now_ms, rc_failover_action_str(d.action),
 				 rc_failover_action_str(rows[i].want));
 	}
+	/* while waiting, the next look is when the wait ends, not a whole second later */
+	static const struct {
+		int64_t now_ms; /* past t0 */
+		long want;
+	} rq[] = {
+		{ 0, 1000 }, { wait - 1000, 1000 }, { wait - 999, 999 }, { wait - 250, 250 },
+		{ wait - 1, 1 }, { wait, 1 }, { wait + 5000, 1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rq); i++) {
+		struct rc_failover_input in = { .pending_since_ms = t0, .fence_wait_ms = wait,
+						.now_ms = t0 + rq[i].now_ms };
+		assert_int_equal(rc_failover_fence_requeue_ms(&in), rq[i].want);
+	}
+	struct rc_failover_input unknown = { .fence_wait_ms = wait, .now_ms = t0 };
+	assert_int_equal(rc_failover_fence_requeue_ms(&unknown), 1000); /* no stamp yet */
 }
 
 static void fill(struct rc_status *s)
