@@ -195,16 +195,11 @@ static int write_status(struct rc_run *r, struct status_base *b)
 			!str_eq(op_json_str_at(b->status, "targetPrimaryTimestamp"),
 				r->want.target_since);
 	int ret = write_status_once(r, b);
-	int64_t at = 0;
-	if (ret != 0 || !stamping || rc_time_parse_ms(r->want.target_since, &at) != 0)
+	if (ret != 0 || !stamping || !rc_fence_stamp_late(r->want.target_since,
+							   rc_time_now_us() / 1000))
 		return ret;
-	int64_t lag = rc_time_now_us() / 1000 - at;
-	if (lag <= API_FENCE_STAMP_MS)
-		return 0;
-	char ms[24];
-	snprintf(ms, sizeof(ms), "%lld", (long long)lag);
 	op_log_warn("failover: the patch that wrote pending returned late, stamping it again",
-		    "cluster", r->key, "ms", ms);
+		    "cluster", r->key, "targetPrimaryTimestamp", r->want.target_since);
 	_cleanup_free_ char *ts = rc_time_rfc3339_us(rc_time_now_us());
 	set_str(&r->want.target_since, ts);
 	return write_status_once(r, b);

@@ -313,6 +313,12 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	ret->target = pick->name;
 }
 
+bool rc_fence_stamp_late(const char *since, int64_t now_ms)
+{
+	int64_t at = 0;
+	return rc_time_parse_ms(since, &at) != 0 || now_ms - at > API_FENCE_STAMP_MS;
+}
+
 long rc_failover_fence_requeue_ms(const struct rc_failover_input *in)
 {
 	if (!in->pending_since_ms)

@@ -144,6 +144,11 @@ struct rc_failover_decision {
  * fence_wait_s after "pending" unless the old primary is known not to be
  * writable (answers as a replica, or its Pod is gone). */
 void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret);
+/* Whether a status patch that started the fence clock (wrote "pending" with
+ * the new targetPrimaryTimestamp `since`) and returned at now_ms (Unix ms)
+ * must be stamped again: it returned more than API_FENCE_STAMP_MS after the
+ * stamp, or the stamp does not parse (docs/internals/failover.md). */
+bool rc_fence_stamp_late(const char *since, int64_t now_ms);
 /* RC_FO_WAIT_FENCE's requeue: 1 s, or when the fence wait ends if that is
  * sooner (at least 1 ms), so the promotion does not wait for the next whole
  * second of requeues. in as given to rc_failover_decide. */

@@ -397,6 +397,11 @@ static void test_failover_fence_wait_ms(void **state)
 	}
 	struct rc_failover_input unknown = { .fence_wait_ms = wait, .now_ms = t0 };
 	assert_int_equal(rc_failover_fence_requeue_ms(&unknown), 1000); /* no stamp yet */
+	/* the patch that wrote "pending" returned late: stamped again */
+	const char *st = "2026-12-02T12:00:00.000000Z";
+	assert_false(rc_fence_stamp_late(st, t0 + API_FENCE_STAMP_MS));
+	assert_true(rc_fence_stamp_late(st, t0 + API_FENCE_STAMP_MS + 1));
+	assert_true(rc_fence_stamp_late("garbage", t0));
 }
 
 static void fill(struct rc_status *s)
