@@ -2,29 +2,43 @@
  * reconciler (docs/internals/failover.md has the timing argument).
  *
  * A primary of a Cluster with another instance may accept writes only while
- * it proves, at least every API_FENCE_S seconds, that it is still the primary:
+ * it proves, at least every API_FENCE_MS, that it is still the primary:
  * enough of its replicas (instance/lease.c) replied on their replication
  * connection, or a fresh read of the Cluster through the API server still names
- * it targetPrimary. Otherwise it shuts postgres down fast (fenced). The
- * reconciler promotes a replica in its place only after targetPrimary has been
- * "pending" for API_FENCE_S + API_FENCE_MARGIN_S seconds (or the old primary
- * is known to be down), so the two are never writable at once.
+ * it targetPrimary. It checks every API_FENCE_CHECK_MS; unproven, it shuts
+ * postgres down fast (fenced). The reconciler promotes a replica in its place
+ * only after targetPrimary has been "pending" for API_FENCE_MS +
+ * API_FENCE_MARGIN_MS (or the old primary is known to be down), so the two are
+ * never writable at once. All times in milliseconds.
  */
 #ifndef PGOP_API_FENCE_H
 #define PGOP_API_FENCE_H
 
-#define API_FENCE_S 3        /* the lease: a primary unproven this long stops */
-/* 1 s: the tick that notices a replica's last reply (the peer proof dates from
- * then), 1 s: the tick that acts on the expiry, 1 s: the status timestamps' and
- * the reconciler clock's 1 s granularity */
-#define API_FENCE_MARGIN_S 3
+#define API_FENCE_MS 3000 /* the lease: a primary unproven this long stops */
+/* The primary's instance manager checks its lease this often (a kept
+ * connection to its postgres), so it fences within this long of the expiry. */
+#define API_FENCE_CHECK_MS 250
+/* From the moment the reconciler stamps targetPrimaryTimestamp for "pending"
+ * to the moment its status patch has returned, at most; a slower patch is
+ * stamped again with the time it returned (reconciler/reconcile.c). */
+#define API_FENCE_STAMP_MS 250
+/* What the reconciler waits beyond API_FENCE_MS: the expiry check
+ * (API_FENCE_CHECK_MS), the stamp's lag behind the write of "pending"
+ * (API_FENCE_STAMP_MS), and 500 ms for the rest (the fast shutdown ending the
+ * sessions, a late check on a loaded node, the timestamp's microsecond and the
+ * reconciler clock's millisecond rounding). A peer proof is dated before the
+ * reply it counts (instance/lease.h): no granularity of its own. */
+#define API_FENCE_MARGIN_MS 1000
+
+_Static_assert(API_FENCE_MARGIN_MS >= API_FENCE_CHECK_MS + API_FENCE_STAMP_MS + 500,
+	       "the margin covers the expiry check, the stamp's lag and 500 ms of slack");
 
 /* Cluster annotation naming the primary Pod the reconciler restarts in place
  * (primaryUpdateMethod: restart): that primary's SIGTERM is not a handover. */
 #define API_ANN_IN_PLACE_RESTART "pgop.io/inPlaceRestart"
 
 /* Replicas a primary of n instances needs to have heard from (within
- * API_FENCE_S) to be proven by its peers: floor(n/2), so that with itself
+ * API_FENCE_MS) to be proven by its peers: floor(n/2), so that with itself
  * they are a majority. 0 for n <= 1 (nothing to fence against). */
 static inline unsigned api_fence_peers_needed(unsigned n)
 {

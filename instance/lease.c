@@ -36,14 +36,15 @@ unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *r
 		snprintf(p->reply, sizeof(p->reply), "%s", rows[i].reply ? rows[i].reply : "");
 		const struct inst_lease_peer *old = find(l, rows[i].app);
 		if (old && strcmp(old->reply, p->reply) != 0)
-			p->heard = now;
+			p->heard = l->observed; /* it arrived after that query read the old one */
 		else if (old)
 			p->heard = old->heard;
-		if (p->heard && now - p->heard <= API_FENCE_S * 1000)
+		if (p->heard && now - p->heard <= API_FENCE_MS)
 			heard++;
 	}
 	memcpy(l->peers, next, k * sizeof(next[0]));
 	l->n = k;
+	l->observed = now;
 	return heard;
 }
 
@@ -78,10 +79,10 @@ bool inst_lease_want_api(const struct inst_lease *l, int64_t now)
 
 bool inst_lease_read_fits(const struct inst_lease *l, int64_t now)
 {
-	return !l->proven || now + INST_LEASE_READ_TIMEOUT_MS <= l->proven + API_FENCE_S * 1000;
+	return !l->proven || now + INST_LEASE_READ_TIMEOUT_MS <= l->proven + API_FENCE_MS;
 }
 
 bool inst_lease_expired(const struct inst_lease *l, int64_t now)
 {
-	return !l->proven || now - l->proven > API_FENCE_S * 1000;
+	return !l->proven || now - l->proven > API_FENCE_MS;
 }

@@ -5,9 +5,12 @@
  *
  * Times are CLOCK_MONOTONIC milliseconds of this process (the replicas' clocks
  * are never compared with ours: a reply counts when its reply_time *changed*
- * since the previous tick, as seen on our clock). A proof through the peers
- * dates from when the last of the needed replicas was heard, not from the tick
- * that looked: silent replicas stop renewing the lease at once.
+ * since the previous observation, as seen on our clock). A reply that changed
+ * is dated when the previous observation started, a moment before postgres
+ * received it (it was not there yet): a proof through the peers is never later
+ * than the replies it counts, however late the check that saw them. It dates
+ * from the last of the needed replicas, not from the check that looked:
+ * silent replicas stop renewing the lease at once.
  */
 #ifndef PGOP_INSTANCE_LEASE_H
 #define PGOP_INSTANCE_LEASE_H
@@ -30,6 +33,7 @@ struct inst_lease_peer {
 struct inst_lease {
 	struct inst_lease_peer peers[INST_LEASE_MAX_PEERS];
 	size_t n;
+	int64_t observed; /* when the last observation's query started; 0 = never */
 	int64_t proven;   /* last time the lease was proven; 0 = never */
 	int64_t api_try;  /* last API read attempt */
 	bool fenced;      /* postgres stopped because the lease expired */
@@ -40,9 +44,11 @@ struct inst_lease_row {
 	const char *app, *reply;
 };
 
-/* Records the walsenders of this tick (rows in any order; peers no longer
- * listed are forgotten) and returns how many replicas were heard from within
- * API_FENCE_S of now. A peer seen for the first time is not "heard" yet. */
+/* Records the walsenders of one observation (rows in any order; peers no
+ * longer listed are forgotten), `now` read before the query that listed them,
+ * and returns how many replicas were heard from within API_FENCE_MS of now. A
+ * peer whose reply changed is heard at the previous observation's `now`; a
+ * peer seen for the first time is not "heard" yet. */
 unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *rows, size_t n,
 			    int64_t now);
 
@@ -63,7 +69,7 @@ bool inst_lease_want_api(const struct inst_lease *l, int64_t now);
 bool inst_lease_read_fits(const struct inst_lease *l, int64_t now);
 
 /* True when the lease has expired: never proven, or last proven more than
- * API_FENCE_S ago. */
+ * API_FENCE_MS ago. */
 bool inst_lease_expired(const struct inst_lease *l, int64_t now);
 
 /* CLOCK_MONOTONIC milliseconds. */

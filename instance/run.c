@@ -6,13 +6,16 @@
  * --cluster-file); the status server answers on its own threads. Everything
  * they share is in struct inst_state behind one mutex.
  *
- * Every tick (1 s, or at once when the Cluster changed) the main thread:
+ * Every tick (1 s, or within API_FENCE_CHECK_MS when the Cluster changed) the
+ * main thread:
  * copies certificates (reload on change), renders the configuration (SIGHUP
  * on change), acts on the role (promote when targetPrimary is this pod,
  * shut down and exit when a primary is no longer the target, claim
  * currentPrimary when it is empty), keeps the HA slots on the primary,
  * renews the primary's lease and fences (stops postgres fast) when it
  * expired (api/fence.h, instance/lease.h, docs/internals/failover.md).
+ * Between ticks a primary checks its lease every API_FENCE_CHECK_MS, on one
+ * connection to its postgres kept from check to check.
  *
  * A former primary that another instance replaced rewinds at start
  * (pg_rewind), and is cloned again when pg_rewind cannot work (reclone.c).
@@ -143,6 +146,16 @@ void inst_state_set_restarting(struct inst_state *st, bool v)
 	pthread_mutex_lock(&st->lock);
 	st->restarting = v;
 	pthread_mutex_unlock(&st->lock);
+}
+
+/* The watcher published a new Cluster (or a request came) since the main
+ * thread took the last one. */
+static bool inst_state_woken(struct inst_state *st)
+{
+	pthread_mutex_lock(&st->lock);
+	bool v = st->wake;
+	pthread_mutex_unlock(&st->lock);
+	return v;
 }
 
 bool inst_state_ready(struct inst_state *st)
@@ -310,8 +323,31 @@ struct runner {
 	int64_t crash_window;        /* crash_restart: start of the counting minute (ms) */
 	unsigned crashes;            /* crash_restart: in-place restarts in that minute */
 	int64_t started_ms;          /* when postgres was last (re)started (ms) */
+	int64_t last_tick;           /* when the last full tick started (ms) */
+	bool primary;                /* the last tick found postgres a primary */
+	PGconn *conn;                /* owned: the kept connection to the local postgres
+				      * (pg_conn); NULL = none, closed whenever postgres
+				      * stops or starts */
 	struct inst_lease lease;     /* the primary's lease (api/fence.h) */
 };
+
+static void pg_drop(struct runner *rn)
+{
+	if (rn->conn)
+		PQfinish(rn->conn);
+	rn->conn = NULL;
+}
+
+/* The kept connection to the local postgres (borrowed), connected when there
+ * is none or the kept one broke; NULL when postgres accepts no connection. */
+static PGconn *pg_conn(struct runner *rn)
+{
+	if (rn->conn && PQstatus(rn->conn) != CONNECTION_OK)
+		pg_drop(rn);
+	if (!rn->conn && inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &rn->conn, NULL))
+		rn->conn = NULL;
+	return rn->conn;
+}
 
 static bool is_standby_dir(const char *pgdata)
 {
@@ -321,6 +357,7 @@ static bool is_standby_dir(const char *pgdata)
 
 static int start_pg(struct runner *rn, struct op_err *err)
 {
+	pg_drop(rn);
 	int r = inst_start_postgres(rn->o->paths.pg_bindir, rn->o->paths.pgdata, NULL, &rn->pid,
 				    err);
 	if (r)
@@ -359,6 +396,7 @@ enum stop_mode {
  * inst_stop_timeouts (smartShutdownTimeout, stopDelay, switchoverDelay). */
 static void stop_pg(struct runner *rn, enum stop_mode mode)
 {
+	pg_drop(rn); /* a session of ours would hold a smart shutdown */
 	if (rn->pid <= 0)
 		return;
 	int status;
@@ -445,6 +483,19 @@ static void utc_now(char *out, size_t n)
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The present as RFC 3339 with microseconds (Go's metav1.RFC3339Micro, as
+ * CloudNativePG writes targetPrimaryTimestamp). */
+static void utc_now_us(char *out, size_t n)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char sec[24];
+	strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, n, "%s.%06uZ", sec, (unsigned)(ts.tv_nsec / 1000) % 1000000u);
 }
 
 /* pg_rewind failed against a source that answers: clone again (reclone.c),
@@ -613,18 +664,19 @@ static bool others_can_take_over(const struct runner *rn)
 	return false;
 }
 
-/* Replicas heard from (reply_time changed) within API_FENCE_S. A failed query
- * observes nothing (the peers' bookkeeping stays). */
+/* Replicas heard from (reply_time changed) within API_FENCE_MS; `now` was read
+ * before the query. No connection or a failed query observes nothing (the
+ * peers' bookkeeping stays). */
 static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now)
 {
 	const char *p[] = { rn->o->cluster_name };
 	_cleanup_(inst_pqclearp) PGresult *res = NULL;
-	if (inst_pg_exec(c,
+	if (!c || inst_pg_exec(c,
 			 "SELECT application_name, reply_time::text FROM pg_stat_replication "
 			 "WHERE usename = 'streaming_replica' AND state = 'streaming' "
 			 "AND starts_with(application_name, $1 || '-')",
 			 1, p, &res, NULL))
-		return 0;
+		return 0; /* a broken connection is replaced at the next check (pg_conn) */
 	struct inst_lease_row rows[INST_LEASE_MAX_PEERS];
 	size_t n = 0;
 	for (int i = 0; i < PQntuples(res) && n < INST_LEASE_MAX_PEERS; i++)
@@ -664,8 +716,9 @@ static void lease_api(struct runner *rn, int64_t now)
 	rn->cluster = c;
 }
 
-/* Renews the lease of a running primary; -ENOLCK when it expired and another
- * instance could take over (the caller fences). */
+/* Renews the lease of a running primary (c: its postgres, NULL when it
+ * accepts no connection: only the API server can prove it then); -ENOLCK when
+ * it expired and another instance could take over (the caller fences). */
 static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
 {
 	int64_t now = inst_lease_now();
@@ -685,8 +738,8 @@ static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
 		snprintf(n, sizeof(n), "%u", need);
 		return op_err_set(err, -ENOLCK,
 				  "lease expired: %s of %s replicas heard and the Cluster not read "
-				  "for over %d s",
-				  h, n, API_FENCE_S);
+				  "for over %d ms",
+				  h, n, API_FENCE_MS);
 	}
 	return 0;
 }
@@ -775,8 +828,8 @@ static bool hand_over(struct runner *rn)
 	const char *cur = op_json_str_at(obj, "status.currentPrimary");
 	const char *rv = kube_obj_resource_version(obj);
 	bool mine = t && cur && strcmp(t, me) == 0 && strcmp(cur, me) == 0;
-	char ts[32];
-	utc_now(ts, sizeof(ts));
+	char ts[40];
+	utc_now_us(ts, sizeof(ts));
 	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = mine && rv ? 0 : -ESTALE;
 	r = r ? r : op_buf_adds(&b, "{\"metadata\":{\"resourceVersion\":");
@@ -799,27 +852,57 @@ static bool hand_over(struct runner *rn)
 	return true;
 }
 
+/* Asks the local postgres whether it is a primary on the kept connection,
+ * connecting once more when the kept one broke. -ECONNREFUSED (err not set):
+ * postgres accepts no connection. */
+static int pg_role(struct runner *rn, bool *ret_primary, struct op_err *err)
+{
+	for (int attempt = 0;; attempt++) {
+		bool fresh = !rn->conn;
+		PGconn *c = pg_conn(rn);
+		if (!c)
+			return -ECONNREFUSED;
+		_cleanup_free_ char *rec = NULL;
+		struct op_err e = OP_ERR_INIT;
+		int r = inst_pg_value(c, "SELECT pg_is_in_recovery()::text", 0, NULL, &rec, &e);
+		if (r == 0) {
+			*ret_primary = rec && strcmp(rec, "false") == 0;
+			return 0;
+		}
+		pg_drop(rn);
+		if (fresh || attempt > 0)
+			return op_err_set(err, r, "%s", e.msg);
+	}
+}
+
+/* Between ticks: a running primary checks its lease (every
+ * API_FENCE_CHECK_MS), on the kept connection. -ENOLCK: fence. */
+static int lease_check(struct runner *rn, struct op_err *err)
+{
+	if (!rn->primary || rn->pid <= 0 || rn->lease.fenced)
+		return 0;
+	return lease_renew(rn, pg_conn(rn), err);
+}
+
 /* -ESHUTDOWN: this instance must stop and exit (demotion); -ENOLCK: the lease
  * expired (fence). */
 static int reconcile_role(struct runner *rn, struct op_err *err)
 {
-	PGconn *c = NULL;
-	int r = inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &c, NULL);
+	bool primary = false;
+	int r = pg_role(rn, &primary, err);
 	pthread_mutex_lock(&rn->st->lock);
-	rn->st->ready = r == 0;
-	if (r == 0)
+	rn->st->ready = r != -ECONNREFUSED;
+	if (r != -ECONNREFUSED)
 		rn->st->restarting = false;
 	unsigned req = rn->st->requests;
 	rn->st->requests = 0;
 	pthread_mutex_unlock(&rn->st->lock);
-	if (r)
+	if (r == -ECONNREFUSED)
 		return 0; /* not up yet */
-	_cleanup_(inst_pqfinishp) PGconn *conn = c;
-	_cleanup_free_ char *rec = NULL;
-	r = inst_pg_value(conn, "SELECT pg_is_in_recovery()::text", 0, NULL, &rec, err);
 	if (r)
 		return r;
-	bool primary = rec && strcmp(rec, "false") == 0;
+	rn->primary = primary;
+	PGconn *conn = rn->conn;
 	const char *me = rn->o->pod_name;
 	const char *target = rn->cluster->status.target_primary;
 	const char *current = rn->cluster->status.current_primary;
@@ -939,6 +1022,7 @@ static int crash_restart(struct runner *rn, int status, struct op_err *err)
 {
 	kill(-rn->pid, SIGKILL);
 	rn->pid = -1;
+	pg_drop(rn);
 	inst_state_set(rn->st, false, false);
 	int64_t now = inst_lease_now();
 	if (now - rn->crash_window > 60 * 1000) {
@@ -1085,11 +1169,14 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	if (r)
 		goto out;
 	for (;;) {
-		/* while postgres comes back, look every 100 ms (for as long as the
-		 * operator waits for it, RC_RESTART_GRACE_S): the lease is checked as
-		 * soon as it accepts connections */
-		struct timespec to = { 1, 0 };
-		if (inst_state_restarting(st) && inst_lease_now() - rn.started_ms < 10 * 1000)
+		/* a full tick every second (or when the Cluster changed), the lease
+		 * checked every API_FENCE_CHECK_MS in between; while postgres comes
+		 * back, a full tick every 100 ms (for as long as the operator waits
+		 * for it, RC_RESTART_GRACE_S): the lease is checked as soon as it
+		 * accepts connections */
+		struct timespec to = { 0, API_FENCE_CHECK_MS * 1000L * 1000L };
+		bool fast = inst_state_restarting(st) && inst_lease_now() - rn.started_ms < 10 * 1000;
+		if (fast)
 			to = (struct timespec){ 0, 100 * 1000 * 1000 };
 		siginfo_t si;
 		int sig = sigtimedwait(&set, &si, &to);
@@ -1108,11 +1195,15 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		    (r = crash_restart(&rn, status, err)))
 			break;
 		struct op_err e = OP_ERR_INIT;
+		int64_t now = inst_lease_now();
 		if (rn.lease.fenced) {
 			take_cluster(&rn);
 			r = lease_fenced_tick(&rn, &e);
-		} else {
+		} else if (fast || inst_state_woken(st) || now - rn.last_tick >= 1000) {
+			rn.last_tick = now;
 			r = tick(&rn, srv, &e);
+		} else {
+			r = lease_check(&rn, &e);
 		}
 		if (r == -ENOLCK) {
 			fence(&rn, e.msg);
@@ -1136,6 +1227,7 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 		r = 0;
 	}
 out:
+	pg_drop(&rn);
 	watcher_stop(&w);
 	inst_server_free(srv);
 	if (rn.pid > 0)

@@ -165,7 +165,8 @@ struct rc_run {
 	json_object *obj;       /* owned copy of the Cluster from the cache */
 	struct api_cluster *c;  /* owned, decoded obj */
 	const char *ns, *name;  /* borrowed from c */
-	int64_t now;
+	int64_t now;            /* Unix s when the reconcile started */
+	int64_t now_ms;         /* the same clock read, Unix ms */
 	struct rc_status want;  /* status to write (starts as the current one) */
 	struct pki_pair ca;     /* owned: <c>-ca cert and key (key may be NULL) */
 	struct pki_pair client; /* owned: operator client certificate */

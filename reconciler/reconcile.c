@@ -145,7 +145,7 @@ struct status_base {
 	char *rv;
 };
 
-static int write_status(struct rc_run *r, struct status_base *b)
+static int write_status_once(struct rc_run *r, struct status_base *b)
 {
 	char *patch = NULL;
 	int ret = rc_status_patch(b->status, &r->want, b->rv, r->now, &patch, r->err);
@@ -180,6 +180,29 @@ static int write_status(struct rc_run *r, struct status_base *b)
 		json_object_put(res);
 	}
 	return 0;
+}
+
+/* Writes the status. A patch that starts the fence clock (targetPrimary
+ * "pending" with a new targetPrimaryTimestamp, handle_failover) must have
+ * returned within API_FENCE_STAMP_MS of the stamp: the old primary's read of
+ * the Cluster may prove its lease until the patch is applied. A slower one is
+ * stamped again with the time it returned, which is after it was applied
+ * (docs/internals/failover.md). */
+static int write_status(struct rc_run *r, struct status_base *b)
+{
+	bool stamping = str_eq(r->want.target_primary, RC_PENDING_FAILOVER) &&
+			r->want.target_since &&
+			!str_eq(op_json_str_at(b->status, "targetPrimaryTimestamp"),
+				r->want.target_since);
+	int ret = write_status_once(r, b);
+	if (ret != 0 || !stamping || !rc_fence_stamp_late(r->want.target_since,
+							   rc_time_now_us() / 1000))
+		return ret;
+	op_log_warn("failover: the patch that wrote pending returned late, stamping it again",
+		    "cluster", r->key, "targetPrimaryTimestamp", r->want.target_since);
+	_cleanup_free_ char *ts = rc_time_rfc3339_us(rc_time_now_us());
+	set_str(&r->want.target_since, ts);
+	return write_status_once(r, b);
 }
 
 /* ------------------------------------------------------------ instances */
@@ -615,14 +638,15 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	int64_t since = 0, pending_since = 0;
 	if (w->failing_since)
 		(void)rc_time_parse(w->failing_since, &since);
-	if (pending && w->target_since)
-		(void)rc_time_parse(w->target_since, &pending_since);
+	if (pending && w->target_since) /* microseconds, or whole seconds (older pgop) */
+		(void)rc_time_parse_ms(w->target_since, &pending_since);
 	struct rc_failover_input in = {
 		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
 		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since,
-		.pending_since = pending_since, .fence_wait_s = API_FENCE_S + API_FENCE_MARGIN_S,
+		.pending_since_ms = pending_since,
+		.fence_wait_ms = API_FENCE_MS + API_FENCE_MARGIN_MS,
 		.quorum = failover_quorum(r->c, inv->n),
-		.now = r->now,
+		.now = r->now, .now_ms = r->now_ms,
 	};
 	/* dataDurability required (CNPG's default with a synchronous block): only a
 	 * replica the old primary last named synchronous is promoted */
@@ -636,10 +660,11 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		}
 	}
 	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
-	/* The fence clock starts when "pending" is written: r->now was taken before
-	 * the instances were asked (up to the status timeout earlier), and the
-	 * timestamp has whole seconds, so it is the present rounded up. */
-	_cleanup_free_ char *fence_start = rc_time_rfc3339((int64_t)time(NULL) + 1);
+	/* targetPrimaryTimestamp, in microseconds: the present, not r->now (read
+	 * before the instances were asked, up to the status timeout earlier). For
+	 * "pending" it starts the fence clock: write_status stamps it again when
+	 * the patch is late (API_FENCE_STAMP_MS). */
+	_cleanup_free_ char *stamp = rc_time_rfc3339_us(rc_time_now_us());
 	struct rc_failover_decision d;
 	rc_failover_decide(&in, &d);
 	switch (d.action) {
@@ -709,23 +734,23 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_event(r, "Warning", "FailingOver", "primary %s is not available: failing over",
 			 cur ? cur : "");
 		set_str(&w->target_primary, RC_PENDING_FAILOVER);
-		set_str(&w->target_since, fence_start);
+		set_str(&w->target_since, stamp);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
 		rc_requeue(r, 1000);
 		return 1;
 	}
 	case RC_FO_WAIT_FENCE:
 		if (!pending_since) /* "pending" written by an older pgop: start the clock */
-			set_str(&w->target_since, fence_start);
+			set_str(&w->target_since, stamp);
 		if (!str_eq(w->phase_reason, "waiting for the old primary's lease to expire")) {
 			rc_event(r, "Normal", "FailoverFencing",
-				 "%s may still accept writes until its lease expires (%d s): "
+				 "%s may still accept writes until its lease expires (%d ms): "
 				 "promoting after that",
-				 cur ? cur : "", API_FENCE_S + API_FENCE_MARGIN_S);
+				 cur ? cur : "", API_FENCE_MS + API_FENCE_MARGIN_MS);
 			set_phase(r, RC_PHASE_FAILOVER,
 				  "waiting for the old primary's lease to expire");
 		}
-		rc_requeue(r, 1000);
+		rc_requeue(r, rc_failover_fence_requeue_ms(&in));
 		return 1;
 	case RC_FO_NO_QUORUM:
 		if (!str_eq(w->phase_reason, "waiting for a quorum of replicas")) {
@@ -753,7 +778,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 			 "the primary",
 			 cur ? cur : "");
 		set_str(&w->target_primary, cur);
-		set_str(&w->target_since, now_s);
+		set_str(&w->target_since, stamp);
 		set_str(&w->failing_since, NULL);
 		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
 		rc_requeue(r, 1000);
@@ -771,7 +796,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_event(r, "Normal", "FailoverTarget", "promoting %s (most advanced replica)",
 			 d.target);
 		set_str(&w->target_primary, d.target);
-		set_str(&w->target_since, now_s);
+		set_str(&w->target_since, stamp);
 		set_str(&w->failing_since, NULL);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
 		rc_requeue(r, 1000);
@@ -939,8 +964,9 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 		rc_note_unreachable(ctl, key, NULL, 0, 0);
 		return 0;
 	}
-	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = (int64_t)time(NULL),
-			    .err = err, .ns = ns, .name = slash + 1 };
+	const int64_t start_us = rc_time_now_us();
+	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = start_us / 1000000,
+			    .now_ms = start_us / 1000, .err = err, .ns = ns, .name = slash + 1 };
 	struct status_base b = { 0 };
 	struct api_errors errs = { 0 };
 	struct op_err derr = OP_ERR_INIT;

@@ -288,7 +288,8 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	}
 	/* fencing: the old primary may still be writable until its lease ran out */
 	const bool known_down = !cur || (cur->has_status && !cur->is_primary);
-	if (!known_down && (!in->pending_since || in->now - in->pending_since < in->fence_wait_s)) {
+	if (!known_down &&
+	    (!in->pending_since_ms || in->now_ms - in->pending_since_ms < in->fence_wait_ms)) {
 		ret->action = RC_FO_WAIT_FENCE;
 		return;
 	}
@@ -310,6 +311,20 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	}
 	ret->action = RC_FO_PROMOTE;
 	ret->target = pick->name;
+}
+
+bool rc_fence_stamp_late(const char *since, int64_t now_ms)
+{
+	int64_t at = 0;
+	return rc_time_parse_ms(since, &at) != 0 || now_ms - at > API_FENCE_STAMP_MS;
+}
+
+long rc_failover_fence_requeue_ms(const struct rc_failover_input *in)
+{
+	if (!in->pending_since_ms)
+		return 1000;
+	int64_t left = in->pending_since_ms + in->fence_wait_ms - in->now_ms;
+	return left >= 1000 ? 1000 : left < 1 ? 1 : (long)left;
 }
 
 /* ---------------------------------------------------------------- status */
@@ -463,19 +478,74 @@ char *rc_time_rfc3339(int64_t t)
 			   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-int rc_time_parse(const char *s, int64_t *ret)
+char *rc_time_rfc3339_us(int64_t us)
+{
+	int64_t sec = us / 1000000, frac = us % 1000000;
+	if (frac < 0) {
+		sec--;
+		frac += 1000000;
+	}
+	time_t tt = (time_t)sec;
+	struct tm tm;
+	if (!gmtime_r(&tt, &tm))
+		return op_strdup("1970-01-01T00:00:00.000000Z");
+	return op_asprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+			   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			   (long long)frac);
+}
+
+int64_t rc_time_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* "…[.fraction]Z": the whole seconds, and the fraction in nanoseconds rounded
+ * up (digits past the ninth only round it up). */
+static int time_parse(const char *s, int64_t *ret_s, int64_t *ret_ns)
 {
 	struct tm tm = { 0 };
 	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
 	if (!end)
 		return -EINVAL;
-	if (*end == '.') /* fractional seconds */
-		for (end++; *end >= '0' && *end <= '9'; end++)
-			;
+	int64_t ns = 0, scale = 100000000;
+	bool below = false; /* a non-zero digit past the ninth */
+	if (*end == '.') { /* fractional seconds */
+		const char *digits = ++end;
+		for (; *end >= '0' && *end <= '9'; end++) {
+			if (scale)
+				ns += (*end - '0') * scale;
+			else
+				below |= *end != '0';
+			scale /= 10;
+		}
+		if (end == digits)
+			return -EINVAL;
+	}
 	if (strcmp(end, "Z") != 0)
 		return -EINVAL;
-	*ret = (int64_t)timegm(&tm);
+	*ret_s = (int64_t)timegm(&tm);
+	*ret_ns = ns + below;
 	return 0;
+}
+
+int rc_time_parse(const char *s, int64_t *ret)
+{
+	int64_t sec, ns;
+	int r = time_parse(s, &sec, &ns);
+	if (r == 0)
+		*ret = sec;
+	return r;
+}
+
+int rc_time_parse_ms(const char *s, int64_t *ret)
+{
+	int64_t sec, ns;
+	int r = time_parse(s, &sec, &ns);
+	if (r == 0)
+		*ret = sec * 1000 + (ns + 999999) / 1000000;
+	return r;
 }
 
 static json_object *strv_json(char **v, size_t n)

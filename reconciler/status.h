@@ -119,8 +119,9 @@ struct rc_failover_input {
 	size_t n;
 	int64_t failover_delay_s;    /* spec.failoverDelay */
 	int64_t failing_since;       /* Unix s when the primary was first seen failing; 0 = not yet */
-	int64_t pending_since;       /* Unix s when targetPrimary became "pending"; 0 = unknown */
-	int64_t fence_wait_s;        /* API_FENCE_S + API_FENCE_MARGIN_S */
+	int64_t pending_since_ms;    /* Unix ms when targetPrimary became "pending"
+				      * (targetPrimaryTimestamp); 0 = unknown */
+	int64_t fence_wait_ms;       /* API_FENCE_MS + API_FENCE_MARGIN_MS */
 	int64_t quorum;              /* failoverQuorum: replicas that must answer (R + W > N,
 				      * W = synchronous number + 1: R >= N - number); 0 = off */
 	/* dataDurability required: only these may be promoted (the replicas the old
@@ -128,7 +129,8 @@ struct rc_failover_input {
 	 * known since this operator started) */
 	char *const *sync_only;
 	size_t n_sync_only;
-	int64_t now;
+	int64_t now;    /* Unix s: failoverDelay and the restart graces */
+	int64_t now_ms; /* Unix ms: the fence wait */
 };
 struct rc_failover_decision {
 	enum rc_failover_action action;
@@ -143,6 +145,15 @@ struct rc_failover_decision {
  * fence_wait_s after "pending" unless the old primary is known not to be
  * writable (answers as a replica, or its Pod is gone). */
 void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret);
+/* Whether a status patch that started the fence clock (wrote "pending" with
+ * the new targetPrimaryTimestamp `since`) and returned at now_ms (Unix ms)
+ * must be stamped again: it returned more than API_FENCE_STAMP_MS after the
+ * stamp, or the stamp does not parse (docs/internals/failover.md). */
+bool rc_fence_stamp_late(const char *since, int64_t now_ms);
+/* RC_FO_WAIT_FENCE's requeue: 1 s, or when the fence wait ends if that is
+ * sooner (at least 1 ms), so the promotion does not wait for the next whole
+ * second of requeues. in as given to rc_failover_decide. */
+long rc_failover_fence_requeue_ms(const struct rc_failover_input *in);
 
 /* The status fields the reconciler owns. All strings and arrays owned. */
 struct rc_status {
@@ -204,8 +215,18 @@ void rc_status_from_json(json_object *status, struct rc_status *ret);
 char *rc_status_pending_message(const struct rc_status *s);
 /* Unix seconds -> "2026-12-02T11:00:00Z" (owned). */
 char *rc_time_rfc3339(int64_t t);
-/* RFC 3339 "…Z" -> Unix seconds; -EINVAL otherwise. */
+/* Unix microseconds -> RFC 3339 with microseconds, as CloudNativePG writes
+ * its timestamps (Go's metav1.RFC3339Micro): "2026-12-04T22:40:01.123456Z"
+ * (owned). */
+char *rc_time_rfc3339_us(int64_t us);
+/* CLOCK_REALTIME as Unix microseconds. */
+int64_t rc_time_now_us(void);
+/* RFC 3339 "…Z", whole seconds or with a fraction -> Unix seconds (the
+ * fraction dropped); -EINVAL otherwise. */
 int rc_time_parse(const char *s, int64_t *ret);
+/* The same -> Unix milliseconds, a fraction finer than a millisecond rounded
+ * up (a start read back is never earlier than the one written). */
+int rc_time_parse_ms(const char *s, int64_t *ret);
 
 /* Why a Pod (borrowed) cannot start because of its image: the first
  * container, init containers first, waiting with reason ErrImagePull,

@@ -14,6 +14,7 @@
 #undef realloc
 #undef free
 
+#include "api/fence.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -163,7 +164,7 @@ struct fo_row {
 	enum rc_failover_action want;
 	const char *want_target;
 	bool want_clock;
-	int64_t pending_since; /* targetPrimaryTimestamp while "pending" */
+	int64_t pending_since; /* targetPrimaryTimestamp while "pending" (s) */
 	int64_t quorum;
 	char *const *sync_only; /* dataDurability required: the old primary's sync set */
 	size_t n_sync;
@@ -321,9 +322,9 @@ static void test_failover_table(void **state)
 		struct rc_failover_input in = {
 			.current_primary = r->current, .target_primary = r->target, .v = r->v,
 			.n = r->n, .failover_delay_s = r->delay, .failing_since = r->since,
-			.pending_since = r->pending_since, .fence_wait_s = 5, .quorum = r->quorum,
-			.sync_only = r->sync_only, .n_sync_only = r->n_sync,
-			.now = r->now,
+			.pending_since_ms = r->pending_since * 1000, .fence_wait_ms = 5000,
+			.quorum = r->quorum, .sync_only = r->sync_only, .n_sync_only = r->n_sync,
+			.now = r->now, .now_ms = r->now * 1000,
 		};
 		struct rc_failover_decision d;
 		rc_failover_decide(&in, &d);
@@ -337,6 +338,70 @@ static void test_failover_table(void **state)
 		assert_int_equal(d.start_failing_clock, r->want_clock);
 	}
 	assert_string_equal(rc_failover_action_str((enum rc_failover_action)99), "unknown");
+}
+
+/* The fence wait in milliseconds, from targetPrimaryTimestamp as written
+ * (microseconds, or whole seconds from an older pgop) to the reconciler's
+ * millisecond clock: a "pending" stamped at .900 s has not waited a whole
+ * second at the next second (whole seconds promoted 900 ms early). */
+static void test_failover_fence_wait_ms(void **state)
+{
+	const struct rc_instance v[] = {
+		INST("c-3", 3, true, false, 60, 60, false, true),
+		INST("c-2", 2, true, false, 50, 50, false, true),
+		INST("c-1", 1, false, false, 0, 0, false, true),
+	};
+	const int64_t wait = API_FENCE_MS + API_FENCE_MARGIN_MS;
+	const int64_t t0 = 1796212800000; /* 2026-12-02T12:00:00Z in ms */
+	static const struct {
+		const char *stamp;
+		int64_t now_ms; /* past t0 + wait */
+		enum rc_failover_action want;
+	} rows[] = {
+		{ "2026-12-02T12:00:00.900000Z", 0, RC_FO_WAIT_FENCE },
+		{ "2026-12-02T12:00:00.900000Z", 899, RC_FO_WAIT_FENCE },
+		{ "2026-12-02T12:00:00.900000Z", 900, RC_FO_PROMOTE },
+		{ "2026-12-02T12:00:00.000001Z", 0, RC_FO_WAIT_FENCE }, /* rounded up to .001 */
+		{ "2026-12-02T12:00:00.000001Z", 1, RC_FO_PROMOTE },
+		{ "2026-12-02T12:00:00Z", -1, RC_FO_WAIT_FENCE }, /* an older pgop's stamp */
+		{ "2026-12-02T12:00:00Z", 0, RC_FO_PROMOTE },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		int64_t since = 0;
+		assert_int_equal(rc_time_parse_ms(rows[i].stamp, &since), 0);
+		const int64_t now_ms = t0 + wait + rows[i].now_ms;
+		struct rc_failover_input in = {
+			.current_primary = "c-1", .target_primary = RC_PENDING_FAILOVER, .v = v,
+			.n = OP_ARRAY_SIZE(v), .pending_since_ms = since, .fence_wait_ms = wait,
+			.now = now_ms / 1000, .now_ms = now_ms,
+		};
+		struct rc_failover_decision d;
+		rc_failover_decide(&in, &d);
+		if (d.action != rows[i].want)
+			fail_msg("%s at +%lld ms: got %s, want %s", rows[i].stamp,
+				 (long long)rows[i].now_ms, rc_failover_action_str(d.action),
+				 rc_failover_action_str(rows[i].want));
+	}
+	/* while waiting, the next look is when the wait ends, not a whole second later */
+	static const struct {
+		int64_t now_ms; /* past t0 */
+		long want;
+	} rq[] = {
+		{ 0, 1000 }, { wait - 1000, 1000 }, { wait - 999, 999 }, { wait - 250, 250 },
+		{ wait - 1, 1 }, { wait, 1 }, { wait + 5000, 1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rq); i++) {
+		struct rc_failover_input in = { .pending_since_ms = t0, .fence_wait_ms = wait,
+						.now_ms = t0 + rq[i].now_ms };
+		assert_int_equal(rc_failover_fence_requeue_ms(&in), rq[i].want);
+	}
+	struct rc_failover_input unknown = { .fence_wait_ms = wait, .now_ms = t0 };
+	assert_int_equal(rc_failover_fence_requeue_ms(&unknown), 1000); /* no stamp yet */
+	/* the patch that wrote "pending" returned late: stamped again */
+	const char *st = "2026-12-02T12:00:00.000000Z";
+	assert_false(rc_fence_stamp_late(st, t0 + API_FENCE_STAMP_MS));
+	assert_true(rc_fence_stamp_late(st, t0 + API_FENCE_STAMP_MS + 1));
+	assert_true(rc_fence_stamp_late("garbage", t0));
 }
 
 static void fill(struct rc_status *s)
@@ -579,6 +644,44 @@ static void test_time(void **state)
 	assert_int_equal(rc_time_parse("2026-12-02 12:00:00", &t), -EINVAL);
 	assert_int_equal(rc_time_parse("2026-12-02T12:00:00+01:00", &t), -EINVAL);
 	assert_int_equal(rc_time_parse(NULL, &t), -EINVAL);
+	/* microseconds, as CloudNativePG writes them (metav1.RFC3339Micro) */
+	s = rc_time_rfc3339_us(1796212800123456);
+	assert_string_equal(s, "2026-12-02T12:00:00.123456Z");
+	assert_int_equal(rc_time_parse_ms(s, &t), 0);
+	assert_int_equal(t, 1796212800124); /* below a millisecond: rounded up */
+	free(s);
+	s = rc_time_rfc3339_us(1796212800000007);
+	assert_string_equal(s, "2026-12-02T12:00:00.000007Z");
+	free(s);
+	s = rc_time_rfc3339_us(1796212800999000);
+	assert_int_equal(rc_time_parse_ms(s, &t), 0);
+	assert_int_equal(t, 1796212800999); /* whole milliseconds round-trip */
+	free(s);
+	static const struct {
+		const char *in;
+		int r;
+		int64_t ms;
+	} p[] = {
+		{ "2026-12-02T12:00:00Z", 0, 1796212800000 },      /* whole seconds (older objects) */
+		{ "2026-12-02T12:00:00.5Z", 0, 1796212800500 },
+		{ "2026-12-02T12:00:00.123Z", 0, 1796212800123 },
+		{ "2026-12-02T12:00:00.999999Z", 0, 1796212801000 }, /* up, into the next second */
+		{ "2026-12-02T12:00:00.0000000001Z", 0, 1796212800001 }, /* past nanoseconds: up */
+		{ "2026-12-02T12:00:00.000000000Z", 0, 1796212800000 },
+		{ "2026-12-02T12:00:00.Z", -EINVAL, 0 },
+		{ "2026-12-02T12:00:00.12", -EINVAL, 0 },
+		{ "2026-12-02T12:00:00.12+01:00", -EINVAL, 0 },
+		{ NULL, -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(p); i++) {
+		t = -1;
+		int r = rc_time_parse_ms(p[i].in, &t);
+		if (r != p[i].r || (r == 0 && t != p[i].ms))
+			fail_msg("%s: got %d %lld, want %d %lld", p[i].in ? p[i].in : "NULL", r,
+				 (long long)t, p[i].r, (long long)p[i].ms);
+	}
+	assert_int_equal(rc_time_parse("2026-12-02T12:00:00.999999Z", &t), 0);
+	assert_int_equal(t, 1796212800); /* seconds: the fraction dropped */
 }
 
 int main(void)
@@ -589,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_reclone_report),
 		cmocka_unit_test(test_sort),
 		cmocka_unit_test(test_failover_table),
+		cmocka_unit_test(test_failover_fence_wait_ms),
 		cmocka_unit_test(test_status_patch),
 		cmocka_unit_test(test_status_no_stale_lists),
 		cmocka_unit_test(test_other_conditions_kept),
