@@ -265,6 +265,7 @@ struct na_pod {
 	struct na_pod *next;
 	char *uid, *ns, *name;
 	json_object *obj;     /* owned deep copy of the latest Pod */
+	char *handed_rv;      /* owned, main thread only: resourceVersion last handed to the worker */
 	char ip[16];
 	int ip_index;
 	char netns[32], veth[16];
