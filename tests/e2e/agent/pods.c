@@ -620,7 +620,10 @@ static void *pod_worker(void *arg)
 			pod_sync(a, p);
 		int64_t now = na_now_ms();
 		unsigned sg = atomic_load(&a->gen_svcs);
-		if (p->net_ready && !p->deleted && (sg != p->svc_gen || now >= p->next_hosts_ms)) {
+		/* a scale-mode pod has no containers to read /etc/hosts: at 1,000 of them
+		 * every Service change made each worker parse every Service at once */
+		if (p->net_ready && !p->deleted && !p->scaled &&
+		    (sg != p->svc_gen || now >= p->next_hosts_ms)) {
 			p->svc_gen = sg;
 			na_pod_hosts_write(a, p);
 			p->next_hosts_ms = now + 10000;
