@@ -23,6 +23,13 @@
 /* poll instance status this often: with the replicas' 5 s wal_receiver_timeout
  * it bounds how long a partitioned primary goes unnoticed */
 #define REQUEUE_HEALTHY_MS 5000
+/* Waiting on a Pod or a Job (created, scheduled, Ready, completed): its watch
+ * event reconciles at once, this is only a safety net. It was 2 s: with 1,000
+ * Clusters waiting for their Pods (bench/scale.sh) that was 500 reconciles a
+ * second of polling, and the work queue fell minutes behind. */
+#define REQUEUE_WAIT_EVENT_MS 10000
+/* Waiting on what the instances report (GET /pg/status): no event says it. */
+#define REQUEUE_WAIT_STATUS_MS 2000
 
 void rc_requeue(struct rc_run *r, long ms)
 {
@@ -233,6 +240,16 @@ static json_object *find_by_name(json_object *arr, const char *name)
 	return NULL;
 }
 
+/* Waiting for the instances to be ready: on a Pod that is not Ready yet (an
+ * event will say when it is), or on what Ready ones report. */
+static long wait_requeue_ms(const struct inventory *inv)
+{
+	for (size_t i = 0; i < inv->n; i++)
+		if (!inv->v[i].pod_ready && !inv->v[i].pod_terminating)
+			return REQUEUE_WAIT_EVENT_MS;
+	return REQUEUE_WAIT_STATUS_MS;
+}
+
 static struct rc_instance *find_instance(struct inventory *inv, const char *name)
 {
 	for (size_t i = 0; i < inv->n; i++)
@@ -421,7 +438,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 			set_phase(r, strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY
 								 : RC_PHASE_CREATING_REPLICA,
 				  NULL);
-			rc_requeue(r, 5000);
+			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 			in_progress = true;
 			continue;
 		}
@@ -439,7 +456,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 			set_phase(r, strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY
 								 : RC_PHASE_CREATING_REPLICA,
 				  NULL);
-			rc_requeue(r, 2000);
+			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 			in_progress = true;
 		}
 	}
@@ -460,7 +477,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		if (ret < 0)
 			return ret;
 		rc_event(r, "Normal", "CreatingInstance", "bootstrapping the primary %s (initdb)", pod);
-		rc_requeue(r, 5000);
+		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 		return 1;
 	}
 
@@ -481,7 +498,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		if (ret < 0)
 			return ret;
 		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
-		rc_requeue(r, 2000);
+		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 		return 1;
 	}
 
@@ -491,7 +508,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		return 0;
 	case RC_SCALE_WAIT:
 		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
-		rc_requeue(r, 2000);
+		rc_requeue(r, wait_requeue_ms(inv));
 		return 1;
 	case RC_SCALE_DOWN:
 		return scale_down(r, inv);
@@ -509,7 +526,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 	if (ret < 0)
 		return ret;
 	rc_event(r, "Normal", "CreatingInstance", "creating replica %s (join)", pod);
-	rc_requeue(r, 5000);
+	rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 	return 1;
 }
 
@@ -926,7 +943,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 			r->want.ready = true;
 		} else {
 			set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
-			rc_requeue(r, 2000);
+			rc_requeue(r, wait_requeue_ms(&inv));
 		}
 	}
 	if (!str_eq(r->want.phase, RC_PHASE_HEALTHY))
