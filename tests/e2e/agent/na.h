@@ -304,6 +304,9 @@ struct na_pod {
 	bool spec_checked, refused; /* na_podspec_check ran / refused the pod */
 };
 
+/* The node's pod capacity under --scale-mode (otherwise the kubelet's 110). */
+#define NA_SCALE_MAX_PODS "5000"
+
 struct na_agent {
 	struct kube_client *kc;
 	char *scale_ns;       /* --scale-mode NS-GLOB: pods of namespaces matching it

@@ -56,11 +56,15 @@ static int node_status(struct na_agent *a, struct op_err *err)
 		{ "Ready", "True", "KubeletReady" },
 	};
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	/* the kubelet's default --max-pods; scale mode's pods cost nothing (1,000
+	 * Clusters are 2,000 Pods with their bootstrap Jobs') */
+	const char *max_pods = a->scale_ns ? NA_SCALE_MAX_PODS : "110";
 	int rc = op_buf_addf(&b, "{\"status\":{\"capacity\":{\"cpu\":\"%ld\",\"memory\":\"%lldKi\","
-				 "\"pods\":\"110\",\"ephemeral-storage\":\"100Gi\"},"
+				 "\"pods\":\"%s\",\"ephemeral-storage\":\"100Gi\"},"
 				 "\"allocatable\":{\"cpu\":\"%ld\",\"memory\":\"%lldKi\","
-				 "\"pods\":\"110\",\"ephemeral-storage\":\"100Gi\"},\"conditions\":[",
-			     cpus > 0 ? cpus : 1, mem_ki, cpus > 0 ? cpus : 1, mem_ki);
+				 "\"pods\":\"%s\",\"ephemeral-storage\":\"100Gi\"},\"conditions\":[",
+			     cpus > 0 ? cpus : 1, mem_ki, max_pods, cpus > 0 ? cpus : 1, mem_ki,
+			     max_pods);
 	for (size_t i = 0; rc == 0 && i < OP_ARRAY_SIZE(conds); i++)
 		rc = op_buf_addf(&b,
 				 "%s{\"type\":\"%s\",\"status\":\"%s\",\"reason\":\"%s\","
