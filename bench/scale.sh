@@ -10,7 +10,9 @@
 #   requests/s by verb over a BENCH_STEADY s (60) steady-state window (pgop's own
 #   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), 429s seen, and
 #   the creation burst's API requests per new Cluster (by verb), client-side rate-limiter
-#   waits and the admission webhooks' p99 (pgop_http_request_duration_seconds). Alongside (BENCH_REAL=1, default) a real 3-instance Cluster (the sample, PostgreSQL
+#   waits and the admission webhooks' p99 (pgop_http_request_duration_seconds).
+#   The steady-state window starts 10 s after the work queue is empty (every Cluster's status
+#   written), and the time until then is printed too. Alongside (BENCH_REAL=1, default) a real 3-instance Cluster (the sample, PostgreSQL
 #   running): its primary Pod is deleted before the first N and after the last one, and the
 #   seconds until -rw is on the new primary are printed for both.
 # One command (it calls the e2e runner itself, with the agent's --scale-mode):
@@ -156,6 +158,12 @@ for n in ${BENCH_N:-10 100 1000}; do
 		e2e_fail "N=$n: objects missing after $((300 + n)) s: $(ready_pods) Ready instance Pods, $(count services cnpg.io/cluster) Services, $(count secrets cnpg.io/cluster) Secrets"
 	t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
 	prev=$have have=$n
+	# every Cluster's status written: the work queue empty (the objects can be there
+	# minutes before the reconciles that report them, when the API client is the limit)
+	e2e_wait_for "[ \"\$(metrics | awk '/^pgop_workqueue_depth / { print \$2 }')\" = 0 ]" 900 2 ||
+		e2e_log "N=$n: the work queue is still not empty 900 s after the objects"
+	td=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+	echo "METRIC scale_${n}_queue_drained_s=$td"
 	sleep 10 # the creation burst's last reconciles
 	metrics >"$tmp/m1" || e2e_fail "no /metrics"
 	sleep "$steady"
@@ -175,7 +183,7 @@ for n in ${BENCH_N:-10 100 1000}; do
 	wh="pgop_http_request_duration_seconds"
 	mut99=$(hist_q "$tmp/m0" "$tmp/m1" "$wh" 0.99 'path="/mutate-postgresql-cnpg-io-v1-cluster"')
 	val99=$(hist_q "$tmp/m0" "$tmp/m1" "$wh" 0.99 'path="/validate-postgresql-cnpg-io-v1-cluster"')
-	e2e_log "N=$n: all objects after ${t}s; VmRSS $(proc VmRSS) kB VmHWM $(proc VmHWM) kB;" \
+	e2e_log "N=$n: all objects after ${t}s, the work queue empty after ${td}s; VmRSS $(proc VmRSS) kB VmHWM $(proc VmHWM) kB;" \
 		"reconcile p50 <= ${p50}s p99 <= ${p99}s; API requests/s ${rps}; 429s $(c429 "$tmp/m2")"
 	echo "METRIC scale_${n}_objects_s=$t"
 	echo "METRIC scale_${n}_rss_kb=$(proc VmRSS)"
