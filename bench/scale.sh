@@ -11,10 +11,11 @@
 #   /metrics: pgop_reconcile_duration_seconds, pgop_kube_requests_total), 429s seen, and
 #   the creation burst's API requests per new Cluster (by verb), client-side rate-limiter
 #   waits and the admission webhooks' p99 (pgop_http_request_duration_seconds).
-#   The steady-state window starts 10 s after the work queue is empty (every Cluster's status
-#   written), and the time until then is printed too. Alongside (BENCH_REAL=1, default) a real 3-instance Cluster (the sample, PostgreSQL
-#   running): its primary Pod is deleted before the first N and after the last one, and the
-#   seconds until -rw is on the new primary are printed for both.
+#   The steady-state window starts 10 s after the work queue is empty (every Cluster's
+#   status written), and the time until then is printed too. Alongside (BENCH_REAL=1,
+#   default) a real 3-instance Cluster (the sample, PostgreSQL running): its primary Pod is
+#   deleted before the first N and after the last one, and the seconds until -rw is on the
+#   new primary are printed for both.
 # One command (it calls the e2e runner itself, with the agent's --scale-mode):
 #   bench/scale.sh [BUILD_DIR]
 set -euo pipefail
