@@ -380,8 +380,10 @@ S=$(status "$S2")
 check "pgtest-2 /pg/status reports the re-clone (recloned)" \
 	test "$(jq -c '.recloned | {pgRewindExitStatus, source}' <<<"$S")" = \
 	'{"pgRewindExitStatus":1,"source":"127.0.0.1"}'
-check "pgtest-2 is a replica on the new primary's timeline" \
-	test "$(jq -r '"\(.isPrimary) \(.timeLineID)"' <<<"$S")" = "false $TL1"
+# its timeLineID is its checkpoint's, or its WAL receiver's once that reports: converges
+on_new_tl() { test "$(status "$S2" | jq -r '"\(.isPrimary) \(.timeLineID)"')" = "false $TL1"; }
+e2e_wait_for on_new_tl 30 || status "$S2" | jq -c '{isPrimary, timeLineID}' >&2
+check "pgtest-2 is a replica on the new primary's timeline" on_new_tl
 check "pgtest-2 has the new primary's rows, none written only on the diverged old primary" \
 	test "$(pg2 "SELECT string_agg(v, ',' ORDER BY v) FROM reclone_probe")" = "before,new primary"
 pg1 "INSERT INTO reclone_probe VALUES ('after')"
