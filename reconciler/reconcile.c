@@ -24,10 +24,11 @@
  * it bounds how long a partitioned primary goes unnoticed */
 #define REQUEUE_HEALTHY_MS 5000
 /* Waiting on a Pod or a Job (created, scheduled, Ready, completed): its watch
- * event reconciles at once, this is only a safety net. It was 2 s: with 1,000
- * Clusters waiting for their Pods (bench/scale.sh) that was 500 reconciles a
- * second of polling, and the work queue fell minutes behind. */
-#define REQUEUE_WAIT_EVENT_MS 10000
+ * event reconciles at once, and the status poll every Cluster gets is the
+ * safety net. It was a 2 s poll: with 1,000 Clusters waiting for their Pods
+ * (bench/scale.sh) that was 500 reconciles a second, and the work queue fell
+ * minutes behind. */
+#define REQUEUE_WAIT_EVENT_MS REQUEUE_HEALTHY_MS
 /* Waiting on what the instances report (GET /pg/status): no event says it. */
 #define REQUEUE_WAIT_STATUS_MS 2000
 
