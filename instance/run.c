@@ -39,6 +39,7 @@
 
 #include "api/fence.h"
 #include "api/names.h"
+#include "api/timestamp.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
 #include "kube/watch.h"
@@ -485,19 +486,6 @@ static void utc_now(char *out, size_t n)
 	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* The present as RFC 3339 with microseconds (Go's metav1.RFC3339Micro, as
- * CloudNativePG writes targetPrimaryTimestamp). */
-static void utc_now_us(char *out, size_t n)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char sec[24];
-	strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, n, "%s.%06uZ", sec, (unsigned)(ts.tv_nsec / 1000) % 1000000u);
-}
-
 /* pg_rewind failed against a source that answers: clone again (reclone.c),
  * and remember it for /pg/status. */
 static int reclone(struct runner *rn, int rewind_status, const char *host, struct op_err *err)
@@ -828,8 +816,7 @@ static bool hand_over(struct runner *rn)
 	const char *cur = op_json_str_at(obj, "status.currentPrimary");
 	const char *rv = kube_obj_resource_version(obj);
 	bool mine = t && cur && strcmp(t, me) == 0 && strcmp(cur, me) == 0;
-	char ts[40];
-	utc_now_us(ts, sizeof(ts));
+	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
 	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = mine && rv ? 0 : -ESTALE;
 	r = r ? r : op_buf_adds(&b, "{\"metadata\":{\"resourceVersion\":");

@@ -8,6 +8,7 @@
 
 #include "api/cluster.h"
 #include "api/names.h"
+#include "api/timestamp.h"
 #include "kube/leader.h"
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
@@ -170,7 +171,7 @@ static int write_target(struct rc_controller *c, struct live_view *w, const char
 			const char *cluster, const char *target, char **ret_msg,
 			struct op_err *err)
 {
-	_cleanup_free_ char *ts = rc_time_rfc3339_us(rc_time_now_us());
+	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
 	json_object *p = json_object_new_object(), *md = json_object_new_object(),
 		    *st = json_object_new_object();
 	if (!p || !md || !st)

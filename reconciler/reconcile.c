@@ -8,6 +8,7 @@
 
 #include "api/fence.h"
 #include "api/names.h"
+#include "api/timestamp.h"
 #include "kube/leader.h"
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
@@ -204,11 +205,11 @@ static int write_status(struct rc_run *r, struct status_base *b)
 				r->want.target_since);
 	int ret = write_status_once(r, b);
 	if (ret != 0 || !stamping || !rc_fence_stamp_late(r->want.target_since,
-							   rc_time_now_us() / 1000))
+							   api_time_now_us() / 1000))
 		return ret;
 	op_log_warn("failover: the patch that wrote pending returned late, stamping it again",
 		    "cluster", r->key, "targetPrimaryTimestamp", r->want.target_since);
-	_cleanup_free_ char *ts = rc_time_rfc3339_us(rc_time_now_us());
+	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
 	set_str(&r->want.target_since, ts);
 	return write_status_once(r, b);
 }
@@ -682,7 +683,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	 * before the instances were asked, up to the status timeout earlier). For
 	 * "pending" it starts the fence clock: write_status stamps it again when
 	 * the patch is late (API_FENCE_STAMP_MS). */
-	_cleanup_free_ char *stamp = rc_time_rfc3339_us(rc_time_now_us());
+	_cleanup_free_ char *stamp = api_time_rfc3339_us(api_time_now_us());
 	struct rc_failover_decision d;
 	rc_failover_decide(&in, &d);
 	switch (d.action) {
@@ -982,7 +983,7 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 		rc_note_unreachable(ctl, key, NULL, 0, 0);
 		return 0;
 	}
-	const int64_t start_us = rc_time_now_us();
+	const int64_t start_us = api_time_now_us();
 	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = start_us / 1000000,
 			    .now_ms = start_us / 1000, .err = err, .ns = ns, .name = slash + 1 };
 	struct status_base b = { 0 };

@@ -215,12 +215,6 @@ void rc_status_from_json(json_object *status, struct rc_status *ret);
 char *rc_status_pending_message(const struct rc_status *s);
 /* Unix seconds -> "2026-12-02T11:00:00Z" (owned). */
 char *rc_time_rfc3339(int64_t t);
-/* Unix microseconds -> RFC 3339 with microseconds, as CloudNativePG writes
- * its timestamps (Go's metav1.RFC3339Micro): "2026-12-04T22:40:01.123456Z"
- * (owned). */
-char *rc_time_rfc3339_us(int64_t us);
-/* CLOCK_REALTIME as Unix microseconds. */
-int64_t rc_time_now_us(void);
 /* RFC 3339 "…Z", whole seconds or with a fraction -> Unix seconds (the
  * fraction dropped); -EINVAL otherwise. */
 int rc_time_parse(const char *s, int64_t *ret);

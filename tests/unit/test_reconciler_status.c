@@ -15,6 +15,7 @@
 #undef free
 
 #include "api/fence.h"
+#include "api/timestamp.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -645,15 +646,15 @@ static void test_time(void **state)
 	assert_int_equal(rc_time_parse("2026-12-02T12:00:00+01:00", &t), -EINVAL);
 	assert_int_equal(rc_time_parse(NULL, &t), -EINVAL);
 	/* microseconds, as CloudNativePG writes them (metav1.RFC3339Micro) */
-	s = rc_time_rfc3339_us(1796212800123456);
+	s = api_time_rfc3339_us(1796212800123456);
 	assert_string_equal(s, "2026-12-02T12:00:00.123456Z");
 	assert_int_equal(rc_time_parse_ms(s, &t), 0);
 	assert_int_equal(t, 1796212800124); /* below a millisecond: rounded up */
 	free(s);
-	s = rc_time_rfc3339_us(1796212800000007);
+	s = api_time_rfc3339_us(1796212800000007);
 	assert_string_equal(s, "2026-12-02T12:00:00.000007Z");
 	free(s);
-	s = rc_time_rfc3339_us(1796212800999000);
+	s = api_time_rfc3339_us(1796212800999000);
 	assert_int_equal(rc_time_parse_ms(s, &t), 0);
 	assert_int_equal(t, 1796212800999); /* whole milliseconds round-trip */
 	free(s);
