@@ -307,8 +307,8 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		}
 		if (tcp[i]) {
 			_cleanup_free_ char *m2 = op_asprintf(
-				"GET /pg/status: TCP connect to port %u: %s (within %d ms)",
-				o.port ? o.port : RC_STATUS_PORT, strerror(tcp[i]),
+				"GET /pg/status: TCP connect to %s port %u: %s (within %d ms)",
+				v[i].ip, o.port ? o.port : RC_STATUS_PORT, strerror(tcp[i]),
 				RC_STATUS_CONNECT_SILENT_MS);
 			set_error(&v[i], m2);
 			continue;
