@@ -461,15 +461,8 @@ struct rc_controller *rc_controller_free(struct rc_controller *c)
 			kube_informer_free(c->inf[k][i]);
 		free(c->inf[k]);
 	}
-	for (size_t i = 0; i < c->n_states; i++) {
-		free(c->states[i].key);
-		free(c->states[i].uid);
-		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
-		rc_strv_free(&c->states[i].answered, &c->states[i].n_answered);
-		rc_strv_free(&c->states[i].sync_set, &c->states[i].n_sync_set);
-		rc_strv_free(&c->states[i].reclones, &c->states[i].n_reclones);
-		pki_pair_done(&c->states[i].client);
-	}
+	for (size_t i = 0; i < c->n_states; i++)
+		rc_state_done(&c->states[i]);
 	free(c->states);
 	for (size_t i = 0; i < c->n_ns; i++)
 		free(c->ns[i]);

@@ -102,13 +102,18 @@ void rc_stat_add(struct rc_controller *c, unsigned long *field);
  * until mu is released (the array grows). */
 struct rc_cluster_state *rc_state_find(struct rc_controller *c, const char *key);
 struct rc_cluster_state *rc_state_get(struct rc_controller *c, const char *key);
+/* Forgets Cluster key's state (it is gone or being deleted): takes mu. */
+void rc_state_drop(struct rc_controller *c, const char *key);
+/* Frees what s owns and zeroes it (not s itself). */
+void rc_state_done(struct rc_cluster_state *s);
 
 /* contact.c - which instances answer, and the prober that watches the ones
  * that do not. Thread-safe (mu), monotonic ms clocks given by the caller. */
 /* Records which of Cluster key's instances v[0..n) did not answer (a Pod with
  * an IP, not terminating, no status and not restarting) and which did; when
  * every instance with an IP is silent the Cluster goes to the prober (its
- * first try 1 s later). n = 0 forgets a Cluster that is gone. */
+ * first try 1 s later). n = 0: none silent (rc_state_drop forgets a Cluster
+ * that is gone). */
 void rc_note_unreachable(struct rc_controller *c, const char *key, const struct rc_instance *v,
 			 size_t n, int64_t now_ms);
 /* Sets v[i].silent for an instance not known to answer (silent last time, or

@@ -32,6 +32,10 @@
 #define REQUEUE_WAIT_EVENT_MS REQUEUE_HEALTHY_MS
 /* Waiting on what the instances report (GET /pg/status): no event says it. */
 #define REQUEUE_WAIT_STATUS_MS 2000
+/* The primary's Pod is Ready but its /pg/status does not answer: until its
+ * replicas lose it too (a partition) or it answers (a blip). Each look costs
+ * one 300 ms connect to it and the replicas' status. */
+#define REQUEUE_PRIMARY_CHECK_MS 250
 
 void rc_requeue(struct rc_run *r, long ms)
 {
@@ -717,7 +721,9 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 				 "replicas still stream from it, so it is not failed over",
 				 cur);
 		set_phase(r, w->phase ? w->phase : RC_PHASE_WAITING_ACTIVE, why);
-		rc_requeue(r, 1000); /* the replicas' WAL receivers time out within 5 s */
+		/* the replicas' WAL receivers time out within 5 s of losing it: look
+		 * again soon, so that "pending" follows them by a fraction of a second */
+		rc_requeue(r, REQUEUE_PRIMARY_CHECK_MS);
 		return 1;
 	}
 	case RC_FO_WAIT_DELAY:
@@ -980,7 +986,7 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 	if (!obj || terminating(obj)) { /* gone: the garbage collector removes the rest */
 		if (obj)
 			json_object_put(obj);
-		rc_note_unreachable(ctl, key, NULL, 0, 0);
+		rc_state_drop(ctl, key); /* a Cluster re-created starts afresh */
 		return 0;
 	}
 	const int64_t start_us = api_time_now_us();

@@ -280,6 +280,29 @@ struct rc_cluster_state *rc_state_get(struct rc_controller *c, const char *key)
 	return s;
 }
 
+void rc_state_done(struct rc_cluster_state *s)
+{
+	free(s->key);
+	free(s->uid);
+	rc_strv_free(&s->silent, &s->n_silent);
+	rc_strv_free(&s->answered, &s->n_answered);
+	rc_strv_free(&s->sync_set, &s->n_sync_set);
+	rc_strv_free(&s->reclones, &s->n_reclones);
+	pki_pair_done(&s->client);
+	*s = (struct rc_cluster_state){ 0 };
+}
+
+void rc_state_drop(struct rc_controller *c, const char *key)
+{
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = rc_state_find(c, key);
+	if (s) {
+		rc_state_done(s);
+		*s = c->states[--c->n_states]; /* the last one fills the hole */
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
 struct rc_cluster_state *rc_state_find(struct rc_controller *c, const char *key)
 {
 	for (size_t i = 0; i < c->n_states; i++)

@@ -33,11 +33,8 @@ static struct rc_controller *ctl_new(void)
 
 static void ctl_free(struct rc_controller *c)
 {
-	for (size_t i = 0; i < c->n_states; i++) {
-		free(c->states[i].key);
-		rc_strv_free(&c->states[i].silent, &c->states[i].n_silent);
-		rc_strv_free(&c->states[i].answered, &c->states[i].n_answered);
-	}
+	for (size_t i = 0; i < c->n_states; i++)
+		rc_state_done(&c->states[i]);
 	free(c->states);
 	rc_queue_free(c->q);
 	pthread_mutex_destroy(&c->mu);
@@ -209,6 +206,39 @@ static void test_streak_and_forget(void **state)
 	ctl_free(c);
 }
 
+/* A Cluster deleted drops its state (it used to stay for the life of the
+ * process: ~200 B and its client certificate per Cluster ever created); the
+ * others keep theirs, and a drop of an unknown key changes nothing. */
+static void test_state_drop(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	const char *keys[] = { "ns/a", "ns/b", "ns/c" };
+	struct rc_instance v[1] = { inst("x-1", "10.0.0.1", false) };
+	for (size_t i = 0; i < 3; i++)
+		rc_note_unreachable(c, keys[i], v, 1, 1000 * (int64_t)(i + 1));
+	assert_int_equal(c->n_states, 3);
+	rc_state_drop(c, "ns/a");
+	rc_state_drop(c, "ns/zz");
+	assert_int_equal(c->n_states, 2);
+	pthread_mutex_lock(&c->mu);
+	assert_null(rc_state_find(c, "ns/a"));
+	for (size_t i = 1; i < 3; i++) {
+		const struct rc_cluster_state *s = rc_state_find(c, keys[i]);
+		assert_non_null(s);
+		assert_string_equal(s->key, keys[i]);
+		assert_int_equal(s->n_silent, 1);
+		assert_string_equal(s->silent[0], "x-1@10.0.0.1");
+		assert_int_equal(s->probe_next_ms, 1000 * (int64_t)(i + 1) + rc_probe_delay_ms(0));
+	}
+	pthread_mutex_unlock(&c->mu);
+	rc_state_drop(c, "ns/c");
+	rc_state_drop(c, "ns/b");
+	assert_int_equal(c->n_states, 0);
+	done(v, 1);
+	ctl_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_mark_known_and_unknown),
 		cmocka_unit_test(test_all_silent_goes_to_prober),
 		cmocka_unit_test(test_streak_and_forget),
+		cmocka_unit_test(test_state_drop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
