@@ -371,11 +371,17 @@ enum pki_renew_reason pki_needs_renewal(const char *cert_pem, const char *ca_pem
 		if (!sans_match(&info, want))
 			return PKI_RENEW_SANS;
 	}
-	if (!(fraction > 0.0 && fraction < 1.0) || isnan(fraction))
-		fraction = PKI_RENEW_FRACTION_DEFAULT;
-	double total = (double)(info.not_after - info.not_before);
-	double remain = (double)(info.not_after - now);
-	if (remain < fraction * total)
+	if (now >= pki_renew_at(&info, fraction))
 		return PKI_RENEW_LIFETIME;
 	return PKI_RENEW_NONE;
+}
+
+int64_t pki_renew_at(const struct pki_cert_info *info, double fraction)
+{
+	if (!(fraction > 0.0 && fraction < 1.0) || isnan(fraction))
+		fraction = PKI_RENEW_FRACTION_DEFAULT;
+	double total = (double)(info->not_after - info->not_before);
+	/* remain < fraction * total  <=>  now > not_after - fraction * total: the
+	 * first whole second past that */
+	return (int64_t)floor((double)info->not_after - fraction * total) + 1;
 }

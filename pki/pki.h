@@ -157,6 +157,11 @@ enum pki_renew_reason pki_needs_renewal(const char *cert_pem, const char *ca_pem
 					const struct pki_leaf_req *want, int64_t now,
 					double fraction);
 
+/* The first Unix second from which pki_needs_renewal reports
+ * PKI_RENEW_LIFETIME for the certificate described by info (fraction as
+ * there): before it, only its other checks can ask for a renewal. */
+int64_t pki_renew_at(const struct pki_cert_info *info, double fraction);
+
 /* --------------------------------------------------------------- bundles */
 
 /* A caBundle: CA certificates only, deduplicated by fingerprint, kept in a

@@ -25,6 +25,28 @@ enum rc_inf {
 	RC_INF__COUNT
 };
 
+/* What reconciles learnt from a Cluster's certificate Secrets, each fact valid
+ * for the resourceVersion it was read at (secrets.c): the Secrets cache keeps
+ * no data. */
+struct rc_leaf_memo {
+	char *rv;                            /* owned: the Secret at this resourceVersion */
+	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* verified against this CA */
+	uint64_t want;                       /* for this CN/usage/SANs (rc_leaf_want_digest) */
+	int64_t renew_at;                    /* needs no renewal before (Unix s) */
+	int64_t not_after;                   /* its expiry, for status.certificates */
+};
+struct rc_pki_memo {
+	char *ca_rv;                         /* owned: <c>-ca at this resourceVersion holds */
+	char *ca_crt;                        /* owned: this CA certificate (PEM) */
+	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* its fingerprint */
+	bool ca_key;                         /* and a key (read when signing: rc_ca_key) */
+	int64_t ca_renew_at, ca_not_after;   /* Unix s */
+	char *ca_cert_rv;                    /* owned: <c>-ca-cert at this rv holds exactly */
+	char ca_cert_fp[PKI_FINGERPRINT_HEX + 1]; /* this CA certificate, and no key */
+	struct rc_leaf_memo leaf[2];         /* RC_LEAF_SERVER, RC_LEAF_REPLICATION */
+};
+enum { RC_LEAF_SERVER, RC_LEAF_REPLICATION };
+
 /* Per-Cluster memory kept between reconciles (by key). */
 struct rc_cluster_state {
 	char *key;
@@ -48,6 +70,7 @@ struct rc_cluster_state {
 	size_t n_sync_set;
 	char **reclones;             /* owned: "pod\tid" of the re-clones already reported */
 	size_t n_reclones;
+	struct rc_pki_memo pki;      /* owned fields */
 };
 
 /* Reconcile outcomes, the `result` label of pgop_reconcile_*. */
@@ -173,7 +196,12 @@ struct rc_run {
 	int64_t now;            /* Unix s when the reconcile started */
 	int64_t now_ms;         /* the same clock read, Unix ms */
 	struct rc_status want;  /* status to write (starts as the current one) */
-	struct pki_pair ca;     /* owned: <c>-ca cert and key (key may be NULL) */
+	struct pki_pair ca;     /* owned: <c>-ca cert; its key only once rc_ca_key read it */
+	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* fingerprint of ca.cert_pem */
+	bool ca_has_key;        /* <c>-ca holds a key (a user CA may not) */
+	int64_t ca_not_after;   /* ca.cert_pem's expiry, Unix s */
+	json_object *secrets;   /* owned: the Cluster's Secrets with their data, listed at
+				 * most once per reconcile (rc_secret_full); NULL until then */
 	struct pki_pair client; /* owned: operator client certificate */
 	long requeue_ms;        /* smallest requeue asked for; 0 = none */
 	struct op_err *err;
@@ -187,6 +215,9 @@ void rc_event(struct rc_run *r, const char *type, const char *reason, const char
 /* Creates obj (borrowed) of kind k in the Cluster's namespace; an existing
  * object is success (0); 1 when created. */
 int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj);
+/* Same; *ret_rv: owned resourceVersion of the created object (NULL when it
+ * was not created or the answer has none). */
+int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv);
 /* Deletes (background propagation); absent is success. */
 int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
 /* Merge-patches metadata.labels key=value pairs (NULL-terminated list). */
@@ -200,5 +231,32 @@ int rc_ensure_rbac(struct rc_run *r);
 int rc_ensure_services(struct rc_run *r);
 /* The operator client certificate for this Cluster's CA (cached per key). */
 int rc_ensure_client_cert(struct rc_run *r);
+
+/* secrets.c: Secret contents on the paths that need them, and the memo. */
+/* The Secret `name` of r's Cluster with its data: *ret borrowed from
+ * r->secrets (one LIST by the Cluster label, the first time). -ENOENT when the
+ * list does not hold it; other errors in r->err. */
+int rc_secret_full(struct rc_run *r, const char *name, json_object **ret);
+/* Makes r->ca.key_pem available (read from <c>-ca): 0, -ENOKEY when the CA has
+ * no key, or an error in r->err (-ESTALE: <c>-ca changed under this reconcile). */
+int rc_ca_key(struct rc_run *r);
+/* A digest of what a leaf certificate must name (CN, usage, SANs in order). */
+uint64_t rc_leaf_want_digest(const struct pki_leaf_req *want);
+void rc_pki_memo_done(struct rc_pki_memo *m);
+/* <c>-ca at rv known and not due: fills r->ca.cert_pem, ca_fp, ca_has_key,
+ * ca_not_after and returns true. */
+bool rc_memo_ca_get(struct rc_run *r, const char *rv);
+/* Records r->ca.cert_pem (and whether r->ca.key_pem is set) as <c>-ca at rv,
+ * and fills r->ca_fp, ca_has_key, ca_not_after from it. */
+int rc_memo_ca_set(struct rc_run *r, const char *rv);
+bool rc_memo_ca_cert_get(struct rc_run *r, const char *rv);
+void rc_memo_ca_cert_set(struct rc_run *r, const char *rv); /* holds r->ca_fp's certificate */
+/* Leaf `slot` at rv verified against r->ca_fp for `want` and not due: true,
+ * with its expiry. */
+bool rc_memo_leaf_get(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
+		      int64_t *ret_not_after);
+/* Records crt (PEM, verified by the caller) as leaf `slot` at rv for want. */
+int rc_memo_leaf_set(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
+		     const char *crt, int64_t *ret_not_after);
 
 #endif

@@ -74,12 +74,24 @@ int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
 		r = op_err_set(err, -ENOENT, "secret %s/%s not in the cache", ns, sname);
 		goto out;
 	}
-	r = pki_secret_parse(PKI_SECRET_CA, sec, &d, err);
+	/* the CA the reconciles read (secrets.c), or <c>-ca's data when none has yet */
+	const char *rv = kube_obj_resource_version(sec);
+	if (!rc_memo_ca_get(&run, rv)) {
+		json_object *full = NULL;
+		r = rc_secret_full(&run, sname, &full);
+		if (r == -ENOENT)
+			r = op_err_set(err, -ENOENT, "secret %s/%s is gone", ns, sname);
+		if (r == 0)
+			r = pki_secret_parse(PKI_SECRET_CA, full, &d, err);
+		if (r == 0) {
+			run.ca.cert_pem = TAKE_PTR(d.crt);
+			run.ca.key_pem = TAKE_PTR(d.key);
+			r = rc_memo_ca_set(&run, rv);
+		}
+	}
 	json_object_put(sec);
 	if (r < 0)
 		goto out;
-	run.ca.cert_pem = TAKE_PTR(d.crt);
-	run.ca.key_pem = TAKE_PTR(d.key);
 	r = rc_ensure_client_cert(&run);
 	if (r >= 0) {
 		struct rc_fetch_opts fo = { .timeout_ms = timeout_ms, .pool = pool };
@@ -90,6 +102,8 @@ out:
 	pki_secret_data_done(&d);
 	pki_pair_done(&run.ca);
 	pki_pair_done(&run.client);
+	if (run.secrets)
+		json_object_put(run.secrets);
 	api_cluster_free(ac);
 	return r;
 }

@@ -61,8 +61,20 @@ void rc_event(struct rc_run *r, const char *type, const char *reason, const char
 
 int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj)
 {
+	return rc_create_rv(r, k, obj, NULL);
+}
+
+int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv)
+{
 	struct op_err e = OP_ERR_INIT;
-	int ret = kube_create(r->ctl->kc, k, r->ns, obj, NULL, &e);
+	json_object *out = NULL;
+	int ret = kube_create(r->ctl->kc, k, r->ns, obj, ret_rv ? &out : NULL, &e);
+	if (ret_rv) {
+		const char *rv = ret == 0 && out ? kube_obj_resource_version(out) : NULL;
+		*ret_rv = rv ? op_strdup(rv) : NULL;
+	}
+	if (out)
+		json_object_put(out);
 	if (ret == -EEXIST)
 		return 0;
 	if (ret < 0)
@@ -1037,6 +1049,8 @@ out:
 	rc_status_done(&r.want);
 	pki_pair_done(&r.ca);
 	pki_pair_done(&r.client);
+	if (r.secrets)
+		json_object_put(r.secrets);
 	if (b.status)
 		json_object_put(b.status);
 	free(b.rv);

@@ -20,16 +20,17 @@
 
 /* --------------------------------------------------------------- PKI */
 
-static void add_expiration(struct rc_run *r, const char *secret, const char *pem)
+/* The Secrets cache keeps no data (controller.c): a Secret's contents are read
+ * (rc_secret_full) only when the memo of what was learnt from it (secrets.c)
+ * does not cover its resourceVersion, and what is written is remembered under
+ * the resourceVersion the API server answered. */
+
+static void add_expiration(struct rc_run *r, const char *secret, int64_t not_after)
 {
-	struct pki_cert_info info;
-	if (pki_cert_info_parse(pem, NULL, &info, NULL) < 0)
-		return;
-	_cleanup_free_ char *t = rc_time_rfc3339(info.not_after);
+	_cleanup_free_ char *t = rc_time_rfc3339(not_after);
 	size_t n = r->want.n_certs;
 	rc_strv_push(&r->want.cert_names, &n, secret);
 	rc_strv_push(&r->want.cert_expirations, &r->want.n_certs, t);
-	pki_cert_info_done(&info);
 }
 
 static void reset_expirations(struct rc_status *s)
@@ -44,14 +45,34 @@ static void reset_expirations(struct rc_status *s)
 	s->n_certs = 0;
 }
 
-/* PUTs `fresh` (owned by caller) over the cached Secret `cur` (resourceVersion). */
-static int replace_secret(struct rc_run *r, json_object *cur, json_object *fresh)
+static char *rv_of(json_object *answer)
 {
-	const char *rv = kube_obj_resource_version(cur);
+	const char *rv = answer ? kube_obj_resource_version(answer) : NULL;
+	return rv ? op_strdup(rv) : NULL;
+}
+
+/* PUTs `fresh` (borrowed) over the Secret at resourceVersion rv; *ret_rv:
+ * owned, the one it has now (NULL when the answer has none). */
+static int replace_secret(struct rc_run *r, const char *rv, json_object *fresh, char **ret_rv)
+{
 	if (rv)
 		jsets(jchild(fresh, "metadata"), "resourceVersion", rv);
 	rc_adopt(r->c, fresh);
-	return kube_update(r->ctl->kc, KUBE_SECRETS, r->ns, fresh, NULL, r->err);
+	json_object *out = NULL;
+	int ret = kube_update(r->ctl->kc, KUBE_SECRETS, r->ns, fresh, &out, r->err);
+	if (ret == 0)
+		*ret_rv = rv_of(out);
+	if (out)
+		json_object_put(out);
+	return ret;
+}
+
+/* POSTs `fresh` (borrowed): 1 created (*ret_rv: owned, its resourceVersion),
+ * 0 it exists and is not cached yet, <0 error. */
+static int create_secret(struct rc_run *r, json_object *fresh, char **ret_rv)
+{
+	rc_adopt(r->c, fresh);
+	return rc_create_rv(r, KUBE_SECRETS, fresh, ret_rv);
 }
 
 static int ensure_ca(struct rc_run *r)
@@ -59,9 +80,21 @@ static int ensure_ca(struct rc_run *r)
 	_cleanup_free_ char *sname = api_secret_name(r->name, API_SECRET_CA);
 	json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
 	struct pki_secret_data d = { 0 };
+	_cleanup_free_ char *nrv = NULL;
 	int ret = 0;
 	if (cur) {
-		ret = pki_secret_parse(PKI_SECRET_CA, cur, &d, r->err);
+		const char *rv = kube_obj_resource_version(cur);
+		if (rc_memo_ca_get(r, rv))
+			goto out;
+		json_object *full = NULL;
+		ret = rc_secret_full(r, sname, &full);
+		if (ret == -ENOENT) { /* deleted since the cache saw it */
+			rc_requeue(r, 1000);
+			ret = 1;
+			goto out;
+		}
+		if (ret == 0)
+			ret = pki_secret_parse(PKI_SECRET_CA, full, &d, r->err);
 		if (ret < 0) {
 			op_err_prefix(r->err, "secret %s", sname);
 			goto out;
@@ -78,7 +111,7 @@ static int ensure_ca(struct rc_run *r)
 			if (ret == 0)
 				ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &nd, &fresh, r->err);
 			if (ret == 0)
-				ret = replace_secret(r, cur, fresh);
+				ret = replace_secret(r, rv, fresh, &nrv);
 			if (fresh)
 				json_object_put(fresh);
 			if (ret == 0) {
@@ -93,6 +126,7 @@ static int ensure_ca(struct rc_run *r)
 		}
 		r->ca.cert_pem = TAKE_PTR(d.crt);
 		r->ca.key_pem = TAKE_PTR(d.key);
+		ret = rc_memo_ca_set(r, nrv ? nrv : rv);
 		goto out;
 	}
 	struct pki_ca_req req = { .cn = r->name, .ou = r->ns, .now = r->now };
@@ -102,17 +136,15 @@ static int ensure_ca(struct rc_run *r)
 	struct pki_secret_data nd = { .crt = np.cert_pem, .key = np.key_pem };
 	if (ret == 0)
 		ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &nd, &fresh, r->err);
-	if (ret == 0) {
-		rc_adopt(r->c, fresh);
-		ret = rc_create(r, KUBE_SECRETS, fresh);
-	}
+	if (ret == 0)
+		ret = create_secret(r, fresh, &nrv);
 	if (fresh)
 		json_object_put(fresh);
 	if (ret == 1) { /* created: use it right away */
 		r->ca = np;
 		np = (struct pki_pair){ 0 };
 		rc_event(r, "Normal", "CreatingCA", "created the cluster CA %s", sname);
-		ret = 0;
+		ret = rc_memo_ca_set(r, nrv);
 	} else if (ret == 0) { /* exists but not cached yet */
 		rc_requeue(r, 1000);
 		ret = 1;
@@ -123,7 +155,7 @@ out:
 	if (cur)
 		json_object_put(cur);
 	if (ret == 0 && r->ca.cert_pem)
-		add_expiration(r, sname, r->ca.cert_pem);
+		add_expiration(r, sname, r->ca_not_after);
 	return ret;
 }
 
@@ -137,21 +169,39 @@ static int ensure_ca_cert(struct rc_run *r)
 		return 0;
 	_cleanup_free_ char *sname = api_secret_name(r->name, API_SECRET_CA_CERT);
 	json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
-	struct pki_secret_data want = { .crt = r->ca.cert_pem }; /* borrowed */
+	const char *rv = cur ? kube_obj_resource_version(cur) : NULL;
+	_cleanup_free_ char *nrv = NULL;
 	json_object *fresh = NULL;
-	int ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &want, &fresh, r->err);
+	int ret = 0;
+	if (cur && rc_memo_ca_cert_get(r, rv))
+		goto out;
+	struct pki_secret_data want = { .crt = r->ca.cert_pem }; /* borrowed */
+	ret = pki_secret_build(PKI_SECRET_CA, r->ns, sname, &want, &fresh, r->err);
 	if (ret == 0 && cur) {
+		json_object *full = NULL;
+		ret = rc_secret_full(r, sname, &full);
+		if (ret == -ENOENT) { /* deleted since the cache saw it */
+			rc_requeue(r, 1000);
+			ret = 0;
+			goto out;
+		}
+		if (ret < 0)
+			goto out;
 		struct pki_secret_data d = { 0 };
-		bool same = pki_secret_parse(PKI_SECRET_CA, cur, &d, NULL) == 0 && d.crt && !d.key &&
-			    strcmp(d.crt, r->ca.cert_pem) == 0;
+		bool same = pki_secret_parse(PKI_SECRET_CA, full, &d, NULL) == 0 && d.crt &&
+			    !d.key && strcmp(d.crt, r->ca.cert_pem) == 0;
 		pki_secret_data_done(&d);
 		if (!same)
-			ret = replace_secret(r, cur, fresh);
+			ret = replace_secret(r, rv, fresh, &nrv);
+		if (ret == 0)
+			rc_memo_ca_cert_set(r, same ? rv : nrv);
 	} else if (ret == 0) {
-		rc_adopt(r->c, fresh);
-		ret = rc_create(r, KUBE_SECRETS, fresh);
+		ret = create_secret(r, fresh, &nrv);
+		if (ret == 1)
+			rc_memo_ca_cert_set(r, nrv);
 		ret = ret < 0 ? ret : 0; /* created, or exists and not cached yet */
 	}
+out:
 	if (fresh)
 		json_object_put(fresh);
 	if (cur)
@@ -196,31 +246,51 @@ static int ensure_leaf(struct rc_run *r, enum api_secret which)
 		.usage = which == API_SECRET_SERVER ? PKI_USAGE_SERVER : PKI_USAGE_CLIENT,
 		.now = r->now,
 	};
+	const unsigned slot = which == API_SECRET_SERVER ? RC_LEAF_SERVER : RC_LEAF_REPLICATION;
+	const uint64_t digest = rc_leaf_want_digest(&want);
 	json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
+	const char *rv = cur ? kube_obj_resource_version(cur) : NULL;
 	struct pki_secret_data d = { 0 };
 	struct pki_pair np = { 0 };
 	json_object *fresh = NULL;
+	_cleanup_free_ char *nrv = NULL;
 	enum pki_renew_reason why = PKI_RENEW_MISSING;
+	int64_t not_after = 0;
 	int ret = 0;
 	char *keep = NULL;
+	if (cur && rc_memo_leaf_get(r, slot, rv, digest, &not_after)) {
+		add_expiration(r, sname, not_after);
+		goto out;
+	}
 	if (cur) {
-		ret = pki_secret_parse(PKI_SECRET_TLS, cur, &d, r->err);
+		json_object *full = NULL;
+		ret = rc_secret_full(r, sname, &full);
+		if (ret == -ENOENT) { /* deleted since the cache saw it */
+			rc_requeue(r, 1000);
+			ret = 0;
+			goto out;
+		}
+		if (ret == 0)
+			ret = pki_secret_parse(PKI_SECRET_TLS, full, &d, r->err);
 		if (ret < 0) {
 			op_err_prefix(r->err, "secret %s", sname);
 			goto out;
 		}
 		why = pki_needs_renewal(d.crt, r->ca.cert_pem, &want, r->now, 0);
 		if (why == PKI_RENEW_NONE) {
-			add_expiration(r, sname, d.crt);
+			ret = rc_memo_leaf_set(r, slot, rv, digest, d.crt, &not_after);
+			if (ret == 0)
+				add_expiration(r, sname, not_after);
 			goto out;
 		}
 		keep = d.key; /* re-sign the same key, as CNPG does */
 	}
-	if (!r->ca.key_pem) {
+	ret = rc_ca_key(r);
+	if (ret == -ENOKEY)
 		ret = op_err_set(r->err, -EINVAL, "secret %s needs renewal (%s) but the CA has no key",
 				 sname, pki_renew_reason_str(why));
+	if (ret < 0)
 		goto out;
-	}
 	want.key_pem = keep;
 	ret = pki_leaf_issue(&r->ca, &want, &np, r->err);
 	struct pki_secret_data nd = { .crt = np.cert_pem, .key = np.key_pem };
@@ -229,17 +299,18 @@ static int ensure_leaf(struct rc_run *r, enum api_secret which)
 	if (ret < 0)
 		goto out;
 	if (cur) {
-		ret = replace_secret(r, cur, fresh);
+		ret = replace_secret(r, rv, fresh, &nrv);
 		if (ret == 0)
 			rc_event(r, "Normal", "CertificateRenewed", "renewed %s (%s)", sname,
 				 pki_renew_reason_str(why));
 	} else {
-		rc_adopt(r->c, fresh);
-		ret = rc_create(r, KUBE_SECRETS, fresh);
+		ret = create_secret(r, fresh, &nrv);
 		ret = ret > 0 ? 0 : ret;
 	}
 	if (ret == 0)
-		add_expiration(r, sname, np.cert_pem);
+		ret = rc_memo_leaf_set(r, slot, nrv, digest, np.cert_pem, &not_after);
+	if (ret == 0)
+		add_expiration(r, sname, not_after);
 out:
 	for (size_t i = 0; i < n_sans; i++)
 		free(sans[i]);
@@ -289,6 +360,7 @@ void rc_state_done(struct rc_cluster_state *s)
 	rc_strv_free(&s->sync_set, &s->n_sync_set);
 	rc_strv_free(&s->reclones, &s->n_reclones);
 	pki_pair_done(&s->client);
+	rc_pki_memo_done(&s->pki);
 	*s = (struct rc_cluster_state){ 0 };
 }
 
@@ -405,54 +477,64 @@ static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 {
 	if (s->uid && uid && strcmp(s->uid, uid) == 0)
 		return;
+	if (!s->uid && uid) { /* made by this reconcile (secrets.c, contact.c): ours */
+		s->uid = op_strdup(uid);
+		return;
+	}
 	free(s->uid);
 	s->uid = uid ? op_strdup(uid) : NULL;
 	s->rbac_done = false;
 	s->ca_fp[0] = '\0';
 	pki_pair_done(&s->client);
 	rc_strv_free(&s->sync_set, &s->n_sync_set); /* another Cluster's primary reported it */
+	rc_pki_memo_done(&s->pki);
 }
 
 #define CLIENT_CHECK_S 60 /* the operator client certificate is re-verified this often */
 
 int rc_ensure_client_cert(struct rc_run *r)
 {
-	if (!r->ca.cert_pem || !r->ca.key_pem)
+	if (!r->ca.cert_pem || !r->ca_has_key)
 		return 0; /* user CA without key: go without a client certificate */
-	struct pki_cert_info ca;
-	int ret = pki_cert_info_parse(r->ca.cert_pem, "ca.crt", &ca, r->err);
-	if (ret < 0)
-		return ret;
 	pthread_mutex_lock(&r->ctl->mu);
 	struct rc_cluster_state *s = rc_state_get(r->ctl, r->key);
 	state_check_uid(s, r->c->metadata.uid);
 	/* the chain check (an ECDSA verification) once a minute, not at every fetch:
 	 * the live API fetches each Cluster's instances up to twice a second */
-	bool same_ca = s->client.cert_pem && strcmp(s->ca_fp, ca.fingerprint) == 0;
+	bool same_ca = s->client.cert_pem && strcmp(s->ca_fp, r->ca_fp) == 0;
 	bool checked = same_ca && r->now >= s->client_checked &&
 		       r->now - s->client_checked < CLIENT_CHECK_S;
 	bool fresh = checked ||
 		     (same_ca && pki_needs_renewal(s->client.cert_pem, r->ca.cert_pem, NULL, r->now,
 						   0) == PKI_RENEW_NONE);
-	if (fresh && !checked)
-		s->client_checked = r->now;
-	if (!fresh) {
-		struct pki_pair np = { 0 };
-		ret = rc_operator_client_cert(&r->ca, r->now, &np, r->err);
-		if (ret == 0) {
-			pki_pair_done(&s->client);
-			s->client = np;
+	if (fresh) {
+		if (!checked)
 			s->client_checked = r->now;
-			memcpy(s->ca_fp, ca.fingerprint, sizeof(s->ca_fp));
-		}
-	}
-	if (ret == 0) {
 		r->client.cert_pem = op_strdup(s->client.cert_pem);
 		r->client.key_pem = op_strdup(s->client.key_pem);
 	}
 	pthread_mutex_unlock(&r->ctl->mu);
-	pki_cert_info_done(&ca);
-	return ret;
+	if (fresh)
+		return 0;
+	/* issued without the lock: the CA key may have to be read first */
+	struct pki_pair np = { 0 };
+	int ret = rc_ca_key(r);
+	if (ret == -ENOKEY)
+		return 0;
+	if (ret == 0)
+		ret = rc_operator_client_cert(&r->ca, r->now, &np, r->err);
+	if (ret < 0)
+		return ret;
+	r->client.cert_pem = op_strdup(np.cert_pem);
+	r->client.key_pem = op_strdup(np.key_pem);
+	pthread_mutex_lock(&r->ctl->mu);
+	s = rc_state_get(r->ctl, r->key);
+	pki_pair_done(&s->client);
+	s->client = np;
+	s->client_checked = r->now;
+	memcpy(s->ca_fp, r->ca_fp, sizeof(s->ca_fp));
+	pthread_mutex_unlock(&r->ctl->mu);
+	return 0;
 }
 
 /* ------------------------------------------------------ user Secrets */

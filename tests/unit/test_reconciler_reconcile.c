@@ -3,6 +3,7 @@
  * order, the admission guard, type errors, a completed bootstrap Job, scale
  * down, and the resourceVersion precondition on every status patch. Workers
  * are kept idle (leader gate false): the test drives rc_reconcile itself. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,9 +87,20 @@ static void h_api(struct ts *s, const struct ts_req *req, struct ts_resp *r)
 		r->body = ts_status(404, "NotFound", "no such thing");
 		return;
 	}
-	if (strcmp(req->method, "POST") == 0) {
+	if (strcmp(req->method, "POST") == 0) { /* the object, with a resourceVersion */
 		r->status = 201;
-		r->body = op_strdup(req->body);
+		json_object *o = NULL;
+		struct op_err e = OP_ERR_INIT;
+		if (op_json_parse(req->body, strlen(req->body), 64, &o, &e) == 0 &&
+		    json_object_is_type(json_object_object_get(o, "metadata"), json_type_object)) {
+			json_object_object_add(json_object_object_get(o, "metadata"),
+					       "resourceVersion", json_object_new_string("100"));
+			r->body = op_strdup(json_object_to_json_string(o));
+		} else {
+			r->body = op_strdup(req->body);
+		}
+		if (o)
+			json_object_put(o);
 		return;
 	}
 	if (strcmp(req->method, "PATCH") == 0 && ends_with(req->path, "/status")) {
@@ -411,6 +423,94 @@ static void test_ca_cert_follows_the_ca(void **state)
 	before = ts_count(e.s);
 	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
 	assert_int_equal(find_req(e.s, before, "PUT", "/namespaces/db/secrets/c-ca-cert"), -1);
+	env_stop(&e);
+}
+
+/* Reads of the Cluster's Secrets with their data (one LIST by its label). */
+static int data_lists(struct ts *s, int from)
+{
+	int n = 0;
+	for (int i = from; (i = find_req(s, i, "GET", "/namespaces/db/secrets")) >= 0; i++)
+		n += strstr(ts_at(s, i)->query, "labelSelector=cnpg.io/cluster=c") != NULL;
+	return n;
+}
+
+/* Issue 12: the Secrets cache holds no data. A reconcile reads the Cluster's
+ * Secrets (one LIST) only for what it has not seen at that resourceVersion;
+ * what it created it knows from the API server's answer. */
+static void test_secret_data_read_when_needed(void **state)
+{
+	_cleanup_free_ char *cl = op_asprintf("[%s]", cluster_ok);
+	struct fake f = { .clusters = cl };
+	struct env e;
+	env_start(&e, &f, NULL);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	int before = ts_count(e.s);
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_true(find_req(e.s, before, "POST", "/namespaces/db/secrets") >= 0);
+	assert_int_equal(data_lists(e.s, before), 0); /* created: nothing to read */
+	env_stop(&e);
+
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	f.secrets = secrets; /* they exist (resourceVersion 7) */
+	env_start(&e, &f, NULL);
+	before = ts_count(e.s);
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(data_lists(e.s, before), 1); /* the CA, its copy and both leaves */
+	assert_int_equal(find_req(e.s, before, "PUT", "/secrets"), -1);
+	assert_int_equal(find_req(e.s, before, "POST", "/secrets"), -1);
+	before = ts_count(e.s);
+	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+	assert_int_equal(data_lists(e.s, before), 0); /* known at these resourceVersions */
+	assert_int_equal(find_req(e.s, before, "PUT", "/secrets"), -1);
+	env_stop(&e);
+}
+
+/* The CA key is read when something must be signed, from <c>-ca as it is
+ * now: not when the CA has none, and not when <c>-ca no longer holds the
+ * certificate the reconcile started with. */
+static void test_ca_key_read_on_demand(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	_cleanup_free_ char *cl = op_asprintf("[%s]", cluster_ok);
+	struct fake f = { .clusters = cl, .secrets = secrets };
+	struct env e;
+	env_start(&e, &f, NULL);
+	json_object *arr = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(secrets, strlen(secrets), 64, &arr, &err), 0);
+	struct pki_secret_data d = { 0 };
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		if (strcmp(op_json_str_at(o, "metadata.name"), "c-ca") == 0)
+			assert_int_equal(pki_secret_parse(PKI_SECRET_CA, o, &d, &err), 0);
+	}
+	json_object_put(arr);
+	assert_non_null(d.key);
+	struct rc_run r = { .ctl = e.rc, .key = "db/c", .ns = "db", .name = "c", .err = &err,
+			    .ca_has_key = false };
+	r.ca.cert_pem = op_strdup(d.crt);
+	int before = ts_count(e.s);
+	assert_int_equal(rc_ca_key(&r), -ENOKEY); /* the memo says it has none: not read */
+	assert_int_equal(data_lists(e.s, before), 0);
+	r.ca_has_key = true;
+	assert_int_equal(rc_ca_key(&r), 0);
+	assert_string_equal(r.ca.key_pem, d.key);
+	assert_int_equal(rc_ca_key(&r), 0); /* once per reconcile */
+	assert_int_equal(data_lists(e.s, before), 1);
+	pki_pair_done(&r.ca);
+	json_object_put(r.secrets);
+
+	struct rc_run stale = { .ctl = e.rc, .key = "db/c", .ns = "db", .name = "c", .err = &err,
+				.ca_has_key = true };
+	stale.ca.cert_pem = op_strdup("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n");
+	assert_int_equal(rc_ca_key(&stale), -ESTALE);
+	assert_null(stale.ca.key_pem);
+	assert_non_null(strstr(err.msg, "c-ca"));
+	pki_pair_done(&stale.ca);
+	json_object_put(stale.secrets);
+	pki_secret_data_done(&d);
 	env_stop(&e);
 }
 
@@ -744,6 +844,8 @@ int main(void)
 		cmocka_unit_test(test_completed_job_gets_its_pod),
 		cmocka_unit_test(test_image_error_surfaces),
 		cmocka_unit_test(test_ca_cert_follows_the_ca),
+		cmocka_unit_test(test_secret_data_read_when_needed),
+		cmocka_unit_test(test_ca_key_read_on_demand),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 		cmocka_unit_test(test_sync_set_memory),
