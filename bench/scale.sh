@@ -113,6 +113,12 @@ throttled() {
 c429() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ { n += $NF } END { print n + 0 }' "$1"; }
 
 rk() { kubectl -n "$rns" "$@"; }
+# since_stamp RFC3339 T0: seconds from T0 (epoch, fractional) to the timestamp
+since_stamp() {
+	local e
+	e=$(date -d "$1" +%s.%N 2>/dev/null) || { echo "?"; return; }
+	awk -v a="$e" -v b="$2" 'BEGIN { printf "%.2f", a - b }'
+}
 # real_moved OLD: the real Cluster names a new currentPrimary and -rw's ready endpoints
 # are that Pod's IP alone
 real_moved() {
@@ -138,8 +144,15 @@ real_failover() {
 	e2e_wait_for "real_moved '$old'" 300 0.2 ||
 		e2e_fail "real Cluster ($1): -rw not on a new primary 300 s after deleting $old"
 	t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+	# where the time went: the handover's targetPrimary and the promotion's
+	# currentPrimary (both stamped in microseconds by the instances), then -rw
+	local tp cp
+	tp=$(since_stamp "$(rk get cluster "$C" -o jsonpath='{.status.targetPrimaryTimestamp}')" "$t0")
+	cp=$(since_stamp "$(rk get cluster "$C" -o jsonpath='{.status.currentPrimaryTimestamp}')" "$t0")
 	e2e_wait_for real_healthy 600 2 || e2e_fail "real Cluster ($1): not healthy again"
-	e2e_log "real Cluster ($1): primary Pod $old deleted, -rw on the new primary after ${t}s"
+	e2e_log "real Cluster ($1): primary Pod $old deleted; targetPrimary moved after ${tp}s, promoted (currentPrimary) after ${cp}s, -rw on the new primary after ${t}s"
+	echo "METRIC scale_real_failover_${1}_target_s=$tp"
+	echo "METRIC scale_real_failover_${1}_promoted_s=$cp"
 	echo "METRIC scale_real_failover_${1}_s=$t"
 	eval "real_failover_$1=$t"
 }

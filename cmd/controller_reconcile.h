@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "cmd/flags.h"
+#include "kube/kube.h"
 #include "reconciler/start.h"
 #include "support/err.h"
 
@@ -58,10 +59,10 @@ struct controller_reconcile_opts {
 					       "(default 2000)"),                                  \
 	CONTROLLER_RECONCILE_FLAG("kube-api-qps", CMD_FLAG_UINT, kube_api_qps, 10000, "N",         \
 				  "Kubernetes API requests per second, sustained (client-side "    \
-				  "token bucket; default 50)"),                                     \
+				  "token bucket; default " KUBE__XSTR(KUBE_QPS_DEFAULT) ")"),      \
 	CONTROLLER_RECONCILE_FLAG("kube-api-burst", CMD_FLAG_UINT, kube_api_burst, 20000, "N",     \
 				  "Kubernetes API requests allowed at once above --kube-api-qps "  \
-				  "(default 100)")
+				  "(default " KUBE__XSTR(KUBE_BURST_DEFAULT) ")")
 
 /* Starts the reconciler runner (reconciler/start.h) unless --webhooks-only
  * (then 0 with *ret NULL, logged). -EINVAL on bad flags. */

@@ -570,8 +570,8 @@ static bool is_other(const char *name, const char *me)
 
 static int patch_current_primary(struct runner *rn, struct op_err *err)
 {
-	char ts[32];
-	utc_now(ts, sizeof(ts));
+	/* microseconds, as CloudNativePG writes it (and targetPrimaryTimestamp) */
+	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
 	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = op_buf_adds(&b, "{\"status\":{\"currentPrimary\":");
 	r = r ? r : op_buf_add_json_str(&b, rn->o->pod_name);

@@ -206,13 +206,16 @@ int kube_path(struct op_buf *b, const struct kube_kind *k, const char *ns, const
 struct kube_client;
 
 /* The client-side rate limit (a token bucket per client). Creating one
- * Cluster takes ~20 requests, so 20/s (controller-runtime's default) made
- * the creation of 1,000 Clusters wait ~1,000 s on the client alone; the
- * API server protects itself (priority and fairness, 429 + Retry-After,
- * which the client honours). `pgop controller --kube-api-qps/--kube-api-burst`
- * and the chart's kubeAPI values override them. */
-#define KUBE_QPS_DEFAULT 50.0
-#define KUBE_BURST_DEFAULT 100
+ * Cluster takes ~23 requests, so 20/s (controller-runtime's default) made
+ * the creation of 1,000 Clusters wait ~1,150 s on the client alone, and 50/s
+ * ~460 s (bench/scale.sh, docs/internals/memory.md); the API server protects
+ * itself (priority and fairness, 429 + Retry-After, which the client
+ * honours). `pgop controller --kube-api-qps/--kube-api-burst` and the
+ * chart's kubeAPI values override them. */
+#define KUBE_QPS_DEFAULT 100 /* also spelled in `pgop controller --help` (KUBE__XSTR) */
+#define KUBE_BURST_DEFAULT 200
+#define KUBE__STR(x) #x
+#define KUBE__XSTR(x) KUBE__STR(x)
 
 struct kube_client_opts {
 	double qps;                /* token bucket refill per second; 0 = KUBE_QPS_DEFAULT */
