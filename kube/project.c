@@ -17,6 +17,20 @@ static json_object *copy_of(json_object *v)
 	return c;
 }
 
+/* annotations without the last-applied one. */
+static json_object *copy_annotations(json_object *v)
+{
+	if (!json_object_is_type(v, json_type_object))
+		return copy_of(v);
+	json_object *c = json_object_new_object();
+	if (!c)
+		abort();
+	json_object_object_foreach(v, ak, av)
+		if (strcmp(ak, LAST_APPLIED) != 0 && op_json_set(c, ak, copy_of(av)) < 0)
+			abort();
+	return c;
+}
+
 /* metadata without managedFields and the last-applied annotation. */
 static json_object *copy_metadata(json_object *md)
 {
@@ -28,17 +42,7 @@ static json_object *copy_metadata(json_object *md)
 	json_object_object_foreach(md, k, v) {
 		if (!strcmp(k, "managedFields"))
 			continue;
-		json_object *c;
-		if (!strcmp(k, "annotations") && json_object_is_type(v, json_type_object)) {
-			c = json_object_new_object();
-			if (!c)
-				abort();
-			json_object_object_foreach(v, ak, av)
-				if (strcmp(ak, LAST_APPLIED) != 0 && op_json_set(c, ak, copy_of(av)) < 0)
-					abort();
-		} else {
-			c = copy_of(v);
-		}
+		json_object *c = !strcmp(k, "annotations") ? copy_annotations(v) : copy_of(v);
 		if (op_json_set(out, k, c) < 0)
 			abort();
 	}
@@ -84,7 +88,9 @@ static void keep_path(json_object *dst, json_object *src, const char *path)
 		dst = d;
 	}
 	bool md = n == 1 && !strcmp(segs[0], "metadata");
-	if (op_json_set(dst, segs[n - 1], md ? copy_metadata(v) : copy_of(v)) < 0)
+	bool ann = n == 2 && !strcmp(segs[0], "metadata") && !strcmp(segs[1], "annotations");
+	if (op_json_set(dst, segs[n - 1], md ? copy_metadata(v) : ann ? copy_annotations(v)
+									: copy_of(v)) < 0)
 		abort();
 }
 

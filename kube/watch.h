@@ -129,7 +129,7 @@ struct kube_informer;
  * non-object stops there), each value deep-copied. A kept "metadata" drops
  * metadata.managedFields and the kubectl.kubernetes.io/last-applied-
  * configuration annotation (server bookkeeping, each about the object's own
- * size); "*" keeps every top-level field with that metadata. keep NULL = a
+ * size), and a kept "metadata.annotations" that annotation; "*" keeps every top-level field with that metadata. keep NULL = a
  * plain deep copy. NULL only when obj is NULL; aborts on OOM. Pure. */
 json_object *kube_project(json_object *obj, const char *const *keep);
 

@@ -668,6 +668,8 @@ static void test_project(void **state)
 	static const char *const pods[] = { "metadata", "spec.nodeName", "status.podIP",
 					    "spec.missing.deep", "kind.x", NULL };
 	static const char *const all[] = { "*", NULL };
+	static const char *const meta_paths[] = { "metadata.name", "metadata.annotations",
+						  "metadata.labels", NULL };
 	static const char *const secrets[] = { "type", "data.tls\\.crt", "data.ca\\.crt",
 					       "a\\\\b", "x\\", NULL };
 	static const struct {
@@ -698,6 +700,13 @@ static void test_project(void **state)
 		{ "{\"type\":\"kubernetes.io/tls\",\"data\":{\"tls.crt\":\"C\",\"tls.key\":\"K\","
 		  "\"tls\":{\"crt\":\"wrong\"},\"username\":\"u\"},\"a\\\\b\":1,\"x\":2}",
 		  secrets, "{\"type\":\"kubernetes.io/tls\",\"data\":{\"tls.crt\":\"C\"},\"a\\\\b\":1}" },
+		/* metadata by paths: the rest of it (owner references, uid) goes, and a
+		 * kept metadata.annotations drops the last-applied one too */
+		{ "{\"metadata\":{\"name\":\"s\",\"uid\":\"u1\",\"ownerReferences\":[{\"uid\":\"u\"}],"
+		  "\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"{}\","
+		  "\"x\":\"y\"},\"labels\":{\"a\":\"b\"},\"creationTimestamp\":\"t\"}}",
+		  meta_paths,
+		  "{\"metadata\":{\"name\":\"s\",\"annotations\":{\"x\":\"y\"},\"labels\":{\"a\":\"b\"}}}" },
 		/* no keep list: a plain deep copy (managedFields stays) */
 		{ "{\"metadata\":{\"managedFields\":[]}}", NULL, "{\"metadata\":{\"managedFields\":[]}}" },
 	};
