@@ -71,6 +71,8 @@ struct rc_cluster_state {
 	char **reclones;             /* owned: "pod\tid" of the re-clones already reported */
 	size_t n_reclones;
 	struct rc_pki_memo pki;      /* owned fields */
+	int64_t pending_returned_ms; /* Unix ms when this process's patch writing "pending"
+				      * returned (rc_fence_clock_ms); 0 when not pending */
 };
 
 /* Reconcile outcomes, the `result` label of pgop_reconcile_*. */
@@ -125,6 +127,10 @@ void rc_stat_add(struct rc_controller *c, unsigned long *field);
  * until mu is released (the array grows). */
 struct rc_cluster_state *rc_state_find(struct rc_controller *c, const char *key);
 struct rc_cluster_state *rc_state_get(struct rc_controller *c, const char *key);
+/* When the patch that wrote "pending" for Cluster key returned (Unix ms), or
+ * 0 to forget it; and reading it back (0: unknown). Take mu. */
+void rc_note_pending_returned(struct rc_controller *c, const char *key, int64_t ms);
+int64_t rc_pending_returned(struct rc_controller *c, const char *key);
 /* Forgets Cluster key's state (it is gone or being deleted): takes mu. */
 void rc_state_drop(struct rc_controller *c, const char *key);
 /* Frees what s owns and zeroes it (not s itself). */

@@ -220,8 +220,12 @@ static int write_status(struct rc_run *r, struct status_base *b)
 			!str_eq(op_json_str_at(b->status, "targetPrimaryTimestamp"),
 				r->want.target_since);
 	int ret = write_status_once(r, b);
-	if (ret != 0 || !stamping || !rc_fence_stamp_late(r->want.target_since,
-							   api_time_now_us() / 1000))
+	if (ret != 0 || !stamping)
+		return ret;
+	/* this process's fence clock follows the return, re-stamp written or not */
+	const int64_t returned_ms = api_time_now_us() / 1000;
+	rc_note_pending_returned(r->ctl, r->key, returned_ms);
+	if (!rc_fence_stamp_late(r->want.target_since, returned_ms))
 		return ret;
 	op_log_warn("failover: the patch that wrote pending returned late, stamping it again",
 		    "cluster", r->key, "targetPrimaryTimestamp", r->want.target_since);
@@ -673,8 +677,14 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	int64_t since = 0, pending_since = 0;
 	if (w->failing_since)
 		(void)rc_time_parse(w->failing_since, &since);
-	if (pending && w->target_since) /* microseconds, or whole seconds (older pgop) */
+	if (pending && w->target_since) { /* microseconds, or whole seconds (older pgop) */
 		(void)rc_time_parse_ms(w->target_since, &pending_since);
+		if (pending_since)
+			pending_since = rc_fence_clock_ms(pending_since,
+							  rc_pending_returned(r->ctl, r->key));
+	} else if (!pending) {
+		rc_note_pending_returned(r->ctl, r->key, 0);
+	}
 	struct rc_failover_input in = {
 		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
 		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since,

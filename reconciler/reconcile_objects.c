@@ -472,6 +472,24 @@ long rc_note_status_error(struct rc_controller *c, const char *key, bool failing
 	return failing ? rc_status_error_delay_ms(streak) : 0;
 }
 
+void rc_note_pending_returned(struct rc_controller *c, const char *key, int64_t ms)
+{
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = ms ? rc_state_get(c, key) : rc_state_find(c, key);
+	if (s)
+		s->pending_returned_ms = ms;
+	pthread_mutex_unlock(&c->mu);
+}
+
+int64_t rc_pending_returned(struct rc_controller *c, const char *key)
+{
+	pthread_mutex_lock(&c->mu);
+	const struct rc_cluster_state *s = rc_state_find(c, key);
+	int64_t ms = s ? s->pending_returned_ms : 0;
+	pthread_mutex_unlock(&c->mu);
+	return ms;
+}
+
 /* Forgets state of another incarnation (a Cluster deleted and re-created). */
 static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 {

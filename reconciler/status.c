@@ -319,6 +319,12 @@ bool rc_fence_stamp_late(const char *since, int64_t now_ms)
 	return rc_time_parse_ms(since, &at) != 0 || now_ms - at > API_FENCE_STAMP_MS;
 }
 
+int64_t rc_fence_clock_ms(int64_t stamp_ms, int64_t returned_ms)
+{
+	int64_t floor = returned_ms ? returned_ms - API_FENCE_STAMP_MS : 0;
+	return floor > stamp_ms ? floor : stamp_ms;
+}
+
 long rc_failover_fence_requeue_ms(const struct rc_failover_input *in)
 {
 	if (!in->pending_since_ms)

@@ -154,6 +154,11 @@ bool rc_fence_stamp_late(const char *since, int64_t now_ms);
  * sooner (at least 1 ms), so the promotion does not wait for the next whole
  * second of requeues. in as given to rc_failover_decide. */
 long rc_failover_fence_requeue_ms(const struct rc_failover_input *in);
+/* The fence clock of a "pending" this process wrote (stamp_ms, Unix ms): the
+ * stamp, or returned_ms - API_FENCE_STAMP_MS when the patch returned later
+ * than API_FENCE_STAMP_MS after it (0: not known). The patch was applied
+ * before it returned, so this holds whether or not the re-stamp was written. */
+int64_t rc_fence_clock_ms(int64_t stamp_ms, int64_t returned_ms);
 
 /* The status fields the reconciler owns. All strings and arrays owned. */
 struct rc_status {

@@ -403,6 +403,12 @@ static void test_failover_fence_wait_ms(void **state)
 	assert_false(rc_fence_stamp_late(st, t0 + API_FENCE_STAMP_MS));
 	assert_true(rc_fence_stamp_late(st, t0 + API_FENCE_STAMP_MS + 1));
 	assert_true(rc_fence_stamp_late("garbage", t0));
+	/* in this process the clock follows when the patch returned, re-stamped
+	 * or not: never earlier than the stamp */
+	assert_int_equal(rc_fence_clock_ms(t0, 0), t0);
+	assert_int_equal(rc_fence_clock_ms(t0, t0 + 10), t0);
+	assert_int_equal(rc_fence_clock_ms(t0, t0 + API_FENCE_STAMP_MS), t0);
+	assert_int_equal(rc_fence_clock_ms(t0, t0 + API_FENCE_STAMP_MS + 700), t0 + 700);
 }
 
 static void fill(struct rc_status *s)
