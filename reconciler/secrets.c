@@ -108,7 +108,10 @@ bool rc_memo_ca_get(struct rc_run *r, const char *rv)
 	bool hit = false;
 	pthread_mutex_lock(&r->ctl->mu);
 	const struct rc_cluster_state *s = rc_state_find(r->ctl, r->key);
-	if (s && rv_eq(s->pki.ca_rv, rv) && s->pki.ca_crt && r->now < s->pki.ca_renew_at) {
+	/* due for renewal: read again (a CA without its key cannot be renewed by
+	 * pgop: nothing to read again for) */
+	if (s && rv_eq(s->pki.ca_rv, rv) && s->pki.ca_crt &&
+	    (r->now < s->pki.ca_renew_at || !s->pki.ca_key)) {
 		free(r->ca.cert_pem);
 		r->ca.cert_pem = op_strdup(s->pki.ca_crt);
 		memcpy(r->ca_fp, s->pki.ca_fp, sizeof(r->ca_fp));
