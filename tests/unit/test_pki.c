@@ -567,6 +567,14 @@ static void test_needs_renewal_table(void **state)
 			fail_msg("row %zu: got %s, want %s", i, pki_renew_reason_str(got),
 				 pki_renew_reason_str(rows[i].r));
 	}
+	/* pki_renew_at: the first second the rows above say "lifetime" (the
+	 * reconciler's memo needs no look before it) */
+	struct pki_cert_info li;
+	assert_int_equal(pki_cert_info_parse(leaf.cert_pem, NULL, &li, NULL), 0);
+	assert_int_equal(pki_renew_at(&li, 0), na - 30 * DAY + 1);
+	assert_int_equal(pki_renew_at(&li, 0.5), na - 45 * DAY + 1);
+	assert_int_equal(pki_renew_at(&li, 0.1), na - 9 * DAY + 1);
+	pki_cert_info_done(&li);
 	assert_string_equal(pki_renew_reason_str(PKI_RENEW_SANS), "sans-changed");
 	assert_string_equal(pki_renew_reason_str((enum pki_renew_reason)99), "unknown");
 	pki_pair_done(&ca);
