@@ -75,6 +75,23 @@ static int create_secret(struct rc_run *r, json_object *fresh, char **ret_rv)
 	return rc_create_rv(r, KUBE_SECRETS, fresh, ret_rv);
 }
 
+/* The data of Secret sname in kind's layout: 0, -ENOENT when it is gone
+ * since the cache saw it (a look again in 1 s is asked for), or an error in
+ * r->err naming the Secret. */
+static int read_secret(struct rc_run *r, enum pki_secret_kind kind, const char *sname,
+		       struct pki_secret_data *d)
+{
+	json_object *full = NULL;
+	int ret = rc_secret_full(r, sname, &full);
+	if (ret == -ENOENT) {
+		rc_requeue(r, 1000);
+		return ret;
+	}
+	if (ret == 0)
+		ret = pki_secret_parse(kind, full, d, r->err);
+	return ret < 0 ? op_err_prefix(r->err, "secret %s", sname) : 0;
+}
+
 static int ensure_ca(struct rc_run *r)
 {
 	_cleanup_free_ char *sname = api_secret_name(r->name, API_SECRET_CA);
@@ -86,19 +103,11 @@ static int ensure_ca(struct rc_run *r)
 		const char *rv = kube_obj_resource_version(cur);
 		if (rc_memo_ca_get(r, rv))
 			goto out;
-		json_object *full = NULL;
-		ret = rc_secret_full(r, sname, &full);
-		if (ret == -ENOENT) { /* deleted since the cache saw it */
-			rc_requeue(r, 1000);
+		ret = read_secret(r, PKI_SECRET_CA, sname, &d);
+		if (ret == -ENOENT) /* deleted since the cache saw it: stop here */
 			ret = 1;
+		if (ret != 0)
 			goto out;
-		}
-		if (ret == 0)
-			ret = pki_secret_parse(PKI_SECRET_CA, full, &d, r->err);
-		if (ret < 0) {
-			op_err_prefix(r->err, "secret %s", sname);
-			goto out;
-		}
 		enum pki_renew_reason why = pki_needs_renewal(d.crt, NULL, NULL, r->now, 0);
 		if (why != PKI_RENEW_NONE && d.key) {
 			/* re-sign the same key: leaves issued before keep verifying */
@@ -263,19 +272,13 @@ static int ensure_leaf(struct rc_run *r, enum api_secret which)
 		goto out;
 	}
 	if (cur) {
-		json_object *full = NULL;
-		ret = rc_secret_full(r, sname, &full);
-		if (ret == -ENOENT) { /* deleted since the cache saw it */
-			rc_requeue(r, 1000);
+		ret = read_secret(r, PKI_SECRET_TLS, sname, &d);
+		if (ret == -ENOENT) { /* deleted since the cache saw it: created next time */
 			ret = 0;
 			goto out;
 		}
-		if (ret == 0)
-			ret = pki_secret_parse(PKI_SECRET_TLS, full, &d, r->err);
-		if (ret < 0) {
-			op_err_prefix(r->err, "secret %s", sname);
+		if (ret < 0)
 			goto out;
-		}
 		why = pki_needs_renewal(d.crt, r->ca.cert_pem, &want, r->now, 0);
 		if (why == PKI_RENEW_NONE) {
 			ret = rc_memo_leaf_set(r, slot, rv, digest, d.crt, &not_after);
