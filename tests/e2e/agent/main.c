@@ -115,6 +115,9 @@ static void on_update(void *gen, json_object *o, json_object *n) { (void)o; (voi
 /* What the Service and EndpointSlice caches keep: the fields render.c and
  * start.c read. Whole objects (managedFields and all) made every sync parse
  * ~6,000 of them at 1,000 Clusters (bench/scale.sh). */
+/* Pods: every field (podspec.c checks each one pgop sets), without
+ * metadata.managedFields, which at ~2 KB a Pod doubled what each sync parses */
+static const char *const keep_pods[] = { "*", NULL };
 static const char *const keep_svcs[] = { "metadata.name", "metadata.namespace",
 					 "spec.clusterIP", "spec.ports", NULL };
 static const char *const keep_slices[] = { "metadata.name", "metadata.namespace",
@@ -250,7 +253,7 @@ static int run(struct opts *o)
 		op_err_clear(&err);
 	}
 	fs = op_asprintf("spec.nodeName=%s", a.node_name);
-	if (start_informer(&a, KUBE_PODS, fs, NULL, &a.gen_pods, &a.pods, &err) < 0 ||
+	if (start_informer(&a, KUBE_PODS, fs, keep_pods, &a.gen_pods, &a.pods, &err) < 0 ||
 	    start_informer(&a, KUBE_SERVICES, NULL, keep_svcs, &a.gen_svcs, &a.svcs, &err) < 0 ||
 	    start_informer(&a, KUBE_ENDPOINTSLICES, NULL, keep_slices, &a.gen_svcs, &a.slices,
 			   &err) < 0 ||
