@@ -9,10 +9,13 @@
  * applied object (each about the size of the object itself). */
 #define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
 
+/* JSON null (NULL) stays null: an EndpointSlice without endpoints has
+ * "endpoints": null, and json_object_deep_copy fails on NULL (which aborted
+ * the node agent at its first such slice). */
 static json_object *copy_of(json_object *v)
 {
 	json_object *c = NULL;
-	if (json_object_deep_copy(v, &c, NULL) < 0)
+	if (v && json_object_deep_copy(v, &c, NULL) < 0)
 		abort(); /* OOM policy: support/alloc.h */
 	return c;
 }

@@ -707,6 +707,15 @@ static void test_project(void **state)
 		  "\"x\":\"y\"},\"labels\":{\"a\":\"b\"},\"creationTimestamp\":\"t\"}}",
 		  meta_paths,
 		  "{\"metadata\":{\"name\":\"s\",\"annotations\":{\"x\":\"y\"},\"labels\":{\"a\":\"b\"}}}" },
+		/* JSON nulls are kept as nulls, at any depth and under "*" */
+		{ "{\"metadata\":{\"name\":\"e\",\"annotations\":null,\"labels\":{\"a\":null}},"
+		  "\"endpoints\":null,\"ports\":[null]}",
+		  meta_paths,
+		  "{\"metadata\":{\"name\":\"e\",\"annotations\":null,\"labels\":{\"a\":null}}}" },
+		{ "{\"metadata\":{\"name\":\"e\",\"annotations\":null},\"endpoints\":null}", all,
+		  "{\"metadata\":{\"name\":\"e\",\"annotations\":null},\"endpoints\":null}" },
+		{ "{\"spec\":{\"nodeName\":null},\"status\":null}", pods,
+		  "{\"spec\":{\"nodeName\":null}}" },
 		/* no keep list: a plain deep copy (managedFields stays) */
 		{ "{\"metadata\":{\"managedFields\":[]}}", NULL, "{\"metadata\":{\"managedFields\":[]}}" },
 	};
