@@ -52,48 +52,106 @@ static json_object *copy_metadata(json_object *md)
 	return out;
 }
 
-/* Copies src's value at the dotted path into dst, creating the parent
- * objects; nothing when the path does not resolve to a value. */
-static void keep_path(json_object *dst, json_object *src, const char *path)
+enum { MAX_DEPTH = 8, SEG_MAX = 64 };
+
+struct seg {
+	char key[SEG_MAX];
+	bool each; /* "key[]": the path goes on in every element of the array */
+};
+
+/* Splits a keep path into its segments: up to an unescaped '.', "\\." a dot
+ * in a key, a trailing unescaped "[]" marks an array. 0 when malformed (an
+ * empty segment, too long or too deep). */
+static size_t split_path(const char *path, struct seg *segs)
 {
-	enum { MAX_DEPTH = 8 };
-	char segs[MAX_DEPTH][64];
 	size_t n = 0;
-	json_object *v = src;
 	for (const char *p = path; *p; n++) {
 		if (n == MAX_DEPTH)
-			return;
-		size_t len = 0; /* one segment: up to an unescaped '.'; "\\." is a dot in a key */
+			return 0;
+		size_t len = 0;
+		bool each = false;
 		for (; *p && *p != '.'; p++) {
+			if (*p == '[' && p[1] == ']' && (!p[2] || p[2] == '.')) {
+				each = true;
+				p += 2;
+				break;
+			}
 			if (*p == '\\' && p[1])
 				p++;
-			if (len + 1 >= sizeof(segs[0]))
-				return;
-			segs[n][len++] = *p;
+			if (len + 1 >= SEG_MAX)
+				return 0;
+			segs[n].key[len++] = *p;
 		}
-		segs[n][len] = '\0';
-		if (len == 0 || !json_object_is_type(v, json_type_object) ||
-		    !json_object_object_get_ex(v, segs[n], &v))
-			return;
+		segs[n].key[len] = '\0';
+		segs[n].each = each;
+		if (len == 0)
+			return 0;
 		if (*p == '.')
 			p++;
 	}
-	if (n == 0)
+	return n;
+}
+
+/* Copies into dst (an object) what segs[0..n) select in src: nothing when
+ * the path does not resolve (no empty parents are left behind), except that
+ * an array the path goes through is kept with one object per element (empty
+ * when the rest of the path is not in that element), so that several paths
+ * through it fill the same elements. top: src is the whole object (its
+ * metadata and metadata.annotations are cleaned: copy_metadata). */
+static void keep_segs(json_object *dst, json_object *src, const struct seg *segs, size_t n,
+		      bool top, bool in_metadata)
+{
+	json_object *v = NULL;
+	const char *k = segs[0].key;
+	if (!json_object_is_type(src, json_type_object) || !json_object_object_get_ex(src, k, &v))
 		return;
-	for (size_t i = 0; i + 1 < n; i++) {
-		json_object *d = NULL;
-		if (!json_object_object_get_ex(dst, segs[i], &d) ||
-		    !json_object_is_type(d, json_type_object)) {
-			d = json_object_new_object();
-			if (!d || op_json_set(dst, segs[i], d) < 0)
+	if (segs[0].each) {
+		if (!json_object_is_type(v, json_type_array))
+			return;
+		size_t len = json_object_array_length(v);
+		json_object *da = NULL;
+		if (!json_object_object_get_ex(dst, k, &da) ||
+		    !json_object_is_type(da, json_type_array) || json_object_array_length(da) != len) {
+			da = json_object_new_array_ext((int)len);
+			if (!da || op_json_set(dst, k, da) < 0)
 				abort();
+			for (size_t i = 0; i < len; i++)
+				if (json_object_array_add(da, json_object_new_object()) != 0)
+					abort();
 		}
-		dst = d;
+		for (size_t i = 0; i < len; i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+			if (n == 1) { /* "key[]": every element whole */
+				if (json_object_array_put_idx(da, i, copy_of(e)) != 0)
+					abort();
+				continue;
+			}
+			json_object *de = json_object_array_get_idx(da, i);
+			if (json_object_is_type(de, json_type_object))
+				keep_segs(de, e, segs + 1, n - 1, false, false);
+		}
+		return;
 	}
-	bool md = n == 1 && !strcmp(segs[0], "metadata");
-	bool ann = n == 2 && !strcmp(segs[0], "metadata") && !strcmp(segs[1], "annotations");
-	if (op_json_set(dst, segs[n - 1], md ? copy_metadata(v) : ann ? copy_annotations(v)
-									: copy_of(v)) < 0)
+	if (n == 1) {
+		json_object *c = top && !strcmp(k, "metadata")		? copy_metadata(v)
+				 : in_metadata && !strcmp(k, "annotations") ? copy_annotations(v)
+									    : copy_of(v);
+		if (op_json_set(dst, k, c) < 0)
+			abort();
+		return;
+	}
+	if (!json_object_is_type(v, json_type_object))
+		return;
+	json_object *d = NULL;
+	bool fresh = !json_object_object_get_ex(dst, k, &d) || !json_object_is_type(d, json_type_object);
+	if (fresh && !(d = json_object_new_object()))
+		abort();
+	keep_segs(d, v, segs + 1, n - 1, false, top && !strcmp(k, "metadata"));
+	if (!fresh)
+		return;
+	if (json_object_object_length(d) == 0)
+		json_object_put(d);
+	else if (op_json_set(dst, k, d) < 0)
 		abort();
 }
 
@@ -112,7 +170,10 @@ json_object *kube_project(json_object *obj, const char *const *keep)
 					abort();
 			return out;
 		}
-		keep_path(out, obj, keep[i]);
+		struct seg segs[MAX_DEPTH];
+		size_t n = split_path(keep[i], segs);
+		if (n)
+			keep_segs(out, obj, segs, n, true, false);
 	}
 	return out;
 }

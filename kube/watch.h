@@ -126,7 +126,10 @@ struct kube_informer;
  * only the dotted paths of keep (NULL-terminated; "metadata.labels",
  * "spec.selector", "data.tls\\.crt" for the key "tls.crt": a backslash makes
  * the next character part of the key; an absent path is skipped, a path through a
- * non-object stops there), each value deep-copied. A kept "metadata" drops
+ * non-object stops there; "status.conditions[].type": "[]" goes through an
+ * array, which is kept with one object per element holding what the rest of
+ * the path selects in it, so several such paths fill the same elements), each
+ * value deep-copied (JSON null stays null). A kept "metadata" drops
  * metadata.managedFields and the kubectl.kubernetes.io/last-applied-
  * configuration annotation (server bookkeeping, each about the object's own
  * size), and a kept "metadata.annotations" that annotation; "*" keeps every top-level field with that metadata. keep NULL = a

@@ -31,9 +31,13 @@ static const char *const keep_pods[] = { KEEP_META,
 					 "spec.nodeName",
 					 "status.phase",
 					 "status.podIP",
-					 "status.conditions",
-					 "status.containerStatuses",
-					 "status.initContainerStatuses",
+					 /* Ready (plan.c), and the waiting reason of a
+					  * container that cannot start (rc_pod_image_problem):
+					  * not the rest (~1 KB a Pod) */
+					 "status.conditions[].type",
+					 "status.conditions[].status",
+					 "status.containerStatuses[].state.waiting",
+					 "status.initContainerStatuses[].state.waiting",
 					 NULL };
 static const char *const keep_pvcs[] = { KEEP_META, "status.phase", NULL };
 static const char *const keep_services[] = { KEEP_META, "spec.selector", NULL };
@@ -42,7 +46,8 @@ static const char *const keep_services[] = { KEEP_META, "spec.selector", NULL };
  * the certificates were 8 of the 22 KB a Cluster cost at 1,000 Clusters
  * (docs/internals/memory.md). */
 static const char *const keep_secrets[] = { KEEP_META, NULL };
-static const char *const keep_jobs[] = { KEEP_META, "status.conditions", NULL };
+static const char *const keep_jobs[] = { KEEP_META, "status.conditions[].type",
+					 "status.conditions[].status", NULL };
 
 /* A bootstrap Job's Pod that completed is never read (the Job says it
  * completed; only a Pod that cannot start its image is): the API server

@@ -668,6 +668,11 @@ static void test_project(void **state)
 	static const char *const pods[] = { "metadata", "spec.nodeName", "status.podIP",
 					    "spec.missing.deep", "kind.x", NULL };
 	static const char *const all[] = { "*", NULL };
+	static const char *const arrays[] = { "status.conditions[].type",
+					      "status.conditions[].status",
+					      "status.containerStatuses[].state.waiting",
+					      "spec.containers[]", "spec.nodeName[].x",
+					      "status.podIP[]", NULL };
 	static const char *const meta_paths[] = { "metadata.name", "metadata.annotations",
 						  "metadata.labels", NULL };
 	static const char *const secrets[] = { "type", "data.tls\\.crt", "data.ca\\.crt",
@@ -707,6 +712,19 @@ static void test_project(void **state)
 		  "\"x\":\"y\"},\"labels\":{\"a\":\"b\"},\"creationTimestamp\":\"t\"}}",
 		  meta_paths,
 		  "{\"metadata\":{\"name\":\"s\",\"annotations\":{\"x\":\"y\"},\"labels\":{\"a\":\"b\"}}}" },
+		/* "[]": each element keeps what the rest of the path selects (several
+		 * paths fill the same elements; an element without it stays {}); "x[]"
+		 * alone keeps every element whole; through a non-array nothing */
+		{ "{\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"a\"},null]},"
+		  "\"status\":{\"podIP\":\"1.2.3.4\",\"conditions\":[{\"type\":\"Ready\","
+		  "\"status\":\"True\",\"lastTransitionTime\":\"t\"},{\"type\":\"X\",\"reason\":\"r\"},"
+		  "7],\"containerStatuses\":[{\"name\":\"pg\",\"image\":\"i\",\"state\":{\"running\":{}}},"
+		  "{\"name\":\"b\",\"state\":{\"waiting\":{\"reason\":\"ErrImagePull\",\"message\":\"m\"}}}]}}",
+		  arrays,
+		  "{\"spec\":{\"containers\":[{\"name\":\"a\"},null]},\"status\":{\"conditions\":["
+		  "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"X\"},{}],"
+		  "\"containerStatuses\":[{},{\"state\":{\"waiting\":{\"reason\":\"ErrImagePull\","
+		  "\"message\":\"m\"}}}]}}" },
 		/* JSON nulls are kept as nulls, at any depth and under "*" */
 		{ "{\"metadata\":{\"name\":\"e\",\"annotations\":null,\"labels\":{\"a\":null}},"
 		  "\"endpoints\":null,\"ports\":[null]}",
