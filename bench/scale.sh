@@ -61,6 +61,27 @@ proc() { # FIELD: kB of the controller process
 	pid=$(cat "$AGENT_STATE/run/${opns}_$(cpod)_controller.pid") || return 1
 	awk -v f="$1:" '$1 == f { print $2 }' "/proc/$pid/status"
 }
+# cpu_all: "name=seconds" of CPU (user+system, children not counted) used so far by the
+# controller, the node agent and each control-plane process: where a burst's time goes
+# on this machine (they share its cores)
+cpu_all() {
+	local name pid
+	local -A pids=([pgop]="$(cat "$AGENT_STATE/run/${opns}_$(cpod)_controller.pid" 2>/dev/null)"
+		[agent]="$(cat "$AGENT_STATE/agent.pid" 2>/dev/null)")
+	for name in kube-apiserver etcd kube-controller-manager kube-scheduler; do
+		pids[$name]=$(pgrep -x "$name" | head -1)
+	done
+	for name in pgop agent kube-apiserver etcd kube-controller-manager kube-scheduler; do
+		pid=${pids[$name]}
+		[ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || continue
+		awk -v n="$name" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%s=%.1f ", n, ($12 + $13) / hz }' "/proc/$pid/stat"
+	done
+}
+# cpu_delta BEFORE AFTER: the seconds each used in between
+cpu_delta() {
+	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); for (i = 1; i <= n; i++) { split(x[i], kv, "="); s[kv[1]] = kv[2] }
+		n = split(b, y, " "); for (i = 1; i <= n; i++) { split(y[i], kv, "="); if (kv[1] in s) printf "%s=%.1f ", kv[1], kv[2] - s[kv[1]] } }'
+}
 clusters() { # FROM TO: Cluster YAML documents scale-FROM..scale-TO
 	for i in $(seq "$1" "$2"); do
 		printf -- '---\napiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n  name: s%05d\nspec:\n  instances: 1\n  storage:\n    size: 1Gi\n' "$i"
@@ -166,11 +187,13 @@ have=0
 for n in ${BENCH_N:-10 100 1000}; do
 	((n > have)) || continue
 	metrics >"$tmp/m0" || e2e_fail "no /metrics"
+	cpu0=$(cpu_all)
 	t0=$(date +%s.%N)
 	clusters $((have + 1)) "$n" | k apply -f - >/dev/null
 	e2e_wait_for "all_objects $n" $((300 + n)) 2 ||
 		e2e_fail "N=$n: objects missing after $((300 + n)) s: $(ready_pods) Ready instance Pods, $(count services cnpg.io/cluster) Services, $(count secrets cnpg.io/cluster) Secrets"
 	t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+	cpu=$(cpu_delta "$cpu0" "$(cpu_all)")
 	prev=$have have=$n
 	# every Cluster's status written: the work queue empty (the objects can be there
 	# minutes before the reconciles that report them, when the API client is the limit)
@@ -200,6 +223,8 @@ for n in ${BENCH_N:-10 100 1000}; do
 	e2e_log "N=$n: all objects after ${t}s, the work queue empty after ${td}s; VmRSS $(proc VmRSS) kB VmHWM $(proc VmHWM) kB;" \
 		"reconcile p50 <= ${p50}s p99 <= ${p99}s; API requests/s ${rps}; 429s $(c429 "$tmp/m2")"
 	echo "METRIC scale_${n}_objects_s=$t"
+	e2e_log "N=$n: CPU seconds used until every Cluster had its objects (2 cores: $(awk -v t="$t" 'BEGIN { printf "%.0f", 2 * t }') s available): $cpu"
+	for kv in $cpu; do echo "METRIC scale_${n}_burst_cpu_s_${kv}"; done
 	echo "METRIC scale_${n}_rss_kb=$(proc VmRSS)"
 	echo "METRIC scale_${n}_hwm_kb=$(proc VmHWM)"
 	echo "METRIC scale_${n}_reconcile_p50_le_s=$p50"
