@@ -147,6 +147,34 @@ int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_obj
 	return 0;
 }
 
+static const char *named_user_secret(const struct api_cluster *c, enum api_secret which)
+{
+	const struct api_bootstrap *b = &c->spec.bootstrap;
+	if (which == API_SECRET_SUPERUSER)
+		return c->spec.superuser_secret.name;
+	if (b->initdb.present)
+		return b->initdb.secret.name;
+	if (b->pg_basebackup.present)
+		return b->pg_basebackup.secret.name;
+	if (b->recovery.present)
+		return b->recovery.secret.name;
+	return NULL;
+}
+
+char *rc_user_secret_name(const struct api_cluster *c, enum api_secret which)
+{
+	const char *named = named_user_secret(c, which);
+	return named && *named ? op_strdup(named) : api_secret_name(c->metadata.name, which);
+}
+
+bool rc_user_secret_generated(const struct api_cluster *c, enum api_secret which)
+{
+	const char *named = named_user_secret(c, which);
+	if (named && *named)
+		return false;
+	return which == API_SECRET_APP || c->spec.enable_superuser_access;
+}
+
 /* Application owner and database: spec.bootstrap.initdb.{owner,database}, default "app". */
 static void app_identity(const struct api_cluster *c, const char **user, const char **db)
 {

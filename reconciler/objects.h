@@ -87,6 +87,16 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
 		 enum rc_job_role role, json_object **ret, struct op_err *err);
 
+/* The Secret holding the credentials of `which` (API_SECRET_SUPERUSER or
+ * API_SECRET_APP) that the instances mount: the one the spec names
+ * (spec.superuserSecret; the bootstrap method's secret for the application
+ * owner), else pgop's own `<c>-superuser` / `<c>-app`. Owned. */
+char *rc_user_secret_name(const struct api_cluster *c, enum api_secret which);
+/* Whether pgop generates that Secret, as CloudNativePG does: `<c>-app` unless
+ * the bootstrap method names one; `<c>-superuser` only with
+ * enableSuperuserAccess and no spec.superuserSecret. */
+bool rc_user_secret_generated(const struct api_cluster *c, enum api_secret which);
+
 /* kubernetes.io/basic-auth Secret (`<c>-superuser` for API_SECRET_SUPERUSER,
  * `<c>-app` for API_SECRET_APP) with the keys of the contract: username,
  * user, password, dbname, host, port, pgpass, uri, jdbc-uri, fqdn-uri,

@@ -101,8 +101,8 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	_cleanup_free_ char *s_srv = api_secret_name(cn, API_SECRET_SERVER);
 	_cleanup_free_ char *s_ca = api_secret_name(cn, API_SECRET_CA_CERT); /* no ca.key */
 	_cleanup_free_ char *s_rep = api_secret_name(cn, API_SECRET_REPLICATION);
-	_cleanup_free_ char *s_su = api_secret_name(cn, API_SECRET_SUPERUSER);
-	_cleanup_free_ char *s_app = api_secret_name(cn, API_SECRET_APP);
+	_cleanup_free_ char *s_su = rc_user_secret_name(c, API_SECRET_SUPERUSER);
+	_cleanup_free_ char *s_app = rc_user_secret_name(c, API_SECRET_APP);
 	json_object *vols = jarr();
 	jpush(vols, vol_pvc("pgdata", pvc));
 	jpush(mounts, mount("pgdata", PGDATA_MOUNT, false));

@@ -560,16 +560,59 @@ int rc_ensure_client_cert(struct rc_run *r)
 
 /* ------------------------------------------------------ user Secrets */
 
+/* Whether Secret `full` (with its owner references) is controlled by r's Cluster. */
+static bool owned_by_cluster(struct rc_run *r, json_object *full)
+{
+	json_object *refs = op_json_at(full, "metadata.ownerReferences");
+	for (size_t i = 0; json_object_is_type(refs, json_type_array) &&
+			   i < json_object_array_length(refs);
+	     i++) {
+		json_object *o = json_object_array_get_idx(refs, i);
+		const char *kind = op_json_str_at(o, "kind"), *uid = op_json_str_at(o, "uid");
+		if (kind && uid && r->c->metadata.uid && strcmp(kind, "Cluster") == 0 &&
+		    strcmp(uid, r->c->metadata.uid) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* <c>-superuser when superuser access is off: deleted when this Cluster owns it
+ * (pgop generated it, an older pgop always did), as CloudNativePG does; a
+ * Secret of that name that someone else made is left alone. */
+static int drop_generated_superuser(struct rc_run *r, const char *sname)
+{
+	json_object *full = NULL;
+	int ret = rc_secret_full(r, sname, &full);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0 || !owned_by_cluster(r, full))
+		return ret;
+	ret = rc_delete(r, KUBE_SECRETS, sname);
+	if (ret > 0)
+		op_log_info("enableSuperuserAccess is false: deleted the generated superuser secret",
+			    "cluster", r->key, "secret", sname);
+	return ret < 0 ? ret : 0;
+}
+
 int rc_ensure_user_secrets(struct rc_run *r)
 {
 	static const enum api_secret which[] = { API_SECRET_SUPERUSER, API_SECRET_APP };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(which); i++) {
 		_cleanup_free_ char *sname = api_secret_name(r->name, which[i]);
 		json_object *cur = rc_cache_get(r->ctl, RC_INF_SECRETS, r->ns, sname);
-		if (cur) {
+		if (cur)
 			json_object_put(cur);
+		if (!rc_user_secret_generated(r->c, which[i])) {
+			int ret = cur && which[i] == API_SECRET_SUPERUSER &&
+						  !r->c->spec.enable_superuser_access
+					  ? drop_generated_superuser(r, sname)
+					  : 0;
+			if (ret < 0)
+				return ret;
 			continue;
 		}
+		if (cur)
+			continue;
 		_cleanup_free_ char *pw = NULL;
 		int ret = rc_random_password(64, &pw, r->err);
 		json_object *s = NULL;

@@ -182,6 +182,11 @@ static const struct {
 	{ NULL, "spec.postgresql.syncReplicaElectionConstraint" },
 	{ NULL, "spec.bootstrap.recovery" },
 	{ NULL, "spec.bootstrap.initdb.import" },
+	/* user-provided certificates: pgop issues its own from <c>-ca */
+	{ NULL, "spec.certificates.serverCASecret" },
+	{ NULL, "spec.certificates.serverTLSSecret" },
+	{ NULL, "spec.certificates.replicationTLSSecret" },
+	{ NULL, "spec.certificates.clientCASecret" },
 	{ "spec.externalClusters", "barmanObjectStore" },
 	{ "spec.externalClusters", "plugin" },
 };

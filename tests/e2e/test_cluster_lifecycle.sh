@@ -46,10 +46,14 @@ e2e_assert_eq 3 "$(status latestGeneratedNode)" "latestGeneratedNode"
 e2e_assert_eq True "$(k get cluster $C -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" "Ready condition"
 exp=$(status 'certificates.expirations')
 e2e_assert_contains "$exp" "$C-server" "certificate expirations"
-for s in ca server replication superuser app; do
+for s in ca ca-cert server replication app; do
 	owner=$(k get secret "$C-$s" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')
 	e2e_assert_eq "Cluster/$C" "$owner" "owner of secret $C-$s"
 done
+# enableSuperuserAccess is false by default: no superuser password (as CloudNativePG)
+if k get secret "$C-superuser" >/dev/null 2>&1; then
+	e2e_fail "secret $C-superuser exists without enableSuperuserAccess"
+fi
 e2e_assert_eq kubernetes.io/basic-auth "$(k get secret $C-app -o jsonpath='{.type}')" "app secret type"
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pvc -l cnpg.io/cluster=$C -o jsonpath='{.items[*].metadata.name}')" "PVCs"
 e2e_assert_eq primary "$(k get pod $C-1 -o jsonpath='{.metadata.labels.cnpg\.io/instanceRole}')" "role of $C-1"

@@ -245,6 +245,19 @@ static void test_pod(void **state)
 	assert_str_at(find_named(op_json_at(pg, "volumeMounts"), "superuser"), "mountPath",
 		      "/run/pgop/secrets/superuser");
 	json_object_put(p);
+	/* the Secrets the spec names are the ones mounted (spec.superuserSecret, the
+	 * bootstrap method's secret for the application owner) */
+	c->spec.superuser_secret.name = op_strdup("my-superuser");
+	c->spec.bootstrap.initdb.present = true;
+	c->spec.bootstrap.initdb.secret.name = op_strdup("my-app");
+	assert_int_equal(rc_build_pod(c, &settings, 1, RC_ROLE_PRIMARY, &p, &err), 0);
+	spec = op_json_at(p, "spec");
+	assert_str_at(find_named(op_json_at(spec, "volumes"), "superuser"), "secret.secretName",
+		      "my-superuser");
+	assert_str_at(find_named(op_json_at(spec, "volumes"), "app"), "secret.secretName", "my-app");
+	json_object_put(p);
+	assert_false(rc_user_secret_generated(c, API_SECRET_SUPERUSER));
+	assert_false(rc_user_secret_generated(c, API_SECRET_APP));
 	assert_int_equal(rc_build_pod(c, &settings, 0, NULL, &p, &err), -EINVAL);
 	api_cluster_free(c);
 	/* the rolling restart's marker: the Pod carries the Cluster's restartedAt, or none */

@@ -211,9 +211,10 @@ static void test_fresh_cluster(void **state)
 	assert_int_equal(guard_calls, 1);
 	assert_true(requeue > 0 && requeue <= 10000);
 	/* Secrets: CA first, its certificate alone for the instances (issue 10 §3),
-	 * then server, replication, superuser, app */
-	static const char *const secrets[] = { "c-ca",		"c-ca-cert",   "c-server",
-					       "c-replication", "c-superuser", "c-app" };
+	 * then server, replication, app; no superuser (enableSuperuserAccess is
+	 * false by default, and CloudNativePG makes none then) */
+	static const char *const secrets[] = { "c-ca", "c-ca-cert", "c-server", "c-replication",
+					       "c-app" };
 	int at = before;
 	for (size_t i = 0; i < OP_ARRAY_SIZE(secrets); i++) {
 		at = find_req(e.s, at, "POST", "/namespaces/db/secrets");
@@ -265,8 +266,66 @@ static void test_fresh_cluster(void **state)
 	assert_true(count_req(e.s, "POST", "/namespaces/db/events") >= 2);
 	struct rc_controller_stats stats;
 	rc_controller_stats(e.rc, &stats);
-	assert_int_equal(stats.objects_created, 14); /* 6 secrets, SA/Role/RB, 3 services, PVC, job */
+	assert_int_equal(stats.objects_created, 13); /* 5 secrets, SA/Role/RB, 3 services, PVC, job */
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/secrets"), 5);
 	env_stop(&e);
+}
+
+/* The user Secrets as CloudNativePG makes them: <c>-superuser only with
+ * enableSuperuserAccess and no spec.superuserSecret, <c>-app unless the
+ * bootstrap method names a secret; the Pod mounts the ones the spec names.
+ * With superuser access off, a <c>-superuser this Cluster owns (an older pgop
+ * made one always) is deleted, one someone else made is left alone. */
+static void test_user_secrets(void **state)
+{
+	static const struct {
+		const char *spec;      /* extra spec fields */
+		const char *su_exists; /* ownerReferences uid of an existing c-superuser, or NULL */
+		int created_su, created_app, deleted_su;
+	} rows[] = {
+		{ "", NULL, 0, 1, 0 },
+		{ ",\"enableSuperuserAccess\":true", NULL, 1, 1, 0 },
+		{ ",\"enableSuperuserAccess\":true,\"superuserSecret\":{\"name\":\"mine\"}", NULL, 0, 1, 0 },
+		{ ",\"bootstrap\":{\"initdb\":{\"secret\":{\"name\":\"app-creds\"}}}", NULL, 0, 0, 0 },
+		{ "", "u1", 0, 1, 1 },
+		{ "", "someone-else", 0, 1, 0 },
+		{ ",\"enableSuperuserAccess\":true", "u1", 0, 1, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		_cleanup_free_ char *cl = op_asprintf(
+			"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+			"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"41\"},"
+			"\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"}%s}}]",
+			rows[i].spec);
+		_cleanup_free_ char *su = rows[i].su_exists
+			? op_asprintf("[{\"metadata\":{\"name\":\"c-superuser\",\"namespace\":\"db\","
+				      "\"resourceVersion\":\"3\",\"labels\":{\"cnpg.io/cluster\":\"c\"},"
+				      "\"ownerReferences\":[{\"kind\":\"Cluster\",\"name\":\"c\","
+				      "\"uid\":\"%s\"}]},\"type\":\"kubernetes.io/basic-auth\"}]",
+				      rows[i].su_exists)
+			: NULL;
+		struct fake f = { .clusters = cl, .secrets = su };
+		struct env e;
+		env_start(&e, &f, NULL);
+		long requeue = -1;
+		struct op_err err = OP_ERR_INIT;
+		int before = ts_count(e.s);
+		assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+		int su_posts = 0, app_posts = 0;
+		for (int k = before; (k = find_req(e.s, k, "POST", "/namespaces/db/secrets")) >= 0; k++) {
+			json_object *o = NULL;
+			const char *n = posted_name(e.s, k, &o);
+			su_posts += strcmp(n, "c-superuser") == 0;
+			app_posts += strcmp(n, "c-app") == 0;
+			json_object_put(o);
+		}
+		if (su_posts != rows[i].created_su || app_posts != rows[i].created_app ||
+		    count_req(e.s, "DELETE", "/namespaces/db/secrets/c-superuser") != rows[i].deleted_su)
+			fail_msg("row %zu: superuser created %d, app created %d, superuser deleted %d", i,
+				 su_posts, app_posts,
+				 count_req(e.s, "DELETE", "/namespaces/db/secrets/c-superuser"));
+		env_stop(&e);
+	}
 }
 
 static void test_guard_denies(void **state)
@@ -902,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_secret_data_read_when_needed),
 		cmocka_unit_test(test_ca_key_read_on_demand),
 		cmocka_unit_test(test_secret_gone_when_read),
+		cmocka_unit_test(test_user_secrets),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 		cmocka_unit_test(test_sync_set_memory),

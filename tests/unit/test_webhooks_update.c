@@ -304,6 +304,14 @@ static void test_warnings(void **state)
 		{ CLUSTER(",\"replica\":{\"enabled\":false}"), "spec.replica is accepted", false },
 		{ CLUSTER(",\"externalClusters\":[{\"name\":\"a\",\"plugin\":{\"name\":\"p\"}}]"),
 		  "spec.externalClusters[0].plugin is accepted but not implemented", true },
+		/* user-provided certificates (pgop issues its own); the superuser and
+		 * bootstrap secrets are implemented: no warning */
+		{ CLUSTER(",\"certificates\":{\"serverTLSSecret\":\"tls\",\"serverCASecret\":\"ca\"}"),
+		  "spec.certificates.serverTLSSecret is accepted but not implemented", true },
+		{ CLUSTER(",\"certificates\":{\"serverAltDNSNames\":[\"db.example\"]}"),
+		  "spec.certificates", false },
+		{ CLUSTER(",\"enableSuperuserAccess\":true,\"superuserSecret\":{\"name\":\"s\"}"),
+		  "superuserSecret", false },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
 		struct wh_result res = { 0 };
