@@ -427,6 +427,32 @@ static json_object *list_where(struct kube_informer *inf, const char *ns, const 
 	return arr;
 }
 
+json_object *kube_informer_list_changed(struct kube_informer *inf, const char *ns,
+					bool (*known)(void *userdata, const char *key, const char *rv),
+					void *userdata)
+{
+	json_object *arr = json_object_new_array();
+	if (!arr)
+		return NULL;
+	_cleanup_free_ char *prefix = ns ? op_asprintf("%s/", ns) : NULL;
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	size_t lo, hi;
+	kube__cache_range(&inf->cache, prefix, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		const struct kube__entry *e = inf->cache.v[i];
+		if (known(userdata, e->key, e->rv ? e->rv : ""))
+			continue;
+		json_object *o = kube__entry_parse(e);
+		if (o && op_json_append(arr, o) < 0) {
+			json_object_put(arr);
+			arr = NULL;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&inf->cache_lock);
+	return arr;
+}
+
 json_object *kube_informer_list_filter(struct kube_informer *inf, const char *ns,
 				       bool (*match)(void *userdata, json_object *obj),
 				       void *userdata)

@@ -180,6 +180,15 @@ json_object *kube_informer_list_labeled(struct kube_informer *inf, const char *n
 					const char *label, const char *value,
 					bool (*match)(void *userdata, json_object *obj),
 					void *userdata);
+/* Like kube_informer_list, but each cached object is first offered to
+ * known(userdata, key "ns/name", resourceVersion or "") under the cache read
+ * lock (must not block or call back into the informer): when it returns
+ * true the object is left out unparsed. A caller that remembers the
+ * resourceVersions it has seen parses only what changed (the node agent:
+ * every Pod of the node at each sync). NULL only on allocation failure. */
+json_object *kube_informer_list_changed(struct kube_informer *inf, const char *ns,
+					bool (*known)(void *userdata, const char *key, const char *rv),
+					void *userdata);
 /* Same with a label selector (kube_selector_match grammar; every object of
  * ns is parsed); NULL on a malformed selector (err set) or allocation
  * failure. */

@@ -926,6 +926,18 @@ static bool name_is_c(void *ud, json_object *o)
 	return !strcmp(kube_obj_name(o), "c");
 }
 
+/* kube_informer_list_changed's callback: "key@rv" pairs in ud are known; the
+ * offered keys are appended to `offered`. */
+static char offered[256];
+static bool known_rv(void *ud, const char *key, const char *rv)
+{
+	char kr[128];
+	snprintf(kr, sizeof(kr), "%s@%s", key, rv);
+	strncat(offered, kr, sizeof(offered) - strlen(offered) - 2);
+	strcat(offered, " ");
+	return strstr((const char *)ud, kr) != NULL;
+}
+
 static bool role_is(void *ud, json_object *o)
 {
 	const char *r = op_json_str_at(o, "metadata.labels.role");
@@ -997,6 +1009,15 @@ static void test_informer_cache(void **state)
 	/* a label that is not the index: parsed and compared */
 	assert_listed(kube_informer_list_labeled(inf, NULL, "role", "replica", NULL, NULL), "ns1/b@11");
 	assert_listed(kube_informer_list_labeled(inf, NULL, NULL, NULL, name_is_c, NULL), "ns1/c@12");
+	/* what the caller knows at that resourceVersion is left out (every object
+	 * of ns is offered once, in key order); another resourceVersion is not known */
+	offered[0] = '\0';
+	assert_listed(kube_informer_list_changed(inf, NULL, known_rv, "ns1/b@11 ns1/c@9 ns1-x/a@4"),
+		      "ns1/c@12 ns10/a@3");
+	assert_string_equal(offered, "ns1-x/a@4 ns1/b@11 ns1/c@12 ns10/a@3 ");
+	offered[0] = '\0';
+	assert_listed(kube_informer_list_changed(inf, "ns1", known_rv, ""), "ns1/b@11 ns1/c@12");
+	assert_string_equal(offered, "ns1/b@11 ns1/c@12 ");
 
 	/* 410 -> relist: unchanged objects get nothing, the diff in key order */
 	atomic_store(&cache_gate, 1);
