@@ -132,6 +132,14 @@ throttled() {
 	awk '/^pgop_kube_throttled_seconds_total / { v[++f] = $NF } END { printf "%.1f", v[2] - v[1] }' "$1" "$2"
 }
 c429() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ { n += $NF } END { print n + 0 }' "$1"; }
+# c429_where FILE: pgop's 429s by verb and resource (its own counter's labels)
+c429_where() { awk '/^pgop_kube_requests_total\{/ && /code="429"/ && $NF > 0 { print }' "$1" | tr '\n' ' '; }
+# apiserver_rejected: what kube-apiserver's priority and fairness rejected, by priority
+# level and reason (its /metrics), for a 429 to be explained
+apiserver_rejected() {
+	kubectl get --raw /metrics 2>/dev/null |
+		awk '/^apiserver_flowcontrol_rejected_requests_total\{/ && $NF > 0 { print }' | tr '\n' ' '
+}
 
 rk() { kubectl -n "$rns" "$@"; }
 # since_stamp RFC3339 T0: seconds from T0 (epoch, fractional) to the timestamp
@@ -241,6 +249,9 @@ for n in ${BENCH_N:-10 100 1000}; do
 	echo "METRIC scale_${n}_webhook_mutate_p99_le_s=$mut99"
 	echo "METRIC scale_${n}_webhook_validate_p99_le_s=$val99"
 	echo "METRIC scale_${n}_429s=$(c429 "$tmp/m2")"
+	if [ "$(c429 "$tmp/m2")" != 0 ]; then
+		e2e_log "N=$n: 429s: pgop's: $(c429_where "$tmp/m2"); kube-apiserver rejected: $(apiserver_rejected)"
+	fi
 done
 if [ -n "$rns" ]; then
 	real_failover "with_$have"

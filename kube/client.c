@@ -13,6 +13,7 @@
 #include "support/buf.h"
 #include "support/dl_curl.h"
 #include "support/json.h"
+#include "support/log.h"
 #include "support/metrics.h"
 
 #define TOKEN_MAX (64u * 1024)
@@ -528,6 +529,12 @@ int kube_request(struct kube_client *c, const struct kube_request *req, json_obj
 							       : 200L << (attempt < 5 ? attempt : 5);
 				if (wait > c->max_retry_after_ms)
 					wait = c->max_retry_after_ms;
+				if (http == 429) { /* the API server protecting itself: say where */
+					char ms[24];
+					snprintf(ms, sizeof(ms), "%ld", wait);
+					op_log_warn("the API server throttled a request (429): retrying",
+						    "verb", verb, "url", op_buf_str(&url), "retry_ms", ms);
+				}
 				kube__sleep_ms(wait);
 				continue;
 			}
