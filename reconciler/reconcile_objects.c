@@ -509,6 +509,7 @@ static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 	pki_pair_done(&s->client);
 	rc_strv_free(&s->sync_set, &s->n_sync_set); /* another Cluster's primary reported it */
 	rc_pki_memo_done(&s->pki);
+	s->pending_returned_ms = 0;
 }
 
 #define CLIENT_CHECK_S 60 /* the operator client certificate is re-verified this often */
