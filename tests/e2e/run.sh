@@ -15,7 +15,8 @@
 # Environment:
 #   PGOP_E2E_STATE    control-plane state dir (default /tmp/pgop-e2e)
 #   PGOP_E2E_LOGS     per-test logs and a copy of the control-plane logs (default /tmp/pgop-e2e-logs)
-#   E2E_TEST_TIMEOUT  seconds per test (default 600; a test may say "# e2e-timeout: N")
+#   E2E_TEST_TIMEOUT  seconds per test (default 600; a test may say "# e2e-timeout: N",
+#                     which a larger E2E_TEST_TIMEOUT overrides)
 #   E2E_VERBOSE=1     stream test output instead of showing it only on failure
 # A test exits 0 (pass), 77 (skipped: e2e_skip REASON, which logs "SKIP: REASON") or else
 # (fail); lines "METRIC name=value" in its output are collected into the summary.
@@ -96,6 +97,8 @@ run_test() { # FILE
 	name=$(basename "$t" .sh)
 	to=$(sed -n 's/^# e2e-timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n 1)
 	to=${to:-${E2E_TEST_TIMEOUT:-600}}
+	# a longer E2E_TEST_TIMEOUT wins over the test's own (bench/failover.sh's repeated runs)
+	[ "${E2E_TEST_TIMEOUT:-0}" -gt "$to" ] && to=$E2E_TEST_TIMEOUT
 	t1=$(date +%s)
 	e2e_log "running $name (timeout ${to}s, log: $LOGS/$name.log)"
 	if [ -n "${E2E_VERBOSE:-}" ]; then
