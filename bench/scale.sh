@@ -69,7 +69,7 @@ cpu_all() {
 	local -A pids=([pgop]="$(cat "$AGENT_STATE/run/${opns}_$(cpod)_controller.pid" 2>/dev/null)"
 		[agent]="$(cat "$AGENT_STATE/agent.pid" 2>/dev/null)")
 	for name in kube-apiserver etcd kube-controller-manager kube-scheduler; do
-		pids[$name]=$(pgrep -x "$name" | head -1)
+		pids[$name]=$(pgrep -x "${name:0:15}" | head -1) # comm: 15 characters
 	done
 	for name in pgop agent kube-apiserver etcd kube-controller-manager kube-scheduler; do
 		pid=${pids[$name]}
