@@ -427,9 +427,9 @@ static json_object *list_where(struct kube_informer *inf, const char *ns, const 
 	return arr;
 }
 
-json_object *kube_informer_list_changed(struct kube_informer *inf, const char *ns,
-					bool (*known)(void *userdata, const char *key, const char *rv),
-					void *userdata)
+json_object *kube_informer_list_except(struct kube_informer *inf, const char *ns,
+				       bool (*skip)(void *userdata, const char *key, const char *rv),
+				       void *userdata)
 {
 	json_object *arr = json_object_new_array();
 	if (!arr)
@@ -440,7 +440,7 @@ json_object *kube_informer_list_changed(struct kube_informer *inf, const char *n
 	kube__cache_range(&inf->cache, prefix, &lo, &hi);
 	for (size_t i = lo; i < hi; i++) {
 		const struct kube__entry *e = inf->cache.v[i];
-		if (known(userdata, e->key, e->rv ? e->rv : ""))
+		if (skip(userdata, e->key, e->rv ? e->rv : ""))
 			continue;
 		json_object *o = kube__entry_parse(e);
 		if (o && op_json_append(arr, o) < 0) {

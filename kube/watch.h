@@ -181,14 +181,16 @@ json_object *kube_informer_list_labeled(struct kube_informer *inf, const char *n
 					bool (*match)(void *userdata, json_object *obj),
 					void *userdata);
 /* Like kube_informer_list, but each cached object is first offered to
- * known(userdata, key "ns/name", resourceVersion or "") under the cache read
+ * skip(userdata, key "ns/name", resourceVersion or "") under the cache read
  * lock (must not block or call back into the informer): when it returns
  * true the object is left out unparsed. A caller that remembers the
- * resourceVersions it has seen parses only what changed (the node agent:
- * every Pod of the node at each sync). NULL only on allocation failure. */
-json_object *kube_informer_list_changed(struct kube_informer *inf, const char *ns,
-					bool (*known)(void *userdata, const char *key, const char *rv),
-					void *userdata);
+ * resourceVersions it has seen parses only what changed, or leaves out
+ * whole namespaces by key (the node agent: every Pod of the node, every
+ * Service and EndpointSlice outside its scale-mode namespaces, at each
+ * sync). NULL only on allocation failure. */
+json_object *kube_informer_list_except(struct kube_informer *inf, const char *ns,
+				       bool (*skip)(void *userdata, const char *key, const char *rv),
+				       void *userdata);
 /* Same with a label selector (kube_selector_match grammar; every object of
  * ns is parsed); NULL on a malformed selector (err set) or allocation
  * failure. */

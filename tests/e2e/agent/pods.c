@@ -669,7 +669,7 @@ static void worker_start(struct na_agent *a, struct na_pod *p)
 	p->thread_started = true;
 }
 
-/* kube_informer_list_changed's callback (under the cache's read lock): a Pod
+/* kube_informer_list_except's callback (under the cache's read lock): a Pod
  * whose resourceVersion its worker already has is seen, and not parsed. At
  * 1,000 Pods each sync parsed every one of them: 188 s of CPU over a
  * 6-minute creation burst (bench/scale.sh). */
@@ -693,7 +693,7 @@ void na_pods_sync(struct na_agent *a)
 {
 	for (struct na_pod *p = a->pod_list; p; p = p->next)
 		p->seen = false;
-	json_object *list = kube_informer_list_changed(a->pods, NULL, pod_known, a);
+	json_object *list = kube_informer_list_except(a->pods, NULL, pod_known, a);
 	size_t n = list ? json_object_array_length(list) : 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object *obj = json_object_array_get_idx(list, i);
