@@ -1146,12 +1146,14 @@ void op_http_server_free(struct op_http_server *srv)
 	if (!srv)
 		return;
 	if (srv->main.daemon) {
+		/* Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races the pool's
+		 * workers taking the listening socket out of their epoll sets and
+		 * aborts ("Failed to remove listen FD from epoll set", daemon.c:5531,
+		 * test_support_http_limits under ASan in fresh-clone CI runs, also
+		 * after the socket's close moved behind MHD_stop_daemon). While
+		 * draining, a new connection is still accepted, and its answer says
+		 * Connection: close (respond()). */
 		atomic_store(&srv->draining, true);
-		/* The listening socket is ours now, but the pool's workers take it out of
-		 * their epoll sets on their next turn: closing it before MHD_stop_daemon
-		 * makes that fail and libmicrohttpd abort ("Failed to remove listen FD
-		 * from epoll set", seen under ASan in CI). */
-		MHD_socket fd = MHD_quiesce_daemon(srv->main.daemon);
 		streams_end_all(srv); /* watches end now; their clients reconnect elsewhere */
 		uint64_t deadline = now_ns() + (uint64_t)srv->drain_ms * 1000000u;
 		while (atomic_load(&srv->in_flight) > 0 && now_ns() < deadline) {
@@ -1162,8 +1164,6 @@ void op_http_server_free(struct op_http_server *srv)
 		 * suspended connection is resumed before MHD frees connections. */
 		op_jobs_stop(&srv->jobs, job_cancel);
 		MHD_stop_daemon(srv->main.daemon);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
 	}
 	if (srv->probe.daemon) /* probes answer until the end of the drain */
 		MHD_stop_daemon(srv->probe.daemon);
