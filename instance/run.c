@@ -319,7 +319,8 @@ struct runner {
 	bool bootstrapped_primary;   /* no standby.signal when we started */
 	time_t last_slots;
 	bool pending_restart;        /* last seen, to log the change once */
-	bool waiting_logged;         /* "waiting for the WAL receiver" logged */
+	bool waiting_receiver;       /* the target waits for its WAL receiver to stop:
+	                              * full ticks every FAST_TICK_MS */
 	bool api_warned;             /* "lease: cannot read the Cluster" logged */
 	int64_t crash_window;        /* crash_restart: start of the counting minute (ms) */
 	unsigned crashes;            /* crash_restart: in-place restarts in that minute */
@@ -391,6 +392,7 @@ enum stop_mode {
 	STOP_FENCE,   /* the lease expired: fast for FENCE_FAST_S, then immediate */
 };
 
+#define FAST_TICK_MS 100 /* full ticks while postgres restarts or a target waits */
 #define FENCE_FAST_S 5 /* sessions end at once; this bounds the shutdown checkpoint */
 
 /* pg_ctl stop -m smart|fast|immediate without pg_ctl, with the timeouts of
@@ -921,6 +923,8 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		return op_err_set(err, -ESHUTDOWN, "demotion requested");
 	if (!primary && (req & INST_REQ_PROMOTE))
 		return promote(rn, conn, err);
+	bool was_waiting = rn->waiting_receiver;
+	rn->waiting_receiver = false; /* set again below while it still waits */
 	if (!primary && target && strcmp(target, me) == 0) {
 		/* While another instance is still currentPrimary, wait until it
 		 * stopped streaming to us (it shuts down when it sees the new
@@ -934,14 +938,13 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 			if (r)
 				return r;
 			if (active && strcmp(active, "true") == 0) {
-				if (!rn->waiting_logged)
+				if (!was_waiting)
 					op_log_info("promotion: waiting for the WAL receiver to stop",
 						    "currentPrimary", current);
-				rn->waiting_logged = true;
+				rn->waiting_receiver = true;
 				return 0;
 			}
 		}
-		rn->waiting_logged = false;
 		return promote(rn, conn, err);
 	}
 	if (primary && is_other(target, me))
@@ -1180,13 +1183,16 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	for (;;) {
 		/* a full tick every second (or when the Cluster changed), the lease
 		 * checked every API_FENCE_CHECK_MS in between; while postgres comes
-		 * back, a full tick every 100 ms (for as long as the operator waits
-		 * for it, RC_RESTART_GRACE_S): the lease is checked as soon as it
-		 * accepts connections */
+		 * back, a full tick every FAST_TICK_MS (for as long as the operator
+		 * waits for it, RC_RESTART_GRACE_S): the lease is checked as soon as
+		 * it accepts connections; and while a switchover's target waits for
+		 * its WAL receiver to stop: it promotes within FAST_TICK_MS of the
+		 * old primary's stop rather than at the next second's tick */
 		struct timespec to = { 0, API_FENCE_CHECK_MS * 1000L * 1000L };
-		bool fast = inst_state_restarting(st) && inst_lease_now() - rn.started_ms < 10 * 1000;
+		bool fast = (inst_state_restarting(st) && inst_lease_now() - rn.started_ms < 10 * 1000) ||
+			    rn.waiting_receiver;
 		if (fast)
-			to = (struct timespec){ 0, 100 * 1000 * 1000 };
+			to = (struct timespec){ 0, FAST_TICK_MS * 1000L * 1000L };
 		siginfo_t si;
 		int sig = sigtimedwait(&set, &si, &to);
 		if (sig == SIGTERM || sig == SIGINT) {
