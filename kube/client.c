@@ -89,8 +89,8 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
 	c->max_retry_after_ms = opts->max_retry_after_ms > 0 ? opts->max_retry_after_ms : 10000;
 	c->max_response = opts->max_response > 0 ? opts->max_response : OP_BUF_MAX_KUBE_RESPONSE;
 	c->user_agent = op_strdup(opts->user_agent ? opts->user_agent : "pgop/" PGOP_VERSION);
-	c->tokens = c->burst;
-	c->refill_ms = kube__now_ms();
+	for (size_t i = 0; i < OP_ARRAY_SIZE(c->bucket); i++)
+		c->bucket[i] = (struct kube__bucket){ c->burst, kube__now_ms() };
 	c->share = curl_share_init();
 	if (!c->share) {
 		kube_client_free(c);
@@ -184,16 +184,17 @@ int kube_client_render_metrics(struct kube_client *c, struct op_buf *out)
 	return r;
 }
 
-void kube__throttle(struct kube_client *c)
+void kube__throttle(struct kube_client *c, bool events)
 {
 	pthread_mutex_lock(&c->lock);
+	struct kube__bucket *b = &c->bucket[events ? 1 : 0];
 	int64_t now = kube__now_ms();
-	c->tokens += (double)(now - c->refill_ms) * c->qps / 1000.0;
-	if (c->tokens > c->burst)
-		c->tokens = c->burst;
-	c->refill_ms = now;
-	c->tokens -= 1.0; /* reserve; negative means wait for the refill */
-	long wait = c->tokens < 0 ? (long)ceil(-c->tokens * 1000.0 / c->qps) : 0;
+	b->tokens += (double)(now - b->refill_ms) * c->qps / 1000.0;
+	if (b->tokens > c->burst)
+		b->tokens = c->burst;
+	b->refill_ms = now;
+	b->tokens -= 1.0; /* reserve; negative means wait for the refill */
+	long wait = b->tokens < 0 ? (long)ceil(-b->tokens * 1000.0 / c->qps) : 0;
 	c->stats.throttled_ms += (uint64_t)wait;
 	pthread_mutex_unlock(&c->lock);
 	kube__sleep_ms(wait);
@@ -496,7 +497,7 @@ int kube_request(struct kube_client *c, const struct kube_request *req, json_obj
 		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
 		curl_easy_setopt(h, CURLOPT_HEADERDATA, &rep);
 		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
-		kube__throttle(c);
+		kube__throttle(c, req->kind == KUBE_EVENTS);
 		kube__stat_add(c, attempt > 0);
 		CURLcode cc = curl_easy_perform(h);
 		http = 0;

@@ -56,8 +56,12 @@ struct kube_client {
 	size_t max_response;
 
 	pthread_mutex_t lock; /* guards everything below */
-	double tokens;
-	int64_t refill_ms;
+	/* token buckets (qps, burst): [0] every request, [1] Events', as
+	 * controller-runtime gives its event recorder a client of its own */
+	struct kube__bucket {
+		double tokens;
+		int64_t refill_ms;
+	} bucket[2];
 	char *token;          /* current bearer token (owned) */
 	dev_t token_dev;
 	ino_t token_ino;
@@ -69,6 +73,12 @@ struct kube_client {
 	struct kube__event_slot events[KUBE__EVENT_CACHE];
 	unsigned events_next;
 };
+
+/* kube_event_emit with the Event's time given (Unix ms): the recorder stamps
+ * an Event when it is queued, not when it is posted. */
+int kube__event_emit_at(struct kube_client *c, json_object *involved, const char *type,
+			const char *reason, const char *message, const char *component,
+			int64_t wall_ms, struct op_err *err);
 
 /* Monotonic and wall clocks in milliseconds. */
 int64_t kube__now_ms(void);
@@ -88,7 +98,8 @@ int kube__read_file(const char *path, size_t max, struct op_buf *b, struct op_er
 int kube__escape(struct op_buf *b, const char *s);
 
 /* Takes one token from the client's rate limiter, sleeping if needed. */
-void kube__throttle(struct kube_client *c);
+/* Waits for a token of the main bucket, or of the Events' own one. */
+void kube__throttle(struct kube_client *c, bool events);
 
 /* An easy handle for method/url with TLS, auth, user agent, share,
  * timeouts and errbuf (CURL_ERROR_SIZE, must outlive the handle) set: an idle

@@ -77,6 +77,14 @@ int kube_event_emit(struct kube_client *c, json_object *involved, const char *ty
 		    const char *reason, const char *message, const char *component,
 		    struct op_err *err)
 {
+	return kube__event_emit_at(c, involved, type, reason, message, component,
+				   kube__wall_ms(), err);
+}
+
+int kube__event_emit_at(struct kube_client *c, json_object *involved, const char *type,
+			const char *reason, const char *message, const char *component,
+			int64_t wall, struct op_err *err)
+{
 	const char *name = kube_obj_name(involved);
 	const char *ns = kube_obj_namespace(involved);
 	const char *uid = kube_obj_uid(involved);
@@ -90,7 +98,6 @@ int kube_event_emit(struct kube_client *c, json_object *involved, const char *ty
 	_cleanup_free_ char *key = op_asprintf("%s|%s/%s|%s|%s|%s", uid ? uid : "", ns, name, type,
 					       reason, msg);
 	char now[64];
-	int64_t wall = kube__wall_ms();
 	format_time(now, sizeof(now), wall, false);
 
 	_cleanup_free_ char *fns = NULL, *fname = NULL;

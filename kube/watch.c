@@ -323,7 +323,7 @@ static enum stream_end stream_once(struct kube_watch *w, kube_watch_fn fn, void 
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &s);
 	/* Guard in case the server ignores timeoutSeconds. */
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(w->timeout_seconds + 30) * 1000L);
-	kube__throttle(c);
+	kube__throttle(c, false);
 	kube__stat_add(c, false);
 	atomic_fetch_add(&w->streams, 1);
 	CURLcode cc = curl_easy_perform(h);

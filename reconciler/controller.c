@@ -224,6 +224,8 @@ int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out)
 				 leading(c) ? 1 : 0);
 	if (!r && c->kc)
 		r = kube_client_render_metrics(c->kc, out);
+	if (!r && c->rec)
+		r = kube_recorder_render_metrics(c->rec, out);
 	return r;
 }
 
@@ -369,6 +371,11 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 	c->is_leader = o->is_leader;
 	c->leader_ud = o->leader_userdata;
 	c->q = rc_queue_new(NULL);
+	int rr = kube_recorder_new(c->kc, "pgop", 0, &c->rec, err);
+	if (rr < 0) {
+		rc_controller_free(c);
+		return rr;
+	}
 	for (size_t i = 0; i < RC_RESULT__N; i++)
 		op_hist_init(&c->metrics.duration[i], &op_hist_bounds_slow);
 	op_hist_init(&c->metrics.event_latency, &op_hist_bounds_slow);
@@ -433,6 +440,11 @@ bool rc_controller_synced(struct rc_controller *c)
 	return true;
 }
 
+int rc_controller_flush_events(struct rc_controller *c, long timeout_ms)
+{
+	return c->rec ? kube_recorder_flush(c->rec, timeout_ms) : 0;
+}
+
 static void *stop_informer(void *inf)
 {
 	kube_informer_stop(inf);
@@ -448,6 +460,7 @@ void rc_controller_stop(struct rc_controller *c)
 		pthread_join(c->workers[i], NULL);
 	c->n_workers = 0;
 	rc_prober_stop(c);
+	rc_controller_flush_events(c, RC_EVENTS_DRAIN_MS);
 	/* each stop waits up to ~1 s for its watch to notice: stop them in parallel */
 	size_t n = 0, max = RC_INF__COUNT * c->n_inf_ns;
 	pthread_t *th = op_calloc(max, sizeof(pthread_t));
@@ -488,6 +501,7 @@ struct rc_controller *rc_controller_free(struct rc_controller *c)
 	free((char *)c->settings.cluster_domain);
 	free((char *)c->settings.default_image);
 	rc_queue_free(c->q);
+	kube_recorder_free(c->rec, 0);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 	return NULL;

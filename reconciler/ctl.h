@@ -8,6 +8,7 @@
 
 #include "api/cluster.h"
 #include "kube/kube.h"
+#include "kube/recorder.h"
 #include "kube/watch.h"
 #include "pki/pki.h"
 #include "reconciler/queue.h"
@@ -87,6 +88,7 @@ struct rc_metrics {
 
 struct rc_controller {
 	struct kube_client *kc;
+	struct kube_recorder *rec; /* owned: Events posted in the background (NULL without kc) */
 	char **ns;          /* owned; n_ns == 0 means all namespaces */
 	size_t n_ns;
 	size_t n_inf_ns;    /* max(1, n_ns) */
@@ -215,7 +217,8 @@ struct rc_run {
 
 /* Asks to look again after ms (the smallest request wins). */
 void rc_requeue(struct rc_run *r, long ms);
-/* Records an Event on the Cluster (failures are logged, not returned). */
+/* Queues an Event on the Cluster and logs its message: posted in the
+ * background (kube/recorder.h), never waited for; dropped when the queue is full. */
 void rc_event(struct rc_run *r, const char *type, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Creates obj (borrowed) of kind k in the Cluster's namespace; an existing

@@ -161,14 +161,12 @@ static int view_load(struct rc_controller *c, const char *ns, const char *cluste
 	return 0;
 }
 
-/* Records an Event on the cached Cluster (failures logged). */
+/* Queues an Event on the cached Cluster (posted in the background, as rc_event). */
 static void live_event(struct rc_controller *c, json_object *obj, const char *reason,
 		       const char *msg)
 {
-	struct op_err e = OP_ERR_INIT;
-	if (kube_event_emit(c->kc, obj, "Normal", reason, msg, "pgop", &e) < 0)
-		op_log_warn("cannot record event", "cluster", kube_obj_name(obj), "reason", reason,
-			    "error", e.msg);
+	if (c->rec)
+		kube_recorder_emit(c->rec, obj, "Normal", reason, msg); /* rc_event */
 	op_log_info(msg, "namespace", kube_obj_namespace(obj), "cluster", kube_obj_name(obj),
 		    "event", reason);
 }

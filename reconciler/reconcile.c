@@ -51,10 +51,10 @@ void rc_event(struct rc_run *r, const char *type, const char *reason, const char
 	if (vasprintf(&msg, fmt, ap) < 0)
 		msg = NULL;
 	va_end(ap);
-	struct op_err e = OP_ERR_INIT;
-	if (kube_event_emit(r->ctl->kc, r->obj, type, reason, msg ? msg : reason, "pgop", &e) < 0)
-		op_log_warn("cannot record event", "cluster", r->key, "reason", reason, "error",
-			    e.msg);
+	/* queued: posted in the background, never waited for (kube/recorder.h);
+	 * a full queue drops it, counted in pgop_kube_events_dropped_total */
+	if (r->ctl->rec)
+		kube_recorder_emit(r->ctl->rec, r->obj, type, reason, msg ? msg : reason);
 	op_log_info(msg ? msg : reason, "cluster", r->key, "event", reason);
 	free(msg);
 }

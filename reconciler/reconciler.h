@@ -68,9 +68,16 @@ void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *re
  * pgop_reconcile_duration_seconds{result}, pgop_workqueue_depth,
  * pgop_workqueue_delayed, pgop_workqueue_queue_duration_seconds,
  * pgop_informer_objects{kind}, pgop_instances_unreachable, pgop_leader and
- * the API client's pgop_kube_requests_total{verb,code} (kube.h). Thread-safe.
+ * the API client's pgop_kube_requests_total{verb,code} (kube.h) and the
+ * event recorder's pgop_kube_events_* (kube/recorder.h). Thread-safe.
  * Returns 0 or the op_buf error. */
 struct op_buf;
 int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out);
+
+/* Events (rc_event) are posted in the background (kube/recorder.h): waits
+ * until those queued so far are posted, at most timeout_ms. 0, or -ETIMEDOUT.
+ * rc_controller_stop waits RC_EVENTS_DRAIN_MS for them. */
+#define RC_EVENTS_DRAIN_MS 2000
+int rc_controller_flush_events(struct rc_controller *c, long timeout_ms);
 
 #endif

@@ -690,6 +690,17 @@ static void test_rate_limit(void **state)
 	struct kube_client_stats st;
 	kube_client_stats(c, &st);
 	assert_int_equal(st.requests, 6);
+	/* Events have their own bucket (2 tokens): they do not wait behind the
+	 * drained main one, and do not take from it */
+	uint64_t waited = st.throttled_ms;
+	for (int i = 0; i < 2; i++) {
+		json_object *obj = NULL;
+		(void)kube_get(c, KUBE_EVENTS, "ns1", "e1", &obj, &err); /* the answer does not matter */
+		json_object_put(obj);
+	}
+	kube_client_stats(c, &st);
+	assert_int_equal(st.requests, 8);
+	assert_int_equal(st.throttled_ms, waited);
 	kube_client_free(c);
 	ts_stop(s);
 }

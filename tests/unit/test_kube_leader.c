@@ -10,6 +10,7 @@
 
 #include "kube/kube.h"
 #include "kube/leader.h"
+#include "kube/recorder.h"
 #include "support/json.h"
 #include "test_kube_server.h"
 
@@ -27,6 +28,7 @@ static int lease_rv;
 static int puts_ok, puts_conflict, creates;
 static json_object *events_store; /* object name -> event */
 static int event_patches;
+static atomic_int event_stall_ms; /* each Event POST waits this long first */
 
 static void store_reset(void)
 {
@@ -50,6 +52,8 @@ static void set_rv(json_object *o, int rv)
 
 static void h_lease(struct ts *s, const struct ts_req *req, struct ts_resp *r)
 {
+	if (!strcmp(req->method, "POST") && strstr(req->path, "/events"))
+		ts_sleep_ms(atomic_load(&event_stall_ms));
 	pthread_mutex_lock(&store_lock);
 	if (!strcmp(req->path, LEASE_PATH) && !strcmp(req->method, "GET")) {
 		if (!lease_store) {
@@ -316,12 +320,116 @@ static void test_events(void **state)
 	events_store = NULL;
 }
 
+static size_t events_stored(void)
+{
+	pthread_mutex_lock(&store_lock);
+	size_t n = (size_t)json_object_object_length(events_store);
+	pthread_mutex_unlock(&store_lock);
+	return n;
+}
+
+/* kube_recorder: emit never waits on the API server; the thread posts in
+ * order with the identity copied at emit time; a full queue drops and counts;
+ * flush waits for what was queued. */
+static void test_recorder(void **state)
+{
+	(void)state;
+	store_reset();
+	struct ts *s = ts_start(h_lease, NULL);
+	struct kube_client *c = client_for(s);
+	struct op_err err = OP_ERR_INIT;
+	struct kube_recorder *rec = NULL;
+	assert_int_equal(kube_recorder_new(c, "rec-test", 2, &rec, &err), 0);
+	json_object *pg = json_tokener_parse(
+		"{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+		"\"name\":\"pg\",\"namespace\":\"ns1\",\"uid\":\"u-1\",\"resourceVersion\":\"5\"},"
+		"\"spec\":{\"instances\":3}}");
+	/* the API server answers Events after 300 ms: emitting does not wait */
+	atomic_store(&event_stall_ms, 300);
+	int64_t t0 = ts_now_ms();
+	assert_int_equal(kube_recorder_emit(rec, pg, KUBE_EVENT_NORMAL, "First", "one"), 0);
+	struct kube_recorder_stats st;
+	do { /* the thread took the first one: it is in flight */
+		kube_recorder_stats(rec, &st);
+		ts_sleep_ms(5);
+	} while (st.queued && ts_now_ms() - t0 < 5000);
+	assert_int_equal(st.queued, 0);
+	int64_t t1 = ts_now_ms();
+	assert_int_equal(kube_recorder_emit(rec, pg, KUBE_EVENT_WARNING, "Second", "two"), 0);
+	json_object_put(pg); /* what the recorder needs was copied */
+	pg = NULL;
+	json_object *other = json_tokener_parse("{\"kind\":\"Pod\",\"metadata\":{"
+						"\"name\":\"p\",\"namespace\":\"ns1\"}}");
+	assert_int_equal(kube_recorder_emit(rec, other, KUBE_EVENT_NORMAL, "Third", "three"), 0);
+	/* the queue holds 2: the fourth is dropped */
+	assert_int_equal(kube_recorder_emit(rec, other, KUBE_EVENT_NORMAL, "Fourth", "four"),
+			 -ENOSPC);
+	assert_true(ts_now_ms() - t1 < 250); /* 3 emits while a POST takes 300 ms */
+	kube_recorder_stats(rec, &st);
+	assert_int_equal(st.queued, 2);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(kube_recorder_flush(rec, 20), -ETIMEDOUT);
+	assert_int_equal(kube_recorder_flush(rec, 5000), 0);
+	kube_recorder_stats(rec, &st);
+	assert_int_equal(st.posted, 3);
+	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(events_stored(), 3);
+	/* in order, each with its own identity and the reporter's name */
+	const char *want[] = { "First", "Second", "Third" };
+	int seen = 0;
+	json_object_object_foreach(events_store, k, v) {
+		(void)k;
+		const char *reason = op_json_str_at(v, "reason");
+		int at = -1;
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(reason, want[i]))
+				at = i;
+		assert_true(at >= 0);
+		seen |= 1 << at;
+		assert_string_equal(op_json_str_at(v, "source.component"), "rec-test");
+		assert_string_equal(op_json_str_at(v, "involvedObject.kind"), at == 2 ? "Pod" : "Cluster");
+		if (at < 2) {
+			assert_string_equal(op_json_str_at(v, "involvedObject.uid"), "u-1");
+			assert_string_equal(op_json_str_at(v, "involvedObject.resourceVersion"), "5");
+		}
+		assert_null(op_json_at(v, "involvedObject.spec"));
+	}
+	assert_int_equal(seen, 7);
+	/* no name: refused at once */
+	json_object *noname = json_tokener_parse("{\"metadata\":{}}");
+	assert_int_equal(kube_recorder_emit(rec, noname, "Normal", "X", "y"), -EINVAL);
+	json_object_put(noname);
+	/* metrics */
+	struct op_buf out = OP_BUF_INIT(1 << 16);
+	assert_int_equal(kube_recorder_render_metrics(rec, &out), 0);
+	assert_non_null(strstr(op_buf_str(&out), "pgop_kube_events_posted_total 3\n"));
+	assert_non_null(strstr(op_buf_str(&out), "pgop_kube_events_dropped_total 1\n"));
+	op_buf_done(&out);
+	/* stopping with Events queued and no time to drain: they are dropped, and
+	 * the stop does not wait for them */
+	assert_int_equal(kube_recorder_emit(rec, other, KUBE_EVENT_NORMAL, "Late1", "l"), 0);
+	assert_int_equal(kube_recorder_emit(rec, other, KUBE_EVENT_NORMAL, "Late2", "l"), 0);
+	t0 = ts_now_ms();
+	kube_recorder_free(rec, 0);
+	assert_true(ts_now_ms() - t0 < 1000); /* at most the one in flight */
+	assert_true(events_stored() <= 4);
+	json_object_put(other);
+	atomic_store(&event_stall_ms, 0);
+	kube_client_free(c);
+	ts_stop(s);
+	store_reset();
+	json_object_put(events_store);
+	events_store = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_leader_try_and_expiry),
 		cmocka_unit_test(test_leader_two_candidates),
 		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_recorder),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -263,6 +263,7 @@ static void test_fresh_cluster(void **state)
 		assert_string_equal(op_json_str_at(p, "metadata.resourceVersion"), "42");
 		json_object_put(p);
 	}
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0); /* posted in the background */
 	assert_true(count_req(e.s, "POST", "/namespaces/db/events") >= 2);
 	struct rc_controller_stats stats;
 	rc_controller_stats(e.rc, &stats);
@@ -349,6 +350,7 @@ static void test_guard_denies(void **state)
 	assert_string_equal(op_json_str_at(p, "status.phase"), "Invalid cluster definition");
 	assert_string_equal(op_json_str_at(p, "status.phaseReason"), "spec.instances: must be odd");
 	json_object_put(p);
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
 	assert_true(find_req(e.s, before, "POST", "/events") >= 0);
 	env_stop(&e);
 }
@@ -679,6 +681,7 @@ static void test_image_error_surfaces(void **state)
 	assert_non_null(strstr(reason, "pod c-1-initdb-x7k2p: ErrImagePull: PostgreSQL 16 is not "
 					"installed on this node"));
 	json_object_put(o);
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
 	int ev = find_req(e.s, before, "POST", "/events");
 	assert_true(ev >= 0);
 	assert_non_null(strstr(ts_at(e.s, ev)->body, "PostgreSQL 16 is not installed"));
