@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "api/timestamp.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
 #include "support/alloc.h"
@@ -56,6 +57,49 @@ int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
 	}
 	return kube_patch_status(src->kube, KUBE_CLUSTERS, src->ns, src->name, KUBE_PATCH_MERGE,
 				 patch, NULL, err);
+}
+
+/* One handover write: reads the Cluster and, when it still names me target
+ * and current primary, merge-patches targetPrimary to cand with the read's
+ * resourceVersion as the precondition. 0 written, 1 not me any more, -ESTALE
+ * the Cluster changed between the read and the patch, other errors in err. */
+static int handover_patch(const struct inst_source *src, const char *me, const char *cand,
+			  struct op_err *err)
+{
+	_cleanup_(op_json_putp) json_object *obj = NULL;
+	int r = kube_get(src->kube, KUBE_CLUSTERS, src->ns, src->name, &obj, err);
+	if (r)
+		return op_err_prefix(err, "reading the Cluster");
+	const char *t = op_json_str_at(obj, "status.targetPrimary");
+	const char *cur = op_json_str_at(obj, "status.currentPrimary");
+	const char *rv = kube_obj_resource_version(obj);
+	if (!t || !cur || !rv || strcmp(t, me) != 0 || strcmp(cur, me) != 0)
+		return 1;
+	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
+	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	r = op_buf_adds(&b, "{\"metadata\":{\"resourceVersion\":");
+	r = r ? r : op_buf_add_json_str(&b, rv);
+	r = r ? r : op_buf_adds(&b, "},\"status\":{\"targetPrimary\":");
+	r = r ? r : op_buf_add_json_str(&b, cand);
+	r = r ? r : op_buf_addf(&b, ",\"targetPrimaryTimestamp\":\"%s\"}}", ts);
+	if (r < 0)
+		return op_err_set(err, r, "handover patch too large");
+	return inst_cluster_patch_status(src, op_buf_str(&b), err);
+}
+
+int inst_cluster_hand_over(const struct inst_source *src, const char *me, const char *cand,
+			   struct op_err *err)
+{
+	/* a Conflict is the reconciler writing the status between the read and the
+	 * patch (often right after a switchover): read again. Giving up meant the
+	 * slow stop (smart shutdown for smartShutdownTimeout), 10 s of it in the
+	 * fault suite's Pod deletion after a switchover. */
+	int r = -ESTALE;
+	for (int attempt = 0; r == -ESTALE && attempt < INST_HANDOVER_ATTEMPTS; attempt++) {
+		op_err_clear(err);
+		r = handover_patch(src, me, cand, err);
+	}
+	return r;
 }
 
 int inst_kube_open(const char *kubeconfig, bool fast, struct kube_client **ret,

@@ -54,6 +54,15 @@ int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 /* Merge-patches clusters/status (file source: logged and ignored). */
 int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
 			      struct op_err *err);
+/* The SIGTERM handover's write: while the Cluster names me (borrowed) target
+ * and current primary, merge-patches status.targetPrimary to cand (borrowed)
+ * and its timestamp, with the resourceVersion just read as the precondition;
+ * a Conflict reads again, up to INST_HANDOVER_ATTEMPTS times in all. 0
+ * written, 1 the Cluster no longer names me, -ESTALE still conflicting, or
+ * another -errno; err says why. */
+#define INST_HANDOVER_ATTEMPTS 5
+int inst_cluster_hand_over(const struct inst_source *src, const char *me, const char *cand,
+			   struct op_err *err);
 /* Opens a client from --kubeconfig/$KUBECONFIG/in-cluster; fast: 1.5 s per
  * request, 1 s to connect, no retries (a partitioned primary must learn within
  * a tick that it cannot reach the API server). */

@@ -772,39 +772,6 @@ static void fence(struct runner *rn, const char *why)
 
 /* ---- SIGTERM on a primary: hand over ---- */
 
-#define HANDOVER_ATTEMPTS 5
-
-/* One handover write: reads the Cluster and, when it still names this pod
- * target and current primary, merge-patches targetPrimary to cand with the
- * read's resourceVersion as the precondition. 0 written, 1 not this pod's
- * any more, -ESTALE the Cluster changed between the read and the patch, other
- * errors in err. */
-static int handover_patch(struct runner *rn, const struct inst_source *fast, const char *cand,
-			  struct op_err *err)
-{
-	const char *me = rn->o->pod_name;
-	json_object *obj = NULL;
-	int r = kube_get(fast->kube, KUBE_CLUSTERS, fast->ns, fast->name, &obj, err);
-	if (r)
-		return op_err_prefix(err, "reading the Cluster");
-	const char *t = op_json_str_at(obj, "status.targetPrimary");
-	const char *cur = op_json_str_at(obj, "status.currentPrimary");
-	const char *rv = kube_obj_resource_version(obj);
-	bool mine = t && cur && rv && strcmp(t, me) == 0 && strcmp(cur, me) == 0;
-	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
-	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	r = mine ? 0 : 1;
-	r = r ? r : op_buf_adds(&b, "{\"metadata\":{\"resourceVersion\":");
-	r = r ? r : op_buf_add_json_str(&b, rv);
-	r = r ? r : op_buf_adds(&b, "},\"status\":{\"targetPrimary\":");
-	r = r ? r : op_buf_add_json_str(&b, cand);
-	r = r ? r : op_buf_addf(&b, ",\"targetPrimaryTimestamp\":\"%s\"}}", ts);
-	json_object_put(obj);
-	if (r < 0)
-		return op_err_set(err, r, "handover patch too large");
-	return r ? r : inst_cluster_patch_status(fast, op_buf_str(&b), err);
-}
-
 /* Names the most advanced streaming replica (synchronous ones first)
  * targetPrimary, with the resourceVersion of a fresh read as precondition
  * (the Cluster must still name this pod target and current primary). Returns
@@ -842,15 +809,8 @@ static bool hand_over(struct runner *rn)
 	struct inst_source fast = *rn->src;
 	if (rn->src->fast)
 		fast.kube = rn->src->fast;
-	/* a Conflict is the reconciler writing the status between the read and the
-	 * patch (often right after a switchover): read again. Giving up meant the
-	 * slow stop (smart shutdown for smartShutdownTimeout), 10 s of it in the
-	 * fault suite's Pod deletion after a switchover. */
-	int r = -ESTALE;
-	for (int attempt = 0; r == -ESTALE && attempt < HANDOVER_ATTEMPTS; attempt++) {
-		op_err_clear(&e);
-		r = handover_patch(rn, &fast, cand, &e);
-	}
+	op_err_clear(&e);
+	int r = inst_cluster_hand_over(&fast, me, cand, &e);
 	if (r == 1) {
 		op_log_info("SIGTERM: the Cluster no longer names this pod the primary, no handover");
 		return false;
