@@ -107,7 +107,7 @@ struct rc_controller {
 	pthread_t prober;   /* contact.c: TCP probes of Clusters no instance of which answers */
 	bool prober_started;
 	pthread_mutex_t mu; /* states and stats */
-	struct rc_cluster_state *states;
+	struct rc_cluster_state *states; /* owned, sorted by key (rc_state_find: binary search) */
 	size_t n_states;
 	struct rc_controller_stats stats;
 	struct rc_metrics metrics;

@@ -343,13 +343,31 @@ int rc_ensure_pki(struct rc_run *r)
 
 /* ------------------------------------------------ client certificate */
 
+/* Where key is, or would go, in c->states (sorted by key): a lower bound. */
+static size_t state_pos(const struct rc_controller *c, const char *key, bool *ret_found)
+{
+	size_t lo = 0, hi = c->n_states;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(c->states[mid].key, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*ret_found = lo < c->n_states && strcmp(c->states[lo].key, key) == 0;
+	return lo;
+}
+
 struct rc_cluster_state *rc_state_get(struct rc_controller *c, const char *key)
 {
-	struct rc_cluster_state *found = rc_state_find(c, key);
+	bool found;
+	size_t at = state_pos(c, key, &found);
 	if (found)
-		return found;
+		return &c->states[at];
 	c->states = op_realloc(c->states, (c->n_states + 1) * sizeof(*c->states));
-	struct rc_cluster_state *s = &c->states[c->n_states++];
+	memmove(&c->states[at + 1], &c->states[at], (c->n_states - at) * sizeof(*c->states));
+	c->n_states++;
+	struct rc_cluster_state *s = &c->states[at];
 	*s = (struct rc_cluster_state){ .key = op_strdup(key) };
 	return s;
 }
@@ -370,20 +388,21 @@ void rc_state_done(struct rc_cluster_state *s)
 void rc_state_drop(struct rc_controller *c, const char *key)
 {
 	pthread_mutex_lock(&c->mu);
-	struct rc_cluster_state *s = rc_state_find(c, key);
-	if (s) {
-		rc_state_done(s);
-		*s = c->states[--c->n_states]; /* the last one fills the hole */
+	bool found;
+	size_t at = state_pos(c, key, &found);
+	if (found) {
+		rc_state_done(&c->states[at]);
+		c->n_states--;
+		memmove(&c->states[at], &c->states[at + 1], (c->n_states - at) * sizeof(*c->states));
 	}
 	pthread_mutex_unlock(&c->mu);
 }
 
 struct rc_cluster_state *rc_state_find(struct rc_controller *c, const char *key)
 {
-	for (size_t i = 0; i < c->n_states; i++)
-		if (strcmp(c->states[i].key, key) == 0)
-			return &c->states[i];
-	return NULL;
+	bool found;
+	size_t at = state_pos(c, key, &found);
+	return found ? &c->states[at] : NULL;
 }
 
 void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc)

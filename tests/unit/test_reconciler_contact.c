@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,10 +240,52 @@ static void test_state_drop(void **state)
 	ctl_free(c);
 }
 
+/* The states are kept sorted and found by binary search (each reconcile looks
+ * its Cluster's up several times, under the controller's mutex, among 1,000):
+ * keys made in any order are all found with their own state, drops keep the
+ * rest findable, an unknown key is not found. */
+static void test_state_many(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	enum { N = 200 };
+	char key[N][16];
+	pthread_mutex_lock(&c->mu);
+	for (int i = 0; i < N; i++) {
+		int k = (i * 7919) % N; /* a permutation of 0..N-1 (7919 is prime) */
+		snprintf(key[k], sizeof(key[k]), "ns/c%03d", k);
+		struct rc_cluster_state *s = rc_state_get(c, key[k]);
+		s->probe_streak = (unsigned)k;
+		assert_ptr_equal(rc_state_get(c, key[k]), s); /* the same, not a new one */
+	}
+	assert_int_equal(c->n_states, N);
+	for (size_t i = 1; i < c->n_states; i++)
+		assert_true(strcmp(c->states[i - 1].key, c->states[i].key) < 0);
+	pthread_mutex_unlock(&c->mu);
+	for (int k = 0; k < N; k += 3)
+		rc_state_drop(c, key[k]);
+	pthread_mutex_lock(&c->mu);
+	for (int k = 0; k < N; k++) {
+		const struct rc_cluster_state *s = rc_state_find(c, key[k]);
+		if (k % 3 == 0) {
+			assert_null(s);
+			continue;
+		}
+		assert_non_null(s);
+		assert_string_equal(s->key, key[k]);
+		assert_int_equal(s->probe_streak, k);
+	}
+	assert_null(rc_state_find(c, "ns/c9999"));
+	assert_null(rc_state_find(c, ""));
+	pthread_mutex_unlock(&c->mu);
+	ctl_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_delays),
+		cmocka_unit_test(test_state_many),
 		cmocka_unit_test(test_mark_known_and_unknown),
 		cmocka_unit_test(test_all_silent_goes_to_prober),
 		cmocka_unit_test(test_streak_and_forget),
