@@ -1,5 +1,6 @@
 /* reconciler/controller.c - informers -> queue -> workers (reconciler.h). */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -284,6 +285,23 @@ static bool leading(struct rc_controller *c)
 	return !c->is_leader || c->is_leader(c->leader_ud);
 }
 
+/* Once a minute at most, when a worker found no work for a second after some
+ * was done: the memory reconciles freed goes back to the system. glibc keeps
+ * what each thread frees in its arena (workers, informers, the prober), and an
+ * idle controller crept up in steps (docs/internals/memory.md, the idle run). */
+static void give_back_memory(struct rc_controller *c)
+{
+	int64_t now = rc_mono_ms();
+	int64_t last = atomic_load_explicit(&c->trimmed_ms, memory_order_relaxed);
+	if (now - last < RC_TRIM_EVERY_MS ||
+	    !atomic_compare_exchange_strong(&c->trimmed_ms, &last, now) ||
+	    !atomic_exchange_explicit(&c->worked, false, memory_order_relaxed))
+		return;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 static void *worker_main(void *arg)
 {
 	struct rc_controller *c = arg;
@@ -297,8 +315,11 @@ static void *worker_main(void *arg)
 		int r = rc_queue_get(c->q, 1000, &key, &event_ms);
 		if (r == -ECANCELED)
 			break;
-		if (r < 0)
+		if (r < 0) { /* a second without work */
+			give_back_memory(c);
 			continue;
+		}
+		atomic_store_explicit(&c->worked, true, memory_order_relaxed);
 		if (!leading(c)) { /* lost the lease while waiting: put it back */
 			rc_queue_done(c->q, key);
 			rc_queue_add_after(c->q, key, 1000);

@@ -111,7 +111,11 @@ struct rc_controller {
 	size_t n_states;
 	struct rc_controller_stats stats;
 	struct rc_metrics metrics;
+	_Atomic int64_t trimmed_ms; /* monotonic ms of the last malloc_trim (controller.c) */
+	atomic_bool worked;         /* a reconcile ran since then */
 };
+
+#define RC_TRIM_EVERY_MS 60000
 
 /* Informer of kind for namespace ns (borrowed), or NULL when ns is not watched. */
 struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns);
