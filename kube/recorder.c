@@ -193,13 +193,7 @@ int kube_recorder_emit(struct kube_recorder *rec, json_object *involved, const c
 int kube_recorder_flush(struct kube_recorder *rec, long timeout_ms)
 {
 	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	kube__deadline(&until, timeout_ms); /* CLOCK_MONOTONIC, the clock of rec->done */
 	int r = 0;
 	pthread_mutex_lock(&rec->lock);
 	uint64_t want = rec->seq_queued;
