@@ -223,6 +223,8 @@ start kube-apiserver kube-apiserver \
 wait_up kube-apiserver 90 "ccurl $api_url/readyz"
 
 step "starting kube-controller-manager (secure port $PGOP_E2E_KCM_PORT)" "$S/logs/kube-controller-manager.log"
+# extra flags: PGOP_E2E_KCM_ARGS (bench/scale.sh's BENCH_KCM_QPS)
+# shellcheck disable=SC2086
 start kube-controller-manager kube-controller-manager \
 	--kubeconfig="$S/kcm/kubeconfig" \
 	--authentication-kubeconfig="$S/kcm/kubeconfig" \
@@ -235,7 +237,7 @@ start kube-controller-manager kube-controller-manager \
 	--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
 	--cluster-name=pgop-e2e \
 	--leader-elect=false \
-	--profiling=false
+	--profiling=false ${PGOP_E2E_KCM_ARGS:-}
 wait_up kube-controller-manager 60 "curl -skf --max-time 3 https://127.0.0.1:$PGOP_E2E_KCM_PORT/healthz"
 
 step "starting kube-scheduler (secure port $PGOP_E2E_SCHEDULER_PORT)" "$S/logs/kube-scheduler.log"
