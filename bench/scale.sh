@@ -258,6 +258,8 @@ for n in ${BENCH_N:-10 100 1000}; do
 	echo "METRIC scale_${n}_kcm_throttle_log_lines=$(grep -c 'client-side throttling' "$PGOP_E2E_STATE/logs/kube-controller-manager.log" 2>/dev/null || true)"
 	if [ "$(c429 "$tmp/m2")" != 0 ]; then
 		e2e_log "N=$n: 429s: pgop's: $(c429_where "$tmp/m2"); kube-apiserver rejected: $(apiserver_rejected)"
+		# also in the summary (the run's logs are replaced by the next run)
+		echo "METRIC scale_${n}_429_apiserver_rejected=$(apiserver_rejected | tr -s ' ' ';')"
 	fi
 done
 if [ -n "$rns" ]; then
