@@ -15,9 +15,26 @@
 #include "support/log.h"
 #include "support/metrics.h"
 
+/* The involved object's identity as plain strings (a json-c tree of the same
+ * six fields costs ~2 KB with its two hash tables, and a creation burst can
+ * queue hundreds): what kube_event_emit copies into involvedObject. */
+enum { ID_API_VERSION, ID_KIND, ID_NAME, ID_NAMESPACE, ID_UID, ID_RV, ID__N };
+static const struct {
+	const char *path; /* in the object */
+	const char *key;  /* in the identity handed to kube_event_emit */
+	bool meta;
+} id_fields[ID__N] = {
+	[ID_API_VERSION] = { "apiVersion", "apiVersion", false },
+	[ID_KIND] = { "kind", "kind", false },
+	[ID_NAME] = { "metadata.name", "name", true },
+	[ID_NAMESPACE] = { "metadata.namespace", "namespace", true },
+	[ID_UID] = { "metadata.uid", "uid", true },
+	[ID_RV] = { "metadata.resourceVersion", "resourceVersion", true },
+};
+
 struct rec_event {
 	struct rec_event *next;
-	json_object *involved; /* owned: the involved object's identity only */
+	char *id[ID__N];               /* owned, NULL when absent */
 	char *type, *reason, *message; /* owned */
 	int64_t wall_ms;
 	uint64_t seq;
@@ -44,35 +61,27 @@ static void event_free(struct rec_event *ev)
 {
 	if (!ev)
 		return;
-	json_object_put(ev->involved);
+	for (size_t i = 0; i < ID__N; i++)
+		free(ev->id[i]);
 	free(ev->type);
 	free(ev->reason);
 	free(ev->message);
 	free(ev);
 }
 
-/* The fields kube_event_emit copies into involvedObject, and nothing else. */
-static json_object *identity_of(json_object *obj)
+/* A json-c object of ev's identity for kube_event_emit (owned), or NULL. */
+static json_object *identity_json(const struct rec_event *ev)
 {
-	static const char *const top[] = { "apiVersion", "kind" };
-	static const char *const meta[] = { "name", "namespace", "uid", "resourceVersion" };
 	json_object *id = json_object_new_object();
 	json_object *md = json_object_new_object();
-	int r = 0;
-	for (size_t i = 0; i < OP_ARRAY_SIZE(top); i++) {
-		const char *v = op_json_str_at(obj, top[i]);
-		if (v)
-			r |= op_json_set(id, top[i], json_object_new_string(v));
-	}
-	json_object *m = NULL;
-	if (json_object_object_get_ex(obj, "metadata", &m))
-		for (size_t i = 0; i < OP_ARRAY_SIZE(meta); i++) {
-			const char *v = op_json_str_at(m, meta[i]);
-			if (v)
-				r |= op_json_set(md, meta[i], json_object_new_string(v));
-		}
-	r |= op_json_set(id, "metadata", md);
+	int r = !id || !md;
+	for (size_t i = 0; i < ID__N && r == 0; i++)
+		if (ev->id[i])
+			r = op_json_set(id_fields[i].meta ? md : id, id_fields[i].key,
+					json_object_new_string(ev->id[i]));
+	r = r ? r : op_json_set(id, "metadata", md);
 	if (r) {
+		json_object_put(md);
 		json_object_put(id);
 		return NULL;
 	}
@@ -97,12 +106,14 @@ static void *rec_main(void *arg)
 		rec->queued--;
 		pthread_mutex_unlock(&rec->lock);
 		struct op_err e = OP_ERR_INIT;
-		int r = kube__event_emit_at(rec->c, ev->involved, ev->type, ev->reason, ev->message,
-					    rec->component, ev->wall_ms, &e);
+		json_object *involved = identity_json(ev);
+		int r = involved ? kube__event_emit_at(rec->c, involved, ev->type, ev->reason,
+						       ev->message, rec->component, ev->wall_ms, &e)
+				 : op_err_set(&e, -ENOMEM, "event: out of memory");
+		json_object_put(involved);
 		if (r < 0)
-			op_log_warn("cannot record event", "namespace",
-				    kube_obj_namespace(ev->involved), "name",
-				    kube_obj_name(ev->involved), "reason", ev->reason, "error", e.msg);
+			op_log_warn("cannot record event", "namespace", ev->id[ID_NAMESPACE], "name",
+				    ev->id[ID_NAME], "reason", ev->reason, "error", e.msg);
 		pthread_mutex_lock(&rec->lock);
 		if (r < 0)
 			rec->st.failed++;
@@ -162,15 +173,14 @@ int kube_recorder_emit(struct kube_recorder *rec, json_object *involved, const c
 	if (!kube_obj_name(involved))
 		return -EINVAL;
 	struct rec_event *ev = op_calloc(1, sizeof(*ev));
-	ev->involved = identity_of(involved);
+	for (size_t i = 0; i < ID__N; i++) {
+		const char *v = op_json_str_at(involved, id_fields[i].path);
+		ev->id[i] = v ? op_strdup(v) : NULL;
+	}
 	ev->type = op_strdup(type ? type : KUBE_EVENT_NORMAL);
 	ev->reason = op_strdup(reason ? reason : "");
 	ev->message = op_strdup(message ? message : "");
 	ev->wall_ms = kube__wall_ms();
-	if (!ev->involved) {
-		event_free(ev);
-		return -ENOMEM;
-	}
 	pthread_mutex_lock(&rec->lock);
 	if (rec->stopping || rec->queued >= rec->cap) {
 		rec->st.dropped++;
