@@ -97,8 +97,8 @@ int kube__read_file(const char *path, size_t max, struct op_buf *b, struct op_er
 /* Appends s percent-encoded (RFC 3986 unreserved kept) to b. */
 int kube__escape(struct op_buf *b, const char *s);
 
-/* Takes one token from the client's rate limiter, sleeping if needed. */
-/* Waits for a token of the main bucket, or of the Events' own one. */
+/* Takes one token from the client's rate limiter, sleeping if needed: from
+ * the main bucket, or from the Events' own one. */
 void kube__throttle(struct kube_client *c, bool events);
 
 /* An easy handle for method/url with TLS, auth, user agent, share,

@@ -341,7 +341,7 @@ int rc_ensure_pki(struct rc_run *r)
 	return ret;
 }
 
-/* ------------------------------------------------ client certificate */
+/* ------------------------------------------------ per-Cluster states */
 
 /* Where key is, or would go, in c->states (sorted by key): a lower bound. */
 static size_t state_pos(const struct rc_controller *c, const char *key, bool *ret_found)
@@ -530,6 +530,8 @@ static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 	rc_pki_memo_done(&s->pki);
 	s->pending_returned_ms = 0;
 }
+
+/* ------------------------------------------------ client certificate */
 
 #define CLIENT_CHECK_S 60 /* the operator client certificate is re-verified this often */
 
