@@ -809,8 +809,7 @@ static bool hand_over(struct runner *rn)
 	struct inst_source fast = *rn->src;
 	if (rn->src->fast)
 		fast.kube = rn->src->fast;
-	op_err_clear(&e);
-	int r = inst_cluster_hand_over(&fast, me, cand, &e);
+	int r = inst_cluster_hand_over(&fast, me, cand, &e); /* clears e at each try */
 	if (r == 1) {
 		op_log_info("SIGTERM: the Cluster no longer names this pod the primary, no handover");
 		return false;
