@@ -88,7 +88,8 @@ struct rc_metrics {
 
 struct rc_controller {
 	struct kube_client *kc;
-	struct kube_recorder *rec; /* owned: Events posted in the background (NULL without kc) */
+	struct kube_recorder *rec; /* owned: Events posted in the background (rc_controller_start
+				    * makes it; NULL in a controller tests build by hand) */
 	char **ns;          /* owned; n_ns == 0 means all namespaces */
 	size_t n_ns;
 	size_t n_inf_ns;    /* max(1, n_ns) */
