@@ -24,7 +24,8 @@ if [ -z "${BENCH_SCALE_INNER:-}" ]; then
 	build=${1:-$top/build}
 	export BENCH_SCALE_INNER=1 PGOP_NODE_AGENT_ARGS="--scale-mode bscale-[0-9]*"
 	# BENCH_KCM_QPS: kube-controller-manager's client limit (upstream default 20/s, burst
-	# 30, per controller): its Job controller creates and tracks every bootstrap Job's Pod
+	# 30, per controller): its Job controller tracked every bootstrap Job's Pod until pgop
+	# made its bootstrap Pods itself (2026-12-05); its endpoint controllers remain
 	[ -z "${BENCH_KCM_QPS:-}" ] ||
 		export PGOP_E2E_KCM_ARGS="--kube-api-qps=$BENCH_KCM_QPS --kube-api-burst=$((2 * BENCH_KCM_QPS))"
 	exec "$top/tests/e2e/run.sh" "$build" "$top/bench/scale.sh"

@@ -284,6 +284,7 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
  * major (p->pg_bindir, p->pg_major; *ret_bindir owns the string), an absent
  * PGDATA, the runtime directories and the certificate files. *ret (owned) is
  * set on success. */
+/* 0 ready to bootstrap, 1 already bootstrapped (nothing to do), <0 error. */
 static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 				const char *kubeconfig, const char *ns, const char *name,
 				const char *pod, struct api_cluster **ret, char **ret_bindir,
@@ -292,6 +293,13 @@ static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
 	int r = inst_load_for(cluster_file, kubeconfig, ns, name, &c, err);
 	r = r ? r : inst_paths_locate(p, c, false, ret_bindir, err);
+	if (r == 0 && inst_marker_is(p->pgdata, pod, err) == 1) {
+		/* a bootstrap Pod started again after it completed (its success
+		 * not seen before it was lost): the volume is this instance's */
+		op_log_info("the volume already holds this instance: nothing to do", "pgdata",
+			    p->pgdata, "pod", pod);
+		return 1;
+	}
 	r = r ? r : inst_pgdata_reclaim(p, pod, err);
 	r = r ? r : runtime_dirs(p, err);
 	if (r)
@@ -312,7 +320,7 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
 				     o->cluster_name, o->pod_name, &c, &bindir, err);
 	if (r)
-		return r;
+		return r < 0 ? r : 0;
 	umask(077);
 	struct argv_b a = { 0 };
 	argv_add(&a, "initdb");
@@ -324,7 +332,7 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 		argv_add(&a, "--waldir");
 		argv_add(&a, p->waldir);
 	}
-	/* --initdb-flag (one argument each, from the Job) or the spec; checked
+	/* --initdb-flag (one argument each, from the bootstrap Pod) or the spec; checked
 	 * again here: a value never becomes another initdb argument */
 	struct api_strv spec_flags = { 0 };
 	if (!o->n_initdb_flags)
@@ -433,7 +441,7 @@ int inst_join(const struct inst_join_opts *o, struct op_err *err)
 	int r = prepare_new_instance(&paths, o->cluster_file, o->kubeconfig, o->namespace_,
 				     o->cluster_name, o->pod_name, &c, &bindir, err);
 	if (r)
-		return r;
+		return r < 0 ? r : 0;
 	_cleanup_free_ char *rw = api_service_name(o->cluster_name, API_SVC_RW);
 	const char *host = o->primary_host ? o->primary_host : rw;
 	r = inst_clone_standby(p, c, o->pod_name, host, o->primary_port, err);

@@ -38,6 +38,8 @@ static const char *const keep_pods[] = { KEEP_META,
 					 "status.conditions[].type",
 					 "status.conditions[].status",
 					 "status.containerStatuses[].state.waiting",
+					 /* a bootstrap Pod's failed attempts */
+					 "status.containerStatuses[].restartCount",
 					 "status.initContainerStatuses[].state.waiting",
 					 NULL };
 static const char *const keep_pvcs[] = { KEEP_META, "status.phase", NULL };
@@ -47,14 +49,6 @@ static const char *const keep_services[] = { KEEP_META, "spec.selector", NULL };
  * the certificates were 8 of the 22 KB a Cluster cost at 1,000 Clusters
  * (docs/internals/memory.md). */
 static const char *const keep_secrets[] = { KEEP_META, NULL };
-static const char *const keep_jobs[] = { KEEP_META, "status.conditions[].type",
-					 "status.conditions[].status", NULL };
-
-/* A bootstrap Job's Pod that completed is never read (the Job says it
- * completed; only a Pod that cannot start its image is): the API server
- * leaves it out, and its watch reports it DELETED when it succeeds. */
-#define PODS_FIELDS "status.phase!=Succeeded"
-
 static const struct {
 	enum kube_kind_id kind;
 	bool owned;         /* label-selected objects that belong to a Cluster */
@@ -62,11 +56,10 @@ static const struct {
 	const char *fields; /* field selector, or NULL */
 } inf_table[RC_INF__COUNT] = {
 	[RC_INF_CLUSTERS] = { KUBE_K_CLUSTERS, false, keep_all, NULL },
-	[RC_INF_PODS] = { KUBE_K_PODS, true, keep_pods, PODS_FIELDS },
+	[RC_INF_PODS] = { KUBE_K_PODS, true, keep_pods, NULL },
 	[RC_INF_PVCS] = { KUBE_K_PVCS, true, keep_pvcs, NULL },
 	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true, keep_services, NULL },
 	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets, NULL },
-	[RC_INF_JOBS] = { KUBE_K_JOBS, true, keep_jobs, NULL },
 };
 
 struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns)
@@ -148,8 +141,9 @@ void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *re
 static bool leading(struct rc_controller *c);
 
 static const char *const result_names[RC_RESULT__N] = { "success", "requeue", "error" };
-static const char *const inf_names[RC_INF__COUNT] = { "clusters", "pods",    "persistentvolumeclaims",
-						      "services", "secrets", "jobs" };
+static const char *const inf_names[RC_INF__COUNT] = { "clusters", "pods",
+						      "persistentvolumeclaims", "services",
+						      "secrets" };
 
 static int render_gauge(struct op_buf *out, const char *name, const char *help, uint64_t v)
 {

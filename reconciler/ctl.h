@@ -22,7 +22,6 @@ enum rc_inf {
 	RC_INF_PVCS,
 	RC_INF_SERVICES,
 	RC_INF_SECRETS,
-	RC_INF_JOBS,
 	RC_INF__COUNT
 };
 

@@ -28,7 +28,7 @@
 #define RC_LABEL_USER_TYPE "cnpg.io/userType"
 #define RC_LABEL_RELOAD "cnpg.io/reload"
 #define RC_ANN_NODE_SERIAL "cnpg.io/nodeSerial"
-#define RC_ANN_PVC_STATUS "cnpg.io/pvcStatus" /* "ready" once the bootstrap Job completed */
+#define RC_ANN_PVC_STATUS "cnpg.io/pvcStatus" /* "ready" once the bootstrap Pod succeeded */
 /* Rolling restart (kubectl cnpg restart): the Cluster's value, copied to
  * each instance Pod when it is built; a Pod with another value is outdated. */
 #define RC_ANN_RESTARTED_AT "kubectl.kubernetes.io/restartedAt"
@@ -53,10 +53,13 @@ struct rc_settings {
 	const char *default_image;  /* spec.imageName when absent; NULL = "ghcr.io/cloudnative-pg/postgresql:15" */
 };
 
+/* How an instance's volume is first filled: initdb (the first primary) or
+ * join (a clone of the primary), by a bootstrap Pod (CloudNativePG: a Job;
+ * label cnpg.io/jobRole either way). */
 enum rc_job_role { RC_JOB_INITDB, RC_JOB_JOIN };
 /* "initdb" / "join". */
 const char *rc_job_role_name(enum rc_job_role role);
-/* "<pod>-initdb" / "<pod>-join" (owned). */
+/* The bootstrap Pod's name, "<pod>-initdb" / "<pod>-join" (owned). */
 char *rc_job_name(const char *cluster, int64_t serial, enum rc_job_role role);
 
 /* {"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster","name","uid",
@@ -83,9 +86,15 @@ const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s
 int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
 		 const char *role, json_object **ret, struct op_err *err);
 
-/* Bootstrap Job `<pod>-initdb` / `<pod>-join`. */
-int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
-		 enum rc_job_role role, json_object **ret, struct op_err *err);
+/* Bootstrap Pod `<pod>-initdb` / `<pod>-join` (`pgop instance init|join`
+ * on the instance's volumes, restartPolicy OnFailure), owned by the Cluster
+ * like the instance Pod. No Job: kube-controller-manager's Job controller
+ * (20 requests/s upstream, ~5 per Job) bounded how fast 1,000 Clusters were
+ * created (docs/internals/memory.md). -EINVAL when spec.bootstrap.initdb
+ * holds an argument that cannot go to initdb. */
+int rc_build_bootstrap_pod(const struct api_cluster *c, const struct rc_settings *s,
+			   int64_t serial, enum rc_job_role role, json_object **ret,
+			   struct op_err *err);
 
 /* The Secret holding the credentials of `which` (API_SECRET_SUPERUSER or
  * API_SECRET_APP) that the instances mount: the one the spec names

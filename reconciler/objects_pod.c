@@ -1,5 +1,5 @@
-/* reconciler/objects_pod.c - instance Pods and bootstrap Jobs
- * (docs/instance-contract.md "Pod" and "Jobs"). */
+/* reconciler/objects_pod.c - instance Pods and bootstrap Pods
+ * (docs/instance-contract.md "Pod" and "Bootstrap Pods"). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -91,7 +91,7 @@ static json_object *kvs_object(const struct api_kvs *kvs)
 	return o;
 }
 
-/* Volumes and mounts shared by the Pod and its Jobs. */
+/* Volumes and mounts shared by the instance Pod and its bootstrap Pod. */
 static void add_volumes(const struct api_cluster *c, int64_t serial, json_object *spec,
 			json_object *mounts)
 {
@@ -184,7 +184,7 @@ static void major_args(json_object *cmd, const struct api_cluster *c, const stru
 	jpush(cmd, jstr(n));
 }
 
-/* The pod spec of an instance (command NULL) or of a Job (command given). */
+/* The pod spec of an instance (command NULL) or of a bootstrap Pod (command given). */
 static json_object *pod_spec(const struct api_cluster *c, const struct rc_settings *s,
 			     int64_t serial, json_object *command)
 {
@@ -314,9 +314,9 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	return 0;
 }
 
-/* The Job's command; NULL with err set when spec.bootstrap.initdb holds an
+/* The bootstrap Pod's command; NULL with err set when spec.bootstrap.initdb holds an
  * argument that cannot go to initdb. */
-static json_object *job_command(const struct api_cluster *c, const struct rc_settings *s,
+static json_object *bootstrap_command(const struct api_cluster *c, const struct rc_settings *s,
 				int64_t serial, enum rc_job_role role, struct op_err *err)
 {
 	json_object *a = jarr();
@@ -370,39 +370,30 @@ static json_object *job_command(const struct api_cluster *c, const struct rc_set
 	return a;
 }
 
-int rc_build_job(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
-		 enum rc_job_role role, json_object **ret, struct op_err *err)
+int rc_build_bootstrap_pod(const struct api_cluster *c, const struct rc_settings *s,
+			   int64_t serial, enum rc_job_role role, json_object **ret,
+			   struct op_err *err)
 {
 	if (serial <= 0)
 		return op_err_set(err, -EINVAL, "instance serial %lld", (long long)serial);
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
 	_cleanup_free_ char *name = rc_job_name(c->metadata.name, serial, role);
+	json_object *cmd = bootstrap_command(c, s, serial, role, err);
+	if (!cmd)
+		return -EINVAL;
 	json_object *o = jobj();
-	jsets(o, "apiVersion", "batch/v1");
-	jsets(o, "kind", "Job");
+	jsets(o, "apiVersion", "v1");
+	jsets(o, "kind", "Pod");
 	json_object *m = pod_meta(c, name, serial);
 	json_object *labels = json_object_object_get(m, "labels");
 	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
 	jsets(labels, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
 	jset(o, "metadata", m);
-	json_object *spec = jchild(o, "spec");
-	jset(spec, "backoffLimit", jint(6));
-	json_object *tmpl = jchild(spec, "template");
-	json_object *tm = jobj();
-	json_object *tl = jobj();
-	jsets(tl, RC_LABEL_CLUSTER, c->metadata.name);
-	jsets(tl, RC_LABEL_INSTANCE_NAME, pod);
-	jsets(tl, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
-	jset(tm, "labels", tl);
-	jset(tmpl, "metadata", tm);
-	json_object *cmd = job_command(c, s, serial, role, err);
-	if (!cmd) {
-		json_object_put(o);
-		return -EINVAL;
-	}
 	json_object *ps = pod_spec(c, s, serial, cmd);
-	jsets(ps, "restartPolicy", "Never");
-	jset(tmpl, "spec", ps);
+	/* a failed attempt is retried in place, with the kubelet's back-off
+	 * (the Job's backoffLimit is RC_BOOTSTRAP_RESTARTS in the reconciler) */
+	jsets(ps, "restartPolicy", "OnFailure");
+	jset(o, "spec", ps);
 	*ret = o;
 	return 0;
 }

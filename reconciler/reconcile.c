@@ -24,7 +24,7 @@
 /* poll instance status this often: with the replicas' 5 s wal_receiver_timeout
  * it bounds how long a partitioned primary goes unnoticed */
 #define REQUEUE_HEALTHY_MS 5000
-/* Waiting on a Pod or a Job (created, scheduled, Ready, completed): its watch
+/* Waiting on a Pod (created, scheduled, Ready, succeeded): its watch
  * event reconciles at once, and the status poll every Cluster gets is the
  * safety net. It was a 2 s poll: with 1,000 Clusters waiting for their Pods
  * (bench/scale.sh) that was 500 reconciles a second, and the work queue fell
@@ -36,6 +36,9 @@
  * replicas lose it too (a partition) or it answers (a blip). Each look costs
  * one 300 ms connect to it and the replicas' status. */
 #define REQUEUE_PRIMARY_CHECK_MS 250
+/* A bootstrap Pod that failed this many attempts (restarts) makes the
+ * Cluster unrecoverable: CloudNativePG's Job backoffLimit. */
+#define RC_BOOTSTRAP_RESTARTS 6
 
 void rc_requeue(struct rc_run *r, long ms)
 {
@@ -124,20 +127,6 @@ static const char *label(json_object *obj, const char *key)
 	if (!l || !json_object_object_get_ex(l, key, &v) || !json_object_is_type(v, json_type_string))
 		return NULL;
 	return json_object_get_string(v);
-}
-
-static bool condition_true(json_object *obj, const char *type)
-{
-	json_object *conds = op_json_at(obj, "status.conditions");
-	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
-			   i < json_object_array_length(conds);
-	     i++) {
-		json_object *c = json_object_array_get_idx(conds, i);
-		const char *t = op_json_str_at(c, "type"), *s = op_json_str_at(c, "status");
-		if (t && s && strcmp(t, type) == 0)
-			return strcmp(s, "True") == 0;
-	}
-	return false;
 }
 
 static bool terminating(json_object *obj)
@@ -237,7 +226,7 @@ static int write_status(struct rc_run *r, struct status_base *b)
 /* ------------------------------------------------------------ instances */
 
 struct inventory {
-	json_object *pods, *pvcs, *jobs; /* owned arrays */
+	json_object *pods, *pvcs; /* owned arrays; pods: instance and bootstrap Pods */
 	struct rc_instance *v;           /* one per instance Pod, sorted */
 	size_t n;
 };
@@ -249,7 +238,6 @@ static void inventory_done(struct inventory *inv)
 	free(inv->v);
 	json_object_put(inv->pods);
 	json_object_put(inv->pvcs);
-	json_object_put(inv->jobs);
 }
 
 static json_object *find_by_name(json_object *arr, const char *name)
@@ -284,7 +272,6 @@ static void inventory_load(struct rc_run *r, struct inventory *inv)
 {
 	inv->pods = rc_cache_owned(r->ctl, RC_INF_PODS, r->ns, r->name);
 	inv->pvcs = rc_cache_owned(r->ctl, RC_INF_PVCS, r->ns, r->name);
-	inv->jobs = rc_cache_owned(r->ctl, RC_INF_JOBS, r->ns, r->name);
 	size_t np = json_object_array_length(inv->pods);
 	inv->v = op_calloc(np ? np : 1, sizeof(*inv->v));
 	for (size_t i = 0; i < np; i++)
@@ -318,7 +305,7 @@ static int set_role(struct rc_run *r, struct inventory *inv, const char *pod, co
 }
 
 /* CNPG's cnpg.io/pvcStatus=ready: the volume holds an initialized instance
- * (its bootstrap Job completed), so a Pod may be started on it. */
+ * (its bootstrap Pod succeeded), so an instance Pod may be started on it. */
 static bool pvc_ready(json_object *pvc)
 {
 	json_object *a = op_json_at(pvc, "metadata.annotations"), *v = NULL;
@@ -334,6 +321,33 @@ static int mark_pvc_ready(struct rc_run *r, const char *name)
 			     json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
 	json_object_put(p);
 	return ret == -ENOENT ? 0 : ret;
+}
+
+static int create_bootstrap_pod(struct rc_run *r, int64_t serial, enum rc_job_role role)
+{
+	json_object *o = NULL;
+	int ret = rc_build_bootstrap_pod(r->c, &r->ctl->settings, serial, role, &o, r->err);
+	if (ret == 0)
+		ret = rc_create(r, KUBE_PODS, o);
+	if (o)
+		json_object_put(o);
+	return ret;
+}
+
+/* A bootstrap Pod's restarts (restartPolicy OnFailure: each is a failed
+ * attempt), the most of its containers'. */
+static int64_t restarts(json_object *pod)
+{
+	json_object *cs = op_json_at(pod, "status.containerStatuses");
+	int64_t most = 0;
+	for (size_t i = 0; json_object_is_type(cs, json_type_array) &&
+			   i < json_object_array_length(cs);
+	     i++) {
+		json_object *n = op_json_at(json_object_array_get_idx(cs, i), "restartCount");
+		if (n && json_object_get_int64(n) > most)
+			most = json_object_get_int64(n);
+	}
+	return most;
 }
 
 static int create_instance_objects(struct rc_run *r, int64_t serial, enum rc_job_role role)
@@ -354,11 +368,7 @@ static int create_instance_objects(struct rc_run *r, int64_t serial, enum rc_job
 		o = NULL;
 	}
 	if (ret >= 0)
-		ret = rc_build_job(r->c, &r->ctl->settings, serial, role, &o, r->err);
-	if (ret >= 0)
-		ret = rc_create(r, KUBE_JOBS, o);
-	if (o)
-		json_object_put(o);
+		ret = create_bootstrap_pod(r, serial, role);
 	return ret < 0 ? ret : 0;
 }
 
@@ -398,11 +408,12 @@ static int scale_down(struct rc_run *r, struct inventory *inv)
 	_cleanup_free_ char *j1 = rc_job_name(r->name, s, RC_JOB_INITDB);
 	_cleanup_free_ char *j2 = rc_job_name(r->name, s, RC_JOB_JOIN);
 	_cleanup_free_ char *wal = api_wal_pvc_name(r->name, s);
-	/* jobs and claims first (a claim stays until its pod is gone), then the
-	 * pod: a claim without its pod is never mistaken for one to restart */
-	int ret = rc_delete(r, KUBE_JOBS, j1);
+	/* bootstrap Pods and claims first (a claim stays until its pod is gone),
+	 * then the pod: a claim without its pod is never mistaken for one to
+	 * restart */
+	int ret = rc_delete(r, KUBE_PODS, j1);
 	if (ret >= 0)
-		ret = rc_delete(r, KUBE_JOBS, j2);
+		ret = rc_delete(r, KUBE_PODS, j2);
 	if (ret >= 0)
 		ret = rc_delete(r, KUBE_PVCS, pod);
 	if (ret >= 0)
@@ -426,8 +437,9 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 	bool in_progress = false;
 	/* a terminating Pod still counts: it comes back on its own volume */
 	const size_t live = inv->n;
-	/* 0. an instance or Job pod whose image cannot start (e.g. no PostgreSQL of
-	 * the image's major on the node): the kubelet's reason, not "job failed" */
+	/* 0. an instance or bootstrap Pod whose image cannot start (e.g. no
+	 * PostgreSQL of the image's major on the node): the kubelet's reason,
+	 * not "bootstrap failed" */
 	for (size_t i = 0; i < json_object_array_length(inv->pods); i++) {
 		json_object *p = json_object_array_get_idx(inv->pods, i);
 		_cleanup_free_ char *why = terminating(p) ? NULL : rc_pod_image_problem(p);
@@ -439,27 +451,37 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		rc_requeue(r, 10000);
 		return 1;
 	}
-	/* 1. bootstrap jobs */
-	for (size_t i = 0; i < json_object_array_length(inv->jobs); i++) {
-		json_object *j = json_object_array_get_idx(inv->jobs, i);
+	/* 1. bootstrap Pods: a retry in place after each failure (OnFailure), up
+	 * to RC_BOOTSTRAP_RESTARTS; once one succeeded, its volume is ready and
+	 * the instance Pod runs on it, and then it goes */
+	for (size_t i = 0; i < json_object_array_length(inv->pods); i++) {
+		json_object *j = json_object_array_get_idx(inv->pods, i);
 		const char *pod = label(j, RC_LABEL_INSTANCE_NAME);
 		const char *role = label(j, RC_LABEL_JOB_ROLE);
 		int64_t serial;
 		if (!pod || !role || terminating(j) || api_pod_serial(r->name, pod, &serial, NULL) < 0)
 			continue;
-		if (condition_true(j, "Failed")) {
-			_cleanup_free_ char *why = op_asprintf("job %s failed", kube_obj_name(j));
-			if (!str_eq(r->want.phase, RC_PHASE_UNRECOVERABLE))
-				rc_event(r, "Warning", "JobFailed", "%s: the instance %s was not created; "
-					 "look at the job's pod logs", why, pod);
-			set_phase(r, RC_PHASE_UNRECOVERABLE, why);
-			rc_requeue(r, 30000);
-			return 1;
-		}
-		if (!condition_true(j, "Complete")) {
-			set_phase(r, strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY
-								 : RC_PHASE_CREATING_REPLICA,
-				  NULL);
+		const char *setting_up =
+			strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY : RC_PHASE_CREATING_REPLICA;
+		const char *phase = op_json_str_at(j, "status.phase");
+		if (!str_eq(phase, "Succeeded")) {
+			int64_t n = restarts(j);
+			if (str_eq(phase, "Failed") || n >= RC_BOOTSTRAP_RESTARTS) {
+				_cleanup_free_ char *why =
+					str_eq(phase, "Failed")
+						? op_asprintf("bootstrap pod %s failed", kube_obj_name(j))
+						: op_asprintf("bootstrap pod %s failed %lld times",
+							      kube_obj_name(j), (long long)n);
+				if (!str_eq(r->want.phase, RC_PHASE_UNRECOVERABLE))
+					rc_event(r, "Warning", "BootstrapFailed",
+						 "%s: the instance %s was not created; look at the "
+						 "pod's logs, then delete the pod to try again",
+						 why, pod);
+				set_phase(r, RC_PHASE_UNRECOVERABLE, why);
+				rc_requeue(r, 30000);
+				return 1;
+			}
+			set_phase(r, setting_up, NULL);
 			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 			in_progress = true;
 			continue;
@@ -470,14 +492,17 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 			if (ret < 0)
 				return ret;
 		}
-		if (!find_by_name(inv->pods, pod) && (int64_t)live < want_n && pvc &&
-		    !terminating(pvc)) {
+		if (find_by_name(inv->pods, pod)) { /* the instance runs on the volume */
+			int ret = rc_delete(r, KUBE_PODS, kube_obj_name(j));
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if ((int64_t)live < want_n && pvc && !terminating(pvc)) {
 			int ret = create_pod(r, serial);
 			if (ret < 0)
 				return ret;
-			set_phase(r, strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY
-								 : RC_PHASE_CREATING_REPLICA,
-				  NULL);
+			set_phase(r, setting_up, NULL);
 			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 			in_progress = true;
 		}
@@ -492,7 +517,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		set_str(&r->want.target_primary, pod);
 		set_str(&r->want.current_primary, pod);
 		set_phase(r, RC_PHASE_FIRST_PRIMARY, NULL);
-		int ret = write_status(r, b); /* before the job: the serial is taken */
+		int ret = write_status(r, b); /* before its objects: the serial is taken */
 		if (ret != 0)
 			return ret < 0 ? ret : 1;
 		ret = create_instance_objects(r, 1, RC_JOB_INITDB);
@@ -503,23 +528,34 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		return 1;
 	}
 
-	/* 3. volumes whose pod is gone (and no job): restart the instance on its data */
+	/* 3. volumes whose pod is gone (and no bootstrap Pod): restart the
+	 * instance on its data; a volume never made ready gets its bootstrap Pod
+	 * again (deleted or lost before it succeeded: what a Job's controller
+	 * did for its Pod) */
 	for (size_t i = 0; i < json_object_array_length(inv->pvcs) && (int64_t)live < want_n; i++) {
 		json_object *pvc = json_object_array_get_idx(inv->pvcs, i);
 		const char *pod = label(pvc, RC_LABEL_INSTANCE_NAME);
 		int64_t serial;
-		if (!str_eq(label(pvc, RC_LABEL_PVC_ROLE), "PG_DATA") || terminating(pvc) ||
-		    !pvc_ready(pvc) || !pod ||
+		if (!str_eq(label(pvc, RC_LABEL_PVC_ROLE), "PG_DATA") || terminating(pvc) || !pod ||
 		    api_pod_serial(r->name, pod, &serial, NULL) < 0 || find_by_name(inv->pods, pod))
 			continue;
 		_cleanup_free_ char *j1 = rc_job_name(r->name, serial, RC_JOB_INITDB);
 		_cleanup_free_ char *j2 = rc_job_name(r->name, serial, RC_JOB_JOIN);
-		if (find_by_name(inv->jobs, j1) || find_by_name(inv->jobs, j2))
-			continue; /* a job that never completed: handled above */
-		int ret = create_pod(r, serial);
+		if (find_by_name(inv->pods, j1) || find_by_name(inv->pods, j2))
+			continue; /* one that never succeeded: handled above */
+		int ret;
+		if (pvc_ready(pvc)) {
+			ret = create_pod(r, serial);
+			set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+		} else {
+			/* only the first primary's volume is initialised; any other
+			 * is a clone of the primary */
+			bool first = str_eq(pod, r->want.current_primary) && inv->n == 0;
+			ret = create_bootstrap_pod(r, serial, first ? RC_JOB_INITDB : RC_JOB_JOIN);
+			set_phase(r, first ? RC_PHASE_FIRST_PRIMARY : RC_PHASE_CREATING_REPLICA, NULL);
+		}
 		if (ret < 0)
 			return ret;
-		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
 		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 		return 1;
 	}

@@ -4,9 +4,9 @@
 # applied unchanged):
 #   1. pgop runs from its Helm chart (default values: 2 replicas, leader election); the
 #      leading controller pod is force-deleted (SIGKILL, no grace) while the second
-#      instance's join Job runs: the other replica takes the Lease over, the Deployment
-#      replaces the pod, and the Cluster converges with exactly 3 pods, 3 PVCs, one Job
-#      per instance;
+#      instance's join Pod runs: the other replica takes the Lease over, the Deployment
+#      replaces the pod, and the Cluster converges with exactly 3 pods and 3 PVCs (each
+#      bootstrap Pod deleted once its instance runs; no Jobs);
 #   2. `kubectl get clusters.postgresql` prints INSTANCES 3, READY 3 and the primary;
 #   3. a client in a Pod connects to <c>-rw.<ns>.svc as the app user over TLS
 #      (sslmode=verify-ca with the <c>-ca ca.crt), writes rows and reads them back on every
@@ -31,8 +31,8 @@ healthy() { healthy_with 3; }
 # ---- 1. kill the leading controller pod while the second instance joins --------------
 t0=$(date +%s)
 k apply -f "$SAMPLES/cluster-example.yaml" >/dev/null
-e2e_wait_for "kubectl -n $ns get job $C-2-join" 300 0.2 || e2e_fail "no join Job for $C-2"
-e2e_assert_eq "" "$(k get job $C-2-join -o jsonpath='{.status.succeeded}')" "join Job still running when the controller is killed"
+e2e_wait_for "kubectl -n $ns get pod $C-2-join" 300 0.2 || e2e_fail "no join Pod for $C-2"
+e2e_assert_ne Succeeded "$(k get pod $C-2-join -o jsonpath='{.status.phase}')" "join Pod still running when the controller is killed"
 leader=$(cluster_leader)
 [ -n "$leader" ] || e2e_fail "no controller pod holds the Lease"
 kubectl -n "$opns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
@@ -44,7 +44,9 @@ e2e_wait_for healthy 600 2 || e2e_fail "not healthy after the controller restart
 echo "METRIC cluster_3_healthy_with_controller_kill_s=$(($(date +%s) - t0))"
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pods -l cnpg.io/podRole=instance -o jsonpath='{.items[*].metadata.name}')" "instance pods"
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pvc -o jsonpath='{.items[*].metadata.name}')" "PVCs in the namespace"
-e2e_assert_eq "$C-1-initdb $C-2-join $C-3-join" "$(k get jobs -o jsonpath='{.items[*].metadata.name}')" "Jobs in the namespace"
+e2e_wait_for "[ \"\$(k get pods -o jsonpath='{.items[*].metadata.name}')\" = '$C-1 $C-2 $C-3' ]" 60 0.5 ||
+	e2e_fail "pods in the namespace beyond the instances: $(k get pods -o jsonpath='{.items[*].metadata.name}')"
+e2e_assert_eq "" "$(k get jobs -o name)" "Jobs in the namespace"
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(status 'instanceNames[*]')" "instanceNames"
 e2e_assert_eq 3 "$(status latestGeneratedNode)" "latestGeneratedNode (no serial skipped)"
 primary=$(status currentPrimary)

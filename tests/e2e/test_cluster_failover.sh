@@ -41,5 +41,5 @@ echo "METRIC failover_healthy_again_s=$(($(date +%s) - t0))"
 e2e_assert_eq replica "$(k get pod "$old" -o jsonpath='{.metadata.labels.cnpg\.io/instanceRole}')" "old primary is a replica"
 # a deleted primary comes back on its volume: no new serial (was <c>-4, PVC + join Job, leaked)
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pvc -o jsonpath='{.items[*].metadata.name}')" "PVCs"
-e2e_assert_eq "" "$(k get jobs -o name | grep -v -e "/$C-[123]-" || true)" "jobs of a new serial"
+e2e_assert_eq "" "$(k get pods -l cnpg.io/cluster=$C -o name | grep -v -e "^pod/$C-[123]\$" || true)" "pods of a new serial (or bootstrap Pods)"
 e2e_assert_eq "[]" "$(k get cluster $C -o jsonpath='{.status.instancesStatus.failed}')" "instancesStatus.failed cleared"

@@ -4,8 +4,8 @@
 # RBAC for the test namespace, read-only root filesystem), against the real control plane
 # and the node agent:
 #   1. a 3-instance Cluster (samples/cluster-example.yaml) reaches
-#      "Cluster in healthy state"; PKI/user Secrets, Services, PVCs, Jobs exist with owner
-#      references; currentPrimary/targetPrimary/instanceNames/readyInstances are set;
+#      "Cluster in healthy state"; PKI/user Secrets, Services, PVCs exist with owner
+#      references; the bootstrap Pods (no Jobs) are gone once their instances run; currentPrimary/targetPrimary/instanceNames/readyInstances are set;
 #   2. the primary's pg_stat_replication shows 2 streaming replicas;
 #   3. the -rw Service's endpoints are the primary only, -ro the replicas;
 #   4. scale 3 -> 5 -> 2 (highest serials removed with their PVCs);
@@ -56,6 +56,9 @@ if k get secret "$C-superuser" >/dev/null 2>&1; then
 fi
 e2e_assert_eq kubernetes.io/basic-auth "$(k get secret $C-app -o jsonpath='{.type}')" "app secret type"
 e2e_assert_eq "$C-1 $C-2 $C-3" "$(k get pvc -l cnpg.io/cluster=$C -o jsonpath='{.items[*].metadata.name}')" "PVCs"
+e2e_wait_for "[ \"\$(k get pods -l cnpg.io/cluster=$C -o jsonpath='{.items[*].metadata.name}')\" = '$C-1 $C-2 $C-3' ]" 60 0.5 ||
+	e2e_fail "pods beyond the instances: $(k get pods -l cnpg.io/cluster=$C -o jsonpath='{.items[*].metadata.name}')"
+e2e_assert_eq "" "$(k get jobs -o name)" "Jobs"
 e2e_assert_eq primary "$(k get pod $C-1 -o jsonpath='{.metadata.labels.cnpg\.io/instanceRole}')" "role of $C-1"
 e2e_assert_eq replica "$(k get pod $C-2 -o jsonpath='{.metadata.labels.cnpg\.io/instanceRole}')" "role of $C-2"
 

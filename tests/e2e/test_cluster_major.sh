@@ -5,7 +5,7 @@
 # to /usr/lib/postgresql/<major>/bin and refuses the pod with ErrImagePull otherwise) is
 # admitted, and then reports the missing major: phase "Unable to start the PostgreSQL image",
 # phaseReason and a Warning Event ImageError naming "PostgreSQL N is not installed on this
-# node", not a generic initdb failure or "Setting up primary" forever. The bootstrap Job
+# node", not a generic initdb failure or "Setting up primary" forever. The bootstrap Pod
 # gets --pg-major N from the image tag.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -42,10 +42,10 @@ e2e_wait_for "[ \"\$(status phase)\" = 'Unable to start the PostgreSQL image' ]"
 	e2e_fail "phase '$(status phase)' ($(status phaseReason)), want 'Unable to start the PostgreSQL image'"
 reason=$(status phaseReason)
 e2e_assert_contains "$reason" "ErrImagePull: PostgreSQL $major is not installed on this node (image $image)" "phaseReason"
-e2e_assert_contains "$reason" "pod $C-1-initdb-" "phaseReason names the Job's pod"
+e2e_assert_contains "$reason" "pod $C-1-initdb: " "phaseReason names the bootstrap Pod"
 e2e_wait_for "k get events --field-selector reason=ImageError,involvedObject.name=$C -o jsonpath='{.items[*].message}' | grep -q 'PostgreSQL $major is not installed'" 60 ||
 	e2e_fail "no ImageError Event on the Cluster"
 e2e_assert_eq Warning "$(k get events --field-selector reason=ImageError,involvedObject.name=$C -o jsonpath='{.items[0].type}')" "Event type"
-args=$(k get job "$C-1-initdb" -o jsonpath='{.spec.template.spec.containers[0].command}')
-e2e_assert_contains "$args" "\"--pg-major\",\"$major\"" "the Job's --pg-major"
+args=$(k get pod "$C-1-initdb" -o jsonpath='{.spec.containers[0].command}')
+e2e_assert_contains "$args" "\"--pg-major\",\"$major\"" "the bootstrap Pod's --pg-major"
 e2e_log "PASS: a :$major image on a node without PostgreSQL $major reports the missing major"

@@ -278,19 +278,24 @@ static void test_pod(void **state)
 	api_cluster_free(c);
 }
 
-static void test_jobs(void **state)
+/* Bootstrap Pods (no Jobs): owned by the Cluster, retried in place. */
+static void test_bootstrap_pods(void **state)
 {
 	struct api_cluster *c = decode(cluster_json);
 	json_object *j = NULL;
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
-	assert_str_at(j, "apiVersion", "batch/v1");
+	assert_int_equal(rc_build_bootstrap_pod(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
+	assert_str_at(j, "apiVersion", "v1");
+	assert_str_at(j, "kind", "Pod");
 	assert_str_at(j, "metadata.name", "cluster-example-1-initdb");
 	assert_owned(j);
 	assert_string_equal(label(j, RC_LABEL_JOB_ROLE), "initdb");
-	assert_int_equal(json_object_get_int(op_json_at(j, "spec.backoffLimit")), 6);
-	json_object *ps = op_json_at(j, "spec.template.spec");
-	assert_str_at(ps, "restartPolicy", "Never");
+	assert_string_equal(label(j, RC_LABEL_INSTANCE_NAME), "cluster-example-1");
+	assert_string_equal(label(j, RC_LABEL_CLUSTER), "cluster-example");
+	/* not an instance: no Service selects it, the inventory does not count it */
+	assert_null(label(j, RC_LABEL_POD_ROLE));
+	json_object *ps = op_json_at(j, "spec");
+	assert_str_at(ps, "restartPolicy", "OnFailure");
 	json_object *pg = json_object_array_get_idx(op_json_at(ps, "containers"), 0);
 	assert_null(op_json_at(pg, "readinessProbe"));
 	json_object *cmd = op_json_at(pg, "command");
@@ -306,10 +311,10 @@ static void test_jobs(void **state)
 	assert_str_at(find_named(op_json_at(ps, "volumes"), "pgdata"),
 		      "persistentVolumeClaim.claimName", "cluster-example-1");
 	json_object_put(j);
-	assert_int_equal(rc_build_job(c, &settings, 4, RC_JOB_JOIN, &j, &err), 0);
+	assert_int_equal(rc_build_bootstrap_pod(c, &settings, 4, RC_JOB_JOIN, &j, &err), 0);
 	assert_str_at(j, "metadata.name", "cluster-example-4-join");
 	assert_string_equal(label(j, RC_LABEL_JOB_ROLE), "join");
-	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.template.spec.containers"), 0),
+	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.containers"), 0),
 			 "command");
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 2)), "join");
 	assert_true(has_arg_pair(cmd, "--primary-host", "cluster-example-rw"));
@@ -318,8 +323,8 @@ static void test_jobs(void **state)
 	api_cluster_free(c);
 
 	c = decode(minimal_json); /* defaults: app/app, no initdb flags */
-	assert_int_equal(rc_build_job(c, NULL, 1, RC_JOB_INITDB, &j, &err), 0);
-	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.template.spec.containers"), 0),
+	assert_int_equal(rc_build_bootstrap_pod(c, NULL, 1, RC_JOB_INITDB, &j, &err), 0);
+	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.containers"), 0),
 			 "command");
 	assert_true(has_arg_pair(cmd, "--app-db-name", "app"));
 	assert_true(has_arg_pair(cmd, "--app-user", "app"));
@@ -344,9 +349,9 @@ static void test_job_initdb_argv(void **state)
 		"\"bootstrap\":{\"initdb\":{\"locale\":\"C --pgdata=/tmp/x\"}}}}");
 	json_object *j = NULL;
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
+	assert_int_equal(rc_build_bootstrap_pod(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
 	json_object *cmd = op_json_at(
-		json_object_array_get_idx(op_json_at(j, "spec.template.spec.containers"), 0),
+		json_object_array_get_idx(op_json_at(j, "spec.containers"), 0),
 		"command");
 	assert_true(has_arg_pair(cmd, "--initdb-flag", "--locale=C --pgdata=/tmp/x"));
 	assert_true(has_arg_pair(cmd, "--pg-major", "17"));
@@ -375,7 +380,7 @@ static void test_job_initdb_argv(void **state)
 		c = decode(js);
 		err = (struct op_err)OP_ERR_INIT;
 		j = NULL;
-		if (rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err) != -EINVAL)
+		if (rc_build_bootstrap_pod(c, &settings, 1, RC_JOB_INITDB, &j, &err) != -EINVAL)
 			fail_msg("%s: accepted", bad[i].options);
 		assert_null(j);
 		if (!strstr(err.msg, bad[i].field))
@@ -388,8 +393,8 @@ static void test_job_initdb_argv(void **state)
 	c = decode("{\"metadata\":{\"name\":\"m\",\"namespace\":\"d\",\"uid\":\"u\"},"
 		   "\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"},"
 		   "\"bootstrap\":{\"initdb\":{\"options\":[\"-k\",\"--locale=en US\",\"-EUTF8\"]}}}}");
-	assert_int_equal(rc_build_job(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
-	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.template.spec.containers"), 0),
+	assert_int_equal(rc_build_bootstrap_pod(c, &settings, 1, RC_JOB_INITDB, &j, &err), 0);
+	cmd = op_json_at(json_object_array_get_idx(op_json_at(j, "spec.containers"), 0),
 			 "command");
 	assert_true(has_arg_pair(cmd, "--initdb-flag", "-k"));
 	assert_true(has_arg_pair(cmd, "--initdb-flag", "--locale=en US"));
@@ -605,7 +610,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_services),  cmocka_unit_test(test_pvcs),
-		cmocka_unit_test(test_pod),	  cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_pod),	  cmocka_unit_test(test_bootstrap_pods),
 		cmocka_unit_test(test_job_initdb_argv),
 		cmocka_unit_test(test_basic_auth_secrets), cmocka_unit_test(test_random_password),
 		cmocka_unit_test(test_rbac),	  cmocka_unit_test(test_names),

@@ -1,6 +1,6 @@
 /* Unit tests: one rc_reconcile() against a scripted API server
  * (tests/unit/test_kube_server.h): what a fresh Cluster creates and in which
- * order, the admission guard, type errors, a completed bootstrap Job, scale
+ * order, the admission guard, type errors, a completed bootstrap Pod, scale
  * down, and the resourceVersion precondition on every status patch. Workers
  * are kept idle (leader gate false): the test drives rc_reconcile itself. */
 #include <errno.h>
@@ -30,7 +30,7 @@
 
 /* Fixture objects served by LIST, per collection path suffix. */
 struct fake {
-	const char *clusters, *pods, *pvcs, *jobs, *secrets, *services; /* JSON arrays */
+	const char *clusters, *pods, *pvcs, *secrets, *services; /* JSON arrays */
 	const char *secrets_listed; /* the Cluster's Secrets by label, when not `secrets` */
 };
 
@@ -73,7 +73,6 @@ static void h_api(struct ts *s, const struct ts_req *req, struct ts_resp *r)
 			{ "/pods", "Pod", offsetof(struct fake, pods) },
 			{ "/persistentvolumeclaims", "PersistentVolumeClaim",
 			  offsetof(struct fake, pvcs) },
-			{ "/jobs", "Job", offsetof(struct fake, jobs) },
 			{ "/secrets", "Secret", offsetof(struct fake, secrets) },
 			{ "/services", "Service", offsetof(struct fake, services) },
 		};
@@ -235,13 +234,16 @@ static void test_fresh_cluster(void **state)
 	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/rolebindings"), 1);
 	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/services"), 3);
 	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/persistentvolumeclaims"), 1);
-	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/pods"), 0);
-	int job = find_req(e.s, before, "POST", "/namespaces/db/jobs");
+	/* the bootstrap Pod, no Job (kube-controller-manager is not involved) */
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/pods"), 1);
+	assert_int_equal(count_req(e.s, "POST", "/jobs"), 0);
+	int job = find_req(e.s, before, "POST", "/namespaces/db/pods");
 	assert_true(job >= 0);
 	json_object *o = NULL;
 	assert_string_equal(posted_name(e.s, job, &o), "c-1-initdb");
+	assert_string_equal(op_json_str_at(o, "spec.restartPolicy"), "OnFailure");
 	json_object_put(o);
-	/* the serial is reserved in status before the job exists */
+	/* the serial is reserved in status before the bootstrap Pod exists */
 	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
 	assert_true(st >= 0 && st < job);
 	json_object *p = NULL;
@@ -267,7 +269,7 @@ static void test_fresh_cluster(void **state)
 	assert_true(count_req(e.s, "POST", "/namespaces/db/events") >= 2);
 	struct rc_controller_stats stats;
 	rc_controller_stats(e.rc, &stats);
-	assert_int_equal(stats.objects_created, 13); /* 5 secrets, SA/Role/RB, 3 services, PVC, job */
+	assert_int_equal(stats.objects_created, 13); /* 5 secrets, SA/Role/RB, 3 services, PVC, bootstrap Pod */
 	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/secrets"), 5);
 	env_stop(&e);
 }
@@ -341,7 +343,7 @@ static void test_guard_denies(void **state)
 	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
 	assert_int_equal(requeue, 0);
 	assert_int_equal(find_req(e.s, before, "POST", "/secrets"), -1);
-	assert_int_equal(find_req(e.s, before, "POST", "/jobs"), -1);
+	assert_int_equal(find_req(e.s, before, "POST", "/pods"), -1);
 	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
 	assert_true(st >= 0);
 	json_object *p = NULL;
@@ -410,7 +412,22 @@ static char *secrets_of_first_run(void)
 	return op_buf_take(&b, NULL);
 }
 
-static void test_completed_job_gets_its_pod(void **state)
+#define POD(n)                                                                                     \
+	"{\"metadata\":{\"name\":\"c-" #n "\",\"namespace\":\"db\",\"labels\":{"                  \
+	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/podRole\":\"instance\",\"cnpg.io/instanceRole\":"    \
+	"\"replica\"}},\"status\":{\"podIP\":\"127.0.0.1\",\"conditions\":[{\"type\":\"Ready\","  \
+	"\"status\":\"True\"}]}}"
+#define BOOT_POD(phase, restarts)                                                           \
+	"{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"          \
+	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
+	"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"" phase "\","            \
+	"\"containerStatuses\":[{\"name\":\"postgres\",\"restartCount\":" #restarts "}]}}"
+#define PVC1                                                                                \
+	"[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"              \
+	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
+	"\"cnpg.io/pvcRole\":\"PG_DATA\"}}}]"
+
+static void test_completed_bootstrap_gets_its_pod(void **state)
 {
 	_cleanup_free_ char *secrets = secrets_of_first_run();
 	_cleanup_free_ char *cl = op_asprintf(
@@ -421,13 +438,8 @@ static void test_completed_job_gets_its_pod(void **state)
 	struct fake f = {
 		.clusters = cl,
 		.secrets = secrets,
-		.jobs = "[{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"
-			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
-			"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"succeeded\":1,\"conditions\":"
-			"[{\"type\":\"Complete\",\"status\":\"True\"}]}}]",
-		.pvcs = "[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"
-			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
-			"\"cnpg.io/pvcRole\":\"PG_DATA\"}}}]",
+		.pods = "[" BOOT_POD("Succeeded", 1) "]",
+		.pvcs = PVC1,
 	};
 	struct env e;
 	env_start(&e, &f, NULL);
@@ -453,8 +465,62 @@ static void test_completed_job_gets_its_pod(void **state)
 				    op_json_at(o, "metadata.labels"), "cnpg.io/instanceRole")),
 			    "primary");
 	json_object_put(o);
-	assert_int_equal(find_req(e.s, before, "POST", "/jobs"), -1); /* no join yet */
+	assert_int_equal(count_req(e.s, "POST", "/pods"), 1); /* no join yet */
+	/* the bootstrap Pod stays until the instance Pod is seen */
+	assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1-initdb"), -1);
 	env_stop(&e);
+}
+
+/* What the Job controller did, and what the bootstrap Pod's states mean: the
+ * instance Pod seen -> the bootstrap Pod goes; lost before it succeeded ->
+ * made again; failed RC_BOOTSTRAP_RESTARTS times -> unrecoverable; running
+ * -> waited for. */
+static void test_bootstrap_pod_states(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	_cleanup_free_ char *cl = op_asprintf(
+		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"50\"},"
+		"\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
+		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]");
+	static const struct {
+		const char *pods, *pvcs;
+		const char *post, *del, *phase; /* NULL: none asked for; del: deleted */
+	} rows[] = {
+		{ "[" BOOT_POD("Succeeded", 0) "," POD(1) "]", PVC1, NULL, "/pods/c-1-initdb", NULL },
+		{ "[]", PVC1, "c-1-initdb", NULL, RC_PHASE_FIRST_PRIMARY },
+		{ "[" BOOT_POD("Running", 6) "]", PVC1, NULL, NULL, RC_PHASE_UNRECOVERABLE },
+		{ "[" BOOT_POD("Failed", 0) "]", PVC1, NULL, NULL, RC_PHASE_UNRECOVERABLE },
+		{ "[" BOOT_POD("Running", 5) "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct fake f = { .clusters = cl, .secrets = secrets, .pods = rows[i].pods,
+				  .pvcs = rows[i].pvcs };
+		struct env e;
+		env_start(&e, &f, NULL);
+		int before = ts_count(e.s);
+		long requeue = -1;
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+		int post = find_req(e.s, before, "POST", "/namespaces/db/pods");
+		if (rows[i].post) {
+			json_object *o = NULL;
+			assert_true(post >= 0);
+			assert_string_equal(posted_name(e.s, post, &o), rows[i].post);
+			json_object_put(o);
+		} else {
+			assert_int_equal(post, -1);
+		}
+		assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1-initdb") >= 0,
+				 rows[i].del != NULL);
+		assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1"), -1);
+		if (rows[i].phase) {
+			int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
+			assert_true(st >= 0);
+			assert_non_null(strstr(ts_at(e.s, st)->body, rows[i].phase));
+		}
+		env_stop(&e);
+	}
 }
 
 /* <c>-ca-cert follows the CA: a stale copy (here a certificate that is not
@@ -630,7 +696,7 @@ static void test_ca_key_read_on_demand(void **state)
 	env_stop(&e);
 }
 
-/* Issue 11 §4: a bootstrap Job pod the node cannot start (the node agent's
+/* Issue 11 §4: a bootstrap Pod the node cannot start (the node agent's
  * ErrImagePull for a PostgreSQL major it does not have) is the Cluster's phase
  * and an Event naming the message, not a generic "Setting up primary". */
 static void test_image_error_surfaces(void **state)
@@ -645,7 +711,7 @@ static void test_image_error_surfaces(void **state)
 		"\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
 		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]");
 	_cleanup_free_ char *pods = op_asprintf(
-		"[{\"metadata\":{\"name\":\"c-1-initdb-x7k2p\",\"namespace\":\"db\",\"labels\":{"
+		"[{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"
 		"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
 		"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"Pending\","
 		"\"initContainerStatuses\":[{\"name\":\"bootstrap-controller\",\"state\":{"
@@ -657,9 +723,6 @@ static void test_image_error_surfaces(void **state)
 		.clusters = cl,
 		.secrets = secrets,
 		.pods = pods,
-		.jobs = "[{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"
-			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
-			"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"active\":1}}]",
 		.pvcs = "[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"
 			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
 			"\"cnpg.io/pvcRole\":\"PG_DATA\"}}}]",
@@ -678,7 +741,7 @@ static void test_image_error_surfaces(void **state)
 	assert_string_equal(op_json_str_at(o, "status.phase"), RC_PHASE_IMAGE_ERROR);
 	const char *reason = op_json_str_at(o, "status.phaseReason");
 	assert_non_null(reason);
-	assert_non_null(strstr(reason, "pod c-1-initdb-x7k2p: ErrImagePull: PostgreSQL 16 is not "
+	assert_non_null(strstr(reason, "pod c-1-initdb: ErrImagePull: PostgreSQL 16 is not "
 					"installed on this node"));
 	json_object_put(o);
 	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
@@ -698,11 +761,6 @@ static void test_scale_down_removes_highest_replica(void **state)
 		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"60\"},"
 		"\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
 		"\"latestGeneratedNode\":3,\"currentPrimary\":\"c-3\",\"targetPrimary\":\"c-3\"}}]");
-#define POD(n)                                                                                     \
-	"{\"metadata\":{\"name\":\"c-" #n "\",\"namespace\":\"db\",\"labels\":{"                  \
-	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/podRole\":\"instance\",\"cnpg.io/instanceRole\":"    \
-	"\"replica\"}},\"status\":{\"podIP\":\"127.0.0.1\",\"conditions\":[{\"type\":\"Ready\","  \
-	"\"status\":\"True\"}]}}"
 	struct fake f = { .clusters = cl, .secrets = secrets,
 			  .pods = "[" POD(1) "," POD(2) "," POD(3) "]" };
 	struct env e;
@@ -711,12 +769,14 @@ static void test_scale_down_removes_highest_replica(void **state)
 	long requeue = -1;
 	struct op_err err = OP_ERR_INIT;
 	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
-	/* c-3 is the primary: c-2 goes (its jobs and volumes first, then the pod) */
+	/* c-3 is the primary: c-2 goes (its bootstrap Pods and volumes first,
+	 * then the pod) */
 	int pvc = find_req(e.s, before, "DELETE", "/persistentvolumeclaims/c-2");
 	int wal = find_req(e.s, before, "DELETE", "/persistentvolumeclaims/c-2-wal");
 	int pod = find_req(e.s, before, "DELETE", "/pods/c-2");
 	assert_true(pvc >= 0 && wal >= 0 && pod > pvc);
-	assert_true(find_req(e.s, before, "DELETE", "/jobs/c-2-join") >= 0);
+	int boot = find_req(e.s, before, "DELETE", "/pods/c-2-join");
+	assert_true(boot >= 0 && boot < pod);
 	assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-3"), -1);
 	assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1"), -1); /* one at a time */
 	/* role labels follow currentPrimary */
@@ -831,13 +891,13 @@ static void test_workers_follow_the_leader_gate(void **state)
 	assert_true(sample(op_buf_str(&m), "pgop_leader") == 0);
 	assert_true(sample(op_buf_str(&m), "pgop_workqueue_depth") == 1);
 	assert_true(sample(op_buf_str(&m), "pgop_informer_objects{kind=\"clusters\"}") == 1);
-	assert_true(sample(op_buf_str(&m), "pgop_kube_requests_total{verb=\"get\",code=\"200\"}") >= 6);
+	assert_true(sample(op_buf_str(&m), "pgop_kube_requests_total{verb=\"get\",code=\"200\"}") >= 5);
 	assert_true(sample(op_buf_str(&m), "pgop_kube_requests_total{verb=\"post\",code=\"201\"}") < 0);
 	atomic_store(&leader_flag, true);
 	/* up to 30 s: key generation under ASan on a loaded 2-core host takes seconds */
-	for (int i = 0; i < 600 && count_req(s, "POST", "/namespaces/db/jobs") == 0; i++)
+	for (int i = 0; i < 600 && count_req(s, "POST", "/namespaces/db/pods") == 0; i++)
 		ts_sleep_ms(50);
-	assert_int_equal(count_req(s, "POST", "/namespaces/db/jobs"), 1);
+	assert_int_equal(count_req(s, "POST", "/namespaces/db/pods"), 1); /* c-1-initdb */
 	for (int i = 0; i < 200 && (rc_controller_stats(rc, &st), st.reconciles == 0); i++)
 		ts_sleep_ms(50); /* counted when the reconcile returns */
 	assert_true(st.reconciles >= 1);
@@ -958,7 +1018,8 @@ int main(void)
 		cmocka_unit_test(test_fresh_cluster),
 		cmocka_unit_test(test_guard_denies),
 		cmocka_unit_test(test_type_error_and_absent),
-		cmocka_unit_test(test_completed_job_gets_its_pod),
+		cmocka_unit_test(test_completed_bootstrap_gets_its_pod),
+		cmocka_unit_test(test_bootstrap_pod_states),
 		cmocka_unit_test(test_image_error_surfaces),
 		cmocka_unit_test(test_ca_cert_follows_the_ca),
 		cmocka_unit_test(test_secret_data_read_when_needed),

@@ -57,7 +57,7 @@ static int node_status(struct na_agent *a, struct op_err *err)
 	};
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	/* the kubelet's default --max-pods; scale mode's pods cost nothing (1,000
-	 * Clusters are 2,000 Pods with their bootstrap Jobs') */
+	 * Clusters are 2,000 Pods with their bootstrap Pods) */
 	const char *max_pods = a->scale_ns ? NA_SCALE_MAX_PODS : "110";
 	int rc = op_buf_addf(&b, "{\"status\":{\"capacity\":{\"cpu\":\"%ld\",\"memory\":\"%lldKi\","
 				 "\"pods\":\"%s\",\"ephemeral-storage\":\"100Gi\"},"
