@@ -592,6 +592,8 @@ static int patch_current_primary(struct runner *rn, struct op_err *err)
 static int promote(struct runner *rn, PGconn *c, struct op_err *err)
 {
 	op_log_info("promoting", "pod", rn->o->pod_name);
+	/* each step's milliseconds, logged: a slow promotion says where it went */
+	int64_t t0 = inst_lease_now();
 	const char *argv[] = { "pg_ctl", "promote", "-w", "-t", "60", "-D", rn->o->paths.pgdata,
 			       NULL };
 	int r = inst_run_cmd(rn->o->paths.pg_bindir, argv, err);
@@ -599,6 +601,7 @@ static int promote(struct runner *rn, PGconn *c, struct op_err *err)
 		return op_err_set(err, -EIO, "pg_ctl promote exited with status %d", r);
 	if (r < 0)
 		return r;
+	int64_t t1 = inst_lease_now();
 	for (int i = 0; i < 600; i++) {
 		_cleanup_free_ char *rec = NULL;
 		r = inst_pg_value(c, "SELECT pg_is_in_recovery()::text", 0, NULL, &rec, err);
@@ -608,8 +611,22 @@ static int promote(struct runner *rn, PGconn *c, struct op_err *err)
 			break;
 		usleep(100 * 1000);
 	}
+	/* before currentPrimary: a former primary rewinds from this one once it
+	 * names it, and pg_rewind reads the new timeline from its control file */
+	int64_t t2 = inst_lease_now();
 	r = inst_pg_exec(c, "CHECKPOINT", 0, NULL, NULL, err);
-	return r ? r : patch_current_primary(rn, err);
+	int64_t t3 = inst_lease_now();
+	r = r ? r : patch_current_primary(rn, err);
+	if (r == 0) {
+		char ms[4][24];
+		snprintf(ms[0], sizeof(ms[0]), "%lld", (long long)(t1 - t0));
+		snprintf(ms[1], sizeof(ms[1]), "%lld", (long long)(t2 - t1));
+		snprintf(ms[2], sizeof(ms[2]), "%lld", (long long)(t3 - t2));
+		snprintf(ms[3], sizeof(ms[3]), "%lld", (long long)(inst_lease_now() - t3));
+		op_log_info("promoted", "pod", rn->o->pod_name, "pgCtlMs", ms[0], "writableMs",
+			    ms[1], "checkpointMs", ms[2], "statusMs", ms[3]);
+	}
+	return r;
 }
 
 static int keep_slots(struct runner *rn, PGconn *c, struct op_err *err)
