@@ -283,8 +283,8 @@ int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *
 /* What init and join share: the Cluster, the PostgreSQL programs of its
  * major (p->pg_bindir, p->pg_major; *ret_bindir owns the string), an absent
  * PGDATA, the runtime directories and the certificate files. *ret (owned) is
- * set on success. */
-/* 0 ready to bootstrap, 1 already bootstrapped (nothing to do), <0 error. */
+ * set on success. Returns 0 ready to bootstrap, 1 when the PGDATA's marker
+ * already names this pod (bootstrapped: nothing to do), <0 on error. */
 static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 				const char *kubeconfig, const char *ns, const char *name,
 				const char *pod, struct api_cluster **ret, char **ret_bindir,

@@ -184,7 +184,8 @@ static void major_args(json_object *cmd, const struct api_cluster *c, const stru
 	jpush(cmd, jstr(n));
 }
 
-/* The pod spec of an instance (command NULL) or of a bootstrap Pod (command given). */
+/* The pod spec of an instance (command NULL) or of a bootstrap Pod (command
+ * given). */
 static json_object *pod_spec(const struct api_cluster *c, const struct rc_settings *s,
 			     int64_t serial, json_object *command)
 {
@@ -314,10 +315,10 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	return 0;
 }
 
-/* The bootstrap Pod's command; NULL with err set when spec.bootstrap.initdb holds an
- * argument that cannot go to initdb. */
+/* The bootstrap Pod's command; NULL with err set when spec.bootstrap.initdb
+ * holds an argument that cannot go to initdb. */
 static json_object *bootstrap_command(const struct api_cluster *c, const struct rc_settings *s,
-				int64_t serial, enum rc_job_role role, struct op_err *err)
+				      int64_t serial, enum rc_job_role role, struct op_err *err)
 {
 	json_object *a = jarr();
 	jpush(a, jstr("/controller/pgop"));

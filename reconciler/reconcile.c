@@ -227,7 +227,7 @@ static int write_status(struct rc_run *r, struct status_base *b)
 
 struct inventory {
 	json_object *pods, *pvcs; /* owned arrays; pods: instance and bootstrap Pods */
-	struct rc_instance *v;           /* one per instance Pod, sorted */
+	struct rc_instance *v;    /* one per instance Pod, sorted */
 	size_t n;
 };
 

@@ -150,6 +150,14 @@ check "init wrote the includes into postgresql.conf" \
 	grep -q "include 'custom.conf'" "$T/i1/pgdata/postgresql.conf"
 check "custom.conf keeps the operator port over the user's" \
 	grep -q "^port = '5432'" "$T/i1/pgdata/custom.conf"
+# a bootstrap Pod started again after it completed: nothing to do, the volume untouched
+sysid1=$(as_pg /usr/lib/postgresql/15/bin/pg_controldata "$T/i1/pgdata" 2>/dev/null | awk -F': *' '/system identifier/ { print $2 }')
+# shellcheck disable=SC2046
+as_pg "$T/pgop" instance init $(common 1) >"$T/init1b.log" 2>&1
+check "instance init again exits 0" test $? -eq 0 || cat "$T/init1b.log" >&2
+check "instance init again does nothing" grep -q "already holds this instance: nothing to do" "$T/init1b.log"
+check "instance init again keeps the data (same system identifier)" \
+	test -n "$sysid1" -a "$sysid1" = "$(as_pg /usr/lib/postgresql/15/bin/pg_controldata "$T/i1/pgdata" 2>/dev/null | awk -F': *' '/system identifier/ { print $2 }')"
 
 # shellcheck disable=SC2046
 "${AS_PG[@]}" "$T/pgop" instance run $(common 1) --port "$P1" --status-listen "127.0.0.1:$S1" \
@@ -208,6 +216,11 @@ e2e_log "instance join (standby)"
 as_pg "$T/pgop" instance join $(common 2) --primary-host 127.0.0.1 --primary-port "$P1" \
 	>"$T/join2.log" 2>&1
 check "instance join exits 0" test $? -eq 0 || cat "$T/join2.log" >&2
+# shellcheck disable=SC2046
+as_pg "$T/pgop" instance join $(common 2) --primary-host 127.0.0.1 --primary-port "$P1" \
+	>"$T/join2b.log" 2>&1
+check "instance join again exits 0 and does nothing" \
+	grep -q "already holds this instance: nothing to do" "$T/join2b.log"
 check "standby.signal written" test -f "$T/i2/pgdata/standby.signal"
 check "override.conf names the HA slot" \
 	grep -q "primary_slot_name = '_cnpg_pgtest_2'" "$T/i2/pgdata/override.conf"
