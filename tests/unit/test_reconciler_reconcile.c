@@ -412,6 +412,18 @@ static char *secrets_of_first_run(void)
 	return op_buf_take(&b, NULL);
 }
 
+/* The Cluster c with `instances`, its first instance c-1 bootstrapping
+ * (serial 1 reserved, the primary named). Owned. */
+static char *first_primary_bootstrapping(int instances)
+{
+	return op_asprintf(
+		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"50\"},"
+		"\"spec\":{\"instances\":%d,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
+		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]",
+		instances);
+}
+
 #define POD(n)                                                                                     \
 	"{\"metadata\":{\"name\":\"c-" #n "\",\"namespace\":\"db\",\"labels\":{"                  \
 	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/podRole\":\"instance\",\"cnpg.io/instanceRole\":"    \
@@ -430,11 +442,7 @@ static char *secrets_of_first_run(void)
 static void test_completed_bootstrap_gets_its_pod(void **state)
 {
 	_cleanup_free_ char *secrets = secrets_of_first_run();
-	_cleanup_free_ char *cl = op_asprintf(
-		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
-		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"50\"},"
-		"\"spec\":{\"instances\":3,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
-		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]");
+	_cleanup_free_ char *cl = first_primary_bootstrapping(3);
 	struct fake f = {
 		.clusters = cl,
 		.secrets = secrets,
@@ -478,11 +486,7 @@ static void test_completed_bootstrap_gets_its_pod(void **state)
 static void test_bootstrap_pod_states(void **state)
 {
 	_cleanup_free_ char *secrets = secrets_of_first_run();
-	_cleanup_free_ char *cl = op_asprintf(
-		"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
-		"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"50\"},"
-		"\"spec\":{\"instances\":1,\"storage\":{\"size\":\"1Gi\"}},\"status\":{"
-		"\"latestGeneratedNode\":1,\"currentPrimary\":\"c-1\",\"targetPrimary\":\"c-1\"}}]");
+	_cleanup_free_ char *cl = first_primary_bootstrapping(1);
 	static const struct {
 		const char *pods, *pvcs;
 		const char *post, *del, *phase; /* NULL: none asked for; del: deleted */
@@ -723,9 +727,7 @@ static void test_image_error_surfaces(void **state)
 		.clusters = cl,
 		.secrets = secrets,
 		.pods = pods,
-		.pvcs = "[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"
-			"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","
-			"\"cnpg.io/pvcRole\":\"PG_DATA\"}}}]",
+		.pvcs = PVC1,
 	};
 	struct env e;
 	env_start(&e, &f, NULL);
