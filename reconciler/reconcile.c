@@ -461,12 +461,19 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		int64_t serial;
 		if (!pod || !role || terminating(j) || api_pod_serial(r->name, pod, &serial, NULL) < 0)
 			continue;
-		const char *setting_up =
-			strcmp(role, "initdb") == 0 ? RC_PHASE_FIRST_PRIMARY : RC_PHASE_CREATING_REPLICA;
+		bool initdb = strcmp(role, "initdb") == 0;
+		const char *setting_up = initdb ? RC_PHASE_FIRST_PRIMARY : RC_PHASE_CREATING_REPLICA;
 		const char *phase = op_json_str_at(j, "status.phase");
+		/* a Job's Pod (`<pod>-<role>-<suffix>`, an earlier pgop's bootstrap):
+		 * its Job retries a failure and owns the Pod; waited for whatever its
+		 * phase (never a second bootstrap on the volume beside it), its
+		 * success used, never deleted here */
+		_cleanup_free_ char *own =
+			rc_job_name(r->name, serial, initdb ? RC_JOB_INITDB : RC_JOB_JOIN);
+		bool job_pod = !str_eq(kube_obj_name(j), own);
 		if (!str_eq(phase, "Succeeded")) {
 			int64_t n = restarts(j);
-			if (str_eq(phase, "Failed") || n >= RC_BOOTSTRAP_RESTARTS) {
+			if (!job_pod && (str_eq(phase, "Failed") || n >= RC_BOOTSTRAP_RESTARTS)) {
 				_cleanup_free_ char *why =
 					str_eq(phase, "Failed")
 						? op_asprintf("bootstrap pod %s failed", kube_obj_name(j))
@@ -493,7 +500,7 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 				return ret;
 		}
 		if (find_by_name(inv->pods, pod)) { /* the instance runs on the volume */
-			int ret = rc_delete(r, KUBE_PODS, kube_obj_name(j));
+			int ret = job_pod ? 0 : rc_delete(r, KUBE_PODS, kube_obj_name(j));
 			if (ret < 0)
 				return ret;
 			continue;

@@ -434,6 +434,10 @@ static char *first_primary_bootstrapping(int instances)
 	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
 	"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"" phase "\","            \
 	"\"containerStatuses\":[{\"name\":\"postgres\",\"restartCount\":" #restarts "}]}}"
+#define JOB_POD(phase)                                                                      \
+	"{\"metadata\":{\"name\":\"c-1-initdb-x7k2p\",\"namespace\":\"db\",\"labels\":{"    \
+	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
+	"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"" phase "\"}}"
 #define PVC1                                                                                \
 	"[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"              \
 	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
@@ -482,7 +486,8 @@ static void test_completed_bootstrap_gets_its_pod(void **state)
 /* What the Job controller did, and what the bootstrap Pod's states mean: the
  * instance Pod seen -> the bootstrap Pod goes; lost before it succeeded ->
  * made again; failed RC_BOOTSTRAP_RESTARTS times -> unrecoverable; running
- * -> waited for. */
+ * -> waited for. A Job's Pod left by an earlier pgop is waited for in any
+ * phase, its success used, and never deleted. */
 static void test_bootstrap_pod_states(void **state)
 {
 	_cleanup_free_ char *secrets = secrets_of_first_run();
@@ -496,6 +501,11 @@ static void test_bootstrap_pod_states(void **state)
 		{ "[" BOOT_POD("Running", 6) "]", PVC1, NULL, NULL, RC_PHASE_UNRECOVERABLE },
 		{ "[" BOOT_POD("Failed", 0) "]", PVC1, NULL, NULL, RC_PHASE_UNRECOVERABLE },
 		{ "[" BOOT_POD("Running", 5) "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
+		/* an earlier pgop's Job Pod: its Job retries, nothing beside it */
+		{ "[" JOB_POD("Failed") "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
+		{ "[" JOB_POD("Running") "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
+		{ "[" JOB_POD("Succeeded") "]", PVC1, "c-1", NULL, RC_PHASE_FIRST_PRIMARY },
+		{ "[" JOB_POD("Succeeded") "," POD(1) "]", PVC1, NULL, NULL, NULL },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct fake f = { .clusters = cl, .secrets = secrets, .pods = rows[i].pods,
@@ -518,6 +528,7 @@ static void test_bootstrap_pod_states(void **state)
 		assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1-initdb") >= 0,
 				 rows[i].del != NULL);
 		assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1"), -1);
+		assert_int_equal(find_req(e.s, before, "DELETE", "/pods/c-1-initdb-x7k2p"), -1);
 		if (rows[i].phase) {
 			int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
 			assert_true(st >= 0);
