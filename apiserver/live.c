@@ -120,7 +120,8 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 	set_str(st, "receivedLSN", primary ? cur : op_json_key_str(doc, "receivedLsn"));
 	set_str(st, "replayedLSN", primary ? cur : op_json_key_str(doc, "replayLsn"));
 	struct rc_repl_lag lag;
-	rc_repl_instance_lag(primary_doc, doc, pod, &lag);
+	/* not answering: its lag as the primary hears it, not its stale answer */
+	rc_repl_instance_lag(primary_doc, v->reachable ? doc : NULL, pod, &lag);
 	if (lag.has_bytes)
 		set_i64(st, "lagBytes", lag.bytes);
 	if (lag.has_seconds)

@@ -62,12 +62,17 @@ void rc_repl_instance_lag(json_object *primary_doc, json_object *doc, const char
 		return;
 	}
 	uint64_t a = 0, b = 0;
+	json_object *row = rc_repl_row(primary_doc, pod);
+	/* its own replay position; without its answer, the one the primary last
+	 * heard from it (pg_stat_replication.replay_lsn, at most a second old) */
+	const char *replay = op_json_key_str(doc, "replayLsn");
+	if (!replay)
+		replay = op_json_key_str(row, "replayLsn");
 	if (rc_lsn_parse(op_json_key_str(primary_doc, "currentLsn"), &a) == 0 &&
-	    rc_lsn_parse(op_json_key_str(doc, "replayLsn"), &b) == 0) {
+	    rc_lsn_parse(replay, &b) == 0) {
 		ret->has_bytes = true;
 		ret->bytes = a > b ? (int64_t)(a - b) : 0;
 	}
-	json_object *row = rc_repl_row(primary_doc, pod);
 	if (row && rc_interval_seconds(op_json_key_str(row, "replayLag"), &ret->seconds) == 0)
 		ret->has_seconds = true;
 }
@@ -129,7 +134,7 @@ void rc_repl_summarize(json_object *cluster, const struct rc_repl_member *v, siz
 			continue;
 		struct rc_repl_lag l;
 		rc_repl_instance_lag(pdoc, v[i].reachable ? v[i].doc : NULL, v[i].pod, &l);
-		if (v[i].reachable && l.has_bytes && l.bytes > ret->max.bytes)
+		if (l.has_bytes && l.bytes > ret->max.bytes)
 			ret->max.bytes = l.bytes;
 		if (l.has_seconds && (!ret->max.has_seconds || l.seconds > ret->max.seconds)) {
 			ret->max.has_seconds = true;

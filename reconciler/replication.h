@@ -40,16 +40,20 @@ int rc_interval_seconds(const char *s, double *ret);
  * applicationName is pod (borrowed from primary_doc), or NULL. */
 json_object *rc_repl_row(json_object *primary_doc, const char *pod);
 
-/* The replay lag of instance pod (doc, its /pg/status) behind the primary
- * (primary_doc; both borrowed, may be NULL). A primary lags 0 bytes. */
+/* The replay lag of instance pod (doc, its /pg/status; NULL when it does
+ * not answer: the replay position the primary's row for it reports) behind
+ * the primary (primary_doc; both borrowed, may be NULL). A primary lags 0
+ * bytes. */
 void rc_repl_instance_lag(json_object *primary_doc, json_object *doc, const char *pod,
 			  struct rc_repl_lag *ret);
 
 struct rc_repl_summary {
 	const struct rc_repl_member *primary; /* borrowed from the input, NULL: none answers */
 	char sync[48];          /* "quorum N/M", "sync N/M", "async", "unknown" (no primary) */
-	struct rc_repl_lag max; /* largest lag of the reachable replicas; bytes 0 when
-				 * the primary has no replica; nothing without a primary */
+	struct rc_repl_lag max; /* largest lag of the replicas (one that does not
+				 * answer: as the primary last heard it, never its
+				 * own stale answer); bytes 0 when the primary has
+				 * no replica; nothing without a primary */
 };
 
 /* Summary of cluster (the Cluster object, borrowed: spec.postgresql.synchronous,

@@ -91,6 +91,7 @@ static void test_max_lag(void **state)
 				       { .pod = "pg-2", .doc = r, .reachable = true },
 				       { .pod = "pg-3", .doc = far, .reachable = false } };
 	struct rc_repl_summary s;
+	struct rc_repl_lag l0;
 	rc_repl_summarize(c, m, 3, &s);
 	/* pg-3's last answer is 16 MiB behind, but it does not answer now: not counted */
 	assert_true(s.max.has_bytes);
@@ -103,6 +104,20 @@ static void test_max_lag(void **state)
 	m[2].reachable = true;
 	rc_repl_summarize(c, m, 3, &s);
 	assert_int_equal(s.max.bytes, 0x1000100);
+	/* not answering, but the primary's row says where it replays: counted
+	 * (the live API showed MAX LAG 0 B for a replica 22 MB behind whose
+	 * /pg/status was unreachable for a few seconds after its restart) */
+	json_object *p2 = parse(
+		"{\"isPrimary\":true,\"currentLsn\":\"0/3000100\",\"replicationInfo\":["
+		"{\"applicationName\":\"pg-3\",\"replayLsn\":\"0/1000000\"}]}");
+	m[0].doc = p2;
+	m[2].reachable = false;
+	rc_repl_summarize(c, m, 3, &s);
+	assert_int_equal(s.max.bytes, 0x2000100); /* the row's, not the stale 0/2000000 */
+	rc_repl_instance_lag(p2, NULL, "pg-3", &l0);
+	assert_true(l0.has_bytes && l0.bytes == 0x2000100);
+	m[0].doc = p;
+	json_object_put(p2);
 	/* an idle primary without replicas: 0 B, no seconds */
 	json_object *idle = parse(idle_primary_doc);
 	struct rc_repl_member one = { .pod = "pg-1", .doc = idle, .reachable = true };
