@@ -31,6 +31,7 @@ static const char *const keep_pods[] = { KEEP_META,
 					 "metadata.creationTimestamp",
 					 "spec.nodeName",
 					 "status.phase",
+					 "status.reason", /* a bootstrap Pod's eviction */
 					 "status.podIP",
 					 /* Ready (plan.c), and the waiting reason of a
 					  * container that cannot start (rc_pod_image_problem):

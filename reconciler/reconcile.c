@@ -471,6 +471,20 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		_cleanup_free_ char *own =
 			rc_job_name(r->name, serial, initdb ? RC_JOB_INITDB : RC_JOB_JOIN);
 		bool job_pod = !str_eq(kube_obj_name(j), own);
+		if (!job_pod && str_eq(phase, "Failed") &&
+		    str_eq(op_json_str_at(j, "status.reason"), "Evicted")) {
+			/* the node evicted it (as a Job's Pod would be, and its Job
+			 * made another): step 3 makes it again on its volume */
+			int ret = rc_delete(r, KUBE_PODS, kube_obj_name(j));
+			if (ret < 0)
+				return ret;
+			rc_event(r, "Normal", "BootstrapPodEvicted",
+				 "bootstrap pod %s was evicted: making it again", kube_obj_name(j));
+			set_phase(r, setting_up, NULL);
+			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
+			in_progress = true;
+			continue;
+		}
 		if (!str_eq(phase, "Succeeded")) {
 			int64_t n = restarts(j);
 			if (!job_pod && (str_eq(phase, "Failed") || n >= RC_BOOTSTRAP_RESTARTS)) {

@@ -85,7 +85,7 @@ kubectl -n demo apply -f "$sample"
 name=$(kubectl -n demo get -f "$sample" -o jsonpath='{.metadata.name}')
 kubectl -n demo get cluster "$name" -o jsonpath='{"imageName: "}{.spec.imageName}{"\nbootstrap: "}{.spec.bootstrap}{"\n"}'
 
-say "the reconciler brings $name up: bootstrap Jobs, then Pods, PVCs, Services, Secrets"
+say "the reconciler brings $name up: bootstrap Pods, then instance Pods, PVCs, Services, Secrets"
 t_create=$SECONDS
 want=$(kubectl -n demo get cluster "$name" -o jsonpath='{.spec.instances}')
 until [ "$(kubectl -n demo get cluster "$name" -o jsonpath='{.status.phase}/{.status.readyInstances}')" = "Cluster in healthy state/$want" ]; do

@@ -438,6 +438,11 @@ static char *first_primary_bootstrapping(int instances)
 	"{\"metadata\":{\"name\":\"c-1-initdb-x7k2p\",\"namespace\":\"db\",\"labels\":{"    \
 	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
 	"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"" phase "\"}}"
+#define EVICTED_POD                                                                         \
+	"{\"metadata\":{\"name\":\"c-1-initdb\",\"namespace\":\"db\",\"labels\":{"          \
+	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
+	"\"cnpg.io/jobRole\":\"initdb\"}},\"status\":{\"phase\":\"Failed\","               \
+	"\"reason\":\"Evicted\"}}"
 #define PVC1                                                                                \
 	"[{\"metadata\":{\"name\":\"c-1\",\"namespace\":\"db\",\"labels\":{"              \
 	"\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceName\":\"c-1\","                      \
@@ -486,8 +491,9 @@ static void test_completed_bootstrap_gets_its_pod(void **state)
 /* What the Job controller did, and what the bootstrap Pod's states mean: the
  * instance Pod seen -> the bootstrap Pod goes; lost before it succeeded ->
  * made again; failed RC_BOOTSTRAP_RESTARTS times -> unrecoverable; running
- * -> waited for. A Job's Pod left by an earlier pgop is waited for in any
- * phase, its success used, and never deleted. */
+ * -> waited for; evicted -> deleted (made again once gone). A Job's Pod
+ * left by an earlier pgop is waited for in any phase, its success used, and
+ * never deleted. */
 static void test_bootstrap_pod_states(void **state)
 {
 	_cleanup_free_ char *secrets = secrets_of_first_run();
@@ -501,6 +507,8 @@ static void test_bootstrap_pod_states(void **state)
 		{ "[" BOOT_POD("Running", 6) "]", PVC1, NULL, NULL, RC_PHASE_UNRECOVERABLE },
 		{ "[" BOOT_POD("Failed", 0) "]", PVC1, NULL, NULL, RC_PHASE_UNRECOVERABLE },
 		{ "[" BOOT_POD("Running", 5) "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
+		/* evicted: made again (by step 3, once it is gone) */
+		{ "[" EVICTED_POD "]", PVC1, NULL, "/pods/c-1-initdb", RC_PHASE_FIRST_PRIMARY },
 		/* an earlier pgop's Job Pod: its Job retries, nothing beside it */
 		{ "[" JOB_POD("Failed") "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
 		{ "[" JOB_POD("Running") "]", PVC1, NULL, NULL, RC_PHASE_FIRST_PRIMARY },
