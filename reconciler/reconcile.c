@@ -428,6 +428,81 @@ static int scale_down(struct rc_run *r, struct inventory *inv)
 	return 1;
 }
 
+/* One bootstrap Pod j (pods without cnpg.io/jobRole are left alone): a
+ * retry in place after each failure (OnFailure), up to RC_BOOTSTRAP_RESTARTS;
+ * evicted, made again; once it succeeded, its volume is ready and the
+ * instance Pod runs on it, and then it goes. A Job's Pod (`<pod>-<role>-
+ * <suffix>`, an earlier pgop's bootstrap): its Job retries a failure and owns
+ * the Pod; waited for whatever its phase (never a second bootstrap on the
+ * volume beside it), its success used, never deleted here. Sets *in_progress
+ * while one runs; 1 when the Cluster is unrecoverable (phase set), <0 on
+ * error, else 0. */
+static int bootstrap_pod_step(struct rc_run *r, struct inventory *inv, json_object *j,
+			      size_t live, int64_t want_n, bool *in_progress)
+{
+	const char *pod = label(j, RC_LABEL_INSTANCE_NAME);
+	const char *role = label(j, RC_LABEL_JOB_ROLE);
+	int64_t serial;
+	if (!pod || !role || terminating(j) || api_pod_serial(r->name, pod, &serial, NULL) < 0)
+		return 0;
+	bool initdb = strcmp(role, "initdb") == 0;
+	const char *setting_up = initdb ? RC_PHASE_FIRST_PRIMARY : RC_PHASE_CREATING_REPLICA;
+	const char *phase = op_json_str_at(j, "status.phase");
+	_cleanup_free_ char *own = rc_job_name(r->name, serial, initdb ? RC_JOB_INITDB : RC_JOB_JOIN);
+	bool job_pod = !str_eq(kube_obj_name(j), own);
+	if (!job_pod && str_eq(phase, "Failed") &&
+	    str_eq(op_json_str_at(j, "status.reason"), "Evicted")) {
+		/* as a Job would: step 3 makes it again on its volume once gone */
+		int ret = rc_delete(r, KUBE_PODS, kube_obj_name(j));
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Normal", "BootstrapPodEvicted",
+			 "bootstrap pod %s was evicted: making it again", kube_obj_name(j));
+		phase = NULL; /* waited for below */
+	}
+	if (!str_eq(phase, "Succeeded")) {
+		int64_t n = restarts(j);
+		if (!job_pod && (str_eq(phase, "Failed") || n >= RC_BOOTSTRAP_RESTARTS)) {
+			_cleanup_free_ char *why =
+				str_eq(phase, "Failed")
+					? op_asprintf("bootstrap pod %s failed", kube_obj_name(j))
+					: op_asprintf("bootstrap pod %s failed %lld times",
+						      kube_obj_name(j), (long long)n);
+			if (!str_eq(r->want.phase, RC_PHASE_UNRECOVERABLE))
+				rc_event(r, "Warning", "BootstrapFailed",
+					 "%s: the instance %s was not created; look at the pod's "
+					 "logs, then delete the pod to try again",
+					 why, pod);
+			set_phase(r, RC_PHASE_UNRECOVERABLE, why);
+			rc_requeue(r, 30000);
+			return 1;
+		}
+		set_phase(r, setting_up, NULL);
+		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
+		*in_progress = true;
+		return 0;
+	}
+	json_object *pvc = find_by_name(inv->pvcs, pod);
+	if (pvc && !pvc_ready(pvc)) {
+		int ret = mark_pvc_ready(r, kube_obj_name(pvc));
+		if (ret < 0)
+			return ret;
+	}
+	if (find_by_name(inv->pods, pod)) { /* the instance runs on the volume */
+		int ret = job_pod ? 0 : rc_delete(r, KUBE_PODS, kube_obj_name(j));
+		return ret < 0 ? ret : 0;
+	}
+	if ((int64_t)live < want_n && pvc && !terminating(pvc)) {
+		int ret = create_pod(r, serial);
+		if (ret < 0)
+			return ret;
+		set_phase(r, setting_up, NULL);
+		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
+		*in_progress = true;
+	}
+	return 0;
+}
+
 /* Bootstrap, joins, restarts and scale (CNPG reconcilePods). Returns 1 when
  * something is in progress (phase set), 0 when the set of instances is as
  * wanted, <0 on error. */
@@ -451,82 +526,12 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		rc_requeue(r, 10000);
 		return 1;
 	}
-	/* 1. bootstrap Pods: a retry in place after each failure (OnFailure), up
-	 * to RC_BOOTSTRAP_RESTARTS; once one succeeded, its volume is ready and
-	 * the instance Pod runs on it, and then it goes */
+	/* 1. bootstrap Pods */
 	for (size_t i = 0; i < json_object_array_length(inv->pods); i++) {
-		json_object *j = json_object_array_get_idx(inv->pods, i);
-		const char *pod = label(j, RC_LABEL_INSTANCE_NAME);
-		const char *role = label(j, RC_LABEL_JOB_ROLE);
-		int64_t serial;
-		if (!pod || !role || terminating(j) || api_pod_serial(r->name, pod, &serial, NULL) < 0)
-			continue;
-		bool initdb = strcmp(role, "initdb") == 0;
-		const char *setting_up = initdb ? RC_PHASE_FIRST_PRIMARY : RC_PHASE_CREATING_REPLICA;
-		const char *phase = op_json_str_at(j, "status.phase");
-		/* a Job's Pod (`<pod>-<role>-<suffix>`, an earlier pgop's bootstrap):
-		 * its Job retries a failure and owns the Pod; waited for whatever its
-		 * phase (never a second bootstrap on the volume beside it), its
-		 * success used, never deleted here */
-		_cleanup_free_ char *own =
-			rc_job_name(r->name, serial, initdb ? RC_JOB_INITDB : RC_JOB_JOIN);
-		bool job_pod = !str_eq(kube_obj_name(j), own);
-		if (!job_pod && str_eq(phase, "Failed") &&
-		    str_eq(op_json_str_at(j, "status.reason"), "Evicted")) {
-			/* the node evicted it (as a Job's Pod would be, and its Job
-			 * made another): step 3 makes it again on its volume */
-			int ret = rc_delete(r, KUBE_PODS, kube_obj_name(j));
-			if (ret < 0)
-				return ret;
-			rc_event(r, "Normal", "BootstrapPodEvicted",
-				 "bootstrap pod %s was evicted: making it again", kube_obj_name(j));
-			set_phase(r, setting_up, NULL);
-			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
-			in_progress = true;
-			continue;
-		}
-		if (!str_eq(phase, "Succeeded")) {
-			int64_t n = restarts(j);
-			if (!job_pod && (str_eq(phase, "Failed") || n >= RC_BOOTSTRAP_RESTARTS)) {
-				_cleanup_free_ char *why =
-					str_eq(phase, "Failed")
-						? op_asprintf("bootstrap pod %s failed", kube_obj_name(j))
-						: op_asprintf("bootstrap pod %s failed %lld times",
-							      kube_obj_name(j), (long long)n);
-				if (!str_eq(r->want.phase, RC_PHASE_UNRECOVERABLE))
-					rc_event(r, "Warning", "BootstrapFailed",
-						 "%s: the instance %s was not created; look at the "
-						 "pod's logs, then delete the pod to try again",
-						 why, pod);
-				set_phase(r, RC_PHASE_UNRECOVERABLE, why);
-				rc_requeue(r, 30000);
-				return 1;
-			}
-			set_phase(r, setting_up, NULL);
-			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
-			in_progress = true;
-			continue;
-		}
-		json_object *pvc = find_by_name(inv->pvcs, pod);
-		if (pvc && !pvc_ready(pvc)) {
-			int ret = mark_pvc_ready(r, kube_obj_name(pvc));
-			if (ret < 0)
-				return ret;
-		}
-		if (find_by_name(inv->pods, pod)) { /* the instance runs on the volume */
-			int ret = job_pod ? 0 : rc_delete(r, KUBE_PODS, kube_obj_name(j));
-			if (ret < 0)
-				return ret;
-			continue;
-		}
-		if ((int64_t)live < want_n && pvc && !terminating(pvc)) {
-			int ret = create_pod(r, serial);
-			if (ret < 0)
-				return ret;
-			set_phase(r, setting_up, NULL);
-			rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
-			in_progress = true;
-		}
+		int ret = bootstrap_pod_step(r, inv, json_object_array_get_idx(inv->pods, i), live,
+					     want_n, &in_progress);
+		if (ret != 0)
+			return ret;
 	}
 	if (in_progress)
 		return 1;
