@@ -293,7 +293,10 @@ static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 	_cleanup_(api_cluster_freep) struct api_cluster *c = NULL;
 	int r = inst_load_for(cluster_file, kubeconfig, ns, name, &c, err);
 	r = r ? r : inst_paths_locate(p, c, false, ret_bindir, err);
-	if (r == 0 && inst_marker_is(p->pgdata, pod, err) == 1) {
+	int own = r ? 0 : inst_marker_is(p->pgdata, pod, err);
+	if (own < 0)
+		return own;
+	if (own) {
 		/* a bootstrap Pod started again after it completed (its success
 		 * not seen before it was lost): the volume is this instance's */
 		op_log_info("the volume already holds this instance: nothing to do", "pgdata",
