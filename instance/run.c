@@ -618,11 +618,10 @@ static int promote(struct runner *rn, PGconn *c, struct op_err *err)
 	int64_t t3 = inst_lease_now();
 	r = r ? r : patch_current_primary(rn, err);
 	if (r == 0) {
+		const int64_t t[] = { t0, t1, t2, t3, inst_lease_now() };
 		char ms[4][24];
-		snprintf(ms[0], sizeof(ms[0]), "%lld", (long long)(t1 - t0));
-		snprintf(ms[1], sizeof(ms[1]), "%lld", (long long)(t2 - t1));
-		snprintf(ms[2], sizeof(ms[2]), "%lld", (long long)(t3 - t2));
-		snprintf(ms[3], sizeof(ms[3]), "%lld", (long long)(inst_lease_now() - t3));
+		for (size_t i = 0; i < OP_ARRAY_SIZE(ms); i++)
+			snprintf(ms[i], sizeof(ms[i]), "%lld", (long long)(t[i + 1] - t[i]));
 		op_log_info("promoted", "pod", rn->o->pod_name, "pgCtlMs", ms[0], "writableMs",
 			    ms[1], "checkpointMs", ms[2], "statusMs", ms[3]);
 	}

@@ -343,9 +343,10 @@ static int64_t restarts(json_object *pod)
 	for (size_t i = 0; json_object_is_type(cs, json_type_array) &&
 			   i < json_object_array_length(cs);
 	     i++) {
-		json_object *n = op_json_at(json_object_array_get_idx(cs, i), "restartCount");
-		if (n && json_object_get_int64(n) > most)
-			most = json_object_get_int64(n);
+		int64_t n = json_object_get_int64(
+			op_json_at(json_object_array_get_idx(cs, i), "restartCount"));
+		if (n > most)
+			most = n;
 	}
 	return most;
 }
