@@ -412,6 +412,17 @@ static char *secrets_of_first_run(void)
 	return op_buf_take(&b, NULL);
 }
 
+/* One reconcile of db/c that must succeed; the index of the first request it
+ * made (find_req's `from`). */
+static int reconcile_once(struct env *e)
+{
+	int before = ts_count(e->s);
+	long requeue = -1;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_reconcile(e->rc, "db/c", &requeue, &err), 0);
+	return before;
+}
+
 /* The Cluster c with `instances`, its first instance c-1 bootstrapping
  * (serial 1 reserved, the primary named). Owned. */
 static char *first_primary_bootstrapping(int instances)
@@ -520,10 +531,7 @@ static void test_bootstrap_pod_states(void **state)
 				  .pvcs = rows[i].pvcs };
 		struct env e;
 		env_start(&e, &f, NULL);
-		int before = ts_count(e.s);
-		long requeue = -1;
-		struct op_err err = OP_ERR_INIT;
-		assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+		int before = reconcile_once(&e);
 		int post = find_req(e.s, before, "POST", "/namespaces/db/pods");
 		if (rows[i].post) {
 			json_object *o = NULL;
@@ -750,10 +758,8 @@ static void test_image_error_surfaces(void **state)
 	};
 	struct env e;
 	env_start(&e, &f, NULL);
-	int before = ts_count(e.s);
-	long requeue = -1;
+	int before = reconcile_once(&e);
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
 	int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
 	assert_true(st >= 0);
 	json_object *o = NULL;
