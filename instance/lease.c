@@ -1,5 +1,5 @@
 /* instance/lease.c - the primary's lease bookkeeping (lease.h). */
-#include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,57 +13,65 @@ int64_t inst_lease_now(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static const struct inst_lease_peer *find(const struct inst_lease *l, const char *app)
+static const struct inst_lease_mark *mark_at(const struct inst_lease *l, size_t i)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (strncmp(l->peers[i].app, app, sizeof(l->peers[i].app) - 1) == 0)
-			return &l->peers[i];
-	return NULL;
+	return &l->m[(l->head + i) % INST_LEASE_MARKS];
 }
 
-unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *rows, size_t n,
-			    int64_t now)
+int inst_lease_mark(struct inst_lease *l, int64_t at, uint64_t lsn)
 {
-	struct inst_lease_peer next[INST_LEASE_MAX_PEERS];
-	size_t k = 0;
-	unsigned heard = 0;
-	for (size_t i = 0; i < n && k < INST_LEASE_MAX_PEERS; i++) {
-		if (!rows[i].app)
-			continue;
-		struct inst_lease_peer *p = &next[k++];
-		memset(p, 0, sizeof(*p));
-		snprintf(p->app, sizeof(p->app), "%s", rows[i].app);
-		snprintf(p->reply, sizeof(p->reply), "%s", rows[i].reply ? rows[i].reply : "");
-		const struct inst_lease_peer *old = find(l, rows[i].app);
-		if (old && strcmp(old->reply, p->reply) != 0)
-			p->heard = l->observed; /* it arrived after that query read the old one */
-		else if (old)
-			p->heard = old->heard;
-		if (p->heard && now - p->heard <= API_FENCE_MS)
-			heard++;
+	if (l->n_marks) {
+		const struct inst_lease_mark *last = mark_at(l, l->n_marks - 1);
+		if (at < last->at || lsn < last->lsn)
+			return -EINVAL;
 	}
-	memcpy(l->peers, next, k * sizeof(next[0]));
-	l->n = k;
-	l->observed = now;
-	return heard;
+	if (l->n_marks == INST_LEASE_MARKS) { /* the oldest goes */
+		l->head = (l->head + 1) % INST_LEASE_MARKS;
+		l->n_marks--;
+	}
+	l->m[(l->head + l->n_marks) % INST_LEASE_MARKS] = (struct inst_lease_mark){ at, lsn };
+	l->n_marks++;
+	return 0;
 }
 
-int64_t inst_lease_peers_proof(const struct inst_lease *l, unsigned need)
+int64_t inst_lease_proof(const struct inst_lease *l, uint64_t flush)
 {
-	int64_t best[INST_LEASE_MAX_PEERS]; /* heard times, most recent first */
+	for (size_t i = l->n_marks; i-- > 0;) { /* newest first: at and lsn only grow */
+		const struct inst_lease_mark *m = mark_at(l, i);
+		if (m->lsn <= flush)
+			return m->at;
+	}
+	return 0;
+}
+
+int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *flush, size_t n,
+			       unsigned need)
+{
+	int64_t best[INST_LEASE_MAX_PEERS]; /* proofs, most recent first */
 	size_t k = 0;
 	if (need == 0 || need > INST_LEASE_MAX_PEERS)
 		return 0;
-	for (size_t i = 0; i < l->n; i++) {
-		int64_t h = l->peers[i].heard;
-		if (!h)
+	for (size_t i = 0; i < n && i < INST_LEASE_MAX_PEERS; i++) {
+		int64_t p = inst_lease_proof(l, flush[i]);
+		if (!p)
 			continue;
 		size_t j = k++;
-		for (; j > 0 && best[j - 1] < h; j--)
+		for (; j > 0 && best[j - 1] < p; j--)
 			best[j] = best[j - 1];
-		best[j] = h;
+		best[j] = p;
 	}
 	return k >= need ? best[need - 1] : 0;
+}
+
+unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *flush, size_t n,
+			  int64_t now)
+{
+	unsigned heard = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t p = inst_lease_proof(l, flush[i]);
+		heard += p && now - p <= API_FENCE_MS;
+	}
+	return heard;
 }
 
 void inst_lease_prove(struct inst_lease *l, int64_t at)

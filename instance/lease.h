@@ -1,16 +1,18 @@
 /* instance/lease.h - the primary's lease (api/fence.h): may this primary
  * still accept writes? Pure bookkeeping; the caller (instance/run.c) feeds
- * it what the replicas' replication connections say and the outcome of a
- * fresh read of the Cluster, and fences when it says so.
+ * it its own marks, what the replicas' replication connections say and the
+ * outcome of a fresh read of the Cluster, and fences when it says so.
  *
- * Times are CLOCK_MONOTONIC milliseconds of this process (the replicas' clocks
- * are never compared with ours: a reply counts when its reply_time *changed*
- * since the previous observation, as seen on our clock). A reply that changed
- * is dated when the previous observation started, a moment before postgres
- * received it (it was not there yet): a proof through the peers is never later
- * than the replies it counts, however late the check that saw them. It dates
- * from the last of the needed replicas, not from the check that looked:
- * silent replicas stop renewing the lease at once.
+ * Times are CLOCK_MONOTONIC milliseconds of this process; the replicas' clocks
+ * are never compared with ours. A proof through the peers is a round trip: at
+ * each check the primary commits a transaction of its own (synchronous_commit
+ * = local) and marks (at, lsn): `at` read before that commit, `lsn` its flush
+ * position after it. A replica whose flush_lsn reached a mark's lsn received
+ * WAL written after `at`: it proves the lease from `at`, however late its
+ * reply arrives (a reply held in a TCP queue by a partition only acknowledges
+ * WAL the replica had before it was cut off, docs/internals/failover.md). The
+ * proof dates from the last of the needed replicas, not from the check that
+ * looked: silent replicas stop renewing the lease at once.
  */
 #ifndef PGOP_INSTANCE_LEASE_H
 #define PGOP_INSTANCE_LEASE_H
@@ -23,38 +25,36 @@
 /* The lease's read of the Cluster gives up after this long (the fast client,
  * instance/cluster.c inst_kube_open). */
 #define INST_LEASE_READ_TIMEOUT_MS 1500
+#define INST_LEASE_MARKS 32 /* 8 s of 250 ms checks: older than API_FENCE_MS anyway */
 
-struct inst_lease_peer {
-	char app[64];   /* application_name (the replica's pod name), truncated */
-	char reply[64]; /* last reply_time seen, as text */
-	int64_t heard;  /* when reply changed; 0 = never */
+struct inst_lease_mark {
+	int64_t at;   /* monotonic ms before the commit */
+	uint64_t lsn; /* the flush LSN after it */
 };
 
 struct inst_lease {
-	struct inst_lease_peer peers[INST_LEASE_MAX_PEERS];
-	size_t n;
-	int64_t observed; /* when the last observation's query started; 0 = never */
-	int64_t proven;   /* last time the lease was proven; 0 = never */
-	int64_t api_try;  /* last API read attempt */
-	bool fenced;      /* postgres stopped because the lease expired */
+	struct inst_lease_mark m[INST_LEASE_MARKS]; /* ring, oldest at head */
+	size_t n_marks, head;
+	int64_t proven;  /* last time the lease was proven; 0 = never */
+	int64_t api_try; /* last API read attempt */
+	bool fenced;     /* postgres stopped because the lease expired */
 };
 
-/* One walsender row: application_name and reply_time (text, may be NULL). */
-struct inst_lease_row {
-	const char *app, *reply;
-};
+/* Records a mark; one whose at or lsn goes backwards is ignored (-EINVAL). */
+int inst_lease_mark(struct inst_lease *l, int64_t at, uint64_t lsn);
 
-/* Records the walsenders of one observation (rows in any order; peers no
- * longer listed are forgotten), `now` read before the query that listed them,
- * and returns how many replicas were heard from within API_FENCE_MS of now. A
- * peer whose reply changed is heard at the previous observation's `now`; a
- * peer seen for the first time is not "heard" yet. */
-unsigned inst_lease_observe(struct inst_lease *l, const struct inst_lease_row *rows, size_t n,
-			    int64_t now);
+/* When a replica that flushed up to `flush` proved the lease: the latest
+ * mark's `at` with lsn <= flush; 0 when none (a flush older than every mark). */
+int64_t inst_lease_proof(const struct inst_lease *l, uint64_t flush);
 
-/* When `need` replicas had all been heard: the need-th most recent `heard`;
- * 0 when fewer than `need` ever were (or need is 0). */
-int64_t inst_lease_peers_proof(const struct inst_lease *l, unsigned need);
+/* The need-th most recent of the replicas' proofs (flush[0..n), their
+ * flush_lsn); 0 when fewer than need prove anything, or need is 0. */
+int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *flush, size_t n,
+			       unsigned need);
+
+/* How many of the replicas' proofs are within API_FENCE_MS of now. */
+unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *flush, size_t n,
+			  int64_t now);
 
 /* A proof at `at` (peers, or a read of the Cluster that started at `at` and
  * still names this pod targetPrimary). */

@@ -670,27 +670,46 @@ static bool others_can_take_over(const struct runner *rn)
 	return false;
 }
 
-/* Replicas heard from (reply_time changed) within API_FENCE_MS; `now` was read
- * before the query. No connection or a failed query observes nothing (the
- * peers' bookkeeping stays). */
-static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now)
+/* A byte position ("1234", numeric text of an LSN minus 0/0); 0 for NULL. */
+static uint64_t lsn_bytes(PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return 0;
+	return strtoull(PQgetvalue(res, row, col), NULL, 10);
+}
+
+/* One round trip of the lease (instance/lease.h): commits a transaction of
+ * its own (synchronous_commit = local: it never waits for a replica), marks
+ * (now, flush LSN after it), and returns the streaming replicas' proofs
+ * through *ret_proof (the need-th most recent) and how many are within
+ * API_FENCE_MS. `now` was read before the commit. No connection or a failed
+ * query observes nothing (the marks stay). */
+static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned need,
+			    int64_t *ret_proof)
 {
 	const char *p[] = { rn->o->cluster_name };
+	_cleanup_(inst_pqclearp) PGresult *mark = NULL;
 	_cleanup_(inst_pqclearp) PGresult *res = NULL;
-	if (!c || inst_pg_exec(c,
-			 "SELECT application_name, reply_time::text FROM pg_stat_replication "
-			 "WHERE usename = 'streaming_replica' AND state = 'streaming' "
-			 "AND starts_with(application_name, $1 || '-')",
-			 1, p, &res, NULL))
+	*ret_proof = 0;
+	if (!c ||
+	    inst_pg_exec(c, "SELECT set_config('synchronous_commit', 'local', false), txid_current()",
+			 0, NULL, &mark, NULL) ||
+	    inst_pg_exec(c,
+			 "SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::text, "
+			 "(r.flush_lsn - '0/0'::pg_lsn)::text FROM (SELECT 1) x "
+			 "LEFT JOIN pg_stat_replication r ON r.usename = 'streaming_replica' "
+			 "AND r.state = 'streaming' AND starts_with(r.application_name, $1 || '-')",
+			 1, p, &res, NULL) ||
+	    PQntuples(res) < 1)
 		return 0; /* a broken connection is replaced at the next check (pg_conn) */
-	struct inst_lease_row rows[INST_LEASE_MAX_PEERS];
+	(void)inst_lease_mark(&rn->lease, now, lsn_bytes(res, 0, 0));
+	uint64_t flush[INST_LEASE_MAX_PEERS];
 	size_t n = 0;
 	for (int i = 0; i < PQntuples(res) && n < INST_LEASE_MAX_PEERS; i++)
-		rows[n++] = (struct inst_lease_row){
-			.app = PQgetvalue(res, i, 0),
-			.reply = PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1),
-		};
-	return inst_lease_observe(&rn->lease, rows, n, now);
+		if (!PQgetisnull(res, i, 1))
+			flush[n++] = lsn_bytes(res, i, 1);
+	*ret_proof = inst_lease_peers_proof(&rn->lease, flush, n, need);
+	return inst_lease_heard(&rn->lease, flush, n, now);
 }
 
 /* A fresh (quorum) read of the Cluster with the fast client: proves the lease
@@ -733,8 +752,9 @@ static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
 		inst_lease_prove(&rn->lease, now); /* one instance: nobody to fence against */
 		return 0;
 	}
-	unsigned heard = lease_peers(rn, c, now);
-	inst_lease_prove(&rn->lease, inst_lease_peers_proof(&rn->lease, need));
+	int64_t proof;
+	unsigned heard = lease_peers(rn, c, now, need, &proof);
+	inst_lease_prove(&rn->lease, proof);
 	if (heard < need && inst_lease_want_api(&rn->lease, now) &&
 	    inst_lease_read_fits(&rn->lease, now))
 		lease_api(rn, now);

@@ -677,9 +677,10 @@ static void test_auth_table(void **state)
 	assert_false(inst_route_is_protected("POST", "/unknown"));
 }
 
-/* The primary's lease: a replica counts when its reply_time changed within
- * API_FENCE_MS on our clock, dated when the previous observation started (the
- * reply was not there then); first sight is not a reply; the lease expires
+/* The primary's lease: a replica proves it from the mark (a commit of the
+ * primary's own, its start and the flush LSN after it) its flush_lsn reached,
+ * however late its reply arrives; one older than every mark proves nothing;
+ * the proof dates from the last of the needed replicas; the lease expires
  * API_FENCE_MS after the last proof. */
 static void test_lease(void **state)
 {
@@ -687,44 +688,33 @@ static void test_lease(void **state)
 	const int64_t F = API_FENCE_MS;
 	struct inst_lease l = { 0 };
 	assert_true(inst_lease_expired(&l, 100000)); /* never proven */
-	const struct inst_lease_row t1[] = { { "c-2", "10:00:01" }, { "c-3", "10:00:01" } };
-	assert_int_equal(inst_lease_observe(&l, t1, 2, 100000), 0); /* first sight */
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 0);
-	const struct inst_lease_row t2[] = { { "c-2", "10:00:02" }, { "c-3", "10:00:01" } };
-	assert_int_equal(inst_lease_observe(&l, t2, 2, 100250), 1); /* c-2 replied */
-	/* dated at the previous observation, not at this one: the check that sees a
-	 * reply may be late, the proof never is */
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 100000);
-	assert_int_equal(inst_lease_peers_proof(&l, 2), 0); /* c-3 never heard */
-	/* silent replicas: a later tick does not move the proof (the bug the fault suite
-	 * found: the lease was renewed for API_FENCE_MS after the last reply) */
-	assert_int_equal(inst_lease_observe(&l, t2, 2, 100000 + F), 1);
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 100000);
-	assert_int_equal(inst_lease_observe(&l, t2, 2, 100001 + F), 0); /* silent too long */
-	const struct inst_lease_row t2b[] = { { "c-2", "10:00:05" }, { "c-3", "10:00:04" } };
-	assert_int_equal(inst_lease_observe(&l, t2b, 2, 103250), 2);
-	assert_int_equal(inst_lease_peers_proof(&l, 2), 100001 + F);
-	const struct inst_lease_row t2c[] = { { "c-2", "10:00:06" }, { "c-3", "10:00:04" } };
-	assert_int_equal(inst_lease_observe(&l, t2c, 2, 103500), 2);
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 103250); /* most recent */
-	assert_int_equal(inst_lease_peers_proof(&l, 2), 100001 + F); /* both heard by then */
-	assert_int_equal(inst_lease_peers_proof(&l, 0), 0);
-	/* a check 4 s late (a stalled manager): the reply it finds dates from the last
-	 * observation, too old to count */
-	const struct inst_lease_row t2d[] = { { "c-2", "10:00:11" }, { "c-3", "10:00:04" } };
-	assert_int_equal(inst_lease_observe(&l, t2d, 2, 107500), 0);
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 103500);
-	const struct inst_lease_row t3[] = { { "c-3", "10:00:12" } };      /* c-2 gone */
-	assert_int_equal(inst_lease_observe(&l, t3, 1, 107750), 1);
-	assert_int_equal(l.n, 1);
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 107500);
-	const struct inst_lease_row t4[] = { { "c-2", NULL }, { NULL, "x" } };
-	assert_int_equal(inst_lease_observe(&l, t4, 2, 111000), 0); /* new again, no reply */
-	/* a failed query observes nothing: a reply seen next is dated from the last
-	 * observation that ran (111000), not from the failed one (111250) */
-	const struct inst_lease_row t5[] = { { "c-2", "10:00:16" } };
-	assert_int_equal(inst_lease_observe(&l, t5, 1, 111500), 1);
-	assert_int_equal(inst_lease_peers_proof(&l, 1), 111000);
+	assert_int_equal(inst_lease_proof(&l, 1000), 0); /* no mark yet */
+	for (int i = 0; i < 40; i++) /* a check every 250 ms, 100 bytes of WAL each */
+		assert_int_equal(inst_lease_mark(&l, 1000 + 250 * i, 0x1000 + 100 * (uint64_t)i), 0);
+	assert_int_equal(l.n_marks, INST_LEASE_MARKS); /* the oldest 8 went */
+	assert_int_equal(inst_lease_mark(&l, 900, 0x9999), -EINVAL);  /* time backwards */
+	assert_int_equal(inst_lease_mark(&l, 99999, 0x10), -EINVAL); /* LSN backwards */
+	/* flushed up to mark 39's LSN: proven from its start */
+	assert_int_equal(inst_lease_proof(&l, 0x1000 + 100 * 39), 1000 + 250 * 39);
+	/* between marks 20 and 21: mark 20 (the WAL of mark 21 not received yet) */
+	assert_int_equal(inst_lease_proof(&l, 0x1000 + 100 * 20 + 50), 1000 + 250 * 20);
+	/* a stale reply (a partition held it), below every mark kept: nothing */
+	assert_int_equal(inst_lease_proof(&l, 0x1000 + 100 * 7), 0);
+	/* one replica needed: the most recent; two: the older of the two best */
+	uint64_t fl[3] = { 0x1000 + 100 * 30, 0x1000 + 100 * 35, 0x10 };
+	assert_int_equal(inst_lease_peers_proof(&l, fl, 3, 1), 1000 + 250 * 35);
+	assert_int_equal(inst_lease_peers_proof(&l, fl, 3, 2), 1000 + 250 * 30);
+	assert_int_equal(inst_lease_peers_proof(&l, fl, 3, 3), 0); /* the third is stale */
+	assert_int_equal(inst_lease_peers_proof(&l, fl, 3, 0), 0);
+	/* heard: proofs within API_FENCE_MS of now */
+	assert_int_equal(inst_lease_heard(&l, fl, 3, 1000 + 250 * 30 + F), 2);
+	assert_int_equal(inst_lease_heard(&l, fl, 3, 1001 + 250 * 30 + F), 1);
+	assert_int_equal(inst_lease_heard(&l, fl, 3, 1001 + 250 * 35 + F), 0);
+	/* silent replicas: later checks add marks but no proof; the proof does not
+	 * move (the bug the fault suite found in the first lease: renewed for
+	 * API_FENCE_MS after the last reply) */
+	assert_int_equal(inst_lease_mark(&l, 20000, 0x9000), 0);
+	assert_int_equal(inst_lease_peers_proof(&l, fl, 3, 1), 1000 + 250 * 35);
 	inst_lease_prove(&l, 200000);
 	inst_lease_prove(&l, 150000); /* never backwards */
 	inst_lease_prove(&l, 0);
