@@ -33,6 +33,16 @@
 _Static_assert(API_FENCE_MARGIN_MS >= API_FENCE_CHECK_MS + API_FENCE_STAMP_MS + 500,
 	       "the margin covers the expiry check, the stamp's lag and 500 ms of slack");
 
+/* status.targetPrimary while a failover waits for the old primary's fence. */
+#define API_PENDING_FAILOVER "pending"
+
+/* A replica that cut its WAL receiver off an unreachable primary on the
+ * operator's request (POST /pg/cut, instance/cut.c) keeps it cut at least this
+ * long after its answer, and then only undoes it after a read of the Cluster
+ * that does not say "pending"; the operator writes "pending" only when its
+ * patch returned within the hold the replica reported (reconciler/failover.c). */
+#define API_FENCE_CUT_HOLD_MS 5000
+
 /* Cluster annotation naming the primary Pod the reconciler restarts in place
  * (primaryUpdateMethod: restart): that primary's SIGTERM is not a handover. */
 #define API_ANN_IN_PLACE_RESTART "pgop.io/inPlaceRestart"

@@ -7,14 +7,15 @@
 
 /* The operator's client certificate is required for the status: it names
  * the primary, LSNs and replication state, and answering it costs a database
- * connection. The probes stay open and answer from the supervisor's flags. No
- * endpoint changes state: the reconciler drives role changes through
- * Cluster.status (targetPrimary), never over HTTP. */
+ * connection; and for the cut (a replica stops streaming from a primary that
+ * neither it nor the operator can reach, instance/cut.c), the one endpoint that
+ * changes state. Role changes go through Cluster.status (targetPrimary), never
+ * over HTTP. The probes stay open and answer from the supervisor's flags. */
 static const struct {
 	const char *method, *path;
 	bool protected_; /* needs a CA-signed clientAuth cert with CN pgop-operator */
 } routes[] = {
-	{ "GET", "/pg/status", true }, { "GET", "/healthz", false },
+	{ "GET", "/pg/status", true }, { "POST", "/pg/cut", true }, { "GET", "/healthz", false },
 	{ "GET", "/readyz", false },   { "GET", "/startupz", false },
 };
 

@@ -99,7 +99,10 @@ void inst_stop_timeouts(const struct api_cluster *c, bool demotion, unsigned sma
 
 /* override.conf of a standby: recovery_target_timeline, primary_conninfo
  * (sslmode verify-ca with the streaming_replica certificate) and
- * primary_slot_name when HA slots are enabled. host/port: the primary. */
+ * primary_slot_name when HA slots are enabled. host/port: the primary.
+ * c NULL: the settings of a replica whose WAL receiver is cut
+ * (instance/cut.c): primary_conninfo empty, marked with INST_CUT_MARK. */
+#define INST_CUT_MARK "# pgop: WAL receiver cut (the primary was unreachable)"
 int inst_render_standby_override(const struct api_cluster *c, const char *pod_name,
 				 const char *controller_dir, const char *host, unsigned port,
 				 struct op_buf *out, struct op_err *err);
@@ -135,6 +138,11 @@ struct inst_pg_status {
 	int reclone_rewind_status;
 	char *reclone_source, *reclone_at;
 	char *loaded_configuration_hash, *session_id, *pod_name;
+	/* the WAL receiver cut off an unreachable primary (instance/cut.c):
+	 * `walReceiverCut` {primary, holdMs}; omitted when !cut */
+	bool cut;
+	char *cut_primary;
+	int64_t cut_hold_ms;
 	struct inst_repl_info *repl;
 	size_t n_repl;
 	struct inst_slot_info *slots;

@@ -4,6 +4,7 @@
 #define PGOP_INSTANCE_INTERNAL_H
 
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -207,6 +208,50 @@ static inline void inst_pqclearp(PGresult **r)
 
 /* ---- server.c ---- */
 struct inst_server;
+/* ---- cut.c ---- */
+/* The replica's WAL receiver cut (instance/cut.c); shared by the status
+ * server's threads (the request) and the main thread (undo, report). */
+#define INST_CUT_PROBE_MS 300 /* the replica's own TCP connect to the primary */
+#define INST_CUT_WAIT_MS 2000 /* for the WAL receiver to exit after the reload */
+struct inst_cut {
+	pthread_mutex_t lock; /* held while override.conf is rewritten */
+	bool on;              /* override.conf says cut */
+	int64_t until;        /* monotonic ms: the hold ends */
+	char primary[64];     /* the primary it was cut off */
+};
+struct inst_cut_env {
+	const char *pgdata, *sockdir; /* borrowed */
+	unsigned port;                /* the local postgres */
+	unsigned primary_port;        /* 0 = INST_PG_PORT */
+};
+void inst_cut_init(struct inst_cut *c);
+void inst_cut_destroy(struct inst_cut *c);
+/* POST /pg/cut?primary=&ip= (a status server thread): -EINVAL bad argument,
+ * -EPERM not a replica, -EBUSY the primary answers a TCP connect from here;
+ * 0 with *ret_hold_ms, how long the cut is held at least from now. A cut
+ * written but whose WAL receiver did not exit in time stays (held) and the
+ * error is returned. */
+int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const char *primary,
+		     const char *ip, int64_t *ret_hold_ms, struct op_err *err);
+/* Pure: a cut may be undone after a read of the Cluster that succeeded,
+ * started at or after the hold ended, and does not say "pending". */
+bool inst_cut_may_undo(bool on, int64_t until, int64_t read_started, bool read_ok,
+		       const char *target);
+/* The cut is on and its hold ended at now (the main thread then reads). */
+bool inst_cut_hold_over(struct inst_cut *c, int64_t now);
+/* Undoes the cut when inst_cut_may_undo (re-checked under the lock: a request
+ * may have extended the hold): writes override (the standby settings) and
+ * reloads. */
+int inst_cut_undo(struct inst_cut *c, const struct inst_cut_env *env, int64_t read_started,
+		  const char *target, const struct op_buf *override, struct op_err *err);
+/* The instance is primary now: nothing to undo. */
+void inst_cut_forget(struct inst_cut *c);
+/* At start: an override.conf that says cut is held again from now. */
+void inst_cut_resume(struct inst_cut *c, const char *pgdata, int64_t now);
+/* Whether cut; the primary (into primary, n bytes) and the hold left. */
+bool inst_cut_report(struct inst_cut *c, int64_t now, char *primary, size_t n,
+		     int64_t *ret_hold_ms);
+
 struct inst_state;
 /* Starts the status server on listen with the server cert/key and trusting
  * ca_file for client certificates. */
@@ -243,5 +288,7 @@ bool inst_state_restarting(struct inst_state *st);
 void inst_state_set_restarting(struct inst_state *st, bool v);
 bool inst_state_started(struct inst_state *st);
 void inst_state_request(struct inst_state *st, enum inst_request req);
+/* The WAL receiver cut (borrowed, lives as long as st) and its environment. */
+struct inst_cut *inst_state_cut(struct inst_state *st, struct inst_cut_env *ret_env);
 
 #endif

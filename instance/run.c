@@ -65,6 +65,8 @@ struct inst_state {
 	unsigned requests;             /* enum inst_request bits */
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
+	/* its own lock; immutable pointer */
+	struct inst_cut cut; /* the WAL receiver cut (instance/cut.c) */
 };
 
 /* ---- state ---- */
@@ -93,6 +95,7 @@ struct inst_state *inst_state_new(const struct inst_run_opts *o)
 	st->sockdir = op_asprintf("%s/run", o->paths.controller_dir ? o->paths.controller_dir
 								     : INST_CONTROLLER_DIR);
 	make_session_id(st->session_id, sizeof(st->session_id));
+	inst_cut_init(&st->cut);
 	return st;
 }
 
@@ -103,6 +106,7 @@ void inst_state_free(struct inst_state *st)
 	api_cluster_free(st->pending);
 	free(st->reclone_source);
 	free(st->sockdir);
+	inst_cut_destroy(&st->cut);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }
@@ -175,9 +179,22 @@ void inst_state_request(struct inst_state *st, enum inst_request req)
 	pthread_mutex_unlock(&st->lock);
 }
 
+struct inst_cut *inst_state_cut(struct inst_state *st, struct inst_cut_env *ret_env)
+{
+	*ret_env = (struct inst_cut_env){ .pgdata = st->o->paths.pgdata,
+					  .sockdir = st->sockdir,
+					  .port = st->o->port,
+					  .primary_port = st->o->primary_port };
+	return &st->cut;
+}
+
 int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err)
 {
 	struct inst_pg_status s = { 0 };
+	char cut_primary[64];
+	s.cut = inst_cut_report(&st->cut, inst_lease_now(), cut_primary, sizeof(cut_primary),
+				&s.cut_hold_ms);
+	s.cut_primary = s.cut ? op_strdup(cut_primary) : NULL;
 	pthread_mutex_lock(&st->lock);
 	bool rewinding = st->rewinding;
 	if (st->reclone_source) {
@@ -567,7 +584,7 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 /* name is set, not "pending" and not me. */
 static bool is_other(const char *name, const char *me)
 {
-	return name && *name && strcmp(name, me) != 0 && strcmp(name, "pending") != 0;
+	return name && *name && strcmp(name, me) != 0 && strcmp(name, API_PENDING_FAILOVER) != 0;
 }
 
 static int patch_current_primary(struct runner *rn, struct op_err *err)
@@ -715,13 +732,8 @@ static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned 
 /* A fresh (quorum) read of the Cluster with the fast client: proves the lease
  * when it still names this pod targetPrimary; the result replaces the main
  * thread's view. File mode has no API server: the file is the truth. */
-static void lease_api(struct runner *rn, int64_t now)
+static bool fresh_read(struct runner *rn, const char *what)
 {
-	rn->lease.api_try = now;
-	if (rn->src->cluster_file) {
-		inst_lease_prove(&rn->lease, now);
-		return;
-	}
 	struct inst_source fast = *rn->src;
 	if (rn->src->fast)
 		fast.kube = rn->src->fast;
@@ -729,16 +741,45 @@ static void lease_api(struct runner *rn, int64_t now)
 	struct op_err e = OP_ERR_INIT;
 	if (inst_cluster_load(&fast, &c, &e) != 0) {
 		if (!rn->api_warned)
-			op_log_warn("lease: cannot read the Cluster", "error", e.msg);
+			op_log_warn("cannot read the Cluster", "for", what, "error", e.msg);
 		rn->api_warned = true;
-		return;
+		return false;
 	}
 	rn->api_warned = false;
-	const char *t = c->status.target_primary;
-	if (t && strcmp(t, rn->o->pod_name) == 0)
-		inst_lease_prove(&rn->lease, now);
 	api_cluster_free(rn->cluster);
 	rn->cluster = c;
+	return true;
+}
+
+static void lease_api(struct runner *rn, int64_t now)
+{
+	rn->lease.api_try = now;
+	if (rn->src->cluster_file) {
+		inst_lease_prove(&rn->lease, now);
+		return;
+	}
+	if (!fresh_read(rn, "the lease"))
+		return;
+	const char *t = rn->cluster->status.target_primary;
+	if (t && strcmp(t, rn->o->pod_name) == 0)
+		inst_lease_prove(&rn->lease, now);
+}
+
+/* A replica whose WAL receiver is cut (instance/cut.c): once the hold is over,
+ * a fresh read (started after it) that does not say "pending" undoes it. */
+static int cut_tick(struct runner *rn, struct op_err *err)
+{
+	struct inst_cut_env env;
+	struct inst_cut *cut = inst_state_cut(rn->st, &env);
+	int64_t now = inst_lease_now();
+	if (!inst_cut_hold_over(cut, now) || (!rn->src->cluster_file && !fresh_read(rn, "the cut")))
+		return 0;
+	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	_cleanup_free_ char *rw = NULL;
+	const struct inst_paths *p = &rn->o->paths;
+	int r = inst_render_standby_override(rn->cluster, rn->o->pod_name, p->controller_dir,
+					     primary_host(rn, &rw), rn->o->primary_port, &ov, err);
+	return r ? r : inst_cut_undo(cut, &env, now, rn->cluster->status.target_primary, &ov, err);
 }
 
 /* Renews the lease of a running primary (c: its postgres, NULL when it
@@ -908,6 +949,11 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 	if (r)
 		return r;
 	rn->primary = primary;
+	struct inst_cut_env cut_env;
+	if (primary)
+		inst_cut_forget(inst_state_cut(rn->st, &cut_env));
+	else if ((r = cut_tick(rn, err)))
+		return r;
 	PGconn *conn = rn->conn;
 	const char *me = rn->o->pod_name;
 	const char *target = rn->cluster->status.target_primary;
@@ -1169,6 +1215,8 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	bool changed;
 	inst_state_set_restarting(st, true);
 	rn.started_ms = inst_lease_now();
+	if (is_standby_dir(o->paths.pgdata))
+		inst_cut_resume(&st->cut, o->paths.pgdata, rn.started_ms);
 	r = apply_config(&rn, &changed, err);
 	r = r ? r : start_pg(&rn, err);
 	w.src = src;

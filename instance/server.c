@@ -200,6 +200,34 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned code, c
 	return reply_error_doc(conn, code, msg, false);
 }
 
+/* POST /pg/cut?primary=<pod>&ip=<its IP> (instance/cut.c): the status after
+ * the cut (walReceiverCut.holdMs), 400 bad argument, 409 not a replica or the
+ * primary reachable from here, 503 the cut could not be confirmed. */
+static enum MHD_Result on_cut(struct MHD_Connection *conn, struct inst_server *srv)
+{
+	const char *primary = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "primary");
+	const char *ip = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "ip");
+	struct inst_cut_env env;
+	struct inst_cut *cut = inst_state_cut(srv->st, &env);
+	struct op_err err = OP_ERR_INIT;
+	int64_t hold = 0;
+	int r = inst_cut_request(cut, &env, primary, ip, &hold, &err);
+	if (r == -EINVAL)
+		return reply_error(conn, 400, err.msg);
+	if (r == -EPERM || r == -EBUSY)
+		return reply_error(conn, 409, err.msg);
+	if (r) {
+		op_log_warn("WAL receiver cut not confirmed", "primary", primary, "error", err.msg);
+		return reply_error(conn, 503, err.msg);
+	}
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
+	r = inst_state_status_json(srv->st, &b, &err);
+	enum MHD_Result res = r ? reply_error(conn, 503, err.msg)
+				: reply(conn, 200, "application/json", op_buf_str(&b), b.len);
+	op_buf_done(&b);
+	return res;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -245,6 +273,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(url, "/readyz") == 0 || strcmp(url, "/startupz") == 0)
 		return inst_state_ready(srv->st) ? reply_text(conn, 200, "OK")
 						 : reply_text(conn, 503, "not ready");
+	if (strcmp(url, "/pg/cut") == 0)
+		return on_cut(conn, srv);
 	if (strcmp(url, "/pg/status") == 0) {
 		struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 		struct op_err err = OP_ERR_INIT;

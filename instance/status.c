@@ -42,6 +42,7 @@ void inst_pg_status_done(struct inst_pg_status *s)
 	free(s->current_lsn);
 	free(s->received_lsn);
 	free(s->replay_lsn);
+	free(s->cut_primary);
 	free(s->system_id);
 	free(s->loaded_configuration_hash);
 	free(s->session_id);
@@ -151,6 +152,13 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 		e = e ? e : kv_int(out, &rf, "pgRewindExitStatus", s->reclone_rewind_status);
 		e = e ? e : kv_str(out, &rf, "source", s->reclone_source);
 		e = e ? e : kv_str(out, &rf, "time", s->reclone_at);
+		e = e ? e : op_buf_addc(out, '}');
+	}
+	if (e == 0 && s->cut) {
+		bool cf = true;
+		e = op_buf_adds(out, ",\"walReceiverCut\":{");
+		e = e ? e : kv_str(out, &cf, "primary", s->cut_primary);
+		e = e ? e : kv_int(out, &cf, "holdMs", s->cut_hold_ms);
 		e = e ? e : op_buf_addc(out, '}');
 	}
 	e = e ? e : kv_str(out, &f, "loadedConfigurationHash", s->loaded_configuration_hash);

@@ -81,6 +81,14 @@ void rc_note_unreachable(struct rc_controller *c, const char *key, const struct 
 			else if (v[i].has_status || v[i].restarting)
 				rc_strv_push(&s->answered, &s->n_answered, id);
 		}
+		/* the primary watch: only with another instance to fail over to */
+		free(s->watch);
+		s->watch = NULL;
+		for (size_t i = 0; i < n && n > 1; i++)
+			if (v[i].ip && v[i].has_status && v[i].is_primary && !v[i].pod_terminating) {
+				s->watch = contact_id(&v[i]);
+				s->watch_next_ms = now_ms + RC_WATCH_MS;
+			}
 		if (answered)
 			s->probe_streak = 0;
 		bool all_silent = count > 0 && count == with_ip;
@@ -222,6 +230,60 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 	return queued;
 }
 
+size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe)
+{
+	struct rc_strv keys = { 0 }, ids = { 0 };
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->n_states; i++) {
+		struct rc_cluster_state *s = &c->states[i];
+		if (!s->watch || s->watch_next_ms > now_ms)
+			continue;
+		s->watch_next_ms = now_ms + RC_WATCH_MS;
+		rc_strv_push(&keys.v, &keys.n, s->key);
+		size_t m = ids.n;
+		rc_strv_push(&ids.v, &m, s->watch);
+		ids.n = m;
+	}
+	pthread_mutex_unlock(&c->mu);
+	size_t queued = 0;
+	if (!keys.n)
+		return 0;
+	const char **ips = op_calloc(ids.n, sizeof(*ips));
+	int *err = op_calloc(ids.n, sizeof(*err));
+	for (size_t i = 0; i < ids.n; i++) {
+		char *at = strrchr(ids.v[i], '@');
+		ips[i] = at ? at + 1 : "";
+		err[i] = ETIMEDOUT;
+	}
+	(void)probe(ips, ids.n, RC_STATUS_PORT, RC_STATUS_CONNECT_SILENT_MS, err);
+	for (size_t i = 0; i < keys.n; i++) {
+		if (err[i] == 0)
+			continue;
+		bool lost = false;
+		pthread_mutex_lock(&c->mu);
+		struct rc_cluster_state *s = rc_state_find(c, keys.v[i]);
+		if (s && s->watch && strcmp(s->watch, ids.v[i]) == 0) {
+			free(s->watch);
+			s->watch = NULL;
+			if (!listed(s->silent, s->n_silent, ids.v[i]))
+				rc_strv_push(&s->silent, &s->n_silent, ids.v[i]);
+			lost = true;
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (!lost)
+			continue;
+		op_log_warn("primary does not accept a TCP connect: reconciling", "cluster",
+			    keys.v[i], "instance", ids.v[i], "error", strerror(err[i]));
+		rc_queue_add(c->q, keys.v[i]);
+		queued++;
+	}
+	free(err);
+	free(ips);
+	rc_strv_free(&keys.v, &keys.n);
+	rc_strv_free(&ids.v, &ids.n);
+	return queued;
+}
+
 int64_t rc_mono_ms(void)
 {
 	struct timespec ts;
@@ -236,8 +298,10 @@ static void *prober_main(void *arg)
 		usleep(250 * 1000);
 		if (atomic_load(&c->stopping))
 			break;
-		if (!c->is_leader || c->is_leader(c->leader_ud))
+		if (!c->is_leader || c->is_leader(c->leader_ud)) {
+			rc_watch_round(c, rc_mono_ms(), op_tcp_probe);
 			rc_probe_round(c, rc_mono_ms(), op_tcp_probe);
+		}
 	}
 	return NULL;
 }

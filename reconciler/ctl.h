@@ -64,6 +64,10 @@ struct rc_cluster_state {
 	bool probe_bg;               /* every instance with an IP is silent: reconciles do
 				      * not ask them, the prober does (contact.c) */
 	int64_t probe_next_ms;       /* monotonic ms of the prober's next try */
+	char *watch;                 /* owned: "name@ip" of the primary that answered at the
+				      * last reconcile, TCP-probed every RC_WATCH_MS (contact.c);
+				      * NULL when none (or a single instance) */
+	int64_t watch_next_ms;       /* monotonic ms of its next probe */
 	unsigned probe_streak;       /* prober tries since an instance last answered */
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 	char **sync_set;             /* owned: replicas the primary last reported sync/quorum */
@@ -171,6 +175,16 @@ long rc_probe_delay_ms(unsigned streak);
 typedef int (*rc_probe_fn)(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
 			   int *ret_errno);
 size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
+/* The primary watch: the primary of each Cluster with more than one instance
+ * that answered at its last reconcile is TCP-probed (port RC_STATUS_PORT,
+ * RC_STATUS_CONNECT_SILENT_MS) every RC_WATCH_MS, all at once. One that does
+ * not connect is marked silent (the next reconcile asks it only after its own
+ * short probe) and its Cluster queued at once: a partitioned primary is seen
+ * within RC_WATCH_MS + RC_STATUS_CONNECT_SILENT_MS, not at the next 5 s poll
+ * with a 2 s status timeout (docs/internals/failover.md). The watch stops
+ * until a reconcile sees the primary answer again. Returns the keys queued. */
+#define RC_WATCH_MS 500
+size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
 /* CLOCK_MONOTONIC in ms (the clock of now_ms above). */
 int64_t rc_mono_ms(void);
 /* The prober thread: a round every 250 ms while leading. */
@@ -216,6 +230,8 @@ struct rc_run {
 				 * most once per reconcile (rc_secret_full); NULL until then */
 	struct pki_pair client; /* owned: operator client certificate */
 	long requeue_ms;        /* smallest requeue asked for; 0 = none */
+	int64_t cut_deadline_ms; /* "pending" decided on replicas' cuts: the patch must
+				  * return before this (monotonic ms, cut.c); 0 = none */
 	struct op_err *err;
 };
 
@@ -236,6 +252,15 @@ int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
 /* Merge-patches metadata.labels key=value pairs (NULL-terminated list). */
 int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
 	__attribute__((sentinel));
+
+/* cut.c: asks every answering replica of primary (which does not answer; v[]
+ * the reconcile's instances, primary one of them) to cut its WAL receiver off
+ * it (POST /pg/cut). The answers of those that cut replace their entries in v
+ * (WAL receiver down). Returns the monotonic ms before which "pending" must be
+ * written for these cuts to count (the request's start + the smallest hold
+ * reported), 0 when none cut. v must be sorted again afterwards. */
+int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
+			const struct rc_instance *primary);
 
 /* reconcile_objects.c: the objects every Cluster needs, in CNPG's order. */
 int rc_ensure_pki(struct rc_run *r);

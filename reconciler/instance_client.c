@@ -210,6 +210,10 @@ static int setup(struct xfer *x, const struct creds *c, const struct rc_fetch_op
 	CURL *h = x->h;
 	int bad = 0;
 	bad |= curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK;
+	if (o->post) {
+		bad |= curl_easy_setopt(h, CURLOPT_POSTFIELDS, "") != CURLE_OK;
+		bad |= curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L) != CURLE_OK;
+	}
 	bad |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout) != CURLE_OK;

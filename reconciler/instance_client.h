@@ -47,7 +47,8 @@ void rc_status_pool_free(struct rc_status_pool *p);
 struct rc_fetch_opts {
 	long timeout_ms;   /* per instance, connect included; 0 = 2000 */
 	unsigned port;     /* 0 = 8000 (tests use others) */
-	const char *path;  /* NULL = "/pg/status" */
+	const char *path;  /* NULL = "/pg/status"; may carry a query */
+	bool post;         /* POST (empty body) instead of GET: /pg/cut */
 	struct rc_status_pool *pool; /* borrowed, NULL = one-off connections */
 };
 

@@ -211,6 +211,20 @@ static int write_status(struct rc_run *r, struct status_base *b)
 	int ret = write_status_once(r, b);
 	if (ret != 0 || !stamping)
 		return ret;
+	if (r->cut_deadline_ms && rc_mono_ms() >= r->cut_deadline_ms) {
+		/* a replica may have undone its cut before "pending" was applied and
+		 * streamed from the old primary again: this pending proves nothing */
+		op_log_error("failover: pending was written after the replicas' cut hold "
+			     "ended, cancelling it",
+			     "cluster", r->key);
+		rc_event(r, "Warning", "FailoverCancelled",
+			 "the status patch that started the failover of %s returned after the "
+			 "replicas' cut hold ended: starting over",
+			 r->want.current_primary ? r->want.current_primary : "");
+		set_str(&r->want.target_primary, r->want.current_primary);
+		rc_note_pending_returned(r->ctl, r->key, 0);
+		return write_status_once(r, b);
+	}
 	/* this process's fence clock follows the return, re-stamp written or not */
 	const int64_t returned_ms = api_time_now_us() / 1000;
 	rc_note_pending_returned(r->ctl, r->key, returned_ms);
@@ -767,6 +781,18 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 			in.n_sync_only = sync.n;
 		}
 	}
+	/* a Ready primary that does not answer: the replicas that cannot reach it
+	 * either cut their WAL receivers (reconciler/cut.c) once failoverDelay has
+	 * passed, so that they count as having lost it now rather than after their
+	 * wal_receiver_timeout */
+	const struct rc_instance *old = find_instance(inv, cur);
+	int64_t cut_deadline = 0;
+	if (!pending && old && old->ip && old->pod_ready && !old->pod_terminating &&
+	    !old->has_status && !old->restarting && inv->n > 1 &&
+	    (in.failover_delay_s <= 0 || (since && r->now - since >= in.failover_delay_s))) {
+		cut_deadline = rc_request_cuts(r, inv->v, inv->n, old);
+		rc_instances_sort(inv->v, inv->n);
+	}
 	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
 	/* targetPrimaryTimestamp, in microseconds: the present, not r->now (read
 	 * before the instances were asked, up to the status timeout earlier). For
@@ -806,8 +832,11 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 				 "replicas still stream from it, so it is not failed over",
 				 cur);
 		set_phase(r, w->phase ? w->phase : RC_PHASE_WAITING_ACTIVE, why);
-		/* the replicas' WAL receivers time out within 5 s of losing it: look
-		 * again soon, so that "pending" follows them by a fraction of a second */
+		if (d.start_failing_clock) /* failoverDelay counts from now */
+			set_str(&w->failing_since, now_s);
+		/* the replicas cut when they cannot reach it either, or their WAL
+		 * receivers time out within 5 s of losing it: look again soon, so
+		 * that "pending" follows by a fraction of a second */
 		rc_requeue(r, REQUEUE_PRIMARY_CHECK_MS);
 		return 1;
 	}
@@ -846,6 +875,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		set_str(&w->target_primary, RC_PENDING_FAILOVER);
 		set_str(&w->target_since, stamp);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
+		r->cut_deadline_ms = cut_deadline;
 		rc_requeue(r, 1000);
 		return 1;
 	}

@@ -85,6 +85,7 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 	t.is_primary = t.wal_receiver_active = t.pg_rewind_running = t.pending_restart = false;
 	t.timeline_id = 0;
 	t.streaming_replicas = 0;
+	t.cut_hold_ms = 0;
 	int r = 0;
 	if (r >= 0)
 		r = get_lsn(st, "currentLsn", &t.current_lsn, err);
@@ -102,6 +103,11 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 		r = op_json_get_bool(st, "pendingRestart", "", &t.pending_restart, err);
 	if (r >= 0)
 		r = op_json_get_i64(st, "timeLineID", "", &t.timeline_id, err);
+	json_object *cut = NULL;
+	if (r >= 0)
+		r = op_json_get_obj(st, "walReceiverCut", "", &cut, err);
+	if (r > 0)
+		r = op_json_get_i64(cut, "holdMs", "walReceiverCut.", &t.cut_hold_ms, err);
 	json_object *repl = NULL;
 	if (r >= 0)
 		r = op_json_get_arr(st, "replicationInfo", "", &repl, err);
@@ -253,6 +259,7 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	if (!pending && cur && cur->pod_ready && !cur->pod_terminating && !cur->has_status &&
 	    !api_fence_peers_lost((unsigned)in->n, replicas_lost(in))) {
 		ret->action = RC_FO_PRIMARY_CHECK;
+		ret->start_failing_clock = in->failover_delay_s > 0 && !in->failing_since;
 		return;
 	}
 	if (in->failover_delay_s > 0) {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/fence.h"
 #include "support/err.h"
 
 #define RC_PHASE_HEALTHY "Cluster in healthy state"
@@ -33,7 +34,7 @@
 #define RC_PHASE_IMAGE_ERROR "Unable to start the PostgreSQL image"
 
 /* targetPrimary while a failover is choosing its new primary (CNPG). */
-#define RC_PENDING_FAILOVER "pending"
+#define RC_PENDING_FAILOVER API_PENDING_FAILOVER
 
 /* What the operator knows about one instance: its Pod and /pg/status. */
 struct rc_instance {
@@ -55,6 +56,8 @@ struct rc_instance {
 	bool pg_rewind_running;
 	int streaming_replicas; /* replicationInfo entries with state "streaming" */
 	bool pending_restart;   /* a changed parameter waits for a restart */
+	int64_t cut_hold_ms;    /* its WAL receiver is cut off the primary (walReceiverCut):
+				 * held at least this long from the answer; 0 = not cut */
 	json_object *doc;       /* owned: the /pg/status answer as received, or NULL */
 };
 void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL */

@@ -1,0 +1,213 @@
+/* instance/cut.c - a replica cuts its WAL receiver off a primary it cannot
+ * reach, on the operator's request (POST /pg/cut, docs/internals/failover.md
+ * "Partition: the cut").
+ *
+ * The operator asks when it cannot reach the primary either. The replica
+ * first makes its own TCP connect to the primary's postgres port; only when
+ * that fails too does it cut: override.conf gets an empty primary_conninfo
+ * (marked INST_CUT_MARK), postgres reloads, and the answer waits until no WAL
+ * receiver runs. From then on the replica receives nothing from the old
+ * primary, so the primary's round-trip proofs through it (instance/lease.h)
+ * all date from before the cut. The cut is held API_FENCE_CUT_HOLD_MS (a
+ * request during the hold extends it) and undone only after the hold, by the
+ * main thread, after a quorum read of the Cluster started after the hold
+ * that does not say "pending" (inst_cut_may_undo): the operator writes
+ * "pending" only while every cut it counted is still held.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/fence.h"
+#include "instance/internal.h"
+#include "instance/lease.h"
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/log.h"
+#include "support/tcp_probe.h"
+
+void inst_cut_init(struct inst_cut *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+}
+
+void inst_cut_destroy(struct inst_cut *c)
+{
+	pthread_mutex_destroy(&c->lock);
+}
+
+/* A pod name: 1-63 of [a-z0-9-]. */
+static bool pod_name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static bool ip_ok(const char *s)
+{
+	unsigned char b[16];
+	return s && (inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* Writes override.conf (body) and reloads postgres through c. */
+static int write_and_reload(PGconn *c, const char *pgdata, const struct op_buf *body,
+			    struct op_err *err)
+{
+	_cleanup_free_ char *ov = op_asprintf("%s/override.conf", pgdata);
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	int r = inst_write_file(ov, op_buf_str(body), body->len, 0600, err);
+	return r ? r : inst_pg_exec(c, "SELECT pg_reload_conf()", 0, NULL, &res, err);
+}
+
+/* Waits until no WAL receiver has run for two looks 50 ms apart (the startup
+ * process applies the reload within milliseconds; the second look covers a
+ * receiver it started just before). -ETIMEDOUT after INST_CUT_WAIT_MS. */
+static int wait_no_receiver(PGconn *c, struct op_err *err)
+{
+	int64_t end = inst_lease_now() + INST_CUT_WAIT_MS;
+	int quiet = 0;
+	while (quiet < 2) {
+		_cleanup_(inst_pqclearp) PGresult *res = NULL;
+		int r = inst_pg_exec(c, "SELECT count(*) FROM pg_stat_wal_receiver", 0, NULL, &res,
+				     err);
+		if (r)
+			return r;
+		bool none = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "0") == 0;
+		quiet = none ? quiet + 1 : 0;
+		if (quiet < 2 && inst_lease_now() > end)
+			return op_err_set(err, -ETIMEDOUT,
+					  "the WAL receiver still runs %d ms after the cut",
+					  INST_CUT_WAIT_MS);
+		if (quiet < 2)
+			sleep_ms(none ? 50 : 10);
+	}
+	return 0;
+}
+
+int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const char *primary,
+		     const char *ip, int64_t *ret_hold_ms, struct op_err *err)
+{
+	if (!pod_name_ok(primary))
+		return op_err_set(err, -EINVAL, "primary: not a pod name");
+	if (!ip_ok(primary ? ip : NULL))
+		return op_err_set(err, -EINVAL, "ip: not an IPv4 or IPv6 address");
+	_cleanup_(inst_pqfinishp) PGconn *c = NULL;
+	_cleanup_(inst_pqclearp) PGresult *rec = NULL;
+	int r = inst_pg_connect(env->sockdir, env->port, NULL, &c, err);
+	r = r ? r : inst_pg_exec(c, "SELECT pg_is_in_recovery()", 0, NULL, &rec, err);
+	if (r)
+		return r;
+	if (PQntuples(rec) != 1 || strcmp(PQgetvalue(rec, 0, 0), "t") != 0)
+		return op_err_set(err, -EPERM, "not a replica");
+	int e = 0;
+	const char *hosts[] = { ip };
+	unsigned port = env->primary_port ? env->primary_port : INST_PG_PORT;
+	int ok = op_tcp_probe(hosts, 1, port, INST_CUT_PROBE_MS, &e);
+	if (ok == 1 || e == ECONNREFUSED)
+		return op_err_set(err, -EBUSY, "primary %s (%s port %u) is reachable from here",
+				  primary, ip, port);
+	pthread_mutex_lock(&cut->lock);
+	if (!cut->on) {
+		_cleanup_(op_buf_donep) struct op_buf body = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+		_cleanup_free_ char *ov = op_asprintf("%s/override.conf", env->pgdata);
+		_cleanup_(inst_pqclearp) PGresult *res = NULL;
+		r = inst_render_standby_override(NULL, NULL, NULL, NULL, 0, &body, err);
+		r = r ? r : inst_write_file(ov, op_buf_str(&body), body.len, 0600, err);
+		/* from the write on, the cut stands (and is held) even if what follows fails */
+		cut->on = r == 0;
+		r = r ? r : inst_pg_exec(c, "SELECT pg_reload_conf()", 0, NULL, &res, err);
+		r = r ? r : wait_no_receiver(c, err);
+		if (r == 0)
+			op_log_warn("WAL receiver cut: the primary is unreachable", "primary", primary,
+				    "ip", ip);
+	}
+	int64_t now = inst_lease_now();
+	if (cut->on && cut->until < now + API_FENCE_CUT_HOLD_MS)
+		cut->until = now + API_FENCE_CUT_HOLD_MS;
+	if (cut->on)
+		snprintf(cut->primary, sizeof(cut->primary), "%s", primary);
+	*ret_hold_ms = cut->until - now;
+	pthread_mutex_unlock(&cut->lock);
+	return r;
+}
+
+bool inst_cut_may_undo(bool on, int64_t until, int64_t read_started, bool read_ok,
+		       const char *target)
+{
+	return on && read_ok && read_started >= until &&
+	       !(target && strcmp(target, API_PENDING_FAILOVER) == 0);
+}
+
+bool inst_cut_hold_over(struct inst_cut *cut, int64_t now)
+{
+	pthread_mutex_lock(&cut->lock);
+	bool v = cut->on && now >= cut->until;
+	pthread_mutex_unlock(&cut->lock);
+	return v;
+}
+
+int inst_cut_undo(struct inst_cut *cut, const struct inst_cut_env *env, int64_t read_started,
+		  const char *target, const struct op_buf *override, struct op_err *err)
+{
+	pthread_mutex_lock(&cut->lock);
+	int r = 0;
+	if (inst_cut_may_undo(cut->on, cut->until, read_started, true, target)) {
+		_cleanup_(inst_pqfinishp) PGconn *c = NULL;
+		r = inst_pg_connect(env->sockdir, env->port, NULL, &c, err);
+		r = r ? r : write_and_reload(c, env->pgdata, override, err);
+		if (r == 0) {
+			op_log_info("WAL receiver cut undone: the Cluster names no pending failover",
+				    "primary", cut->primary, "targetPrimary", target ? target : "");
+			cut->on = false;
+		}
+	}
+	pthread_mutex_unlock(&cut->lock);
+	return r;
+}
+
+void inst_cut_forget(struct inst_cut *cut)
+{
+	pthread_mutex_lock(&cut->lock);
+	cut->on = false;
+	pthread_mutex_unlock(&cut->lock);
+}
+
+void inst_cut_resume(struct inst_cut *cut, const char *pgdata, int64_t now)
+{
+	_cleanup_free_ char *ov = op_asprintf("%s/override.conf", pgdata);
+	_cleanup_(op_buf_donep) struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct op_err e = OP_ERR_INIT;
+	if (inst_read_file(ov, OP_BUF_MAX_SMALL, &b, &e) != 0 || !strstr(op_buf_str(&b), INST_CUT_MARK))
+		return;
+	pthread_mutex_lock(&cut->lock);
+	cut->on = true;
+	cut->until = now + API_FENCE_CUT_HOLD_MS;
+	pthread_mutex_unlock(&cut->lock);
+	op_log_warn("WAL receiver cut found at start: held again before it is undone");
+}
+
+bool inst_cut_report(struct inst_cut *cut, int64_t now, char *primary, size_t n,
+		     int64_t *ret_hold_ms)
+{
+	pthread_mutex_lock(&cut->lock);
+	bool on = cut->on;
+	snprintf(primary, n, "%s", cut->primary);
+	*ret_hold_ms = on && cut->until > now ? cut->until - now : 0;
+	pthread_mutex_unlock(&cut->lock);
+	return on;
+}

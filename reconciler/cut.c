@@ -1,0 +1,88 @@
+/* reconciler/cut.c - asks the replicas of a primary that does not answer to
+ * cut their WAL receivers off it (POST /pg/cut, instance/cut.c;
+ * docs/internals/failover.md "Partition: the cut").
+ *
+ * Each replica cuts only when its own TCP connect to the primary fails too,
+ * and answers with its status after the cut (WAL receiver down) and how long
+ * it holds the cut at least (walReceiverCut.holdMs). Those answers replace the
+ * replicas' statuses in the reconcile's inventory, so the failover decision
+ * (rc_failover_decide) counts them as having lost the primary at once, instead
+ * of after their wal_receiver_timeout (5 s). The reconcile must then write
+ * "pending" before the earliest hold ends (rc_run.cut_deadline_ms, checked in
+ * write_status): a replica undoes its cut after the hold only when a read of
+ * the Cluster does not say "pending".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconciler/ctl.h"
+#include "reconciler/instance_client.h"
+#include "support/alloc.h"
+#include "support/log.h"
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
+			const struct rc_instance *primary)
+{
+	if (!primary || !primary->ip || !r->ca.cert_pem)
+		return 0;
+	size_t *at = op_calloc(n ? n : 1, sizeof(*at)), k = 0;
+	struct rc_instance *tmp = op_calloc(n ? n : 1, sizeof(*tmp));
+	for (size_t i = 0; i < n; i++) {
+		const struct rc_instance *x = &v[i];
+		if (!x->has_status || x->is_primary || str_eq(x->name, primary->name) || !x->ip)
+			continue;
+		tmp[k] = *x; /* the Pod's facts; the status is asked again */
+		tmp[k].name = op_strdup(x->name);
+		tmp[k].ip = op_strdup(x->ip);
+		tmp[k].error = NULL;
+		tmp[k].doc = NULL;
+		tmp[k].silent = false;
+		at[k++] = i;
+	}
+	int64_t deadline = 0;
+	if (k) {
+		_cleanup_free_ char *path =
+			op_asprintf("/pg/cut?primary=%s&ip=%s", primary->name, primary->ip);
+		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms,
+					    .path = path,
+					    .post = true };
+		struct op_err e = OP_ERR_INIT;
+		const int64_t start = rc_mono_ms();
+		if (rc_fetch_statuses(r->ca.cert_pem, r->client.cert_pem ? &r->client : NULL, tmp,
+				      k, &fo, &e) < 0)
+			op_log_warn("failover: cannot ask the replicas to cut", "cluster", r->key,
+				    "error", e.msg);
+		for (size_t j = 0; j < k; j++) {
+			struct rc_instance *x = &v[at[j]];
+			if (!tmp[j].has_status || tmp[j].cut_hold_ms <= 0 ||
+			    tmp[j].wal_receiver_active) {
+				op_log_info("failover: replica did not cut its WAL receiver",
+					    "cluster", r->key, "pod", x->name, "primary",
+					    primary->name, "error",
+					    tmp[j].error ? tmp[j].error : "no hold reported");
+				rc_instance_done(&tmp[j]);
+				/* cut by an earlier request, but this one could not extend its
+				 * hold: it may undo the cut before "pending" is written, so it
+				 * is not counted as having lost the primary this time */
+				if (x->has_status && x->cut_hold_ms > 0)
+					x->wal_receiver_active = true;
+				continue;
+			}
+			int64_t until = start + tmp[j].cut_hold_ms;
+			if (!deadline || until < deadline)
+				deadline = until;
+			rc_instance_done(x);
+			*x = tmp[j];
+			memset(&tmp[j], 0, sizeof(tmp[j]));
+		}
+	}
+	free(tmp);
+	free(at);
+	return deadline;
+}
