@@ -14,7 +14,7 @@
 #ifndef PGOP_API_FENCE_H
 #define PGOP_API_FENCE_H
 
-#define API_FENCE_MS 3000 /* the lease: a primary unproven this long stops */
+#define API_FENCE_MS 2000 /* the lease: a primary unproven this long stops */
 /* The primary's instance manager checks its lease this often (a kept
  * connection to its postgres), so it fences within this long of the expiry. */
 #define API_FENCE_CHECK_MS 250

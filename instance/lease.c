@@ -82,7 +82,7 @@ void inst_lease_prove(struct inst_lease *l, int64_t at)
 
 bool inst_lease_want_api(const struct inst_lease *l, int64_t now)
 {
-	return now - l->api_try >= 1000;
+	return now - l->api_try >= INST_LEASE_API_EVERY_MS;
 }
 
 bool inst_lease_read_fits(const struct inst_lease *l, int64_t now)

@@ -24,7 +24,7 @@
 #define INST_LEASE_MAX_PEERS 64
 /* The lease's read of the Cluster gives up after this long (the fast client,
  * instance/cluster.c inst_kube_open). */
-#define INST_LEASE_READ_TIMEOUT_MS 1500
+#define INST_LEASE_READ_TIMEOUT_MS 1000
 #define INST_LEASE_MARKS 32 /* 8 s of 250 ms checks: older than API_FENCE_MS anyway */
 
 struct inst_lease_mark {
@@ -60,7 +60,10 @@ unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *flush, siz
  * still names this pod targetPrimary). */
 void inst_lease_prove(struct inst_lease *l, int64_t at);
 
-/* Whether an API read should be attempted now (at most one a second). */
+/* Whether an API read should be attempted now (at most one every
+ * INST_LEASE_API_EVERY_MS: with a 1 s read and a 2 s lease, a read every
+ * 500 ms renews it in time when no replica does). */
+#define INST_LEASE_API_EVERY_MS 500
 bool inst_lease_want_api(const struct inst_lease *l, int64_t now);
 
 /* Whether a read of the Cluster started now ends (or times out) before the

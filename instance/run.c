@@ -666,6 +666,10 @@ static int keep_slots(struct runner *rn, PGconn *c, struct op_err *err)
 
 /* ---- the primary's lease (api/fence.h) ---- */
 
+/* How long the check that finds the lease expired waits for the replicas to
+ * receive its own mark before it fences (part of the margin's slack). */
+#define LAST_ROUND_TRIP_MS 100
+
 /* Instances the lease counts: the larger of spec.instances and the names in
  * the status (a majority of the larger is never smaller). */
 static unsigned cluster_size(const struct api_cluster *c)
@@ -697,7 +701,9 @@ static uint64_t lsn_bytes(PGresult *res, int row, int col)
 
 /* One round trip of the lease (instance/lease.h): commits a transaction of
  * its own (synchronous_commit = local: it never waits for a replica), marks
- * (now, flush LSN after it), and returns the streaming replicas' proofs
+ * (now, flush LSN after it), and returns the streaming replicas' proofs (from
+ * their write_lsn: received is enough, and a replica's slow fsync does not
+ * delay it)
  * through *ret_proof (the need-th most recent) and how many are within
  * API_FENCE_MS. `now` was read before the commit. No connection or a failed
  * query observes nothing (the marks stay). */
@@ -713,7 +719,7 @@ static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned 
 			 0, NULL, &mark, NULL) ||
 	    inst_pg_exec(c,
 			 "SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::text, "
-			 "(r.flush_lsn - '0/0'::pg_lsn)::text FROM (SELECT 1) x "
+			 "(r.write_lsn - '0/0'::pg_lsn)::text FROM (SELECT 1) x "
 			 "LEFT JOIN pg_stat_replication r ON r.usename = 'streaming_replica' "
 			 "AND r.state = 'streaming' AND starts_with(r.application_name, $1 || '-')",
 			 1, p, &res, NULL) ||
@@ -799,6 +805,15 @@ static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
 	if (heard < need && inst_lease_want_api(&rn->lease, now) &&
 	    inst_lease_read_fits(&rn->lease, now))
 		lease_api(rn, now);
+	if (inst_lease_expired(&rn->lease, now) && others_can_take_over(rn) && c) {
+		/* one last round trip before fencing: the mark just made, received
+		 * by the replicas within LAST_ROUND_TRIP_MS, proves the lease from
+		 * `now` (a manager held past its checks, not replicas gone) */
+		struct timespec ts = { 0, LAST_ROUND_TRIP_MS * 1000000L };
+		nanosleep(&ts, NULL);
+		heard = lease_peers(rn, c, inst_lease_now(), need, &proof);
+		inst_lease_prove(&rn->lease, proof);
+	}
 	if (inst_lease_expired(&rn->lease, now) && others_can_take_over(rn)) {
 		char h[16], n[16];
 		snprintf(h, sizeof(h), "%u", heard);

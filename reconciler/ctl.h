@@ -183,7 +183,7 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
  * within RC_WATCH_MS + RC_STATUS_CONNECT_SILENT_MS, not at the next 5 s poll
  * with a 2 s status timeout (docs/internals/failover.md). The watch stops
  * until a reconcile sees the primary answer again. Returns the keys queued. */
-#define RC_WATCH_MS 500
+#define RC_WATCH_MS 250
 size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
 /* CLOCK_MONOTONIC in ms (the clock of now_ms above). */
 int64_t rc_mono_ms(void);

@@ -27,7 +27,7 @@
  * otherwise wait the whole timeout; a loaded but reachable instance's kernel
  * accepts at once, and its TLS handshake and answer keep the whole timeout
  * (libcurl's connect timeout covers the handshake, so it cannot be short). */
-#define RC_STATUS_CONNECT_SILENT_MS 300
+#define RC_STATUS_CONNECT_SILENT_MS 150
 #define RC_STATUS_BODY_MAX (1024u * 1024) /* one /pg/status answer */
 
 /* Kept-alive connections to one Cluster's instances: a curl multi handle

@@ -30,7 +30,9 @@
 
 WRITER=${PGOP_WRITER:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/tools/pgop-writer}
 [ -x "$WRITER" ] || e2e_fail "pgop-writer not built: $WRITER (tests/e2e/run.sh builds it)"
-API_FENCE_MS=3000 # api/fence.h API_FENCE_MS: an unproven primary stops within it
+# api/fence.h API_FENCE_MS: an unproven primary stops within it (read from the header: one place)
+API_FENCE_MS=$(awk '$1 == "#define" && $2 == "API_FENCE_MS" { print $3 }' "$E2E_DIR/../../api/fence.h")
+[ -n "$API_FENCE_MS" ] || e2e_fail "API_FENCE_MS not found in api/fence.h"
 FAULTS_PARTITION_S=${FAULTS_PARTITION_S:-60}
 FAULTS_OUTAGE_S=${FAULTS_OUTAGE_S:-30}
 faults_mode=

@@ -281,6 +281,49 @@ static void test_state_many(void **state)
 	ctl_free(c);
 }
 
+/* The primary watch: an answering primary of a Cluster with another instance
+ * is probed every RC_WATCH_MS with the short connect timeout; one that does
+ * not connect is marked silent (the next reconcile probes it first) and its
+ * Cluster queued once; the watch stops until a reconcile sees it answer. A
+ * single-instance Cluster is not watched. */
+static void test_primary_watch(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	struct rc_instance v[2] = { inst("c-1", "10.0.0.1", true), inst("c-2", "10.0.0.2", true) };
+	v[0].is_primary = true;
+	rc_note_unreachable(c, "ns/c", v, 2, 1000);
+	struct rc_instance one[1] = { inst("d-1", "10.0.1.1", true) };
+	one[0].is_primary = true;
+	rc_note_unreachable(c, "ns/d", one, 1, 1000);
+	reset_probe("10.0.0.1");
+	assert_int_equal(rc_watch_round(c, 1000 + RC_WATCH_MS - 1, fake_probe), 0);
+	assert_int_equal(probe_calls, 0); /* not due yet */
+	assert_int_equal(rc_watch_round(c, 1000 + RC_WATCH_MS, fake_probe), 0);
+	assert_int_equal(probe_hosts, 1); /* c-1 only: d has no other instance */
+	assert_int_equal(probe_timeout, RC_STATUS_CONNECT_SILENT_MS);
+	assert_int_equal(rc_queue_len(c->q), 0);
+	reset_probe(NULL); /* the partition */
+	assert_int_equal(rc_watch_round(c, 1000 + 2 * RC_WATCH_MS, fake_probe), 1);
+	assert_int_equal(rc_queue_len(c->q), 1);
+	/* the next reconcile asks c-1 only after its own short probe */
+	struct rc_instance w[2] = { inst("c-1", "10.0.0.1", false), inst("c-2", "10.0.0.2", false) };
+	assert_false(rc_mark_silent(c, "ns/c", w, 2));
+	assert_true(w[0].silent);
+	assert_false(w[1].silent);
+	/* no second queueing while it stays down */
+	reset_probe(NULL);
+	assert_int_equal(rc_watch_round(c, 1000 + 3 * RC_WATCH_MS, fake_probe), 0);
+	assert_int_equal(probe_calls, 0);
+	/* a reconcile that sees it answer again watches it again */
+	rc_note_unreachable(c, "ns/c", v, 2, 5000);
+	assert_int_equal(rc_watch_round(c, 5000 + RC_WATCH_MS, fake_probe), 1);
+	done(v, 2);
+	done(w, 2);
+	done(one, 1);
+	ctl_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_all_silent_goes_to_prober),
 		cmocka_unit_test(test_streak_and_forget),
 		cmocka_unit_test(test_state_drop),
+		cmocka_unit_test(test_primary_watch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
