@@ -74,7 +74,7 @@ static int write_and_reload(PGconn *c, const char *pgdata, const struct op_buf *
 	return r ? r : inst_pg_exec(c, "SELECT pg_reload_conf()", 0, NULL, &res, err);
 }
 
-/* Waits until no WAL receiver has run for two looks 50 ms apart (the startup
+/* Waits until no WAL receiver has run for two looks 20 ms apart (the startup
  * process applies the reload within milliseconds; the second look covers a
  * receiver it started just before). -ETIMEDOUT after INST_CUT_WAIT_MS. */
 static int wait_no_receiver(PGconn *c, struct op_err *err)
@@ -94,7 +94,7 @@ static int wait_no_receiver(PGconn *c, struct op_err *err)
 					  "the WAL receiver still runs %d ms after the cut",
 					  INST_CUT_WAIT_MS);
 		if (quiet < 2)
-			sleep_ms(none ? 50 : 10);
+			sleep_ms(none ? 20 : 10);
 	}
 	return 0;
 }

@@ -211,7 +211,7 @@ struct inst_server;
 /* ---- cut.c ---- */
 /* The replica's WAL receiver cut (instance/cut.c); shared by the status
  * server's threads (the request) and the main thread (undo, report). */
-#define INST_CUT_PROBE_MS 200 /* the replica's own TCP connect to the primary */
+#define INST_CUT_PROBE_MS 150 /* the replica's own TCP connect to the primary */
 #define INST_CUT_WAIT_MS 2000 /* for the WAL receiver to exit after the reload */
 struct inst_cut {
 	pthread_mutex_t lock; /* held while override.conf is rewritten */

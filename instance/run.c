@@ -240,6 +240,7 @@ static void publish(struct inst_state *st, struct api_cluster *c)
 	st->pending = c;
 	st->wake = true;
 	pthread_mutex_unlock(&st->lock);
+	kill(getpid(), SIGUSR1); /* the main thread acts now, not at its next check */
 }
 
 static int on_event(void *ud, enum kube_watch_type type, json_object *obj)
@@ -1126,6 +1127,7 @@ static int setup_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 	sigaddset(set, SIGCHLD);
 	sigaddset(set, SIGPIPE);
+	sigaddset(set, SIGUSR1); /* the watcher's wake-up (publish) */
 	return -pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 

@@ -336,7 +336,7 @@ long rc_failover_fence_requeue_ms(const struct rc_failover_input *in)
 {
 	if (!in->pending_since_ms)
 		return 1000;
-	int64_t left = in->pending_since_ms + in->fence_wait_ms - in->now_ms;
+	int64_t left = in->pending_since_ms + in->fence_wait_ms - in->now_ms - RC_FENCE_EARLY_MS;
 	return left >= 1000 ? 1000 : left < 1 ? 1 : (long)left;
 }
 

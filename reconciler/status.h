@@ -153,9 +153,13 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
  * must be stamped again: it returned more than API_FENCE_STAMP_MS after the
  * stamp, or the stamp does not parse (docs/internals/failover.md). */
 bool rc_fence_stamp_late(const char *since, int64_t now_ms);
-/* RC_FO_WAIT_FENCE's requeue: 1 s, or when the fence wait ends if that is
- * sooner (at least 1 ms), so the promotion does not wait for the next whole
- * second of requeues. in as given to rc_failover_decide. */
+/* RC_FO_WAIT_FENCE's requeue: 1 s, or RC_FENCE_EARLY_MS before the fence wait
+ * ends if that is sooner (at least 1 ms): the reconcile asks the instances
+ * first (about that long) and then sleeps what is left of the wait
+ * (RC_FENCE_SLEEP_MS at most), so the promotion follows the end of the wait
+ * closely. in as given to rc_failover_decide. */
+#define RC_FENCE_EARLY_MS 200
+#define RC_FENCE_SLEEP_MS 300
 long rc_failover_fence_requeue_ms(const struct rc_failover_input *in);
 /* The fence clock of a "pending" this process wrote (stamp_ms, Unix ms): the
  * stamp, or returned_ms - API_FENCE_STAMP_MS when the patch returned later

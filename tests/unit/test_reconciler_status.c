@@ -392,13 +392,16 @@ static void test_failover_fence_wait_ms(void **state)
 				 (long long)rows[i].now_ms, rc_failover_action_str(d.action),
 				 rc_failover_action_str(rows[i].want));
 	}
-	/* while waiting, the next look is when the wait ends, not a whole second later */
+	/* while waiting, the next look is RC_FENCE_EARLY_MS before the wait ends (its
+	 * fetch of the instances takes about that long; it sleeps the rest), not a
+	 * whole second later */
+	const long E = RC_FENCE_EARLY_MS;
 	static const struct {
 		int64_t now_ms; /* past t0 */
 		long want;
 	} rq[] = {
-		{ 0, 1000 }, { wait - 1000, 1000 }, { wait - 999, 999 }, { wait - 250, 250 },
-		{ wait - 1, 1 }, { wait, 1 }, { wait + 5000, 1 },
+		{ 0, 1000 }, { wait - 1000 - E, 1000 }, { wait - 999 - E, 999 }, { wait - 250, 250 - E },
+		{ wait - E, 1 }, { wait - 1, 1 }, { wait, 1 }, { wait + 5000, 1 },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(rq); i++) {
 		struct rc_failover_input in = { .pending_since_ms = t0, .fence_wait_ms = wait,
