@@ -68,6 +68,7 @@ struct rc_cluster_state {
 				      * last reconcile, TCP-probed every RC_WATCH_MS (contact.c);
 				      * NULL when none (or a single instance) */
 	int64_t watch_next_ms;       /* monotonic ms of its next probe */
+	int64_t cut_asked_ms;        /* monotonic ms of the last POST /pg/cut round (cut.c) */
 	unsigned probe_streak;       /* prober tries since an instance last answered */
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 	char **sync_set;             /* owned: replicas the primary last reported sync/quorum */
@@ -261,6 +262,11 @@ int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *nam
  * reported), 0 when none cut. v must be sorted again afterwards. */
 int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
 			const struct rc_instance *primary);
+/* Whether Cluster key may ask its replicas to cut now (at most once every
+ * RC_CUT_EVERY_MS: replicas that still reach the primary refuse, and the
+ * reconcile looks again every 250 ms); records now_ms (monotonic) when so. */
+#define RC_CUT_EVERY_MS 1000
+bool rc_cut_due(struct rc_controller *c, const char *key, int64_t now_ms);
 
 /* reconcile_objects.c: the objects every Cluster needs, in CNPG's order. */
 int rc_ensure_pki(struct rc_run *r);

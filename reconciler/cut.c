@@ -12,6 +12,7 @@
  * write_status): a replica undoes its cut after the hold only when a read of
  * the Cluster does not say "pending".
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,17 @@
 static bool str_eq(const char *a, const char *b)
 {
 	return a && b && strcmp(a, b) == 0;
+}
+
+bool rc_cut_due(struct rc_controller *c, const char *key, int64_t now_ms)
+{
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = rc_state_get(c, key);
+	bool due = !s->cut_asked_ms || now_ms - s->cut_asked_ms >= RC_CUT_EVERY_MS;
+	if (due)
+		s->cut_asked_ms = now_ms;
+	pthread_mutex_unlock(&c->mu);
+	return due;
 }
 
 int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,

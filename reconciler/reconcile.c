@@ -789,7 +789,8 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	int64_t cut_deadline = 0;
 	if (!pending && old && old->ip && old->pod_ready && !old->pod_terminating &&
 	    !old->has_status && !old->restarting && inv->n > 1 &&
-	    (in.failover_delay_s <= 0 || (since && r->now - since >= in.failover_delay_s))) {
+	    (in.failover_delay_s <= 0 || (since && r->now - since >= in.failover_delay_s)) &&
+	    rc_cut_due(r->ctl, r->key, rc_mono_ms())) {
 		cut_deadline = rc_request_cuts(r, inv->v, inv->n, old);
 		rc_instances_sort(inv->v, inv->n);
 	}

@@ -324,6 +324,19 @@ static void test_primary_watch(void **state)
 	ctl_free(c);
 }
 
+/* The cut requests of a Cluster: at most one round every RC_CUT_EVERY_MS. */
+static void test_cut_due(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	assert_true(rc_cut_due(c, "ns/c", 1000));
+	assert_false(rc_cut_due(c, "ns/c", 1000 + RC_CUT_EVERY_MS - 1));
+	assert_true(rc_cut_due(c, "ns/d", 1001)); /* per Cluster */
+	assert_true(rc_cut_due(c, "ns/c", 1000 + RC_CUT_EVERY_MS));
+	assert_false(rc_cut_due(c, "ns/c", 1000 + RC_CUT_EVERY_MS));
+	ctl_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_streak_and_forget),
 		cmocka_unit_test(test_state_drop),
 		cmocka_unit_test(test_primary_watch),
+		cmocka_unit_test(test_cut_due),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
