@@ -8,11 +8,13 @@
  * (marked INST_CUT_MARK), postgres reloads, and the answer waits until no WAL
  * receiver runs. From then on the replica receives nothing from the old
  * primary, so the primary's round-trip proofs through it (instance/lease.h)
- * all date from before the cut. The cut is held API_FENCE_CUT_HOLD_MS (a
- * request during the hold extends it) and undone only after the hold, by the
- * main thread, after a quorum read of the Cluster started after the hold
- * that does not say "pending" (inst_cut_may_undo): the operator writes
- * "pending" only while every cut it counted is still held.
+ * all date from before the cut. The main thread undoes it
+ * (inst_cut_may_undo) as soon as the Cluster names another primary (the
+ * failover is over: "pending" came and went), or, while it still names the
+ * old one, only after a hold of API_FENCE_CUT_HOLD_MS (a request during the
+ * hold extends it) and a quorum read of the Cluster started after it that
+ * does not say "pending": the operator writes "pending" only while every cut
+ * it counted is still held.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -146,16 +148,20 @@ int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const
 	return r;
 }
 
-bool inst_cut_may_undo(bool on, int64_t until, int64_t read_started, bool read_ok,
-		       const char *target)
+bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t read_started,
+		       bool read_ok, const char *target)
 {
-	return on && read_ok && read_started >= until &&
-	       !(target && strcmp(target, API_PENDING_FAILOVER) == 0);
+	if (!on || !read_ok || (target && strcmp(target, API_PENDING_FAILOVER) == 0))
+		return false;
+	if (target && *target && (!cut_primary || strcmp(target, cut_primary) != 0))
+		return true; /* a new primary is named: "pending" came and went */
+	return read_started >= until;
 }
 
-bool inst_cut_hold_over(struct inst_cut *cut, int64_t now)
+bool inst_cut_hold_over(struct inst_cut *cut, int64_t now, bool *ret_on)
 {
 	pthread_mutex_lock(&cut->lock);
+	*ret_on = cut->on;
 	bool v = cut->on && now >= cut->until;
 	pthread_mutex_unlock(&cut->lock);
 	return v;
@@ -166,7 +172,7 @@ int inst_cut_undo(struct inst_cut *cut, const struct inst_cut_env *env, int64_t 
 {
 	pthread_mutex_lock(&cut->lock);
 	int r = 0;
-	if (inst_cut_may_undo(cut->on, cut->until, read_started, true, target)) {
+	if (inst_cut_may_undo(cut->on, cut->primary, cut->until, read_started, true, target)) {
 		_cleanup_(inst_pqfinishp) PGconn *c = NULL;
 		r = inst_pg_connect(env->sockdir, env->port, NULL, &c, err);
 		r = r ? r : write_and_reload(c, env->pgdata, override, err);

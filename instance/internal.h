@@ -233,12 +233,15 @@ void inst_cut_destroy(struct inst_cut *c);
  * error is returned. */
 int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const char *primary,
 		     const char *ip, int64_t *ret_hold_ms, struct op_err *err);
-/* Pure: a cut may be undone after a read of the Cluster that succeeded,
- * started at or after the hold ended, and does not say "pending". */
-bool inst_cut_may_undo(bool on, int64_t until, int64_t read_started, bool read_ok,
-		       const char *target);
-/* The cut is on and its hold ended at now (the main thread then reads). */
-bool inst_cut_hold_over(struct inst_cut *c, int64_t now);
+/* Pure: a cut off cut_primary may be undone when a read of the Cluster that
+ * succeeded names another primary (not "pending"), or still names it (or
+ * none) and started at or after the hold ended (read_started 0: the watched
+ * Cluster, not a fresh read). */
+bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t read_started,
+		       bool read_ok, const char *target);
+/* The cut is on and its hold ended at now (the main thread then reads);
+ * *ret_on: the cut is on at all. */
+bool inst_cut_hold_over(struct inst_cut *c, int64_t now, bool *ret_on);
 /* Undoes the cut when inst_cut_may_undo (re-checked under the lock: a request
  * may have extended the hold): writes override (the standby settings) and
  * reloads. */

@@ -772,21 +772,28 @@ static void lease_api(struct runner *rn, int64_t now)
 		inst_lease_prove(&rn->lease, now);
 }
 
-/* A replica whose WAL receiver is cut (instance/cut.c): once the hold is over,
- * a fresh read (started after it) that does not say "pending" undoes it. */
+/* A replica whose WAL receiver is cut (instance/cut.c): the watched Cluster
+ * naming another primary undoes it at once; else, once the hold is over, a
+ * fresh read (started after it) that does not say "pending". */
 static int cut_tick(struct runner *rn, struct op_err *err)
 {
 	struct inst_cut_env env;
 	struct inst_cut *cut = inst_state_cut(rn->st, &env);
-	int64_t now = inst_lease_now();
-	if (!inst_cut_hold_over(cut, now) || (!rn->src->cluster_file && !fresh_read(rn, "the cut")))
-		return 0;
+	int64_t now = inst_lease_now(), read_started = 0;
+	bool on;
+	bool over = inst_cut_hold_over(cut, now, &on);
+	const char *t = rn->cluster->status.target_primary;
+	if (!on || (t && strcmp(t, rn->o->pod_name) == 0))
+		return 0; /* this replica is to promote: a WAL receiver would only delay it */
+	if (over && (rn->src->cluster_file || fresh_read(rn, "the cut")))
+		read_started = now;
 	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	_cleanup_free_ char *rw = NULL;
 	const struct inst_paths *p = &rn->o->paths;
 	int r = inst_render_standby_override(rn->cluster, rn->o->pod_name, p->controller_dir,
 					     primary_host(rn, &rw), rn->o->primary_port, &ov, err);
-	return r ? r : inst_cut_undo(cut, &env, now, rn->cluster->status.target_primary, &ov, err);
+	return r ? r : inst_cut_undo(cut, &env, read_started, rn->cluster->status.target_primary,
+				     &ov, err);
 }
 
 /* Renews the lease of a running primary (c: its postgres, NULL when it

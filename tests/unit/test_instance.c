@@ -389,15 +389,20 @@ static void test_cut(void **state)
 		bool want;
 	} t[] = {
 		{ true, 5000, 5000, true, "c-1", true },     /* the old primary, no failover */
-		{ true, 5000, 5000, true, "c-2", true },     /* a new primary: follow it */
 		{ true, 5000, 5000, true, NULL, true },
 		{ true, 5000, 5000, true, "pending", false }, /* a failover waits for the fence */
 		{ true, 5000, 4999, true, "c-1", false },    /* read started inside the hold */
+		{ true, 5000, 0, true, "c-1", false },       /* the watched Cluster, no read */
 		{ true, 5000, 6000, false, "c-1", false },   /* the read failed */
 		{ false, 5000, 6000, true, "c-1", false },   /* nothing to undo */
+		/* a new primary named: the failover is over, follow it at once (with
+		 * synchronous replication it acknowledges nothing without a standby) */
+		{ true, 5000, 0, true, "c-2", true },
+		{ true, 5000, 100, true, "c-2", true },
+		{ true, 5000, 0, true, "pending", false },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(t); i++)
-		if (inst_cut_may_undo(t[i].on, t[i].until, t[i].read_started, t[i].read_ok,
+		if (inst_cut_may_undo(t[i].on, "c-1", t[i].until, t[i].read_started, t[i].read_ok,
 				      t[i].target) != t[i].want)
 			fail_msg("row %zu: want %d", i, t[i].want);
 }
