@@ -81,13 +81,19 @@ void rc_note_unreachable(struct rc_controller *c, const char *key, const struct 
 			else if (v[i].has_status || v[i].restarting)
 				rc_strv_push(&s->answered, &s->n_answered, id);
 		}
-		/* the primary watch: only with another instance to fail over to */
+		/* the primary watch: only with another instance to fail over to; the
+		 * lost ones stay lost while they are silent instances of the Cluster */
 		free(s->watch);
 		s->watch = NULL;
 		for (size_t i = 0; i < n && n > 1; i++)
 			if (v[i].ip && v[i].has_status && v[i].is_primary && !v[i].pod_terminating) {
 				s->watch = contact_id(&v[i]);
 				s->watch_next_ms = now_ms + RC_WATCH_MS;
+			}
+		for (size_t k = s->n_lost; k-- > 0;)
+			if (!listed(s->silent, s->n_silent, s->lost[k])) {
+				free(s->lost[k]);
+				s->lost[k] = s->lost[--s->n_lost];
 			}
 		if (answered)
 			s->probe_streak = 0;
@@ -106,12 +112,13 @@ bool rc_mark_silent(struct rc_controller *c, const char *key, struct rc_instance
 	pthread_mutex_lock(&c->mu);
 	const struct rc_cluster_state *s = rc_state_find(c, key);
 	for (size_t i = 0; i < n; i++) {
-		v[i].silent = false;
+		v[i].silent = v[i].unreachable = false;
 		if (!v[i].ip)
 			continue;
 		with_ip++;
 		_cleanup_free_ char *id = contact_id(&v[i]);
 		bool was_silent = s && listed(s->silent, s->n_silent, id);
+		v[i].unreachable = s && listed(s->lost, s->n_lost, id);
 		v[i].silent = was_silent || !s || !listed(s->answered, s->n_answered, id);
 		watched &= was_silent && !v[i].pod_terminating;
 	}
@@ -175,15 +182,12 @@ static void collect(struct rc_controller *c, int64_t now_ms, struct round *r)
 	}
 }
 
+static bool strv_remove(char **v, size_t *n, const char *id);
+
 /* Removes id from s->silent (the instance connected: the next reconcile asks it). */
 static void unsilence(struct rc_cluster_state *s, const char *id)
 {
-	for (size_t k = 0; k < s->n_silent; k++)
-		if (strcmp(s->silent[k], id) == 0) {
-			free(s->silent[k]);
-			s->silent[k] = s->silent[--s->n_silent];
-			return;
-		}
+	(void)strv_remove(s->silent, &s->n_silent, id);
 }
 
 size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe)
@@ -230,23 +234,42 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 	return queued;
 }
 
+/* Removes id from a list of "name@ip"; true when it was there. */
+static bool strv_remove(char **v, size_t *n, const char *id)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (strcmp(v[k], id) == 0) {
+			free(v[k]);
+			v[k] = v[--*n];
+			return true;
+		}
+	return false;
+}
+
 size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe)
 {
 	struct rc_strv keys = { 0 }, ids = { 0 };
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->n_states; i++) {
 		struct rc_cluster_state *s = &c->states[i];
-		if (!s->watch || s->watch_next_ms > now_ms)
+		if ((!s->watch && !s->n_lost) || s->watch_next_ms > now_ms)
 			continue;
 		s->watch_next_ms = now_ms + RC_WATCH_MS;
-		rc_strv_push(&keys.v, &keys.n, s->key);
-		size_t m = ids.n;
-		rc_strv_push(&ids.v, &m, s->watch);
-		ids.n = m;
+		for (size_t k = 0; k <= s->n_lost; k++) {
+			const char *id = k < s->n_lost ? s->lost[k] : s->watch;
+			if (!id)
+				continue;
+			size_t m = keys.n;
+			rc_strv_push(&keys.v, &m, s->key);
+			keys.n = m;
+			m = ids.n;
+			rc_strv_push(&ids.v, &m, id);
+			ids.n = m;
+		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	size_t queued = 0;
-	if (!keys.n)
+	if (!ids.n)
 		return 0;
 	const char **ips = op_calloc(ids.n, sizeof(*ips));
 	int *err = op_calloc(ids.n, sizeof(*err));
@@ -256,26 +279,33 @@ size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 		err[i] = ETIMEDOUT;
 	}
 	(void)probe(ips, ids.n, RC_STATUS_PORT, RC_STATUS_CONNECT_SILENT_MS, err);
-	for (size_t i = 0; i < keys.n; i++) {
-		if (err[i] == 0)
-			continue;
-		bool lost = false;
+	for (size_t i = 0; i < ids.n; i++) {
+		bool queue = false, lost = false;
 		pthread_mutex_lock(&c->mu);
 		struct rc_cluster_state *s = rc_state_find(c, keys.v[i]);
-		if (s && s->watch && strcmp(s->watch, ids.v[i]) == 0) {
+		if (s && err[i] == 0 && strv_remove(s->lost, &s->n_lost, ids.v[i])) {
+			unsilence(s, ids.v[i]); /* back: the next reconcile asks it */
+			queue = true;
+		} else if (s && err[i] && s->watch && strcmp(s->watch, ids.v[i]) == 0) {
 			free(s->watch);
 			s->watch = NULL;
 			if (!listed(s->silent, s->n_silent, ids.v[i]))
 				rc_strv_push(&s->silent, &s->n_silent, ids.v[i]);
-			lost = true;
+			if (!listed(s->lost, s->n_lost, ids.v[i]))
+				rc_strv_push(&s->lost, &s->n_lost, ids.v[i]);
+			queue = lost = true;
 		}
 		pthread_mutex_unlock(&c->mu);
-		if (!lost)
-			continue;
-		op_log_warn("primary does not accept a TCP connect: reconciling", "cluster",
-			    keys.v[i], "instance", ids.v[i], "error", strerror(err[i]));
-		rc_queue_add(c->q, keys.v[i]);
-		queued++;
+		if (lost)
+			op_log_warn("primary does not accept a TCP connect: reconciling", "cluster",
+				    keys.v[i], "instance", ids.v[i], "error", strerror(err[i]));
+		else if (queue)
+			op_log_info("instance connects again: reconciling", "cluster", keys.v[i],
+				    "instance", ids.v[i]);
+		if (queue) {
+			rc_queue_add(c->q, keys.v[i]);
+			queued++;
+		}
 	}
 	free(err);
 	free(ips);
@@ -295,7 +325,7 @@ static void *prober_main(void *arg)
 {
 	struct rc_controller *c = arg;
 	while (!atomic_load(&c->stopping)) {
-		usleep(250 * 1000);
+		usleep(50 * 1000); /* each round looks at what is due (RC_WATCH_MS, back-offs) */
 		if (atomic_load(&c->stopping))
 			break;
 		if (!c->is_leader || c->is_leader(c->leader_ud)) {

@@ -67,7 +67,10 @@ struct rc_cluster_state {
 	char *watch;                 /* owned: "name@ip" of the primary that answered at the
 				      * last reconcile, TCP-probed every RC_WATCH_MS (contact.c);
 				      * NULL when none (or a single instance) */
-	int64_t watch_next_ms;       /* monotonic ms of its next probe */
+	int64_t watch_next_ms;       /* monotonic ms of its next probe (and of the lost ones) */
+	char **lost;                 /* owned: "name@ip" the watch saw not connect, probed with it
+				      * until they connect again; reconciles do not ask them */
+	size_t n_lost;
 	int64_t cut_asked_ms;        /* monotonic ms of the last POST /pg/cut round (cut.c) */
 	unsigned probe_streak;       /* prober tries since an instance last answered */
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
@@ -179,11 +182,12 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 /* The primary watch: the primary of each Cluster with more than one instance
  * that answered at its last reconcile is TCP-probed (port RC_STATUS_PORT,
  * RC_STATUS_CONNECT_SILENT_MS) every RC_WATCH_MS, all at once. One that does
- * not connect is marked silent (the next reconcile asks it only after its own
- * short probe) and its Cluster queued at once: a partitioned primary is seen
- * within RC_WATCH_MS + RC_STATUS_CONNECT_SILENT_MS, not at the next 5 s poll
- * with a 2 s status timeout (docs/internals/failover.md). The watch stops
- * until a reconcile sees the primary answer again. Returns the keys queued. */
+ * not connect becomes "lost" and its Cluster is queued at once: a partitioned
+ * primary is seen within RC_WATCH_MS + RC_STATUS_CONNECT_SILENT_MS, not at the
+ * next 5 s poll with a 2 s status timeout (docs/internals/failover.md). A lost
+ * instance is not asked by the reconciles (rc_mark_silent sets
+ * rc_instance.unreachable) and is probed here every RC_WATCH_MS until it
+ * connects, which queues its Cluster again. Returns the keys queued. */
 #define RC_WATCH_MS 250
 size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
 /* CLOCK_MONOTONIC in ms (the clock of now_ms above). */

@@ -249,7 +249,9 @@ static int *probe_silent(const struct rc_instance *v, size_t n, unsigned port)
 	const char **ips = op_calloc(n ? n : 1, sizeof(*ips));
 	size_t *at = op_calloc(n ? n : 1, sizeof(*at)), k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (v[i].silent && v[i].ip && *v[i].ip) {
+		if (v[i].unreachable)
+			ret[i] = ETIMEDOUT; /* the primary watch probes it (contact.c) */
+		else if (v[i].silent && v[i].ip && *v[i].ip) {
 			ips[k] = v[i].ip;
 			at[k++] = i;
 		}
@@ -307,6 +309,11 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		v[i].restarting = false;
 		if (!v[i].ip || !*v[i].ip) {
 			set_error(&v[i], "no pod IP");
+			continue;
+		}
+		if (v[i].unreachable) {
+			set_error(&v[i], "not asked: it did not accept a TCP connect, probed in the "
+					 "background until it does");
 			continue;
 		}
 		if (tcp[i]) {

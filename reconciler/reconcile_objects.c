@@ -377,6 +377,7 @@ void rc_state_done(struct rc_cluster_state *s)
 	free(s->key);
 	free(s->uid);
 	rc_strv_free(&s->silent, &s->n_silent);
+	rc_strv_free(&s->lost, &s->n_lost);
 	free(s->watch);
 	rc_strv_free(&s->answered, &s->n_answered);
 	rc_strv_free(&s->sync_set, &s->n_sync_set);

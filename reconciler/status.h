@@ -45,6 +45,8 @@ struct rc_instance {
 	bool pod_terminating; /* metadata.deletionTimestamp set */
 	bool has_status;     /* GET /pg/status answered 200 with JSON */
 	bool restarting;     /* it answered 503 "restarting": postgres (re)starts in place */
+	bool unreachable;    /* the primary watch saw it not connect and probes it in the
+			      * background (contact.c): not asked at all */
 	bool silent;         /* not known to answer (not last time, or never at this IP):
 			      * fetched only after a TCP probe within
 			      * RC_STATUS_CONNECT_SILENT_MS (instance_client.h) */

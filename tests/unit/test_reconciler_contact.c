@@ -283,9 +283,10 @@ static void test_state_many(void **state)
 
 /* The primary watch: an answering primary of a Cluster with another instance
  * is probed every RC_WATCH_MS with the short connect timeout; one that does
- * not connect is marked silent (the next reconcile probes it first) and its
- * Cluster queued once; the watch stops until a reconcile sees it answer. A
- * single-instance Cluster is not watched. */
+ * not connect is lost: its Cluster queued once, the reconciles do not ask it
+ * (unreachable), the watch probes it until it connects, which queues the
+ * Cluster again and lets the reconciles ask it. A single-instance Cluster is
+ * not watched. */
 static void test_primary_watch(void **state)
 {
 	(void)state;
@@ -306,17 +307,27 @@ static void test_primary_watch(void **state)
 	reset_probe(NULL); /* the partition */
 	assert_int_equal(rc_watch_round(c, 1000 + 2 * RC_WATCH_MS, fake_probe), 1);
 	assert_int_equal(rc_queue_len(c->q), 1);
-	/* the next reconcile asks c-1 only after its own short probe */
-	struct rc_instance w[2] = { inst("c-1", "10.0.0.1", false), inst("c-2", "10.0.0.2", false) };
+	/* the next reconcile does not ask c-1 at all */
+	struct rc_instance w[2] = { inst("c-1", "10.0.0.1", false), inst("c-2", "10.0.0.2", true) };
 	assert_false(rc_mark_silent(c, "ns/c", w, 2));
 	assert_true(w[0].silent);
-	assert_false(w[1].silent);
-	/* no second queueing while it stays down */
+	assert_true(w[0].unreachable);
+	assert_false(w[1].unreachable);
+	rc_note_unreachable(c, "ns/c", w, 2, 1000 + 2 * RC_WATCH_MS); /* it stays lost */
+	/* probed in the background, no second queueing while it stays down */
 	reset_probe(NULL);
 	assert_int_equal(rc_watch_round(c, 1000 + 3 * RC_WATCH_MS, fake_probe), 0);
-	assert_int_equal(probe_calls, 0);
-	/* a reconcile that sees it answer again watches it again */
+	assert_int_equal(probe_hosts, 1);
+	/* it connects again: queued, and the next reconcile asks it */
+	reset_probe("10.0.0.1");
+	assert_int_equal(rc_watch_round(c, 1000 + 4 * RC_WATCH_MS, fake_probe), 1);
+	assert_false(rc_mark_silent(c, "ns/c", w, 2));
+	assert_false(w[0].unreachable);
+	assert_int_equal(rc_watch_round(c, 1000 + 5 * RC_WATCH_MS, fake_probe), 0);
+	assert_int_equal(probe_hosts, 1); /* nothing left to watch until a reconcile */
+	/* a reconcile that sees it answer as primary watches it again */
 	rc_note_unreachable(c, "ns/c", v, 2, 5000);
+	reset_probe(NULL);
 	assert_int_equal(rc_watch_round(c, 5000 + RC_WATCH_MS, fake_probe), 1);
 	done(v, 2);
 	done(w, 2);
