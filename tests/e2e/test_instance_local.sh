@@ -239,20 +239,20 @@ fi
 check "primary sees pgtest-2 streaming in replicationInfo" streaming
 
 # ---- the cut (POST /pg/cut): the operator only, and never off a primary the replica reaches
-cut() { code -X POST "$@"; }
+post_cut() { code -X POST "$@"; }
 check "POST /pg/cut without a client cert: 401" \
-	test "$(cut "https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=127.0.0.1")" = 401
+	test "$(post_cut "https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=127.0.0.1")" = 401
 check "POST /pg/cut with another CN: 403" \
-	test "$(cut --cert "$T/pki/intruder.crt" --key "$T/pki/intruder.key" \
+	test "$(post_cut --cert "$T/pki/intruder.crt" --key "$T/pki/intruder.key" \
 		"https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=127.0.0.1")" = 403
 check "POST /pg/cut with a bad primary name: 400" \
-	test "$(cut "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut?primary=..%2Fx&ip=127.0.0.1")" = 400
+	test "$(post_cut "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut?primary=..%2Fx&ip=127.0.0.1")" = 400
 check "POST /pg/cut with a bad address: 400" \
-	test "$(cut "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=nowhere")" = 400
+	test "$(post_cut "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=nowhere")" = 400
 check "POST /pg/cut while the replica reaches the primary: 409, still streaming" \
-	test "$(cut "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=127.0.0.1")" = 409
+	test "$(post_cut "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut?primary=$C-1&ip=127.0.0.1")" = 409
 check "POST /pg/cut asked of the primary: 409 (not a replica)" \
-	test "$(cut "${OPCERT[@]}" "https://127.0.0.1:$S1/pg/cut?primary=$C-2&ip=127.0.0.1")" = 409
+	test "$(post_cut "${OPCERT[@]}" "https://127.0.0.1:$S1/pg/cut?primary=$C-2&ip=127.0.0.1")" = 409
 check "after the refused cuts the replica still streams" streaming
 check "GET /pg/cut: 405" test "$(code "${OPCERT[@]}" "https://127.0.0.1:$S2/pg/cut")" = 405
 slot_active() {
