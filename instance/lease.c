@@ -34,17 +34,17 @@ int inst_lease_mark(struct inst_lease *l, int64_t at, uint64_t lsn)
 	return 0;
 }
 
-int64_t inst_lease_proof(const struct inst_lease *l, uint64_t flush)
+int64_t inst_lease_proof(const struct inst_lease *l, uint64_t written)
 {
 	for (size_t i = l->n_marks; i-- > 0;) { /* newest first: at and lsn only grow */
 		const struct inst_lease_mark *m = mark_at(l, i);
-		if (m->lsn <= flush)
+		if (m->lsn <= written)
 			return m->at;
 	}
 	return 0;
 }
 
-int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *flush, size_t n,
+int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *written, size_t n,
 			       unsigned need)
 {
 	int64_t best[INST_LEASE_MAX_PEERS]; /* proofs, most recent first */
@@ -52,7 +52,7 @@ int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *flush
 	if (need == 0 || need > INST_LEASE_MAX_PEERS)
 		return 0;
 	for (size_t i = 0; i < n && i < INST_LEASE_MAX_PEERS; i++) {
-		int64_t p = inst_lease_proof(l, flush[i]);
+		int64_t p = inst_lease_proof(l, written[i]);
 		if (!p)
 			continue;
 		size_t j = k++;
@@ -63,12 +63,12 @@ int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *flush
 	return k >= need ? best[need - 1] : 0;
 }
 
-unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *flush, size_t n,
+unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *written, size_t n,
 			  int64_t now)
 {
 	unsigned heard = 0;
 	for (size_t i = 0; i < n; i++) {
-		int64_t p = inst_lease_proof(l, flush[i]);
+		int64_t p = inst_lease_proof(l, written[i]);
 		heard += p && now - p <= API_FENCE_MS;
 	}
 	return heard;

@@ -7,7 +7,7 @@
  * are never compared with ours. A proof through the peers is a round trip: at
  * each check the primary commits a transaction of its own (synchronous_commit
  * = local) and marks (at, lsn): `at` read before that commit, `lsn` its flush
- * position after it. A replica whose flush_lsn reached a mark's lsn received
+ * position after it. A replica whose write_lsn reached a mark's lsn received
  * WAL written after `at`: it proves the lease from `at`, however late its
  * reply arrives (a reply held in a TCP queue by a partition only acknowledges
  * WAL the replica had before it was cut off, docs/internals/failover.md). The
@@ -43,17 +43,18 @@ struct inst_lease {
 /* Records a mark; one whose at or lsn goes backwards is ignored (-EINVAL). */
 int inst_lease_mark(struct inst_lease *l, int64_t at, uint64_t lsn);
 
-/* When a replica that flushed up to `flush` proved the lease: the latest
- * mark's `at` with lsn <= flush; 0 when none (a flush older than every mark). */
-int64_t inst_lease_proof(const struct inst_lease *l, uint64_t flush);
+/* When a replica that received WAL up to `written` (its write_lsn) proved the
+ * lease: the latest mark's `at` with lsn <= written; 0 when none (older than
+ * every mark). */
+int64_t inst_lease_proof(const struct inst_lease *l, uint64_t written);
 
-/* The need-th most recent of the replicas' proofs (flush[0..n), their
- * flush_lsn); 0 when fewer than need prove anything, or need is 0. */
-int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *flush, size_t n,
+/* The need-th most recent of the replicas' proofs (written[0..n), their
+ * write_lsn); 0 when fewer than need prove anything, or need is 0. */
+int64_t inst_lease_peers_proof(const struct inst_lease *l, const uint64_t *written, size_t n,
 			       unsigned need);
 
 /* How many of the replicas' proofs are within API_FENCE_MS of now. */
-unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *flush, size_t n,
+unsigned inst_lease_heard(const struct inst_lease *l, const uint64_t *written, size_t n,
 			  int64_t now);
 
 /* A proof at `at` (peers, or a read of the Cluster that started at `at` and

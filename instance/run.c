@@ -702,12 +702,11 @@ static uint64_t lsn_bytes(PGresult *res, int row, int col)
 
 /* One round trip of the lease (instance/lease.h): commits a transaction of
  * its own (synchronous_commit = local: it never waits for a replica), marks
- * (now, flush LSN after it), and returns the streaming replicas' proofs (from
- * their write_lsn: received is enough, and a replica's slow fsync does not
- * delay it)
- * through *ret_proof (the need-th most recent) and how many are within
- * API_FENCE_MS. `now` was read before the commit. No connection or a failed
- * query observes nothing (the marks stay). */
+ * (now, flush LSN after it), and returns the streaming replicas' proof through
+ * *ret_proof (the need-th most recent) and how many prove it within
+ * API_FENCE_MS, from their write_lsn (received is enough, and a replica's slow
+ * fsync does not delay it). `now` was read before the commit. No connection or
+ * a failed query observes nothing (the marks stay). */
 static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned need,
 			    int64_t *ret_proof)
 {
@@ -727,13 +726,13 @@ static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned 
 	    PQntuples(res) < 1)
 		return 0; /* a broken connection is replaced at the next check (pg_conn) */
 	(void)inst_lease_mark(&rn->lease, now, lsn_bytes(res, 0, 0));
-	uint64_t flush[INST_LEASE_MAX_PEERS];
+	uint64_t written[INST_LEASE_MAX_PEERS];
 	size_t n = 0;
 	for (int i = 0; i < PQntuples(res) && n < INST_LEASE_MAX_PEERS; i++)
 		if (!PQgetisnull(res, i, 1))
-			flush[n++] = lsn_bytes(res, i, 1);
-	*ret_proof = inst_lease_peers_proof(&rn->lease, flush, n, need);
-	return inst_lease_heard(&rn->lease, flush, n, now);
+			written[n++] = lsn_bytes(res, i, 1);
+	*ret_proof = inst_lease_peers_proof(&rn->lease, written, n, need);
+	return inst_lease_heard(&rn->lease, written, n, now);
 }
 
 /* A fresh (quorum) read of the Cluster with the fast client: proves the lease
