@@ -15,6 +15,9 @@
 #define PGOP_API_FENCE_H
 
 #define API_FENCE_MS 2000 /* the lease: a primary unproven this long stops */
+/* The lease of an instance manager that does not report its own (`leaseMs` in
+ * /pg/status, older than 2026-12-05): the reconciler waits for that one. */
+#define API_FENCE_LEGACY_MS 3000
 /* The primary's instance manager checks its lease this often (a kept
  * connection to its postgres), so it fences within this long of the expiry. */
 #define API_FENCE_CHECK_MS 250

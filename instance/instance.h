@@ -138,6 +138,7 @@ struct inst_pg_status {
 	int reclone_rewind_status;
 	char *reclone_source, *reclone_at;
 	char *loaded_configuration_hash, *session_id, *pod_name;
+	int64_t lease_ms; /* `leaseMs`: this manager's lease (API_FENCE_MS); 0 omits it */
 	/* the WAL receiver cut off an unreachable primary (instance/cut.c):
 	 * `walReceiverCut` {primary, holdMs}; omitted when !cut */
 	bool cut;

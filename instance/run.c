@@ -195,6 +195,7 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 	s.cut = inst_cut_report(&st->cut, inst_lease_now(), cut_primary, sizeof(cut_primary),
 				&s.cut_hold_ms);
 	s.cut_primary = s.cut ? op_strdup(cut_primary) : NULL;
+	s.lease_ms = API_FENCE_MS; /* the reconciler waits for this lease, not its own idea of it */
 	pthread_mutex_lock(&st->lock);
 	bool rewinding = st->rewinding;
 	if (st->reclone_source) {

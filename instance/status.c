@@ -130,6 +130,8 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 	e = e ? e : kv_bool(out, &f, "isWalReceiverActive", s->is_wal_receiver_active);
 	e = e ? e : kv_bool(out, &f, "isPgRewindRunning", s->is_pg_rewind_running);
 	e = e ? e : kv_int(out, &f, "timeLineID", s->timeline_id);
+	if (e == 0 && s->lease_ms)
+		e = kv_int(out, &f, "leaseMs", s->lease_ms);
 	if (e == 0 && s->n_repl) {
 		e = op_buf_adds(out, ",\"replicationInfo\":[");
 		for (size_t i = 0; e == 0 && i < s->n_repl; i++) {

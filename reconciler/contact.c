@@ -85,6 +85,9 @@ void rc_note_unreachable(struct rc_controller *c, const char *key, const struct 
 		 * lost ones stay lost while they are silent instances of the Cluster */
 		free(s->watch);
 		s->watch = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].has_status && v[i].is_primary)
+				s->primary_lease_ms = v[i].lease_ms;
 		for (size_t i = 0; i < n && n > 1; i++)
 			if (v[i].ip && v[i].has_status && v[i].is_primary && !v[i].pod_terminating) {
 				s->watch = contact_id(&v[i]);
@@ -312,6 +315,15 @@ size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 	rc_strv_free(&keys.v, &keys.n);
 	rc_strv_free(&ids.v, &ids.n);
 	return queued;
+}
+
+int64_t rc_fence_lease_ms(struct rc_controller *c, const char *key)
+{
+	pthread_mutex_lock(&c->mu);
+	const struct rc_cluster_state *s = rc_state_find(c, key);
+	int64_t ms = s ? s->primary_lease_ms : 0;
+	pthread_mutex_unlock(&c->mu);
+	return ms > 0 ? ms : API_FENCE_LEGACY_MS;
 }
 
 int64_t rc_mono_ms(void)

@@ -72,6 +72,8 @@ struct rc_cluster_state {
 				      * until they connect again; reconciles do not ask them */
 	size_t n_lost;
 	int64_t cut_asked_ms;        /* monotonic ms of the last POST /pg/cut round (cut.c) */
+	int64_t primary_lease_ms;    /* the lease the primary last reported (leaseMs); 0 = not
+				      * known (rc_fence_lease_ms) */
 	unsigned probe_streak;       /* prober tries since an instance last answered */
 	unsigned status_errors;      /* reconciles in a row where no Ready instance answered */
 	char **sync_set;             /* owned: replicas the primary last reported sync/quorum */
@@ -190,6 +192,11 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
  * connects, which queues its Cluster again. Returns the keys queued. */
 #define RC_WATCH_MS 250
 size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
+/* The lease the Cluster's primary's manager last reported answering a
+ * reconcile of this process (rc_note_unreachable records it), or
+ * API_FENCE_LEGACY_MS when none did (an older manager, or not seen yet):
+ * a failover waits for the old primary's lease, not the operator's own. */
+int64_t rc_fence_lease_ms(struct rc_controller *c, const char *key);
 /* CLOCK_MONOTONIC in ms (the clock of now_ms above). */
 int64_t rc_mono_ms(void);
 /* The prober thread: a round every 250 ms while leading. */

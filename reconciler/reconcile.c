@@ -766,7 +766,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
 		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since,
 		.pending_since_ms = pending_since,
-		.fence_wait_ms = API_FENCE_MS + API_FENCE_MARGIN_MS,
+		.fence_wait_ms = rc_fence_lease_ms(r->ctl, r->key) + API_FENCE_MARGIN_MS,
 		.quorum = failover_quorum(r->c, inv->n),
 		.now = r->now, .now_ms = r->now_ms,
 	};
@@ -900,7 +900,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 			rc_event(r, "Normal", "FailoverFencing",
 				 "%s may still accept writes until its lease expires (%d ms): "
 				 "promoting after that",
-				 cur ? cur : "", API_FENCE_MS + API_FENCE_MARGIN_MS);
+				 cur ? cur : "", (int)in.fence_wait_ms);
 			set_phase(r, RC_PHASE_FAILOVER,
 				  "waiting for the old primary's lease to expire");
 		}

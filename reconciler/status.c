@@ -85,7 +85,7 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 	t.is_primary = t.wal_receiver_active = t.pg_rewind_running = t.pending_restart = false;
 	t.timeline_id = 0;
 	t.streaming_replicas = 0;
-	t.cut_hold_ms = 0;
+	t.cut_hold_ms = t.lease_ms = 0;
 	int r = 0;
 	if (r >= 0)
 		r = get_lsn(st, "currentLsn", &t.current_lsn, err);
@@ -103,6 +103,8 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 		r = op_json_get_bool(st, "pendingRestart", "", &t.pending_restart, err);
 	if (r >= 0)
 		r = op_json_get_i64(st, "timeLineID", "", &t.timeline_id, err);
+	if (r >= 0)
+		r = op_json_get_i64(st, "leaseMs", "", &t.lease_ms, err);
 	json_object *cut = NULL;
 	if (r >= 0)
 		r = op_json_get_obj(st, "walReceiverCut", "", &cut, err);

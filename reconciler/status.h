@@ -58,6 +58,7 @@ struct rc_instance {
 	bool pg_rewind_running;
 	int streaming_replicas; /* replicationInfo entries with state "streaming" */
 	bool pending_restart;   /* a changed parameter waits for a restart */
+	int64_t lease_ms;       /* leaseMs: its manager's lease; 0 = not reported (older) */
 	int64_t cut_hold_ms;    /* its WAL receiver is cut off the primary (walReceiverCut):
 				 * held at least this long from the answer; 0 = not cut */
 	json_object *doc;       /* owned: the /pg/status answer as received, or NULL */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/fence.h"
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/queue.h"
@@ -348,6 +349,27 @@ static void test_cut_due(void **state)
 	ctl_free(c);
 }
 
+/* The failover waits for the lease the old primary's manager reported, the
+ * legacy 3 s when it never did (an older manager, or not seen yet). */
+static void test_fence_lease(void **state)
+{
+	(void)state;
+	struct rc_controller *c = ctl_new();
+	assert_int_equal(rc_fence_lease_ms(c, "ns/c"), API_FENCE_LEGACY_MS);
+	struct rc_instance v[2] = { inst("c-1", "10.0.0.1", true), inst("c-2", "10.0.0.2", true) };
+	v[0].is_primary = true;
+	rc_note_unreachable(c, "ns/c", v, 2, 1000); /* an older manager: no leaseMs */
+	assert_int_equal(rc_fence_lease_ms(c, "ns/c"), API_FENCE_LEGACY_MS);
+	v[0].lease_ms = API_FENCE_MS;
+	rc_note_unreachable(c, "ns/c", v, 2, 2000);
+	assert_int_equal(rc_fence_lease_ms(c, "ns/c"), API_FENCE_MS);
+	v[0].has_status = false; /* partitioned: the last report stands */
+	rc_note_unreachable(c, "ns/c", v, 2, 3000);
+	assert_int_equal(rc_fence_lease_ms(c, "ns/c"), API_FENCE_MS);
+	done(v, 2);
+	ctl_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_state_drop),
 		cmocka_unit_test(test_primary_watch),
 		cmocka_unit_test(test_cut_due),
+		cmocka_unit_test(test_fence_lease),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
