@@ -185,7 +185,17 @@ static void collect(struct rc_controller *c, int64_t now_ms, struct round *r)
 	}
 }
 
-static bool strv_remove(char **v, size_t *n, const char *id);
+/* Removes id from a list of "name@ip"; true when it was there. */
+static bool strv_remove(char **v, size_t *n, const char *id)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (strcmp(v[k], id) == 0) {
+			free(v[k]);
+			v[k] = v[--*n];
+			return true;
+		}
+	return false;
+}
 
 /* Removes id from s->silent (the instance connected: the next reconcile asks it). */
 static void unsilence(struct rc_cluster_state *s, const char *id)
@@ -235,18 +245,6 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 	free(up);
 	round_done(&r);
 	return queued;
-}
-
-/* Removes id from a list of "name@ip"; true when it was there. */
-static bool strv_remove(char **v, size_t *n, const char *id)
-{
-	for (size_t k = 0; k < *n; k++)
-		if (strcmp(v[k], id) == 0) {
-			free(v[k]);
-			v[k] = v[--*n];
-			return true;
-		}
-	return false;
 }
 
 size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe)
