@@ -74,7 +74,7 @@ int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
 			struct rc_instance *x = &v[at[j]];
 			if (!tmp[j].has_status || tmp[j].cut_hold_ms <= 0 ||
 			    tmp[j].wal_receiver_active) {
-				op_log_info("failover: replica did not cut its WAL receiver",
+				op_log_debug("failover: replica did not cut its WAL receiver",
 					    "cluster", r->key, "pod", x->name, "primary",
 					    primary->name, "error",
 					    tmp[j].error ? tmp[j].error : "no hold reported");
