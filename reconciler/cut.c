@@ -75,9 +75,9 @@ int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
 			if (!tmp[j].has_status || tmp[j].cut_hold_ms <= 0 ||
 			    tmp[j].wal_receiver_active) {
 				op_log_debug("failover: replica did not cut its WAL receiver",
-					    "cluster", r->key, "pod", x->name, "primary",
-					    primary->name, "error",
-					    tmp[j].error ? tmp[j].error : "no hold reported");
+					     "cluster", r->key, "pod", x->name, "primary",
+					     primary->name, "error",
+					     tmp[j].error ? tmp[j].error : "no hold reported");
 				rc_instance_done(&tmp[j]);
 				/* cut by an earlier request, but this one could not extend its
 				 * hold: it may undo the cut before "pending" is written, so it
