@@ -43,7 +43,7 @@ _Static_assert(API_FENCE_MARGIN_MS >= API_FENCE_CHECK_MS + API_FENCE_STAMP_MS + 
  * operator's request (POST /pg/cut, instance/cut.c) keeps it cut at least this
  * long after its answer, and then only undoes it after a read of the Cluster
  * that does not say "pending"; the operator writes "pending" only when its
- * patch returned within the hold the replica reported (reconciler/failover.c). */
+ * patch returned within the hold the replica reported (reconciler/cut.c). */
 #define API_FENCE_CUT_HOLD_MS 5000
 
 /* Cluster annotation naming the primary Pod the reconciler restarts in place

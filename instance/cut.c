@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "api/fence.h"
+#include "api/names.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
 #include "support/alloc.h"
@@ -41,18 +42,6 @@ void inst_cut_destroy(struct inst_cut *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-/* A pod name: 1-63 of [a-z0-9-]. */
-static bool pod_name_ok(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n > 63)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
-
 static bool ip_ok(const char *s)
 {
 	unsigned char b[16];
@@ -66,13 +55,16 @@ static void sleep_ms(long ms)
 		;
 }
 
-/* Writes override.conf (body) and reloads postgres through c. */
+/* Writes override.conf (body) and reloads postgres through c; *ret_written
+ * (may be NULL) says whether the file was written, whatever the reload did. */
 static int write_and_reload(PGconn *c, const char *pgdata, const struct op_buf *body,
-			    struct op_err *err)
+			    bool *ret_written, struct op_err *err)
 {
 	_cleanup_free_ char *ov = op_asprintf("%s/override.conf", pgdata);
 	_cleanup_(inst_pqclearp) PGresult *res = NULL;
 	int r = inst_write_file(ov, op_buf_str(body), body->len, 0600, err);
+	if (ret_written)
+		*ret_written = r == 0;
 	return r ? r : inst_pg_exec(c, "SELECT pg_reload_conf()", 0, NULL, &res, err);
 }
 
@@ -104,13 +96,19 @@ static int wait_no_receiver(PGconn *c, struct op_err *err)
 int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const char *primary,
 		     const char *ip, int64_t *ret_hold_ms, struct op_err *err)
 {
-	if (!pod_name_ok(primary))
-		return op_err_set(err, -EINVAL, "primary: not a pod name");
-	if (!ip_ok(primary ? ip : NULL))
+	int64_t serial;
+	if (!primary)
+		return op_err_set(err, -EINVAL, "primary: missing");
+	int r = api_pod_serial(env->cluster_name, primary, &serial, err);
+	if (r) {
+		op_err_prefix(err, "primary: ");
+		return r;
+	}
+	if (!ip_ok(ip))
 		return op_err_set(err, -EINVAL, "ip: not an IPv4 or IPv6 address");
 	_cleanup_(inst_pqfinishp) PGconn *c = NULL;
 	_cleanup_(inst_pqclearp) PGresult *rec = NULL;
-	int r = inst_pg_connect(env->sockdir, env->port, NULL, &c, err);
+	r = inst_pg_connect(env->sockdir, env->port, NULL, &c, err);
 	r = r ? r : inst_pg_exec(c, "SELECT pg_is_in_recovery()", 0, NULL, &rec, err);
 	if (r)
 		return r;
@@ -126,13 +124,11 @@ int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const
 	pthread_mutex_lock(&cut->lock);
 	if (!cut->on) {
 		_cleanup_(op_buf_donep) struct op_buf body = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-		_cleanup_free_ char *ov = op_asprintf("%s/override.conf", env->pgdata);
-		_cleanup_(inst_pqclearp) PGresult *res = NULL;
+		bool written = false;
 		r = inst_render_standby_override(NULL, NULL, NULL, NULL, 0, &body, err);
-		r = r ? r : inst_write_file(ov, op_buf_str(&body), body.len, 0600, err);
+		r = r ? r : write_and_reload(c, env->pgdata, &body, &written, err);
 		/* from the write on, the cut stands (and is held) even if what follows fails */
-		cut->on = r == 0;
-		r = r ? r : inst_pg_exec(c, "SELECT pg_reload_conf()", 0, NULL, &res, err);
+		cut->on = written;
 		r = r ? r : wait_no_receiver(c, err);
 		if (r == 0)
 			op_log_warn("WAL receiver cut: the primary is unreachable", "primary", primary,
@@ -158,15 +154,6 @@ bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t 
 	return read_started >= until;
 }
 
-bool inst_cut_hold_over(struct inst_cut *cut, int64_t now, bool *ret_on)
-{
-	pthread_mutex_lock(&cut->lock);
-	*ret_on = cut->on;
-	bool v = cut->on && now >= cut->until;
-	pthread_mutex_unlock(&cut->lock);
-	return v;
-}
-
 int inst_cut_undo(struct inst_cut *cut, const struct inst_cut_env *env, int64_t read_started,
 		  const char *target, const struct op_buf *override, struct op_err *err)
 {
@@ -175,7 +162,7 @@ int inst_cut_undo(struct inst_cut *cut, const struct inst_cut_env *env, int64_t 
 	if (inst_cut_may_undo(cut->on, cut->primary, cut->until, read_started, true, target)) {
 		_cleanup_(inst_pqfinishp) PGconn *c = NULL;
 		r = inst_pg_connect(env->sockdir, env->port, NULL, &c, err);
-		r = r ? r : write_and_reload(c, env->pgdata, override, err);
+		r = r ? r : write_and_reload(c, env->pgdata, override, NULL, err);
 		if (r == 0) {
 			op_log_info("WAL receiver cut undone: the Cluster names no pending failover",
 				    "primary", cut->primary, "targetPrimary", target ? target : "");

@@ -221,6 +221,7 @@ struct inst_cut {
 };
 struct inst_cut_env {
 	const char *pgdata, *sockdir; /* borrowed */
+	const char *cluster_name;     /* borrowed: the primary must be one of its instances */
 	unsigned port;                /* the local postgres */
 	unsigned primary_port;        /* 0 = INST_PG_PORT */
 };
@@ -239,9 +240,6 @@ int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const c
  * Cluster, not a fresh read). */
 bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t read_started,
 		       bool read_ok, const char *target);
-/* The cut is on and its hold ended at now (the main thread then reads);
- * *ret_on: the cut is on at all. */
-bool inst_cut_hold_over(struct inst_cut *c, int64_t now, bool *ret_on);
 /* Undoes the cut when inst_cut_may_undo (re-checked under the lock: a request
  * may have extended the hold): writes override (the standby settings) and
  * reloads. */

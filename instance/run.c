@@ -183,6 +183,7 @@ struct inst_cut *inst_state_cut(struct inst_state *st, struct inst_cut_env *ret_
 {
 	*ret_env = (struct inst_cut_env){ .pgdata = st->o->paths.pgdata,
 					  .sockdir = st->sockdir,
+					  .cluster_name = st->o->cluster_name,
 					  .port = st->o->port,
 					  .primary_port = st->o->primary_port };
 	return &st->cut;
@@ -736,9 +737,9 @@ static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned 
 	return inst_lease_heard(&rn->lease, written, n, now);
 }
 
-/* A fresh (quorum) read of the Cluster with the fast client: proves the lease
- * when it still names this pod targetPrimary; the result replaces the main
- * thread's view. File mode has no API server: the file is the truth. */
+/* A fresh (quorum) read of the Cluster with the fast client (for `what`: the
+ * lease, the cut); the result replaces the main thread's view. A failure is
+ * logged once until a read succeeds again. */
 static bool fresh_read(struct runner *rn, const char *what)
 {
 	struct inst_source fast = *rn->src;
@@ -758,6 +759,8 @@ static bool fresh_read(struct runner *rn, const char *what)
 	return true;
 }
 
+/* A fresh read proves the lease when it still names this pod targetPrimary.
+ * File mode has no API server: the file is the truth. */
 static void lease_api(struct runner *rn, int64_t now)
 {
 	rn->lease.api_try = now;
@@ -779,14 +782,18 @@ static int cut_tick(struct runner *rn, struct op_err *err)
 {
 	struct inst_cut_env env;
 	struct inst_cut *cut = inst_state_cut(rn->st, &env);
-	int64_t now = inst_lease_now(), read_started = 0;
-	bool on;
-	bool over = inst_cut_hold_over(cut, now, &on);
+	int64_t now = inst_lease_now(), read_started = 0, hold;
+	char from[sizeof(cut->primary)];
 	const char *t = rn->cluster->status.target_primary;
-	if (!on || (t && strcmp(t, rn->o->pod_name) == 0))
+	if (!inst_cut_report(cut, now, from, sizeof(from), &hold) ||
+	    (t && strcmp(t, rn->o->pod_name) == 0))
 		return 0; /* this replica is to promote: a WAL receiver would only delay it */
-	if (over && (rn->src->cluster_file || fresh_read(rn, "the cut")))
+	if (hold == 0 && (rn->src->cluster_file || fresh_read(rn, "the cut")))
 		read_started = now;
+	/* inst_cut_undo looks again under its lock (a request may extend the hold) */
+	if (!inst_cut_may_undo(true, from, now + hold, read_started, true,
+			       rn->cluster->status.target_primary))
+		return 0;
 	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	_cleanup_free_ char *rw = NULL;
 	const struct inst_paths *p = &rn->o->paths;

@@ -260,12 +260,8 @@ size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 			const char *id = k < s->n_lost ? s->lost[k] : s->watch;
 			if (!id)
 				continue;
-			size_t m = keys.n;
-			rc_strv_push(&keys.v, &m, s->key);
-			keys.n = m;
-			m = ids.n;
-			rc_strv_push(&ids.v, &m, id);
-			ids.n = m;
+			rc_strv_push(&keys.v, &keys.n, s->key);
+			rc_strv_push(&ids.v, &ids.n, id);
 		}
 	}
 	pthread_mutex_unlock(&c->mu);

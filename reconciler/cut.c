@@ -22,11 +22,6 @@
 #include "support/alloc.h"
 #include "support/log.h"
 
-static bool str_eq(const char *a, const char *b)
-{
-	return a && b && strcmp(a, b) == 0;
-}
-
 bool rc_cut_due(struct rc_controller *c, const char *key, int64_t now_ms)
 {
 	pthread_mutex_lock(&c->mu);
@@ -47,7 +42,7 @@ int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
 	struct rc_instance *tmp = op_calloc(n ? n : 1, sizeof(*tmp));
 	for (size_t i = 0; i < n; i++) {
 		const struct rc_instance *x = &v[i];
-		if (!x->has_status || x->is_primary || str_eq(x->name, primary->name) || !x->ip)
+		if (!x->has_status || x->is_primary || strcmp(x->name, primary->name) == 0 || !x->ip)
 			continue;
 		tmp[k] = *x; /* the Pod's facts; the status is asked again */
 		tmp[k].name = op_strdup(x->name);
@@ -79,11 +74,7 @@ int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
 					     primary->name, "error",
 					     tmp[j].error ? tmp[j].error : "no hold reported");
 				rc_instance_done(&tmp[j]);
-				/* cut by an earlier request, but this one could not extend its
-				 * hold: it may undo the cut before "pending" is written, so it
-				 * is not counted as having lost the primary this time */
-				if (x->has_status && x->cut_hold_ms > 0)
-					x->wal_receiver_active = true;
+				x->cut_unheld = x->has_status && x->cut_hold_ms > 0;
 				continue;
 			}
 			int64_t until = start + tmp[j].cut_hold_ms;

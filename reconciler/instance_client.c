@@ -249,9 +249,7 @@ static int *probe_silent(const struct rc_instance *v, size_t n, unsigned port)
 	const char **ips = op_calloc(n ? n : 1, sizeof(*ips));
 	size_t *at = op_calloc(n ? n : 1, sizeof(*at)), k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (v[i].unreachable)
-			ret[i] = ETIMEDOUT; /* the primary watch probes it (contact.c) */
-		else if (v[i].silent && v[i].ip && *v[i].ip) {
+		if (v[i].silent && !v[i].unreachable && v[i].ip && *v[i].ip) {
 			ips[k] = v[i].ip;
 			at[k++] = i;
 		}

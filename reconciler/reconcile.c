@@ -805,12 +805,11 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	in.now_ms = api_time_now_us() / 1000;
 	struct rc_failover_decision d;
 	rc_failover_decide(&in, &d);
-	if (d.action == RC_FO_WAIT_FENCE && in.pending_since_ms &&
-	    in.pending_since_ms + in.fence_wait_ms - in.now_ms <= RC_FENCE_SLEEP_MS) {
+	int64_t left = in.pending_since_ms + in.fence_wait_ms - in.now_ms;
+	if (d.action == RC_FO_WAIT_FENCE && in.pending_since_ms && left <= RC_FENCE_SLEEP_MS) {
 		/* this reconcile came RC_FENCE_EARLY_MS early: wait the rest here
 		 * rather than a requeue and another round of questions */
-		int64_t left = in.pending_since_ms + in.fence_wait_ms - in.now_ms + 1;
-		struct timespec ts = { 0, (left > 0 ? left : 0) * 1000000L };
+		struct timespec ts = { 0, (left >= 0 ? left + 1 : 0) * 1000000L };
 		nanosleep(&ts, NULL);
 		in.now_ms = api_time_now_us() / 1000;
 		rc_failover_decide(&in, &d);

@@ -205,7 +205,7 @@ static unsigned replicas_lost(const struct rc_failover_input *in)
 	unsigned lost = 0;
 	for (size_t i = 0; i < in->n; i++) {
 		const struct rc_instance *x = &in->v[i];
-		lost += x->has_status && !x->is_primary && !x->wal_receiver_active &&
+		lost += x->has_status && !x->is_primary && !x->wal_receiver_active && !x->cut_unheld &&
 			!str_eq(x->name, in->current_primary);
 	}
 	return lost;

@@ -61,6 +61,10 @@ struct rc_instance {
 	int64_t lease_ms;       /* leaseMs: its manager's lease; 0 = not reported (older) */
 	int64_t cut_hold_ms;    /* its WAL receiver is cut off the primary (walReceiverCut):
 				 * held at least this long from the answer; 0 = not cut */
+	bool cut_unheld;        /* cut by an earlier request, and this reconcile's request
+				 * could not extend the hold (reconciler/cut.c): it may undo
+				 * the cut before "pending" is written, so it is not counted
+				 * as having lost the primary */
 	json_object *doc;       /* owned: the /pg/status answer as received, or NULL */
 };
 void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL */
