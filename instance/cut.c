@@ -149,8 +149,10 @@ bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t 
 {
 	if (!on || !read_ok || (target && strcmp(target, API_PENDING_FAILOVER) == 0))
 		return false;
-	if (target && *target && (!cut_primary || strcmp(target, cut_primary) != 0))
-		return true; /* a new primary is named: "pending" came and went */
+	/* a new primary is named: "pending" came and went (not known for a cut
+	 * found at start, which never knew whom it was cut off) */
+	if (target && *target && cut_primary && *cut_primary && strcmp(target, cut_primary) != 0)
+		return true;
 	return read_started >= until;
 }
 

@@ -237,7 +237,8 @@ int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const c
 /* Pure: a cut off cut_primary may be undone when a read of the Cluster that
  * succeeded names another primary (not "pending"), or still names it (or
  * none) and started at or after the hold ended (read_started 0: the watched
- * Cluster, not a fresh read). */
+ * Cluster, not a fresh read). An empty or NULL cut_primary (a cut found at
+ * start) waits for the hold and a fresh read whatever the Cluster names. */
 bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t read_started,
 		       bool read_ok, const char *target);
 /* Undoes the cut when inst_cut_may_undo (re-checked under the lock: a request

@@ -405,6 +405,11 @@ static void test_cut(void **state)
 		if (inst_cut_may_undo(t[i].on, "c-1", t[i].until, t[i].read_started, t[i].read_ok,
 				      t[i].target) != t[i].want)
 			fail_msg("row %zu: want %d", i, t[i].want);
+	/* a cut found at start does not know whom it was cut off: any name the
+	 * Cluster holds may be the old primary, so only the hold and a fresh read */
+	assert_false(inst_cut_may_undo(true, "", 5000, 0, true, "c-2"));
+	assert_false(inst_cut_may_undo(true, NULL, 5000, 4999, true, "c-2"));
+	assert_true(inst_cut_may_undo(true, "", 5000, 5000, true, "c-2"));
 }
 
 static void test_standby_override(void **state)
