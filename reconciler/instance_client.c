@@ -1,4 +1,5 @@
-/* reconciler/instance_client.c - parallel GET /pg/status over mTLS (curl multi).
+/* reconciler/instance_client.c - parallel GET /pg/status (or POST /pg/cut)
+ * over mTLS (curl multi).
  *
  * curl 7.88 built with GnuTLS refuses CURLOPT_CAINFO_BLOB (CURLE_NOT_BUILT_IN)
  * and its GnuTLS backend ignores CURLOPT_SSLCERT_BLOB/SSLKEY_BLOB, so the CA
@@ -133,6 +134,7 @@ static int pool_prepare(struct rc_status_pool *p, const char *ca_pem,
 struct xfer {
 	CURL *h;
 	struct rc_instance *in;
+	const char *what; /* "GET /pg/status", "POST /pg/cut": error messages (borrowed) */
 	struct op_buf body;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -157,10 +159,12 @@ static void finish(struct xfer *x, CURLcode code)
 {
 	struct rc_instance *in = x->in;
 	if (code != CURLE_OK) {
-		_cleanup_free_ char *m = op_asprintf(
-			"GET /pg/status: %s%s%s", curl_easy_strerror(code), x->errbuf[0] ? ": " : "",
-			x->errbuf);
-		set_error(in, code == CURLE_WRITE_ERROR ? "GET /pg/status: answer over 1 MiB" : m);
+		_cleanup_free_ char *m =
+			code == CURLE_WRITE_ERROR
+				? op_asprintf("%s: answer over 1 MiB", x->what)
+				: op_asprintf("%s: %s%s%s", x->what, curl_easy_strerror(code),
+					      x->errbuf[0] ? ": " : "", x->errbuf);
+		set_error(in, m);
 		return;
 	}
 	long http = 0;
@@ -168,7 +172,7 @@ static void finish(struct xfer *x, CURLcode code)
 	json_object *st = NULL;
 	struct op_err err = OP_ERR_INIT;
 	if (http != 200) {
-		_cleanup_free_ char *m = op_asprintf("GET /pg/status: HTTP %ld", http);
+		_cleanup_free_ char *m = op_asprintf("%s: HTTP %ld", x->what, http);
 		set_error(in, m);
 		/* 503 {"restarting": true}: postgres (re)starts in place (instance/server.c) */
 		bool restarting = false;
@@ -183,7 +187,7 @@ static void finish(struct xfer *x, CURLcode code)
 	}
 	if (op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH, &st, &err) < 0 ||
 	    rc_instance_parse_status(in, st, &err) < 0) {
-		_cleanup_free_ char *m = op_asprintf("GET /pg/status: %s", err.msg);
+		_cleanup_free_ char *m = op_asprintf("%s: %s", x->what, err.msg);
 		set_error(in, m);
 	} else {
 		free(in->error);
@@ -295,6 +299,11 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 	}
 	struct xfer *xs = op_calloc(n, sizeof(*xs));
 	int *tcp = NULL;
+	/* for the error messages: a POST (the cut) by its path without the query;
+	 * a GET is the status whatever path a test points it at */
+	const char *path = o.path ? o.path : "/pg/status";
+	_cleanup_free_ char *what = o.post ? op_asprintf("POST %.*s", (int)strcspn(path, "?"), path)
+					   : op_strdup("GET /pg/status");
 	if (!m) {
 		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
 		goto out;
@@ -302,6 +311,7 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 	tcp = probe_silent(v, n, o.port ? o.port : RC_STATUS_PORT);
 	for (size_t i = 0; i < n; i++) {
 		xs[i].in = &v[i];
+		xs[i].what = what;
 		xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
 		v[i].has_status = false;
 		v[i].restarting = false;
@@ -316,8 +326,8 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 		}
 		if (tcp[i]) {
 			_cleanup_free_ char *m2 = op_asprintf(
-				"GET /pg/status: TCP connect to %s port %u: %s (within %d ms)",
-				v[i].ip, o.port ? o.port : RC_STATUS_PORT, strerror(tcp[i]),
+				"%s: TCP connect to %s port %u: %s (within %d ms)", what, v[i].ip,
+				o.port ? o.port : RC_STATUS_PORT, strerror(tcp[i]),
 				RC_STATUS_CONNECT_SILENT_MS);
 			set_error(&v[i], m2);
 			continue;
