@@ -105,11 +105,16 @@ int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_
 		r = op_json_get_i64(st, "timeLineID", "", &t.timeline_id, err);
 	if (r >= 0)
 		r = op_json_get_i64(st, "leaseMs", "", &t.lease_ms, err);
+	if (r >= 0 && (t.lease_ms < 0 || t.lease_ms > RC_INSTANCE_MS_MAX))
+		r = op_err_set(err, -EINVAL, "leaseMs: %lld out of range", (long long)t.lease_ms);
 	json_object *cut = NULL;
 	if (r >= 0)
 		r = op_json_get_obj(st, "walReceiverCut", "", &cut, err);
 	if (r > 0)
 		r = op_json_get_i64(cut, "holdMs", "walReceiverCut.", &t.cut_hold_ms, err);
+	if (r >= 0 && (t.cut_hold_ms < 0 || t.cut_hold_ms > RC_INSTANCE_MS_MAX))
+		r = op_err_set(err, -EINVAL, "walReceiverCut.holdMs: %lld out of range",
+			       (long long)t.cut_hold_ms);
 	json_object *repl = NULL;
 	if (r >= 0)
 		r = op_json_get_arr(st, "replicationInfo", "", &repl, err);

@@ -69,6 +69,10 @@ struct rc_instance {
 };
 void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL */
 
+/* The largest leaseMs / walReceiverCut.holdMs a /pg/status may report (ms):
+ * a larger or negative one is a bad answer (and would overflow the clocks). */
+#define RC_INSTANCE_MS_MAX (10 * 60 * 1000)
+
 /* "16/B374D848" -> 0x16B374D848. -EINVAL for anything else. */
 int rc_lsn_parse(const char *s, uint64_t *ret);
 

@@ -91,6 +91,25 @@ static void test_parse_status(void **state)
 	st = parse("[1]");
 	assert_int_equal(rc_instance_parse_status(&bad, st, &err), -EINVAL);
 	json_object_put(st);
+	/* pgop's own fields: the lease and a cut, in range */
+	st = parse("{\"leaseMs\":2000,\"walReceiverCut\":{\"primary\":\"c-1\",\"holdMs\":4990}}");
+	assert_int_equal(rc_instance_parse_status(&in, st, &err), 0);
+	assert_int_equal(in.lease_ms, 2000);
+	assert_int_equal(in.cut_hold_ms, 4990);
+	json_object_put(st);
+	static const char *const out_of_range[][2] = {
+		{ "{\"leaseMs\":-1}", "leaseMs" },
+		{ "{\"leaseMs\":9223372036854775807}", "leaseMs" },
+		{ "{\"walReceiverCut\":{\"holdMs\":-5}}", "walReceiverCut.holdMs" },
+		{ "{\"walReceiverCut\":{\"holdMs\":9223372036854775807}}", "walReceiverCut.holdMs" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(out_of_range); i++) {
+		st = parse(out_of_range[i][0]);
+		err = OP_ERR_INIT;
+		assert_int_equal(rc_instance_parse_status(&bad, st, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, out_of_range[i][1]));
+		json_object_put(st);
+	}
 	rc_instance_done(&in);
 	rc_instance_done(&bad);
 	rc_instance_done(NULL);
