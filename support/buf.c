@@ -106,27 +106,40 @@ int op_buf_addf(struct op_buf *b, const char *fmt, ...)
 	return r;
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), 0 when invalid (overlong,
- * surrogate, past U+10FFFF, truncated). p is NUL-terminated, and NUL fails
- * every continuation test, so this never reads past the terminator. */
-static size_t utf8_seq_len(const unsigned char *p)
+size_t op_utf8_seq_len(const unsigned char *p, size_t avail)
 {
+	if (avail == 0)
+		return 0;
 	unsigned char c = p[0];
 	if (c < 0x80)
 		return 1;
 	if (c >= 0xC2 && c <= 0xDF)
-		return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+		return avail >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
 	if (c >= 0xE0 && c <= 0xEF) {
 		unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-		return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+		return avail >= 3 && p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
 	}
 	if (c >= 0xF0 && c <= 0xF4) {
 		unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-		return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80
+		return avail >= 4 && p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 &&
+				       (p[3] & 0xC0) == 0x80
 			       ? 4
 			       : 0;
 	}
 	return 0;
+}
+
+bool op_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (len > 0) {
+		size_t n = op_utf8_seq_len(p, len);
+		if (n == 0)
+			return false;
+		p += n;
+		len -= n;
+	}
+	return true;
 }
 
 int op_buf_add_json_str(struct op_buf *b, const char *s)
@@ -134,11 +147,12 @@ int op_buf_add_json_str(struct op_buf *b, const char *s)
 	static const char hex[] = "0123456789abcdef";
 	int r = op_buf_addc(b, '"');
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
 	while (r == 0 && *p) {
 		/* Copy the longest run that needs no escaping in one go. */
 		const unsigned char *run = p;
 		size_t n;
-		while (*p >= 0x20 && *p != '"' && *p != '\\' && (n = utf8_seq_len(p)) > 0)
+		while (*p >= 0x20 && *p != '"' && *p != '\\' && (n = op_utf8_seq_len(p, (size_t)(end - p))) > 0)
 			p += n;
 		if (p > run && (r = op_buf_add(b, run, (size_t)(p - run))))
 			break;

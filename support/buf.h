@@ -10,6 +10,7 @@
 #define PGOP_SUPPORT_BUF_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Caps for each use site. */
@@ -53,6 +54,12 @@ __attribute__((warn_unused_result, format(printf, 2, 0))) int op_buf_vaddf(struc
  * characters as \uXXXX; each byte of invalid UTF-8 becomes \ufffd, so the
  * output is always valid JSON). */
 __attribute__((warn_unused_result)) int op_buf_add_json_str(struct op_buf *b, const char *s);
+
+/* Length of the valid UTF-8 sequence at p (1..4) within avail bytes; 0 when
+ * it is invalid there (overlong, surrogate, past U+10FFFF, truncated). */
+size_t op_utf8_seq_len(const unsigned char *p, size_t avail);
+/* True when s[0..len) is valid UTF-8 (NUL bytes allowed). */
+bool op_utf8_valid(const char *s, size_t len);
 
 /* Returns the contents (never NULL: "" when empty); borrowed until the next change. */
 const char *op_buf_str(const struct op_buf *b);

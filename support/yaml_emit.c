@@ -80,11 +80,14 @@ static int emit_scalar(struct emit_ctx *c, const char *s, size_t len, bool is_st
 	}
 	if (len > INT32_MAX)
 		return op_err_set(err, -EMSGSIZE, "YAML scalar too large");
-	/* libyaml refuses text that is not UTF-8 (a !!binary value may hold any
-	 * bytes); allocation failure is the only other cause */
+	/* A !!binary value may hold any bytes. libyaml's own check lets UTF-8
+	 * surrogates through, which it then escapes as \uD8xx and cannot read
+	 * back: the strict check is ours. */
+	if (is_string && !op_utf8_valid(s, len))
+		return op_err_set(err, -EINVAL, "YAML emitter: string is not valid UTF-8");
 	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len,
 					  plain_implicit, 1, style))
-		return op_err_set(err, -EINVAL, "YAML emitter: string is not valid UTF-8");
+		return op_err_set(err, -ENOMEM, "YAML emitter: out of memory");
 	return emit(c, &ev, err);
 }
 

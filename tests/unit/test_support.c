@@ -153,6 +153,34 @@ static void test_buf_json_escaping(void **state)
 	assert_null(b.data);
 }
 
+static void test_utf8_valid(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		size_t len;
+		bool valid;
+	} rows[] = {
+		{ "", 0, true },
+		{ "a\0b", 3, true }, /* NUL is a character */
+		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, true },
+		{ "\xef\xbf\xbf\xf4\x8f\xbf\xbf", 7, true }, /* U+FFFF, U+10FFFF */
+		{ "\xc3\xa9", 1, false },			  /* truncated by len, not by NUL */
+		{ "\xe2\x82\xac", 2, false },
+		{ "\xf0\x9f\x98\x80", 3, false },
+		{ "a\x80", 2, false },				  /* lone continuation */
+		{ "\xc0\xaf", 2, false },			  /* overlong */
+		{ "\xe0\x80\xaf", 3, false },
+		{ "\xed\xa0\x80", 3, false },			  /* U+D800 */
+		{ "\xed\xb1\xbc", 3, false },			  /* U+DC7C (found by fuzz_yaml) */
+		{ "\xf4\x90\x80\x80", 4, false },		  /* past U+10FFFF */
+		{ "\xf9\xac", 2, false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++)
+		if (op_utf8_valid(rows[i].s, rows[i].len) != rows[i].valid)
+			fail_msg("row %zu: want %s", i, rows[i].valid ? "valid" : "invalid");
+}
+
 /* ---- op_err ---------------------------------------------------------------- */
 
 static int fails_with(struct op_err *err, int code, const char *what)
@@ -402,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_buf_caps),
 		cmocka_unit_test(test_buf_take),
 		cmocka_unit_test(test_buf_json_escaping),
+		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_err_first_wins),
 		cmocka_unit_test(test_err_prefix),
 		cmocka_unit_test_setup_teardown(test_log_line, log_setup, log_teardown),

@@ -136,6 +136,13 @@ static void test_yaml_emit_edge_values(void **state)
 	assert_int_equal(op_yaml_emit(bad, &keep, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "UTF-8"));
 	assert_string_equal(op_buf_str(&keep), "x");
+	/* a UTF-8 encoded surrogate (U+DC7C), which libyaml's own check lets
+	 * through and its reader refuses: refused here too */
+	json_object_object_add(bad, "k", json_object_new_string("hel\xed\xb1\xbc"));
+	err = OP_ERR_INIT;
+	assert_int_equal(op_yaml_emit(bad, &keep, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "UTF-8"));
+	assert_string_equal(op_buf_str(&keep), "x");
 	op_buf_done(&keep);
 }
 
