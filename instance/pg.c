@@ -197,7 +197,12 @@ int inst_pg_query_status(PGconn *c, const char *cluster_name, struct inst_pg_sta
 	int r = inst_pg_exec(
 		c,
 		"SELECT NOT pg_is_in_recovery(), (pg_control_system()).system_identifier::text, "
-		"(SELECT timeline_id FROM pg_control_checkpoint())::int8, "
+		/* a primary's timeline is its WAL's: pg_control's lags after a
+		 * promotion until the next checkpoint */
+		"CASE WHEN pg_is_in_recovery() "
+		"THEN (SELECT timeline_id FROM pg_control_checkpoint())::int8 "
+		"ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 "
+		"END, "
 		"current_setting('cnpg.config_sha256', true), "
 		"EXISTS(SELECT 1 FROM pg_settings WHERE pending_restart), "
 		"(SELECT count(*) FROM pg_stat_wal_receiver) > 0, "
