@@ -152,7 +152,8 @@ int op_buf_add_json_str(struct op_buf *b, const char *s)
 		/* Copy the longest run that needs no escaping in one go. */
 		const unsigned char *run = p;
 		size_t n;
-		while (*p >= 0x20 && *p != '"' && *p != '\\' && (n = op_utf8_seq_len(p, (size_t)(end - p))) > 0)
+		while (*p >= 0x20 && *p != '"' && *p != '\\' &&
+		       (n = op_utf8_seq_len(p, (size_t)(end - p))) > 0)
 			p += n;
 		if (p > run && (r = op_buf_add(b, run, (size_t)(p - run))))
 			break;
