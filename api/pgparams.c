@@ -88,8 +88,10 @@ const struct api_pg_param api_pg_default_params[] = {
 	{ "wal_sender_timeout", "5s" },
 	{ "wal_receiver_timeout", "5s" },
 	{ "wal_receiver_status_interval", "1s" }, /* the primary's lease (api/fence.h) */
-	/* a replica whose primary moved retries every second, not every 5 s (failover.md) */
-	{ "wal_retrieve_retry_interval", "1s" },
+	/* a replica whose primary moved retries 4 times a second, not every 5 s: the
+	 * first try after a failover usually finds -rw without an endpoint yet
+	 * (failover.md) */
+	{ "wal_retrieve_retry_interval", "250ms" },
 	{ "logging_collector", "on" },
 	{ "log_destination", "csvlog" },
 	{ "log_directory", "/controller/log" },

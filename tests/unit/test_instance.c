@@ -89,7 +89,7 @@ static const char golden_body[] =
 	"wal_log_hints = 'on'\n"
 	"wal_receiver_status_interval = '1s'\n"
 	"wal_receiver_timeout = '5s'\n"
-	"wal_retrieve_retry_interval = '1s'\n"
+	"wal_retrieve_retry_interval = '250ms'\n"
 	"wal_sender_timeout = '5s'\n";
 
 static void test_conf_golden(void **state)

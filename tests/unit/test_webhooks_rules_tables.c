@@ -488,7 +488,7 @@ static void test_pgparams(void **state)
 	assert_string_equal(api_pg_param_default("wal_level"), "logical");
 	assert_string_equal(api_pg_param_default("archive_timeout"), "5min");
 	assert_string_equal(api_pg_param_default("shared_preload_libraries"), "");
-	assert_string_equal(api_pg_param_default("wal_retrieve_retry_interval"), "1s");
+	assert_string_equal(api_pg_param_default("wal_retrieve_retry_interval"), "250ms");
 	assert_string_equal(api_pg_param_default("SSL_MIN_PROTOCOL_VERSION"), "TLSv1.3");
 	assert_null(api_pg_param_default("work_mem"));
 	assert_null(api_pg_param_default(NULL));
