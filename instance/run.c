@@ -42,6 +42,7 @@
 #include "api/timestamp.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
+#include "instance/pglog.h"
 #include "kube/watch.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -1186,6 +1187,7 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	struct inst_source src = { .cluster_file = o->cluster_file, .ns = o->namespace_,
 				   .name = o->cluster_name };
 	struct runner rn = { .o = o, .st = st, .src = &src, .pid = -1 };
+	struct inst_pglog pglog = INST_PGLOG_INIT;
 	struct watcher w = { .st = st };
 	struct inst_server *srv = NULL;
 	_cleanup_free_ char *run = op_asprintf("%s/run", o->paths.controller_dir);
@@ -1223,6 +1225,9 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	r = r ? r : inst_mkdir_p(log, 0700, err);
 	if (r)
 		goto out;
+	struct op_err le = OP_ERR_INIT;
+	if (inst_pglog_start(&pglog, log, &le) < 0)
+		op_log_warn("postgres's records stay in its log directory", "error", le.msg);
 	r = inst_sync_certificates(&o->paths, err);
 	if (r < 0)
 		goto out;
@@ -1321,6 +1326,7 @@ out:
 	inst_server_free(srv);
 	if (rn.pid > 0)
 		stop_pg(&rn, STOP_FAST);
+	inst_pglog_stop(&pglog); /* after postgres's last records */
 	api_cluster_free(rn.cluster);
 	kube_client_free(src.kube);
 	kube_client_free(src.fast);

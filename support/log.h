@@ -10,6 +10,7 @@
 #define PGOP_SUPPORT_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum op_log_level { OP_LOG_DEBUG, OP_LOG_INFO, OP_LOG_WARN, OP_LOG_ERROR, OP_LOG_FATAL };
 
@@ -25,6 +26,12 @@ bool op_log_enabled(enum op_log_level lvl);
 
 /* Writes one line. msg: printf-style already formatted; kv: pairs then NULL. */
 void op_log_kv(enum op_log_level lvl, const char *msg, ...) __attribute__((sentinel));
+
+/* As op_log_kv for a line from another program (postgres's own records):
+ * "logger" is the one given (NULL: the component), the pairs come in an
+ * array of 2 * n_pairs strings (borrowed; a NULL value is written ""). */
+void op_log_kvv(enum op_log_level lvl, const char *logger, const char *msg,
+		const char *const *kv, size_t n_pairs);
 
 #define op_log_debug(msg, ...)                                                                     \
 	do {                                                                                       \
