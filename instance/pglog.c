@@ -29,7 +29,7 @@ static const char *const columns[INST_PGLOG_COLUMNS] = {
 #define COL_SEVERITY 11
 #define COL_MESSAGE 13
 
-size_t inst_pglog_split(char *rec, size_t len, const char **fields, size_t max)
+size_t inst_pglog_split(char *rec, size_t len, char **fields, size_t max)
 {
 	char *w = rec, *p = rec, *end = rec + len;
 	size_t n = 0;
@@ -86,17 +86,16 @@ enum op_log_level inst_pglog_level(const char *severity)
 }
 
 /* Cuts a field longer than INST_PGLOG_FIELD_MAX in place, ending it "...". */
-static const char *cut(const char *f)
+static const char *cut(char *f)
 {
-	size_t n = strnlen(f, INST_PGLOG_FIELD_MAX + 1);
-	if (n > INST_PGLOG_FIELD_MAX)
-		memcpy((char *)f + INST_PGLOG_FIELD_MAX - 3, "...", 4);
+	if (strnlen(f, INST_PGLOG_FIELD_MAX + 1) > INST_PGLOG_FIELD_MAX)
+		memcpy(f + INST_PGLOG_FIELD_MAX - 3, "...", 4);
 	return f;
 }
 
 void inst_pglog_emit(char *rec, size_t len)
 {
-	const char *f[INST_PGLOG_COLUMNS];
+	char *f[INST_PGLOG_COLUMNS];
 	size_t n = inst_pglog_split(rec, len, f, INST_PGLOG_COLUMNS);
 	const char *kv[2 * INST_PGLOG_COLUMNS];
 	size_t pairs = 0;
@@ -211,6 +210,8 @@ int inst_pglog_start(struct inst_pglog *l, const char *log_dir, struct op_err *e
 	return 0;
 fail:
 	close_all(l);
+	/* nobody reads it: postgres's logging collector would block opening it */
+	unlink(path);
 	return r;
 }
 

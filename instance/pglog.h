@@ -40,7 +40,8 @@ struct inst_pglog {
 #define INST_PGLOG_INIT { .fd = -1, .keep = -1, .stop = { -1, -1 } }
 
 /* Makes <log_dir>/postgres.csv a FIFO (a regular file there is replaced) and
- * starts the reader. 0, or -errno with err set (nothing left running). */
+ * starts the reader. 0, or -errno with err set (nothing left running, and no
+ * FIFO: postgres would block opening one nobody reads). */
 int inst_pglog_start(struct inst_pglog *l, const char *log_dir, struct op_err *err);
 /* Stops the reader (after what is already in the FIFO) and closes it; the
  * FIFO stays for the next start. Safe on a pglog never started. */
@@ -49,7 +50,7 @@ void inst_pglog_stop(struct inst_pglog *l);
 /* Splits one CSV record in place (rec[0..len), NUL-terminated by the caller at
  * rec[len]): quoted fields lose their quotes, "" becomes ". fields[i] point
  * into rec. Returns the number of fields (at most max; the rest is dropped). */
-size_t inst_pglog_split(char *rec, size_t len, const char **fields, size_t max);
+size_t inst_pglog_split(char *rec, size_t len, char **fields, size_t max);
 /* The manager's level for a csvlog error_severity (DEBUG1..5 debug; LOG, INFO,
  * NOTICE info; WARNING warn; ERROR, FATAL, PANIC error; else info). */
 enum op_log_level inst_pglog_level(const char *severity);

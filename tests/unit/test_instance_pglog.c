@@ -45,7 +45,7 @@ static void test_split(void **state)
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
 		char *rec = op_strdup(rows[i].in);
-		const char *f[5];
+		char *f[5];
 		size_t n = inst_pglog_split(rec, strlen(rec), f, 5);
 		if (n != rows[i].n)
 			fail_msg("row %zu: %zu fields, want %zu", i, n, rows[i].n);
