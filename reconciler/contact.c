@@ -311,6 +311,18 @@ size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 	return queued;
 }
 
+bool rc_instance_lost(struct rc_controller *c, const char *key, const struct rc_instance *in)
+{
+	if (!in->ip)
+		return false;
+	_cleanup_free_ char *id = contact_id(in);
+	pthread_mutex_lock(&c->mu);
+	const struct rc_cluster_state *s = rc_state_find(c, key);
+	bool lost = s && listed(s->lost, s->n_lost, id);
+	pthread_mutex_unlock(&c->mu);
+	return lost;
+}
+
 int64_t rc_fence_lease_ms(struct rc_controller *c, const char *key)
 {
 	pthread_mutex_lock(&c->mu);

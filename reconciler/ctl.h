@@ -192,6 +192,10 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
  * connects, which queues its Cluster again. Returns the keys queued. */
 #define RC_WATCH_MS 250
 size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
+/* True when the primary watch holds this instance (its name at its IP) of
+ * the Cluster lost now: a reconcile's fetch gives it up then
+ * (rc_fetch_opts.abandon), even mid-transfer. */
+bool rc_instance_lost(struct rc_controller *c, const char *key, const struct rc_instance *in);
 /* The lease the Cluster's primary's manager last reported answering a
  * reconcile of this process (rc_note_unreachable records it), or
  * API_FENCE_LEGACY_MS when none did (an older manager, or not seen yet):

@@ -137,6 +137,7 @@ struct xfer {
 	const char *what; /* "GET /pg/status", "POST /pg/cut": error messages (borrowed) */
 	struct op_buf body;
 	char errbuf[CURL_ERROR_SIZE];
+	bool done; /* finished, or abandoned (rc_fetch_opts.abandon) */
 };
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
@@ -267,6 +268,24 @@ static int *probe_silent(const struct rc_instance *v, size_t n, unsigned port)
 	return ret;
 }
 
+/* Drops the transfers rc_fetch_opts.abandon says to give up (their
+ * connection closes with the handle). */
+static void abandon_lost(CURLM *m, struct xfer *xs, size_t n, const struct rc_fetch_opts *o)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!xs[i].h || xs[i].done || !o->abandon(o->abandon_ctx, xs[i].in))
+			continue;
+		curl_multi_remove_handle(m, xs[i].h);
+		curl_easy_cleanup(xs[i].h);
+		xs[i].h = NULL;
+		xs[i].done = true;
+		_cleanup_free_ char *msg = op_asprintf(
+			"%s: given up: it stopped accepting TCP connects (the primary watch)",
+			xs[i].what);
+		set_error(xs[i].in, msg);
+	}
+}
+
 int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
 		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err)
 {
@@ -357,9 +376,13 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 				continue;
 			struct xfer *x = NULL;
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-			if (x)
+			if (x) {
 				finish(x, msg->data.result);
+				x->done = true;
+			}
 		}
+		if (running && o.abandon)
+			abandon_lost(m, xs, n, &o);
 	}
 	r = 0;
 	for (size_t i = 0; i < n; i++)

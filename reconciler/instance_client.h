@@ -49,6 +49,12 @@ struct rc_fetch_opts {
 	unsigned port;     /* 0 = 8000 (tests use others) */
 	const char *path;  /* NULL = "/pg/status"; may carry a query */
 	bool post;         /* POST (empty body) instead of GET: /pg/cut */
+	/* Asked about each instance still being fetched, about every 100 ms:
+	 * true gives it up at once (its error says so). NULL = never. A fetch
+	 * begun just before the primary watch saw the primary go would otherwise
+	 * wait out timeout_ms for it (its connect is within the timeout). */
+	bool (*abandon)(void *ctx, const struct rc_instance *in);
+	void *abandon_ctx;
 	struct rc_status_pool *pool; /* borrowed, NULL = one-off connections */
 };
 

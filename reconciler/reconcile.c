@@ -282,6 +282,13 @@ static struct rc_instance *find_instance(struct inventory *inv, const char *name
 	return NULL;
 }
 
+/* rc_fetch_opts.abandon: the primary watch lost it while this fetch ran. */
+static bool lost_now(void *ctx, const struct rc_instance *in)
+{
+	const struct rc_run *r = ctx;
+	return rc_instance_lost(r->ctl, r->key, in);
+}
+
 static void inventory_load(struct rc_run *r, struct inventory *inv)
 {
 	inv->pods = rc_cache_owned(r->ctl, RC_INF_PODS, r->ns, r->name);
@@ -294,11 +301,17 @@ static void inventory_load(struct rc_run *r, struct inventory *inv)
 			inv->n++;
 	/* a Cluster none of whose instances answers is watched by the prober (contact.c) */
 	if (inv->n && r->ca.cert_pem && !rc_mark_silent(r->ctl, r->key, inv->v, inv->n)) {
-		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms };
+		struct rc_fetch_opts fo = { .timeout_ms = r->ctl->status_timeout_ms,
+					    .abandon = lost_now,
+					    .abandon_ctx = r };
 		struct op_err e = OP_ERR_INIT;
 		if (rc_fetch_statuses(r->ca.cert_pem, r->client.cert_pem ? &r->client : NULL,
 				      inv->v, inv->n, &fo, &e) < 0)
 			op_log_warn("cannot query instances", "cluster", r->key, "error", e.msg);
+		/* given up during the fetch: as if it had been lost before it */
+		for (size_t i = 0; i < inv->n; i++)
+			if (!inv->v[i].has_status && rc_instance_lost(r->ctl, r->key, &inv->v[i]))
+				inv->v[i].unreachable = true;
 	}
 	rc_instances_sort(inv->v, inv->n);
 }

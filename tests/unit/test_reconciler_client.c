@@ -344,6 +344,49 @@ static void test_dead_instances_do_not_stall(void **state)
 	op_http_server_free(slow);
 }
 
+/* rc_fetch_opts.abandon: asked while the transfer runs; c-1 is given up on
+ * its second question (mid-transfer: its handler takes 2.5 s), c-2 is never
+ * and runs into its timeout. The fetch ends with c-2's timeout, not c-1's
+ * (both 3 s would have been waited for without abandon). */
+struct abandon_probe {
+	int asked_c1;
+	int asked_c2;
+};
+
+static bool abandon_c1(void *ctx, const struct rc_instance *in)
+{
+	struct abandon_probe *p = ctx;
+	if (strcmp(in->name, "c-1") == 0)
+		return ++p->asked_c1 >= 2;
+	p->asked_c2++;
+	return false;
+}
+
+static void test_fetch_abandon(void **state)
+{
+	struct fixture *f = *state;
+	struct op_http_server *slow = serve(&f->server, r_slow);
+	struct rc_instance v[2] = {
+		{ .name = op_strdup("c-1"), .ip = op_strdup("127.0.0.1") },
+		{ .name = op_strdup("c-2"), .ip = op_strdup("127.0.0.1") },
+	};
+	struct abandon_probe p = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct rc_fetch_opts o = { .timeout_ms = 600, .port = op_http_server_port(slow),
+				   .abandon = abandon_c1, .abandon_ctx = &p };
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, v, 2, &o, &err), 0);
+	assert_int_equal(p.asked_c1, 2); /* not asked again once given up */
+	assert_true(p.asked_c2 >= 2);
+	assert_false(v[0].has_status);
+	assert_non_null(strstr(v[0].error, "GET /pg/status: given up: it stopped accepting TCP "
+					   "connects"));
+	assert_false(v[1].has_status);
+	assert_non_null(strstr(v[1].error, "imeout"));
+	rc_instance_done(&v[0]);
+	rc_instance_done(&v[1]);
+	op_http_server_free(slow);
+}
+
 /* The chart runs the controller with readOnlyRootFilesystem and no writable
  * /tmp: fetching must not need $TMPDIR (it created a directory there with the
  * CA and the operator's client key on every call). Fails on the old code with
@@ -384,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_fetch_ok_and_failures),
 		cmocka_unit_test(test_silent_tcp_probe_first),
+		cmocka_unit_test(test_fetch_abandon),
 		cmocka_unit_test(test_pool_keeps_connections),
 		cmocka_unit_test(test_dead_instances_do_not_stall),
 		cmocka_unit_test(test_fetch_needs_no_writable_tmpdir),

@@ -305,9 +305,17 @@ static void test_primary_watch(void **state)
 	assert_int_equal(probe_hosts, 1); /* c-1 only: d has no other instance */
 	assert_int_equal(probe_timeout, RC_STATUS_CONNECT_SILENT_MS);
 	assert_int_equal(rc_queue_len(c->q), 0);
+	assert_false(rc_instance_lost(c, "ns/c", &v[0]));
 	reset_probe(NULL); /* the partition */
 	assert_int_equal(rc_watch_round(c, 1000 + 2 * RC_WATCH_MS, fake_probe), 1);
 	assert_int_equal(rc_queue_len(c->q), 1);
+	/* a fetch already running gives it up (rc_fetch_opts.abandon) */
+	assert_true(rc_instance_lost(c, "ns/c", &v[0]));
+	assert_false(rc_instance_lost(c, "ns/c", &v[1]));
+	assert_false(rc_instance_lost(c, "ns/other", &v[0]));
+	struct rc_instance moved = inst("c-1", "10.0.0.9", true); /* a new Pod IP: a new contact */
+	assert_false(rc_instance_lost(c, "ns/c", &moved));
+	done(&moved, 1);
 	/* the next reconcile does not ask c-1 at all */
 	struct rc_instance w[2] = { inst("c-1", "10.0.0.1", false), inst("c-2", "10.0.0.2", true) };
 	assert_false(rc_mark_silent(c, "ns/c", w, 2));
