@@ -85,6 +85,11 @@ bool inst_lease_want_api(const struct inst_lease *l, int64_t now)
 	return now - l->api_try >= INST_LEASE_API_EVERY_MS;
 }
 
+bool inst_lease_stale(const struct inst_lease *l, int64_t now)
+{
+	return !l->proven || now - l->proven >= INST_LEASE_API_EVERY_MS;
+}
+
 bool inst_lease_read_fits(const struct inst_lease *l, int64_t now)
 {
 	return !l->proven || now + INST_LEASE_READ_TIMEOUT_MS <= l->proven + API_FENCE_MS;

@@ -67,6 +67,13 @@ void inst_lease_prove(struct inst_lease *l, int64_t at);
 #define INST_LEASE_API_EVERY_MS 500
 bool inst_lease_want_api(const struct inst_lease *l, int64_t now);
 
+/* Whether the lease wants an API read: never proven, or its last proof is
+ * INST_LEASE_API_EVERY_MS old (the replicas prove it every check, 250 ms,
+ * while they stream). Not "fewer replicas heard than needed": a replica
+ * counts as heard for API_FENCE_MS after its last proof, when a read no
+ * longer fits (inst_lease_read_fits) and the lease would expire unread. */
+bool inst_lease_stale(const struct inst_lease *l, int64_t now);
+
 /* Whether a read of the Cluster started now ends (or times out) before the
  * lease expires: a read that could outlast it is not started, so a primary
  * never keeps accepting writes past its lease while it waits for one. */

@@ -818,7 +818,11 @@ static int lease_renew(struct runner *rn, PGconn *c, struct op_err *err)
 	int64_t proof;
 	unsigned heard = lease_peers(rn, c, now, need, &proof);
 	inst_lease_prove(&rn->lease, proof);
-	if (heard < need && inst_lease_want_api(&rn->lease, now) &&
+	/* not "heard < need": a replica heard counts for API_FENCE_MS, but a read
+	 * must start within API_FENCE_MS - INST_LEASE_READ_TIMEOUT_MS of the last
+	 * proof to prove anything; a replica gone silent would fence the primary
+	 * before any read was tried */
+	if (inst_lease_stale(&rn->lease, now) && inst_lease_want_api(&rn->lease, now) &&
 	    inst_lease_read_fits(&rn->lease, now))
 		lease_api(rn, now);
 	if (inst_lease_expired(&rn->lease, now) && others_can_take_over(rn) && c) {

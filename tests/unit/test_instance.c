@@ -793,6 +793,22 @@ static void test_lease(void **state)
 	/* reads every INST_LEASE_API_EVERY_MS that each prove the lease from their
 	 * start keep renewing it: the next read always fits */
 	assert_true(inst_lease_read_fits(&l, l.proven + INST_LEASE_API_EVERY_MS));
+	/* the replicas stop proving it at P (one gone silent): checked every
+	 * API_FENCE_CHECK_MS, whatever the phase, a read is tried (stale, wanted)
+	 * while it still fits, long before the lease expires; a replica still
+	 * counted as heard (inst_lease_heard, API_FENCE_MS) must not hold it back */
+	for (int64_t phase = 0; phase < API_FENCE_CHECK_MS; phase += 50) {
+		struct inst_lease m = { .proven = 400000, .api_try = 100000 };
+		int64_t at = 400000 + phase;
+		while (!inst_lease_stale(&m, at))
+			at += API_FENCE_CHECK_MS;
+		if (!inst_lease_want_api(&m, at) || !inst_lease_read_fits(&m, at))
+			fail_msg("phase %lld: no read at +%lld ms", (long long)phase,
+				 (long long)(at - 400000));
+		assert_false(inst_lease_stale(&m, 400000 + INST_LEASE_API_EVERY_MS - 1));
+	}
+	struct inst_lease never = { 0 };
+	assert_true(inst_lease_stale(&never, 1));
 	/* majority arithmetic shared with the reconciler */
 	assert_int_equal(api_fence_peers_needed(1), 0);
 	assert_int_equal(api_fence_peers_needed(3), 1);
