@@ -380,9 +380,9 @@ e2e_log "clusters.live -A with $cut cut: $(echo "$all" | tr -s ' ' | tr '\n' ';'
 e2e_assert_match "$(echo "$all" | awk -v n="$ns" '$1 == n && $2 == "live2"')" "^$ns +live2 +live2-1 +1/1 " "the other Cluster answers, READY 1/1"
 e2e_assert_match "$(echo "$all" | awk -v n="$ns" -v c=$C '$1 == n && $2 == c')" "^$ns +$C +$cur +1/2 " "$C: READY 1/2 with $cut cut"
 "$AGENT" --state-dir "$PGOP_E2E_STATE/agent" partition "$ns/$cut" off >/dev/null || e2e_fail "partition off $cut"
-cut=
 e2e_wait_for 'kubectl -n "$ns" get instances.live "$cut" --no-headers | grep -q " true "' 60 1 ||
 	e2e_fail "$cut not reachable again after the cut: $(kubectl -n "$ns" get instances.live "$cut" --no-headers)"
+cut= # undone: nothing for the cleanup to undo
 
 # ---- latency figure ---------------------------------------------------------------
 t0=$(date +%s%N)
