@@ -15,6 +15,7 @@
 
 #include "api/cluster.h"
 #include "api/names.h"
+#include "reconciler/reconciler.h"
 #include "support/err.h"
 
 /* Labels and annotations (CNPG keys). */
@@ -46,12 +47,7 @@
 #define RC_ROLE_REPLICA "replica"
 #define RC_ROLE_UNHEALTHY "unhealthy"
 
-/* Operator-wide settings the builders need (borrowed strings). */
-struct rc_settings {
-	const char *operator_image; /* init container image; NULL = "pgop:latest" */
-	const char *cluster_domain; /* NULL = "cluster.local" */
-	const char *default_image;  /* spec.imageName when absent; NULL = "ghcr.io/cloudnative-pg/postgresql:15" */
-};
+/* struct rc_settings (operator-wide settings the builders need): reconciler/reconciler.h. */
 
 /* How an instance's volume is first filled: initdb (the first primary) or
  * join (a clone of the primary), by a bootstrap Pod (CloudNativePG: a Job;

@@ -13,6 +13,7 @@
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
+#include "reconciler/objects.h"
 #include "reconciler/plan.h"
 #include "support/alloc.h"
 #include "support/json.h"

@@ -15,8 +15,14 @@
 #include <stdbool.h>
 
 #include "kube/kube.h"
-#include "reconciler/objects.h"
 #include "support/err.h"
+
+/* Operator-wide settings the builders need (borrowed strings). */
+struct rc_settings {
+	const char *operator_image; /* init container image; NULL = "pgop:latest" */
+	const char *cluster_domain; /* NULL = "cluster.local" */
+	const char *default_image;  /* spec.imageName when absent; NULL = "ghcr.io/cloudnative-pg/postgresql:15" */
+};
 
 /* The in-operator admission guard, given by cmd/ (it runs the webhooks'
  * defaulting + validation so that this module does not depend on webhooks/).

@@ -7,6 +7,7 @@
 
 #include "api/fence.h"
 #include "reconciler/internal.h"
+#include "reconciler/objects.h"
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/buf.h"

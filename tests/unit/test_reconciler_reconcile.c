@@ -14,6 +14,7 @@
 
 #include "kube/kube.h"
 #include "reconciler/ctl.h"
+#include "reconciler/objects.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/status.h"
 #include "support/json.h"

@@ -34,9 +34,13 @@ struct writer {
 static void log_err(struct writer *w, const char *what, const char *err)
 {
 	/* one line per distinct error: a writer retrying every 100 ms does not flood */
-	if (strcmp(w->last_err, err) == 0)
+	/* the kept copy is cut at sizeof - 1 bytes: a longer error compares by that much */
+	size_t n = strnlen(err, sizeof(w->last_err) - 1);
+
+	if (strncmp(w->last_err, err, sizeof(w->last_err) - 1) == 0)
 		return;
-	snprintf(w->last_err, sizeof(w->last_err), "%s", err);
+	memcpy(w->last_err, err, n);
+	w->last_err[n] = '\0';
 	_cleanup_free_ char *id = op_asprintf("%" PRId64, w->id);
 	op_log_warn(what, "table", w->table, "id", id, "server", w->server, "error", err);
 }
