@@ -7,7 +7,7 @@
 #include <malloc.h>
 #endif
 
-static void op_oom(size_t n)
+void op_oom(size_t n)
 {
 	fprintf(stderr, "{\"level\":\"fatal\",\"msg\":\"out of memory\",\"bytes\":%zu}\n", n);
 	abort();

@@ -13,6 +13,10 @@
 #include <string.h>
 
 /* Returns owned memory (free with free()); never NULL. */
+/* The one out-of-memory policy: logs a fatal JSON line naming n bytes (0 when
+ * unknown, e.g. a library constructor returned NULL) and aborts. */
+__attribute__((noreturn)) void op_oom(size_t n);
+
 void *op_malloc(size_t n);
 void *op_calloc(size_t nmemb, size_t size);
 void *op_realloc(void *p, size_t n);

@@ -2,6 +2,7 @@
 #include "support/json.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -277,4 +278,64 @@ int op_json_append(json_object *arr, json_object *val)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* The builders' one out-of-memory policy (support/alloc.h): abort. */
+static json_object *j_check(json_object *o)
+{
+	if (!o)
+		op_oom(0);
+	return o;
+}
+
+json_object *op_jstr(const char *s) { return j_check(json_object_new_string(s ? s : "")); }
+
+json_object *op_jstrn(const char *s, size_t len)
+{
+	if (len > INT_MAX)
+		op_oom(0); /* json-c takes an int length; nothing here builds 2 GiB strings */
+	return j_check(json_object_new_string_len(s ? s : "", s ? (int)len : 0));
+}
+
+json_object *op_jint(int64_t v) { return j_check(json_object_new_int64(v)); }
+json_object *op_jbool(bool v) { return j_check(json_object_new_boolean(v)); }
+json_object *op_jdouble(double v) { return j_check(json_object_new_double(v)); }
+json_object *op_jobj(void) { return j_check(json_object_new_object()); }
+json_object *op_jarr(void) { return j_check(json_object_new_array()); }
+
+json_object *op_jstrv(const char *const *v)
+{
+	json_object *a = op_jarr();
+	for (; v && *v; v++)
+		op_jpush(a, op_jstr(*v));
+	return a;
+}
+
+json_object *op_jset(json_object *obj, const char *key, json_object *val)
+{
+	if (json_object_object_add(obj, key, val) != 0)
+		op_oom(0);
+	return obj;
+}
+
+json_object *op_jsets(json_object *obj, const char *key, const char *s)
+{
+	return op_jset(obj, key, op_jstr(s));
+}
+
+json_object *op_jpush(json_object *arr, json_object *val)
+{
+	if (json_object_array_add(arr, val) != 0)
+		op_oom(0);
+	return arr;
+}
+
+json_object *op_jchild(json_object *obj, const char *key)
+{
+	json_object *v = NULL;
+	if (json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_object))
+		return v;
+	v = op_jobj();
+	op_jset(obj, key, v);
+	return v;
 }

@@ -75,9 +75,33 @@ int op_json_path_join(struct op_buf *b, const char *path, const char *key);
 /* Appends key escaped for a JSON Pointer (RFC 6901: ~ -> ~0, / -> ~1). */
 int op_json_pointer_escape(struct op_buf *b, const char *key);
 
-/* Sets key on obj, taking ownership of val even on failure. 0 or -ENOMEM. */
+/* Builders: the project's one set of JSON-building helpers. Each constructor
+ * returns a new OWNED value; json-c failing to allocate aborts, the same
+ * out-of-memory policy as op_malloc (support/alloc.h), so callers check
+ * nothing. */
+json_object *op_jstr(const char *s); /* NULL -> "" */
+json_object *op_jstrn(const char *s, size_t len);
+json_object *op_jint(int64_t v);
+json_object *op_jbool(bool v);
+json_object *op_jdouble(double v);
+json_object *op_jobj(void);
+json_object *op_jarr(void);
+/* An array of the strings of the NULL-terminated v (NULL = empty array). */
+json_object *op_jstrv(const char *const *v);
+/* Sets obj[key] = val (val owned by obj afterwards, NULL = JSON null; an
+ * existing member is replaced). Returns obj (borrowed) for chaining. */
+json_object *op_jset(json_object *obj, const char *key, json_object *val);
+/* op_jset(obj, key, op_jstr(s)). */
+json_object *op_jsets(json_object *obj, const char *key, const char *s);
+/* Appends val (owned by arr afterwards, NULL = JSON null). Returns arr. */
+json_object *op_jpush(json_object *arr, json_object *val);
+/* obj[key] when it is an object, else a new empty object set there
+ * (replacing a non-object member). Borrowed from obj. */
+json_object *op_jchild(json_object *obj, const char *key);
+
+/* Being replaced by op_jset/op_jpush (the callers move in the next commits):
+ * set/append taking ownership of val even on failure; 0 or -ENOMEM. */
 int op_json_set(json_object *obj, const char *key, json_object *val);
-/* Appends val to arr, taking ownership even on failure. 0 or -ENOMEM. */
 int op_json_append(json_object *arr, json_object *val);
 
 #endif

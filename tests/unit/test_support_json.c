@@ -295,6 +295,31 @@ static void test_set_append_ownership(void **state)
 	json_object_put(o);
 }
 
+/* the builders: values, chaining, replacement, op_jchild */
+static void test_builders(void **state)
+{
+	(void)state;
+	static const char *const v[] = {"a", "b", NULL};
+	json_object *o = op_jobj();
+	op_jsets(op_jset(o, "n", op_jint(-3)), "s", NULL); /* NULL string -> "" */
+	op_jset(o, "b", op_jbool(true));
+	op_jset(o, "d", op_jdouble(1.5));
+	op_jset(o, "z", NULL);
+	op_jset(o, "v", op_jstrv(v));
+	op_jset(o, "e", op_jstrv(NULL));
+	op_jset(o, "l", op_jstrn("abcdef", 3));
+	op_jpush(op_jpush(json_object_object_get(o, "e"), op_jstr("x")), NULL);
+	op_jsets(op_jchild(op_jchild(o, "c"), "k"), "x", "y");
+	op_jsets(op_jchild(o, "c"), "w", "1"); /* the existing child */
+	op_jset(o, "n", op_jint(4)); /* replaces */
+	op_jsets(op_jchild(o, "s"), "t", "u"); /* a non-object member becomes an object */
+	assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			    "{\"n\":4,\"s\":{\"t\":\"u\"},\"b\":true,\"d\":1.5,\"z\":null,"
+			    "\"v\":[\"a\",\"b\"],\"e\":[\"x\",null],\"l\":\"abc\","
+			    "\"c\":{\"k\":{\"x\":\"y\"},\"w\":\"1\"}}");
+	json_object_put(o);
+}
+
 /* op_json_key_*: one member, NULL-safe, the type must match */
 static void test_key_accessors(void **state)
 {
@@ -333,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_dotted_and_paths),
 		cmocka_unit_test(test_key_accessors),
 		cmocka_unit_test(test_set_append_ownership),
+		cmocka_unit_test(test_builders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
