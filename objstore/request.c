@@ -287,7 +287,10 @@ int os_do(struct os_client *c, struct os_req *r, struct op_err *err)
 	op_buf_done(&url);
 	int rc = 0;
 	const char *kind;
-	if (x.cb_rc)
+	if (x.cb_rc && (x.cb_rc == -EFBIG || x.cb_rc == -EMSGSIZE))
+		rc = op_err_set(err, x.cb_rc, "%s %s: %s (%llu bytes)", r->op, target, x.cb_why,
+				(unsigned long long)r->max_body);
+	else if (x.cb_rc)
 		rc = op_err_set(err, x.cb_rc, "%s %s: %s", r->op, target, x.cb_why);
 	else if (cc != CURLE_OK && !(r->status >= 300 && cc == CURLE_WRITE_ERROR)) {
 		int code = transport_errno(cc, &kind);

@@ -177,7 +177,7 @@ fi
 t1=$(date +%s)
 if [ -f "$build/build.ninja" ]; then
 	e2e_log "building pgop and pgop-node-agent in $build (log: $LOGS/build.log)"
-	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent pgop-slowloris pgop-writer >"$LOGS/build.log" 2>&1; then
+	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent pgop-slowloris pgop-writer pgop-s3 >"$LOGS/build.log" 2>&1; then
 		result "build (pgop, pgop-node-agent)" 0 $(($(date +%s) - t1))
 	else
 		tail -n 40 "$LOGS/build.log"
