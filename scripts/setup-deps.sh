@@ -2,8 +2,8 @@
 # Install (when missing) everything pgop needs to build, test and run its local control
 # plane: the Debian packages (the tests call jq, curl, openssl, certtool, psql,
 # pg_basebackup, setpriv, nsenter, unshare, flock, ip, ss, nft, timeout) and, when the
-# upstream Kubernetes binaries are not cached yet, a Go toolchain to build them
-# (tests/e2e/build-k8s.sh). Idempotent: a machine that has them all is left alone.
+# upstream Kubernetes binaries or the S3 store are not cached yet, a Go toolchain to build
+# them (tests/e2e/build-k8s.sh, tests/e2e/build-objstore.sh). Idempotent: a machine that has them all is left alone.
 # Exits non-zero when something cannot be installed (a missing prerequisite is an error
 # here, never a skipped test later).
 set -euo pipefail
@@ -11,7 +11,7 @@ set -euo pipefail
 pkgs=(
 	build-essential cmake pkg-config git curl ca-certificates
 	libmicrohttpd-dev libgnutls28-dev gnutls-bin libcurl4-gnutls-dev libjson-c-dev
-	libpq-dev libyaml-dev libcmocka-dev openssl
+	libpq-dev libyaml-dev libcmocka-dev libexpat1-dev openssl
 	postgresql-15 postgresql-client-15
 	clang libclang-rt-14-dev
 	iproute2 nftables util-linux procps psmisc coreutils jq tar
@@ -45,8 +45,13 @@ k8s_cached() {
 		[ -x "$d/$b" ] || return 1
 	done
 }
+objstore_cached() {
+	local v
+	v=$(sed -n 's/^VERSITYGW_VERSION=//p' "$top/tests/e2e/build-objstore.sh")
+	[ -x "${PGOP_CACHE:-$HOME/.cache/pgop}/bin-versitygw-$v/versitygw" ]
+}
 [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
-if ! command -v go >/dev/null && ! k8s_cached; then
+if ! command -v go >/dev/null && ! { k8s_cached && objstore_cached; }; then
 	arch=$(dpkg --print-architecture)
 	tgz=go$GO_VERSION.linux-$arch.tar.gz
 	echo "setup-deps: installing Go $GO_VERSION into /usr/local/go (builds the e2e Kubernetes binaries)" >&2

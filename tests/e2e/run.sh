@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The e2e runner. Runs every tests/e2e/test_*.sh with a per-test timeout:
 #   0. builds what the tests need: pgop, pgop-node-agent and pgop-slowloris in BUILD_DIR (ninja) and the
-#      upstream Kubernetes binaries (build-k8s.sh, a no-op on a warm cache);
+#      upstream Kubernetes binaries (build-k8s.sh) and the S3 store versitygw
+#      (build-objstore.sh), no-ops on a warm cache;
 #   1. tests that do not call e2e_up, without a control plane;
 #   2. one control plane (cluster-up.sh), the tests that call e2e_up against it, then
 #      cluster-down.sh, which must leave nothing behind (counted as a test).
@@ -176,7 +177,7 @@ fi
 t1=$(date +%s)
 if [ -f "$build/build.ninja" ]; then
 	e2e_log "building pgop and pgop-node-agent in $build (log: $LOGS/build.log)"
-	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent pgop-slowloris pgop-writer >"$LOGS/build.log" 2>&1; then
+	if nice -n 10 ninja -C "$build" -j"${E2E_BUILD_JOBS:-2}" pgop pgop-node-agent pgop-slowloris pgop-writer pgop-s3 >"$LOGS/build.log" 2>&1; then
 		result "build (pgop, pgop-node-agent)" 0 $(($(date +%s) - t1))
 	else
 		tail -n 40 "$LOGS/build.log"
@@ -196,6 +197,14 @@ if bin=$("$here/build-k8s.sh" 9>&-); then
 	result build-k8s 0 $(($(date +%s) - t1))
 else
 	result build-k8s 1 $(($(date +%s) - t1))
+fi
+t1=$(date +%s)
+e2e_log "building the S3 object store if needed (tests/e2e/build-objstore.sh)"
+if bin=$("$here/build-objstore.sh" 9>&-); then
+	export PGOP_E2E_OBJSTORE_BIN=$bin
+	result build-objstore 0 $(($(date +%s) - t1))
+else
+	result build-objstore 1 $(($(date +%s) - t1))
 fi
 
 for t in "${plain[@]}"; do run_test "$t"; done

@@ -1,0 +1,118 @@
+/* objstore/internal.h - private to objstore/: the client, one request, the
+ * XML walker and the response parsers (pure, unit-tested). */
+#ifndef PGOP_OBJSTORE_INTERNAL_H
+#define PGOP_OBJSTORE_INTERNAL_H
+
+#include <curl/curl.h>
+
+#include "objstore/objstore.h"
+#include "support/memfile.h"
+
+struct os_client {
+	CURL *h;           /* owned; one connection cache */
+	char *base_url;    /* owned: "https://host:port/bucket" */
+	char *bucket;      /* owned */
+	char *sigv4;       /* owned: "aws:amz:REGION:s3" */
+	char *access;      /* owned: the access key id */
+	char *secret;      /* owned, secret: wiped on free */
+	char *token_hdr;   /* owned, secret: "x-amz-security-token: T" or NULL, wiped */
+	struct op_memfile ca; /* the CA PEM handed to libcurl by path; fd -1 when none */
+	bool insecure;
+	long connect_ms, request_ms, transfer_ms, low_bytes, low_secs;
+};
+
+/* One request. Everything borrowed for the call. */
+struct os_req {
+	const char *op;     /* for messages: "PUT", "GET", "LIST", "DELETE", ... */
+	const char *method; /* HTTP method */
+	const char *key;    /* NULL: the bucket itself */
+	const char *shown;  /* what messages name after s3://bucket/ when not key; NULL */
+	const char *query;  /* canonical query (keys sorted, AWS-encoded, "k=v&k2="); NULL none */
+	const char *const *headers; /* extra header lines, NULL-terminated; NULL none */
+	/* request body, from memory (signed: its sha256 is sent) or from read
+	 * (UNSIGNED-PAYLOAD, exactly upload_size bytes) */
+	const void *body;
+	size_t body_len;
+	bool has_body;
+	os_read_fn read;
+	void *read_ud;
+	uint64_t upload_size;
+	/* response body on 2xx: to write (at most max_body bytes) or into resp
+	 * (its own cap) or dropped */
+	os_write_fn write;
+	void *write_ud;
+	uint64_t max_body;
+	struct op_buf *resp;
+	bool long_transfer; /* transfer_ms instead of request_ms */
+	/* out */
+	long status;
+	struct os_object_info info;
+};
+
+/* Performs r; a non-2xx status is an error carrying the S3 code and message.
+ * 0 or -errno (see objstore.h). */
+int os_do(struct os_client *c, struct os_req *r, struct op_err *err);
+/* -errno for an HTTP error status. */
+int os_http_status_errno(long status);
+
+/* ---- url.c ---- */
+bool os_bucket_valid(const char *s, size_t n);
+/* Appends s URI-encoded the SigV4 way (unreserved A-Za-z0-9-._~ kept, '/'
+ * kept when keep_slash, every other byte %XX upper-case). */
+int os_uri_encode(struct op_buf *b, const char *s, bool keep_slash);
+/* Appends "&"(when b is not empty) "name=" encoded(value). Callers add names
+ * in sorted order: the query is then canonical as SigV4 wants it. */
+int os_query_add(struct op_buf *b, const char *name, const char *value);
+/* Appends s escaped for XML character data. */
+int os_xml_escape(struct op_buf *b, const char *s);
+
+/* ---- xml.c ---- */
+#define OS_XML_DEPTH_MAX 16
+#define OS_XML_TEXT_MAX (8u * 1024) /* one leaf element's text */
+#define OS_XML_NAME_MAX 64
+
+/* Callbacks of os_xml_walk (depth 1 = the root element; names without a
+ * namespace prefix). start: every element; leaf: every element without
+ * children, with its text (decoded, NUL-terminated). 0 to go on, -errno to
+ * stop the walk with that code. */
+struct os_xml_cb {
+	int (*start)(void *ud, unsigned depth, const char *name);
+	int (*leaf)(void *ud, unsigned depth, const char *parent, const char *name,
+		    const char *text, size_t len);
+	void *ud;
+};
+/* Parses body with expat (no DTD: a DOCTYPE is rejected, so no entity
+ * expansion), at most OS_XML_DEPTH_MAX deep, leaf texts capped. ret_root
+ * (OS_XML_NAME_MAX) gets the root's name. 0, -EBADMSG (malformed), -EMSGSIZE
+ * (a cap), or a callback's code. */
+int os_xml_walk(const char *body, size_t len, const struct os_xml_cb *cb, char *ret_root,
+		struct op_err *err);
+
+struct os_s3_error {
+	char code[64];
+	char message[256];
+	char key[OS_KEY_MAX + 1]; /* DeleteResult's Error only */
+};
+/* An <Error> document: 0 and *ret filled, -EBADMSG when body is not one. */
+int os_xml_parse_error(const char *body, size_t len, struct os_s3_error *ret);
+
+/* One page of ListBucketResult (strings owned by the page). */
+struct os_list_page {
+	struct os_list_entry *entries; /* owned; their strings owned too */
+	size_t n;
+	size_t n_alloc;
+	bool truncated;
+	char *next_token; /* owned; NULL when absent */
+};
+int os_xml_parse_list(const char *body, size_t len, struct os_list_page *ret, struct op_err *err);
+void os_list_page_done(struct os_list_page *p);
+/* InitiateMultipartUploadResult: *ret_upload_id owned by the caller (free). */
+int os_xml_parse_initiate(const char *body, size_t len, char **ret_upload_id, struct op_err *err);
+/* DeleteResult: the number of <Error> entries, the first in *ret_first. */
+int os_xml_parse_delete(const char *body, size_t len, struct os_s3_error *ret_first,
+			struct op_err *err);
+/* CompleteMultipartUploadResult or Error (200 with an Error: 1 and *ret_error). */
+int os_xml_parse_complete(const char *body, size_t len, struct os_s3_error *ret_error,
+			  struct op_err *err);
+
+#endif
