@@ -254,6 +254,7 @@ struct rc_run {
 	struct op_err *err;
 };
 
+/* run.c - what the reconcile steps do to the API server and the Cluster. */
 /* Asks to look again after ms (the smallest request wins). */
 void rc_requeue(struct rc_run *r, long ms);
 /* Queues an Event on the Cluster and logs its message: posted in the
