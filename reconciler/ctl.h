@@ -231,7 +231,8 @@ int64_t rc_mono_ms(void);
 int rc_prober_start(struct rc_controller *c, struct op_err *err);
 void rc_prober_stop(struct rc_controller *c); /* joins it; after c->stopping is set */
 
-/* One reconcile of one Cluster (reconcile.c, reconcile_objects.c). */
+/* One reconcile of one Cluster (reconcile.c), passed to its steps (run.c,
+ * reconcile_objects.c, rollout.c, cut.c); live.c fills one for its reads. */
 struct rc_run {
 	struct rc_controller *ctl;
 	const char *key;
