@@ -63,23 +63,6 @@ static const struct {
 	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets, NULL },
 };
 
-struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns)
-{
-	if (c->n_ns == 0)
-		return c->inf[kind][0];
-	for (size_t i = 0; i < c->n_ns; i++)
-		if (ns && strcmp(c->ns[i], ns) == 0)
-			return c->inf[kind][i];
-	return NULL;
-}
-
-json_object *rc_cache_get(struct rc_controller *c, enum rc_inf kind, const char *ns,
-			  const char *name)
-{
-	struct kube_informer *inf = rc_informer(c, kind, ns);
-	return inf ? kube_informer_get(inf, ns, name) : NULL;
-}
-
 static const char *label_of(json_object *obj, const char *key)
 {
 	json_object *labels = op_json_at(obj, "metadata.labels");
@@ -88,46 +71,6 @@ static const char *label_of(json_object *obj, const char *key)
 	    !json_object_is_type(v, json_type_string))
 		return NULL;
 	return json_object_get_string(v);
-}
-
-/* Under the informer's read lock, on the Cluster's own objects only (the
- * cluster label is the informer's index: bench/live.sh showed that copying
- * the whole namespace per Cluster made each live request cost every Pod of
- * the namespace once per Cluster). */
-static bool has_role(void *ud, json_object *o)
-{
-	const char *role = label_of(o, RC_LABEL_POD_ROLE);
-	return role && strcmp(role, ud) == 0;
-}
-
-json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, const char *ns,
-				 const char *cluster, const char *pod_role)
-{
-	struct kube_informer *inf = rc_informer(c, kind, ns);
-	if (!inf) {
-		json_object *out = json_object_new_array();
-		if (!out)
-			abort();
-		return out;
-	}
-	json_object *out = kube_informer_list_labeled(inf, ns, RC_LABEL_CLUSTER, cluster,
-						      pod_role ? has_role : NULL, (void *)pod_role);
-	if (!out)
-		abort();
-	return out;
-}
-
-json_object *rc_cache_owned(struct rc_controller *c, enum rc_inf kind, const char *ns,
-			    const char *cluster)
-{
-	return rc_cache_owned_role(c, kind, ns, cluster, NULL);
-}
-
-void rc_stat_add(struct rc_controller *c, unsigned long *field)
-{
-	pthread_mutex_lock(&c->mu);
-	(*field)++;
-	pthread_mutex_unlock(&c->mu);
 }
 
 void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *ret)

@@ -1,5 +1,6 @@
-/* reconciler/ctl.h - the controller's internals shared by controller.c,
- * reconcile*.c (not exported outside reconciler/). */
+/* reconciler/ctl.h - the controller's internals shared by the reconciler's
+ * files (not exported outside reconciler/), grouped by the file that defines
+ * them; which file may call which: reconciler/internal.h. */
 #ifndef PGOP_RECONCILER_CTL_H
 #define PGOP_RECONCILER_CTL_H
 
@@ -127,6 +128,8 @@ struct rc_controller {
 
 #define RC_TRIM_EVERY_MS 60000
 
+/* state.c - the shared state every file may use: the informer caches, the
+ * stats, the per-Cluster states and what reconciles note in them. */
 /* Informer of kind for namespace ns (borrowed), or NULL when ns is not watched. */
 struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns);
 /* Owned deep copy of the cached object, or NULL. */
@@ -151,6 +154,27 @@ int64_t rc_pending_returned(struct rc_controller *c, const char *key);
 void rc_state_drop(struct rc_controller *c, const char *key);
 /* Frees what s owns and zeroes it (not s itself). */
 void rc_state_done(struct rc_cluster_state *s);
+/* Records the replicas whose syncState is sync or quorum in primary_doc (the
+ * current primary's /pg/status, borrowed; its replicationInfo) as the set of
+ * Cluster key; a report of none keeps the last set. rc_sync_set_get returns
+ * (owned copies, rc_strv_free) the set. Thread-safe (mu). */
+void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc);
+void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n);
+/* The set and status.synchronousStandbys (*v, *n, owned list) brought together:
+ * a set this process knows replaces the list; otherwise a non-empty list read
+ * from the status becomes the set (after an operator restart or a leader
+ * change, before the primary answered). */
+void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size_t *n);
+/* True the first time Cluster key's instance pod reports the re-clone id
+ * (its sessionID and time, rc_reclone_report): the caller records the Event
+ * RewindFailedRecloned. One id is remembered per pod, by this process only
+ * (an operator restart reports a still-running manager's re-clone once
+ * more). Thread-safe (mu). */
+bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, const char *id);
+/* Counts reconciles in a row of Cluster key where no Ready instance answered
+ * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
+ * non-failing call resets the count and returns 0. Thread-safe (mu). */
+long rc_note_status_error(struct rc_controller *c, const char *key, bool failing);
 
 /* contact.c - which instances answer, and the prober that watches the ones
  * that do not. Thread-safe (mu), monotonic ms clocks given by the caller. */
@@ -206,29 +230,9 @@ int64_t rc_mono_ms(void);
 /* The prober thread: a round every 250 ms while leading. */
 int rc_prober_start(struct rc_controller *c, struct op_err *err);
 void rc_prober_stop(struct rc_controller *c); /* joins it; after c->stopping is set */
-/* Records the replicas whose syncState is sync or quorum in primary_doc (the
- * current primary's /pg/status, borrowed; its replicationInfo) as the set of
- * Cluster key; a report of none keeps the last set. rc_sync_set_get returns
- * (owned copies, rc_strv_free) the set. Thread-safe (mu). */
-void rc_note_sync_set(struct rc_controller *c, const char *key, json_object *primary_doc);
-void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size_t *n);
-/* The set and status.synchronousStandbys (*v, *n, owned list) brought together:
- * a set this process knows replaces the list; otherwise a non-empty list read
- * from the status becomes the set (after an operator restart or a leader
- * change, before the primary answered). */
-void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size_t *n);
-/* True the first time Cluster key's instance pod reports the re-clone id
- * (its sessionID and time, rc_reclone_report): the caller records the Event
- * RewindFailedRecloned. One id is remembered per pod, by this process only
- * (an operator restart reports a still-running manager's re-clone once
- * more). Thread-safe (mu). */
-bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, const char *id);
-/* Counts reconciles in a row of Cluster key where no Ready instance answered
- * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
- * non-failing call resets the count and returns 0. Thread-safe (mu). */
-long rc_note_status_error(struct rc_controller *c, const char *key, bool failing);
 
-/* One reconcile of one Cluster (reconcile.c, reconcile_objects.c). */
+/* One reconcile of one Cluster (reconcile.c), passed to its steps (run.c,
+ * reconcile_objects.c, rollout.c, cut.c); live.c fills one for its reads. */
 struct rc_run {
 	struct rc_controller *ctl;
 	const char *key;
@@ -251,6 +255,7 @@ struct rc_run {
 	struct op_err *err;
 };
 
+/* run.c - what the reconcile steps do to the API server and the Cluster. */
 /* Asks to look again after ms (the smallest request wins). */
 void rc_requeue(struct rc_run *r, long ms);
 /* Queues an Event on the Cluster and logs its message: posted in the
@@ -301,6 +306,7 @@ int rc_secret_full(struct rc_run *r, const char *name, json_object **ret);
 int rc_ca_key(struct rc_run *r);
 /* A digest of what a leaf certificate must name (CN, usage, SANs in order). */
 uint64_t rc_leaf_want_digest(const struct pki_leaf_req *want);
+/* Frees what m owns and zeroes it (state.c: rc_state_done frees the memo). */
 void rc_pki_memo_done(struct rc_pki_memo *m);
 /* <c>-ca at rv known and not due: fills r->ca.cert_pem, ca_fp, ca_has_key,
  * ca_not_after and returns true. */

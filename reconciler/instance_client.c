@@ -286,92 +286,102 @@ static void abandon_lost(CURLM *m, struct xfer *xs, size_t n, const struct rc_fe
 	}
 }
 
-int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
-		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err)
+/* One rc_fetch_statuses call, in steps: fetch_begin (credentials and the
+ * multi handle, the pool's or its own), fetch_add (one transfer per instance
+ * to ask), fetch_run (the transfers until all are done), fetch_end.
+ * Ownership: v and o.pool borrowed from the caller (pool locked by this call
+ * while set); own, xs, tcp and what owned; m owned unless it is pool's. */
+struct fetch {
+	struct rc_fetch_opts o;
+	struct rc_instance *v; /* borrowed: filled in place */
+	size_t n;
+	struct rc_status_pool *pool;
+	struct creds own;
+	const struct creds *cp; /* &own or &pool->c */
+	CURLM *m;
+	struct xfer *xs;        /* n of them */
+	int *tcp;               /* probe_silent's answers */
+	char *what;             /* "GET /pg/status" or "POST <path>", for the errors */
+};
+
+/* Takes the pool (when given and free) or makes one-off credentials and a
+ * multi handle. On failure nothing is left held. */
+static int fetch_begin(struct fetch *f, const char *ca_pem, const struct pki_pair *client,
+		       struct op_err *err)
 {
-	struct rc_fetch_opts o = opts ? *opts : (struct rc_fetch_opts){ 0 };
-	if (!ca_pem || !*ca_pem)
-		return op_err_set(err, -EINVAL, "no cluster CA certificate");
-	if (n == 0)
-		return 0;
-	struct creds own = { OP_MEMFILE_INIT, OP_MEMFILE_INIT, OP_MEMFILE_INIT };
-	struct rc_status_pool *pool = o.pool && pthread_mutex_trylock(&o.pool->mu) == 0 ? o.pool
-											 : NULL;
-	const struct creds *cp = &own;
-	CURLM *m = NULL;
+	f->own = (struct creds){ OP_MEMFILE_INIT, OP_MEMFILE_INIT, OP_MEMFILE_INIT };
+	f->cp = &f->own;
+	f->pool = f->o.pool && pthread_mutex_trylock(&f->o.pool->mu) == 0 ? f->o.pool : NULL;
 	int r;
-	if (pool) {
-		r = pool_prepare(pool, ca_pem, client, err);
+	if (f->pool) {
+		r = pool_prepare(f->pool, ca_pem, client, err);
 		if (r < 0) {
-			pthread_mutex_unlock(&pool->mu);
+			pthread_mutex_unlock(&f->pool->mu);
 			return r;
 		}
-		cp = &pool->c;
-		m = pool->m;
-	} else {
-		r = creds_make(&own, ca_pem, client, err);
-		if (r < 0) {
-			creds_done(&own);
-			return r;
-		}
-		m = curl_multi_init();
+		f->cp = &f->pool->c;
+		f->m = f->pool->m;
+		return 0;
 	}
-	struct xfer *xs = op_calloc(n, sizeof(*xs));
-	int *tcp = NULL;
-	/* for the error messages: a POST (the cut) by its path without the query;
-	 * a GET is the status whatever path a test points it at */
-	const char *path = o.path ? o.path : "/pg/status";
-	_cleanup_free_ char *what = o.post ? op_asprintf("POST %.*s", (int)strcspn(path, "?"), path)
-					   : op_strdup("GET /pg/status");
-	if (!m) {
-		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
-		goto out;
+	r = creds_make(&f->own, ca_pem, client, err);
+	if (r < 0) {
+		creds_done(&f->own);
+		return r;
 	}
-	tcp = probe_silent(v, n, o.port ? o.port : RC_STATUS_PORT);
-	for (size_t i = 0; i < n; i++) {
-		xs[i].in = &v[i];
-		xs[i].what = what;
-		xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
-		v[i].has_status = false;
-		v[i].restarting = false;
-		if (!v[i].ip || !*v[i].ip) {
-			set_error(&v[i], "no pod IP");
+	f->m = curl_multi_init();
+	return 0;
+}
+
+/* Adds a transfer for each instance to ask; the others (no IP, given to the
+ * prober, or whose TCP probe failed) get their error now. */
+static int fetch_add(struct fetch *f, struct op_err *err)
+{
+	const unsigned port = f->o.port ? f->o.port : RC_STATUS_PORT;
+	f->tcp = probe_silent(f->v, f->n, port);
+	for (size_t i = 0; i < f->n; i++) {
+		struct rc_instance *in = &f->v[i];
+		f->xs[i].in = in;
+		f->xs[i].what = f->what;
+		f->xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
+		in->has_status = false;
+		in->restarting = false;
+		if (!in->ip || !*in->ip) {
+			set_error(in, "no pod IP");
 			continue;
 		}
-		if (v[i].unreachable) {
-			set_error(&v[i], "not asked: it did not accept a TCP connect, probed in the "
-					 "background until it does");
+		if (in->unreachable) {
+			set_error(in, "not asked: it did not accept a TCP connect, probed in the "
+				      "background until it does");
 			continue;
 		}
-		if (tcp[i]) {
+		if (f->tcp[i]) {
 			_cleanup_free_ char *m2 = op_asprintf(
-				"%s: TCP connect to %s port %u: %s (within %d ms)", what, v[i].ip,
-				o.port ? o.port : RC_STATUS_PORT, strerror(tcp[i]),
-				RC_STATUS_CONNECT_SILENT_MS);
-			set_error(&v[i], m2);
+				"%s: TCP connect to %s port %u: %s (within %d ms)", f->what, in->ip,
+				port, strerror(f->tcp[i]), RC_STATUS_CONNECT_SILENT_MS);
+			set_error(in, m2);
 			continue;
 		}
-		r = setup(&xs[i], cp, &o, err);
+		int r = setup(&f->xs[i], f->cp, &f->o, err);
 		if (r < 0)
-			goto out;
-		if (curl_multi_add_handle(m, xs[i].h) != CURLM_OK) {
-			r = op_err_set(err, -ENOMEM, "curl_multi_add_handle failed");
-			goto out;
-		}
+			return r;
+		if (curl_multi_add_handle(f->m, f->xs[i].h) != CURLM_OK)
+			return op_err_set(err, -ENOMEM, "curl_multi_add_handle failed");
 	}
+	return 0;
+}
+
+/* Runs the transfers until every one is done (or given up: o.abandon). */
+static int fetch_run(struct fetch *f, struct op_err *err)
+{
 	int running = 1;
 	while (running) {
-		if (curl_multi_perform(m, &running) != CURLM_OK) {
-			r = op_err_set(err, -EIO, "curl_multi_perform failed");
-			goto out;
-		}
-		if (running && curl_multi_poll(m, NULL, 0, 100, NULL) != CURLM_OK) {
-			r = op_err_set(err, -EIO, "curl_multi_poll failed");
-			goto out;
-		}
+		if (curl_multi_perform(f->m, &running) != CURLM_OK)
+			return op_err_set(err, -EIO, "curl_multi_perform failed");
+		if (running && curl_multi_poll(f->m, NULL, 0, 100, NULL) != CURLM_OK)
+			return op_err_set(err, -EIO, "curl_multi_poll failed");
 		CURLMsg *msg;
 		int left;
-		while ((msg = curl_multi_info_read(m, &left))) {
+		while ((msg = curl_multi_info_read(f->m, &left))) {
 			if (msg->msg != CURLMSG_DONE)
 				continue;
 			struct xfer *x = NULL;
@@ -381,31 +391,63 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 				x->done = true;
 			}
 		}
-		if (running && o.abandon)
-			abandon_lost(m, xs, n, &o);
+		if (running && f->o.abandon)
+			abandon_lost(f->m, f->xs, f->n, &f->o);
 	}
-	r = 0;
-	for (size_t i = 0; i < n; i++)
-		r += v[i].has_status;
-out:
-	free(tcp);
-	for (size_t i = 0; i < n; i++) {
-		if (xs[i].h) {
-			if (m)
-				curl_multi_remove_handle(m, xs[i].h);
-			curl_easy_cleanup(xs[i].h);
+	return 0;
+}
+
+/* Frees what f owns; the pool's connections stay in it (reset when the call
+ * failed: r < 0) and it is released. */
+static void fetch_end(struct fetch *f, int r)
+{
+	free(f->tcp);
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->xs[i].h) {
+			if (f->m)
+				curl_multi_remove_handle(f->m, f->xs[i].h);
+			curl_easy_cleanup(f->xs[i].h);
 		}
-		op_buf_done(&xs[i].body);
+		op_buf_done(&f->xs[i].body);
 	}
-	free(xs);
-	if (pool) {
+	free(f->xs);
+	free(f->what);
+	if (f->pool) {
 		if (r < 0)
-			pool_reset(pool); /* a failed call set: start over next time */
-		pthread_mutex_unlock(&pool->mu); /* the connections stay in pool->m */
+			pool_reset(f->pool); /* a failed call set: start over next time */
+		pthread_mutex_unlock(&f->pool->mu); /* the connections stay in pool->m */
 	} else {
-		if (m)
-			curl_multi_cleanup(m);
-		creds_done(&own);
+		if (f->m)
+			curl_multi_cleanup(f->m);
+		creds_done(&f->own);
 	}
+}
+
+int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
+		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err)
+{
+	if (!ca_pem || !*ca_pem)
+		return op_err_set(err, -EINVAL, "no cluster CA certificate");
+	if (n == 0)
+		return 0;
+	struct fetch f = { .o = opts ? *opts : (struct rc_fetch_opts){ 0 }, .v = v, .n = n };
+	int r = fetch_begin(&f, ca_pem, client, err);
+	if (r < 0)
+		return r;
+	f.xs = op_calloc(n, sizeof(*f.xs));
+	/* for the error messages: a POST (the cut) by its path without the query;
+	 * a GET is the status whatever path a test points it at */
+	const char *path = f.o.path ? f.o.path : "/pg/status";
+	f.what = f.o.post ? op_asprintf("POST %.*s", (int)strcspn(path, "?"), path)
+			  : op_strdup("GET /pg/status");
+	if (!f.m)
+		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
+	if (r == 0)
+		r = fetch_add(&f, err);
+	if (r == 0)
+		r = fetch_run(&f, err);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r += v[i].has_status;
+	fetch_end(&f, r);
 	return r;
 }

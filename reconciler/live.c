@@ -285,104 +285,159 @@ static json_object *pod_named(json_object *pods, const char *name)
 	return NULL;
 }
 
-int rc_live_restart(struct rc_controller *c, const char *ns, const char *cluster,
-		    const char *instance, const char *user, char **ret_msg, struct op_err *err)
+/* rc_live_restart in steps. Each fills *ret_msg (owned by the caller) with
+ * what it did or why it refused; 0, or -errno (refusals: -EINVAL, -EBUSY,
+ * -ESTALE/-ENOENT from the patches, else err). w borrowed. */
+
+/* What a restart needs from the Cluster's spec and metadata. */
+struct restart_settings {
+	char *inplace;          /* owned: pgop.io/inPlaceRestart (the primary restarting in
+				 * place), NULL when absent */
+	bool switchover_method; /* primaryUpdateMethod switchover */
+};
+
+static int restart_settings_read(const struct live_view *w, struct restart_settings *ret,
+				 char **ret_msg)
 {
-	*ret_msg = NULL;
-	struct live_view w = { 0 };
-	int r = view_load(c, ns, cluster, c->status_timeout_ms, &w, ret_msg);
-	if (r < 0)
-		goto out;
-	const char *who = user && *user ? user : "unknown user";
-	const char *cur = w.st.current_primary, *tp = w.st.target_primary;
 	struct api_cluster *ac = NULL;
 	struct op_err de = OP_ERR_INIT;
-	if (api_cluster_decode(w.obj, NULL, &ac, &de) < 0) {
+	if (api_cluster_decode(w->obj, NULL, &ac, &de) < 0) {
 		*ret_msg = op_asprintf("the Cluster cannot be read: %s", de.msg);
-		r = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
 	const char *busy = api_kvs_get(&ac->metadata.annotations, RC_ANN_INPLACE_RESTART);
-	bool switchover_method = str_eq_(ac->spec.primary_update_method, "switchover");
+	ret->inplace = busy ? op_strdup(busy) : NULL;
+	ret->switchover_method = str_eq_(ac->spec.primary_update_method, "switchover");
 	api_cluster_free(ac);
-	if (!instance || !*instance) {
-		_cleanup_free_ char *now = rc_time_rfc3339((int64_t)time(NULL));
-		r = patch_annotations(c, &w, ns, cluster, ret_msg, err, RC_ANN_RESTARTED_AT, now,
-				      (const char *)NULL);
-		if (r < 0)
-			goto out;
-		*ret_msg = op_asprintf("rolling restart of %s requested by %s (%s=%s): replicas "
-				       "first, then the primary",
-				       cluster, who, RC_ANN_RESTARTED_AT, now);
-		live_event(c, w.obj, "RestartRequested", *ret_msg);
-		enqueue(c, ns, cluster);
-		goto out;
-	}
-	json_object *pod = pod_named(w.pods, instance);
+	return 0;
+}
+
+/* {}: the rolling restart of every instance (kubectl.kubernetes.io/restartedAt). */
+static int restart_cluster(struct rc_controller *c, struct live_view *w, const char *ns,
+			   const char *cluster, const char *who, char **ret_msg,
+			   struct op_err *err)
+{
+	_cleanup_free_ char *now = rc_time_rfc3339((int64_t)time(NULL));
+	int r = patch_annotations(c, w, ns, cluster, ret_msg, err, RC_ANN_RESTARTED_AT, now,
+				  (const char *)NULL);
+	if (r < 0)
+		return r;
+	*ret_msg = op_asprintf("rolling restart of %s requested by %s (%s=%s): replicas "
+			       "first, then the primary",
+			       cluster, who, RC_ANN_RESTARTED_AT, now);
+	return 0;
+}
+
+/* Whether one instance may be restarted now: it is one of the Cluster's
+ * (*ret_pod, borrowed from w), no switchover or failover is under way, the
+ * primary is not restarting in place (inplace). */
+static int restart_instance_check(struct live_view *w, const char *instance,
+				  const char *inplace, json_object **ret_pod, char **ret_msg)
+{
+	const char *cur = w->st.current_primary, *tp = w->st.target_primary;
+	json_object *pod = pod_named(w->pods, instance);
 	if (!pod) {
 		*ret_msg = op_asprintf("%s is not an instance of this cluster", instance);
-		r = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
 	if (!cur || !*cur || !str_eq_(cur, tp)) {
 		*ret_msg = op_asprintf("a switchover or failover is in progress (currentPrimary %s, "
 				       "targetPrimary %s)",
 				       cur ? cur : "", tp ? tp : "");
-		r = -EBUSY;
-		goto out;
+		return -EBUSY;
 	}
-	if (busy && *busy) {
-		*ret_msg = op_asprintf("the primary %s is restarting in place", busy);
-		r = -EBUSY;
-		goto out;
+	if (inplace && *inplace) {
+		*ret_msg = op_asprintf("the primary %s is restarting in place", inplace);
+		return -EBUSY;
 	}
-	if (!str_eq_(instance, cur)) {
-		struct kube_delete_opts o = { .propagation = KUBE_PROPAGATE_BACKGROUND,
-					      .precondition_uid = kube_obj_uid(pod),
-					      .grace_period_seconds = -1 };
-		struct op_err e = OP_ERR_INIT;
-		r = kube_delete(c->kc, KUBE_PODS, ns, instance, &o, &e);
-		if (r == -ENOENT || r == -ESTALE) {
-			*ret_msg = op_asprintf("the Pod %s is already being replaced", instance);
-			r = -EBUSY;
-			goto out;
-		}
-		if (r < 0) {
-			r = op_err_set(err, r, "%s", e.msg);
-			goto out;
-		}
-		r = 0;
-		*ret_msg = op_asprintf("restart of replica %s requested by %s: its Pod is "
-				       "recreated on its volume",
-				       instance, who);
-		live_event(c, w.obj, "RestartRequested", *ret_msg);
-		enqueue(c, ns, cluster);
-		goto out;
+	*ret_pod = pod;
+	return 0;
+}
+
+/* A replica: its Pod (pod, borrowed) deleted with its UID as the
+ * precondition; the reconciler recreates it on its volume. */
+static int restart_replica(struct rc_controller *c, const char *ns, const char *instance,
+			   json_object *pod, const char *who, char **ret_msg, struct op_err *err)
+{
+	struct kube_delete_opts o = { .propagation = KUBE_PROPAGATE_BACKGROUND,
+				      .precondition_uid = kube_obj_uid(pod),
+				      .grace_period_seconds = -1 };
+	struct op_err e = OP_ERR_INIT;
+	int r = kube_delete(c->kc, KUBE_PODS, ns, instance, &o, &e);
+	if (r == -ENOENT || r == -ESTALE) {
+		*ret_msg = op_asprintf("the Pod %s is already being replaced", instance);
+		return -EBUSY;
 	}
-	const char *to = switchover_method ? rc_switchover_pick(w.v, w.n, cur) : NULL;
+	if (r < 0)
+		return op_err_set(err, r, "%s", e.msg);
+	*ret_msg = op_asprintf("restart of replica %s requested by %s: its Pod is "
+			       "recreated on its volume",
+			       instance, who);
+	return 0;
+}
+
+/* The primary: a switchover to the replica rc_switchover_pick chooses
+ * (primaryUpdateMethod switchover, when there is one), else the in-place
+ * restart annotations (pod, borrowed: its UID). */
+static int restart_primary(struct rc_controller *c, struct live_view *w, const char *ns,
+			   const char *cluster, const char *instance, json_object *pod,
+			   bool switchover_method, const char *who, char **ret_msg,
+			   struct op_err *err)
+{
+	const char *cur = w->st.current_primary, *tp = w->st.target_primary;
+	const char *to = switchover_method ? rc_switchover_pick(w->v, w->n, cur) : NULL;
+	int r;
 	if (to) {
-		r = rc_switchover_check(w.v, w.n, cur, tp, to, ret_msg);
+		r = rc_switchover_check(w->v, w->n, cur, tp, to, ret_msg);
 		if (r == 0)
-			r = write_target(c, &w, ns, cluster, to, ret_msg, err);
+			r = write_target(c, w, ns, cluster, to, ret_msg, err);
 		if (r < 0)
-			goto out;
+			return r;
 		*ret_msg = op_asprintf("restart of the primary %s requested by %s: switchover to "
 				       "%s (primaryUpdateMethod switchover), then it restarts as a "
 				       "replica",
 				       instance, who, to);
-	} else {
-		r = patch_annotations(c, &w, ns, cluster, ret_msg, err, RC_ANN_INPLACE_RESTART,
-				      instance, RC_ANN_INPLACE_RESTART_UID, kube_obj_uid(pod),
-				      (const char *)NULL);
-		if (r < 0)
-			goto out;
-		*ret_msg = op_asprintf("restart of the primary %s requested by %s: in place "
-				       "(primaryUpdateMethod restart)",
-				       instance, who);
+		return 0;
 	}
-	live_event(c, w.obj, "RestartRequested", *ret_msg);
-	enqueue(c, ns, cluster);
+	r = patch_annotations(c, w, ns, cluster, ret_msg, err, RC_ANN_INPLACE_RESTART, instance,
+			      RC_ANN_INPLACE_RESTART_UID, kube_obj_uid(pod), (const char *)NULL);
+	if (r < 0)
+		return r;
+	*ret_msg = op_asprintf("restart of the primary %s requested by %s: in place "
+			       "(primaryUpdateMethod restart)",
+			       instance, who);
+	return 0;
+}
+
+int rc_live_restart(struct rc_controller *c, const char *ns, const char *cluster,
+		    const char *instance, const char *user, char **ret_msg, struct op_err *err)
+{
+	*ret_msg = NULL;
+	struct live_view w = { 0 };
+	struct restart_settings s = { 0 };
+	const char *who = user && *user ? user : "unknown user";
+	int r = view_load(c, ns, cluster, c->status_timeout_ms, &w, ret_msg);
+	if (r == 0)
+		r = restart_settings_read(&w, &s, ret_msg);
+	if (r < 0)
+		goto out;
+	if (!instance || !*instance) {
+		r = restart_cluster(c, &w, ns, cluster, who, ret_msg, err);
+	} else {
+		json_object *pod = NULL;
+		r = restart_instance_check(&w, instance, s.inplace, &pod, ret_msg);
+		if (r == 0 && !str_eq_(instance, w.st.current_primary))
+			r = restart_replica(c, ns, instance, pod, who, ret_msg, err);
+		else if (r == 0)
+			r = restart_primary(c, &w, ns, cluster, instance, pod, s.switchover_method,
+					    who, ret_msg, err);
+	}
+	if (r == 0) {
+		live_event(c, w.obj, "RestartRequested", *ret_msg);
+		enqueue(c, ns, cluster);
+	}
 out:
+	free(s.inplace);
 	view_done(&w);
 	return r;
 }

@@ -2,7 +2,6 @@
  * guard -> PKI, Secrets, RBAC, Services -> instance status -> failover ->
  * role labels -> instances (bootstrap, join, scale) -> status. */
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -40,85 +39,6 @@
 /* A bootstrap Pod that failed this many attempts (restarts) makes the
  * Cluster unrecoverable: CloudNativePG's Job backoffLimit. */
 #define RC_BOOTSTRAP_RESTARTS 6
-
-void rc_requeue(struct rc_run *r, long ms)
-{
-	if (ms > 0 && (r->requeue_ms == 0 || ms < r->requeue_ms))
-		r->requeue_ms = ms;
-}
-
-void rc_event(struct rc_run *r, const char *type, const char *reason, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *msg = NULL;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	va_end(ap);
-	/* queued: posted in the background, never waited for (kube/recorder.h);
-	 * a full queue drops it, counted in pgop_kube_events_dropped_total */
-	if (r->ctl->rec)
-		kube_recorder_emit(r->ctl->rec, r->obj, type, reason, msg ? msg : reason);
-	op_log_info(msg ? msg : reason, "cluster", r->key, "event", reason);
-	free(msg);
-}
-
-int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj)
-{
-	return rc_create_rv(r, k, obj, NULL);
-}
-
-int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv)
-{
-	struct op_err e = OP_ERR_INIT;
-	json_object *out = NULL;
-	int ret = kube_create(r->ctl->kc, k, r->ns, obj, ret_rv ? &out : NULL, &e);
-	if (ret_rv) {
-		const char *rv = ret == 0 && out ? kube_obj_resource_version(out) : NULL;
-		*ret_rv = rv ? op_strdup(rv) : NULL;
-	}
-	if (out)
-		json_object_put(out);
-	if (ret == -EEXIST)
-		return 0;
-	if (ret < 0)
-		return op_err_set(r->err, ret, "%s", e.msg);
-	rc_stat_add(r->ctl, &r->ctl->stats.objects_created);
-	op_log_info("created", "cluster", r->key, "kind", k->kind, "name", kube_obj_name(obj));
-	return 1;
-}
-
-int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name)
-{
-	struct kube_delete_opts o = { .propagation = KUBE_PROPAGATE_BACKGROUND,
-				      .grace_period_seconds = -1 };
-	struct op_err e = OP_ERR_INIT;
-	int ret = kube_delete(r->ctl->kc, k, r->ns, name, &o, &e);
-	if (ret == -ENOENT)
-		return 0;
-	if (ret < 0)
-		return op_err_set(r->err, ret, "%s", e.msg);
-	rc_stat_add(r->ctl, &r->ctl->stats.objects_deleted);
-	op_log_info("deleted", "cluster", r->key, "kind", k->kind, "name", name);
-	return 1;
-}
-
-int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
-{
-	json_object *p = jobj();
-	json_object *labels = jchild(jchild(p, "metadata"), "labels");
-	va_list ap;
-	va_start(ap, name);
-	for (const char *key; (key = va_arg(ap, const char *));) {
-		const char *val = va_arg(ap, const char *);
-		jsets(labels, key, val);
-	}
-	va_end(ap);
-	int ret = kube_patch(r->ctl->kc, k, r->ns, name, KUBE_PATCH_MERGE,
-			     json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
-	json_object_put(p);
-	return ret;
-}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -532,18 +452,15 @@ static int bootstrap_pod_step(struct rc_run *r, struct inventory *inv, json_obje
 	return 0;
 }
 
-/* Bootstrap, joins, restarts and scale (CNPG reconcilePods). Returns 1 when
- * something is in progress (phase set), 0 when the set of instances is as
- * wanted, <0 on error. */
-static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct status_base *b)
+/* reconcile_instances in steps, in this order; each returns 1 when it set
+ * the phase and something is in progress (the next steps wait), 0 to go on,
+ * <0 on error (r->err). inv borrowed. */
+
+/* Step 0: an instance or bootstrap Pod whose image cannot start (e.g. no
+ * PostgreSQL of the image's major on the node): the kubelet's reason, not
+ * "bootstrap failed". */
+static int image_problem_step(struct rc_run *r, struct inventory *inv)
 {
-	int64_t want_n = r->c->spec.instances;
-	bool in_progress = false;
-	/* a terminating Pod still counts: it comes back on its own volume */
-	const size_t live = inv->n;
-	/* 0. an instance or bootstrap Pod whose image cannot start (e.g. no
-	 * PostgreSQL of the image's major on the node): the kubelet's reason,
-	 * not "bootstrap failed" */
 	for (size_t i = 0; i < json_object_array_length(inv->pods); i++) {
 		json_object *p = json_object_array_get_idx(inv->pods, i);
 		_cleanup_free_ char *why = terminating(p) ? NULL : rc_pod_image_problem(p);
@@ -555,38 +472,53 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		rc_requeue(r, 10000);
 		return 1;
 	}
-	/* 1. bootstrap Pods */
+	return 0;
+}
+
+/* Step 1: every bootstrap Pod (bootstrap_pod_step); live: the instance Pods
+ * counted against want_n. */
+static int bootstrap_pods_step(struct rc_run *r, struct inventory *inv, size_t live,
+			       int64_t want_n)
+{
+	bool in_progress = false;
 	for (size_t i = 0; i < json_object_array_length(inv->pods); i++) {
 		int ret = bootstrap_pod_step(r, inv, json_object_array_get_idx(inv->pods, i), live,
 					     want_n, &in_progress);
 		if (ret != 0)
 			return ret;
 	}
-	if (in_progress)
-		return 1;
+	return in_progress ? 1 : 0;
+}
 
-	/* 2. first instance */
-	if (inv->n == 0 && r->want.latest_generated_node == 0) {
-		_cleanup_free_ char *pod = api_pod_name(r->name, 1);
-		r->want.latest_generated_node = 1;
-		set_str(&r->want.target_primary, pod);
-		set_str(&r->want.current_primary, pod);
-		set_phase(r, RC_PHASE_FIRST_PRIMARY, NULL);
-		int ret = write_status(r, b); /* before its objects: the serial is taken */
-		if (ret != 0)
-			return ret < 0 ? ret : 1;
-		ret = create_instance_objects(r, 1, RC_JOB_INITDB);
-		if (ret < 0)
-			return ret;
-		rc_event(r, "Normal", "CreatingInstance", "bootstrapping the primary %s (initdb)", pod);
-		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
-		return 1;
-	}
+/* Step 2: no instance yet: serial 1 is reserved in the status (written
+ * first, b borrowed), then its volumes and initdb bootstrap Pod. */
+static int first_instance_step(struct rc_run *r, struct inventory *inv, struct status_base *b)
+{
+	if (inv->n != 0 || r->want.latest_generated_node != 0)
+		return 0;
+	_cleanup_free_ char *pod = api_pod_name(r->name, 1);
+	r->want.latest_generated_node = 1;
+	set_str(&r->want.target_primary, pod);
+	set_str(&r->want.current_primary, pod);
+	set_phase(r, RC_PHASE_FIRST_PRIMARY, NULL);
+	int ret = write_status(r, b); /* before its objects: the serial is taken */
+	if (ret != 0)
+		return ret < 0 ? ret : 1;
+	ret = create_instance_objects(r, 1, RC_JOB_INITDB);
+	if (ret < 0)
+		return ret;
+	rc_event(r, "Normal", "CreatingInstance", "bootstrapping the primary %s (initdb)", pod);
+	rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
+	return 1;
+}
 
-	/* 3. volumes whose pod is gone (and no bootstrap Pod): restart the
-	 * instance on its data; a volume never made ready gets its bootstrap Pod
-	 * again (deleted or lost before it succeeded: what a Job's controller
-	 * did for its Pod) */
+/* Step 3: volumes whose pod is gone (and no bootstrap Pod): restart the
+ * instance on its data; a volume never made ready gets its bootstrap Pod
+ * again (deleted or lost before it succeeded: what a Job's controller did
+ * for its Pod). One per reconcile. */
+static int orphan_volumes_step(struct rc_run *r, struct inventory *inv, size_t live,
+			       int64_t want_n)
+{
 	for (size_t i = 0; i < json_object_array_length(inv->pvcs) && (int64_t)live < want_n; i++) {
 		json_object *pvc = json_object_array_get_idx(inv->pvcs, i);
 		const char *pod = label(pvc, RC_LABEL_INSTANCE_NAME);
@@ -614,8 +546,14 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 		rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 		return 1;
 	}
+	return 0;
+}
 
-	/* 4. scale up, one instance at a time, only with everyone ready; 5. down */
+/* Steps 4 and 5: scale up, one instance at a time, only with everyone ready
+ * (the serial reserved in the status first, b borrowed); scale down. */
+static int scale_step(struct rc_run *r, struct inventory *inv, struct status_base *b,
+		      int64_t want_n)
+{
 	switch (rc_scale_decide(inv->v, inv->n, want_n, r->want.current_primary)) {
 	case RC_SCALE_NONE:
 		return 0;
@@ -641,6 +579,26 @@ static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct s
 	rc_event(r, "Normal", "CreatingInstance", "creating replica %s (join)", pod);
 	rc_requeue(r, REQUEUE_WAIT_EVENT_MS);
 	return 1;
+}
+
+/* Bootstrap, joins, restarts and scale (CNPG reconcilePods). Returns 1 when
+ * something is in progress (phase set), 0 when the set of instances is as
+ * wanted, <0 on error. */
+static int reconcile_instances(struct rc_run *r, struct inventory *inv, struct status_base *b)
+{
+	const int64_t want_n = r->c->spec.instances;
+	/* a terminating Pod still counts: it comes back on its own volume */
+	const size_t live = inv->n;
+	int ret = image_problem_step(r, inv);
+	if (ret == 0)
+		ret = bootstrap_pods_step(r, inv, live, want_n);
+	if (ret == 0)
+		ret = first_instance_step(r, inv, b);
+	if (ret == 0)
+		ret = orphan_volumes_step(r, inv, live, want_n);
+	if (ret == 0)
+		ret = scale_step(r, inv, b, want_n);
+	return ret;
 }
 
 /* ------------------------------------------------------------- failover */
@@ -734,52 +692,96 @@ static int64_t failover_quorum(const struct api_cluster *c, size_t n)
 	return q > 0 ? q : 0;
 }
 
-/* Returns 1 when a failover/switchover step ran (stop here), 0 otherwise. */
-static int handle_failover(struct rc_run *r, struct inventory *inv)
+/* handle_failover in two halves: the decision (failover_plan_make: what the
+ * instances say, fed to the pure rc_failover_decide) and its execution
+ * (failover_execute: Events, phase, status fields, requeue). */
+
+/* A failover decision and what carrying it out needs. Ownership: in's
+ * pointers are borrowed from the run's inventory and status, in.sync_only
+ * from sync (owned here); now_s and stamp owned. fo_plan_done frees them. */
+struct fo_plan {
+	struct rc_failover_input in;
+	struct rc_failover_decision d; /* d.target borrowed from in.v */
+	struct rc_strv sync;           /* owned: dataDurability's candidates */
+	bool pending;                  /* targetPrimary is "pending" */
+	int64_t pending_since;         /* the fence clock of "pending" (Unix ms), 0 = unknown */
+	int64_t cut_deadline;          /* rc_request_cuts' deadline (monotonic ms), 0 = none */
+	char *now_s;                   /* owned: r->now, RFC 3339 */
+	char *stamp;                   /* owned: targetPrimaryTimestamp to write (µs) */
+};
+
+static void fo_plan_done(struct fo_plan *p)
+{
+	rc_strv_freep(&p->sync);
+	free(p->now_s);
+	free(p->stamp);
+}
+
+/* A switchover (or promotion) the instances are carrying out: the old
+ * primary leaves the -rw Service. Returns 1 when so (stop here), 0 when not,
+ * <0 on error (r->err). */
+static int failover_switching(struct rc_run *r, struct inventory *inv)
 {
 	struct rc_status *w = &r->want;
 	const char *cur = w->current_primary, *target = w->target_primary;
-	bool pending = str_eq(target, RC_PENDING_FAILOVER);
-	if (cur && *cur && target && *target && strcmp(cur, target) != 0 && !pending) {
-		/* the instances are switching: the old primary must take no writes */
-		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
-		if (ret < 0)
-			return ret;
-		if (!str_eq(w->phase, RC_PHASE_SWITCHOVER) && !str_eq(w->phase, RC_PHASE_FAILOVER)) {
-			rc_event(r, "Normal", "SwitchoverStarted",
-				 "switching the primary from %s to %s: %s is out of the -rw "
-				 "Service and shuts down",
-				 cur, target, cur);
-			set_phase(r, RC_PHASE_SWITCHOVER, NULL);
-		}
-		rc_requeue(r, 1000);
-		return 1;
+	if (!cur || !*cur || !target || !*target || strcmp(cur, target) == 0 ||
+	    str_eq(target, RC_PENDING_FAILOVER))
+		return 0;
+	/* the instances are switching: the old primary must take no writes */
+	int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
+	if (ret < 0)
+		return ret;
+	if (!str_eq(w->phase, RC_PHASE_SWITCHOVER) && !str_eq(w->phase, RC_PHASE_FAILOVER)) {
+		rc_event(r, "Normal", "SwitchoverStarted",
+			 "switching the primary from %s to %s: %s is out of the -rw "
+			 "Service and shuts down",
+			 cur, target, cur);
+		set_phase(r, RC_PHASE_SWITCHOVER, NULL);
 	}
-	if (cur && *cur && str_eq(cur, target) &&
-	    (str_eq(w->phase, RC_PHASE_SWITCHOVER) || str_eq(w->phase, RC_PHASE_FAILOVER))) {
-		struct rc_instance *p = find_instance(inv, cur);
-		if (p && p->has_status && p->is_primary)
-			rc_event(r, "Normal",
-				 str_eq(w->phase, RC_PHASE_FAILOVER) ? "FailoverCompleted"
-								     : "SwitchoverCompleted",
-				 "%s is the primary (timeline %lld)", cur,
-				 (long long)p->timeline_id);
-	}
-	int64_t since = 0, pending_since = 0;
+	rc_requeue(r, 1000);
+	return 1;
+}
+
+/* The Event of a switchover or failover that ended: the target answers as
+ * the primary. */
+static void failover_completed_event(struct rc_run *r, struct inventory *inv)
+{
+	const struct rc_status *w = &r->want;
+	const char *cur = w->current_primary;
+	if (!cur || !*cur || !str_eq(cur, w->target_primary) ||
+	    (!str_eq(w->phase, RC_PHASE_SWITCHOVER) && !str_eq(w->phase, RC_PHASE_FAILOVER)))
+		return;
+	struct rc_instance *p = find_instance(inv, cur);
+	if (p && p->has_status && p->is_primary)
+		rc_event(r, "Normal",
+			 str_eq(w->phase, RC_PHASE_FAILOVER) ? "FailoverCompleted"
+							     : "SwitchoverCompleted",
+			 "%s is the primary (timeline %lld)", cur, (long long)p->timeline_id);
+}
+
+/* Fills pl->in (and pl->sync, pl->pending, pl->pending_since) from the
+ * status, the spec and what this process remembers of the Cluster: the
+ * failing clock, the fence clock, failoverQuorum, dataDurability's set. */
+static void failover_input(struct rc_run *r, struct inventory *inv, struct fo_plan *pl)
+{
+	struct rc_status *w = &r->want;
+	pl->pending = str_eq(w->target_primary, RC_PENDING_FAILOVER);
+	int64_t since = 0;
 	if (w->failing_since)
 		(void)rc_time_parse(w->failing_since, &since);
-	if (pending && w->target_since) { /* microseconds, or whole seconds (older pgop) */
-		(void)rc_time_parse_ms(w->target_since, &pending_since);
-		if (pending_since)
-			pending_since = rc_fence_clock_ms(pending_since,
-							  rc_pending_returned(r->ctl, r->key));
-	} else if (!pending) {
+	if (pl->pending && w->target_since) { /* microseconds, or whole seconds (older pgop) */
+		(void)rc_time_parse_ms(w->target_since, &pl->pending_since);
+		if (pl->pending_since)
+			pl->pending_since = rc_fence_clock_ms(pl->pending_since,
+							      rc_pending_returned(r->ctl, r->key));
+	} else if (!pl->pending) {
 		rc_note_pending_returned(r->ctl, r->key, 0);
 	}
-	struct rc_failover_input in = {
-		.current_primary = cur, .target_primary = target, .v = inv->v, .n = inv->n,
+	pl->in = (struct rc_failover_input){
+		.current_primary = w->current_primary, .target_primary = w->target_primary,
+		.v = inv->v, .n = inv->n,
 		.failover_delay_s = r->c->spec.failover_delay, .failing_since = since,
-		.pending_since_ms = pending_since,
+		.pending_since_ms = pl->pending_since,
 		.fence_wait_ms = rc_fence_lease_ms(r->ctl, r->key) + API_FENCE_MARGIN_MS,
 		.quorum = failover_quorum(r->c, inv->n),
 		.now = r->now, .now_ms = r->now_ms,
@@ -787,52 +789,72 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	/* dataDurability required (CNPG's default with a synchronous block): only a
 	 * replica the old primary last named synchronous is promoted */
 	const struct api_synchronous *sy = &r->c->spec.postgresql.synchronous;
-	_cleanup_(rc_strv_freep) struct rc_strv sync = { 0 };
 	if (sy->present && (!sy->data_durability || str_eq(sy->data_durability, "required"))) {
-		rc_sync_set_get(r->ctl, r->key, &sync.v, &sync.n);
-		if (sync.n) {
-			in.sync_only = sync.v;
-			in.n_sync_only = sync.n;
+		rc_sync_set_get(r->ctl, r->key, &pl->sync.v, &pl->sync.n);
+		if (pl->sync.n) {
+			pl->in.sync_only = pl->sync.v;
+			pl->in.n_sync_only = pl->sync.n;
 		}
 	}
-	/* a Ready primary that does not answer: the replicas that cannot reach it
-	 * either cut their WAL receivers (reconciler/cut.c) once failoverDelay has
-	 * passed, so that they count as having lost it now rather than after their
-	 * wal_receiver_timeout */
-	const struct rc_instance *old = find_instance(inv, cur);
-	int64_t cut_deadline = 0;
-	if (!pending && old && old->ip && old->pod_ready && !old->pod_terminating &&
+}
+
+/* A Ready primary that does not answer: once failoverDelay has passed, the
+ * replicas that cannot reach it either cut their WAL receivers
+ * (reconciler/cut.c), so that they count as having lost it now rather than
+ * after their wal_receiver_timeout. Their answers replace their entries in
+ * inv (sorted again); pl->cut_deadline set when some cut. */
+static void failover_cuts(struct rc_run *r, struct inventory *inv, struct fo_plan *pl)
+{
+	const struct rc_instance *old = find_instance(inv, r->want.current_primary);
+	const int64_t since = pl->in.failing_since;
+	if (!pl->pending && old && old->ip && old->pod_ready && !old->pod_terminating &&
 	    !old->has_status && !old->restarting && inv->n > 1 &&
-	    (in.failover_delay_s <= 0 || (since && r->now - since >= in.failover_delay_s)) &&
+	    (pl->in.failover_delay_s <= 0 || (since && r->now - since >= pl->in.failover_delay_s)) &&
 	    rc_cut_due(r->ctl, r->key, rc_mono_ms())) {
-		cut_deadline = rc_request_cuts(r, inv->v, inv->n, old);
+		pl->cut_deadline = rc_request_cuts(r, inv->v, inv->n, old);
 		rc_instances_sort(inv->v, inv->n);
 	}
-	_cleanup_free_ char *now_s = rc_time_rfc3339(r->now);
+}
+
+/* The decision: pl->d from pl->in, on the clock read now. A fence wait that
+ * ends within RC_FENCE_SLEEP_MS is slept here and decided again. */
+static void failover_plan_make(struct rc_run *r, struct inventory *inv, struct fo_plan *pl)
+{
+	failover_input(r, inv, pl);
+	failover_cuts(r, inv, pl);
+	pl->now_s = rc_time_rfc3339(r->now);
 	/* targetPrimaryTimestamp, in microseconds: the present, not r->now (read
 	 * before the instances were asked, up to the status timeout earlier). For
 	 * "pending" it starts the fence clock: write_status stamps it again when
 	 * the patch is late (API_FENCE_STAMP_MS). */
-	_cleanup_free_ char *stamp = api_time_rfc3339_us(api_time_now_us());
+	pl->stamp = api_time_rfc3339_us(api_time_now_us());
 	/* the fence wait is counted on the clock read now, after the instances
 	 * answered: the promotion comes after the decision anyway */
-	in.now_ms = api_time_now_us() / 1000;
-	struct rc_failover_decision d;
-	rc_failover_decide(&in, &d);
-	int64_t left = in.pending_since_ms + in.fence_wait_ms - in.now_ms;
-	if (d.action == RC_FO_WAIT_FENCE && in.pending_since_ms && left <= RC_FENCE_SLEEP_MS) {
+	struct rc_failover_input *in = &pl->in;
+	in->now_ms = api_time_now_us() / 1000;
+	rc_failover_decide(in, &pl->d);
+	int64_t left = in->pending_since_ms + in->fence_wait_ms - in->now_ms;
+	if (pl->d.action == RC_FO_WAIT_FENCE && in->pending_since_ms && left <= RC_FENCE_SLEEP_MS) {
 		/* this reconcile came RC_FENCE_EARLY_MS early: wait the rest here
 		 * rather than a requeue and another round of questions */
 		struct timespec ts = { 0, (left >= 0 ? left + 1 : 0) * 1000000L };
 		nanosleep(&ts, NULL);
-		in.now_ms = api_time_now_us() / 1000;
-		rc_failover_decide(&in, &d);
+		in->now_ms = api_time_now_us() / 1000;
+		rc_failover_decide(in, &pl->d);
 	}
-	switch (d.action) {
+}
+
+/* Execution, the primary is there or may come back: no failover, split
+ * brain, a status-check blip, failoverDelay, a restart. */
+static int failover_execute_watch(struct rc_run *r, struct inventory *inv,
+				  const struct fo_plan *pl)
+{
+	struct rc_status *w = &r->want;
+	const char *cur = w->current_primary;
+	switch (pl->d.action) {
 	case RC_FO_NONE:
 		if (w->failing_since)
-			rc_event(r, "Normal", "PrimaryBack",
-				 "primary %s answers again: no failover",
+			rc_event(r, "Normal", "PrimaryBack", "primary %s answers again: no failover",
 				 cur ? cur : "");
 		set_str(&w->failing_since, NULL);
 		return 0;
@@ -859,8 +881,8 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 				 "replicas still stream from it, so it is not failed over",
 				 cur);
 		set_phase(r, w->phase ? w->phase : RC_PHASE_WAITING_ACTIVE, why);
-		if (d.start_failing_clock) /* failoverDelay counts from now */
-			set_str(&w->failing_since, now_s);
+		if (pl->d.start_failing_clock) /* failoverDelay counts from now */
+			set_str(&w->failing_since, pl->now_s);
 		/* the replicas cut when they cannot reach it either, or their WAL
 		 * receivers time out within 5 s of losing it: look again soon, so
 		 * that "pending" follows by a fraction of a second */
@@ -868,7 +890,7 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		return 1;
 	}
 	case RC_FO_WAIT_DELAY:
-		if (d.start_failing_clock) {
+		if (pl->d.start_failing_clock) {
 			_cleanup_free_ char *t = rc_time_rfc3339(r->now);
 			set_str(&w->failing_since, t);
 			rc_event(r, "Warning", "PrimaryFailing",
@@ -881,8 +903,8 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 	case RC_FO_WAIT_RESTART: {
 		struct rc_instance *p = find_instance(inv, cur);
 		bool in_place = p && p->restarting;
-		if (d.start_failing_clock) {
-			set_str(&w->failing_since, now_s);
+		if (pl->d.start_failing_clock) {
+			set_str(&w->failing_since, pl->now_s);
 			rc_event(r, "Warning", "PrimaryRestarting",
 				 in_place ? "primary %s: postgres restarts in place (crash recovery); "
 					    "failing over if it is not back within %d s"
@@ -893,38 +915,38 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		rc_requeue(r, 500);
 		return 1;
 	}
-	case RC_FO_MARK_PENDING: {
-		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
-		if (ret < 0)
-			return ret;
-		rc_event(r, "Warning", "FailingOver", "primary %s is not available: failing over",
-			 cur ? cur : "");
-		set_str(&w->target_primary, RC_PENDING_FAILOVER);
-		set_str(&w->target_since, stamp);
-		set_phase(r, RC_PHASE_FAILOVER, NULL);
-		r->cut_deadline_ms = cut_deadline;
-		rc_requeue(r, 1000);
-		return 1;
+	default:
+		return 0;
 	}
+}
+
+/* Execution, a failover waiting: for the old primary's lease, a quorum of
+ * replicas, a synchronous replica, the WAL receivers to stop. Each sets the
+ * phase (and its Event) once. */
+static int failover_execute_wait(struct rc_run *r, const struct fo_plan *pl)
+{
+	struct rc_status *w = &r->want;
+	const char *cur = w->current_primary;
+	switch (pl->d.action) {
 	case RC_FO_WAIT_FENCE:
-		if (!pending_since) /* "pending" written by an older pgop: start the clock */
-			set_str(&w->target_since, stamp);
+		if (!pl->pending_since) /* "pending" written by an older pgop: start the clock */
+			set_str(&w->target_since, pl->stamp);
 		if (!str_eq(w->phase_reason, "waiting for the old primary's lease to expire")) {
 			rc_event(r, "Normal", "FailoverFencing",
 				 "%s may still accept writes until its lease expires (%d ms): "
 				 "promoting after that",
-				 cur ? cur : "", (int)in.fence_wait_ms);
+				 cur ? cur : "", (int)pl->in.fence_wait_ms);
 			set_phase(r, RC_PHASE_FAILOVER,
 				  "waiting for the old primary's lease to expire");
 		}
-		rc_requeue(r, rc_failover_fence_requeue_ms(&in));
+		rc_requeue(r, rc_failover_fence_requeue_ms(&pl->in));
 		return 1;
 	case RC_FO_NO_QUORUM:
 		if (!str_eq(w->phase_reason, "waiting for a quorum of replicas")) {
 			rc_event(r, "Warning", "FailoverQuorum",
 				 "failoverQuorum: fewer than %lld replicas answer, the most advanced "
 				 "may miss acknowledged commits: not promoting",
-				 (long long)in.quorum);
+				 (long long)pl->in.quorum);
 			set_phase(r, RC_PHASE_FAILOVER, "waiting for a quorum of replicas");
 		}
 		rc_requeue(r, 1000);
@@ -939,17 +961,6 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		}
 		rc_requeue(r, 1000);
 		return 1;
-	case RC_FO_CANCEL:
-		rc_event(r, "Normal", "FailoverCancelled",
-			 "%s answers as primary again before any replica was promoted: it stays "
-			 "the primary",
-			 cur ? cur : "");
-		set_str(&w->target_primary, cur);
-		set_str(&w->target_since, stamp);
-		set_str(&w->failing_since, NULL);
-		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
-		rc_requeue(r, 1000);
-		return 1;
 	case RC_FO_WAIT_WAL_RECEIVERS:
 		if (!str_eq(w->phase_reason, "waiting for the WAL receivers to stop")) {
 			rc_event(r, "Normal", "FailoverWaiting",
@@ -959,17 +970,96 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 		}
 		rc_requeue(r, 1000);
 		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Execution, a failover step that changes targetPrimary: "pending" (the
+ * old primary out of the -rw Service first), cancelled, or the promotion.
+ * <0 on error (r->err). */
+static int failover_execute_move(struct rc_run *r, struct inventory *inv,
+				 const struct fo_plan *pl)
+{
+	struct rc_status *w = &r->want;
+	const char *cur = w->current_primary;
+	switch (pl->d.action) {
+	case RC_FO_MARK_PENDING: {
+		int ret = set_role(r, inv, cur, RC_ROLE_UNHEALTHY);
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Warning", "FailingOver", "primary %s is not available: failing over",
+			 cur ? cur : "");
+		set_str(&w->target_primary, RC_PENDING_FAILOVER);
+		set_str(&w->target_since, pl->stamp);
+		set_phase(r, RC_PHASE_FAILOVER, NULL);
+		r->cut_deadline_ms = pl->cut_deadline;
+		rc_requeue(r, 1000);
+		return 1;
+	}
+	case RC_FO_CANCEL:
+		rc_event(r, "Normal", "FailoverCancelled",
+			 "%s answers as primary again before any replica was promoted: it stays "
+			 "the primary",
+			 cur ? cur : "");
+		set_str(&w->target_primary, cur);
+		set_str(&w->target_since, pl->stamp);
+		set_str(&w->failing_since, NULL);
+		set_phase(r, RC_PHASE_WAITING_ACTIVE, NULL);
+		rc_requeue(r, 1000);
+		return 1;
 	case RC_FO_PROMOTE:
 		rc_event(r, "Normal", "FailoverTarget", "promoting %s (most advanced replica)",
-			 d.target);
-		set_str(&w->target_primary, d.target);
-		set_str(&w->target_since, stamp);
+			 pl->d.target);
+		set_str(&w->target_primary, pl->d.target);
+		set_str(&w->target_since, pl->stamp);
 		set_str(&w->failing_since, NULL);
 		set_phase(r, RC_PHASE_FAILOVER, NULL);
 		rc_requeue(r, 1000);
 		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Carries out pl->d. Returns 1 when a step ran (stop here), 0 otherwise, <0
+ * on error (r->err). */
+static int failover_execute(struct rc_run *r, struct inventory *inv, const struct fo_plan *pl)
+{
+	switch (pl->d.action) {
+	case RC_FO_NONE:
+	case RC_FO_SPLIT_BRAIN:
+	case RC_FO_PRIMARY_CHECK:
+	case RC_FO_WAIT_DELAY:
+	case RC_FO_WAIT_RESTART:
+		return failover_execute_watch(r, inv, pl);
+	case RC_FO_WAIT_FENCE:
+	case RC_FO_NO_QUORUM:
+	case RC_FO_NO_SYNC:
+	case RC_FO_WAIT_WAL_RECEIVERS:
+		return failover_execute_wait(r, pl);
+	case RC_FO_MARK_PENDING:
+	case RC_FO_CANCEL:
+	case RC_FO_PROMOTE:
+		return failover_execute_move(r, inv, pl);
 	}
 	return 0;
+}
+
+/* The failover step: a switchover under way, else decide and execute.
+ * Returns 1 when a failover/switchover step ran (stop here), 0 otherwise,
+ * <0 on error (r->err). inv borrowed (its instances re-sorted after cuts). */
+static int handle_failover(struct rc_run *r, struct inventory *inv)
+{
+	int ret = failover_switching(r, inv);
+	if (ret != 0)
+		return ret;
+	failover_completed_event(r, inv);
+	struct fo_plan pl = { 0 };
+	failover_plan_make(r, inv, &pl);
+	ret = failover_execute(r, inv, &pl);
+	fo_plan_done(&pl);
+	return ret;
 }
 
 /* --------------------------------------------------------------- main */

@@ -93,16 +93,6 @@ static void set_rv(char **dst, const char *rv)
 	*dst = rv ? op_strdup(rv) : NULL;
 }
 
-void rc_pki_memo_done(struct rc_pki_memo *m)
-{
-	free(m->ca_rv);
-	free(m->ca_crt);
-	free(m->ca_cert_rv);
-	for (size_t i = 0; i < OP_ARRAY_SIZE(m->leaf); i++)
-		free(m->leaf[i].rv);
-	*m = (struct rc_pki_memo){ 0 };
-}
-
 bool rc_memo_ca_get(struct rc_run *r, const char *rv)
 {
 	bool hit = false;

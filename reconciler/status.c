@@ -217,9 +217,18 @@ static unsigned replicas_lost(const struct rc_failover_input *in)
 	return lost;
 }
 
-void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret)
+/* rc_failover_decide in steps. Each step looks at in (borrowed) and either
+ * settles *ret (returns true: the decision is made) or lets the next step
+ * look (false). cur is the current primary's entry in in->v (borrowed), NULL
+ * when it has no Pod. */
+
+/* Step 1: no failover question at all: two primaries (split brain), nothing
+ * to decide on, a switchover the instances are carrying out, or the most
+ * advanced instance already the target or the primary (the old primary back
+ * before anyone was promoted: RC_FO_CANCEL). Sets *ret_cur. */
+static bool fo_settled(const struct rc_failover_input *in, const struct rc_instance **ret_cur,
+		       struct rc_failover_decision *ret)
 {
-	*ret = (struct rc_failover_decision){ .action = RC_FO_NONE };
 	size_t primaries = 0;
 	const struct rc_instance *cur = NULL;
 	for (size_t i = 0; i < in->n; i++) {
@@ -228,68 +237,90 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 		if (str_eq(in->v[i].name, in->current_primary))
 			cur = &in->v[i];
 	}
+	*ret_cur = cur;
 	if (primaries > 1) {
 		ret->action = RC_FO_SPLIT_BRAIN;
-		return;
+		return true;
 	}
 	if (in->n == 0 || !in->target_primary || !*in->target_primary)
-		return;
+		return true;
 	const bool pending = strcmp(in->target_primary, RC_PENDING_FAILOVER) == 0;
 	/* a switchover/promotion the instances are carrying out: wait for it */
 	if (!pending && in->current_primary && *in->current_primary &&
 	    !str_eq(in->current_primary, in->target_primary))
-		return;
+		return true;
 	const struct rc_instance *first = &in->v[0];
 	if (str_eq(first->name, in->target_primary) || !first->has_status)
-		return;
+		return true;
 	if (first->is_primary) {
 		/* the old primary came back (a crash restart) before anyone was
 		 * promoted: it keeps the role */
 		if (pending && first == cur)
 			ret->action = RC_FO_CANCEL;
-		return; /* else: reporting primary but not the target, it will demote */
+		return true; /* else: reporting primary but not the target, it will demote */
 	}
+	return false;
+}
+
+/* Step 2 (before "pending"): the primary may not be gone: it restarts (within
+ * its grace), or only its status endpoint does not answer while its replicas
+ * still stream from it. */
+static bool fo_primary_may_return(const struct rc_failover_input *in,
+				  const struct rc_instance *cur, struct rc_failover_decision *ret)
+{
 	/* a crash restart: the primary's manager restarts postgres in place, or its
 	 * container restarts (the kubelet marks the Pod not Ready at once); both are
 	 * back in about a second, a failover costs its fence wait and a rewind */
-	if (!pending && cur && !cur->has_status && !cur->pod_terminating &&
+	if (cur && !cur->has_status && !cur->pod_terminating &&
 	    (cur->restarting || !cur->pod_ready)) {
 		int64_t grace = cur->restarting ? RC_RESTART_GRACE_S : RC_CONTAINER_GRACE_S;
 		if (!in->failing_since || in->now - in->failing_since < grace) {
 			ret->action = RC_FO_WAIT_RESTART;
 			ret->start_failing_clock = !in->failing_since;
-			return;
+			return true;
 		}
 	}
 	/* the current primary's Pod is Ready but its /pg/status does not answer:
 	 * a blip on the status port, unless its replicas lost it too (on a
 	 * partitioned node the kubelet keeps probing it happily) */
-	if (!pending && cur && cur->pod_ready && !cur->pod_terminating && !cur->has_status &&
+	if (cur && cur->pod_ready && !cur->pod_terminating && !cur->has_status &&
 	    !api_fence_peers_lost((unsigned)in->n, replicas_lost(in))) {
 		ret->action = RC_FO_PRIMARY_CHECK;
 		ret->start_failing_clock = in->failover_delay_s > 0 && !in->failing_since;
-		return;
+		return true;
 	}
-	if (in->failover_delay_s > 0) {
-		if (!in->failing_since) {
-			ret->action = RC_FO_WAIT_DELAY;
-			ret->start_failing_clock = true;
-			return;
-		}
-		if (in->now - in->failing_since < in->failover_delay_s) {
-			ret->action = RC_FO_WAIT_DELAY;
-			return;
-		}
+	return false;
+}
+
+/* Step 3: spec.failoverDelay has not passed since the primary was first seen
+ * failing (the clock starts now when it was not running). */
+static bool fo_wait_delay(const struct rc_failover_input *in, struct rc_failover_decision *ret)
+{
+	if (in->failover_delay_s <= 0)
+		return false;
+	if (!in->failing_since) {
+		ret->action = RC_FO_WAIT_DELAY;
+		ret->start_failing_clock = true;
+		return true;
 	}
-	if (!pending) {
-		ret->action = RC_FO_MARK_PENDING;
-		return;
+	if (in->now - in->failing_since < in->failover_delay_s) {
+		ret->action = RC_FO_WAIT_DELAY;
+		return true;
 	}
+	return false;
+}
+
+/* Step 4 ("pending" written): what a promotion still waits for: every
+ * replica's WAL receiver down, a quorum of answering replicas
+ * (failoverQuorum), the old primary's lease (fencing). */
+static bool fo_wait_before_promote(const struct rc_failover_input *in,
+				   const struct rc_instance *cur, struct rc_failover_decision *ret)
+{
 	for (size_t i = 0; i < in->n; i++) {
 		const struct rc_instance *x = &in->v[i];
 		if (x->has_status && x->wal_receiver_active && !str_eq(x->name, in->current_primary)) {
 			ret->action = RC_FO_WAIT_WAL_RECEIVERS;
-			return;
+			return true;
 		}
 	}
 	if (in->quorum > 0) {
@@ -298,7 +329,7 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 			answering += in->v[i].has_status && !str_eq(in->v[i].name, in->current_primary);
 		if (answering < in->quorum) {
 			ret->action = RC_FO_NO_QUORUM;
-			return;
+			return true;
 		}
 	}
 	/* fencing: the old primary may still be writable until its lease ran out */
@@ -306,10 +337,18 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	if (!known_down &&
 	    (!in->pending_since_ms || in->now_ms - in->pending_since_ms < in->fence_wait_ms)) {
 		ret->action = RC_FO_WAIT_FENCE;
-		return;
+		return true;
 	}
-	const struct rc_instance *pick = first;
-	if (in->sync_only) { /* the most advanced answering replica that was synchronous */
+	return false;
+}
+
+/* Step 5: the replica to promote: the most advanced (in->v[0]), or with
+ * dataDurability required the most advanced answering replica that was
+ * synchronous (RC_FO_NO_SYNC when none). */
+static void fo_pick(const struct rc_failover_input *in, struct rc_failover_decision *ret)
+{
+	const struct rc_instance *pick = &in->v[0];
+	if (in->sync_only) {
 		pick = NULL;
 		for (size_t i = 0; i < in->n && !pick; i++) {
 			const struct rc_instance *x = &in->v[i];
@@ -326,6 +365,26 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 	}
 	ret->action = RC_FO_PROMOTE;
 	ret->target = pick->name;
+}
+
+void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_decision *ret)
+{
+	*ret = (struct rc_failover_decision){ .action = RC_FO_NONE };
+	const struct rc_instance *cur = NULL;
+	if (fo_settled(in, &cur, ret))
+		return;
+	const bool pending = strcmp(in->target_primary, RC_PENDING_FAILOVER) == 0;
+	if (!pending && fo_primary_may_return(in, cur, ret))
+		return;
+	if (fo_wait_delay(in, ret))
+		return;
+	if (!pending) {
+		ret->action = RC_FO_MARK_PENDING;
+		return;
+	}
+	if (fo_wait_before_promote(in, cur, ret))
+		return;
+	fo_pick(in, ret);
 }
 
 bool rc_fence_stamp_late(const char *since, int64_t now_ms)
