@@ -11,6 +11,7 @@
  *   defaults.c    D1-D14: defaulting, returned as a JSONPatch
  *   validate.c    the driver: bypass annotation, then every rule table in order
  *   rules_*.c     validation rules, one static const table per file (rules.h)
+ *   offline.c     `pgop validate`: the pipeline on manifest files (offline.h)
  */
 #ifndef PGOP_WEBHOOKS_WEBHOOKS_H
 #define PGOP_WEBHOOKS_WEBHOOKS_H
