@@ -30,10 +30,7 @@
 #include "support/http_server.h"
 #include "kube/kube.h"
 #include "support/log.h"
-#include "webhooks/webhooks.h"
-
-#define MUTATE_PATH "/mutate-postgresql-cnpg-io-v1-cluster"
-#define VALIDATE_PATH "/validate-postgresql-cnpg-io-v1-cluster"
+#include "webhooks/http.h"
 
 struct controller_opts {
 	const char *cert_file;
@@ -97,30 +94,11 @@ static const struct cmd_flag controller_flags[] = {
 
 static const char controller_usage[] =
 	"Usage: pgop controller --tls-cert-file FILE --tls-key-file FILE [flags]\n"
-	"Serves the Cluster admission webhooks (" MUTATE_PATH ",\n" VALIDATE_PATH
+	"Serves the Cluster admission webhooks (" WH_MUTATE_PATH ",\n" WH_VALIDATE_PATH
 	"), the aggregated live API\n(/apis/" AS_GROUP_VERSION "), /healthz, /readyz and /metrics over HTTPS (and the last\nthree over plain HTTP on --probe-listen).\n\nFlags:\n";
 
-static int handle_review(enum wh_kind kind, const struct op_http_request *req,
-			 struct op_http_reply *rep, struct op_err *err)
-{
-	return wh_handle_review(kind, req->body, req->body_len, &rep->body, err);
-}
-
-static int handle_mutate(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
-			 struct op_err *err)
-{
-	return handle_review(WH_MUTATE, req, rep, err);
-}
-
-static int handle_validate(void *ud, const struct op_http_request *req,
-			   struct op_http_reply *rep, struct op_err *err)
-{
-	return handle_review(WH_VALIDATE, req, rep, err);
-}
-
 static const struct op_http_route controller_routes[] = {
-	{ "POST", MUTATE_PATH, handle_mutate },
-	{ "POST", VALIDATE_PATH, handle_validate },
+	WH_HTTP_ROUTES, /* the admission webhooks (webhooks/http.h) */
 	AS_HTTP_ROUTES, /* the aggregated live API (apiserver/) */
 };
 
