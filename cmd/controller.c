@@ -30,10 +30,7 @@
 #include "support/http_server.h"
 #include "kube/kube.h"
 #include "support/log.h"
-#include "webhooks/webhooks.h"
-
-#define MUTATE_PATH "/mutate-postgresql-cnpg-io-v1-cluster"
-#define VALIDATE_PATH "/validate-postgresql-cnpg-io-v1-cluster"
+#include "webhooks/http.h"
 
 struct controller_opts {
 	const char *cert_file;
@@ -49,7 +46,7 @@ struct controller_opts {
 	unsigned max_connections;
 	unsigned max_per_ip;
 	const char *probe_listen;
-	struct pki_cm_run_opts certs; /* --tls-secret mode (pki/cm_run.h) */
+	struct cm_run_opts certs; /* --tls-secret mode (certmgr/certmgr.h) */
 	struct controller_reconcile_opts rec; /* reconciler (cmd/controller_reconcile.c) */
 };
 
@@ -97,30 +94,11 @@ static const struct cmd_flag controller_flags[] = {
 
 static const char controller_usage[] =
 	"Usage: pgop controller --tls-cert-file FILE --tls-key-file FILE [flags]\n"
-	"Serves the Cluster admission webhooks (" MUTATE_PATH ",\n" VALIDATE_PATH
+	"Serves the Cluster admission webhooks (" WH_MUTATE_PATH ",\n" WH_VALIDATE_PATH
 	"), the aggregated live API\n(/apis/" AS_GROUP_VERSION "), /healthz, /readyz and /metrics over HTTPS (and the last\nthree over plain HTTP on --probe-listen).\n\nFlags:\n";
 
-static int handle_review(enum wh_kind kind, const struct op_http_request *req,
-			 struct op_http_reply *rep, struct op_err *err)
-{
-	return wh_handle_review(kind, req->body, req->body_len, &rep->body, err);
-}
-
-static int handle_mutate(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
-			 struct op_err *err)
-{
-	return handle_review(WH_MUTATE, req, rep, err);
-}
-
-static int handle_validate(void *ud, const struct op_http_request *req,
-			   struct op_http_reply *rep, struct op_err *err)
-{
-	return handle_review(WH_VALIDATE, req, rep, err);
-}
-
 static const struct op_http_route controller_routes[] = {
-	{ "POST", MUTATE_PATH, handle_mutate },
-	{ "POST", VALIDATE_PATH, handle_validate },
+	WH_HTTP_ROUTES, /* the admission webhooks (webhooks/http.h) */
 	AS_HTTP_ROUTES, /* the aggregated live API (apiserver/) */
 };
 
@@ -196,7 +174,7 @@ int cmd_controller(int argc, char **argv)
 		return 0;
 	if (r)
 		return 2;
-	if ((!o.cert_file || !o.key_file) && !pki_cm_run_self(&o.certs)) {
+	if ((!o.cert_file || !o.key_file) && !cm_run_self(&o.certs)) {
 		fputs("pgop controller: --tls-cert-file and --tls-key-file are required\n"
 		      "Try 'pgop controller --help'.\n",
 		      stderr);
@@ -225,18 +203,18 @@ int cmd_controller(int argc, char **argv)
 	};
 	struct op_http_server *srv = NULL;
 	struct op_err err = OP_ERR_INIT;
-	struct pki_cm_run *certs = NULL;
-	bool self = !o.cert_file && pki_cm_run_self(&o.certs);
+	struct cm_run *certs = NULL;
+	bool self = !o.cert_file && cm_run_self(&o.certs);
 	if (!o.certs.apiservice) /* the chart's APIService; "" = none */
 		o.certs.apiservice = AS_APISERVICE_NAME;
-	if (self && pki_cm_run_prepare(&o.certs, o.kubeconfig, &cfg, &certs, &err) < 0) {
+	if (self && cm_run_prepare(&o.certs, o.kubeconfig, &cfg, &certs, &err) < 0) {
 		op_log_error("cannot set up self-managed certificates", "error", err.msg);
 		return 1;
 	}
 	struct rc_runner *rec = NULL;
 	if (controller_reconcile_start(&o.rec, o.kubeconfig, &rec, &err) < 0) {
 		op_log_error("cannot start the reconciler", "error", err.msg);
-		pki_cm_run_free(certs);
+		cm_run_free(certs);
 		return 1;
 	}
 	struct as_server *live = NULL;
@@ -246,7 +224,7 @@ int cmd_controller(int argc, char **argv)
 		if (as_new(&ac, &live, &err) < 0) {
 			op_log_error("cannot start the live API", "error", err.msg);
 			rc_runner_free(rec);
-			pki_cm_run_free(certs);
+			cm_run_free(certs);
 			return 1;
 		}
 		cfg.request_client_cert = true; /* front-proxy certificate, never required */
@@ -260,13 +238,13 @@ int cmd_controller(int argc, char **argv)
 	cfg.userdata = live; /* handlers: the live API's (webhook handlers take none) */
 	r = op_http_server_start(&cfg, &srv, &err);
 	if (r >= 0 && certs)
-		r = pki_cm_run_start(certs, srv, &err);
+		r = cm_run_start(certs, srv, &err);
 	if (r < 0) {
 		op_log_error("cannot start the HTTPS server", "error", err.msg);
 		op_http_server_free(srv);
 		as_free(live);
 		rc_runner_free(rec);
-		pki_cm_run_free(certs);
+		cm_run_free(certs);
 		return 1;
 	}
 	char port[8], probe_port[8];
@@ -278,7 +256,7 @@ int cmd_controller(int argc, char **argv)
 
 	int rc = serve_until_signal(srv, &set, o.poll_s ? o.poll_s : 5, !self);
 	op_http_server_set_ready(srv, false);
-	pki_cm_run_free(certs); /* stops swapping certificates, releases the Lease */
+	cm_run_free(certs); /* stops swapping certificates, releases the Lease */
 	op_http_server_free(srv); /* drains requests in flight (live API ones too) */
 	as_free(live);          /* waits for its fetch threads */
 	rc_runner_free(rec);    /* stops reconciling, releases its Lease */

@@ -1,7 +1,7 @@
 /* cmd/controller_certs.h - the flags of certificate mode "self" of `pgop
  * controller` (--tls-secret ...): rows spliced into the controller's flag
- * table with CONTROLLER_CERTS_FLAGS, values in struct pki_cm_run_opts
- * (pki/cm_run.h, which runs the certificate manager).
+ * table with CONTROLLER_CERTS_FLAGS, values in struct cm_run_opts
+ * (certmgr/certmgr.h, which runs the certificate manager).
  */
 #ifndef PGOP_CMD_CONTROLLER_CERTS_H
 #define PGOP_CMD_CONTROLLER_CERTS_H
@@ -9,15 +9,15 @@
 #include <stddef.h>
 
 #include "cmd/flags.h"
-#include "pki/cm_run.h"
+#include "certmgr/certmgr.h"
 
 #define CONTROLLER_CERTS_FLAG(name, type, field, max, metavar, help)                               \
 	{ name, 0, type, offsetof(struct controller_opts, certs) +                                 \
-				 offsetof(struct pki_cm_run_opts, field),                    \
+				 offsetof(struct cm_run_opts, field),                    \
 	  max, metavar, help }
 
 /* Rows for the controller's flag table (struct controller_opts must have a
- * member `struct pki_cm_run_opts certs`). */
+ * member `struct cm_run_opts certs`). */
 #define CONTROLLER_CERTS_FLAGS                                                                     \
 	CONTROLLER_CERTS_FLAG("tls-secret", CMD_FLAG_STRING, tls_secret, 0, "NAME",                \
 			      "self-managed certificates: the serving kubernetes.io/tls Secret "   \

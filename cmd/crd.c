@@ -8,7 +8,6 @@
 
 #include "openapi/openapi.h"
 #include "support/alloc.h"
-#include "support/json.h"
 #include "support/log.h"
 
 enum crd_format { CRD_YAML, CRD_JSON };
@@ -30,22 +29,7 @@ static const char crd_usage[] =
 
 static int render(enum crd_format format, struct op_buf *out, struct op_err *err)
 {
-	if (format == CRD_YAML)
-		return oa_render_crd(out, err);
-	_cleanup_(op_json_putp) json_object *crd = NULL;
-	int r = oa_crd_json(&crd, err);
-	if (r < 0)
-		return r;
-	const char *s = json_object_to_json_string_ext(
-		crd, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!s)
-		return op_err_set(err, -ENOMEM, "cannot serialise the CRD as JSON");
-	r = op_buf_adds(out, s);
-	if (r == 0)
-		r = op_buf_addc(out, '\n');
-	if (r < 0)
-		return op_err_set(err, r, "CRD JSON larger than the cap");
-	return 0;
+	return format == CRD_YAML ? oa_render_crd(out, err) : oa_render_crd_json(out, err);
 }
 
 int cmd_crd(int argc, char **argv)

@@ -206,3 +206,21 @@ int oa_render_crd(struct op_buf *out, struct op_err *err)
 		return r;
 	return op_yaml_emit(crd, out, err);
 }
+
+int oa_render_crd_json(struct op_buf *out, struct op_err *err)
+{
+	_cleanup_(op_json_putp) json_object *crd = NULL;
+	int r = oa_crd_json(&crd, err);
+	if (r < 0)
+		return r;
+	const char *s = json_object_to_json_string_ext(
+		crd, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!s)
+		return op_err_set(err, -ENOMEM, "cannot serialise the CRD as JSON");
+	r = op_buf_adds(out, s);
+	if (r == 0)
+		r = op_buf_addc(out, '\n');
+	if (r < 0)
+		return op_err_set(err, r, "CRD JSON larger than the cap");
+	return 0;
+}

@@ -61,5 +61,8 @@ int oa_crd_json(json_object **ret, struct op_err *err);
 /* Appends the CRD as YAML to out (the content of
  * crd/postgresql.cnpg.io_clusters.yaml). */
 int oa_render_crd(struct op_buf *out, struct op_err *err);
+/* Appends the CRD as pretty-printed JSON and a newline to out (`pgop crd -o
+ * json`). -EMSGSIZE past out's cap. */
+int oa_render_crd_json(struct op_buf *out, struct op_err *err);
 
 #endif

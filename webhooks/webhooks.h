@@ -11,6 +11,9 @@
  *   defaults.c    D1-D14: defaulting, returned as a JSONPatch
  *   validate.c    the driver: bypass annotation, then every rule table in order
  *   rules_*.c     validation rules, one static const table per file (rules.h)
+ *   offline.c     `pgop validate`: the pipeline on manifest files (offline.h)
+ *   http.c        the HTTPS handlers and route rows (http.h)
+ *   guard.c       wh_guard, the reconciler's admission guard
  */
 #ifndef PGOP_WEBHOOKS_WEBHOOKS_H
 #define PGOP_WEBHOOKS_WEBHOOKS_H
@@ -116,5 +119,13 @@ int wh_validate(json_object *cluster, json_object *old, struct wh_result *res);
  * -EMSGSIZE when the response would exceed resp's cap. */
 int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_buf *resp,
 		     struct op_err *err);
+
+/* The reconciler's admission guard (reconciler/reconciler.h rc_validate_fn,
+ * matched by signature so webhooks/ does not depend on reconciler/; cmd/
+ * wires it): defaults a copy of cluster (borrowed, left untouched) and
+ * validates it with the CREATE rules. Returns 0 when admitted; 1 when not,
+ * with *ret_reason (owned) "path: message, path: message" or the defaulting
+ * error; -ENOMEM when the copy cannot be made. userdata unused. */
+int wh_guard(void *userdata, json_object *cluster, char **ret_reason);
 
 #endif

@@ -442,6 +442,25 @@ static void test_crd_shape(void **state)
 	assert_non_null(op_json_at(v, "schema.openAPIV3Schema.properties.spec"));
 }
 
+/* `pgop crd -o json`: pretty JSON ending in a newline, the same object. */
+static void test_crd_render_json(void **state)
+{
+	(void)state;
+	struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
+	struct op_err err = OP_ERR_INIT;
+	if (oa_render_crd_json(&out, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(out.len > 2);
+	assert_int_equal(op_buf_str(&out)[out.len - 1], '\n');
+	json_object *back = NULL, *crd = NULL;
+	assert_int_equal(op_json_parse(op_buf_str(&out), out.len, 0, &back, &err), 0);
+	assert_int_equal(oa_crd_json(&crd, &err), 0);
+	assert_true(json_object_equal(back, crd));
+	json_object_put(back);
+	json_object_put(crd);
+	op_buf_done(&out);
+}
+
 /* The committed crd/ file is exactly what the generator produces. */
 static void test_crd_file_not_stale(void **state)
 {
@@ -655,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_cluster_schema_fields),
 		cmocka_unit_test(test_cluster_schema_cel),
 		cmocka_unit_test(test_crd_shape),
+		cmocka_unit_test(test_crd_render_json),
 		cmocka_unit_test(test_crd_file_not_stale),
 		cmocka_unit_test(test_samples_conform),
 	};

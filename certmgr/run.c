@@ -1,14 +1,14 @@
-/* pki/cm_run.c - running the certificate manager in a server process
- * (see cm_run.h): watches, Lease, manager thread, hot swap, readiness.
+/* certmgr/run.c - running the certificate manager in a server process
+ * (see certmgr.h, "run"): watches, Lease, manager thread, hot swap, readiness.
  *
  * Threads: two informer threads (serving Secret, validating webhook
  * configuration) update `served`/`bundle` under `lock` and swap the server's
  * certificate; the Lease thread flips leadership; the manager thread runs
- * pki_cm_sync() on the leader every check interval, or sooner when kicked
+ * cm_sync() on the leader every check interval, or sooner when kicked
  * (leadership gained, a watched object changed, a settle delay asked for).
  * /readyz runs ready() on the server's threads, reading under `lock`.
  */
-#include "pki/cm_run.h"
+#include "certmgr/certmgr.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,7 +21,6 @@
 #include "kube/kube.h"
 #include "kube/leader.h"
 #include "kube/watch.h"
-#include "pki/certmanager.h"
 #include "pki/pki.h"
 #include "support/alloc.h"
 #include "support/base64.h"
@@ -30,10 +29,10 @@
 
 #define CHECK_DEFAULT_S 60u
 
-struct pki_cm_run {
-	struct pki_cm_run_opts o;
+struct cm_run {
+	struct cm_run_opts o;
 	char *ns, *lease, *identity, *field_tls, *field_vwc;
-	struct pki_cm_whc whcs[3];
+	struct cm_whc whcs[3];
 	size_t n_whcs;
 	int64_t ca_life, leaf_life;
 	double fraction;
@@ -43,7 +42,7 @@ struct pki_cm_run {
 	struct op_http_server *srv; /* borrowed */
 	struct kube_informer *tls_inf, *vwc_inf;
 	struct kube_leader *le;
-	struct pki_cm *cm;
+	struct cm *cm;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -53,12 +52,12 @@ struct pki_cm_run {
 	pthread_t thread;
 };
 
-bool pki_cm_run_self(const struct pki_cm_run_opts *o)
+bool cm_run_self(const struct cm_run_opts *o)
 {
 	return o->tls_secret != NULL;
 }
 
-static void kick(struct pki_cm_run *cc)
+static void kick(struct cm_run *cc)
 {
 	pthread_mutex_lock(&cc->lock);
 	cc->kicked = true;
@@ -70,7 +69,7 @@ static void kick(struct pki_cm_run *cc)
 
 static bool ready(void *userdata)
 {
-	struct pki_cm_run *cc = userdata;
+	struct cm_run *cc = userdata;
 	pthread_mutex_lock(&cc->lock);
 	_cleanup_free_ char *served = cc->served ? op_strdup(cc->served) : NULL;
 	_cleanup_free_ char *bundle = cc->bundle ? op_strdup(cc->bundle) : NULL;
@@ -84,7 +83,7 @@ static bool ready(void *userdata)
 
 /* ------------------------------------------------------------- hot swap */
 
-static void tls_changed(struct pki_cm_run *cc, json_object *secret)
+static void tls_changed(struct cm_run *cc, json_object *secret)
 {
 	struct pki_secret_data d = { 0 };
 	struct op_err err = OP_ERR_INIT;
@@ -131,17 +130,17 @@ static void tls_update(void *ud, json_object *old_obj, json_object *new_obj)
 
 static void tls_delete(void *ud, json_object *obj)
 {
-	struct pki_cm_run *cc = ud;
+	struct cm_run *cc = ud;
 	op_log_info("serving Secret deleted: keeping the current certificate", "secret",
 		    cc->o.tls_secret);
 	kick(cc);
 }
 
-static void vwc_changed(struct pki_cm_run *cc, json_object *whc)
+static void vwc_changed(struct cm_run *cc, json_object *whc)
 {
 	char *pem = NULL;
 	struct op_err err = OP_ERR_INIT;
-	if (pki_cm_whc_bundle(whc, &pem, &err) < 0) {
+	if (cm_whc_bundle(whc, &pem, &err) < 0) {
 		op_log_warn("validating webhook caBundle unusable", "config", cc->o.validating,
 			    "error", err.msg);
 		pem = op_strdup("");
@@ -165,7 +164,7 @@ static void vwc_update(void *ud, json_object *old_obj, json_object *new_obj)
 
 static void vwc_delete(void *ud, json_object *obj)
 {
-	struct pki_cm_run *cc = ud;
+	struct cm_run *cc = ud;
 	pthread_mutex_lock(&cc->lock);
 	free(cc->bundle);
 	cc->bundle = NULL;
@@ -176,20 +175,20 @@ static void vwc_delete(void *ud, json_object *obj)
 
 static void leading(void *ud)
 {
-	struct pki_cm_run *cc = ud;
+	struct cm_run *cc = ud;
 	op_log_info("certificate manager: leading", "lease", cc->lease, "identity", cc->identity);
 	kick(cc);
 }
 
 static void not_leading(void *ud)
 {
-	struct pki_cm_run *cc = ud;
+	struct cm_run *cc = ud;
 	op_log_info("certificate manager: not leading", "lease", cc->lease);
 }
 
 static void *manager_main(void *arg)
 {
-	struct pki_cm_run *cc = arg;
+	struct cm_run *cc = arg;
 	unsigned check = cc->o.check_s ? cc->o.check_s : CHECK_DEFAULT_S;
 	unsigned wait_s = 0;
 	for (;;) {
@@ -211,7 +210,7 @@ static void *manager_main(void *arg)
 			continue;
 		unsigned next = 0;
 		struct op_err err = OP_ERR_INIT;
-		int r = pki_cm_sync(cc->cm, (int64_t)time(NULL), &next, &err);
+		int r = cm_sync(cc->cm, (int64_t)time(NULL), &next, &err);
 		if (r < 0) {
 			op_log_warn("certificate manager: round failed, retrying", "error", err.msg);
 			wait_s = check < 5 ? check : 5;
@@ -224,9 +223,9 @@ static void *manager_main(void *arg)
 
 /* ------------------------------------------------------------ lifecycle */
 
-static int parse_opts(struct pki_cm_run *cc, struct op_err *err)
+static int parse_opts(struct cm_run *cc, struct op_err *err)
 {
-	const struct pki_cm_run_opts *o = &cc->o;
+	const struct cm_run_opts *o = &cc->o;
 	if (!o->service)
 		return op_err_set(err, -EINVAL, "--tls-secret needs --service");
 	const char *ns = o->ns ? o->ns : getenv("POD_NAMESPACE");
@@ -236,25 +235,25 @@ static int parse_opts(struct pki_cm_run *cc, struct op_err *err)
 	cc->fraction = PKI_RENEW_FRACTION_DEFAULT;
 	int r = 0;
 	if (o->ca_lifetime)
-		r = pki_cm_parse_duration(o->ca_lifetime, &cc->ca_life, err);
+		r = cm_parse_duration(o->ca_lifetime, &cc->ca_life, err);
 	if (r >= 0 && o->cert_lifetime)
-		r = pki_cm_parse_duration(o->cert_lifetime, &cc->leaf_life, err);
+		r = cm_parse_duration(o->cert_lifetime, &cc->leaf_life, err);
 	if (r >= 0 && o->renew_fraction)
-		r = pki_cm_parse_fraction(o->renew_fraction, &cc->fraction, err);
+		r = cm_parse_fraction(o->renew_fraction, &cc->fraction, err);
 	if (r < 0)
 		return r;
-	if (cc->ca_life < PKI_CM_MIN_LIFETIME_S || cc->leaf_life < PKI_CM_MIN_LIFETIME_S)
+	if (cc->ca_life < CM_MIN_LIFETIME_S || cc->leaf_life < CM_MIN_LIFETIME_S)
 		return op_err_set(err, -EINVAL,
 				  "--ca-lifetime and --cert-lifetime must be at least %d s "
 				  "(certificates are back-dated %d s)",
-				  PKI_CM_MIN_LIFETIME_S, PKI_BACKDATE_S);
+				  CM_MIN_LIFETIME_S, PKI_BACKDATE_S);
 	if (o->mutating)
-		cc->whcs[cc->n_whcs++] = (struct pki_cm_whc){ PKI_CM_MUTATING, o->mutating };
+		cc->whcs[cc->n_whcs++] = (struct cm_whc){ CM_MUTATING, o->mutating };
 	if (o->validating)
-		cc->whcs[cc->n_whcs++] = (struct pki_cm_whc){ PKI_CM_VALIDATING, o->validating };
+		cc->whcs[cc->n_whcs++] = (struct cm_whc){ CM_VALIDATING, o->validating };
 	const char *svc = o->apiservice ? o->apiservice : "";
 	if (*svc)
-		cc->whcs[cc->n_whcs++] = (struct pki_cm_whc){ PKI_CM_APISERVICE, svc };
+		cc->whcs[cc->n_whcs++] = (struct cm_whc){ CM_APISERVICE, svc };
 	cc->lease = o->lease ? op_strdup(o->lease) : op_asprintf("%s-certs", o->tls_secret);
 	const char *pod = getenv("POD_NAME");
 	char host[256] = "";
@@ -270,7 +269,7 @@ static int parse_opts(struct pki_cm_run *cc, struct op_err *err)
 	return 0;
 }
 
-static int boot_cert(struct pki_cm_run *cc, struct op_err *err)
+static int boot_cert(struct cm_run *cc, struct op_err *err)
 {
 	struct pki_pair ca = { 0 };
 	int64_t now = (int64_t)time(NULL);
@@ -288,11 +287,11 @@ static int boot_cert(struct pki_cm_run *cc, struct op_err *err)
 	return r;
 }
 
-int pki_cm_run_prepare(const struct pki_cm_run_opts *o, const char *kubeconfig,
-			     struct op_http_config *cfg, struct pki_cm_run **ret,
+int cm_run_prepare(const struct cm_run_opts *o, const char *kubeconfig,
+			     struct op_http_config *cfg, struct cm_run **ret,
 			     struct op_err *err)
 {
-	struct pki_cm_run *cc = op_calloc(1, sizeof(*cc));
+	struct cm_run *cc = op_calloc(1, sizeof(*cc));
 	cc->o = *o;
 	pthread_mutex_init(&cc->lock, NULL);
 	pthread_cond_init(&cc->cond, NULL);
@@ -309,7 +308,7 @@ int pki_cm_run_prepare(const struct pki_cm_run_opts *o, const char *kubeconfig,
 	if (r >= 0)
 		r = boot_cert(cc, err);
 	if (r >= 0) {
-		struct pki_cm_config mc = {
+		struct cm_config mc = {
 			.ns = cc->ns, .ca_secret = o->ca_secret ? o->ca_secret : o->tls_secret,
 			.tls_secret = o->tls_secret, .service = o->service, .whcs = cc->whcs,
 			.n_whcs = cc->n_whcs, .ca_lifetime_s = cc->ca_life,
@@ -319,10 +318,10 @@ int pki_cm_run_prepare(const struct pki_cm_run_opts *o, const char *kubeconfig,
 		if (!o->ca_secret)
 			r = op_err_set(err, -EINVAL, "--tls-secret needs --ca-secret");
 		else
-			r = pki_cm_new(cc->c, &mc, &cc->cm, err);
+			r = cm_new(cc->c, &mc, &cc->cm, err);
 	}
 	if (r < 0) {
-		pki_cm_run_free(cc);
+		cm_run_free(cc);
 		return r;
 	}
 	cfg->cert_pem = cc->boot.cert_pem;
@@ -334,7 +333,7 @@ int pki_cm_run_prepare(const struct pki_cm_run_opts *o, const char *kubeconfig,
 	return 0;
 }
 
-int pki_cm_run_start(struct pki_cm_run *cc, struct op_http_server *srv,
+int cm_run_start(struct cm_run *cc, struct op_http_server *srv,
 			   struct op_err *err)
 {
 	cc->srv = srv;
@@ -379,7 +378,7 @@ int pki_cm_run_start(struct pki_cm_run *cc, struct op_http_server *srv,
 	return 0;
 }
 
-void pki_cm_run_free(struct pki_cm_run *cc)
+void cm_run_free(struct cm_run *cc)
 {
 	if (!cc)
 		return;
@@ -396,7 +395,7 @@ void pki_cm_run_free(struct pki_cm_run *cc)
 	}
 	kube_informer_free(cc->tls_inf);
 	kube_informer_free(cc->vwc_inf);
-	pki_cm_free(cc->cm);
+	cm_free(cc->cm);
 	kube_client_free(cc->c);
 	pki_pair_done(&cc->boot);
 	free(cc->served);

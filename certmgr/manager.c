@@ -1,16 +1,16 @@
-/* pki/certmanager.c - executes the CA rotation plan against the API server
- * (see certmanager.h). State is re-read every round: nothing is cached
+/* certmgr/manager.c - executes the CA rotation plan against the API server
+ * (see certmgr.h). State is re-read every round: nothing is cached
  * between rounds, so a deleted or edited Secret is simply seen as it is.
  */
-#include "pki/certmanager.h"
+#include "certmgr/certmgr.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "certmgr/internal.h"
 #include "kube/leader.h"
-#include "pki/cm_settle.h"
 #include "pki/pki.h"
 #include "support/alloc.h"
 #include "support/base64.h"
@@ -20,10 +20,10 @@
 #define CM_COMPONENT_DEFAULT "pgop-certmanager"
 #define CM_SETTLE_DEFAULT_S 10u
 
-struct pki_cm {
+struct cm {
 	struct kube_client *c; /* borrowed */
-	struct pki_cm_config cfg;
-	struct pki_cm_settle settle; /* the two settle pauses, across rounds */
+	struct cm_config cfg;
+	struct cm_settle settle; /* the two settle pauses, across rounds */
 	char *sans[4];
 	char *leaf_cn;
 	char *ca_cn;
@@ -34,7 +34,7 @@ struct cm_state {
 	json_object *ca_obj;  /* the CA Secret as read (NULL: absent) */
 	json_object *tls_obj; /* the serving Secret as read (NULL: absent) */
 	struct pki_pair ca, next, leaf;
-	json_object *whc[PKI_CM_MAX_WEBHOOK_CONFIGS]; /* NULL: absent */
+	json_object *whc[CM_MAX_WEBHOOK_CONFIGS]; /* NULL: absent */
 	char *published;      /* CAs trusted by every existing configuration; NULL: none exists */
 	bool published_bad;   /* some caBundle held a non-CA or garbage */
 };
@@ -46,17 +46,17 @@ static void cm_state_done(struct cm_state *s)
 	pki_pair_done(&s->ca);
 	pki_pair_done(&s->next);
 	pki_pair_done(&s->leaf);
-	for (size_t i = 0; i < PKI_CM_MAX_WEBHOOK_CONFIGS; i++)
+	for (size_t i = 0; i < CM_MAX_WEBHOOK_CONFIGS; i++)
 		json_object_put(s->whc[i]);
 	free(s->published);
 	*s = (struct cm_state){ 0 };
 }
 
-static const struct kube_kind *whc_kind(enum pki_cm_whc_kind k)
+static const struct kube_kind *whc_kind(enum cm_whc_kind k)
 {
-	return k == PKI_CM_MUTATING     ? KUBE_MUTATINGWEBHOOKCONFIGURATIONS
-	       : k == PKI_CM_VALIDATING ? KUBE_VALIDATINGWEBHOOKCONFIGURATIONS
-					: KUBE_APISERVICES;
+	return k == CM_MUTATING     ? KUBE_MUTATINGWEBHOOKCONFIGURATIONS
+	       : k == CM_VALIDATING ? KUBE_VALIDATINGWEBHOOKCONFIGURATIONS
+				    : KUBE_APISERVICES;
 }
 
 static bool is_apiservice(json_object *o)
@@ -67,7 +67,7 @@ static bool is_apiservice(json_object *o)
 
 /* ---------------------------------------------------------------- helpers */
 
-void pki_cm_sans(const char *svc, const char *ns, char *out[4])
+void cm_sans(const char *svc, const char *ns, char *out[4])
 {
 	out[0] = op_strdup(svc);
 	out[1] = op_asprintf("%s.%s", svc, ns);
@@ -75,7 +75,7 @@ void pki_cm_sans(const char *svc, const char *ns, char *out[4])
 	out[3] = op_asprintf("%s.%s.svc.cluster.local", svc, ns);
 }
 
-void pki_cm_sans_done(char *sans[4])
+void cm_sans_done(char *sans[4])
 {
 	for (size_t i = 0; i < 4; i++) {
 		free(sans[i]);
@@ -88,7 +88,7 @@ static const struct {
 	int64_t seconds;
 } duration_units[] = { { 'd', PKI_DAY_S }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
 
-int pki_cm_parse_duration(const char *s, int64_t *ret_s, struct op_err *err)
+int cm_parse_duration(const char *s, int64_t *ret_s, struct op_err *err)
 {
 	const int64_t max = 100LL * 366 * PKI_DAY_S;
 	int64_t total = 0;
@@ -129,7 +129,7 @@ int pki_cm_parse_duration(const char *s, int64_t *ret_s, struct op_err *err)
 	return 0;
 }
 
-int pki_cm_parse_fraction(const char *s, double *ret, struct op_err *err)
+int cm_parse_fraction(const char *s, double *ret, struct op_err *err)
 {
 	if (!s || !*s)
 		return op_err_set(err, -EINVAL, "fraction: empty");
@@ -189,7 +189,7 @@ static int apiservice_bundle(json_object *svc, char **ret_pem, struct op_err *er
 	return 0;
 }
 
-int pki_cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err)
+int cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err)
 {
 	if (is_apiservice(whc))
 		return apiservice_bundle(whc, ret_pem, err);
@@ -218,7 +218,7 @@ int pki_cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err)
 	return 0;
 }
 
-int pki_cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *err)
+int cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *err)
 {
 	if (is_apiservice(whc)) {
 		_cleanup_free_ char *b64 = op_base64_encode_str(bundle_pem, strlen(bundle_pem), 0);
@@ -257,7 +257,7 @@ int pki_cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_er
 /* ------------------------------------------------------------------- read */
 
 /* GET; absent is 0 with *ret NULL. */
-static int get_opt(struct pki_cm *cm, const struct kube_kind *k, const char *ns, const char *name,
+static int get_opt(struct cm *cm, const struct kube_kind *k, const char *ns, const char *name,
 		   json_object **ret, struct op_err *err)
 {
 	json_object *o = NULL;
@@ -290,7 +290,7 @@ static char *secret_key(json_object *secret, const char *key)
 }
 
 /* Unusable contents are logged and treated as absent: the plan replaces them. */
-static void read_secrets(struct pki_cm *cm, struct cm_state *s)
+static void read_secrets(struct cm *cm, struct cm_state *s)
 {
 	struct pki_secret_data d = { 0 };
 	struct op_err e = OP_ERR_INIT;
@@ -302,8 +302,8 @@ static void read_secrets(struct pki_cm *cm, struct cm_state *s)
 				    cm->cfg.ca_secret, "error", e.code ? e.msg : "no ca.key");
 		}
 		pki_secret_data_done(&d);
-		char *crt = secret_key(s->ca_obj, PKI_CM_NEXT_CRT);
-		char *key = secret_key(s->ca_obj, PKI_CM_NEXT_KEY);
+		char *crt = secret_key(s->ca_obj, CM_NEXT_CRT);
+		char *key = secret_key(s->ca_obj, CM_NEXT_KEY);
 		if (crt && key && pki_pair_check(crt, key, NULL) == 0) {
 			s->next = (struct pki_pair){ crt, key };
 		} else {
@@ -325,7 +325,7 @@ static void read_secrets(struct pki_cm *cm, struct cm_state *s)
 }
 
 /* published = CAs in every existing configuration. */
-static int read_published(struct pki_cm *cm, struct cm_state *s)
+static int read_published(struct cm *cm, struct cm_state *s)
 {
 	_cleanup_(pki_bundle_done) struct pki_bundle acc = PKI_BUNDLE_INIT;
 	bool any = false;
@@ -335,7 +335,7 @@ static int read_published(struct pki_cm *cm, struct cm_state *s)
 		_cleanup_free_ char *pem = NULL;
 		_cleanup_(pki_bundle_done) struct pki_bundle b = PKI_BUNDLE_INIT;
 		struct op_err e = OP_ERR_INIT;
-		if (pki_cm_whc_bundle(s->whc[i], &pem, &e) < 0 || pki_bundle_parse(pem, &b, &e) < 0) {
+		if (cm_whc_bundle(s->whc[i], &pem, &e) < 0 || pki_bundle_parse(pem, &b, &e) < 0) {
 			op_log_warn("certificate manager: caBundle unusable, republishing it", "config",
 				    cm->cfg.whcs[i].name, "error", e.msg);
 			s->published_bad = true;
@@ -354,21 +354,21 @@ static int read_published(struct pki_cm *cm, struct cm_state *s)
 	return 0;
 }
 
-static bool apiservice_ours(struct pki_cm *cm, json_object *svc)
+static bool apiservice_ours(struct cm *cm, json_object *svc)
 {
 	const char *name = op_json_str_at(svc, "spec.service.name");
 	const char *ns = op_json_str_at(svc, "spec.service.namespace");
 	return name && ns && strcmp(name, cm->cfg.service) == 0 && strcmp(ns, cm->cfg.ns) == 0;
 }
 
-static int read_state(struct pki_cm *cm, struct cm_state *s, struct op_err *err)
+static int read_state(struct cm *cm, struct cm_state *s, struct op_err *err)
 {
 	const char *ns = cm->cfg.ns;
 	int r = get_opt(cm, KUBE_SECRETS, ns, cm->cfg.ca_secret, &s->ca_obj, err);
 	if (r >= 0)
 		r = get_opt(cm, KUBE_SECRETS, ns, cm->cfg.tls_secret, &s->tls_obj, err);
 	for (size_t i = 0; r >= 0 && i < cm->cfg.n_whcs; i++) {
-		bool svc = cm->cfg.whcs[i].kind == PKI_CM_APISERVICE;
+		bool svc = cm->cfg.whcs[i].kind == CM_APISERVICE;
 		struct op_err e = OP_ERR_INIT;
 		r = get_opt(cm, whc_kind(cm->cfg.whcs[i].kind), NULL, cm->cfg.whcs[i].name,
 			    &s->whc[i], svc ? &e : err);
@@ -378,7 +378,7 @@ static int read_state(struct pki_cm *cm, struct cm_state *s, struct op_err *err)
 		} else if (r < 0 && svc) {
 			op_err_set(err, r, "%s", e.msg);
 		}
-		if (r >= 0 && s->whc[i] && cm->cfg.whcs[i].kind == PKI_CM_APISERVICE &&
+		if (r >= 0 && s->whc[i] && cm->cfg.whcs[i].kind == CM_APISERVICE &&
 		    !apiservice_ours(cm, s->whc[i])) {
 			json_object_put(s->whc[i]); /* another release's: not ours to keep */
 			s->whc[i] = NULL;
@@ -392,7 +392,7 @@ static int read_state(struct pki_cm *cm, struct cm_state *s, struct op_err *err)
 
 /* ------------------------------------------------------------------ write */
 
-static void emit(struct pki_cm *cm, json_object *involved, const char *type, const char *reason,
+static void emit(struct cm *cm, json_object *involved, const char *type, const char *reason,
 		 const char *msg)
 {
 	struct op_err e = OP_ERR_INIT;
@@ -413,7 +413,7 @@ static int add_b64(json_object *data, const char *key, const char *pem)
 /* The Secrets belong to the release's Service (ownerReference, no
  * blockOwnerDeletion): `helm uninstall` deletes the Service and the garbage
  * collector then deletes them. Best effort: without the Service, no owner. */
-static void set_owner(struct pki_cm *cm, json_object *md)
+static void set_owner(struct cm *cm, json_object *md)
 {
 	_cleanup_(op_json_putp) json_object *svc = NULL;
 	if (kube_get(cm->c, KUBE_SERVICES, cm->cfg.ns, cm->cfg.service, &svc, NULL) < 0)
@@ -437,7 +437,7 @@ static void set_owner(struct pki_cm *cm, json_object *md)
 
 /* Creates or replaces (PUT with the resourceVersion read) a Secret; *obj is
  * replaced by the server's copy. */
-static int put_secret(struct pki_cm *cm, json_object **obj, json_object *want, struct op_err *err)
+static int put_secret(struct cm *cm, json_object **obj, json_object *want, struct op_err *err)
 {
 	json_object *md = op_json_at(want, "metadata");
 	json_object *labels = json_object_new_object();
@@ -464,7 +464,7 @@ static int put_secret(struct pki_cm *cm, json_object **obj, json_object *want, s
 	return 0;
 }
 
-static int write_ca_secret(struct pki_cm *cm, struct cm_state *s, struct op_err *err)
+static int write_ca_secret(struct cm *cm, struct cm_state *s, struct op_err *err)
 {
 	struct pki_secret_data d = { .crt = s->ca.cert_pem, .key = s->ca.key_pem };
 	_cleanup_(op_json_putp) json_object *want = NULL;
@@ -473,13 +473,13 @@ static int write_ca_secret(struct pki_cm *cm, struct cm_state *s, struct op_err 
 		return r;
 	json_object *data = op_json_at(want, "data");
 	if (s->next.cert_pem && s->next.key_pem &&
-	    (add_b64(data, PKI_CM_NEXT_CRT, s->next.cert_pem) < 0 ||
-	     add_b64(data, PKI_CM_NEXT_KEY, s->next.key_pem) < 0))
+	    (add_b64(data, CM_NEXT_CRT, s->next.cert_pem) < 0 ||
+	     add_b64(data, CM_NEXT_KEY, s->next.key_pem) < 0))
 		return op_err_set(err, -ENOMEM, "cannot build the CA Secret");
 	return put_secret(cm, &s->ca_obj, want, err);
 }
 
-static int write_tls_secret(struct pki_cm *cm, struct cm_state *s, struct op_err *err)
+static int write_tls_secret(struct cm *cm, struct cm_state *s, struct op_err *err)
 {
 	struct pki_secret_data d = { .crt = s->leaf.cert_pem, .key = s->leaf.key_pem,
 				     .ca = s->ca.cert_pem };
@@ -492,13 +492,13 @@ static int write_tls_secret(struct pki_cm *cm, struct cm_state *s, struct op_err
 
 /* Writes bundle to every existing configuration whose caBundles differ;
  * returns how many were written. */
-static int publish(struct pki_cm *cm, struct cm_state *s, const char *bundle, struct op_err *err)
+static int publish(struct cm *cm, struct cm_state *s, const char *bundle, struct op_err *err)
 {
 	int written = 0;
 	for (size_t i = 0; i < cm->cfg.n_whcs; i++) {
 		if (!s->whc[i])
 			continue;
-		int r = pki_cm_whc_set_bundle(s->whc[i], bundle, err);
+		int r = cm_whc_set_bundle(s->whc[i], bundle, err);
 		if (r <= 0) {
 			if (r < 0)
 				return r;
@@ -518,7 +518,7 @@ static int publish(struct pki_cm *cm, struct cm_state *s, const char *bundle, st
 	return written;
 }
 
-static int new_ca(struct pki_cm *cm, int64_t now, struct pki_pair *ret, struct op_err *err)
+static int new_ca(struct cm *cm, int64_t now, struct pki_pair *ret, struct op_err *err)
 {
 	int64_t life = cm->cfg.ca_lifetime_s > 0 ? cm->cfg.ca_lifetime_s : 90 * PKI_DAY_S;
 	struct pki_ca_req req = {
@@ -530,7 +530,7 @@ static int new_ca(struct pki_cm *cm, int64_t now, struct pki_pair *ret, struct o
 	return pki_ca_create(&req, ret, err);
 }
 
-static void leaf_want(const struct pki_cm *cm, struct pki_leaf_req *want)
+static void leaf_want(const struct cm *cm, struct pki_leaf_req *want)
 {
 	*want = (struct pki_leaf_req){
 		.cn = cm->leaf_cn,
@@ -561,7 +561,7 @@ static const struct cm_action_info action_info[] = {
 };
 
 /* Executes one step. *ret_settle: the round must end here. */
-static int execute(struct pki_cm *cm, struct cm_state *s, const struct pki_rotation_step *st,
+static int execute(struct cm *cm, struct cm_state *s, const struct pki_rotation_step *st,
 		   int64_t now, bool *ret_settle, struct op_err *err)
 {
 	struct pki_pair p = { 0 };
@@ -595,7 +595,7 @@ static int execute(struct pki_cm *cm, struct cm_state *s, const struct pki_rotat
 		_cleanup_free_ char *before = s->published ? op_strdup(s->published) : NULL;
 		r = publish(cm, s, st->bundle_pem ? st->bundle_pem : "", err);
 		if (r > 0)
-			pki_cm_settle_published(&cm->settle, before, s->published, leaf_served, now);
+			cm_settle_published(&cm->settle, before, s->published, leaf_served, now);
 		*ret_settle = r > 0 && st->action == PKI_ROT_PUBLISH_BUNDLE && leaf_served;
 		return r < 0 ? r : 0;
 	}
@@ -611,14 +611,14 @@ static int execute(struct pki_cm *cm, struct cm_state *s, const struct pki_rotat
 		*ret_settle = true;
 		r = write_tls_secret(cm, s, err);
 		if (r >= 0)
-			pki_cm_settle_issued(&cm->settle, s->leaf.cert_pem, now);
+			cm_settle_issued(&cm->settle, s->leaf.cert_pem, now);
 		return r;
 	}
 	}
 	return op_err_set(err, -EINVAL, "unknown rotation action %d", (int)st->action);
 }
 
-static void report(struct pki_cm *cm, struct cm_state *s, const struct pki_rotation_step *st)
+static void report(struct cm *cm, struct cm_state *s, const struct pki_rotation_step *st)
 {
 	const struct cm_action_info *ai = &action_info[st->action];
 	const char *reason = st->reason ? pki_renew_reason_str(st->reason) : "";
@@ -631,7 +631,7 @@ static void report(struct pki_cm *cm, struct cm_state *s, const struct pki_rotat
 	emit(cm, leaf ? s->tls_obj : s->ca_obj, KUBE_EVENT_NORMAL, ai->event_reason, msg);
 }
 
-int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_err *err)
+int cm_sync(struct cm *cm, int64_t now, unsigned *ret_next_s, struct op_err *err)
 {
 	_cleanup_(cm_state_done) struct cm_state s = { 0 };
 	int r = read_state(cm, &s, err);
@@ -647,12 +647,12 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 		.ca_lifetime_s = cm->cfg.ca_lifetime_s > 0 ? cm->cfg.ca_lifetime_s : 90 * PKI_DAY_S,
 		.leaf_lifetime_s = want.lifetime_s,
 	};
-	pki_cm_settle_observe(&cm->settle, s.published_bad ? NULL : s.published, s.leaf.cert_pem,
-			      now);
+	cm_settle_observe(&cm->settle, s.published_bad ? NULL : s.published, s.leaf.cert_pem,
+			  now);
 	int actions = 0;
 	bool settle = false;
 	int64_t hold = 0; /* a settle pause still runs: wait until then */
-	for (unsigned i = 0; i < PKI_CM_MAX_STEPS && !settle; i++) {
+	for (unsigned i = 0; i < CM_MAX_STEPS && !settle; i++) {
 		struct pki_rotation_input in = {
 			.ca_pem = s.ca.cert_pem,
 			.next_ca_pem = s.next.cert_pem,
@@ -670,10 +670,10 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 			s.published = op_strdup(st.bundle_pem ? st.bundle_pem : "");
 			continue; /* nobody to publish to */
 		}
-		hold = pki_cm_settle_hold(&cm->settle, st.action,
-					  st.action == PKI_ROT_PROMOTE_NEXT_CA ? s.next.cert_pem
+		hold = cm_settle_hold(&cm->settle, st.action,
+				      st.action == PKI_ROT_PROMOTE_NEXT_CA ? s.next.cert_pem
 									   : s.ca.cert_pem,
-					  now);
+				      now);
 		if (hold) {
 			op_log_debug("certificate manager: settling", "action",
 				     pki_rot_action_str(st.action));
@@ -696,7 +696,7 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 			_cleanup_(op_json_putp) json_object *copy = NULL;
 			if (json_object_deep_copy(s.whc[i], &copy, NULL) < 0)
 				return op_err_set(err, -ENOMEM, "cannot copy a webhook configuration");
-			r = pki_cm_whc_set_bundle(copy, pub, err);
+			r = cm_whc_set_bundle(copy, pub, err);
 			if (r < 0)
 				return r;
 			if (r == 0)
@@ -712,26 +712,26 @@ int pki_cm_sync(struct pki_cm *cm, int64_t now, unsigned *ret_next_s, struct op_
 	}
 	if (ret_next_s)
 		*ret_next_s = hold	? (unsigned)(hold - now)
-			      : settle ? cm->settle.settle_s + 1 /* see pki/cm_settle.h */
+			      : settle ? cm->settle.settle_s + 1 /* see certmgr/internal.h */
 				       : 0;
 	return actions;
 }
 
 /* ------------------------------------------------------------- lifecycle */
 
-int pki_cm_new(struct kube_client *c, const struct pki_cm_config *cfg, struct pki_cm **ret_cm,
-	       struct op_err *err)
+int cm_new(struct kube_client *c, const struct cm_config *cfg, struct cm **ret_cm,
+	   struct op_err *err)
 {
 	if (!c || !cfg || !cfg->ns || !cfg->ca_secret || !cfg->tls_secret || !cfg->service)
 		return op_err_set(err, -EINVAL,
 				  "certificate manager: namespace, CA Secret, serving Secret and "
 				  "Service names are required");
-	if ((cfg->ca_lifetime_s && cfg->ca_lifetime_s < PKI_CM_MIN_LIFETIME_S) ||
-	    (cfg->leaf_lifetime_s && cfg->leaf_lifetime_s < PKI_CM_MIN_LIFETIME_S))
+	if ((cfg->ca_lifetime_s && cfg->ca_lifetime_s < CM_MIN_LIFETIME_S) ||
+	    (cfg->leaf_lifetime_s && cfg->leaf_lifetime_s < CM_MIN_LIFETIME_S))
 		return op_err_set(err, -EINVAL,
 				  "certificate manager: lifetimes must be at least %d s (notBefore "
 				  "is back-dated %d s)",
-				  PKI_CM_MIN_LIFETIME_S, PKI_BACKDATE_S);
+				  CM_MIN_LIFETIME_S, PKI_BACKDATE_S);
 	/* Usable time after issuance (lifetime - back-dating) must exceed the renewal
 	 * threshold, or every round would renew at once. */
 	double f = cfg->renew_fraction > 0 && cfg->renew_fraction < 1 ? cfg->renew_fraction
@@ -744,29 +744,29 @@ int pki_cm_new(struct kube_client *c, const struct pki_cm_config *cfg, struct pk
 					  "soon as issued (%d s back-dating, renewal at %.2f of the "
 					  "lifetime left)",
 					  (long long)lives[i], PKI_BACKDATE_S, f);
-	if (cfg->n_whcs > PKI_CM_MAX_WEBHOOK_CONFIGS)
+	if (cfg->n_whcs > CM_MAX_WEBHOOK_CONFIGS)
 		return op_err_set(err, -EINVAL, "certificate manager: at most %u webhook configurations",
-				  PKI_CM_MAX_WEBHOOK_CONFIGS);
+				  CM_MAX_WEBHOOK_CONFIGS);
 	for (size_t i = 0; i < cfg->n_whcs; i++)
 		if (!cfg->whcs[i].name || !*cfg->whcs[i].name)
 			return op_err_set(err, -EINVAL,
 					  "certificate manager: webhook configuration %zu has no name", i);
-	struct pki_cm *cm = op_calloc(1, sizeof(*cm));
+	struct cm *cm = op_calloc(1, sizeof(*cm));
 	cm->c = c;
 	cm->cfg = *cfg;
-	pki_cm_settle_init(&cm->settle, cfg->settle_s ? cfg->settle_s : CM_SETTLE_DEFAULT_S);
-	pki_cm_sans(cfg->service, cfg->ns, cm->sans);
+	cm_settle_init(&cm->settle, cfg->settle_s ? cfg->settle_s : CM_SETTLE_DEFAULT_S);
+	cm_sans(cfg->service, cfg->ns, cm->sans);
 	cm->leaf_cn = op_strdup(cm->sans[2]);
 	cm->ca_cn = op_asprintf("%s-ca", cfg->service);
 	*ret_cm = cm;
 	return 0;
 }
 
-void pki_cm_free(struct pki_cm *cm)
+void cm_free(struct cm *cm)
 {
 	if (!cm)
 		return;
-	pki_cm_sans_done(cm->sans);
+	cm_sans_done(cm->sans);
 	free(cm->leaf_cn);
 	free(cm->ca_cn);
 	free(cm);

@@ -1,5 +1,5 @@
-/* pki/cm_settle.h - the certificate manager's two settle pauses (internal to
- * pki/, used by certmanager.c and its tests).
+/* certmgr/internal.h - the certificate manager's two settle pauses (internal to
+ * certmgr/, used by manager.c).
  *
  *  1. A CA published while a leaf is being served signs no leaf before
  *     settle_s have passed since it was published (the API server must have
@@ -13,23 +13,23 @@
  * previous round is not enough (that skipped pause 1: a leaf of the new CA was
  * served 44 ms after the CA was published).
  *
- * Times are the Unix seconds pki_cm_sync() is given; something published
+ * Times are the Unix seconds cm_sync() is given; something published
  * during second `now` may be used from now + settle_s + 1 (the second it was
  * published in may have been nearly over). A CA or leaf this manager did not
  * publish or issue itself (another replica did, before this one led) counts
  * as published / issued when this manager first sees it.
  *
- * Not thread-safe (one per struct pki_cm).
+ * Not thread-safe (one per struct cm).
  */
-#ifndef PGOP_PKI_CM_SETTLE_H
-#define PGOP_PKI_CM_SETTLE_H
+#ifndef PGOP_CERTMGR_INTERNAL_H
+#define PGOP_CERTMGR_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "pki/pki.h"
 
-struct pki_cm_settle {
+struct cm_settle {
 	unsigned settle_s;
 	struct {
 		char fp[PKI_FINGERPRINT_HEX + 1];
@@ -40,25 +40,25 @@ struct pki_cm_settle {
 	int64_t leaf_settled_at;               /* old CAs may leave the bundle from then on */
 };
 
-void pki_cm_settle_init(struct pki_cm_settle *st, unsigned settle_s);
+void cm_settle_init(struct cm_settle *st, unsigned settle_s);
 
 /* Start of a round: `published` is the bundle every configuration trusts
  * (NULL/"" = none), leaf_pem the served leaf (may be NULL). CAs and a leaf not
  * seen before are recorded as published / issued at now; CAs gone from the
  * bundle are forgotten. */
-void pki_cm_settle_observe(struct pki_cm_settle *st, const char *published, const char *leaf_pem,
-			   int64_t now);
+void cm_settle_observe(struct cm_settle *st, const char *published, const char *leaf_pem,
+		       int64_t now);
 /* `after` was published at now in place of `before`; leaf_served: a leaf was
  * being served then (otherwise nobody can be broken: no pause). */
-void pki_cm_settle_published(struct pki_cm_settle *st, const char *before, const char *after,
-			     bool leaf_served, int64_t now);
+void cm_settle_published(struct cm_settle *st, const char *before, const char *after,
+			 bool leaf_served, int64_t now);
 /* leaf_pem was issued at now. */
-void pki_cm_settle_issued(struct pki_cm_settle *st, const char *leaf_pem, int64_t now);
+void cm_settle_issued(struct cm_settle *st, const char *leaf_pem, int64_t now);
 
 /* Whether `action` may run at now: 0 when it may, else the time it may run
  * from. signer_pem: the CA that ISSUE_LEAF would sign with or that
  * PROMOTE_NEXT_CA would make the signer (ignored for other actions). */
-int64_t pki_cm_settle_hold(const struct pki_cm_settle *st, enum pki_rot_action action,
-			   const char *signer_pem, int64_t now);
+int64_t cm_settle_hold(const struct cm_settle *st, enum pki_rot_action action,
+		       const char *signer_pem, int64_t now);
 
 #endif

@@ -1,9 +1,9 @@
-/* pki/cm_settle.c - the certificate manager's settle pauses (see cm_settle.h). */
-#include "pki/cm_settle.h"
+/* certmgr/settle.c - the certificate manager's settle pauses (see internal.h). */
+#include "certmgr/internal.h"
 
 #include <string.h>
 
-void pki_cm_settle_init(struct pki_cm_settle *st, unsigned settle_s)
+void cm_settle_init(struct cm_settle *st, unsigned settle_s)
 {
 	memset(st, 0, sizeof(*st));
 	st->settle_s = settle_s;
@@ -19,7 +19,7 @@ static bool fp_of(const char *pem, char out[PKI_FINGERPRINT_HEX + 1])
 	return true;
 }
 
-static int find(const struct pki_cm_settle *st, const char *fp)
+static int find(const struct cm_settle *st, const char *fp)
 {
 	for (size_t i = 0; i < st->n; i++)
 		if (strcmp(st->ca[i].fp, fp) == 0)
@@ -27,7 +27,7 @@ static int find(const struct pki_cm_settle *st, const char *fp)
 	return -1;
 }
 
-static void record(struct pki_cm_settle *st, const char *fp, int64_t usable_at)
+static void record(struct cm_settle *st, const char *fp, int64_t usable_at)
 {
 	int i = find(st, fp);
 	if (i >= 0) {
@@ -42,13 +42,13 @@ static void record(struct pki_cm_settle *st, const char *fp, int64_t usable_at)
 	st->n++;
 }
 
-static int64_t settled(const struct pki_cm_settle *st, int64_t now)
+static int64_t settled(const struct cm_settle *st, int64_t now)
 {
 	return now + (int64_t)st->settle_s + 1;
 }
 
-void pki_cm_settle_observe(struct pki_cm_settle *st, const char *published, const char *leaf_pem,
-			   int64_t now)
+void cm_settle_observe(struct cm_settle *st, const char *published, const char *leaf_pem,
+		       int64_t now)
 {
 	struct pki_bundle b = PKI_BUNDLE_INIT;
 	if (published && *published && pki_bundle_parse(published, &b, NULL) == 0) {
@@ -72,8 +72,8 @@ void pki_cm_settle_observe(struct pki_cm_settle *st, const char *published, cons
 	}
 }
 
-void pki_cm_settle_published(struct pki_cm_settle *st, const char *before, const char *after,
-			     bool leaf_served, int64_t now)
+void cm_settle_published(struct cm_settle *st, const char *before, const char *after,
+			 bool leaf_served, int64_t now)
 {
 	struct pki_bundle a = PKI_BUNDLE_INIT, b = PKI_BUNDLE_INIT;
 	if (before && *before)
@@ -94,15 +94,15 @@ void pki_cm_settle_published(struct pki_cm_settle *st, const char *before, const
 	pki_bundle_done(&b);
 }
 
-void pki_cm_settle_issued(struct pki_cm_settle *st, const char *leaf_pem, int64_t now)
+void cm_settle_issued(struct cm_settle *st, const char *leaf_pem, int64_t now)
 {
 	if (!fp_of(leaf_pem, st->leaf_fp))
 		st->leaf_fp[0] = '\0';
 	st->leaf_settled_at = settled(st, now);
 }
 
-int64_t pki_cm_settle_hold(const struct pki_cm_settle *st, enum pki_rot_action action,
-			   const char *signer_pem, int64_t now)
+int64_t cm_settle_hold(const struct cm_settle *st, enum pki_rot_action action,
+		       const char *signer_pem, int64_t now)
 {
 	if (action == PKI_ROT_DROP_OLD_CA)
 		return now < st->leaf_settled_at ? st->leaf_settled_at : 0;

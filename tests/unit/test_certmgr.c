@@ -1,4 +1,4 @@
-/* tests/unit/test_pki_certmanager.c - pki/certmanager.c against a scripted
+/* tests/unit/test_certmgr.c - certmgr/manager.c against a scripted
  * HTTPS API server holding Secrets and webhook configurations in memory (PUT
  * with resourceVersion checks, like the apiserver), with simulated time.
  *
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kube/kube.h"
-#include "pki/certmanager.h"
+#include "certmgr/certmgr.h"
 #include "pki/pki.h"
 #include "support/base64.h"
 #include "support/json.h"
@@ -165,15 +165,15 @@ static void store_whcs(void)
 
 /* ------------------------------------------------------------- fixture */
 
-static const struct pki_cm_whc whcs[] = {
-	{ PKI_CM_MUTATING, "ns1-r-pgop" },
-	{ PKI_CM_VALIDATING, "ns1-r-pgop" },
+static const struct cm_whc whcs[] = {
+	{ CM_MUTATING, "ns1-r-pgop" },
+	{ CM_VALIDATING, "ns1-r-pgop" },
 };
 
 struct fx {
 	struct ts *s;
 	struct kube_client *c;
-	struct pki_cm *cm;
+	struct cm *cm;
 };
 
 #define SETTLE_S 3
@@ -181,15 +181,15 @@ struct fx {
 /* A (new) certificate manager on f's client: a new process, or helm upgrade. */
 static void fx_cm(struct fx *f, int64_t ca_life, int64_t leaf_life, size_t n_whcs)
 {
-	pki_cm_free(f->cm);
-	struct pki_cm_config cc = {
+	cm_free(f->cm);
+	struct cm_config cc = {
 		.ns = NS, .ca_secret = "pgop-ca", .tls_secret = "pgop-tls", .service = "r-pgop",
 		.whcs = whcs, .n_whcs = n_whcs, .ca_lifetime_s = ca_life,
 		.leaf_lifetime_s = leaf_life, .settle_s = SETTLE_S,
 	};
 	struct op_err err = OP_ERR_INIT;
 	f->cm = NULL;
-	assert_int_equal(pki_cm_new(f->c, &cc, &f->cm, &err), 0);
+	assert_int_equal(cm_new(f->c, &cc, &f->cm, &err), 0);
 }
 
 static struct fx fx_new(int64_t ca_life, int64_t leaf_life, size_t n_whcs)
@@ -207,7 +207,7 @@ static struct fx fx_new(int64_t ca_life, int64_t leaf_life, size_t n_whcs)
 
 static void fx_done(struct fx *f)
 {
-	pki_cm_free(f->cm);
+	cm_free(f->cm);
 	kube_client_free(f->c);
 	ts_stop(f->s);
 	store_reset();
@@ -216,9 +216,9 @@ static void fx_done(struct fx *f)
 static int sync_at(struct fx *f, int64_t now, unsigned *next)
 {
 	struct op_err err = OP_ERR_INIT;
-	int r = pki_cm_sync(f->cm, now, next, &err);
+	int r = cm_sync(f->cm, now, next, &err);
 	if (r < 0)
-		fail_msg("pki_cm_sync: %s", err.msg);
+		fail_msg("cm_sync: %s", err.msg);
 	return r;
 }
 
@@ -243,7 +243,7 @@ static char *whc_bundle(const char *path)
 	assert_non_null(o);
 	char *pem = NULL;
 	struct op_err err = OP_ERR_INIT;
-	if (pki_cm_whc_bundle(o, &pem, &err) < 0)
+	if (cm_whc_bundle(o, &pem, &err) < 0)
 		fail_msg("bundle of %s: %s", path, err.msg);
 	json_object_put(o);
 	return pem;
@@ -444,7 +444,7 @@ static bool fp_in(char fps[8][PKI_FINGERPRINT_HEX + 1], size_t n, const char *fp
 	return false;
 }
 
-/* Rounds every second whatever pki_cm_sync asks for (a watch event after each
+/* Rounds every second whatever cm_sync asks for (a watch event after each
  * write starts the next round at once: that is how the first pause was
  * skipped). Through two CA rotations: no leaf signed by a CA is stored before
  * SETTLE_S have passed since that CA was published in every caBundle, and no
@@ -647,23 +647,23 @@ static void test_api_errors(void **state)
 	ts_stop(f.s); /* nothing answers */
 	f.s = NULL;
 	struct op_err err = OP_ERR_INIT;
-	assert_true(pki_cm_sync(f.cm, T0, NULL, &err) < 0);
+	assert_true(cm_sync(f.cm, T0, NULL, &err) < 0);
 	assert_non_null(strstr(err.msg, "certificate manager"));
-	pki_cm_free(f.cm);
+	cm_free(f.cm);
 	kube_client_free(f.c);
 	store_reset();
 
-	struct pki_cm *cm = NULL;
-	struct pki_cm_config bad = { .ns = NS, .ca_secret = "a", .tls_secret = NULL, .service = "s" };
-	assert_int_equal(pki_cm_new((struct kube_client *)&bad, &bad, &cm, &err), -EINVAL);
+	struct cm *cm = NULL;
+	struct cm_config bad = { .ns = NS, .ca_secret = "a", .tls_secret = NULL, .service = "s" };
+	assert_int_equal(cm_new((struct kube_client *)&bad, &bad, &cm, &err), -EINVAL);
 	assert_null(cm);
-	struct pki_cm_config shortlife = { .ns = NS, .ca_secret = "a", .tls_secret = "b",
+	struct cm_config shortlife = { .ns = NS, .ca_secret = "a", .tls_secret = "b",
 					   .service = "s", .leaf_lifetime_s = 120 };
-	assert_int_equal(pki_cm_new((struct kube_client *)&bad, &shortlife, &cm, &err), -EINVAL);
+	assert_int_equal(cm_new((struct kube_client *)&bad, &shortlife, &cm, &err), -EINVAL);
 	assert_null(cm);
 	shortlife.leaf_lifetime_s = 450; /* 150 s usable, renewed with 150 s left */
 	op_err_clear(&err);
-	assert_int_equal(pki_cm_new((struct kube_client *)&bad, &shortlife, &cm, &err), -EINVAL);
+	assert_int_equal(cm_new((struct kube_client *)&bad, &shortlife, &cm, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "renewed as soon as issued"));
 }
 
@@ -676,24 +676,24 @@ static void test_whc_bundle_intersection(void **state)
 	char *ab = op_asprintf("%s%s", a.cert_pem, b.cert_pem);
 	json_object *o = whc_new("ValidatingWebhookConfiguration", NULL);
 	char *pem = NULL;
-	assert_int_equal(pki_cm_whc_bundle(o, &pem, NULL), 0);
+	assert_int_equal(cm_whc_bundle(o, &pem, NULL), 0);
 	assert_string_equal(pem, ""); /* no caBundle: trusts nothing */
 	free(pem);
 	/* set both, then make the second webhook trust only b */
-	assert_int_equal(pki_cm_whc_set_bundle(o, ab, NULL), 2);
-	assert_int_equal(pki_cm_whc_set_bundle(o, ab, NULL), 0);
+	assert_int_equal(cm_whc_set_bundle(o, ab, NULL), 2);
+	assert_int_equal(cm_whc_set_bundle(o, ab, NULL), 0);
 	char *b64 = op_base64_encode_str(b.cert_pem, strlen(b.cert_pem), 0);
 	json_object_object_add(op_json_at(json_object_array_get_idx(op_json_at(o, "webhooks"), 1),
 					  "clientConfig"),
 			       "caBundle", json_object_new_string(b64));
-	assert_int_equal(pki_cm_whc_bundle(o, &pem, NULL), 0);
+	assert_int_equal(cm_whc_bundle(o, &pem, NULL), 0);
 	assert_string_equal(pem, b.cert_pem);
 	free(pem);
 	json_object_object_add(op_json_at(json_object_array_get_idx(op_json_at(o, "webhooks"), 1),
 					  "clientConfig"),
 			       "caBundle", json_object_new_string("!!notbase64"));
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(pki_cm_whc_bundle(o, &pem, &err), -EINVAL);
+	assert_int_equal(cm_whc_bundle(o, &pem, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "webhooks[1]"));
 	json_object_put(o);
 	free(ab), free(b64);
@@ -715,7 +715,7 @@ static void test_parse_duration_fraction(void **state)
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(d); i++) {
 		int64_t v = -1;
-		int rc = pki_cm_parse_duration(d[i].in, &v, NULL);
+		int rc = cm_parse_duration(d[i].in, &v, NULL);
 		if (rc != d[i].rc || (rc == 0 && v != d[i].want))
 			fail_msg("duration '%s': rc %d v %lld", d[i].in, rc, (long long)v);
 	}
@@ -728,7 +728,7 @@ static void test_parse_duration_fraction(void **state)
 		   { "x", -EINVAL, 0 }, { "1/", -EINVAL, 0 }, { "nan", -EINVAL, 0 } };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(fr); i++) {
 		double v = -1;
-		int rc = pki_cm_parse_fraction(fr[i].in, &v, NULL);
+		int rc = cm_parse_fraction(fr[i].in, &v, NULL);
 		if (rc != fr[i].rc || (rc == 0 && v != fr[i].want))
 			fail_msg("fraction '%s': rc %d v %f", fr[i].in, rc, v);
 	}

@@ -1,0 +1,372 @@
+/* webhooks/offline.c - admission offline (see offline.h): the pipeline of
+ * `pgop validate`, moved here from cmd/validate.c. jcheck/jset/jappend are
+ * private until the JSON helpers are unified in support/.
+ */
+#include "webhooks/offline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support/alloc.h"
+#include "support/buf.h"
+#include "support/json.h"
+#include "support/yaml.h"
+
+#define CLUSTER_GROUP "postgresql.cnpg.io/"
+
+struct run {
+	bool json;
+	enum wh_kind review_kind;
+	FILE *out, *diag;          /* borrowed */
+	json_object *old_clusters; /* owned array of defaulted Clusters from the old files */
+	json_object *results;      /* owned array (json mode) */
+	struct wh_offline_summary sum;
+};
+
+/* OOM policy: like op_malloc, a failed json-c constructor aborts. */
+static json_object *jcheck(json_object *o)
+{
+	if (!o)
+		abort();
+	return o;
+}
+
+static void jset(json_object *obj, const char *key, json_object *val)
+{
+	if (op_json_set(obj, key, jcheck(val)) < 0)
+		abort();
+}
+
+static void jappend(json_object *arr, json_object *val)
+{
+	if (op_json_append(arr, jcheck(val)) < 0)
+		abort();
+}
+
+static int read_input(const char *path, struct op_buf *out, struct op_err *err)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return op_err_set(err, -errno, "cannot open: %s", strerror(errno));
+	int ret = 0;
+	char chunk[16384];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = op_err_set(err, -errno, "cannot read: %s", strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if (op_buf_add(out, chunk, (size_t)n) < 0) {
+			ret = op_err_set(err, -EMSGSIZE, "larger than %u bytes", OP_BUF_MAX_FILE);
+			break;
+		}
+	}
+	if (!is_stdin)
+		close(fd);
+	return ret;
+}
+
+/* Parses a file into an OWNED flat array of documents (List items expanded). */
+static int load_docs(const char *path, json_object **ret, struct op_err *err)
+{
+	_cleanup_(op_buf_donep) struct op_buf data = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	_cleanup_(op_json_putp) json_object *docs = NULL;
+	int r = read_input(path, &data, err);
+	if (r < 0)
+		return r;
+	r = op_yaml_or_json_parse_docs(data.data, data.len, NULL, &docs, err);
+	if (r < 0)
+		return r;
+	json_object *flat = jcheck(json_object_new_array());
+	for (size_t i = 0; i < json_object_array_length(docs); i++) {
+		json_object *d = json_object_array_get_idx(docs, i);
+		const char *kind = op_json_str_at(d, "kind");
+		json_object *items = op_json_at(d, "items");
+		if (kind && strcmp(kind, "List") == 0 && json_object_is_type(items, json_type_array)) {
+			for (size_t j = 0; j < json_object_array_length(items); j++)
+				jappend(flat, json_object_get(json_object_array_get_idx(items, j)));
+		} else {
+			jappend(flat, json_object_get(d));
+		}
+	}
+	*ret = flat;
+	return 0;
+}
+
+static bool is_cluster(json_object *d)
+{
+	const char *kind = op_json_str_at(d, "kind");
+	const char *api = op_json_str_at(d, "apiVersion");
+	return kind && api && strcmp(kind, "Cluster") == 0 &&
+	       strncmp(api, CLUSTER_GROUP, strlen(CLUSTER_GROUP)) == 0;
+}
+
+static bool is_review(json_object *d)
+{
+	const char *kind = op_json_str_at(d, "kind");
+	return kind && strcmp(kind, "AdmissionReview") == 0;
+}
+
+static const char *ns_of(json_object *d)
+{
+	const char *ns = op_json_str_at(d, "metadata.namespace");
+	return ns && *ns ? ns : "default";
+}
+
+static const char *name_of(json_object *d)
+{
+	const char *n = op_json_str_at(d, "metadata.name");
+	return n && *n ? n : "(unnamed)";
+}
+
+static json_object *find_old(struct run *run, json_object *d)
+{
+	for (size_t i = 0; run->old_clusters && i < json_object_array_length(run->old_clusters);
+	     i++) {
+		json_object *o = json_object_array_get_idx(run->old_clusters, i);
+		if (strcmp(name_of(o), name_of(d)) == 0 && strcmp(ns_of(o), ns_of(d)) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+/* Loads and defaults the Clusters of the old files into run->old_clusters.
+ * -errno with err = "FILE: why" when a file or one of its Clusters is unusable. */
+static int load_old(struct run *run, const char *const *files, size_t n_files,
+		    struct op_err *err)
+{
+	run->old_clusters = jcheck(json_object_new_array());
+	for (size_t f = 0; f < n_files; f++) {
+		_cleanup_(op_json_putp) json_object *docs = NULL;
+		int r = load_docs(files[f], &docs, err);
+		if (r < 0) {
+			op_err_prefix(err, "%s", files[f]);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < json_object_array_length(docs); i++) {
+			json_object *d = json_object_array_get_idx(docs, i);
+			if (!is_cluster(d))
+				continue;
+			json_object *patch = NULL;
+			if (wh_default(d, &patch, err) < 0) {
+				op_err_prefix(err, "%s: %s/%s", files[f], ns_of(d), name_of(d));
+				return -EINVAL;
+			}
+			json_object_put(patch);
+			jappend(run->old_clusters, json_object_get(d));
+		}
+	}
+	return 0;
+}
+
+static json_object *result_base(const char *file, json_object *d, const char *kind)
+{
+	json_object *o = jcheck(json_object_new_object());
+	jset(o, "file", json_object_new_string(file));
+	jset(o, "kind", json_object_new_string(kind));
+	jset(o, "namespace", json_object_new_string(ns_of(d)));
+	jset(o, "name", json_object_new_string(name_of(d)));
+	return o;
+}
+
+static void report_skip(struct run *run, const char *file, json_object *d)
+{
+	const char *kind = op_json_str_at(d, "kind");
+	run->sum.skipped++;
+	if (!run->json) {
+		fprintf(run->out, "%s: %s/%s: skipped (%s is not a postgresql.cnpg.io Cluster)\n",
+			file, ns_of(d), name_of(d), kind ? kind : "a document without kind");
+		return;
+	}
+	json_object *o = result_base(file, d, kind ? kind : "");
+	jset(o, "skipped", json_object_new_boolean(1));
+	jappend(run->results, o);
+}
+
+static void report_cluster(struct run *run, const char *file, json_object *d, bool update,
+			   const struct wh_result *res)
+{
+	bool ok = res->n_errors == 0;
+	if (ok)
+		run->sum.admitted++;
+	else
+		run->sum.denied++;
+	if (!run->json) {
+		if (ok)
+			fprintf(run->out, "%s: %s/%s: admitted\n", file, ns_of(d), name_of(d));
+		for (size_t i = 0; i < res->n_errors; i++) {
+			const struct wh_issue *e = &res->errors[i];
+			_cleanup_free_ char *body = wh_issue_body(e);
+			fprintf(run->out, "%s: %s/%s: %s%s%s\n", file, ns_of(d), name_of(d),
+				e->path ? e->path : "", e->path && *e->path ? ": " : "", body);
+		}
+		for (size_t i = 0; i < res->n_warnings; i++)
+			fprintf(run->out, "%s: %s/%s: warning: %s\n", file, ns_of(d), name_of(d),
+				res->warnings[i]);
+		return;
+	}
+	json_object *o = result_base(file, d, "Cluster");
+	jset(o, "operation", json_object_new_string(update ? "UPDATE" : "CREATE"));
+	jset(o, "admitted", json_object_new_boolean(ok));
+	json_object *errs = jcheck(json_object_new_array());
+	for (size_t i = 0; i < res->n_errors; i++) {
+		json_object *e = jcheck(json_object_new_object());
+		jset(e, "field", json_object_new_string(res->errors[i].path ? res->errors[i].path : ""));
+		_cleanup_free_ char *body = wh_issue_body(&res->errors[i]);
+		jset(e, "message", json_object_new_string(body));
+		jset(e, "reason", json_object_new_string(wh_error_reason(res->errors[i].type)));
+		jappend(errs, e);
+	}
+	jset(o, "errors", errs);
+	json_object *warns = jcheck(json_object_new_array());
+	for (size_t i = 0; i < res->n_warnings; i++)
+		jappend(warns, json_object_new_string(res->warnings[i]));
+	jset(o, "warnings", warns);
+	jappend(run->results, o);
+}
+
+static void report_input_error(struct run *run, const char *file, const char *what,
+			       const char *msg)
+{
+	run->sum.input_errors++;
+	fprintf(run->diag, "%s: %s%s%s\n", file, what ? what : "", what ? ": " : "", msg);
+	if (!run->json)
+		return;
+	json_object *o = jcheck(json_object_new_object());
+	jset(o, "file", json_object_new_string(file));
+	jset(o, "error", json_object_new_string(msg));
+	jappend(run->results, o);
+}
+
+static void check_cluster(struct run *run, const char *file, json_object *d)
+{
+	struct op_err err = OP_ERR_INIT;
+	json_object *patch = NULL;
+	if (wh_default(d, &patch, &err) < 0) {
+		_cleanup_free_ char *what = op_asprintf("%s/%s", ns_of(d), name_of(d));
+		report_input_error(run, file, what, err.msg);
+		return;
+	}
+	json_object_put(patch);
+	json_object *old = find_old(run, d);
+	struct wh_result res = { 0 };
+	wh_validate(d, old, &res);
+	report_cluster(run, file, d, old != NULL, &res);
+	wh_result_done(&res);
+}
+
+static void check_review(struct run *run, const char *file, json_object *d)
+{
+	const char *body = json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN);
+	_cleanup_(op_buf_donep) struct op_buf resp = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
+	struct op_err err = OP_ERR_INIT;
+	_cleanup_(op_json_putp) json_object *parsed = NULL;
+	const char *uid = op_json_str_at(d, "request.uid");
+	if (wh_handle_review(run->review_kind, body, strlen(body), &resp, &err) < 0) {
+		_cleanup_free_ char *what = op_asprintf("AdmissionReview %s", uid ? uid : "");
+		report_input_error(run, file, what, err.msg);
+		return;
+	}
+	if (op_json_parse(resp.data, resp.len, 0, &parsed, &err) < 0) {
+		report_input_error(run, file, "AdmissionReview response", err.msg);
+		return;
+	}
+	json_object *allowed = op_json_at(parsed, "response.allowed");
+	bool ok = allowed && json_object_get_boolean(allowed);
+	if (ok)
+		run->sum.admitted++;
+	else
+		run->sum.denied++;
+	if (!run->json) {
+		fprintf(run->out, "%s\n",
+			json_object_to_json_string_ext(parsed, JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_SPACED |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+		return;
+	}
+	json_object *o = jcheck(json_object_new_object());
+	jset(o, "file", json_object_new_string(file));
+	jset(o, "kind", json_object_new_string("AdmissionReview"));
+	jset(o, "uid", json_object_new_string(uid ? uid : ""));
+	jset(o, "admitted", json_object_new_boolean(ok));
+	jset(o, "response", json_object_get(parsed));
+	jappend(run->results, o);
+}
+
+static void check_file(struct run *run, const char *file)
+{
+	_cleanup_(op_json_putp) json_object *docs = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (load_docs(file, &docs, &err) < 0) {
+		report_input_error(run, file, NULL, err.msg);
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(docs); i++) {
+		json_object *d = json_object_array_get_idx(docs, i);
+		if (!json_object_is_type(d, json_type_object))
+			report_input_error(run, file, NULL, "a document is not an object");
+		else if (is_cluster(d))
+			check_cluster(run, file, d);
+		else if (is_review(d))
+			check_review(run, file, d);
+		else
+			report_skip(run, file, d);
+	}
+}
+
+/* Writes the JSON document (json mode) or the summary line (text mode). */
+static void finish(struct run *run)
+{
+	const struct wh_offline_summary *s = &run->sum;
+	if (run->json) {
+		json_object *top = jcheck(json_object_new_object());
+		jset(top, "admitted", json_object_new_boolean(s->input_errors == 0 && s->denied == 0));
+		json_object *sum = jcheck(json_object_new_object());
+		jset(sum, "admitted", json_object_new_int((int)s->admitted));
+		jset(sum, "denied", json_object_new_int((int)s->denied));
+		jset(sum, "skipped", json_object_new_int((int)s->skipped));
+		jset(sum, "inputErrors", json_object_new_int((int)s->input_errors));
+		jset(top, "summary", sum);
+		jset(top, "results", json_object_get(run->results));
+		fprintf(run->out, "%s\n",
+			json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
+								    JSON_C_TO_STRING_SPACED |
+								    JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(top);
+	} else {
+		fprintf(run->diag, "%u admitted, %u denied, %u skipped, %u input errors\n",
+			s->admitted, s->denied, s->skipped, s->input_errors);
+	}
+}
+
+int wh_validate_files(const struct wh_offline_opts *opts, FILE *out,
+		      struct wh_offline_summary *ret_sum, struct op_err *err)
+{
+	struct run run = {
+		.json = opts->json,
+		.review_kind = opts->review_kind,
+		.out = out,
+		.diag = opts->diag ? opts->diag : stderr,
+	};
+	int r = load_old(&run, opts->old_files, opts->n_old_files, err);
+	if (r == 0) {
+		run.results = jcheck(json_object_new_array());
+		for (size_t i = 0; i < opts->n_files; i++)
+			check_file(&run, opts->files[i]);
+		finish(&run);
+		if (ret_sum)
+			*ret_sum = run.sum;
+	}
+	json_object_put(run.old_clusters);
+	json_object_put(run.results);
+	return r;
+}
