@@ -4,7 +4,8 @@
  * takes signals synchronously (sigtimedwait, signals blocked everywhere);
  * the watcher thread follows the Cluster (API watch, or the file's mtime with
  * --cluster-file); the status server answers on its own threads. Everything
- * they share is in struct inst_state behind one mutex.
+ * they share is in struct inst_state behind one mutex (instance/state.c,
+ * below both this file and server.c).
  *
  * Every tick (1 s, or within API_FENCE_CHECK_MS when the Cluster changed) the
  * main thread:
@@ -48,183 +49,6 @@
 #include "support/json.h"
 #include "support/log.h"
 
-struct inst_state {
-	pthread_mutex_t lock;
-	/* immutable after start */
-	const struct inst_run_opts *o;
-	char *sockdir;
-	char session_id[40];
-	/* guarded by lock */
-	bool started, ready, rewinding, stopping;
-	bool fenced; /* postgres stopped by the lease: alive and in control (healthz 200) */
-	bool restarting; /* postgres (re)starting in place, not accepting connections yet */
-	/* pg_rewind failed and this manager re-cloned the data (reclone.c): set
-	 * once, reported in /pg/status for the reconciler's Event */
-	int reclone_status;   /* pg_rewind's exit status */
-	char *reclone_source; /* owned: the host cloned from; NULL = no re-clone */
-	char reclone_at[32];  /* RFC 3339 UTC */
-	unsigned requests;             /* enum inst_request bits */
-	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
-	bool wake;
-	/* its own lock; immutable pointer */
-	struct inst_cut cut; /* the WAL receiver cut (instance/cut.c) */
-};
-
-/* ---- state ---- */
-
-static void make_session_id(char *out, size_t n)
-{
-	unsigned char b[16];
-	FILE *f = fopen("/dev/urandom", "rb");
-	size_t got = f ? fread(b, 1, sizeof(b), f) : 0;
-	if (f)
-		fclose(f);
-	if (got != sizeof(b))
-		for (size_t i = 0; i < sizeof(b); i++)
-			b[i] = (unsigned char)(rand() ^ (int)time(NULL));
-	snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
-}
-
-
-struct inst_state *inst_state_new(const struct inst_run_opts *o)
-{
-	struct inst_state *st = op_calloc(1, sizeof(*st));
-	st->o = o;
-	pthread_mutex_init(&st->lock, NULL);
-	st->sockdir = op_asprintf("%s/run", o->paths.controller_dir ? o->paths.controller_dir
-								     : INST_CONTROLLER_DIR);
-	make_session_id(st->session_id, sizeof(st->session_id));
-	inst_cut_init(&st->cut);
-	return st;
-}
-
-void inst_state_free(struct inst_state *st)
-{
-	if (!st)
-		return;
-	api_cluster_free(st->pending);
-	free(st->reclone_source);
-	free(st->sockdir);
-	inst_cut_destroy(&st->cut);
-	pthread_mutex_destroy(&st->lock);
-	free(st);
-}
-
-void inst_state_set(struct inst_state *st, bool started, bool ready)
-{
-	pthread_mutex_lock(&st->lock);
-	st->started = started;
-	st->ready = ready;
-	pthread_mutex_unlock(&st->lock);
-}
-
-unsigned inst_state_take_requests(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	unsigned r = st->requests;
-	st->requests = 0;
-	pthread_mutex_unlock(&st->lock);
-	return r;
-}
-
-/* ---- state accessors (server threads) ---- */
-
-bool inst_state_started(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->started || st->rewinding || st->fenced;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-bool inst_state_restarting(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->restarting;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-void inst_state_set_restarting(struct inst_state *st, bool v)
-{
-	pthread_mutex_lock(&st->lock);
-	st->restarting = v;
-	pthread_mutex_unlock(&st->lock);
-}
-
-/* The watcher published a new Cluster (or a request came) since the main
- * thread took the last one. */
-static bool inst_state_woken(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->wake;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-bool inst_state_ready(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->ready;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-void inst_state_request(struct inst_state *st, enum inst_request req)
-{
-	pthread_mutex_lock(&st->lock);
-	st->requests |= (unsigned)req;
-	st->wake = true;
-	pthread_mutex_unlock(&st->lock);
-}
-
-struct inst_cut *inst_state_cut(struct inst_state *st, struct inst_cut_env *ret_env)
-{
-	*ret_env = (struct inst_cut_env){ .pgdata = st->o->paths.pgdata,
-					  .sockdir = st->sockdir,
-					  .cluster_name = st->o->cluster_name,
-					  .port = st->o->port,
-					  .primary_port = st->o->primary_port };
-	return &st->cut;
-}
-
-int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err)
-{
-	struct inst_pg_status s = { 0 };
-	char cut_primary[64];
-	s.cut = inst_cut_report(&st->cut, inst_lease_now(), cut_primary, sizeof(cut_primary),
-				&s.cut_hold_ms);
-	s.cut_primary = s.cut ? op_strdup(cut_primary) : NULL;
-	s.lease_ms = API_FENCE_MS; /* the reconciler waits for this lease, not its own idea of it */
-	pthread_mutex_lock(&st->lock);
-	bool rewinding = st->rewinding;
-	if (st->reclone_source) {
-		s.reclone_rewind_status = st->reclone_status;
-		s.reclone_source = op_strdup(st->reclone_source);
-		s.reclone_at = op_strdup(st->reclone_at);
-	}
-	pthread_mutex_unlock(&st->lock);
-	int r = 0;
-	if (!rewinding) {
-		PGconn *c = NULL;
-		r = inst_pg_connect(st->sockdir, st->o->port, NULL, &c, err);
-		r = r ? r : inst_pg_query_status(c, st->o->cluster_name, &s, err);
-		if (c)
-			PQfinish(c);
-	}
-	if (r && inst_state_restarting(st))
-		r = -EAGAIN; /* the server answers 503 "restarting" (instance/server.c) */
-	s.is_pg_rewind_running = rewinding;
-	s.pod_name = op_strdup(st->o->pod_name);
-	s.session_id = op_strdup(st->session_id);
-	if (r == 0 && inst_status_to_json(&s, out))
-		r = op_err_set(err, -EMSGSIZE, "status too large");
-	inst_pg_status_done(&s);
-	return r;
-}
-
 /* ---- the watcher thread ---- */
 
 struct watcher {
@@ -238,11 +62,7 @@ struct watcher {
 
 static void publish(struct inst_state *st, struct api_cluster *c)
 {
-	pthread_mutex_lock(&st->lock);
-	api_cluster_free(st->pending);
-	st->pending = c;
-	st->wake = true;
-	pthread_mutex_unlock(&st->lock);
+	inst_state_publish(st, c);
 	kill(getpid(), SIGUSR1); /* the main thread acts now, not at its next check */
 }
 
@@ -367,7 +187,8 @@ static PGconn *pg_conn(struct runner *rn)
 {
 	if (rn->conn && PQstatus(rn->conn) != CONNECTION_OK)
 		pg_drop(rn);
-	if (!rn->conn && inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &rn->conn, NULL))
+	if (!rn->conn &&
+	    inst_pg_connect(inst_state_sockdir(rn->st), rn->o->port, NULL, &rn->conn, NULL))
 		rn->conn = NULL;
 	return rn->conn;
 }
@@ -385,9 +206,7 @@ static int start_pg(struct runner *rn, struct op_err *err)
 				    err);
 	if (r)
 		return r;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->started = true;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_started(rn->st, true);
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)rn->pid);
 	op_log_info("postgres started", "pid", pid);
@@ -446,9 +265,7 @@ static void stop_pg(struct runner *rn, enum stop_mode mode)
 	wait_child(rn->pid, 10 * 1000, &status);
 done:
 	rn->pid = -1;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->started = rn->st->ready = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set(rn->st, false, false);
 }
 
 /* ---- configuration ---- */
@@ -500,15 +317,6 @@ static const char *primary_host(struct runner *rn, char **owned)
 	return *owned;
 }
 
-/* The current time as RFC 3339 UTC ("2026-12-03T09:00:00Z"), for status timestamps. */
-static void utc_now(char *out, size_t n)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* pg_rewind failed against a source that answers: clone again (reclone.c),
  * and remember it for /pg/status. */
 static int reclone(struct runner *rn, int rewind_status, const char *host, struct op_err *err)
@@ -523,12 +331,7 @@ static int reclone(struct runner *rn, int rewind_status, const char *host, struc
 	if (r)
 		return op_err_prefix(err, "pg_rewind exited with status %d, re-clone failed: ",
 				     rewind_status);
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->reclone_status = rewind_status;
-	free(rn->st->reclone_source);
-	rn->st->reclone_source = op_strdup(host);
-	utc_now(rn->st->reclone_at, sizeof(rn->st->reclone_at));
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_recloned(rn->st, rewind_status, host);
 	op_log_info("re-cloned: continuing as a replica", "source", host);
 	return 0;
 }
@@ -545,9 +348,7 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 	if (inst_primary_conninfo(rn->o->pod_name, p->controller_dir, host, rn->o->primary_port,
 				  "postgres", &ci))
 		return op_err_set(err, -EMSGSIZE, "conninfo too long");
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->rewinding = true;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_rewinding(rn->st, true);
 	const char *argv[] = { "pg_rewind", "-P", "--target-pgdata", p->pgdata, "--source-server",
 			       op_buf_str(&ci), NULL };
 	op_log_info("former primary: running pg_rewind", "source", host);
@@ -567,9 +368,7 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 				       host);
 		break;
 	}
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->rewinding = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_rewinding(rn->st, false);
 	if (r)
 		return r;
 	if (next == INST_REWIND_RECLONE)
@@ -864,9 +663,7 @@ static int lease_fenced_tick(struct runner *rn, struct op_err *err)
 		return 0;
 	op_log_info("lease renewed through the API server: starting postgres again");
 	rn->lease.fenced = false;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->fenced = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_fenced(rn->st, false);
 	return start_pg(rn, err);
 }
 
@@ -877,9 +674,7 @@ static void fence(struct runner *rn, const char *why)
 		     "reason", why);
 	stop_pg(rn, STOP_FENCE);
 	rn->lease.fenced = true;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->fenced = true;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_fenced(rn->st, true);
 }
 
 /* ---- SIGTERM on a primary: hand over ---- */
@@ -896,7 +691,7 @@ static bool hand_over(struct runner *rn)
 	    (skip && strcmp(skip, me) == 0))
 		return false;
 	PGconn *c = NULL;
-	if (inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &c, NULL))
+	if (inst_pg_connect(inst_state_sockdir(rn->st), rn->o->port, NULL, &c, NULL))
 		return false;
 	_cleanup_(inst_pqfinishp) PGconn *conn = c;
 	const char *p[] = { rn->o->cluster_name };
@@ -972,13 +767,7 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 {
 	bool primary = false;
 	int r = pg_role(rn, &primary, err);
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->ready = r != -ECONNREFUSED;
-	if (r != -ECONNREFUSED)
-		rn->st->restarting = false;
-	unsigned req = rn->st->requests;
-	rn->st->requests = 0;
-	pthread_mutex_unlock(&rn->st->lock);
+	unsigned req = inst_state_postgres_seen(rn->st, r != -ECONNREFUSED);
 	if (r == -ECONNREFUSED)
 		return 0; /* not up yet */
 	if (r)
@@ -1064,11 +853,7 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 
 static void take_cluster(struct runner *rn)
 {
-	pthread_mutex_lock(&rn->st->lock);
-	struct api_cluster *c = rn->st->pending;
-	rn->st->pending = NULL;
-	rn->st->wake = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	struct api_cluster *c = inst_state_take_cluster(rn->st);
 	if (c) {
 		api_cluster_free(rn->cluster);
 		rn->cluster = c;
@@ -1256,7 +1041,8 @@ int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
 	inst_state_set_restarting(st, true);
 	rn.started_ms = inst_lease_now();
 	if (is_standby_dir(o->paths.pgdata))
-		inst_cut_resume(&st->cut, o->paths.pgdata, rn.started_ms);
+		inst_cut_resume(inst_state_cut(st, &(struct inst_cut_env){ 0 }), o->paths.pgdata,
+				rn.started_ms);
 	r = apply_config(&rn, &changed, err);
 	r = r ? r : start_pg(&rn, err);
 	w.src = src;
