@@ -29,7 +29,9 @@ static const struct as_column cluster_cols[] = {
 	  "Instances answering /pg/status over instance Pods" },
 	{ "Sync", "string", "", 0, "status.sync", AS_CELL_STR,
 	  "Synchronous replication: quorum N/M, sync N/M or async" },
-	{ "Max Lag", "string", "", 0, "status", AS_CELL_LAG,
+	/* the text rc_repl_lag_text wrote into status.maxLag, as for the Cluster's
+	 * status.maxLag (one formatter, reconciler/replication.h) */
+	{ "Max Lag", "string", "", 0, "status.maxLag", AS_CELL_STR,
 	  "Largest replica replay lag: bytes, and seconds while WAL flows" },
 	{ "Timeline", "integer", "", 0, "status.timeline", AS_CELL_INT, "Primary timeline" },
 	{ "Phase", "string", "", 0, "status.phase", AS_CELL_STR, "Cluster phase" },

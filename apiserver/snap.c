@@ -443,11 +443,124 @@ static char *pod_key(json_object *pod)
 			   op_json_str_at(pod, "metadata.name") ?: "");
 }
 
+/* Under mu: the entry of pod (in Cluster cluster) used now, its Cluster and
+ * IP brought up to date; *ret_ip_changed when the Pod's IP is not the one
+ * last fetched. */
+static struct entry *pod_entry(struct as_snaps *s, json_object *pod, const char *cluster,
+			       int64_t now, bool *ret_ip_changed)
+{
+	_cleanup_free_ char *key = pod_key(pod);
+	const char *ip = op_json_str_at(pod, "status.podIP");
+	struct entry *e = entry_get(s, key);
+	e->used_ms = now;
+	if (!e->cluster || strcmp(e->cluster, cluster) != 0) {
+		free(e->cluster);
+		e->cluster = op_strdup(cluster);
+	}
+	bool ip_changed = (ip && (!e->ip || strcmp(ip, e->ip) != 0)) || (!ip && e->ip);
+	if (ip_changed) {
+		free(e->ip);
+		e->ip = ip ? op_strdup(ip) : NULL;
+	}
+	*ret_ip_changed = ip_changed;
+	return e;
+}
+
+/* Under mu: one Cluster's pods (view->pods) not fresh or fetched ahead go
+ * into one job, started at once; need[k]: the request waits for pod k (it
+ * was not fresh and did not fail last time). */
+static void schedule_cluster(struct as_snaps *s, json_object *cl, const struct as_views *view,
+			     int64_t now, bool *need)
+{
+	size_t np = json_object_array_length(view->pods);
+	struct job *j = op_calloc(1, sizeof(*j));
+	j->s = s;
+	j->ns = op_strdup(op_json_str_at(cl, "metadata.namespace") ?: "");
+	j->cluster = op_strdup(op_json_str_at(cl, "metadata.name") ?: "");
+	j->v = op_calloc(np ? np : 1, sizeof(*j->v));
+	j->keys = op_calloc(np ? np : 1, sizeof(*j->keys));
+	j->ahead = true;
+	for (size_t k = 0; k < np; k++) {
+		json_object *pod = json_object_array_get_idx(view->pods, k);
+		bool ip_changed;
+		struct entry *e = pod_entry(s, pod, j->cluster, now, &ip_changed);
+		bool fresh = e->done_ms && now - e->done_ms < s->max_age_ms && !ip_changed;
+		/* refresh ahead: past half its age a fresh entry is fetched again in
+		 * the background while this request uses it, so a steady stream of
+		 * requests never waits for an instance (bench/live.sh) */
+		bool ahead = fresh && now - e->done_ms >= s->max_age_ms / 2;
+		/* an instance whose last fetch failed is shown unreachable at once,
+		 * never waited for again: its next fetch runs in the background */
+		bool failed = e->done_ms && !e->ok && !ip_changed;
+		need[k] = !fresh && !failed;
+		if ((fresh && !ahead) || e->in_flight)
+			continue;
+		e->in_flight = true;
+		j->ahead &= !need[k];
+		j->v[j->n].name = op_strdup(op_json_str_at(pod, "metadata.name") ?: "");
+		j->v[j->n].ip = e->ip ? op_strdup(e->ip) : NULL;
+		j->v[j->n].silent = failed; /* TCP probe first, fresh connection */
+		j->keys[j->n] = op_strdup(e->key);
+		j->n++;
+	}
+	start_job(s, j);
+}
+
+/* Under mu: waits until none of the entries the request needs is in flight,
+ * or the deadline (monotonic ms). */
+static void wait_needed(struct as_snaps *s, const struct as_views *out, size_t nc,
+			bool *const *need, int64_t deadline)
+{
+	for (;;) {
+		bool busy = false;
+		for (size_t c = 0; c < nc && !busy; c++)
+			for (size_t k = 0; k < json_object_array_length(out[c].pods) && !busy; k++) {
+				if (!need[c][k])
+					continue;
+				_cleanup_free_ char *key =
+					pod_key(json_object_array_get_idx(out[c].pods, k));
+				busy = entry_get(s, key)->in_flight;
+			}
+		if (!busy)
+			return;
+		int64_t left = deadline - as_now_ms();
+		if (left <= 0)
+			return;
+		struct timespec ts = ts_in(left);
+		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
+	}
+}
+
+/* Under mu: what the entries hold, copied into one Cluster's views. */
+static void copy_views(struct as_snaps *s, struct as_views *view)
+{
+	size_t np = json_object_array_length(view->pods);
+	view->v = op_calloc(np ? np : 1, sizeof(*view->v));
+	view->n = np;
+	for (size_t k = 0; k < np; k++) {
+		json_object *pod = json_object_array_get_idx(view->pods, k);
+		_cleanup_free_ char *key = pod_key(pod);
+		struct entry *e = entry_get(s, key);
+		struct as_inst_view *v = &view->v[k];
+		v->pod = pod;
+		if (e->doc)
+			json_object_deep_copy(e->doc, &v->doc, NULL);
+		v->reachable = e->ok && e->done_ms;
+		v->seen_ms = e->seen_ms;
+		v->error = e->in_flight && !e->done_ms ? op_strdup("no answer yet")
+			   : e->error		       ? op_strdup(e->error)
+						       : NULL;
+		if (e->in_flight && e->done_ms && !e->ok && !v->error)
+			v->error = op_strdup("no answer");
+	}
+}
+
 void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *out)
 {
 	size_t nc = json_object_array_length(clusters);
 	int64_t start = as_now_ms();
 	int64_t deadline = start + s->timeout_ms + AS_MARGIN_MS;
+	/* each Cluster's pods, before the lock */
 	for (size_t c = 0; c < nc; c++) {
 		json_object *cl = json_object_array_get_idx(clusters, c);
 		const char *ns = op_json_str_at(cl, "metadata.namespace");
@@ -461,95 +574,15 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 	int64_t now = as_now_ms();
 	forget_old(s, now);
 	for (size_t c = 0; c < nc; c++) {
-		json_object *cl = json_object_array_get_idx(clusters, c);
 		size_t np = json_object_array_length(out[c].pods);
 		need[c] = op_calloc(np ? np : 1, sizeof(**need));
-		struct job *j = op_calloc(1, sizeof(*j));
-		j->s = s;
-		j->ns = op_strdup(op_json_str_at(cl, "metadata.namespace") ?: "");
-		j->cluster = op_strdup(op_json_str_at(cl, "metadata.name") ?: "");
-		j->v = op_calloc(np ? np : 1, sizeof(*j->v));
-		j->keys = op_calloc(np ? np : 1, sizeof(*j->keys));
-		j->ahead = true;
-		for (size_t k = 0; k < np; k++) {
-			json_object *pod = json_object_array_get_idx(out[c].pods, k);
-			_cleanup_free_ char *key = pod_key(pod);
-			const char *ip = op_json_str_at(pod, "status.podIP");
-			struct entry *e = entry_get(s, key);
-			e->used_ms = now;
-			if (!e->cluster || strcmp(e->cluster, j->cluster) != 0) {
-				free(e->cluster);
-				e->cluster = op_strdup(j->cluster);
-			}
-			bool ip_changed = (ip && (!e->ip || strcmp(ip, e->ip) != 0)) || (!ip && e->ip);
-			if (ip_changed) {
-				free(e->ip);
-				e->ip = ip ? op_strdup(ip) : NULL;
-			}
-			bool fresh = e->done_ms && now - e->done_ms < s->max_age_ms && !ip_changed;
-			/* refresh ahead: past half its age a fresh entry is fetched again in
-			 * the background while this request uses it, so a steady stream of
-			 * requests never waits for an instance (bench/live.sh) */
-			bool ahead = fresh && now - e->done_ms >= s->max_age_ms / 2;
-			/* an instance whose last fetch failed is shown unreachable at once,
-			 * never waited for again: its next fetch runs in the background */
-			bool failed = e->done_ms && !e->ok && !ip_changed;
-			need[c][k] = !fresh && !failed;
-			if ((fresh && !ahead) || e->in_flight)
-				continue;
-			e->in_flight = true;
-			j->ahead &= !need[c][k];
-			j->v[j->n].name = op_strdup(op_json_str_at(pod, "metadata.name") ?: "");
-			j->v[j->n].ip = ip ? op_strdup(ip) : NULL;
-			j->v[j->n].silent = failed; /* TCP probe first, fresh connection */
-			j->keys[j->n] = op_strdup(key);
-			j->n++;
-		}
-		start_job(s, j);
+		schedule_cluster(s, json_object_array_get_idx(clusters, c), &out[c], now, need[c]);
 	}
-	/* wait until none of ours is in flight, or the deadline */
 	int64_t wait0 = as_now_ms();
-	for (;;) {
-		bool busy = false;
-		for (size_t c = 0; c < nc && !busy; c++)
-			for (size_t k = 0; k < json_object_array_length(out[c].pods) && !busy; k++) {
-				if (!need[c][k])
-					continue;
-				_cleanup_free_ char *key =
-					pod_key(json_object_array_get_idx(out[c].pods, k));
-				busy = entry_get(s, key)->in_flight;
-			}
-		if (!busy)
-			break;
-		int64_t left = deadline - as_now_ms();
-		if (left <= 0)
-			break;
-		struct timespec ts = ts_in(left);
-		pthread_cond_timedwait(&s->cond, &s->mu, &ts);
-	}
+	wait_needed(s, out, nc, need, deadline);
 	op_hist_observe(&s->wait_h, (uint64_t)(as_now_ms() - wait0) * 1000000);
-	/* copy out what the entries hold */
-	for (size_t c = 0; c < nc; c++) {
-		size_t np = json_object_array_length(out[c].pods);
-		out[c].v = op_calloc(np ? np : 1, sizeof(*out[c].v));
-		out[c].n = np;
-		for (size_t k = 0; k < np; k++) {
-			json_object *pod = json_object_array_get_idx(out[c].pods, k);
-			_cleanup_free_ char *key = pod_key(pod);
-			struct entry *e = entry_get(s, key);
-			struct as_inst_view *v = &out[c].v[k];
-			v->pod = pod;
-			if (e->doc)
-				json_object_deep_copy(e->doc, &v->doc, NULL);
-			v->reachable = e->ok && e->done_ms;
-			v->seen_ms = e->seen_ms;
-			v->error = e->in_flight && !e->done_ms ? op_strdup("no answer yet")
-				   : e->error		       ? op_strdup(e->error)
-							       : NULL;
-			if (e->in_flight && e->done_ms && !e->ok && !v->error)
-				v->error = op_strdup("no answer");
-		}
-	}
+	for (size_t c = 0; c < nc; c++)
+		copy_views(s, &out[c]);
 	pthread_mutex_unlock(&s->mu);
 	for (size_t c = 0; c < nc; c++)
 		free(need[c]);

@@ -31,13 +31,14 @@ int as_status(struct op_buf *out, unsigned code, const char *reason, const char 
 	return emit(out, d);
 }
 
-/* The lag text of a LiveCluster (max) or LiveInstance status, formatted like
- * the Cluster's status.maxLag (reconciler/replication.h). */
-static json_object *lag_cell(json_object *st, bool cluster)
+/* The lag text of a LiveInstance status (lagBytes, lagSeconds), formatted by
+ * rc_repl_lag_text like the Cluster's status.maxLag (reconciler/replication.h);
+ * a LiveCluster's Max Lag is the status.maxLag text that function wrote. */
+static json_object *lag_cell(json_object *st)
 {
 	struct rc_repl_lag l = { 0 };
-	json_object *b = op_json_at(st, cluster ? "maxLagBytes" : "lagBytes");
-	json_object *s = op_json_at(st, cluster ? "maxLagSeconds" : "lagSeconds");
+	json_object *b = op_json_at(st, "lagBytes");
+	json_object *s = op_json_at(st, "lagSeconds");
 	l.has_bytes = b && op_json_to_i64(b, &l.bytes) == 1;
 	if (s) {
 		l.has_seconds = true;
@@ -48,8 +49,7 @@ static json_object *lag_cell(json_object *st, bool cluster)
 	return json_object_new_string(txt);
 }
 
-static json_object *cell(const struct as_column *c, json_object *obj, bool cluster,
-			 int64_t now_s)
+static json_object *cell(const struct as_column *c, json_object *obj, int64_t now_s)
 {
 	json_object *v = op_json_at(obj, c->path);
 	char age[32];
@@ -78,7 +78,7 @@ static json_object *cell(const struct as_column *c, json_object *obj, bool clust
 		}
 		return json_object_new_string(age);
 	case AS_CELL_LAG:
-		return lag_cell(v, cluster);
+		return lag_cell(v);
 	}
 	return NULL;
 }
@@ -97,7 +97,6 @@ static json_object *partial_metadata(json_object *obj)
 int as_render_table(struct op_buf *out, const struct as_resource *res, json_object *objs,
 		    const char *rv, int64_t now_s, bool with_headers)
 {
-	bool cluster = res == as_resource_clusters();
 	json_object *d = json_object_new_object();
 	op_json_set(d, "kind", json_object_new_string("Table"));
 	op_json_set(d, "apiVersion", json_object_new_string("meta.k8s.io/v1"));
@@ -121,7 +120,7 @@ int as_render_table(struct op_buf *out, const struct as_resource *res, json_obje
 		json_object *obj = json_object_array_get_idx(objs, k);
 		json_object *cells = json_object_new_array();
 		for (size_t i = 0; i < res->n_cols; i++)
-			json_object_array_add(cells, cell(&res->cols[i], obj, cluster, now_s));
+			json_object_array_add(cells, cell(&res->cols[i], obj, now_s));
 		json_object *row = json_object_new_object();
 		op_json_set(row, "cells", cells);
 		op_json_set(row, "object", partial_metadata(obj));

@@ -6,12 +6,9 @@
  * Kubernetes (tests/e2e/test_instance_local.sh). */
 #include <errno.h>
 #include <stdbool.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
@@ -263,7 +260,7 @@ int cmd_instance(int argc, char **argv)
 	return 2;
 }
 
-/* Copies /proc/self/exe to dest through a temp file + rename, mode 0755. */
+/* `pgop bootstrap DEST`: the copy is inst_copy_self (instance/files.c). */
 int cmd_bootstrap(int argc, char **argv)
 {
 	if (argc != 2 || argv[1][0] == '-') {
@@ -271,53 +268,9 @@ int cmd_bootstrap(int argc, char **argv)
 		      argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 	}
-	const char *dest = argv[1];
-	_cleanup_free_ char *tmp = op_asprintf("%s.tmp-%d", dest, (int)getpid());
-	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (in < 0) {
-		perror("pgop bootstrap: /proc/self/exe");
-		return 1;
-	}
-	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	if (out < 0) {
-		fprintf(stderr, "pgop bootstrap: %s: %s\n", tmp, strerror(errno));
-		close(in);
-		return 1;
-	}
-	char buf[65536];
-	int rc = 0;
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0;
-			break;
-		}
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, buf + off, (size_t)(n - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				rc = 1;
-				break;
-			}
-			off += w;
-		}
-		if (rc)
-			break;
-	}
-	if (rc == 0 && (fchmod(out, 0755) < 0 || fsync(out) < 0))
-		rc = 1;
-	close(in);
-	if (close(out) < 0)
-		rc = 1;
-	if (rc == 0 && rename(tmp, dest) < 0)
-		rc = 1;
-	if (rc) {
-		fprintf(stderr, "pgop bootstrap: copy to %s failed: %s\n", dest, strerror(errno));
-		unlink(tmp);
-		return 1;
-	}
-	return 0;
+	struct op_err err = OP_ERR_INIT;
+	if (inst_copy_self(argv[1], &err) == 0)
+		return 0;
+	fprintf(stderr, "pgop bootstrap: %s\n", err.msg);
+	return 1;
 }

@@ -153,3 +153,58 @@ int inst_read_secret(const struct inst_paths *p, const char *secret, const char 
 	*ret = op_strndup(op_buf_str(&b), n);
 	return 0;
 }
+
+/* Copies src to dest through <dest>.tmp-<pid> (created exclusively, mode),
+ * fsync, then rename; the temp file is removed on failure. */
+static int copy_file_atomic(const char *src, const char *dest, mode_t mode, struct op_err *err)
+{
+	_cleanup_free_ char *tmp = op_asprintf("%s.tmp-%d", dest, (int)getpid());
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return op_err_set(err, -errno, "%s: %s", src, strerror(errno));
+	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0) {
+		int r = op_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
+		close(in);
+		return r;
+	}
+	char buf[65536];
+	int e = 0; /* errno of the first failure */
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : 0;
+			break;
+		}
+		for (ssize_t off = 0; off < n && !e;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				e = errno;
+			else
+				off += w;
+		}
+		if (e)
+			break;
+	}
+	if (!e && (fchmod(out, mode) < 0 || fsync(out) < 0))
+		e = errno;
+	close(in);
+	if (close(out) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, dest) < 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		return op_err_set(err, -e, "copy to %s failed: %s", dest, strerror(e));
+	}
+	return 0;
+}
+
+int inst_copy_self(const char *dest, struct op_err *err)
+{
+	return copy_file_atomic("/proc/self/exe", dest, 0755, err);
+}

@@ -4,7 +4,8 @@
  * synchronous_standby_names (syncnames.c), the /pg/status JSON encoding
  * (status.c) and the authorization table of the status endpoints (auth.c).
  * Process parts: init/join (bootstrap.c), the PID-1 supervisor (run.c), the
- * status server (server.c), PostgreSQL helpers (pg.c), files (files.c).
+ * status server (server.c), PostgreSQL helpers (pg.c), files (files.c, also
+ * the binary copy of `pgop bootstrap`).
  *
  * Contract with the reconciler: docs/instance-contract.md.
  */
@@ -216,6 +217,10 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err);
 int inst_join(const struct inst_join_opts *o, struct op_err *err);
 /* Runs until SIGTERM (0) or postgres dies / demotion (-errno, exit non-zero). */
 int inst_run(const struct inst_run_opts *o, struct op_err *err);
+/* `pgop bootstrap DEST` (the init container): copies this binary
+ * (/proc/self/exe) to dest through a temp file + fsync + rename, mode 0755.
+ * 0, or -errno with err naming the file ("copy to DEST failed: ..."). */
+int inst_copy_self(const char *dest, struct op_err *err);
 /* GET https://<listen>/pg/status (server not verified: local) into out, with
  * the client certificate files cert/key (NULL = none: the server answers 401). */
 int inst_status_fetch(const char *url, const char *cert, const char *key, struct op_buf *out,

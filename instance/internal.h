@@ -266,7 +266,9 @@ void inst_server_free(struct inst_server *srv);
 /* The bound TCP port (after listening on port 0). */
 uint16_t inst_server_port(struct inst_server *srv);
 
-/* ---- run.c: state shared by threads (one mutex) ---- */
+/* ---- state.c: state shared by the threads of `run` (one mutex) ----
+ * Written by the supervisor (run.c), read by the status server (server.c);
+ * state.c calls neither of them. */
 enum inst_request {
 	INST_REQ_NONE = 0,
 	INST_REQ_PROMOTE = 1 << 0,
@@ -279,8 +281,32 @@ struct inst_state *inst_state_new(const struct inst_run_opts *o);
 void inst_state_free(struct inst_state *st);
 /* Probe flags: postgres started, accepting connections. */
 void inst_state_set(struct inst_state *st, bool started, bool ready);
+/* postgres was (not) started; ready left as it is. */
+void inst_state_set_started(struct inst_state *st, bool started);
+/* pg_rewind (or the re-clone after it) runs: /pg/status says so. */
+void inst_state_set_rewinding(struct inst_state *st, bool v);
+/* postgres stopped by the lease (fenced): the probes still answer. */
+void inst_state_set_fenced(struct inst_state *st, bool v);
+/* pg_rewind exited with rewind_status and the data was cloned again from host
+ * (borrowed, copied): reported in /pg/status from now on, with the time. */
+void inst_state_set_recloned(struct inst_state *st, int rewind_status, const char *host);
+/* The supervisor's tick found postgres accepting connections (up) or not:
+ * sets ready (a restart in place ends when up). Returns and clears the
+ * pending operator requests (enum inst_request bits), under the same lock. */
+unsigned inst_state_postgres_seen(struct inst_state *st, bool up);
 /* Returns and clears the pending operator requests (enum inst_request bits). */
 unsigned inst_state_take_requests(struct inst_state *st);
+/* The watcher hands over a newer Cluster (c owned by the state from now on;
+ * an older one not yet taken is freed) and wakes the supervisor. */
+void inst_state_publish(struct inst_state *st, struct api_cluster *c);
+/* The newest Cluster published since the last call (owned by the caller), or
+ * NULL; clears the wake-up. */
+struct api_cluster *inst_state_take_cluster(struct inst_state *st);
+/* The watcher published a new Cluster (or a request came) since the main
+ * thread took the last one. */
+bool inst_state_woken(struct inst_state *st);
+/* <controller-dir>/run, postgres's socket directory (borrowed, lives as long as st). */
+const char *inst_state_sockdir(const struct inst_state *st);
 /* Called by the server: /pg/status JSON into out. */
 int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err);
 bool inst_state_ready(struct inst_state *st);

@@ -4,7 +4,8 @@
  * takes signals synchronously (sigtimedwait, signals blocked everywhere);
  * the watcher thread follows the Cluster (API watch, or the file's mtime with
  * --cluster-file); the status server answers on its own threads. Everything
- * they share is in struct inst_state behind one mutex.
+ * they share is in struct inst_state behind one mutex (instance/state.c,
+ * below both this file and server.c).
  *
  * Every tick (1 s, or within API_FENCE_CHECK_MS when the Cluster changed) the
  * main thread:
@@ -48,183 +49,6 @@
 #include "support/json.h"
 #include "support/log.h"
 
-struct inst_state {
-	pthread_mutex_t lock;
-	/* immutable after start */
-	const struct inst_run_opts *o;
-	char *sockdir;
-	char session_id[40];
-	/* guarded by lock */
-	bool started, ready, rewinding, stopping;
-	bool fenced; /* postgres stopped by the lease: alive and in control (healthz 200) */
-	bool restarting; /* postgres (re)starting in place, not accepting connections yet */
-	/* pg_rewind failed and this manager re-cloned the data (reclone.c): set
-	 * once, reported in /pg/status for the reconciler's Event */
-	int reclone_status;   /* pg_rewind's exit status */
-	char *reclone_source; /* owned: the host cloned from; NULL = no re-clone */
-	char reclone_at[32];  /* RFC 3339 UTC */
-	unsigned requests;             /* enum inst_request bits */
-	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
-	bool wake;
-	/* its own lock; immutable pointer */
-	struct inst_cut cut; /* the WAL receiver cut (instance/cut.c) */
-};
-
-/* ---- state ---- */
-
-static void make_session_id(char *out, size_t n)
-{
-	unsigned char b[16];
-	FILE *f = fopen("/dev/urandom", "rb");
-	size_t got = f ? fread(b, 1, sizeof(b), f) : 0;
-	if (f)
-		fclose(f);
-	if (got != sizeof(b))
-		for (size_t i = 0; i < sizeof(b); i++)
-			b[i] = (unsigned char)(rand() ^ (int)time(NULL));
-	snprintf(out, n, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
-}
-
-
-struct inst_state *inst_state_new(const struct inst_run_opts *o)
-{
-	struct inst_state *st = op_calloc(1, sizeof(*st));
-	st->o = o;
-	pthread_mutex_init(&st->lock, NULL);
-	st->sockdir = op_asprintf("%s/run", o->paths.controller_dir ? o->paths.controller_dir
-								     : INST_CONTROLLER_DIR);
-	make_session_id(st->session_id, sizeof(st->session_id));
-	inst_cut_init(&st->cut);
-	return st;
-}
-
-void inst_state_free(struct inst_state *st)
-{
-	if (!st)
-		return;
-	api_cluster_free(st->pending);
-	free(st->reclone_source);
-	free(st->sockdir);
-	inst_cut_destroy(&st->cut);
-	pthread_mutex_destroy(&st->lock);
-	free(st);
-}
-
-void inst_state_set(struct inst_state *st, bool started, bool ready)
-{
-	pthread_mutex_lock(&st->lock);
-	st->started = started;
-	st->ready = ready;
-	pthread_mutex_unlock(&st->lock);
-}
-
-unsigned inst_state_take_requests(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	unsigned r = st->requests;
-	st->requests = 0;
-	pthread_mutex_unlock(&st->lock);
-	return r;
-}
-
-/* ---- state accessors (server threads) ---- */
-
-bool inst_state_started(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->started || st->rewinding || st->fenced;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-bool inst_state_restarting(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->restarting;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-void inst_state_set_restarting(struct inst_state *st, bool v)
-{
-	pthread_mutex_lock(&st->lock);
-	st->restarting = v;
-	pthread_mutex_unlock(&st->lock);
-}
-
-/* The watcher published a new Cluster (or a request came) since the main
- * thread took the last one. */
-static bool inst_state_woken(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->wake;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-bool inst_state_ready(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->ready;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
-void inst_state_request(struct inst_state *st, enum inst_request req)
-{
-	pthread_mutex_lock(&st->lock);
-	st->requests |= (unsigned)req;
-	st->wake = true;
-	pthread_mutex_unlock(&st->lock);
-}
-
-struct inst_cut *inst_state_cut(struct inst_state *st, struct inst_cut_env *ret_env)
-{
-	*ret_env = (struct inst_cut_env){ .pgdata = st->o->paths.pgdata,
-					  .sockdir = st->sockdir,
-					  .cluster_name = st->o->cluster_name,
-					  .port = st->o->port,
-					  .primary_port = st->o->primary_port };
-	return &st->cut;
-}
-
-int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err)
-{
-	struct inst_pg_status s = { 0 };
-	char cut_primary[64];
-	s.cut = inst_cut_report(&st->cut, inst_lease_now(), cut_primary, sizeof(cut_primary),
-				&s.cut_hold_ms);
-	s.cut_primary = s.cut ? op_strdup(cut_primary) : NULL;
-	s.lease_ms = API_FENCE_MS; /* the reconciler waits for this lease, not its own idea of it */
-	pthread_mutex_lock(&st->lock);
-	bool rewinding = st->rewinding;
-	if (st->reclone_source) {
-		s.reclone_rewind_status = st->reclone_status;
-		s.reclone_source = op_strdup(st->reclone_source);
-		s.reclone_at = op_strdup(st->reclone_at);
-	}
-	pthread_mutex_unlock(&st->lock);
-	int r = 0;
-	if (!rewinding) {
-		PGconn *c = NULL;
-		r = inst_pg_connect(st->sockdir, st->o->port, NULL, &c, err);
-		r = r ? r : inst_pg_query_status(c, st->o->cluster_name, &s, err);
-		if (c)
-			PQfinish(c);
-	}
-	if (r && inst_state_restarting(st))
-		r = -EAGAIN; /* the server answers 503 "restarting" (instance/server.c) */
-	s.is_pg_rewind_running = rewinding;
-	s.pod_name = op_strdup(st->o->pod_name);
-	s.session_id = op_strdup(st->session_id);
-	if (r == 0 && inst_status_to_json(&s, out))
-		r = op_err_set(err, -EMSGSIZE, "status too large");
-	inst_pg_status_done(&s);
-	return r;
-}
-
 /* ---- the watcher thread ---- */
 
 struct watcher {
@@ -238,11 +62,7 @@ struct watcher {
 
 static void publish(struct inst_state *st, struct api_cluster *c)
 {
-	pthread_mutex_lock(&st->lock);
-	api_cluster_free(st->pending);
-	st->pending = c;
-	st->wake = true;
-	pthread_mutex_unlock(&st->lock);
+	inst_state_publish(st, c);
 	kill(getpid(), SIGUSR1); /* the main thread acts now, not at its next check */
 }
 
@@ -367,7 +187,8 @@ static PGconn *pg_conn(struct runner *rn)
 {
 	if (rn->conn && PQstatus(rn->conn) != CONNECTION_OK)
 		pg_drop(rn);
-	if (!rn->conn && inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &rn->conn, NULL))
+	if (!rn->conn &&
+	    inst_pg_connect(inst_state_sockdir(rn->st), rn->o->port, NULL, &rn->conn, NULL))
 		rn->conn = NULL;
 	return rn->conn;
 }
@@ -385,9 +206,7 @@ static int start_pg(struct runner *rn, struct op_err *err)
 				    err);
 	if (r)
 		return r;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->started = true;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_started(rn->st, true);
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)rn->pid);
 	op_log_info("postgres started", "pid", pid);
@@ -446,9 +265,7 @@ static void stop_pg(struct runner *rn, enum stop_mode mode)
 	wait_child(rn->pid, 10 * 1000, &status);
 done:
 	rn->pid = -1;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->started = rn->st->ready = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set(rn->st, false, false);
 }
 
 /* ---- configuration ---- */
@@ -500,15 +317,6 @@ static const char *primary_host(struct runner *rn, char **owned)
 	return *owned;
 }
 
-/* The current time as RFC 3339 UTC ("2026-12-03T09:00:00Z"), for status timestamps. */
-static void utc_now(char *out, size_t n)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* pg_rewind failed against a source that answers: clone again (reclone.c),
  * and remember it for /pg/status. */
 static int reclone(struct runner *rn, int rewind_status, const char *host, struct op_err *err)
@@ -523,12 +331,7 @@ static int reclone(struct runner *rn, int rewind_status, const char *host, struc
 	if (r)
 		return op_err_prefix(err, "pg_rewind exited with status %d, re-clone failed: ",
 				     rewind_status);
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->reclone_status = rewind_status;
-	free(rn->st->reclone_source);
-	rn->st->reclone_source = op_strdup(host);
-	utc_now(rn->st->reclone_at, sizeof(rn->st->reclone_at));
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_recloned(rn->st, rewind_status, host);
 	op_log_info("re-cloned: continuing as a replica", "source", host);
 	return 0;
 }
@@ -545,9 +348,7 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 	if (inst_primary_conninfo(rn->o->pod_name, p->controller_dir, host, rn->o->primary_port,
 				  "postgres", &ci))
 		return op_err_set(err, -EMSGSIZE, "conninfo too long");
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->rewinding = true;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_rewinding(rn->st, true);
 	const char *argv[] = { "pg_rewind", "-P", "--target-pgdata", p->pgdata, "--source-server",
 			       op_buf_str(&ci), NULL };
 	op_log_info("former primary: running pg_rewind", "source", host);
@@ -567,9 +368,7 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 				       host);
 		break;
 	}
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->rewinding = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_rewinding(rn->st, false);
 	if (r)
 		return r;
 	if (next == INST_REWIND_RECLONE)
@@ -864,9 +663,7 @@ static int lease_fenced_tick(struct runner *rn, struct op_err *err)
 		return 0;
 	op_log_info("lease renewed through the API server: starting postgres again");
 	rn->lease.fenced = false;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->fenced = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_fenced(rn->st, false);
 	return start_pg(rn, err);
 }
 
@@ -877,9 +674,7 @@ static void fence(struct runner *rn, const char *why)
 		     "reason", why);
 	stop_pg(rn, STOP_FENCE);
 	rn->lease.fenced = true;
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->fenced = true;
-	pthread_mutex_unlock(&rn->st->lock);
+	inst_state_set_fenced(rn->st, true);
 }
 
 /* ---- SIGTERM on a primary: hand over ---- */
@@ -896,7 +691,7 @@ static bool hand_over(struct runner *rn)
 	    (skip && strcmp(skip, me) == 0))
 		return false;
 	PGconn *c = NULL;
-	if (inst_pg_connect(rn->st->sockdir, rn->o->port, NULL, &c, NULL))
+	if (inst_pg_connect(inst_state_sockdir(rn->st), rn->o->port, NULL, &c, NULL))
 		return false;
 	_cleanup_(inst_pqfinishp) PGconn *conn = c;
 	const char *p[] = { rn->o->cluster_name };
@@ -966,19 +761,92 @@ static int lease_check(struct runner *rn, struct op_err *err)
 	return lease_renew(rn, pg_conn(rn), err);
 }
 
-/* -ESHUTDOWN: this instance must stop and exit (demotion); -ENOLCK: the lease
- * expired (fence). */
+/* Tick, promotion: a replica that is targetPrimary. While another instance
+ * is still currentPrimary, it waits until that one stopped streaming to it
+ * (it shuts down when it sees the new target): promoting with every WAL
+ * record it wrote avoids a divergence (CNPG waits for the WAL receiver to
+ * stop too). was_waiting: the last tick waited already (logged once). */
+static int promote_when_target(struct runner *rn, PGconn *conn, bool was_waiting,
+			       struct op_err *err)
+{
+	const char *me = rn->o->pod_name;
+	const char *current = rn->cluster->status.current_primary;
+	if (current && *current && strcmp(current, me) != 0) {
+		_cleanup_free_ char *active = NULL;
+		int r = inst_pg_value(conn, "SELECT (count(*) > 0)::text FROM pg_stat_wal_receiver",
+				      0, NULL, &active, err);
+		if (r)
+			return r;
+		if (active && strcmp(active, "true") == 0) {
+			if (!was_waiting)
+				op_log_info("promotion: waiting for the WAL receiver to stop",
+					    "currentPrimary", current);
+			rn->waiting_receiver = true;
+			return 0;
+		}
+	}
+	return promote(rn, conn, err);
+}
+
+/* Tick, a running primary: demotion when the Cluster targets another
+ * instance (-ESHUTDOWN, before and after the lease's fresh read), the lease
+ * (-ENOLCK: fence), currentPrimary claimed (first bootstrap, or a promotion
+ * whose patch failed earlier: retried every tick until it sticks), the HA
+ * slots every 5 s. */
+static int primary_tick(struct runner *rn, PGconn *conn, struct op_err *err)
+{
+	const char *me = rn->o->pod_name;
+	const char *target = rn->cluster->status.target_primary;
+	if (is_other(target, me))
+		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
+	int r = lease_renew(rn, conn, err);
+	if (r)
+		return r;
+	target = rn->cluster->status.target_primary; /* lease_renew may have re-read it */
+	const char *current = rn->cluster->status.current_primary;
+	if (is_other(target, me))
+		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
+	bool current_me = current && strcmp(current, me) == 0;
+	bool target_me = target && strcmp(target, me) == 0;
+	if (!current_me && (target_me || ((!current || !*current) && rn->bootstrapped_primary))) {
+		r = patch_current_primary(rn, err);
+		if (r)
+			return r;
+		current = rn->cluster->status.current_primary; /* replaced by the patch */
+	}
+	if ((!current || strcmp(current, me) == 0 || !*current) &&
+	    time(NULL) - rn->last_slots >= 5) {
+		rn->last_slots = time(NULL);
+		r = keep_slots(rn, conn, err);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Tick: logs once when a parameter change starts waiting for a restart. */
+static void note_pending_restart(struct runner *rn, PGconn *conn)
+{
+	_cleanup_free_ char *pending = NULL;
+	if (inst_pg_value(conn, "SELECT EXISTS(SELECT 1 FROM pg_settings WHERE pending_restart)::text",
+			  0, NULL, &pending, NULL) == 0) {
+		bool p = pending && strcmp(pending, "true") == 0;
+		if (p && !rn->pending_restart)
+			op_log_info("a parameter change needs a restart (pendingRestart)");
+		rn->pending_restart = p;
+	}
+}
+
+/* Tick, the role: whether postgres is up and a primary, the WAL receiver
+ * cut (a replica) or forgotten (a primary), the operator's requests, then
+ * promotion (promote_when_target) or the primary's duties (primary_tick).
+ * -ESHUTDOWN: this instance must stop and exit (demotion); -ENOLCK: the
+ * lease expired (fence); 1: restart requested. */
 static int reconcile_role(struct runner *rn, struct op_err *err)
 {
 	bool primary = false;
 	int r = pg_role(rn, &primary, err);
-	pthread_mutex_lock(&rn->st->lock);
-	rn->st->ready = r != -ECONNREFUSED;
-	if (r != -ECONNREFUSED)
-		rn->st->restarting = false;
-	unsigned req = rn->st->requests;
-	rn->st->requests = 0;
-	pthread_mutex_unlock(&rn->st->lock);
+	unsigned req = inst_state_postgres_seen(rn->st, r != -ECONNREFUSED);
 	if (r == -ECONNREFUSED)
 		return 0; /* not up yet */
 	if (r)
@@ -992,7 +860,6 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 	PGconn *conn = rn->conn;
 	const char *me = rn->o->pod_name;
 	const char *target = rn->cluster->status.target_primary;
-	const char *current = rn->cluster->status.current_primary;
 	if (req & INST_REQ_RELOAD)
 		kill(rn->pid, SIGHUP);
 	if (req & INST_REQ_DEMOTE && primary)
@@ -1000,63 +867,12 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 	if (!primary && (req & INST_REQ_PROMOTE))
 		return promote(rn, conn, err);
 	bool was_waiting = rn->waiting_receiver;
-	rn->waiting_receiver = false; /* set again below while it still waits */
-	if (!primary && target && strcmp(target, me) == 0) {
-		/* While another instance is still currentPrimary, wait until it
-		 * stopped streaming to us (it shuts down when it sees the new
-		 * target): promoting with every WAL record it wrote avoids a
-		 * divergence (CNPG waits for the WAL receiver to stop too). */
-		if (current && *current && strcmp(current, me) != 0) {
-			_cleanup_free_ char *active = NULL;
-			r = inst_pg_value(conn,
-					  "SELECT (count(*) > 0)::text FROM pg_stat_wal_receiver", 0,
-					  NULL, &active, err);
-			if (r)
-				return r;
-			if (active && strcmp(active, "true") == 0) {
-				if (!was_waiting)
-					op_log_info("promotion: waiting for the WAL receiver to stop",
-						    "currentPrimary", current);
-				rn->waiting_receiver = true;
-				return 0;
-			}
-		}
-		return promote(rn, conn, err);
-	}
-	if (primary && is_other(target, me))
-		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
-	if (primary && (r = lease_renew(rn, conn, err)))
+	rn->waiting_receiver = false; /* set again while it still waits */
+	if (!primary && target && strcmp(target, me) == 0)
+		return promote_when_target(rn, conn, was_waiting, err);
+	if (primary && (r = primary_tick(rn, conn, err)))
 		return r;
-	target = rn->cluster->status.target_primary; /* lease_renew may have re-read it */
-	current = rn->cluster->status.current_primary;
-	if (primary && is_other(target, me))
-		return op_err_set(err, -ESHUTDOWN, "targetPrimary is %s, not this instance", target);
-	bool current_me = current && strcmp(current, me) == 0;
-	bool target_me = target && strcmp(target, me) == 0;
-	/* Claim currentPrimary: first bootstrap, or a promotion whose patch
-	 * failed earlier (retried every tick until it sticks). */
-	if (primary && !current_me && (target_me || ((!current || !*current) &&
-						      rn->bootstrapped_primary))) {
-		r = patch_current_primary(rn, err);
-		if (r)
-			return r;
-		current = rn->cluster->status.current_primary; /* replaced by the patch */
-	}
-	if (primary && (!current || strcmp(current, me) == 0 || !*current) &&
-	    time(NULL) - rn->last_slots >= 5) {
-		rn->last_slots = time(NULL);
-		r = keep_slots(rn, conn, err);
-		if (r)
-			return r;
-	}
-	_cleanup_free_ char *pending = NULL;
-	if (inst_pg_value(conn, "SELECT EXISTS(SELECT 1 FROM pg_settings WHERE pending_restart)::text",
-			  0, NULL, &pending, NULL) == 0) {
-		bool p = pending && strcmp(pending, "true") == 0;
-		if (p && !rn->pending_restart)
-			op_log_info("a parameter change needs a restart (pendingRestart)");
-		rn->pending_restart = p;
-	}
+	note_pending_restart(rn, conn);
 	if (req & INST_REQ_RESTART)
 		return 1;
 	return 0;
@@ -1064,17 +880,16 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 
 static void take_cluster(struct runner *rn)
 {
-	pthread_mutex_lock(&rn->st->lock);
-	struct api_cluster *c = rn->st->pending;
-	rn->st->pending = NULL;
-	rn->st->wake = false;
-	pthread_mutex_unlock(&rn->st->lock);
+	struct api_cluster *c = inst_state_take_cluster(rn->st);
 	if (c) {
 		api_cluster_free(rn->cluster);
 		rn->cluster = c;
 	}
 }
 
+/* The full tick: the newest Cluster, the certificates copied (the status
+ * server reloads them), the configuration rendered (postgres reloads when
+ * either changed), then the role (reconcile_role). */
 static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 {
 	take_cluster(rn);
@@ -1178,162 +993,277 @@ static int wait_switchover(struct runner *rn, const sigset_t *set, struct op_err
 	}
 }
 
-int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
-{
-	struct inst_run_opts located = *o_in; /* paths.pg_bindir/pg_major found below */
-	const struct inst_run_opts *o = &located;
-	_cleanup_free_ char *bindir = NULL;
-	sigset_t set;
-	int r = setup_signals(&set);
-	if (r)
-		return op_err_set(err, r, "cannot block signals");
-	struct inst_state *st = inst_state_new(o);
-	struct inst_source src = { .cluster_file = o->cluster_file, .ns = o->namespace_,
-				   .name = o->cluster_name };
-	struct runner rn = { .o = o, .st = st, .src = &src, .pid = -1 };
-	struct inst_pglog pglog = INST_PGLOG_INIT;
-	struct watcher w = { .st = st };
-	struct inst_server *srv = NULL;
-	_cleanup_free_ char *run = op_asprintf("%s/run", o->paths.controller_dir);
-	_cleanup_free_ char *log = op_asprintf("%s/log", o->paths.controller_dir);
-	_cleanup_free_ char *cert = op_asprintf("%s/certificates/server.crt", o->paths.controller_dir);
-	_cleanup_free_ char *key = op_asprintf("%s/certificates/server.key", o->paths.controller_dir);
-	_cleanup_free_ char *ca = op_asprintf("%s/certificates/client-ca.crt", o->paths.controller_dir);
+/* ---- inst_run's steps ---- */
 
-	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, false, &src.kube, err)))
-		goto out;
-	for (int i = 0;; i++) { /* the API server may be briefly unreachable at start */
+/* Everything `run` owns, on inst_run's stack (rn points into it: never
+ * copied or moved); run_ctx_done frees it. */
+struct run_ctx {
+	struct inst_run_opts located; /* the options; paths.pg_bindir/pg_major found */
+	char *bindir;                 /* owned: what located.paths.pg_bindir points to */
+	sigset_t set;                 /* the signals taken by sigtimedwait */
+	struct inst_state *st;        /* owned */
+	struct inst_source src;       /* its clients owned */
+	struct runner rn;
+	struct inst_pglog pglog;
+	struct watcher w;
+	struct inst_server *srv;      /* owned; NULL until started */
+};
+
+static void run_ctx_init(struct run_ctx *x)
+{
+	const struct inst_run_opts *o = &x->located;
+	x->st = inst_state_new(o);
+	x->src = (struct inst_source){ .cluster_file = o->cluster_file, .ns = o->namespace_,
+				       .name = o->cluster_name };
+	x->rn = (struct runner){ .o = o, .st = x->st, .src = &x->src, .pid = -1 };
+	x->pglog = (struct inst_pglog)INST_PGLOG_INIT;
+	x->w = (struct watcher){ .st = x->st };
+}
+
+/* Start-up 1: the API clients and the Cluster (the API server may be briefly
+ * unreachable at start: retried for a minute). The lease starts proven when
+ * the Cluster just read names this pod targetPrimary. */
+static int run_load_cluster(struct run_ctx *x, struct op_err *err)
+{
+	const struct inst_run_opts *o = &x->located;
+	struct runner *rn = &x->rn;
+	int r;
+	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, false, &x->src.kube, err)))
+		return r;
+	for (int i = 0;; i++) {
 		struct op_err e = OP_ERR_INIT;
-		r = inst_cluster_load(&src, &rn.cluster, &e);
+		r = inst_cluster_load(&x->src, &rn->cluster, &e);
 		if (r == 0)
 			break;
-		if (i == 30) {
-			op_err_set(err, r, "%s", e.msg);
-			goto out;
-		}
+		if (i == 30)
+			return op_err_set(err, r, "%s", e.msg);
 		op_log_warn("cannot load the Cluster, retrying", "error", e.msg);
 		sleep(2);
 	}
-	/* the Cluster was just read: the lease starts proven when it names us */
-	if (rn.cluster->status.target_primary &&
-	    strcmp(rn.cluster->status.target_primary, o->pod_name) == 0)
-		inst_lease_prove(&rn.lease, inst_lease_now());
-	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, true, &src.fast, err)))
-		goto out;
-	/* an interrupted re-clone first: PGDATA may be absent or a partial clone */
+	if (rn->cluster->status.target_primary &&
+	    strcmp(rn->cluster->status.target_primary, o->pod_name) == 0)
+		inst_lease_prove(&rn->lease, inst_lease_now());
+	if (!o->cluster_file && (r = inst_kube_open(o->kubeconfig, true, &x->src.fast, err)))
+		return r;
+	return 0;
+}
+
+/* Start-up 2: PGDATA (an interrupted re-clone undone first: it may be absent
+ * or a partial clone), the PostgreSQL programs, the marker (never reclaimed
+ * from now on), the socket and log directories, postgres's log reader, the
+ * certificates. */
+static int run_prepare_dirs(struct run_ctx *x, struct op_err *err)
+{
+	const struct inst_run_opts *o = &x->located;
+	_cleanup_free_ char *run = op_asprintf("%s/run", o->paths.controller_dir);
+	_cleanup_free_ char *log = op_asprintf("%s/log", o->paths.controller_dir);
+	int r;
 	if ((r = inst_reclone_leftover(o->paths.pgdata, o->pod_name, err)) ||
-	    (r = inst_paths_locate(&located.paths, rn.cluster, true, &bindir, err)) ||
-	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err))) /* never reclaimed */
-		goto out;
+	    (r = inst_paths_locate(&x->located.paths, x->rn.cluster, true, &x->bindir, err)) ||
+	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err)))
+		return r;
 	r = inst_mkdir_p(run, 0700, err);
 	r = r ? r : inst_mkdir_p(log, 0700, err);
 	if (r)
-		goto out;
+		return r;
 	struct op_err le = OP_ERR_INIT;
-	if (inst_pglog_start(&pglog, log, &le) < 0)
+	if (inst_pglog_start(&x->pglog, log, &le) < 0)
 		op_log_warn("postgres's records stay in its log directory", "error", le.msg);
 	r = inst_sync_certificates(&o->paths, err);
-	if (r < 0)
-		goto out;
-	r = inst_server_start(o->status_listen, cert, key, ca, st, &srv, err);
+	return r < 0 ? r : 0;
+}
+
+/* Start-up 3: the status server, with the certificates just copied. */
+static int run_start_server(struct run_ctx *x, struct op_err *err)
+{
+	const struct inst_run_opts *o = &x->located;
+	const char *dir = o->paths.controller_dir;
+	_cleanup_free_ char *cert = op_asprintf("%s/certificates/server.crt", dir);
+	_cleanup_free_ char *key = op_asprintf("%s/certificates/server.key", dir);
+	_cleanup_free_ char *ca = op_asprintf("%s/certificates/client-ca.crt", dir);
+	int r = inst_server_start(o->status_listen, cert, key, ca, x->st, &x->srv, err);
 	if (r)
-		goto out;
+		return r;
 	op_log_info("status server listening", "listen",
 		    o->status_listen ? o->status_listen : INST_STATUS_LISTEN);
-	rn.bootstrapped_primary = !is_standby_dir(o->paths.pgdata);
-	if (rn.bootstrapped_primary && (r = wait_switchover(&rn, &set, err)))
-		goto out;
-	const char *cur = rn.cluster->status.current_primary;
-	const char *tgt = rn.cluster->status.target_primary;
-	if (rn.bootstrapped_primary && cur && *cur && strcmp(cur, o->pod_name) != 0 &&
-	    !(tgt && strcmp(tgt, o->pod_name) == 0)) {
-		r = demote_on_start(&rn, err);
-		if (r)
-			goto out;
-		rn.bootstrapped_primary = false;
+	return 0;
+}
+
+/* Start-up 4: a former primary (no standby.signal) whose Cluster names
+ * another instance waits for it to promote, then rewinds (or re-clones) and
+ * comes back as a standby. */
+static int run_rejoin(struct run_ctx *x, struct op_err *err)
+{
+	struct runner *rn = &x->rn;
+	const char *me = x->located.pod_name;
+	int r;
+	rn->bootstrapped_primary = !is_standby_dir(x->located.paths.pgdata);
+	if (rn->bootstrapped_primary && (r = wait_switchover(rn, &x->set, err)))
+		return r;
+	const char *cur = rn->cluster->status.current_primary;
+	const char *tgt = rn->cluster->status.target_primary;
+	if (rn->bootstrapped_primary && cur && *cur && strcmp(cur, me) != 0 &&
+	    !(tgt && strcmp(tgt, me) == 0)) {
+		if ((r = demote_on_start(rn, err)))
+			return r;
+		rn->bootstrapped_primary = false;
+	}
+	return 0;
+}
+
+/* Start-up 5: the configuration rendered, postgres started (restarting until
+ * it accepts connections; a cut found in override.conf held again), then the
+ * Cluster watcher from the resourceVersion just read. */
+static int run_start_postgres(struct run_ctx *x, struct op_err *err)
+{
+	struct runner *rn = &x->rn;
+	const char *pgdata = x->located.paths.pgdata;
+	inst_state_set_restarting(x->st, true);
+	rn->started_ms = inst_lease_now();
+	if (is_standby_dir(pgdata)) {
+		struct inst_cut_env env;
+		inst_cut_resume(inst_state_cut(x->st, &env), pgdata, rn->started_ms);
 	}
 	bool changed;
-	inst_state_set_restarting(st, true);
-	rn.started_ms = inst_lease_now();
-	if (is_standby_dir(o->paths.pgdata))
-		inst_cut_resume(&st->cut, o->paths.pgdata, rn.started_ms);
-	r = apply_config(&rn, &changed, err);
-	r = r ? r : start_pg(&rn, err);
-	w.src = src;
-	r = r ? r : watcher_start(&w, rn.cluster->metadata.resource_version, err);
-	if (r)
-		goto out;
-	for (;;) {
-		/* a full tick every second (or when the Cluster changed), the lease
-		 * checked every API_FENCE_CHECK_MS in between; while postgres comes
-		 * back, a full tick every FAST_TICK_MS (for as long as the operator
-		 * waits for it, RC_RESTART_GRACE_S): the lease is checked as soon as
-		 * it accepts connections; and while a switchover's target waits for
-		 * its WAL receiver to stop: it promotes within FAST_TICK_MS of the
-		 * old primary's stop rather than at the next second's tick */
-		struct timespec to = { 0, API_FENCE_CHECK_MS * 1000L * 1000L };
-		bool fast = (inst_state_restarting(st) && inst_lease_now() - rn.started_ms < 10 * 1000) ||
-			    rn.waiting_receiver;
-		if (fast)
-			to = (struct timespec){ 0, FAST_TICK_MS * 1000L * 1000L };
-		siginfo_t si;
-		int sig = sigtimedwait(&set, &si, &to);
-		if (sig == SIGTERM || sig == SIGINT) {
-			op_log_info("signal received: shutting down", "signal", strsignal(sig));
-			take_cluster(&rn);
-			stop_pg(&rn, hand_over(&rn) ? STOP_DEMOTE : STOP_SIGTERM);
-			op_log_info("postgres stopped, exiting");
-			r = 0;
-			break;
-		}
-		if (sig == SIGHUP && rn.pid > 0)
-			kill(rn.pid, SIGHUP);
-		int status;
-		if (rn.pid > 0 && waitpid(rn.pid, &status, WNOHANG) == rn.pid &&
-		    (r = crash_restart(&rn, status, err)))
-			break;
-		struct op_err e = OP_ERR_INIT;
-		int64_t now = inst_lease_now();
-		if (rn.lease.fenced) {
-			take_cluster(&rn);
-			r = lease_fenced_tick(&rn, &e);
-		} else if (fast || inst_state_woken(st) || now - rn.last_tick >= 1000) {
-			rn.last_tick = now;
-			r = tick(&rn, srv, &e);
-		} else {
-			r = lease_check(&rn, &e);
-		}
-		if (r == -ENOLCK) {
-			fence(&rn, e.msg);
-			r = 0;
-			continue;
-		}
-		if (r == -ESHUTDOWN) {
-			op_log_info("shutting down to come back as a replica", "reason", e.msg);
-			stop_pg(&rn, STOP_DEMOTE);
-			op_err_set(err, r, "%s", e.msg);
-			break;
-		}
-		if (r == 1) {
-			op_log_info("restart requested");
-			stop_pg(&rn, STOP_FAST);
-			if ((r = start_pg(&rn, err)))
-				break;
-		} else if (r < 0) {
-			op_log_warn("reconcile failed, retrying", "error", e.msg);
-		}
-		r = 0;
+	int r = apply_config(rn, &changed, err);
+	r = r ? r : start_pg(rn, err);
+	x->w.src = x->src;
+	return r ? r : watcher_start(&x->w, rn->cluster->metadata.resource_version, err);
+}
+
+/* The loop's wait for a signal: a full tick every second (or when the Cluster
+ * changed), the lease checked every API_FENCE_CHECK_MS in between; while
+ * postgres comes back, a full tick every FAST_TICK_MS (for as long as the
+ * operator waits for it, RC_RESTART_GRACE_S): the lease is checked as soon as
+ * it accepts connections; and while a switchover's target waits for its WAL
+ * receiver to stop: it promotes within FAST_TICK_MS of the old primary's stop
+ * rather than at the next second's tick. *ret_fast: every wake-up is a full
+ * tick. */
+static struct timespec loop_wait(const struct runner *rn, bool *ret_fast)
+{
+	bool restarting = inst_state_restarting(rn->st) &&
+			  inst_lease_now() - rn->started_ms < 10 * 1000;
+	*ret_fast = restarting || rn->waiting_receiver;
+	if (*ret_fast)
+		return (struct timespec){ 0, FAST_TICK_MS * 1000L * 1000L };
+	return (struct timespec){ 0, API_FENCE_CHECK_MS * 1000L * 1000L };
+}
+
+/* Shutdown: SIGTERM or SIGINT. A primary with a streaming replica hands over
+ * first (then stops fast for switchoverDelay), any other stops smart, fast,
+ * immediate (inst_stop_timeouts). */
+static void shutdown_on_signal(struct runner *rn, int sig)
+{
+	op_log_info("signal received: shutting down", "signal", strsignal(sig));
+	take_cluster(rn);
+	stop_pg(rn, hand_over(rn) ? STOP_DEMOTE : STOP_SIGTERM);
+	op_log_info("postgres stopped, exiting");
+}
+
+/* The tick: a fenced primary waits for a fresh read of the Cluster
+ * (lease_fenced_tick); a full tick (certificates, configuration render +
+ * reload, promotion, demotion, slots: tick()) when due; otherwise the lease
+ * check of a running primary. Returns what the step returned, e says why. */
+static int loop_step(struct runner *rn, struct inst_server *srv, bool fast, struct op_err *e)
+{
+	int64_t now = inst_lease_now();
+	if (rn->lease.fenced) {
+		take_cluster(rn);
+		return lease_fenced_tick(rn, e);
 	}
-out:
-	pg_drop(&rn);
-	watcher_stop(&w);
-	inst_server_free(srv);
-	if (rn.pid > 0)
-		stop_pg(&rn, STOP_FAST);
-	inst_pglog_stop(&pglog); /* after postgres's last records */
-	api_cluster_free(rn.cluster);
-	kube_client_free(src.kube);
-	kube_client_free(src.fast);
-	inst_state_free(st);
+	if (fast || inst_state_woken(rn->st) || now - rn->last_tick >= 1000) {
+		rn->last_tick = now;
+		return tick(rn, srv, e);
+	}
+	return lease_check(rn, e);
+}
+
+/* Acts on a step's result r (e: its error): -ENOLCK fences, -ESHUTDOWN stops
+ * postgres for a demotion and ends the loop, 1 restarts postgres, any other
+ * failure is logged and retried at the next tick. 0: the loop goes on;
+ * -errno: it ends with err set. */
+static int after_step(struct runner *rn, int r, const struct op_err *e, struct op_err *err)
+{
+	if (r == -ENOLCK) {
+		fence(rn, e->msg);
+		return 0;
+	}
+	if (r == -ESHUTDOWN) {
+		op_log_info("shutting down to come back as a replica", "reason", e->msg);
+		stop_pg(rn, STOP_DEMOTE);
+		op_err_set(err, r, "%s", e->msg);
+		return r;
+	}
+	if (r == 1) {
+		op_log_info("restart requested");
+		stop_pg(rn, STOP_FAST);
+		return start_pg(rn, err);
+	}
+	if (r < 0)
+		op_log_warn("reconcile failed, retrying", "error", e->msg);
+	return 0;
+}
+
+/* The supervisor loop: waits for a signal or the next tick (signal handling:
+ * SIGTERM/SIGINT shut down, SIGHUP is passed to postgres), restarts a
+ * postmaster that died (crash_restart), then runs one step. 0 after SIGTERM,
+ * -errno when postgres cannot be kept running or the instance demotes. */
+static int run_loop(struct runner *rn, struct inst_server *srv, const sigset_t *set,
+		    struct op_err *err)
+{
+	for (;;) {
+		bool fast;
+		struct timespec to = loop_wait(rn, &fast);
+		siginfo_t si;
+		int sig = sigtimedwait(set, &si, &to);
+		if (sig == SIGTERM || sig == SIGINT) {
+			shutdown_on_signal(rn, sig);
+			return 0;
+		}
+		if (sig == SIGHUP && rn->pid > 0)
+			kill(rn->pid, SIGHUP);
+		int status, r;
+		if (rn->pid > 0 && waitpid(rn->pid, &status, WNOHANG) == rn->pid &&
+		    (r = crash_restart(rn, status, err)))
+			return r;
+		struct op_err e = OP_ERR_INIT;
+		r = loop_step(rn, srv, fast, &e);
+		if ((r = after_step(rn, r, &e, err)))
+			return r;
+	}
+}
+
+/* Shutdown, on every path: the watcher and the status server first, then
+ * postgres (fast, when still running), its log reader after its last records,
+ * then what the start-up allocated. */
+static void run_ctx_done(struct run_ctx *x)
+{
+	pg_drop(&x->rn);
+	watcher_stop(&x->w);
+	inst_server_free(x->srv);
+	if (x->rn.pid > 0)
+		stop_pg(&x->rn, STOP_FAST);
+	inst_pglog_stop(&x->pglog);
+	api_cluster_free(x->rn.cluster);
+	kube_client_free(x->src.kube);
+	kube_client_free(x->src.fast);
+	inst_state_free(x->st);
+	free(x->bindir);
+}
+
+int inst_run(const struct inst_run_opts *o_in, struct op_err *err)
+{
+	struct run_ctx x = { .located = *o_in };
+	int r = setup_signals(&x.set);
+	if (r)
+		return op_err_set(err, r, "cannot block signals");
+	run_ctx_init(&x);
+	r = run_load_cluster(&x, err);
+	r = r ? r : run_prepare_dirs(&x, err);
+	r = r ? r : run_start_server(&x, err);
+	r = r ? r : run_rejoin(&x, err);
+	r = r ? r : run_start_postgres(&x, err);
+	r = r ? r : run_loop(&x.rn, x.srv, &x.set, err);
+	run_ctx_done(&x);
 	return r;
 }

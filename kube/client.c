@@ -457,110 +457,154 @@ static bool transport_retryable(CURLcode cc, bool idempotent)
 			      cc == CURLE_SEND_ERROR || cc == CURLE_PARTIAL_FILE);
 }
 
+/* One request's attempts (kube_request): what every attempt reuses and what
+ * the last one left. */
+struct attempt {
+	const struct kube_request *req; /* borrowed */
+	const char *verb, *url, *ctype; /* borrowed */
+	bool idem;                      /* retried after a lost reply or a 5xx */
+	struct reply rep;               /* owned: the last attempt's reply */
+	char errbuf[CURL_ERROR_SIZE];
+	CURLcode cc;
+	long http; /* 0: no status */
+};
+
+/* The request's URL: the server, the kind's path or req->path, the query. */
+static int request_url(struct kube_client *c, const struct kube_request *req, struct op_buf *url)
+{
+	int r = op_buf_adds(url, c->cfg->server);
+	if (r >= 0)
+		r = req->kind ? kube_path(url, req->kind, req->ns, req->name, req->subresource)
+			      : op_buf_adds(url, req->path ? req->path : "/");
+	if (r >= 0 && req->query && *req->query)
+		r = op_buf_addf(url, "?%s", req->query);
+	return r;
+}
+
+/* Attempt n: a fresh reply, a handle, the body and the reply callbacks, the
+ * client's throttle, then the transfer (a->cc, a->http). 0, or -errno with
+ * err set when no handle could be made. */
+static int attempt_perform(struct kube_client *c, struct attempt *a, int n, struct op_err *err)
+{
+	const struct kube_request *req = a->req;
+	struct curl_slist *hdrs = NULL;
+	CURL *h = NULL;
+	op_buf_done(&a->rep.body);
+	op_buf_init(&a->rep.body, c->max_response);
+	a->rep.too_big = false;
+	a->rep.retry_after_ms = -1;
+	int rc = kube__easy_new(c, req->method, a->url, a->ctype, a->errbuf, &hdrs, &h, err);
+	if (rc < 0)
+		return rc;
+	if (req->body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
+	}
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a->rep);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &a->rep);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
+	kube__throttle(c, req->kind == KUBE_EVENTS);
+	kube__stat_add(c, n > 0);
+	a->cc = curl_easy_perform(h);
+	a->http = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->http);
+	kube__count(c, req->method, false, a->cc == CURLE_OK ? a->http : 0);
+	kube__easy_done(c, h, true);
+	curl_slist_free_all(hdrs);
+	return 0;
+}
+
+/* After attempt n: true to retry after *ret_wait_ms (attempts left, and a
+ * transport failure transport_retryable allows, a 429, or a 5xx of an
+ * idempotent request; the wait: Retry-After or 200 ms doubling, capped);
+ * false with *ret_rc, the HTTP status (2xx) or -errno with err set. */
+static bool attempt_retry(struct kube_client *c, const struct attempt *a, int n,
+			  long *ret_wait_ms, int *ret_rc, struct op_err *err)
+{
+	const struct kube_request *req = a->req;
+	bool last = n >= c->max_retries;
+	long backoff = 200L << (n < 5 ? n : 5);
+	if (a->rep.too_big || a->cc == CURLE_FILESIZE_EXCEEDED) {
+		*ret_rc = op_err_set(err, -EMSGSIZE, "%s %s: response larger than %zu bytes", a->verb,
+				     req->kind ? req->kind->resource : a->url, c->max_response);
+		return false;
+	}
+	if (a->cc != CURLE_OK) {
+		if (!last && transport_retryable(a->cc, a->idem)) {
+			*ret_wait_ms = backoff;
+			return true;
+		}
+		*ret_rc = op_err_set(err, kube__curl_errno(a->cc), "%s %s: %s", a->verb, a->url,
+				     a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->cc));
+		return false;
+	}
+	long http = a->http;
+	if (!last && (http == 429 || (a->idem && (http == 500 || http == 502 || http == 503 ||
+						  http == 504)))) {
+		long wait = a->rep.retry_after_ms >= 0 ? a->rep.retry_after_ms : backoff;
+		if (wait > c->max_retry_after_ms)
+			wait = c->max_retry_after_ms;
+		if (http == 429) { /* the API server protecting itself: say where */
+			char ms[24];
+			snprintf(ms, sizeof(ms), "%ld", wait);
+			op_log_warn("the API server throttled a request (429): retrying", "verb",
+				    a->verb, "url", a->url, "retry_ms", ms);
+		}
+		*ret_wait_ms = wait;
+		return true;
+	}
+	if (http < 200 || http >= 300) {
+		*ret_rc = kube__http_error(http, a->rep.body.data, a->rep.body.len, a->verb, req->kind,
+					   req->ns, req->name ? req->name : req->msg_name, err);
+		return false;
+	}
+	*ret_rc = (int)http;
+	return false;
+}
+
+/* The last reply's body as JSON into *ret_obj (NULL when empty); rc (the
+ * HTTP status) or -errno with err set. */
+static int attempt_json(const struct attempt *a, int rc, json_object **ret_obj,
+			struct op_err *err)
+{
+	json_object *o = NULL;
+	if (a->rep.body.len > 0) {
+		int pr = op_json_parse(a->rep.body.data, a->rep.body.len, OP_JSON_MAX_DEPTH, &o, err);
+		if (pr < 0) {
+			op_err_prefix(err, "%s %s: response", a->verb,
+				      a->req->kind ? a->req->kind->resource : a->url);
+			return pr;
+		}
+	}
+	*ret_obj = o;
+	return rc;
+}
+
 int kube_request(struct kube_client *c, const struct kube_request *req, json_object **ret_obj,
 		 struct op_err *err)
 {
-	const char *verb = req->verb ? req->verb : req->method;
+	struct attempt a = { .req = req,
+			     .verb = req->verb ? req->verb : req->method,
+			     .idem = method_idempotent(req->method),
+			     .rep = { .body = OP_BUF_INIT(c->max_response), .retry_after_ms = -1 } };
 	_cleanup_(op_buf_donep) struct op_buf url = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	int r = op_buf_adds(&url, c->cfg->server);
-	if (r >= 0)
-		r = req->kind ? kube_path(&url, req->kind, req->ns, req->name, req->subresource)
-			      : op_buf_adds(&url, req->path ? req->path : "/");
-	if (r >= 0 && req->query && *req->query)
-		r = op_buf_addf(&url, "?%s", req->query);
-	if (r < 0)
-		return op_err_set(err, -EINVAL, "%s: request URL too long", verb);
-	const char *ctype = req->body ? (req->content_type ? req->content_type : "application/json")
-				      : NULL;
-	bool idem = method_idempotent(req->method);
-	struct reply rep = { .body = OP_BUF_INIT(c->max_response), .retry_after_ms = -1 };
-	long http = 0;
+	if (request_url(c, req, &url) < 0)
+		return op_err_set(err, -EINVAL, "%s: request URL too long", a.verb);
+	a.url = op_buf_str(&url);
+	a.ctype = req->body ? (req->content_type ? req->content_type : "application/json") : NULL;
 	int rc = 0;
-	for (int attempt = 0;; attempt++) {
-		char errbuf[CURL_ERROR_SIZE];
-		struct curl_slist *hdrs = NULL;
-		CURL *h = NULL;
-		op_buf_done(&rep.body);
-		op_buf_init(&rep.body, c->max_response);
-		rep.too_big = false;
-		rep.retry_after_ms = -1;
-		rc = kube__easy_new(c, req->method, op_buf_str(&url), ctype, errbuf, &hdrs, &h, err);
-		if (rc < 0)
-			break;
-		if (req->body) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
-		}
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &rep);
-		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
-		curl_easy_setopt(h, CURLOPT_HEADERDATA, &rep);
-		curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
-		kube__throttle(c, req->kind == KUBE_EVENTS);
-		kube__stat_add(c, attempt > 0);
-		CURLcode cc = curl_easy_perform(h);
-		http = 0;
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
-		kube__count(c, req->method, false, cc == CURLE_OK ? http : 0);
-		kube__easy_done(c, h, true);
-		curl_slist_free_all(hdrs);
-		bool last = attempt >= c->max_retries;
+	for (int n = 0;; n++) {
 		long wait = 0;
-		if (rep.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
-			rc = op_err_set(err, -EMSGSIZE, "%s %s: response larger than %zu bytes", verb,
-					req->kind ? req->kind->resource : op_buf_str(&url),
-					c->max_response);
+		if ((rc = attempt_perform(c, &a, n, err)) < 0 ||
+		    !attempt_retry(c, &a, n, &wait, &rc, err))
 			break;
-		}
-		if (cc != CURLE_OK) {
-			if (!last && transport_retryable(cc, idem)) {
-				kube__sleep_ms(200L << (attempt < 5 ? attempt : 5));
-				continue;
-			}
-			rc = op_err_set(err, kube__curl_errno(cc), "%s %s: %s", verb,
-					op_buf_str(&url),
-					errbuf[0] ? errbuf : curl_easy_strerror(cc));
-			break;
-		}
-		if (http == 429 || (idem && (http == 500 || http == 502 || http == 503 ||
-					     http == 504))) {
-			if (!last) {
-				wait = rep.retry_after_ms >= 0 ? rep.retry_after_ms
-							       : 200L << (attempt < 5 ? attempt : 5);
-				if (wait > c->max_retry_after_ms)
-					wait = c->max_retry_after_ms;
-				if (http == 429) { /* the API server protecting itself: say where */
-					char ms[24];
-					snprintf(ms, sizeof(ms), "%ld", wait);
-					op_log_warn("the API server throttled a request (429): retrying",
-						    "verb", verb, "url", op_buf_str(&url), "retry_ms", ms);
-				}
-				kube__sleep_ms(wait);
-				continue;
-			}
-		}
-		if (http < 200 || http >= 300) {
-			rc = kube__http_error(http, rep.body.data, rep.body.len, verb, req->kind,
-					      req->ns, req->name ? req->name : req->msg_name, err);
-			break;
-		}
-		rc = (int)http;
-		break;
+		kube__sleep_ms(wait);
 	}
-	if (rc >= 0 && ret_obj) {
-		json_object *o = NULL;
-		if (rep.body.len > 0) {
-			int pr = op_json_parse(rep.body.data, rep.body.len, OP_JSON_MAX_DEPTH, &o, err);
-			if (pr < 0) {
-				op_err_prefix(err, "%s %s: response", verb,
-					      req->kind ? req->kind->resource : op_buf_str(&url));
-				rc = pr;
-			}
-		}
-		if (rc >= 0)
-			*ret_obj = o;
-	}
-	op_buf_done(&rep.body);
+	if (rc >= 0 && ret_obj)
+		rc = attempt_json(&a, rc, ret_obj, err);
+	op_buf_done(&a.rep.body);
 	return rc;
 }

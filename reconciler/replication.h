@@ -6,7 +6,15 @@
  * LiveInstance) and the reconciler's status writer (Cluster status.sync and
  * status.maxLag, the CRD's Sync and Max Lag printer columns) both compute
  * and format with these functions, so the two views never contradict each
- * other for the same snapshots.
+ * other for the same snapshots. rc_repl_lag_text is the only formatter of
+ * the lag text (the LiveCluster's Max Lag column is its status.maxLag).
+ *
+ * They are different snapshots, though: the Cluster's status is the
+ * reconciler's last poll (every 5 s), the live API's at most 1 s old; a
+ * primary with replicas writes WAL at every lease check (250 ms) and
+ * replay_lag turns NULL between bursts, so MAX LAG moves ("0 B" / "0 B /
+ * 0.0s") and the two texts are equal only once the status caught up
+ * (tests/e2e/test_live_api.sh compares them until they are).
  */
 #ifndef PGOP_RECONCILER_REPLICATION_H
 #define PGOP_RECONCILER_REPLICATION_H

@@ -220,12 +220,40 @@ static void test_run_cmd(void **state)
 	assert_int_equal(inst_run_cmd("/bin", missing, NULL), 127);
 }
 
+/* pgop bootstrap: this binary copied byte for byte, mode 0755, no temp file
+ * left; a missing directory names the destination. */
+static void test_copy_self(void **state)
+{
+	char *dest = path("bin/pgop");
+	char *d = path("bin");
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_mkdir_p(d, 0755, &err), 0);
+	assert_int_equal(inst_copy_self(dest, &err), 0);
+	assert_int_equal(mode_of("bin/pgop"), 0755);
+	struct stat a, b;
+	assert_int_equal(stat("/proc/self/exe", &a), 0);
+	assert_int_equal(stat(dest, &b), 0);
+	assert_int_equal(a.st_size, b.st_size);
+	char *tmp = op_asprintf("%s.tmp-%d", dest, (int)getpid());
+	assert_false(inst_path_exists(tmp));
+	free(tmp);
+	assert_int_equal(inst_copy_self(dest, &err), 0); /* replaces an existing copy */
+	char *bad = path("nope/pgop");
+	err = OP_ERR_INIT;
+	assert_int_equal(inst_copy_self(bad, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "nope/pgop.tmp-"));
+	free(bad);
+	free(d);
+	free(dest);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_and_modes),  cmocka_unit_test(test_read_file_cap),
 		cmocka_unit_test(test_sync_certificates), cmocka_unit_test(test_read_secret),
 		cmocka_unit_test(test_cluster_file),      cmocka_unit_test(test_run_cmd),
+		cmocka_unit_test(test_copy_self),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
