@@ -1,9 +1,9 @@
 /* reconciler/reconciler.h - the Cluster controller: informers, work queue,
  * workers and the reconcile of one Cluster.
  *
- * Flow (docs/architecture.md "reconciler/"): informers on Clusters and on the
- * Pods, PVCs, Services, Secrets and Jobs carrying the label cnpg.io/cluster
- * enqueue "namespace/cluster" keys; N workers take keys from the rc_queue (a
+ * Flow (docs/internals/reconciler.md "Overview"): informers on Clusters and on
+ * the Pods, PVCs, Services and Secrets carrying the label cnpg.io/cluster (no
+ * Jobs: instances are bootstrapped by Pods) enqueue "namespace/cluster" keys; N workers take keys from the rc_queue (a
  * key is never reconciled by two workers at once) and run rc_reconcile(),
  * which reads the caches, writes through kube/ and patches the Cluster status
  * only when it changed. Errors requeue with per-key exponential back-off.
