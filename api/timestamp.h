@@ -14,4 +14,13 @@ char *api_time_rfc3339_us(int64_t us);
 /* CLOCK_REALTIME as Unix microseconds. */
 int64_t api_time_now_us(void);
 
+/* Unix seconds -> "2026-12-02T11:00:00Z" (owned). */
+char *api_time_rfc3339(int64_t t);
+/* RFC 3339 "…Z", whole seconds or with a fraction -> Unix seconds (the
+ * fraction dropped); -EINVAL otherwise. */
+int api_time_parse(const char *s, int64_t *ret);
+/* The same -> Unix milliseconds, a fraction finer than a millisecond rounded
+ * up (a start read back is never earlier than the one written). */
+int api_time_parse_ms(const char *s, int64_t *ret);
+
 #endif

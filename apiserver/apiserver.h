@@ -25,11 +25,11 @@
 #include <stddef.h>
 
 #include "kube/kube.h"
-#include "reconciler/status.h"
 #include "support/err.h"
 #include "support/http_server.h"
 
-struct rc_status_pool; /* reconciler/instance_client.h */
+struct rc_live_instance; /* reconciler/live.h */
+struct rc_status_pool;   /* reconciler/live.h */
 
 #define AS_GROUP "live.postgresql.cnpg.io"
 #define AS_VERSION "v1"
@@ -61,7 +61,7 @@ struct as_action {
 struct as_source {
 	json_object *(*clusters)(void *ud, const char *ns); /* ns NULL = all */
 	json_object *(*pods)(void *ud, const char *ns, const char *cluster);
-	int (*fetch)(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
+	int (*fetch)(void *ud, const char *ns, const char *cluster, struct rc_live_instance *v,
 		     size_t n, long timeout_ms, struct rc_status_pool *pool, struct op_err *err);
 	/* The API client for SubjectAccessReviews and the authentication ConfigMap
 	 * (borrowed), NULL while not connected; NULL function = none (tests). */

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/timestamp.h"
 #include "apiserver/internal.h"
-#include "reconciler/replication.h"
-#include "reconciler/status.h"
+#include "reconciler/live.h"
 #include "support/alloc.h"
 #include "support/json.h"
 
@@ -99,7 +99,7 @@ static const char *replica_role(json_object *doc, json_object *row, json_object 
 
 static char *rfc3339_ms(int64_t ms)
 {
-	return rc_time_rfc3339(ms / 1000);
+	return api_time_rfc3339(ms / 1000);
 }
 
 json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v,

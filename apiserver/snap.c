@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "apiserver/internal.h"
-#include "reconciler/instance_client.h"
+#include "reconciler/live.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "support/log.h"
@@ -260,7 +260,7 @@ struct job {
 	char *pool_key;               /* "ns/cluster", owned */
 	struct rc_status_pool *pool;  /* borrowed from s->pools while the job runs */
 	bool ahead;                   /* a refresh ahead: no request waits for it */
-	struct rc_instance *v; /* name = pod, ip */
+	struct rc_live_instance *v; /* name = pod, ip */
 	char **keys;
 	size_t n;
 };
@@ -268,7 +268,7 @@ struct job {
 static void job_free(struct job *j)
 {
 	for (size_t i = 0; i < j->n; i++) {
-		rc_instance_done(&j->v[i]);
+		rc_live_instance_done(&j->v[i]);
 		free(j->keys[i]);
 	}
 	free(j->v);

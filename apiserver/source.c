@@ -1,6 +1,6 @@
 /* apiserver/source.c - the production as_source: the reconciler's informer
  * caches and instance client (reconciler/live.h), once its runner has
- * reached the cluster (reconciler/start.h). */
+ * reached the cluster. */
 #include "apiserver/source.h"
 
 #include <errno.h>
@@ -28,7 +28,7 @@ static json_object *pods(void *ud, const char *ns, const char *cluster)
 	return rc ? rc_live_pods(rc, ns, cluster) : empty();
 }
 
-static int fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v, size_t n,
+static int fetch(void *ud, const char *ns, const char *cluster, struct rc_live_instance *v, size_t n,
 		 long timeout_ms, struct rc_status_pool *pool, struct op_err *err)
 {
 	struct rc_controller *rc = rc_runner_controller(ud);

@@ -3,7 +3,7 @@
 #define PGOP_APISERVER_SOURCE_H
 
 #include "apiserver/apiserver.h"
-#include "reconciler/start.h"
+#include "reconciler/live.h"
 
 /* runner is borrowed: it must outlive the struct as_server using *ret. Until
  * the runner has reached the cluster, the source has no client and no data. */

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/timestamp.h"
 #include "apiserver/internal.h"
-#include "reconciler/replication.h"
-#include "reconciler/status.h"
+#include "reconciler/live.h"
 #include "support/alloc.h"
 #include "support/json.h"
 
@@ -68,7 +68,7 @@ static json_object *cell(const struct as_column *c, json_object *obj, int64_t no
 	case AS_CELL_AGE:
 	case AS_CELL_SEEN:
 		if (!v || !json_object_is_type(v, json_type_string) ||
-		    rc_time_parse(json_object_get_string(v), &t) < 0)
+		    api_time_parse(json_object_get_string(v), &t) < 0)
 			return json_object_new_string(c->cell == AS_CELL_SEEN ? "never" : "<unknown>");
 		as_age(now_s - t, age, sizeof(age));
 		if (c->cell == AS_CELL_SEEN) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "pki/pki.h"
+#include "reconciler/live.h"
 #include "reconciler/status.h"
 #include "support/err.h"
 
@@ -38,11 +39,7 @@
  * One fetch uses a pool at a time; a second concurrent fetch with the same
  * pool goes without (one-off connections). An instance marked silent always
  * gets a fresh connection, after its TCP probe. */
-struct rc_status_pool;
-/* Never NULL (aborts on OOM). Free with rc_status_pool_free, which closes the
- * connections; not while a fetch uses the pool. NULL is accepted. */
-struct rc_status_pool *rc_status_pool_new(void);
-void rc_status_pool_free(struct rc_status_pool *p);
+struct rc_status_pool; /* new/free: reconciler/live.h */
 
 struct rc_fetch_opts {
 	long timeout_ms;   /* per instance, connect included; 0 = 2000 */

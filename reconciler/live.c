@@ -52,9 +52,11 @@ json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *c
 	return rc_cache_owned_role(c, RC_INF_PODS, ns, cluster, "instance");
 }
 
-int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
-		  struct rc_instance *v, size_t n, long timeout_ms, struct rc_status_pool *pool,
-		  struct op_err *err)
+/* rc_live_fetch on the reconciler's own instance records (v[i].name, .ip,
+ * .silent set by the caller). */
+static int live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
+		      struct rc_instance *v, size_t n, long timeout_ms, struct rc_status_pool *pool,
+		      struct op_err *err)
 {
 	json_object *obj = rc_cache_get(c, RC_INF_CLUSTERS, ns, cluster);
 	if (!obj)
@@ -108,6 +110,40 @@ out:
 	return r;
 }
 
+void rc_live_instance_done(struct rc_live_instance *in)
+{
+	if (!in)
+		return;
+	free(in->name);
+	free(in->ip);
+	free(in->error);
+	if (in->doc)
+		json_object_put(in->doc);
+	*in = (struct rc_live_instance){ 0 };
+}
+
+int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
+		  struct rc_live_instance *v, size_t n, long timeout_ms,
+		  struct rc_status_pool *pool, struct op_err *err)
+{
+	struct rc_instance *in = op_calloc(n ? n : 1, sizeof(*in));
+	for (size_t i = 0; i < n; i++)
+		in[i] = (struct rc_instance){ .name = op_strdup(v[i].name),
+					      .ip = v[i].ip ? op_strdup(v[i].ip) : NULL,
+					      .silent = v[i].silent };
+	int r = live_fetch(c, ns, cluster, in, n, timeout_ms, pool, err);
+	for (size_t i = 0; i < n; i++) {
+		/* the answers move to the caller's records */
+		if (r >= 0) {
+			v[i].doc = TAKE_PTR(in[i].doc);
+			v[i].error = TAKE_PTR(in[i].error);
+		}
+		rc_instance_done(&in[i]);
+	}
+	free(in);
+	return r;
+}
+
 /* ------------------------------------------------------------- actions */
 
 /* The cached Cluster with its instances' Pods and /pg/status, sorted. */
@@ -152,7 +188,7 @@ static int view_load(struct rc_controller *c, const char *ns, const char *cluste
 			w->n++;
 	if (w->n) {
 		struct op_err e = OP_ERR_INIT;
-		if (rc_live_fetch(c, ns, cluster, w->v, w->n, timeout_ms, NULL, &e) < 0)
+		if (live_fetch(c, ns, cluster, w->v, w->n, timeout_ms, NULL, &e) < 0)
 			for (size_t i = 0; i < w->n; i++)
 				if (!w->v[i].error)
 					w->v[i].error = op_strdup(e.msg);
@@ -317,7 +353,7 @@ static int restart_cluster(struct rc_controller *c, struct live_view *w, const c
 			   const char *cluster, const char *who, char **ret_msg,
 			   struct op_err *err)
 {
-	_cleanup_free_ char *now = rc_time_rfc3339((int64_t)time(NULL));
+	_cleanup_free_ char *now = api_time_rfc3339((int64_t)time(NULL));
 	int r = patch_annotations(c, w, ns, cluster, ret_msg, err, RC_ANN_RESTARTED_AT, now,
 				  (const char *)NULL);
 	if (r < 0)

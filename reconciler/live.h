@@ -1,6 +1,8 @@
 /* reconciler/live.h - the reconciler's side of the aggregated live API
- * (apiserver/): read access to its caches and instance client, and the
- * actions (switchover, restart), whose writes belong to the reconciler.
+ * (apiserver/), and the one reconciler header apiserver/ includes: the
+ * runner's accessors, read access to its caches and instance client, the
+ * replication summary both views show (reconciler/replication.h, pure), and
+ * the actions (switchover, restart), whose writes belong to the reconciler.
  * Every function is thread-safe (informer read locks, the controller mutex
  * for the operator client certificate) and may run on any replica: writes
  * carry preconditions, the leader's reconcile carries them out.
@@ -11,10 +13,42 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-#include "reconciler/instance_client.h"
-#include "reconciler/reconciler.h"
-#include "reconciler/status.h"
+#include <stdbool.h>
+
+#include "kube/kube.h"
+#include "reconciler/replication.h"
 #include "support/err.h"
+
+struct rc_controller; /* reconciler/reconciler.h */
+struct rc_runner;     /* reconciler/start.h */
+
+/* Thread-safe: true once the controller runs and its informers have synced. */
+bool rc_runner_ready(struct rc_runner *r);
+/* Thread-safe: the running controller and its API client (borrowed, valid
+ * until rc_runner_free), or NULL while cluster access is still being retried. */
+struct rc_controller *rc_runner_controller(struct rc_runner *r);
+struct kube_client *rc_runner_client(struct rc_runner *r);
+
+/* Kept-alive mutual-TLS connections to one Cluster's instances, reused from
+ * one fetch to the next (reconciler/instance_client.h says how). Never NULL
+ * (aborts on OOM). Free with rc_status_pool_free, which closes the
+ * connections; not while a fetch uses the pool. NULL is accepted. */
+struct rc_status_pool;
+struct rc_status_pool *rc_status_pool_new(void);
+void rc_status_pool_free(struct rc_status_pool *p);
+
+/* One instance whose /pg/status the live API asks for. The caller sets name,
+ * ip (owned copies) and silent (not known to answer: a TCP probe first); the
+ * fetch fills doc (the answer as received, owned) or error (why none, owned). */
+struct rc_live_instance {
+	char *name;
+	char *ip;
+	bool silent;
+	json_object *doc;
+	char *error;
+};
+/* Frees the contents and zeroes *in; accepts NULL. */
+void rc_live_instance_done(struct rc_live_instance *in);
 
 /* New owned array of deep copies of the cached Clusters in ns (NULL = every
  * watched namespace), sorted by namespace/name. */
@@ -25,13 +59,13 @@ json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *c
 /* GET /pg/status of v[0..n) (name and ip filled by the caller) in parallel,
  * each bounded by timeout_ms, with the cluster CA from the `<c>-ca` Secret in
  * the cache and the operator client certificate the reconciler keeps for the
- * Cluster (issued when it has none yet). Fills v[i] like rc_fetch_statuses
- * (v[i].doc = the answer), over pool's kept-alive connections (borrowed,
- * NULL = one-off ones). Returns the number that answered or -errno
- * (-ENOENT: Cluster or CA Secret not cached). */
+ * Cluster (issued when it has none yet). Fills v[i].doc or v[i].error, over
+ * pool's kept-alive connections (borrowed, NULL = one-off ones). Returns the
+ * number that answered or -errno (-ENOENT: Cluster or CA Secret not cached;
+ * then nothing is filled). */
 int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
-		  struct rc_instance *v, size_t n, long timeout_ms, struct rc_status_pool *pool,
-		  struct op_err *err);
+		  struct rc_live_instance *v, size_t n, long timeout_ms,
+		  struct rc_status_pool *pool, struct op_err *err);
 
 /* POST clusters/NAME/switchover: makes target (NULL or "" = the most
  * advanced healthy streaming replica, rc_switchover_pick) the primary.

@@ -768,9 +768,9 @@ static void failover_input(struct rc_run *r, struct inventory *inv, struct fo_pl
 	pl->pending = str_eq(w->target_primary, RC_PENDING_FAILOVER);
 	int64_t since = 0;
 	if (w->failing_since)
-		(void)rc_time_parse(w->failing_since, &since);
+		(void)api_time_parse(w->failing_since, &since);
 	if (pl->pending && w->target_since) { /* microseconds, or whole seconds (older pgop) */
-		(void)rc_time_parse_ms(w->target_since, &pl->pending_since);
+		(void)api_time_parse_ms(w->target_since, &pl->pending_since);
 		if (pl->pending_since)
 			pl->pending_since = rc_fence_clock_ms(pl->pending_since,
 							      rc_pending_returned(r->ctl, r->key));
@@ -822,7 +822,7 @@ static void failover_plan_make(struct rc_run *r, struct inventory *inv, struct f
 {
 	failover_input(r, inv, pl);
 	failover_cuts(r, inv, pl);
-	pl->now_s = rc_time_rfc3339(r->now);
+	pl->now_s = api_time_rfc3339(r->now);
 	/* targetPrimaryTimestamp, in microseconds: the present, not r->now (read
 	 * before the instances were asked, up to the status timeout earlier). For
 	 * "pending" it starts the fence clock: write_status stamps it again when
@@ -891,7 +891,7 @@ static int failover_execute_watch(struct rc_run *r, struct inventory *inv,
 	}
 	case RC_FO_WAIT_DELAY:
 		if (pl->d.start_failing_clock) {
-			_cleanup_free_ char *t = rc_time_rfc3339(r->now);
+			_cleanup_free_ char *t = api_time_rfc3339(r->now);
 			set_str(&w->failing_since, t);
 			rc_event(r, "Warning", "PrimaryFailing",
 				 "primary %s is not available: failing over in %lld s (failoverDelay) "

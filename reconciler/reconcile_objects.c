@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/names.h"
+#include "api/timestamp.h"
 #include "reconciler/ctl.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
@@ -28,7 +29,7 @@
 
 static void add_expiration(struct rc_run *r, const char *secret, int64_t not_after)
 {
-	_cleanup_free_ char *t = rc_time_rfc3339(not_after);
+	_cleanup_free_ char *t = api_time_rfc3339(not_after);
 	size_t n = r->want.n_certs;
 	rc_strv_push(&r->want.cert_names, &n, secret);
 	rc_strv_push(&r->want.cert_expirations, &r->want.n_certs, t);

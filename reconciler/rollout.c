@@ -1,5 +1,6 @@
 /* reconciler/rollout.c - the rolling restart: the pure decision and the
  * reconcile step carrying it out (rollout.h). */
+#include "api/timestamp.h"
 #include "reconciler/rollout.h"
 
 #include <errno.h>
@@ -193,7 +194,7 @@ static int64_t time_at(json_object *obj, const char *path)
 {
 	int64_t t = 0;
 	const char *s = op_json_str_at(obj, path);
-	return s && rc_time_parse(s, &t) == 0 ? t : 0;
+	return s && api_time_parse(s, &t) == 0 ? t : 0;
 }
 
 /* Builds the input; *ret_m owned (free). */

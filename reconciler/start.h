@@ -16,6 +16,7 @@
 #include <stdbool.h>
 
 #include "kube/kube.h"
+#include "reconciler/live.h"
 #include "reconciler/reconciler.h"
 #include "support/err.h"
 
@@ -49,17 +50,13 @@ struct rc_runner;
  * the controller or is stopped. *ret owned (rc_runner_free). */
 int rc_runner_start(const struct rc_start_opts *o, struct rc_runner **ret, struct op_err *err);
 
-/* Thread-safe: true once the controller runs and its informers have synced. */
-bool rc_runner_ready(struct rc_runner *r);
 
 /* Thread-safe: failed attempts to reach the cluster so far (tests, logs). */
 unsigned rc_runner_failures(struct rc_runner *r);
 
-/* Thread-safe: the running controller and its API client (borrowed, valid
- * until rc_runner_free), or NULL while cluster access is still being retried.
- * For the live API (apiserver/), which reads the same caches. */
-struct rc_controller *rc_runner_controller(struct rc_runner *r);
-struct kube_client *rc_runner_client(struct rc_runner *r);
+/* rc_runner_ready, rc_runner_controller, rc_runner_client: reconciler/live.h
+ * (the live API reads the same caches). */
+
 
 /* Stops retrying, stops workers and informers, releases the Lease, frees.
  * Accepts NULL. */

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "api/fence.h"
+#include "api/timestamp.h"
 #include "reconciler/internal.h"
 #include "reconciler/objects.h"
 #include "reconciler/status.h"
@@ -390,7 +391,7 @@ void rc_failover_decide(const struct rc_failover_input *in, struct rc_failover_d
 bool rc_fence_stamp_late(const char *since, int64_t now_ms)
 {
 	int64_t at = 0;
-	return rc_time_parse_ms(since, &at) != 0 || now_ms - at > API_FENCE_STAMP_MS;
+	return api_time_parse_ms(since, &at) != 0 || now_ms - at > API_FENCE_STAMP_MS;
 }
 
 int64_t rc_fence_clock_ms(int64_t stamp_ms, int64_t returned_ms)
@@ -548,63 +549,6 @@ void rc_status_from_json(json_object *st, struct rc_status *ret)
 	*ret = s;
 }
 
-char *rc_time_rfc3339(int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	if (!gmtime_r(&tt, &tm))
-		return op_strdup("1970-01-01T00:00:00Z");
-	return op_asprintf("%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-			   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-/* "…[.fraction]Z": the whole seconds, and the fraction in nanoseconds rounded
- * up (digits past the ninth only round it up). */
-static int time_parse(const char *s, int64_t *ret_s, int64_t *ret_ns)
-{
-	struct tm tm = { 0 };
-	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!end)
-		return -EINVAL;
-	int64_t ns = 0, scale = 100000000;
-	bool below = false; /* a non-zero digit past the ninth */
-	if (*end == '.') { /* fractional seconds */
-		const char *digits = ++end;
-		for (; *end >= '0' && *end <= '9'; end++) {
-			if (scale)
-				ns += (*end - '0') * scale;
-			else
-				below |= *end != '0';
-			scale /= 10;
-		}
-		if (end == digits)
-			return -EINVAL;
-	}
-	if (strcmp(end, "Z") != 0)
-		return -EINVAL;
-	*ret_s = (int64_t)timegm(&tm);
-	*ret_ns = ns + below;
-	return 0;
-}
-
-int rc_time_parse(const char *s, int64_t *ret)
-{
-	int64_t sec, ns;
-	int r = time_parse(s, &sec, &ns);
-	if (r == 0)
-		*ret = sec;
-	return r;
-}
-
-int rc_time_parse_ms(const char *s, int64_t *ret)
-{
-	int64_t sec, ns;
-	int r = time_parse(s, &sec, &ns);
-	if (r == 0)
-		*ret = sec * 1000 + (ns + 999999) / 1000000;
-	return r;
-}
-
 static json_object *strv_json(char **v, size_t n)
 {
 	json_object *a = jarr();
@@ -701,7 +645,7 @@ static json_object *condition(json_object *old, const char *type, bool status,
 	if (ltt) {
 		jsets(c, "lastTransitionTime", ltt);
 	} else {
-		_cleanup_free_ char *t = rc_time_rfc3339(now);
+		_cleanup_free_ char *t = api_time_rfc3339(now);
 		jsets(c, "lastTransitionTime", t);
 	}
 	return c;

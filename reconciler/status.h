@@ -236,14 +236,6 @@ void rc_status_from_json(json_object *status, struct rc_status *ret);
 /* The PendingRestart condition's message for s->pending_restart (owned), e.g.
  * "instances with parameters that need a restart: a, b"; NULL when none. */
 char *rc_status_pending_message(const struct rc_status *s);
-/* Unix seconds -> "2026-12-02T11:00:00Z" (owned). */
-char *rc_time_rfc3339(int64_t t);
-/* RFC 3339 "…Z", whole seconds or with a fraction -> Unix seconds (the
- * fraction dropped); -EINVAL otherwise. */
-int rc_time_parse(const char *s, int64_t *ret);
-/* The same -> Unix milliseconds, a fraction finer than a millisecond rounded
- * up (a start read back is never earlier than the one written). */
-int rc_time_parse_ms(const char *s, int64_t *ret);
 
 /* Why a Pod (borrowed) cannot start because of its image: the first
  * container, init containers first, waiting with reason ErrImagePull,

@@ -21,7 +21,7 @@
 #undef free
 
 #include "apiserver/internal.h"
-#include "reconciler/replication.h"
+#include "reconciler/live.h"
 #include "support/alloc.h"
 #include "support/json.h"
 
@@ -665,7 +665,7 @@ static json_object *fake_pods(void *ud, const char *ns, const char *cluster)
 		     "\"ns1\"},\"status\":{\"podIP\":\"10.0.0.2\"}}]");
 }
 
-static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
+static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_live_instance *v,
 		      size_t n, long timeout_ms, struct rc_status_pool *pool, struct op_err *err)
 {
 	struct fake *f = ud;

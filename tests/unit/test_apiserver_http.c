@@ -25,6 +25,7 @@
 
 #include "apiserver/internal.h"
 #include "pki/pki.h"
+#include "reconciler/live.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "test_http_cert.h"
@@ -77,7 +78,7 @@ static json_object *fake_pods(void *ud, const char *ns, const char *cluster)
 
 static int timeline = 3;
 
-static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_instance *v,
+static int fake_fetch(void *ud, const char *ns, const char *cluster, struct rc_live_instance *v,
 		      size_t n, long timeout_ms, struct rc_status_pool *pool, struct op_err *err)
 {
 	pthread_mutex_lock(&mu);

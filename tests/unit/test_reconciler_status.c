@@ -404,7 +404,7 @@ static void test_failover_fence_wait_ms(void **state)
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
 		int64_t since = 0;
-		assert_int_equal(rc_time_parse_ms(rows[i].stamp, &since), 0);
+		assert_int_equal(api_time_parse_ms(rows[i].stamp, &since), 0);
 		const int64_t now_ms = t0 + wait + rows[i].now_ms;
 		struct rc_failover_input in = {
 			.current_primary = "c-1", .target_primary = RC_PENDING_FAILOVER, .v = v,
@@ -678,28 +678,28 @@ static void test_pod_image_problem(void **state)
 
 static void test_time(void **state)
 {
-	char *s = rc_time_rfc3339(1796212800);
+	char *s = api_time_rfc3339(1796212800);
 	assert_string_equal(s, "2026-12-02T12:00:00Z");
 	int64_t t = 0;
-	assert_int_equal(rc_time_parse(s, &t), 0);
+	assert_int_equal(api_time_parse(s, &t), 0);
 	assert_int_equal(t, 1796212800);
 	free(s);
-	assert_int_equal(rc_time_parse("2026-12-02T12:00:00.123456Z", &t), 0);
+	assert_int_equal(api_time_parse("2026-12-02T12:00:00.123456Z", &t), 0);
 	assert_int_equal(t, 1796212800);
-	assert_int_equal(rc_time_parse("2026-12-02 12:00:00", &t), -EINVAL);
-	assert_int_equal(rc_time_parse("2026-12-02T12:00:00+01:00", &t), -EINVAL);
-	assert_int_equal(rc_time_parse(NULL, &t), -EINVAL);
+	assert_int_equal(api_time_parse("2026-12-02 12:00:00", &t), -EINVAL);
+	assert_int_equal(api_time_parse("2026-12-02T12:00:00+01:00", &t), -EINVAL);
+	assert_int_equal(api_time_parse(NULL, &t), -EINVAL);
 	/* microseconds, as CloudNativePG writes them (metav1.RFC3339Micro) */
 	s = api_time_rfc3339_us(1796212800123456);
 	assert_string_equal(s, "2026-12-02T12:00:00.123456Z");
-	assert_int_equal(rc_time_parse_ms(s, &t), 0);
+	assert_int_equal(api_time_parse_ms(s, &t), 0);
 	assert_int_equal(t, 1796212800124); /* below a millisecond: rounded up */
 	free(s);
 	s = api_time_rfc3339_us(1796212800000007);
 	assert_string_equal(s, "2026-12-02T12:00:00.000007Z");
 	free(s);
 	s = api_time_rfc3339_us(1796212800999000);
-	assert_int_equal(rc_time_parse_ms(s, &t), 0);
+	assert_int_equal(api_time_parse_ms(s, &t), 0);
 	assert_int_equal(t, 1796212800999); /* whole milliseconds round-trip */
 	free(s);
 	static const struct {
@@ -720,12 +720,12 @@ static void test_time(void **state)
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(p); i++) {
 		t = -1;
-		int r = rc_time_parse_ms(p[i].in, &t);
+		int r = api_time_parse_ms(p[i].in, &t);
 		if (r != p[i].r || (r == 0 && t != p[i].ms))
 			fail_msg("%s: got %d %lld, want %d %lld", p[i].in ? p[i].in : "NULL", r,
 				 (long long)t, p[i].r, (long long)p[i].ms);
 	}
-	assert_int_equal(rc_time_parse("2026-12-02T12:00:00.999999Z", &t), 0);
+	assert_int_equal(api_time_parse("2026-12-02T12:00:00.999999Z", &t), 0);
 	assert_int_equal(t, 1796212800); /* seconds: the fraction dropped */
 }
 
