@@ -213,6 +213,7 @@ struct api_cluster {
  * them). Returns 0 and writes *ret_cluster (owned, free with
  * api_cluster_free) when there was no type error; otherwise returns -EINVAL,
  * err names the first error and *ret_cluster is untouched. */
+OP_MUST_CHECK
 int api_cluster_decode(json_object *obj, struct api_errors *errs, struct api_cluster **ret_cluster,
 		       struct op_err *err);
 
@@ -226,7 +227,7 @@ const char *api_cluster_slot_prefix(const struct api_cluster *c);
 /* Kubernetes resource quantity ("1Gi", "500M", "1.5Gi", "100m", "1e3") to
  * an integer, rounded up like resource.Quantity.Value(). Returns 0, or
  * -EINVAL (syntax) / -ERANGE (does not fit int64) with err saying why. */
-int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err);
+OP_MUST_CHECK int api_quantity_parse(const char *s, int64_t *ret_value, struct op_err *err);
 
 /* The exact value of a quantity, in nano-units (value x 1e9; GNU __int128,
  * |value| < 1.7e29). Digits past nano round up (away from zero), as
@@ -237,10 +238,11 @@ struct api_quantity {
 
 /* Same syntax and errors as api_quantity_parse (one parser), exact:
  * "100m" < "101m", "1.5Gi" is exactly 1.5 x 2^30. -ERANGE past 1.7e29. */
+OP_MUST_CHECK
 int api_quantity_parse_exact(const char *s, struct api_quantity *ret, struct op_err *err);
 
 /* -1, 0 or 1 as a <, ==, > b (Quantity.Cmp). */
-int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b);
+OP_MUST_CHECK int api_quantity_cmp(const struct api_quantity *a, const struct api_quantity *b);
 
 /* Tag of an image reference: the text after the last ':' that follows the
  * last '/', before any "@digest" ("reg:5000/a/b:17.2@sha256:x" -> "17.2").
@@ -253,14 +255,14 @@ bool api_image_tag(const char *image, const char **ret_tag, size_t *ret_len, boo
  * digits and single dots ("17.2" of "17.2-bookworm", "17" of "17beta1",
  * "18" of "18rc1"); its first number is the major, the second (if any) the
  * minor, which must be < 100. 0, or -EINVAL ("latest", "17.", "x17"). */
-int api_version_from_tag(const char *tag, size_t n, int *ret_major, int *ret_minor);
+OP_MUST_CHECK int api_version_from_tag(const char *tag, size_t n, int *ret_major, int *ret_minor);
 
 /* PostgreSQL major version from an image reference: api_version_from_tag of
  * its tag ("...:15", ":15.4", ":16.2-bookworm", ":17beta1", ":18rc1",
  * ":18.6-system-trixie@sha256:..."). Returns 0 and *ret_major, or -EINVAL
  * when there is no tag or it does not start with a version ("latest",
  * digest-only). */
-int api_image_major_version(const char *image, int *ret_major, struct op_err *err);
+OP_MUST_CHECK int api_image_major_version(const char *image, int *ret_major, struct op_err *err);
 
 /* Frees the items of v and empties it (v itself is not freed). */
 void api_strv_done(struct api_strv *v);
@@ -274,12 +276,13 @@ void api_strv_push(struct api_strv *v, const char *s);
  * with blanks stays one element); a non-empty `options` replaces them all.
  * Each is checked with api_initdb_arg_check; -EINVAL names the field.
  * Appends owned copies to out. */
+OP_MUST_CHECK
 int api_initdb_args(const struct api_initdb *i, struct api_strv *out, struct op_err *err);
 /* One initdb argument: an option ("-k", "--locale=C": a value goes after
  * '='), never a bare word (initdb would take it as the data directory), no
  * control characters, and not one the instance manager sets itself
  * (-D/--pgdata, -X/--waldir, -U/--username, --pwfile, --pwprompt, -W,
  * -A/--auth*). field names it in err ("spec.bootstrap.initdb.options[2]"). */
-int api_initdb_arg_check(const char *arg, const char *field, struct op_err *err);
+OP_MUST_CHECK int api_initdb_arg_check(const char *arg, const char *field, struct op_err *err);
 
 #endif

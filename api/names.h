@@ -42,7 +42,7 @@ char *api_slot_name(const char *prefix, const char *pod);
 /* Serial of a pod of this cluster: "<cluster>-<N>" with N a positive decimal
  * without leading zeros. Returns 0 and *ret_serial, or -EINVAL when pod is
  * not an instance name of cluster. */
-int api_pod_serial(const char *cluster, const char *pod, int64_t *ret_serial,
-		   struct op_err *err);
+OP_MUST_CHECK int api_pod_serial(const char *cluster, const char *pod, int64_t *ret_serial,
+				 struct op_err *err);
 
 #endif

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "support/err.h"
+
 /* Unix microseconds -> RFC 3339 with microseconds, as CloudNativePG writes
  * its timestamps (Go's metav1.RFC3339Micro): "2026-12-04T22:40:01.123456Z".
  * Owned (free); aborts on OOM. */
@@ -18,9 +20,9 @@ int64_t api_time_now_us(void);
 char *api_time_rfc3339(int64_t t);
 /* RFC 3339 "…Z", whole seconds or with a fraction -> Unix seconds (the
  * fraction dropped); -EINVAL otherwise. */
-int api_time_parse(const char *s, int64_t *ret);
+OP_MUST_CHECK int api_time_parse(const char *s, int64_t *ret);
 /* The same -> Unix milliseconds, a fraction finer than a millisecond rounded
  * up (a start read back is never earlier than the one written). */
-int api_time_parse_ms(const char *s, int64_t *ret);
+OP_MUST_CHECK int api_time_parse_ms(const char *s, int64_t *ret);
 
 #endif

@@ -103,12 +103,13 @@ struct as_server;
 /* *ret owned. The authentication ConfigMap informer starts with the first
  * request that finds source.client connected (it waits up to 2 s for its
  * first list). */
-int as_new(const struct as_config *cfg, struct as_server **ret, struct op_err *err);
+OP_MUST_CHECK int as_new(const struct as_config *cfg, struct as_server **ret, struct op_err *err);
 /* Stops the informer, waits for fetch threads, frees. Accepts NULL. */
 void as_free(struct as_server *s);
 
 /* The HTTP handler for every route below; userdata is the struct as_server
  * (NULL: answers 503 "live API not running"). */
+OP_MUST_CHECK
 int as_handle(void *userdata, const struct op_http_request *req, struct op_http_reply *rep,
 	      struct op_err *err);
 

@@ -63,6 +63,7 @@ struct as_reqinfo {
 /* Splits method + path. -ENOENT: not a path we serve (404); -EINVAL: a bad
  * name or namespace (400); -EOPNOTSUPP: method/verb not allowed on it (405).
  * err says why. watch: the query asked ?watch=true. */
+OP_MUST_CHECK
 int as_parse_path(const char *method, const char *path, bool watch, struct as_reqinfo *ri,
 		  struct op_err *err);
 
@@ -78,7 +79,7 @@ struct as_fieldsel {
 	size_t n;
 };
 /* -EINVAL (err: which term) for another field or a malformed selector. */
-int as_fieldsel_parse(const char *s, struct as_fieldsel *ret, struct op_err *err);
+OP_MUST_CHECK int as_fieldsel_parse(const char *s, struct as_fieldsel *ret, struct op_err *err);
 bool as_fieldsel_match(const struct as_fieldsel *f, const char *ns, const char *name);
 
 /* Selectors and output form of a get/list/watch. */
@@ -129,13 +130,13 @@ const struct as_resource *as_resource_clusters(void);
 const struct as_resource *as_resource_instances(void);
 
 /* Discovery and OpenAPI documents into out (JSON). */
-int as_doc_group_list(struct op_buf *out);
-int as_doc_group(struct op_buf *out);
-int as_doc_resource_list(struct op_buf *out);
-int as_doc_discovery_v2(struct op_buf *out);
-int as_doc_openapi_v2(struct op_buf *out);
-int as_doc_openapi_v3_root(struct op_buf *out);
-int as_doc_openapi_v3_gv(struct op_buf *out);
+OP_MUST_CHECK int as_doc_group_list(struct op_buf *out);
+OP_MUST_CHECK int as_doc_group(struct op_buf *out);
+OP_MUST_CHECK int as_doc_resource_list(struct op_buf *out);
+OP_MUST_CHECK int as_doc_discovery_v2(struct op_buf *out);
+OP_MUST_CHECK int as_doc_openapi_v2(struct op_buf *out);
+OP_MUST_CHECK int as_doc_openapi_v3_root(struct op_buf *out);
+OP_MUST_CHECK int as_doc_openapi_v3_gv(struct op_buf *out);
 #define AS_V2_CONTENT_TYPE "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 /* True when an Accept header asks for aggregated discovery v2 first. */
 bool as_accept_v2(const char *accept);
@@ -167,11 +168,13 @@ void as_age(int64_t seconds, char *out, size_t len);
 /* --------------------------------------------------------- rendering */
 
 /* A Status error body into out; reason e.g. "NotFound". */
-int as_status(struct op_buf *out, unsigned code, const char *reason, const char *msg);
+OP_MUST_CHECK int as_status(struct op_buf *out, unsigned code, const char *reason, const char *msg);
 /* A Table (cells from res->cols) or a List of objs (borrowed array), or a
  * single object when single is set. rv: list resourceVersion. */
+OP_MUST_CHECK
 int as_render_table(struct op_buf *out, const struct as_resource *res, json_object *objs,
 		    const char *rv, int64_t now_s, bool with_headers);
+OP_MUST_CHECK
 int as_render_list(struct op_buf *out, const struct as_resource *res, json_object *objs,
 		   const char *rv);
 
@@ -183,11 +186,12 @@ int as_render_list(struct op_buf *out, const struct as_resource *res, json_objec
  * -EINVAL (400, err says why: not JSON, not an object, unknown field, wrong
  * type, bad name), -EMSGSIZE (413) over AS_ACTION_BODY_MAX, -ENOENT: sub is
  * not an action. */
+OP_MUST_CHECK
 int as_action_parse(const char *sub, const char *body, size_t len, struct as_action *ret,
 		    struct op_err *err);
 /* A Status {"status":"Success","code":202,message,details{name,group,kind}}
  * into out (what an accepted action answers). */
-int as_status_accepted(struct op_buf *out, const char *msg, const char *name);
+OP_MUST_CHECK int as_status_accepted(struct op_buf *out, const char *msg, const char *name);
 
 /* ----------------------------------------------------------- snapshots */
 
@@ -211,6 +215,7 @@ void as_views_free(struct as_views *v, size_t n);
 
 /* The selected live objects (*ret owned array), snapshots refreshed as
  * needed (as_snaps_get bounds). -EINVAL: malformed label selector. */
+OP_MUST_CHECK
 int as_collect(struct as_snaps *snaps, const struct as_source *src, const struct as_reqinfo *ri,
 	       const struct as_query *q, json_object **ret, struct op_err *err);
 
@@ -221,11 +226,13 @@ struct as_watches *as_watches_new(unsigned max);
 /* Ends every watch and waits for their threads. Accepts NULL. */
 void as_watches_free(struct as_watches *w);
 /* Turns rep into a watch stream served by a new thread (429 beyond max). */
+OP_MUST_CHECK
 int as_watch_start(struct as_watches *w, struct as_snaps *snaps, const struct as_source *src,
 		   const struct op_http_request *req, const struct as_reqinfo *ri,
 		   const struct as_query *q, struct op_http_reply *rep, struct op_err *err);
 /* One watch event line ("{type,object}\n") into out; the object is wrapped
  * into a one-row Table when table (column definitions only when headers). */
+OP_MUST_CHECK
 int as_watch_event(struct op_buf *out, const char *type, const struct as_resource *res,
 		   json_object *obj, bool table, bool headers, int64_t now_s);
 #define AS_WATCH_MAX_DEFAULT 64
@@ -245,19 +252,19 @@ struct as_authn_cfg {
 void as_authn_cfg_done(struct as_authn_cfg *c);
 /* From the ConfigMap object (borrowed). -EINVAL when there is no
  * requestheader CA or a list value is not a JSON string array. */
-int as_authn_parse(json_object *cm, struct as_authn_cfg *ret, struct op_err *err);
+OP_MUST_CHECK int as_authn_parse(json_object *cm, struct as_authn_cfg *ret, struct op_err *err);
 bool as_authn_cn_allowed(const struct as_authn_cfg *c, const char *cn);
 /* One header into u (called for each request header in order). */
 void as_authn_header(const struct as_authn_cfg *c, struct as_user *u, const char *name,
 		     const char *value);
 /* After the headers: -EACCES without a user; adds system:authenticated. */
-int as_authn_finish(struct as_user *u, struct op_err *err);
+OP_MUST_CHECK int as_authn_finish(struct as_user *u, struct op_err *err);
 
 struct as_sar_cache;
 struct as_sar_cache *as_sar_cache_new(long ttl_ms, size_t cap);
 void as_sar_cache_free(struct as_sar_cache *c);
 /* 1/0 cached decision, -ENOENT when not cached (or expired). now_ms monotonic. */
-int as_sar_cache_get(struct as_sar_cache *c, const char *key, int64_t now_ms);
+OP_MUST_CHECK int as_sar_cache_get(struct as_sar_cache *c, const char *key, int64_t now_ms);
 void as_sar_cache_put(struct as_sar_cache *c, const char *key, bool allowed, int64_t now_ms);
 /* The cache key of (u, a) (owned). */
 char *as_sar_key(const struct as_user *u, const struct as_attrs *a);

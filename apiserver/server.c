@@ -141,8 +141,9 @@ static void ensure_watching(struct as_server *s)
 	 * were answered 401 "not loaded yet" in the ~100 ms the first list took, and
 	 * the aggregator then left the group out of discovery for seconds (found by
 	 * test_helm_rotation's live polls). Returns at once once synced. */
-	if (s->cm_inf)
-		kube_informer_wait_synced(s->cm_inf, 2000);
+	if (s->cm_inf && kube_informer_wait_synced(s->cm_inf, 2000) < 0)
+		op_log_debug("authentication ConfigMap not listed within 2 s: answering from "
+			     "what is loaded");
 }
 
 /* ------------------------------------------------------------ replies */

@@ -84,8 +84,8 @@ struct cm_config {
 struct cm;
 
 /* c is borrowed (must outlive the manager). -EINVAL on a missing name. */
-int cm_new(struct kube_client *c, const struct cm_config *cfg, struct cm **ret_cm,
-	   struct op_err *err);
+OP_MUST_CHECK int cm_new(struct kube_client *c, const struct cm_config *cfg, struct cm **ret_cm,
+			 struct op_err *err);
 /* Accepts NULL. */
 void cm_free(struct cm *cm);
 
@@ -95,7 +95,7 @@ void cm_free(struct cm *cm);
  * delay before the next round: settle_s + 1 after a settling action, the rest
  * of a settle pause that stopped this round, else 0 ("the regular check
  * interval"). */
-int cm_sync(struct cm *cm, int64_t now, unsigned *ret_next_s, struct op_err *err);
+OP_MUST_CHECK int cm_sync(struct cm *cm, int64_t now, unsigned *ret_next_s, struct op_err *err);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -105,12 +105,12 @@ int cm_sync(struct cm *cm, int64_t now, unsigned *ret_next_s, struct op_err *err
  * its spec.caBundle. *ret_pem owned,
  * "" when some webhook has none. -EINVAL when a caBundle is not base64 or
  * holds something that is not a CA certificate (err says which webhook). */
-int cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err);
+OP_MUST_CHECK int cm_whc_bundle(json_object *whc, char **ret_pem, struct op_err *err);
 
 /* Sets every webhooks[].clientConfig.caBundle of whc (an APIService: its
  * spec.caBundle), modified in place, to base64(bundle_pem). Returns how many
  * differed (0: nothing to write). */
-int cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *err);
+OP_MUST_CHECK int cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *err);
 
 /* The four service SANs into out[4] (owned strings; cm_sans_done). */
 void cm_sans(const char *svc, const char *ns, char *out[4]);
@@ -118,9 +118,9 @@ void cm_sans_done(char *sans[4]);
 
 /* Parses a duration: "90d", "2160h", "45m", "40s", "1h30m" or bare seconds.
  * -EINVAL on anything else, -ERANGE past 100 years or zero. */
-int cm_parse_duration(const char *s, int64_t *ret_s, struct op_err *err);
+OP_MUST_CHECK int cm_parse_duration(const char *s, int64_t *ret_s, struct op_err *err);
 /* Parses a fraction: "0.33", "1/3". -EINVAL unless 0 < f < 1. */
-int cm_parse_fraction(const char *s, double *ret, struct op_err *err);
+OP_MUST_CHECK int cm_parse_fraction(const char *s, double *ret, struct op_err *err);
 
 /* ------------------------------------------------------------------ run
  *
@@ -163,12 +163,13 @@ struct cm_run;
  * and fills cfg->cert_pem/key_pem/ready_fn/ready_userdata (pointing into the
  * returned object, which must outlive the server). Errors are returned with
  * err set (bad option values, no cluster access). *ret owned. */
+OP_MUST_CHECK
 int cm_run_prepare(const struct cm_run_opts *o, const char *kubeconfig,
 		   struct op_http_config *cfg, struct cm_run **ret, struct op_err *err);
 
 /* Starts the watches (serving Secret, validating configuration), the Lease
  * candidate and the certificate manager thread. srv is borrowed. */
-int cm_run_start(struct cm_run *cc, struct op_http_server *srv, struct op_err *err);
+OP_MUST_CHECK int cm_run_start(struct cm_run *cc, struct op_http_server *srv, struct op_err *err);
 
 /* Stops everything (releasing the Lease) and frees. Accepts NULL. Call before
  * freeing the server. */

@@ -76,8 +76,9 @@ void cm_settle_published(struct cm_settle *st, const char *before, const char *a
 			 bool leaf_served, int64_t now)
 {
 	struct pki_bundle a = PKI_BUNDLE_INIT, b = PKI_BUNDLE_INIT;
-	if (before && *before)
-		(void)pki_bundle_parse(before, &b, NULL);
+	/* an unreadable "before" counts as nothing published before */
+	if (before && *before && pki_bundle_parse(before, &b, NULL) < 0)
+		b = PKI_BUNDLE_INIT;
 	if (after && *after && pki_bundle_parse(after, &a, NULL) == 0) {
 		for (size_t i = 0; i < a.n; i++) {
 			if (pki_bundle_contains(&b, a.v[i].fingerprint))

@@ -66,6 +66,7 @@ struct controller_reconcile_opts {
 
 /* Starts the reconciler runner (reconciler/start.h) unless --webhooks-only
  * (then 0 with *ret NULL, logged). -EINVAL on bad flags. */
+OP_MUST_CHECK
 int controller_reconcile_start(const struct controller_reconcile_opts *o, const char *kubeconfig,
 			       struct rc_runner **ret, struct op_err *err);
 

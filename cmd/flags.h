@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "support/err.h"
+
 enum cmd_flag_type {
 	CMD_FLAG_STRING,    /* const char *            */
 	CMD_FLAG_STRINGS,   /* struct cmd_strings (repeatable) */
@@ -44,6 +46,7 @@ struct cmd_flag {
  * --help (to stdout) with the flag list. Positional arguments are refused when
  * ret_first_arg is NULL, else *ret_first_arg is the index of the first one
  * (argc when none; GNU getopt moves them to the end). */
+OP_MUST_CHECK
 int cmd_parse_flags(const struct cmd_flag *flags, size_t n_flags, const char *usage, int argc,
 		    char **argv, void *opts, int *ret_first_arg);
 /* Prints "  -f, --file FILE   help" lines. */

@@ -69,19 +69,22 @@ struct inst_config_input {
  * to out. -EINVAL when a parameter name or value cannot be rendered safely
  * (newline, NUL, bad name; err names it). *ret_sha256 (may be NULL): owned
  * hex digest. */
+OP_MUST_CHECK
 int inst_render_postgresql_conf(const struct inst_config_input *in, struct op_buf *out,
 				char **ret_sha256, struct op_err *err);
 /* pg_hba.conf: fixed rules (§7e), spec.postgresql.pg_hba, default line. */
+OP_MUST_CHECK
 int inst_render_pg_hba(const struct inst_config_input *in, struct op_buf *out, struct op_err *err);
 /* pg_ident.conf: "local" and cnpg_* maps, then spec.postgresql.pg_ident. */
-int inst_render_pg_ident(const struct inst_config_input *in, struct op_buf *out,
-			 struct op_err *err);
+OP_MUST_CHECK int inst_render_pg_ident(const struct inst_config_input *in, struct op_buf *out,
+				       struct op_err *err);
 /* postgresql.conf written by init: only the two include directives. */
 extern const char inst_postgresql_conf_includes[];
 
 /* synchronous_standby_names from the spec (legacy min/maxSyncReplicas or the
  * synchronous stanza, runtime.md §4.3). Appends the value (without quotes of
  * the conf file) to out; nothing when the parameter stays unset. Returns 0. */
+OP_MUST_CHECK
 int inst_sync_standby_names(const struct api_cluster *c, const char *primary,
 			    const struct api_strv *healthy_replicas, struct op_buf *out,
 			    struct op_err *err);
@@ -104,10 +107,12 @@ void inst_stop_timeouts(const struct api_cluster *c, bool demotion, unsigned sma
  * c NULL: the settings of a replica whose WAL receiver is cut
  * (instance/cut.c): primary_conninfo empty, marked with INST_CUT_MARK. */
 #define INST_CUT_MARK "# pgop: WAL receiver cut (the primary was unreachable)"
+OP_MUST_CHECK
 int inst_render_standby_override(const struct api_cluster *c, const char *pod_name,
 				 const char *controller_dir, const char *host, unsigned port,
 				 struct op_buf *out, struct op_err *err);
 /* The conninfo used by join, pg_rewind and primary_conninfo. dbname may be NULL. */
+OP_MUST_CHECK
 int inst_primary_conninfo(const char *pod_name, const char *controller_dir, const char *host,
 			  unsigned port, const char *dbname, struct op_buf *out);
 
@@ -153,7 +158,7 @@ struct inst_pg_status {
 
 void inst_pg_status_done(struct inst_pg_status *s);
 /* PostgresqlStatus JSON (runtime.md §2.1) appended to out. */
-int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out);
+OP_MUST_CHECK int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out);
 
 /* ------------------------------------------------------------------------ */
 /* Endpoint authorization (pure)                                              */
@@ -213,16 +218,17 @@ struct inst_run_opts {
 };
 
 /* Each returns 0 or -errno with err set. */
-int inst_init(const struct inst_init_opts *o, struct op_err *err);
-int inst_join(const struct inst_join_opts *o, struct op_err *err);
+OP_MUST_CHECK int inst_init(const struct inst_init_opts *o, struct op_err *err);
+OP_MUST_CHECK int inst_join(const struct inst_join_opts *o, struct op_err *err);
 /* Runs until SIGTERM (0) or postgres dies / demotion (-errno, exit non-zero). */
-int inst_run(const struct inst_run_opts *o, struct op_err *err);
+OP_MUST_CHECK int inst_run(const struct inst_run_opts *o, struct op_err *err);
 /* `pgop bootstrap DEST` (the init container): copies this binary
  * (/proc/self/exe) to dest through a temp file + fsync + rename, mode 0755.
  * 0, or -errno with err naming the file ("copy to DEST failed: ..."). */
-int inst_copy_self(const char *dest, struct op_err *err);
+OP_MUST_CHECK int inst_copy_self(const char *dest, struct op_err *err);
 /* GET https://<listen>/pg/status (server not verified: local) into out, with
  * the client certificate files cert/key (NULL = none: the server answers 401). */
+OP_MUST_CHECK
 int inst_status_fetch(const char *url, const char *cert, const char *key, struct op_buf *out,
 		      struct op_err *err);
 

@@ -22,24 +22,25 @@ extern struct op_dl_lib inst_dl_pq;
 /* ---- files.c ---- */
 /* Writes data to path through a temp file + rename, mode applied before the
  * rename. 0 or -errno. */
-int inst_write_file(const char *path, const char *data, size_t len, mode_t mode,
-		    struct op_err *err);
+OP_MUST_CHECK int inst_write_file(const char *path, const char *data, size_t len, mode_t mode,
+				  struct op_err *err);
 /* Reads a whole file (capped at max) into out (appended). */
+OP_MUST_CHECK
 int inst_read_file(const char *path, size_t max, struct op_buf *out, struct op_err *err);
 /* Writes path only when its content differs. Returns 1 written, 0 same. */
-int inst_write_if_changed(const char *path, const char *data, size_t len, mode_t mode,
-			  struct op_err *err);
+OP_MUST_CHECK int inst_write_if_changed(const char *path, const char *data, size_t len, mode_t mode,
+					struct op_err *err);
 bool inst_path_exists(const char *path);
 /* mkdir -p with mode for the missing components. */
-int inst_mkdir_p(const char *path, mode_t mode, struct op_err *err);
+OP_MUST_CHECK int inst_mkdir_p(const char *path, mode_t mode, struct op_err *err);
 /* Copies the mounted certificates (certs_dir/{server,ca,replication}) into
  * controller_dir/certificates with mode 0600. Missing replication files are
  * skipped. Returns 1 when anything changed, 0 when not. */
-int inst_sync_certificates(const struct inst_paths *p, struct op_err *err);
+OP_MUST_CHECK int inst_sync_certificates(const struct inst_paths *p, struct op_err *err);
 /* Trimmed content of a one-value Secret file (secrets_dir/<secret>/<key>);
  * *ret owned. */
-int inst_read_secret(const struct inst_paths *p, const char *secret, const char *key,
-		     char **ret, struct op_err *err);
+OP_MUST_CHECK int inst_read_secret(const struct inst_paths *p, const char *secret, const char *key,
+				   char **ret, struct op_err *err);
 
 /* ---- cluster.c ---- */
 struct inst_source {
@@ -50,11 +51,11 @@ struct inst_source {
 	const char *ns, *name;          /* borrowed */
 };
 /* Loads the Cluster (file: JSON or YAML, one document). *ret owned. */
-int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
-		      struct op_err *err);
+OP_MUST_CHECK int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
+				    struct op_err *err);
 /* Merge-patches clusters/status (file source: logged and ignored). */
-int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
-			      struct op_err *err);
+OP_MUST_CHECK int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
+					    struct op_err *err);
 /* The SIGTERM handover's write: while the Cluster names me (borrowed) target
  * and current primary, merge-patches status.targetPrimary to cand (borrowed)
  * and its timestamp, with the resourceVersion just read as the precondition;
@@ -62,42 +63,46 @@ int inst_cluster_patch_status(const struct inst_source *src, const char *patch,
  * written, 1 the Cluster no longer names me, -ESTALE still conflicting, or
  * another -errno; err says why. */
 #define INST_HANDOVER_ATTEMPTS 5
+OP_MUST_CHECK
 int inst_cluster_hand_over(const struct inst_source *src, const char *me, const char *cand,
 			   struct op_err *err);
 /* Opens a client from --kubeconfig/$KUBECONFIG/in-cluster; fast: 1.5 s per
  * request, 1 s to connect, no retries (a partitioned primary must learn within
  * a tick that it cannot reach the API server). */
-int inst_kube_open(const char *kubeconfig, bool fast, struct kube_client **ret,
-		   struct op_err *err);
+OP_MUST_CHECK int inst_kube_open(const char *kubeconfig, bool fast, struct kube_client **ret,
+				 struct op_err *err);
 
 /* ---- bootstrap.c ---- */
 /* Name of the effective OS user (pg_ident "local" map). Borrowed (static). */
 const char *inst_os_user(void);
 /* Writes postgresql.conf (includes), custom.conf, pg_hba.conf, pg_ident.conf
  * and (unless keep_override and it exists) an empty override.conf. */
+OP_MUST_CHECK
 int inst_write_config(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
 		      unsigned port, bool keep_override, struct op_err *err);
 /* pg_basebackup of host:port into p->pgdata (and p->waldir when set; both
  * absent or empty), then the configuration, the standby settings and, last,
  * the marker naming pod: `join`, and `run`'s re-clone (reclone.c). */
+OP_MUST_CHECK
 int inst_clone_standby(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
 		       const char *host, unsigned port, struct op_err *err);
 /* Loads the Cluster once from the file or the API server. *ret owned. */
-int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
-		  const char *name, struct api_cluster **ret, struct op_err *err);
+OP_MUST_CHECK int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
+				const char *name, struct api_cluster **ret, struct op_err *err);
 
 /* ---- reclaim.c ---- */
 /* Records that pod's PGDATA bootstrapped / ran (PGDATA/pgop-bootstrapped). */
-int inst_marker_write(const char *pgdata, const char *pod, struct op_err *err);
+OP_MUST_CHECK int inst_marker_write(const char *pgdata, const char *pod, struct op_err *err);
 /* 1 when PGDATA's marker names pod, 0 when it is absent or another pod's
  * (pg_basebackup copies the primary's), -errno when it cannot be read. */
-int inst_marker_is(const char *pgdata, const char *pod, struct op_err *err);
+OP_MUST_CHECK int inst_marker_is(const char *pgdata, const char *pod, struct op_err *err);
 /* Removes dir and everything under it (symlinks removed, never followed;
  * other file systems not entered); an absent dir is 0. Main thread only. */
-int inst_remove_tree(const char *dir, struct op_err *err);
+OP_MUST_CHECK int inst_remove_tree(const char *dir, struct op_err *err);
 /* Before init/join: 0 when PGDATA (and waldir) are absent or empty, or held
  * the leftovers of a failed attempt, now removed (contents only, symlinks not
  * followed); -EEXIST when the marker names pod (never removed). */
+OP_MUST_CHECK
 int inst_pgdata_reclaim(const struct inst_paths *p, const char *pod, struct op_err *err);
 
 /* ---- reclone.c (a former primary pg_rewind cannot bring back) ---- */
@@ -126,36 +131,39 @@ enum inst_aside_action inst_aside_decide(bool aside_exists, bool pgdata_ours);
 struct inst_reclone_paths {
 	char *pgdata, *aside, *waldir, *wal_aside;
 };
+OP_MUST_CHECK
 int inst_reclone_paths(const char *pgdata, struct inst_reclone_paths *ret, struct op_err *err);
 /* Frees the strings (usable as _cleanup_). */
 void inst_reclone_paths_done(struct inst_reclone_paths *rp);
 /* Renames PGDATA, then the WAL directory, to their asides (-EEXIST when an
  * aside exists). */
-int inst_reclone_move_aside(const struct inst_reclone_paths *rp, struct op_err *err);
+OP_MUST_CHECK int inst_reclone_move_aside(const struct inst_reclone_paths *rp, struct op_err *err);
 /* Removes what PGDATA and the WAL directory hold and renames the asides back
  * (the WAL directory first). */
-int inst_reclone_restore(const struct inst_reclone_paths *rp, struct op_err *err);
+OP_MUST_CHECK int inst_reclone_restore(const struct inst_reclone_paths *rp, struct op_err *err);
 /* Removes the aside copies (the WAL directory's first). */
-int inst_reclone_drop_aside(const struct inst_reclone_paths *rp, struct op_err *err);
+OP_MUST_CHECK int inst_reclone_drop_aside(const struct inst_reclone_paths *rp, struct op_err *err);
 /* At start, before anything reads PGDATA: acts on inst_aside_decide (logs
  * what it did). */
-int inst_reclone_leftover(const char *pgdata, const char *pod, struct op_err *err);
+OP_MUST_CHECK int inst_reclone_leftover(const char *pgdata, const char *pod, struct op_err *err);
 /* Moves PGDATA (and its WAL directory) aside, clones from host:port
  * (inst_clone_standby), removes the aside copies; a failed clone puts the old
  * data back before returning its error. */
+OP_MUST_CHECK
 int inst_reclone(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
 		 const char *host, unsigned port, struct op_err *err);
 
 /* ---- pgbin.c ---- */
 /* The major of a `postgres -V` line ("postgres (PostgreSQL) 16.4 ..."); 0
  * when s holds none. */
-int inst_pg_version_major(const char *s);
+OP_MUST_CHECK int inst_pg_version_major(const char *s);
 /* The major in pgdata/PG_VERSION. */
-int inst_pgdata_major(const char *pgdata, int *ret, struct op_err *err);
+OP_MUST_CHECK int inst_pgdata_major(const char *pgdata, int *ret, struct op_err *err);
 /* Finds the PostgreSQL programs (pgbin.c header: explicit_dir, else PATH,
  * pg_config --bindir, /usr/lib/postgresql/<want>/bin) whose `postgres -V`
  * is major want (0 = any). want_from names where want came from (errors).
  * *ret_bindir owned. -ENOENT naming every candidate and its major. */
+OP_MUST_CHECK
 int inst_pg_locate(const char *explicit_dir, const char *path_env, int want,
 		   const char *want_from, char **ret_bindir, int *ret_major, struct op_err *err);
 /* Sets p->pg_bindir and p->pg_major: the wanted major is p->pg_major, else
@@ -163,6 +171,7 @@ int inst_pg_locate(const char *explicit_dir, const char *path_env, int want,
  * directory's PG_VERSION must match it (or decides it). Prepends the bindir
  * to PATH. *ret_owned: the string p->pg_bindir now points to (free it after
  * the last use of p). */
+OP_MUST_CHECK
 int inst_paths_locate(struct inst_paths *p, const struct api_cluster *c, bool data_exists,
 		      char **ret_owned, struct op_err *err);
 
@@ -170,31 +179,34 @@ int inst_paths_locate(struct inst_paths *p, const struct api_cluster *c, bool da
 /* Runs argv[0] (searched in bindir when not absolute) and waits. Returns the
  * exit status (0..255) or -errno; output goes to our stderr. uid of the
  * caller. */
-int inst_run_cmd(const char *bindir, const char *const *argv, struct op_err *err);
+OP_MUST_CHECK int inst_run_cmd(const char *bindir, const char *const *argv, struct op_err *err);
 /* Starts `postgres -D pgdata [-c k=v ...]` in its own process group. */
+OP_MUST_CHECK
 int inst_start_postgres(const char *bindir, const char *pgdata, const char *const *extra,
 			pid_t *ret_pid, struct op_err *err);
 /* Connects over the unix socket in sockdir as postgres. *ret owned (PQfinish). */
+OP_MUST_CHECK
 int inst_pg_connect(const char *sockdir, unsigned port, const char *dbname, PGconn **ret,
 		    struct op_err *err);
 /* Waits up to timeout_s until a connection succeeds. */
-int inst_pg_wait_ready(const char *sockdir, unsigned port, unsigned timeout_s,
-		       struct op_err *err);
+OP_MUST_CHECK int inst_pg_wait_ready(const char *sockdir, unsigned port, unsigned timeout_s,
+				     struct op_err *err);
 /* Runs sql with text parameters; expects COMMAND_OK or TUPLES_OK. *ret may be
  * NULL; otherwise an owned PGresult (PQclear). */
-int inst_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
-		 PGresult **ret, struct op_err *err);
+OP_MUST_CHECK int inst_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+			       PGresult **ret, struct op_err *err);
 /* One text value (row 0, column 0) as an owned string; NULL when SQL NULL. */
-int inst_pg_value(PGconn *c, const char *sql, int nparams, const char *const *params,
-		  char **ret, struct op_err *err);
+OP_MUST_CHECK int inst_pg_value(PGconn *c, const char *sql, int nparams, const char *const *params,
+				char **ret, struct op_err *err);
 /* Fills a PostgresqlStatus from a live connection. cluster_name filters
  * replicationInfo to this cluster's pods. */
+OP_MUST_CHECK
 int inst_pg_query_status(PGconn *c, const char *cluster_name, struct inst_pg_status *s,
 			 struct op_err *err);
 /* Primary: creates the HA slots of `wanted` (slot names) and drops inactive
  * slots with `prefix` that are not wanted. Returns the number of changes. */
-int inst_pg_reconcile_slots(PGconn *c, const char *prefix, const char *const *wanted,
-			    size_t n_wanted, struct op_err *err);
+OP_MUST_CHECK int inst_pg_reconcile_slots(PGconn *c, const char *prefix, const char *const *wanted,
+					  size_t n_wanted, struct op_err *err);
 static inline void inst_pqfinishp(PGconn **c)
 {
 	if (*c)
@@ -232,6 +244,7 @@ void inst_cut_destroy(struct inst_cut *c);
  * 0 with *ret_hold_ms, how long the cut is held at least from now. A cut
  * written but whose WAL receiver did not exit in time stays (held) and the
  * error is returned. */
+OP_MUST_CHECK
 int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const char *primary,
 		     const char *ip, int64_t *ret_hold_ms, struct op_err *err);
 /* Pure: a cut off cut_primary may be undone when a read of the Cluster that
@@ -244,6 +257,7 @@ bool inst_cut_may_undo(bool on, const char *cut_primary, int64_t until, int64_t 
 /* Undoes the cut when inst_cut_may_undo (re-checked under the lock: a request
  * may have extended the hold): writes override (the standby settings) and
  * reloads. */
+OP_MUST_CHECK
 int inst_cut_undo(struct inst_cut *c, const struct inst_cut_env *env, int64_t read_started,
 		  const char *target, const struct op_buf *override, struct op_err *err);
 /* The instance is primary now: nothing to undo. */
@@ -257,11 +271,12 @@ bool inst_cut_report(struct inst_cut *c, int64_t now, char *primary, size_t n,
 struct inst_state;
 /* Starts the status server on listen with the server cert/key and trusting
  * ca_file for client certificates. */
+OP_MUST_CHECK
 int inst_server_start(const char *listen, const char *cert_file, const char *key_file,
 		      const char *ca_file, struct inst_state *st, struct inst_server **ret,
 		      struct op_err *err);
 /* Reloads the certificates when any file changed: 1 reloaded, 0 same. */
-int inst_server_reload(struct inst_server *srv, struct op_err *err);
+OP_MUST_CHECK int inst_server_reload(struct inst_server *srv, struct op_err *err);
 void inst_server_free(struct inst_server *srv);
 /* The bound TCP port (after listening on port 0). */
 uint16_t inst_server_port(struct inst_server *srv);
@@ -308,6 +323,7 @@ bool inst_state_woken(struct inst_state *st);
 /* <controller-dir>/run, postgres's socket directory (borrowed, lives as long as st). */
 const char *inst_state_sockdir(const struct inst_state *st);
 /* Called by the server: /pg/status JSON into out. */
+OP_MUST_CHECK
 int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_err *err);
 bool inst_state_ready(struct inst_state *st);
 /* postgres is (re)starting in place (the manager just started, or it restarts a

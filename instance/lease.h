@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "support/err.h"
+
 #define INST_LEASE_MAX_PEERS 64
 /* The lease's read of the Cluster gives up after this long (the fast client,
  * instance/cluster.c inst_kube_open). */
@@ -41,7 +43,7 @@ struct inst_lease {
 };
 
 /* Records a mark; one whose at or lsn goes backwards is ignored (-EINVAL). */
-int inst_lease_mark(struct inst_lease *l, int64_t at, uint64_t lsn);
+OP_MUST_CHECK int inst_lease_mark(struct inst_lease *l, int64_t at, uint64_t lsn);
 
 /* When a replica that received WAL up to `written` (its write_lsn) proved the
  * lease: the latest mark's `at` with lsn <= written; 0 when none (older than

@@ -42,7 +42,7 @@ struct inst_pglog {
 /* Makes <log_dir>/postgres.csv a FIFO (a regular file there is replaced) and
  * starts the reader. 0, or -errno with err set (nothing left running, and no
  * FIFO: postgres would block opening one nobody reads). */
-int inst_pglog_start(struct inst_pglog *l, const char *log_dir, struct op_err *err);
+OP_MUST_CHECK int inst_pglog_start(struct inst_pglog *l, const char *log_dir, struct op_err *err);
 /* Stops the reader (after what is already in the FIFO) and closes it; the
  * FIFO stays for the next start. Safe on a pglog never started. */
 void inst_pglog_stop(struct inst_pglog *l);

@@ -527,7 +527,8 @@ static unsigned lease_peers(struct runner *rn, PGconn *c, int64_t now, unsigned 
 			 1, p, &res, NULL) ||
 	    PQntuples(res) < 1)
 		return 0; /* a broken connection is replaced at the next check (pg_conn) */
-	(void)inst_lease_mark(&rn->lease, now, lsn_bytes(res, 0, 0));
+	if (inst_lease_mark(&rn->lease, now, lsn_bytes(res, 0, 0)) < 0)
+		op_log_debug("lease mark going backwards ignored");
 	uint64_t written[INST_LEASE_MAX_PEERS];
 	size_t n = 0;
 	for (int i = 0; i < PQntuples(res) && n < INST_LEASE_MAX_PEERS; i++)

@@ -76,6 +76,7 @@ struct kube_client {
 
 /* kube_event_emit with the Event's time given (Unix ms): the recorder stamps
  * an Event when it is queued, not when it is posted. */
+OP_MUST_CHECK
 int kube__event_emit_at(struct kube_client *c, json_object *involved, const char *type,
 			const char *reason, const char *message, const char *component,
 			int64_t wall_ms, struct op_err *err);
@@ -92,10 +93,11 @@ void kube__deadline(struct timespec *ret_ts, long ms);
 void kube__wait_stop(pthread_mutex_t *lock, pthread_cond_t *cond, atomic_bool *stop, long ms);
 
 /* Reads a whole file into b (cleared first), at most max bytes. */
+OP_MUST_CHECK
 int kube__read_file(const char *path, size_t max, struct op_buf *b, struct op_err *err);
 
 /* Appends s percent-encoded (RFC 3986 unreserved kept) to b. */
-int kube__escape(struct op_buf *b, const char *s);
+OP_MUST_CHECK int kube__escape(struct op_buf *b, const char *s);
 
 /* Takes one token from the client's rate limiter, sleeping if needed: from
  * the main bucket, or from the Events' own one. */
@@ -107,6 +109,7 @@ void kube__throttle(struct kube_client *c, bool events);
  * kube__easy_done.
  * *ret_headers: owned slist (curl_slist_free_all) to keep until cleanup;
  * extra headers (may be NULL) are appended after auth. */
+OP_MUST_CHECK
 int kube__easy_new(struct kube_client *c, const char *method, const char *url,
 		   const char *content_type, char *errbuf, struct curl_slist **ret_headers,
 		   CURL **ret_easy, struct op_err *err);
@@ -116,13 +119,13 @@ int kube__easy_new(struct kube_client *c, const char *method, const char *url,
 void kube__easy_done(struct kube_client *c, CURL *h, bool keep);
 
 /* Maps a CURLcode to -errno. */
-int kube__curl_errno(CURLcode cc);
+OP_MUST_CHECK int kube__curl_errno(CURLcode cc);
 
 /* Fills err from an error response: Status reason/message when body is a
  * Status, else the first bytes of body. Returns the -errno for it. */
-int kube__http_error(long http, const char *body, size_t len, const char *verb,
-		     const struct kube_kind *k, const char *ns, const char *name,
-		     struct op_err *err);
+OP_MUST_CHECK int kube__http_error(long http, const char *body, size_t len, const char *verb,
+				   const struct kube_kind *k, const char *ns, const char *name,
+				   struct op_err *err);
 
 void kube__stat_add(struct kube_client *c, bool retry);
 /* Counts one answered (or failed: http 0) request for pgop_kube_requests_total:
@@ -144,6 +147,7 @@ struct kube__chunk {
 	const char *data;
 	size_t len;
 };
+OP_MUST_CHECK
 int kube__watch_replay(const struct kube_kind *k, const struct kube__chunk *chunks, size_t n,
 		       kube_watch_fn fn, void *ud, char **ret_rv, struct op_err *err);
 

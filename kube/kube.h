@@ -73,6 +73,7 @@ struct kube_config {
  * is no cluster access at all (no kubeconfig and not in a pod: the controller
  * then serves webhooks only); -EINVAL for a malformed kubeconfig. A path given
  * explicitly that does not exist is -ENOENT too, with the path in err. */
+OP_MUST_CHECK
 int kube_config_load(const char *path, struct kube_config **ret_cfg, struct op_err *err);
 
 /* Parses one kubeconfig file (YAML). context: NULL = current-context.
@@ -81,17 +82,20 @@ int kube_config_load(const char *path, struct kube_config **ret_cfg, struct op_e
  * client-key(-data),token,tokenFile,username,password},
  * contexts[].context.{cluster,user,namespace}. Relative paths are resolved
  * against the kubeconfig's directory. */
+OP_MUST_CHECK
 int kube_config_from_file(const char *path, const char *context, struct kube_config **ret_cfg,
 			  struct op_err *err);
 
 /* Same from YAML text already in memory (base_dir resolves relative paths;
  * NULL = current directory). */
+OP_MUST_CHECK
 int kube_config_from_yaml(const char *yaml, size_t len, const char *base_dir, const char *context,
 			  struct kube_config **ret_cfg, struct op_err *err);
 
 /* In-cluster: $KUBERNETES_SERVICE_HOST/$KUBERNETES_SERVICE_PORT, and
  * {token,ca.crt,namespace} under sa_dir (NULL = $PGOP_SA_DIR or
  * KUBE_SA_DIR_DEFAULT). -ENOENT when not running in a pod. */
+OP_MUST_CHECK
 int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret_cfg, struct op_err *err);
 
 /* Frees everything (and closes the memory files). Accepts NULL; returns NULL. */
@@ -191,11 +195,12 @@ const struct kube_kind *kube_kind_lookup(const char *name);
 
 /* "apiVersion" for the kind ("v1", "apps/v1"): writes into b (cleared first). */
 struct op_buf;
-int kube_kind_api_version(const struct kube_kind *k, struct op_buf *b);
+OP_MUST_CHECK int kube_kind_api_version(const struct kube_kind *k, struct op_buf *b);
 
 /* Appends the URL path for kind/ns/name/subresource to b (percent-encoding
  * ns and name): /api/v1/namespaces/<ns>/pods/<name>/status. ns NULL or "" for
  * cluster-scoped kinds or for "all namespaces"; name NULL for the collection. */
+OP_MUST_CHECK
 int kube_path(struct op_buf *b, const struct kube_kind *k, const char *ns, const char *name,
 	      const char *subresource);
 
@@ -230,8 +235,8 @@ struct kube_client_opts {
 
 /* Creates a client. Takes ownership of cfg (freed by kube_client_free, also
  * on failure). opts may be NULL (defaults above). */
-int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
-		    struct kube_client **ret_client, struct op_err *err);
+OP_MUST_CHECK int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
+				  struct kube_client **ret_client, struct op_err *err);
 
 /* Frees the client. All requests, watches and informers using it must have
  * finished. Accepts NULL; returns NULL. */
@@ -255,13 +260,14 @@ void kube_client_stats(struct kube_client *c, struct kube_client_stats *ret_stat
  * one, "error" when no answer came) and pgop_kube_throttled_seconds_total to
  * out (support/buf.h). Returns 0 or the op_buf error. */
 struct op_buf;
-int kube_client_render_metrics(struct kube_client *c, struct op_buf *out);
+OP_MUST_CHECK int kube_client_render_metrics(struct kube_client *c, struct op_buf *out);
 
 /* ------------------------------------------------------------------------ */
 /* Verbs                                                                      */
 /* ------------------------------------------------------------------------ */
 
 /* GET one object. *ret_obj: owned (json_object_put). */
+OP_MUST_CHECK
 int kube_get(struct kube_client *c, const struct kube_kind *k, const char *ns, const char *name,
 	     json_object **ret_obj, struct op_err *err);
 
@@ -277,12 +283,14 @@ struct kube_list_opts {
  * ({"items":[...],"metadata":{"resourceVersion","continue"}}). Items get
  * "kind" and "apiVersion" from k when the server left them out (it does in
  * lists), so listed and watched objects look alike. */
+OP_MUST_CHECK
 int kube_list(struct kube_client *c, const struct kube_kind *k, const char *ns,
 	      const struct kube_list_opts *opts, json_object **ret_list, struct op_err *err);
 
 /* LIST following metadata.continue until done (page size opts->limit, 0 =
  * 500). *ret_list: owned, all items merged, metadata.resourceVersion of the
  * first page. A 410 on a continue token is -ETIME (restart the list). */
+OP_MUST_CHECK
 int kube_list_all(struct kube_client *c, const struct kube_kind *k, const char *ns,
 		  const struct kube_list_opts *opts, json_object **ret_list, struct op_err *err);
 
@@ -292,15 +300,18 @@ int kube_list_all(struct kube_client *c, const struct kube_kind *k, const char *
  *
  * POST obj (borrowed) into ns. ret_obj may be NULL; else owned server copy.
  * An existing name is -EEXIST. */
+OP_MUST_CHECK
 int kube_create(struct kube_client *c, const struct kube_kind *k, const char *ns, json_object *obj,
 		json_object **ret_obj, struct op_err *err);
 
 /* PUT obj (borrowed; name from metadata.name, metadata.resourceVersion is the
  * optimistic-concurrency precondition). Stale resourceVersion is -ESTALE.
  * ret_obj may be NULL. */
+OP_MUST_CHECK
 int kube_update(struct kube_client *c, const struct kube_kind *k, const char *ns, json_object *obj,
 		json_object **ret_obj, struct op_err *err);
 /* Same on the status subresource (PUT .../<name>/status). */
+OP_MUST_CHECK
 int kube_update_status(struct kube_client *c, const struct kube_kind *k, const char *ns,
 		       json_object *obj, json_object **ret_obj, struct op_err *err);
 
@@ -312,16 +323,19 @@ enum kube_patch_type {
 };
 
 /* PATCH with a JSON document given as text (borrowed). ret_obj may be NULL. */
+OP_MUST_CHECK
 int kube_patch(struct kube_client *c, const struct kube_kind *k, const char *ns, const char *name,
 	       enum kube_patch_type type, const char *patch, json_object **ret_obj,
 	       struct op_err *err);
 /* Same on the status subresource. */
+OP_MUST_CHECK
 int kube_patch_status(struct kube_client *c, const struct kube_kind *k, const char *ns,
 		      const char *name, enum kube_patch_type type, const char *patch,
 		      json_object **ret_obj, struct op_err *err);
 
 /* Server-side apply of obj (borrowed) as field_manager (force = take
  * conflicting fields). Name from metadata.name. */
+OP_MUST_CHECK
 int kube_apply(struct kube_client *c, const struct kube_kind *k, const char *ns, json_object *obj,
 	       const char *field_manager, bool force, json_object **ret_obj, struct op_err *err);
 
@@ -341,6 +355,7 @@ struct kube_delete_opts {
 
 /* DELETE. opts may be NULL. Not found is -ENOENT (callers that do not care
  * treat it as success). */
+OP_MUST_CHECK
 int kube_delete(struct kube_client *c, const struct kube_kind *k, const char *ns, const char *name,
 		const struct kube_delete_opts *opts, struct op_err *err);
 
@@ -363,11 +378,12 @@ struct kube_request {
 /* Sends req and parses a JSON reply. ret_obj may be NULL (body discarded);
  * otherwise owned, or NULL when the reply had no body. Returns the HTTP
  * status (2xx) on success. */
+OP_MUST_CHECK
 int kube_request(struct kube_client *c, const struct kube_request *req, json_object **ret_obj,
 		 struct op_err *err);
 
 /* Maps an HTTP status (+ Status.reason, may be NULL) to the -errno above. */
-int kube_errno_from_http(long http_status, const char *reason);
+OP_MUST_CHECK int kube_errno_from_http(long http_status, const char *reason);
 
 /* Label selectors evaluated client-side (e.g. on informer caches), same
  * grammar as the API server: comma-separated requirements, each one of
@@ -375,7 +391,7 @@ int kube_errno_from_http(long http_status, const char *reason);
  *   key in (v1,v2)  key notin (v1,v2)
  * Returns 1 when obj's metadata.labels match (an empty/NULL selector matches
  * everything), 0 when not, -EINVAL for a malformed selector (err says where). */
-int kube_selector_match(const char *selector, json_object *obj, struct op_err *err);
+OP_MUST_CHECK int kube_selector_match(const char *selector, json_object *obj, struct op_err *err);
 
 /* Small helpers on objects (borrowed results, NULL when absent). */
 const char *kube_obj_name(json_object *obj);

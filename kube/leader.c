@@ -11,6 +11,7 @@
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "support/log.h"
 
 #define EVENT_FOLD_WINDOW_MS (10 * 60 * 1000)
 #define EVENT_MESSAGE_MAX 1024
@@ -348,7 +349,10 @@ static void release(struct kube_leader *le)
 		return;
 	if (fill_spec(le, spec, "", false, 0, 1) < 0)
 		return;
-	(void)kube_update(le->c, KUBE_LEASES, le->ns, lease, NULL, NULL);
+	struct op_err e = OP_ERR_INIT;
+	if (kube_update(le->c, KUBE_LEASES, le->ns, lease, NULL, &e) < 0)
+		op_log_info("lease not released: it expires by itself", "lease", le->name,
+			    "error", e.msg);
 }
 
 static void leader_wait(struct kube_leader *le, long ms)

@@ -24,9 +24,9 @@
  * Consecutive identical events (same object uid, type, reason, message)
  * within 10 minutes are folded: the previous Event's count is incremented
  * with a merge patch instead of creating a new one. Thread-safe. */
-int kube_event_emit(struct kube_client *c, json_object *involved, const char *type,
-		    const char *reason, const char *message, const char *component,
-		    struct op_err *err);
+OP_MUST_CHECK int kube_event_emit(struct kube_client *c, json_object *involved, const char *type,
+				  const char *reason, const char *message, const char *component,
+				  struct op_err *err);
 
 /* ------------------------------------------------------------------------ */
 /* Leader election on a coordination.k8s.io/v1 Lease                          */
@@ -49,8 +49,8 @@ struct kube_leader_opts {
 struct kube_leader;
 
 /* Creates a candidate (nothing sent yet). */
-int kube_leader_new(struct kube_client *c, const struct kube_leader_opts *opts,
-		    struct kube_leader **ret_le, struct op_err *err);
+OP_MUST_CHECK int kube_leader_new(struct kube_client *c, const struct kube_leader_opts *opts,
+				  struct kube_leader **ret_le, struct op_err *err);
 
 /* One acquire-or-renew attempt (used by the thread; exposed for tests and
  * for callers driving their own loop). Gets the Lease, creates it if absent,
@@ -58,11 +58,11 @@ int kube_leader_new(struct kube_client *c, const struct kube_leader_opts *opts,
  * always with PUT + resourceVersion so two candidates never both win.
  * *ret_leading: true if we hold the lease after this attempt. Returns 0 or
  * -errno (a lost race, -ESTALE/-EEXIST, is 0 with *ret_leading=false). */
-int kube_leader_try(struct kube_leader *le, bool *ret_leading, struct op_err *err);
+OP_MUST_CHECK int kube_leader_try(struct kube_leader *le, bool *ret_leading, struct op_err *err);
 
 /* Starts the election thread (retry every retry_period; callbacks on
  * transitions; a leader that fails to renew within renew_deadline steps down). */
-int kube_leader_start(struct kube_leader *le, struct op_err *err);
+OP_MUST_CHECK int kube_leader_start(struct kube_leader *le, struct op_err *err);
 /* Thread-safe. True while we hold the lease and renewed it within
  * renew_deadline (so it turns false on time even if a renewal hangs). */
 bool kube_leader_is_leader(struct kube_leader *le);

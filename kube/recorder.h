@@ -24,21 +24,22 @@ struct kube_recorder;
 /* Starts the posting thread. c is borrowed and must outlive the recorder;
  * component names the reporter (copied; NULL = "pgop"); cap 0 =
  * KUBE_RECORDER_CAP_DEFAULT. */
-int kube_recorder_new(struct kube_client *c, const char *component, size_t cap,
-		      struct kube_recorder **ret, struct op_err *err);
+OP_MUST_CHECK int kube_recorder_new(struct kube_client *c, const char *component, size_t cap,
+				    struct kube_recorder **ret, struct op_err *err);
 
 /* Queues an Event about involved (borrowed: its apiVersion, kind and
  * metadata.{name,namespace,uid,resourceVersion} are copied now, and the time
  * is taken now). type/reason/message as kube_event_emit (copied). Returns 0,
  * -EINVAL when involved has no name, -ENOSPC when the queue is full or the
  * recorder stopped (the Event is dropped and counted). Thread-safe; never
- * does I/O. */
+ * does I/O. Best effort: callers need not look at the result (a dropped Event
+ * is counted in the recorder's stats). */
 int kube_recorder_emit(struct kube_recorder *rec, json_object *involved, const char *type,
 		       const char *reason, const char *message);
 
 /* Blocks until every Event queued so far was posted (or failed), or timeout_ms
  * passed. Returns 0 when drained, -ETIMEDOUT otherwise. */
-int kube_recorder_flush(struct kube_recorder *rec, long timeout_ms);
+OP_MUST_CHECK int kube_recorder_flush(struct kube_recorder *rec, long timeout_ms);
 
 struct kube_recorder_stats {
 	uint64_t posted;  /* kube_event_emit returned 0 */
@@ -50,7 +51,7 @@ void kube_recorder_stats(struct kube_recorder *rec, struct kube_recorder_stats *
 
 /* Appends pgop_kube_events_{posted,failed,dropped}_total and
  * pgop_kube_events_queued. */
-int kube_recorder_render_metrics(struct kube_recorder *rec, struct op_buf *out);
+OP_MUST_CHECK int kube_recorder_render_metrics(struct kube_recorder *rec, struct op_buf *out);
 
 /* Posts what is queued for at most drain_ms (one request in flight may
  * outlast it), drops the rest (counted), joins the thread and frees.

@@ -45,9 +45,9 @@ struct kube_watch;
 
 /* Creates a watch on kind in ns (NULL = all namespaces). Strings in opts are
  * copied. Nothing is sent until kube_watch_run(). */
-int kube_watch_new(struct kube_client *c, const struct kube_kind *k, const char *ns,
-		   const struct kube_watch_opts *opts, struct kube_watch **ret_watch,
-		   struct op_err *err);
+OP_MUST_CHECK int kube_watch_new(struct kube_client *c, const struct kube_kind *k, const char *ns,
+				 const struct kube_watch_opts *opts, struct kube_watch **ret_watch,
+				 struct op_err *err);
 
 /* Runs the watch, calling fn for every event, until stopped or an error:
  * - a stream that ends (server timeout, connection closed) is resumed from
@@ -62,6 +62,7 @@ int kube_watch_new(struct kube_client *c, const struct kube_kind *k, const char 
  * - 401/403/404 etc. are returned immediately (kube_errno_from_http).
  * Never returns 0 except when max_failures == -1: then it returns 0 after
  * the first stream ends normally (one stream, no resume; used by tests). */
+OP_MUST_CHECK
 int kube_watch_run(struct kube_watch *w, kube_watch_fn fn, void *userdata, int max_failures,
 		   struct op_err *err);
 
@@ -137,18 +138,18 @@ struct kube_informer;
 json_object *kube_project(json_object *obj, const char *const *keep);
 
 /* Creates an informer (strings copied, handlers copied). Not started. */
-int kube_informer_new(struct kube_client *c, const struct kube_kind *k,
-		      const struct kube_informer_opts *opts,
-		      const struct kube_informer_handlers *handlers,
-		      struct kube_informer **ret_inf, struct op_err *err);
+OP_MUST_CHECK int kube_informer_new(struct kube_client *c, const struct kube_kind *k,
+				    const struct kube_informer_opts *opts,
+				    const struct kube_informer_handlers *handlers,
+				    struct kube_informer **ret_inf, struct op_err *err);
 
 /* Starts the informer thread. -EALREADY if started. */
-int kube_informer_start(struct kube_informer *inf, struct op_err *err);
+OP_MUST_CHECK int kube_informer_start(struct kube_informer *inf, struct op_err *err);
 
 /* True once the first full list is in the cache. */
 bool kube_informer_has_synced(struct kube_informer *inf);
 /* Waits up to timeout_ms for has_synced: 0 or -ETIMEDOUT (-ECANCELED if stopped). */
-int kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms);
+OP_MUST_CHECK int kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms);
 
 /* Cache reads (read lock). The cache keeps each (projected) object as its
  * compact JSON text plus its key, resourceVersion and index label value

@@ -51,20 +51,20 @@ struct os_req {
 
 /* Performs r; a non-2xx status is an error carrying the S3 code and message.
  * 0 or -errno (see objstore.h). */
-int os_do(struct os_client *c, struct os_req *r, struct op_err *err);
+OP_MUST_CHECK int os_do(struct os_client *c, struct os_req *r, struct op_err *err);
 /* -errno for an HTTP error status. */
-int os_http_status_errno(long status);
+OP_MUST_CHECK int os_http_status_errno(long status);
 
 /* ---- url.c ---- */
 bool os_bucket_valid(const char *s, size_t n);
 /* Appends s URI-encoded the SigV4 way (unreserved A-Za-z0-9-._~ kept, '/'
  * kept when keep_slash, every other byte %XX upper-case). */
-int os_uri_encode(struct op_buf *b, const char *s, bool keep_slash);
+OP_MUST_CHECK int os_uri_encode(struct op_buf *b, const char *s, bool keep_slash);
 /* Appends "&"(when b is not empty) "name=" encoded(value). Callers add names
  * in sorted order: the query is then canonical as SigV4 wants it. */
-int os_query_add(struct op_buf *b, const char *name, const char *value);
+OP_MUST_CHECK int os_query_add(struct op_buf *b, const char *name, const char *value);
 /* Appends s escaped for XML character data. */
-int os_xml_escape(struct op_buf *b, const char *s);
+OP_MUST_CHECK int os_xml_escape(struct op_buf *b, const char *s);
 
 /* ---- xml.c ---- */
 #define OS_XML_DEPTH_MAX 16
@@ -85,6 +85,7 @@ struct os_xml_cb {
  * expansion), at most OS_XML_DEPTH_MAX deep, leaf texts capped. ret_root
  * (OS_XML_NAME_MAX) gets the root's name. 0, -EBADMSG (malformed), -EMSGSIZE
  * (a cap), or a callback's code. */
+OP_MUST_CHECK
 int os_xml_walk(const char *body, size_t len, const struct os_xml_cb *cb, char *ret_root,
 		struct op_err *err);
 
@@ -94,7 +95,7 @@ struct os_s3_error {
 	char key[OS_KEY_MAX + 1]; /* DeleteResult's Error only */
 };
 /* An <Error> document: 0 and *ret filled, -EBADMSG when body is not one. */
-int os_xml_parse_error(const char *body, size_t len, struct os_s3_error *ret);
+OP_MUST_CHECK int os_xml_parse_error(const char *body, size_t len, struct os_s3_error *ret);
 
 /* One page of ListBucketResult (strings owned by the page). */
 struct os_list_page {
@@ -104,15 +105,17 @@ struct os_list_page {
 	bool truncated;
 	char *next_token; /* owned; NULL when absent */
 };
+OP_MUST_CHECK
 int os_xml_parse_list(const char *body, size_t len, struct os_list_page *ret, struct op_err *err);
 void os_list_page_done(struct os_list_page *p);
 /* InitiateMultipartUploadResult: *ret_upload_id owned by the caller (free). */
+OP_MUST_CHECK
 int os_xml_parse_initiate(const char *body, size_t len, char **ret_upload_id, struct op_err *err);
 /* DeleteResult: the number of <Error> entries, the first in *ret_first. */
-int os_xml_parse_delete(const char *body, size_t len, struct os_s3_error *ret_first,
-			struct op_err *err);
+OP_MUST_CHECK int os_xml_parse_delete(const char *body, size_t len, struct os_s3_error *ret_first,
+				      struct op_err *err);
 /* CompleteMultipartUploadResult or Error (200 with an Error: 1 and *ret_error). */
-int os_xml_parse_complete(const char *body, size_t len, struct os_s3_error *ret_error,
-			  struct op_err *err);
+OP_MUST_CHECK int os_xml_parse_complete(const char *body, size_t len, struct os_s3_error *ret_error,
+					struct op_err *err);
 
 #endif

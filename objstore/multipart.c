@@ -8,6 +8,7 @@
 
 #include "objstore/internal.h"
 #include "support/alloc.h"
+#include "support/log.h"
 
 struct os_mpu {
 	char *key;       /* owned */
@@ -190,8 +191,10 @@ static int upload_rest(struct os_client *c, struct os_mpu *m, os_read_fn read, v
 	if (rc == 0)
 		rc = os_mpu_complete(c, m, err);
 	if (rc < 0) {
-		struct op_err ignored = OP_ERR_INIT; /* the first failure is the one to report */
-		os_mpu_abort(c, m, &ignored);
+		struct op_err e = OP_ERR_INIT; /* the first failure is the one to report */
+		if (os_mpu_abort(c, m, &e) < 0)
+			op_log_warn("multipart upload not aborted: its parts stay until the store "
+				    "expires them", "error", e.msg);
 	}
 	return rc;
 }

@@ -54,7 +54,7 @@ struct os_endpoint {
 	unsigned port;  /* 80/443 when absent */
 };
 /* 0, or -EINVAL with err saying what is wrong; *ret written only on success. */
-int os_endpoint_parse(const char *url, struct os_endpoint *ret, struct op_err *err);
+OP_MUST_CHECK int os_endpoint_parse(const char *url, struct os_endpoint *ret, struct op_err *err);
 
 /* A destination "s3://bucket[/prefix]": bucket per S3's naming rules (3-63 of
  * [a-z0-9.-], starting and ending with a letter or digit), prefix without
@@ -63,7 +63,7 @@ struct os_dest {
 	char bucket[OS_BUCKET_MAX + 1];
 	char prefix[OS_KEY_MAX + 1]; /* "" when absent */
 };
-int os_dest_parse(const char *s3url, struct os_dest *ret, struct op_err *err);
+OP_MUST_CHECK int os_dest_parse(const char *s3url, struct os_dest *ret, struct op_err *err);
 
 /* True when key is usable: 1..OS_KEY_MAX bytes of valid UTF-8 without control
  * characters (they cannot travel in the XML of DeleteObjects). */
@@ -92,6 +92,7 @@ struct os_config {
 struct os_client;
 
 /* Loads libcurl when needed. *ret is owned by the caller: os_client_free. */
+OP_MUST_CHECK
 int os_client_new(const struct os_config *cfg, struct os_client **ret, struct op_err *err);
 /* Frees the client and wipes its credentials. NULL accepted. */
 void os_client_free(struct os_client *c);
@@ -111,27 +112,31 @@ struct os_object_info {
 };
 
 /* PUT from memory (len <= OS_PART_MAX); the payload is signed (sha256). */
-int os_put(struct os_client *c, const char *key, const void *data, size_t len,
-	   struct op_err *err);
+OP_MUST_CHECK int os_put(struct os_client *c, const char *key, const void *data, size_t len,
+			 struct op_err *err);
 /* PUT of exactly size bytes from read (UNSIGNED-PAYLOAD: TLS protects it);
  * a short or long read is -EIO. */
-int os_put_stream(struct os_client *c, const char *key, os_read_fn read, void *ud,
-		  uint64_t size, struct op_err *err);
+OP_MUST_CHECK int os_put_stream(struct os_client *c, const char *key, os_read_fn read, void *ud,
+				uint64_t size, struct op_err *err);
 /* GET streamed to write; an object past max_size is -EFBIG (nothing past the
  * cap is passed to write). ret_info optional. */
+OP_MUST_CHECK
 int os_get(struct os_client *c, const char *key, os_write_fn write, void *ud, uint64_t max_size,
 	   struct os_object_info *ret_info, struct op_err *err);
 /* GET into buf (its own cap applies, -EMSGSIZE past it). */
+OP_MUST_CHECK
 int os_get_buf(struct os_client *c, const char *key, struct op_buf *buf, struct op_err *err);
 /* HEAD: -ENOENT when the object does not exist. */
+OP_MUST_CHECK
 int os_head(struct os_client *c, const char *key, struct os_object_info *ret, struct op_err *err);
 /* DELETE one object (S3 answers 204 for a missing key too). */
-int os_delete(struct os_client *c, const char *key, struct op_err *err);
+OP_MUST_CHECK int os_delete(struct os_client *c, const char *key, struct op_err *err);
 
 /* DeleteObjects (quiet) of n <= OS_DELETE_BATCH_MAX keys (borrowed). Returns
  * the number of keys the store failed to delete (0: all gone); the first
  * such failure is in err with its key and code even when the call returns
  * a count. -errno when the request itself failed. */
+OP_MUST_CHECK
 int os_delete_batch(struct os_client *c, const char *const *keys, size_t n, struct op_err *err);
 
 /* ---- ListObjectsV2 ---- */
@@ -155,6 +160,7 @@ struct os_list_entry {
 typedef int (*os_list_fn)(void *ud, const struct os_list_entry *e);
 /* Lists every page (continuation tokens followed). Returns the number of
  * entries passed to fn. */
+OP_MUST_CHECK
 int os_list(struct os_client *c, const struct os_list_opts *opts, os_list_fn fn, void *ud,
 	    struct op_err *err);
 
@@ -164,16 +170,18 @@ struct os_mpu; /* one upload in progress: id, key, part ETags */
 
 /* CreateMultipartUpload. *ret owned by the caller: complete or abort it,
  * then os_mpu_free. */
+OP_MUST_CHECK
 int os_mpu_create(struct os_client *c, const char *key, struct os_mpu **ret, struct op_err *err);
 /* Uploads the next part (numbers 1, 2, ... in call order) from memory:
  * OS_PART_MIN <= len <= OS_PART_MAX except for the last part. */
+OP_MUST_CHECK
 int os_mpu_upload_part(struct os_client *c, struct os_mpu *m, const void *data, size_t len,
 		       struct op_err *err);
 /* CompleteMultipartUpload with every part uploaded (a 200 carrying an Error,
  * which S3 may send, is a failure). */
-int os_mpu_complete(struct os_client *c, struct os_mpu *m, struct op_err *err);
+OP_MUST_CHECK int os_mpu_complete(struct os_client *c, struct os_mpu *m, struct op_err *err);
 /* AbortMultipartUpload (the store drops the parts). */
-int os_mpu_abort(struct os_client *c, struct os_mpu *m, struct op_err *err);
+OP_MUST_CHECK int os_mpu_abort(struct os_client *c, struct os_mpu *m, struct op_err *err);
 /* Parts uploaded so far. */
 unsigned os_mpu_parts(const struct os_mpu *m);
 void os_mpu_free(struct os_mpu *m);
@@ -182,6 +190,7 @@ void os_mpu_free(struct os_mpu *m);
  * when it fits in part_size (0: 8 MiB, at least OS_PART_MIN), else a
  * multipart upload holding one part_size buffer at a time, aborted on any
  * failure. Returns 0; ret_size (optional) is the byte count uploaded. */
+OP_MUST_CHECK
 int os_put_from_reader(struct os_client *c, const char *key, os_read_fn read, void *ud,
 		       size_t part_size, uint64_t *ret_size, struct op_err *err);
 

@@ -39,11 +39,12 @@ const char *oa_cluster_schema_text(size_t *ret_len);
  * (-ENODATA), nesting deeper than OA_MAX_DEPTH and inputs larger than
  * OA_MAX_DOC are errors naming the line. Rendering is op_yaml_emit()
  * (support/yaml_emit.h). */
+OP_MUST_CHECK
 int oa_yaml_parse(const char *data, size_t len, json_object **ret, struct op_err *err);
 
 /* The Cluster openAPIV3Schema (the `schema` key of the embedded file), after
  * merge keys are resolved. Owned by the caller. */
-int oa_cluster_schema(json_object **ret, struct op_err *err);
+OP_MUST_CHECK int oa_cluster_schema(json_object **ret, struct op_err *err);
 
 /* Structural lint of a CRD schema, path-named errors (first one wins):
  * every node has a type (or x-kubernetes-int-or-string, or is an object with
@@ -52,17 +53,17 @@ int oa_cluster_schema(json_object **ret, struct op_err *err);
  * and defaults match the node type, every x-kubernetes-validations entry has
  * a rule and a message, and only known keywords are used. Returns the
  * number of nodes checked on success, -EINVAL on the first violation. */
-int oa_schema_check(json_object *schema, struct op_err *err);
+OP_MUST_CHECK int oa_schema_check(json_object *schema, struct op_err *err);
 
 /* The whole CustomResourceDefinition as json-c (owned), after
  * oa_schema_check() passed on the schema. */
-int oa_crd_json(json_object **ret, struct op_err *err);
+OP_MUST_CHECK int oa_crd_json(json_object **ret, struct op_err *err);
 
 /* Appends the CRD as YAML to out (the content of
  * crd/postgresql.cnpg.io_clusters.yaml). */
-int oa_render_crd(struct op_buf *out, struct op_err *err);
+OP_MUST_CHECK int oa_render_crd(struct op_buf *out, struct op_err *err);
 /* Appends the CRD as pretty-printed JSON and a newline to out (`pgop crd -o
  * json`). -EMSGSIZE past out's cap. */
-int oa_render_crd_json(struct op_buf *out, struct op_err *err);
+OP_MUST_CHECK int oa_render_crd_json(struct op_buf *out, struct op_err *err);
 
 #endif

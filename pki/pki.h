@@ -48,11 +48,11 @@ struct pki_pair {
 void pki_pair_done(struct pki_pair *p); /* accepts NULL; frees contents */
 
 /* New ECDSA P-256 private key; *ret_key_pem is owned (free()). */
-int pki_key_generate(char **ret_key_pem, struct op_err *err);
+OP_MUST_CHECK int pki_key_generate(char **ret_key_pem, struct op_err *err);
 
 /* 0 when key_pem is a valid private key and matches the (first) certificate
  * of cert_pem; -EKEYREJECTED when they do not match; -EINVAL when malformed. */
-int pki_pair_check(const char *cert_pem, const char *key_pem, struct op_err *err);
+OP_MUST_CHECK int pki_pair_check(const char *cert_pem, const char *key_pem, struct op_err *err);
 
 /* ------------------------------------------------------------- issuance */
 
@@ -84,6 +84,7 @@ struct pki_leaf_req {
 	const char *key_pem;            /* borrowed; optional: re-sign this key */
 };
 
+OP_MUST_CHECK
 int pki_ca_create(const struct pki_ca_req *req, struct pki_pair *ret, struct op_err *err);
 
 /* The operator's in-memory mTLS client identity (CNPG v1.30 semantics):
@@ -91,10 +92,11 @@ int pki_ca_create(const struct pki_ca_req *req, struct pki_pair *ret, struct op_
  * notAfter 9999-12-31T23:59:59Z, fresh key. Instances pin it by
  * pki_cert_info.spki_sha256 (SHA-256 of SubjectPublicKeyInfo, hex). */
 #define PKI_NOT_AFTER_FOREVER ((int64_t)253402300799) /* 9999-12-31T23:59:59Z */
+OP_MUST_CHECK
 int pki_client_selfsigned(const char *cn, int64_t now, struct pki_pair *ret, struct op_err *err);
 /* ca must carry both cert_pem and key_pem. */
-int pki_leaf_issue(const struct pki_pair *ca, const struct pki_leaf_req *req,
-		   struct pki_pair *ret, struct op_err *err);
+OP_MUST_CHECK int pki_leaf_issue(const struct pki_pair *ca, const struct pki_leaf_req *req,
+				 struct pki_pair *ret, struct op_err *err);
 
 /* ------------------------------------------------------------ inspection */
 
@@ -117,8 +119,8 @@ struct pki_cert_info {
 /* Parses the first certificate of pem (a chain may follow; it is ignored).
  * Malformed input gives -EINVAL with "<what>: ..." in err, `what` naming the
  * field ("tls.crt"); what may be NULL ("certificate"). */
-int pki_cert_info_parse(const char *pem, const char *what, struct pki_cert_info *ret,
-			struct op_err *err);
+OP_MUST_CHECK int pki_cert_info_parse(const char *pem, const char *what, struct pki_cert_info *ret,
+				      struct op_err *err);
 void pki_cert_info_done(struct pki_cert_info *info); /* accepts NULL */
 
 /* Verifies the chain in leaf_pem (leaf first, optional intermediates) against
@@ -126,6 +128,7 @@ void pki_cert_info_done(struct pki_cert_info *info); /* accepts NULL */
  * every certificate used is checked against `now`, not the wall clock).
  * want_usage: required extKeyUsage bits (0 = any). 0 when trusted, else
  * -EKEYREJECTED with the reason in err (e.g. "signed by unknown authority"). */
+OP_MUST_CHECK
 int pki_verify(const char *leaf_pem, const char *bundle_pem, int64_t now, unsigned want_usage,
 	       struct op_err *err);
 
@@ -185,11 +188,11 @@ void pki_bundle_done(struct pki_bundle *b); /* accepts NULL; frees contents */
 /* Parses a PEM bundle. Every certificate must be a CA (-EINVAL naming the
  * offending subject otherwise: a leaf in a caBundle is the CNPG #9817 bug).
  * Empty input gives an empty bundle. */
-int pki_bundle_parse(const char *pem, struct pki_bundle *ret, struct op_err *err);
+OP_MUST_CHECK int pki_bundle_parse(const char *pem, struct pki_bundle *ret, struct op_err *err);
 /* Adds the CA certificate(s) of ca_pem. Returns the number added (duplicates
  * are skipped); -EINVAL for a non-CA or malformed PEM, -EMSGSIZE when the
  * bundle would pass PKI_BUNDLE_MAX_CERTS. The bundle is unchanged on error. */
-int pki_bundle_add(struct pki_bundle *b, const char *ca_pem, struct op_err *err);
+OP_MUST_CHECK int pki_bundle_add(struct pki_bundle *b, const char *ca_pem, struct op_err *err);
 /* Removes the entry with this fingerprint; returns 1 if removed, 0 if absent. */
 int pki_bundle_remove(struct pki_bundle *b, const char *fingerprint);
 /* Removes entries with notAfter <= now; returns how many. */
@@ -198,6 +201,7 @@ bool pki_bundle_contains(const struct pki_bundle *b, const char *fingerprint);
 /* Concatenated PEM, owned (free()); "" for an empty bundle. */
 char *pki_bundle_render(const struct pki_bundle *b);
 /* Builds a rendered bundle from n CA PEMs (NULL entries skipped). */
+OP_MUST_CHECK
 int pki_bundle_build(const char *const *cas, size_t n, char **ret_pem, struct op_err *err);
 /* True only when pem parses and every certificate in it is a CA (an empty
  * bundle is not "CA only": it trusts nothing). */
@@ -271,6 +275,7 @@ void pki_rotation_step_done(struct pki_rotation_step *s); /* accepts NULL */
  * Malformed, non-CA or expired inputs are treated as absent (and so lead to
  * CREATE_CA / ISSUE_LEAF / PUBLISH_BUNDLE). Fails only when the wanted
  * bundle would pass PKI_BUNDLE_MAX_CERTS (-EMSGSIZE) or gnutls fails. */
+OP_MUST_CHECK
 int pki_rotation_next(const struct pki_rotation_input *in, const struct pki_rotation_policy *pol,
 		      struct pki_rotation_step *ret, struct op_err *err);
 
@@ -292,11 +297,13 @@ void pki_secret_data_done(struct pki_secret_data *d); /* accepts NULL */
 
 /* Builds {"apiVersion":"v1","kind":"Secret","metadata":{name,namespace},
  * "type":...,"data":{...base64...}}. *ret is owned (json_object_put). */
+OP_MUST_CHECK
 int pki_secret_build(enum pki_secret_kind kind, const char *ns, const char *name,
 		     const struct pki_secret_data *d, json_object **ret, struct op_err *err);
 /* Parses and checks a Secret object (borrowed): type, base64, PEM shape,
  * certificate parses, key parses and matches the certificate. ca.crt, when
  * present, must be CA-only. Errors name the key ("data.tls.crt: ..."). */
+OP_MUST_CHECK
 int pki_secret_parse(enum pki_secret_kind kind, json_object *secret, struct pki_secret_data *ret,
 		     struct op_err *err);
 

@@ -423,7 +423,8 @@ void rc_controller_stop(struct rc_controller *c)
 		pthread_join(c->workers[i], NULL);
 	c->n_workers = 0;
 	rc_prober_stop(c);
-	rc_controller_flush_events(c, RC_EVENTS_DRAIN_MS);
+	if (rc_controller_flush_events(c, RC_EVENTS_DRAIN_MS) < 0)
+		op_log_warn("Events still queued after 2 s are dropped at stop");
 	/* each stop waits up to ~1 s for its watch to notice: stop them in parallel */
 	size_t n = 0, max = RC_INF__COUNT * c->n_inf_ns;
 	pthread_t *th = op_calloc(max, sizeof(pthread_t));

@@ -228,7 +228,7 @@ int64_t rc_fence_lease_ms(struct rc_controller *c, const char *key);
 /* CLOCK_MONOTONIC in ms (the clock of now_ms above). */
 int64_t rc_mono_ms(void);
 /* The prober thread: a round every 250 ms while leading. */
-int rc_prober_start(struct rc_controller *c, struct op_err *err);
+OP_MUST_CHECK int rc_prober_start(struct rc_controller *c, struct op_err *err);
 void rc_prober_stop(struct rc_controller *c); /* joins it; after c->stopping is set */
 
 /* One reconcile of one Cluster (reconcile.c), passed to its steps (run.c,
@@ -264,15 +264,17 @@ void rc_event(struct rc_run *r, const char *type, const char *reason, const char
 	__attribute__((format(printf, 4, 5)));
 /* Creates obj (borrowed) of kind k in the Cluster's namespace; an existing
  * object is success (0); 1 when created. */
-int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj);
+OP_MUST_CHECK int rc_create(struct rc_run *r, const struct kube_kind *k, json_object *obj);
 /* Same; *ret_rv: owned resourceVersion of the created object (NULL when it
  * was not created or the answer has none). */
+OP_MUST_CHECK
 int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv);
 /* Deletes (background propagation); absent is success. */
-int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
+OP_MUST_CHECK int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
 /* Merge-patches metadata.labels key=value pairs (NULL-terminated list). */
+OP_MUST_CHECK
 int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
-	__attribute__((sentinel));
+		    __attribute__((sentinel));
 
 /* cut.c: asks every answering replica of primary (which does not answer; v[]
  * the reconcile's instances, primary one of them) to cut its WAL receiver off
@@ -289,21 +291,21 @@ int64_t rc_request_cuts(struct rc_run *r, struct rc_instance *v, size_t n,
 bool rc_cut_due(struct rc_controller *c, const char *key, int64_t now_ms);
 
 /* reconcile_objects.c: the objects every Cluster needs, in CNPG's order. */
-int rc_ensure_pki(struct rc_run *r);
-int rc_ensure_user_secrets(struct rc_run *r);
-int rc_ensure_rbac(struct rc_run *r);
-int rc_ensure_services(struct rc_run *r);
+OP_MUST_CHECK int rc_ensure_pki(struct rc_run *r);
+OP_MUST_CHECK int rc_ensure_user_secrets(struct rc_run *r);
+OP_MUST_CHECK int rc_ensure_rbac(struct rc_run *r);
+OP_MUST_CHECK int rc_ensure_services(struct rc_run *r);
 /* The operator client certificate for this Cluster's CA (cached per key). */
-int rc_ensure_client_cert(struct rc_run *r);
+OP_MUST_CHECK int rc_ensure_client_cert(struct rc_run *r);
 
 /* secrets.c: Secret contents on the paths that need them, and the memo. */
 /* The Secret `name` of r's Cluster with its data: *ret borrowed from
  * r->secrets (one LIST by the Cluster label, the first time). -ENOENT when the
  * list does not hold it; other errors in r->err. */
-int rc_secret_full(struct rc_run *r, const char *name, json_object **ret);
+OP_MUST_CHECK int rc_secret_full(struct rc_run *r, const char *name, json_object **ret);
 /* Makes r->ca.key_pem available (read from <c>-ca): 0, -ENOKEY when the CA has
  * no key, or an error in r->err (-ESTALE: <c>-ca changed under this reconcile). */
-int rc_ca_key(struct rc_run *r);
+OP_MUST_CHECK int rc_ca_key(struct rc_run *r);
 /* A digest of what a leaf certificate must name (CN, usage, SANs in order). */
 uint64_t rc_leaf_want_digest(const struct pki_leaf_req *want);
 /* Frees what m owns and zeroes it (state.c: rc_state_done frees the memo). */
@@ -313,7 +315,7 @@ void rc_pki_memo_done(struct rc_pki_memo *m);
 bool rc_memo_ca_get(struct rc_run *r, const char *rv);
 /* Records r->ca.cert_pem (and whether r->ca.key_pem is set) as <c>-ca at rv,
  * and fills r->ca_fp, ca_has_key, ca_not_after from it. */
-int rc_memo_ca_set(struct rc_run *r, const char *rv);
+OP_MUST_CHECK int rc_memo_ca_set(struct rc_run *r, const char *rv);
 bool rc_memo_ca_cert_get(struct rc_run *r, const char *rv);
 void rc_memo_ca_cert_set(struct rc_run *r, const char *rv); /* holds r->ca_fp's certificate */
 /* Leaf `slot` at rv verified against r->ca_fp for `want` and not due: true,
@@ -321,7 +323,7 @@ void rc_memo_ca_cert_set(struct rc_run *r, const char *rv); /* holds r->ca_fp's 
 bool rc_memo_leaf_get(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
 		      int64_t *ret_not_after);
 /* Records crt (PEM, verified by the caller) as leaf `slot` at rv for want. */
-int rc_memo_leaf_set(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
-		     const char *crt, int64_t *ret_not_after);
+OP_MUST_CHECK int rc_memo_leaf_set(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
+				   const char *crt, int64_t *ret_not_after);
 
 #endif

@@ -62,11 +62,13 @@ struct rc_fetch_opts {
  * operator's client certificate and key (borrowed, may be NULL = none).
  * Returns the number of instances that answered, or -errno when the call
  * could not be set up at all (memory files, curl). */
+OP_MUST_CHECK
 int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct rc_instance *v,
 		      size_t n, const struct rc_fetch_opts *opts, struct op_err *err);
 
 /* Issues the operator client certificate (CN "pgop-operator", clientAuth)
  * from the cluster CA pair (cert + key, borrowed). *ret owned (pki_pair_done). */
+OP_MUST_CHECK
 int rc_operator_client_cert(const struct pki_pair *ca, int64_t now, struct pki_pair *ret,
 			    struct op_err *err);
 

@@ -63,9 +63,9 @@ json_object *rc_live_pods(struct rc_controller *c, const char *ns, const char *c
  * pool's kept-alive connections (borrowed, NULL = one-off ones). Returns the
  * number that answered or -errno (-ENOENT: Cluster or CA Secret not cached;
  * then nothing is filled). */
-int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
-		  struct rc_live_instance *v, size_t n, long timeout_ms,
-		  struct rc_status_pool *pool, struct op_err *err);
+OP_MUST_CHECK int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
+				struct rc_live_instance *v, size_t n, long timeout_ms,
+				struct rc_status_pool *pool, struct op_err *err);
 
 /* POST clusters/NAME/switchover: makes target (NULL or "" = the most
  * advanced healthy streaming replica, rc_switchover_pick) the primary.
@@ -78,6 +78,7 @@ int rc_live_fetch(struct rc_controller *c, const char *ns, const char *cluster,
  * (owned) saying why: -ENOENT unknown Cluster, -EBUSY a switchover or
  * failover in progress, -EINVAL a target that cannot be promoted (named),
  * -ESTALE the Cluster changed meanwhile (409), others: err. */
+OP_MUST_CHECK
 int rc_live_switchover(struct rc_controller *c, const char *ns, const char *cluster,
 		       const char *target, const char *user, char **ret_msg, struct op_err *err);
 
@@ -92,6 +93,7 @@ int rc_live_switchover(struct rc_controller *c, const char *ns, const char *clus
  * user; the Cluster is enqueued. Returns and *ret_msg as rc_live_switchover
  * (-EINVAL: unknown instance; -EBUSY: a switchover/failover or an in-place
  * restart in progress). */
+OP_MUST_CHECK
 int rc_live_restart(struct rc_controller *c, const char *ns, const char *cluster,
 		    const char *instance, const char *user, char **ret_msg, struct op_err *err);
 

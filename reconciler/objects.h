@@ -69,6 +69,7 @@ json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
  * WAL (`<pod>-wal`, PG_WAL, spec.walStorage). ReadWriteOnce, size from
  * storage.size or pvcTemplate requests. -EINVAL when no size is given or
  * wal is asked without walStorage. */
+OP_MUST_CHECK
 int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
 		 struct op_err *err);
 
@@ -79,6 +80,7 @@ const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s
 
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
  * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */
+OP_MUST_CHECK
 int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
 		 const char *role, json_object **ret, struct op_err *err);
 
@@ -88,9 +90,9 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
  * (20 requests/s upstream, ~5 per Job) bounded how fast 1,000 Clusters were
  * created (docs/internals/memory.md). -EINVAL when spec.bootstrap.initdb
  * holds an argument that cannot go to initdb. */
-int rc_build_bootstrap_pod(const struct api_cluster *c, const struct rc_settings *s,
-			   int64_t serial, enum rc_job_role role, json_object **ret,
-			   struct op_err *err);
+OP_MUST_CHECK int rc_build_bootstrap_pod(const struct api_cluster *c, const struct rc_settings *s,
+					 int64_t serial, enum rc_job_role role, json_object **ret,
+					 struct op_err *err);
 
 /* The Secret holding the credentials of `which` (API_SECRET_SUPERUSER or
  * API_SECRET_APP) that the instances mount: the one the spec names
@@ -106,12 +108,13 @@ bool rc_user_secret_generated(const struct api_cluster *c, enum api_secret which
  * `<c>-app` for API_SECRET_APP) with the keys of the contract: username,
  * user, password, dbname, host, port, pgpass, uri, jdbc-uri, fqdn-uri,
  * fqdn-jdbc-uri. password borrowed. */
+OP_MUST_CHECK
 int rc_build_basic_auth_secret(const struct api_cluster *c, const struct rc_settings *s,
 			       enum api_secret which, const char *password, json_object **ret,
 			       struct op_err *err);
 
 /* Random password: n characters of [A-Za-z0-9] from gnutls_rnd (owned). */
-int rc_random_password(size_t n, char **ret, struct op_err *err);
+OP_MUST_CHECK int rc_random_password(size_t n, char **ret, struct op_err *err);
 
 /* ServiceAccount, Role and RoleBinding `<c>` for the instance pods. */
 json_object *rc_build_service_account(const struct api_cluster *c);

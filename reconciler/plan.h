@@ -35,6 +35,7 @@ enum rc_scale_action rc_scale_decide(const struct rc_instance *v, size_t n, int6
  * -EINVAL when the target is unknown, already the primary, not Ready, without
  * /pg/status, or not streaming from the primary. *ret_msg (owned) says why
  * in every case but success. */
+OP_MUST_CHECK
 int rc_switchover_check(const struct rc_instance *v, size_t n, const char *current_primary,
 			const char *target_primary, const char *target, char **ret_msg);
 
@@ -49,6 +50,7 @@ const char *rc_switchover_pick(const struct rc_instance *v, size_t n,
  * from an instance Pod (borrowed) of Cluster `cluster`. -EINVAL (ret
  * untouched) when pod is not an instance Pod of it (label
  * cnpg.io/podRole=instance, name <cluster>-<serial>). */
+OP_MUST_CHECK
 int rc_instance_from_pod(const char *cluster, json_object *pod, struct rc_instance *ret);
 
 /* Requeue delay of a Cluster none of whose Ready instances answers GET

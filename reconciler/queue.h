@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "support/metrics.h"
+#include "support/err.h"
 
 struct rc_queue;
 
@@ -52,6 +53,7 @@ unsigned rc_queue_failures(struct rc_queue *q, const char *key);
  * finished - and *ret_event_ms (may be NULL): the monotonic ms time of the
  * oldest event (rc_queue_add) this round handles, 0 when it is a requeue only;
  * -ETIMEDOUT; or -ECANCELED once the queue is shut down. */
+OP_MUST_CHECK
 int rc_queue_get(struct rc_queue *q, long timeout_ms, char **ret_key, int64_t *ret_event_ms);
 /* Marks key processed; re-queues it if it was added while processing. */
 void rc_queue_done(struct rc_queue *q, const char *key);

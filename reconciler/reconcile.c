@@ -767,10 +767,11 @@ static void failover_input(struct rc_run *r, struct inventory *inv, struct fo_pl
 	struct rc_status *w = &r->want;
 	pl->pending = str_eq(w->target_primary, RC_PENDING_FAILOVER);
 	int64_t since = 0;
-	if (w->failing_since)
-		(void)api_time_parse(w->failing_since, &since);
+	if (w->failing_since && api_time_parse(w->failing_since, &since) < 0)
+		since = 0; /* unreadable: as not failing */
 	if (pl->pending && w->target_since) { /* microseconds, or whole seconds (older pgop) */
-		(void)api_time_parse_ms(w->target_since, &pl->pending_since);
+		if (api_time_parse_ms(w->target_since, &pl->pending_since) < 0)
+			pl->pending_since = 0; /* unreadable: as not known */
 		if (pl->pending_since)
 			pl->pending_since = rc_fence_clock_ms(pl->pending_since,
 							      rc_pending_returned(r->ctl, r->key));

@@ -48,6 +48,7 @@ struct rc_controller_opts {
 struct rc_controller;
 
 /* Creates the informers, queue and workers and starts them. *ret owned. */
+OP_MUST_CHECK
 int rc_controller_start(const struct rc_controller_opts *opts, struct rc_controller **ret,
 			struct op_err *err);
 /* True once every informer has listed once. */
@@ -60,8 +61,8 @@ struct rc_controller *rc_controller_free(struct rc_controller *c);
 /* Reconciles "namespace/name" once (what a worker does). Returns 0 and
  * *ret_requeue_ms (0 = nothing planned; > 0 = look again after that long),
  * or -errno (the worker requeues with back-off) with err saying why. */
-int rc_reconcile(struct rc_controller *c, const char *key, long *ret_requeue_ms,
-		 struct op_err *err);
+OP_MUST_CHECK int rc_reconcile(struct rc_controller *c, const char *key, long *ret_requeue_ms,
+			       struct op_err *err);
 
 /* Counters for logs and tests. */
 struct rc_controller_stats {
@@ -78,12 +79,12 @@ void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *re
  * event recorder's pgop_kube_events_* (kube/recorder.h). Thread-safe.
  * Returns 0 or the op_buf error. */
 struct op_buf;
-int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out);
+OP_MUST_CHECK int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out);
 
 /* Events (rc_event) are posted in the background (kube/recorder.h): waits
  * until those queued so far are posted, at most timeout_ms. 0, or -ETIMEDOUT.
  * rc_controller_stop waits RC_EVENTS_DRAIN_MS for them. */
 #define RC_EVENTS_DRAIN_MS 2000
-int rc_controller_flush_events(struct rc_controller *c, long timeout_ms);
+OP_MUST_CHECK int rc_controller_flush_events(struct rc_controller *c, long timeout_ms);
 
 #endif

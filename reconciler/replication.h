@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "support/err.h"
+
 /* One instance: its pod name and last /pg/status (both borrowed). */
 struct rc_repl_member {
 	const char *pod;
@@ -42,7 +44,7 @@ struct rc_repl_lag {
 
 /* "00:00:01.5" / "1 day 02:00:00" (PostgreSQL interval text) -> seconds;
  * -EINVAL otherwise. */
-int rc_interval_seconds(const char *s, double *ret);
+OP_MUST_CHECK int rc_interval_seconds(const char *s, double *ret);
 
 /* The primary's pg_stat_replication row (replicationInfo entry) whose
  * applicationName is pod (borrowed from primary_doc), or NULL. */

@@ -85,6 +85,7 @@ struct rc_run;
 /* The reconcile step (rollout.c): v[0..n) the inventory (sorted), pods its
  * Pods (borrowed). Returns 1 when it acted or waits (phase set, requeue
  * asked), 0 when nothing is to be done now, -errno on failure. */
+OP_MUST_CHECK
 int rc_rollout_step(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods);
 /* The failover hold for this reconcile (rc_rollout_hold_failover). */
 bool rc_rollout_holds(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods);

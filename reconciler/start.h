@@ -48,6 +48,7 @@ struct rc_runner;
 /* Checks the options (-EINVAL: too many or empty namespaces) and starts the
  * runner thread, which keeps trying to reach the cluster until it can start
  * the controller or is stopped. *ret owned (rc_runner_free). */
+OP_MUST_CHECK
 int rc_runner_start(const struct rc_start_opts *o, struct rc_runner **ret, struct op_err *err);
 
 

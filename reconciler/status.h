@@ -74,10 +74,11 @@ void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL *
 #define RC_INSTANCE_MS_MAX (10 * 60 * 1000)
 
 /* "16/B374D848" -> 0x16B374D848. -EINVAL for anything else. */
-int rc_lsn_parse(const char *s, uint64_t *ret);
+OP_MUST_CHECK int rc_lsn_parse(const char *s, uint64_t *ret);
 
 /* Fills the status part of *in from a /pg/status JSON body (borrowed).
  * -EINVAL when it is not an object or a field has the wrong type. */
+OP_MUST_CHECK
 int rc_instance_parse_status(struct rc_instance *in, json_object *st, struct op_err *err);
 
 /* An instance's report that pg_rewind failed and it re-cloned its data (its
@@ -92,7 +93,7 @@ struct rc_reclone_report {
 /* 1 with *ret filled when doc (a /pg/status answer, borrowed, may be NULL)
  * reports a re-clone; 0 when it does not (absent, or not an object with a
  * time). */
-int rc_reclone_report(json_object *doc, struct rc_reclone_report *ret);
+OP_MUST_CHECK int rc_reclone_report(json_object *doc, struct rc_reclone_report *ret);
 
 /* Sorts like CNPG PostgresqlStatusList.Less: instances without status last,
  * primaries first, then higher receivedLsn, then higher replayLsn, then name. */
@@ -250,6 +251,7 @@ char *rc_pod_image_problem(json_object *pod);
  * Ready and PendingRestart conditions keep their lastTransitionTime when their
  * status is unchanged and other condition types are kept. Returns 1 and *ret_patch (owned text)
  * when something changed, 0 when nothing did (*ret_patch untouched). */
+OP_MUST_CHECK
 int rc_status_patch(json_object *cur_status, const struct rc_status *want, const char *rv,
 		    int64_t now, char **ret_patch, struct op_err *err);
 

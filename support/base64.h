@@ -53,7 +53,7 @@ __attribute__((warn_unused_result)) int op_base64_decode(const char *in, size_t 
 /* Decodes into a new OWNED NUL-terminated buffer written to *ret (free with
  * free()) and its length (excluding the NUL) to *ret_len (may be NULL).
  * 0 or -EINVAL; outputs written only on success. */
-int op_base64_decode_str(const char *in, size_t len, unsigned flags, char **ret,
-			 size_t *ret_len, struct op_err *err);
+OP_MUST_CHECK int op_base64_decode_str(const char *in, size_t len, unsigned flags, char **ret,
+				       size_t *ret_len, struct op_err *err);
 
 #endif

@@ -51,7 +51,7 @@ struct op_dl_lib {
 
 /* Loads lib (once; a failure is remembered and reported again). 0, or -ENOENT
  * for a missing library / -ENOSYS for a missing symbol, err naming both. */
-int op_dl_load(struct op_dl_lib *lib, struct op_err *err);
+OP_MUST_CHECK int op_dl_load(struct op_dl_lib *lib, struct op_err *err);
 /* True once op_dl_load succeeded (does not load). */
 bool op_dl_loaded(const struct op_dl_lib *lib);
 /* Symbol i of lib's table, loading lib first when needed; NULL (after one

@@ -20,6 +20,10 @@ struct op_err {
 
 #define OP_ERR_INIT ((struct op_err){ 0 })
 
+/* On every function whose int result carries an error (it fills a struct
+ * op_err or returns -errno): ignoring the result is a compile error. */
+#define OP_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Records the first failure and returns code (so `return op_err_set(...)` works). */
 int op_err_set(struct op_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -63,7 +63,7 @@ struct op_conns {
 /* timeout_ns > 0. Does not start the sweeper. */
 void op_conns_init(struct op_conns *cs, uint64_t timeout_ns);
 /* Starts the sweeper thread. -errno (err filled) when it cannot. */
-int op_conns_start(struct op_conns *cs, struct op_err *err);
+OP_MUST_CHECK int op_conns_start(struct op_conns *cs, struct op_err *err);
 /* Stops the sweeper (if started) and destroys the lock. Entries still
  * registered are left alone (the owner frees them). */
 void op_conns_done(struct op_conns *cs);

@@ -43,6 +43,7 @@ struct op_jobs {
 
 /* Starts n (>= 1) threads named "pgop-http-job" calling run(job, ud).
  * Returns 0 or a negative errno (err says why; nothing left running). */
+OP_MUST_CHECK
 int op_jobs_start(struct op_jobs *q, unsigned n, op_job_fn run, void *ud, struct op_err *err);
 /* Queues job (BORROWED until run or cancel is called for it). Thread-safe. */
 void op_jobs_push(struct op_jobs *q, struct op_job *job);

@@ -79,7 +79,7 @@ struct op_http_stream;
 struct op_http_stream *op_http_reply_stream(struct op_http_reply *rep);
 /* Appends a copy of data. -EPIPE: the client or server is gone; -EMSGSIZE:
  * more than 1 MiB waits unsent (a client not reading): the stream is ended. */
-int op_http_stream_write(struct op_http_stream *s, const char *data, size_t len);
+OP_MUST_CHECK int op_http_stream_write(struct op_http_stream *s, const char *data, size_t len);
 bool op_http_stream_gone(struct op_http_stream *s);
 /* Ends the stream after what is pending and drops the producer's reference. */
 void op_http_stream_close(struct op_http_stream *s);
@@ -151,6 +151,7 @@ struct op_http_config {
  * OWNED server (release with op_http_server_free). Errors: -EINVAL bad config
  * or listen address, -EBADMSG unusable certificate or key (err says which),
  * -ENOENT/-EACCES reading the files, -EADDRINUSE and friends from bind. */
+OP_MUST_CHECK
 int op_http_server_start(const struct op_http_config *cfg, struct op_http_server **ret_srv,
 			 struct op_err *err);
 
@@ -166,8 +167,8 @@ uint16_t op_http_server_probe_port(const struct op_http_server *srv);
 /* Replaces the serving certificate (PEM chain, leaf first) and key. New
  * handshakes use it at once; existing connections keep theirs. On failure
  * (-EBADMSG: unparsable, key does not match the leaf) the old one stays. */
-int op_http_server_set_cert(struct op_http_server *srv, const char *cert_pem,
-			    const char *key_pem, struct op_err *err);
+OP_MUST_CHECK int op_http_server_set_cert(struct op_http_server *srv, const char *cert_pem,
+					  const char *key_pem, struct op_err *err);
 
 /* Re-reads cert_file/key_file given at start when either changed (inode,
  * size or mtime; a Kubernetes Secret volume swaps a symlink) or when force is
@@ -175,6 +176,7 @@ int op_http_server_set_cert(struct op_http_server *srv, const char *cert_pem,
  * -errno on failure (the old certificate stays; call again later: a pair caught
  * half-written fails the key match and is retried). -EINVAL when the server
  * was started from PEM in memory. */
+OP_MUST_CHECK
 int op_http_server_reload_files(struct op_http_server *srv, bool force, struct op_err *err);
 
 /* Drives /readyz (initially true). Lock-free. */
@@ -185,7 +187,7 @@ void op_http_server_set_ready(struct op_http_server *srv, bool ready);
  *   pgop_http_requests_in_flight, pgop_http_tls_cert_swaps_total,
  *   pgop_http_connections_open, pgop_http_request_deadline_closes_total.
  * Returns 0 or -EMSGSIZE (out emptied). */
-int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out);
+OP_MUST_CHECK int op_http_server_render_metrics(struct op_http_server *srv, struct op_buf *out);
 
 /* ---- request accessors (handlers only, on the handler's thread) ---------- */
 
@@ -202,6 +204,7 @@ void op_http_headers_each(const struct op_http_request *req, op_http_header_fn f
  * leaf's CN into ret_cn (NUL-terminated, "" when it has none). Returns 0,
  * -ENOKEY when the client sent no certificate, -EACCES when the chain does
  * not verify, -EBADMSG when ca_pem holds no certificate. */
+OP_MUST_CHECK
 int op_http_peer_verify(const struct op_http_request *req, const char *ca_pem, char *ret_cn,
 			size_t cn_len, struct op_err *err);
 

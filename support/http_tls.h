@@ -35,6 +35,7 @@ struct op_tls_cred {
 /* Parses a PEM chain and a PEM key (PKCS#8 or legacy), checks the key belongs
  * to the leaf. On success *ret_cred is OWNED with one reference. -EBADMSG with
  * err saying which part is unusable. */
+OP_MUST_CHECK
 int op_tls_cred_load(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
 		     struct op_tls_cred **ret_cred, struct op_err *err);
 /* Adds a reference; returns cred. */
@@ -78,6 +79,7 @@ void op_tls_files_init(struct op_tls_files *f, const char *cert_file, const char
 void op_tls_files_done(struct op_tls_files *f);
 /* Loads the pair when changed since the last successful load (or force). Returns
  * 1 and an OWNED *ret_cred when loaded, 0 when unchanged, -errno on failure. */
+OP_MUST_CHECK
 int op_tls_files_load(struct op_tls_files *f, bool force, struct op_tls_cred **ret_cred,
 		      struct op_err *err);
 

@@ -33,28 +33,31 @@ static inline void op_json_putp(json_object **p)
 /* Parses exactly one JSON value from data[0..len) (trailing whitespace
  * allowed), nesting at most max_depth. On failure err says what and where
  * ("invalid JSON at offset 17: unexpected character"). */
-int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret,
-		  struct op_err *err);
+OP_MUST_CHECK int op_json_parse(const char *data, size_t len, int max_depth, json_object **ret,
+				struct op_err *err);
 
 /* Name of a json-c type for messages: "string", "integer", "object"... */
 const char *op_json_type_name(const json_object *o);
 
+OP_MUST_CHECK
 int op_json_get_obj(json_object *obj, const char *key, const char *path, json_object **ret,
 		    struct op_err *err);
+OP_MUST_CHECK
 int op_json_get_arr(json_object *obj, const char *key, const char *path, json_object **ret,
 		    struct op_err *err);
+OP_MUST_CHECK
 int op_json_get_str(json_object *obj, const char *key, const char *path, const char **ret,
 		    struct op_err *err);
 /* A JSON value (borrowed, may be NULL) as an integer: 1 and *ret for a JSON
  * integer within int64 or an integral double below 9e15 (3.0); -ERANGE for
  * an integer outside int64 (json-c would clamp it); 0 for anything else. */
-int op_json_to_i64(json_object *v, int64_t *ret);
+OP_MUST_CHECK int op_json_to_i64(json_object *v, int64_t *ret);
 
 /* Integers: JSON numbers with no fraction; doubles like 3.0 are accepted. */
-int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
-		    struct op_err *err);
-int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *ret,
-		     struct op_err *err);
+OP_MUST_CHECK int op_json_get_i64(json_object *obj, const char *key, const char *path, int64_t *ret,
+				  struct op_err *err);
+OP_MUST_CHECK int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *ret,
+				   struct op_err *err);
 
 /* One member of an object (obj may be NULL or not an object): the string
  * (borrowed) or NULL; true only for a JSON true; 1 and *ret for an integer
@@ -62,7 +65,7 @@ int op_json_get_bool(json_object *obj, const char *key, const char *path, bool *
  * /pg/status documents the reconciler and the live API read). */
 const char *op_json_key_str(json_object *obj, const char *key);
 bool op_json_key_bool(json_object *obj, const char *key);
-int op_json_key_i64(json_object *obj, const char *key, int64_t *ret);
+OP_MUST_CHECK int op_json_key_i64(json_object *obj, const char *key, int64_t *ret);
 
 /* Convenience: borrowed string at a dotted path ("metadata.name"), or NULL when
  * absent or not a string. No error reporting. */
@@ -71,9 +74,9 @@ const char *op_json_str_at(json_object *root, const char *dotted);
 json_object *op_json_at(json_object *root, const char *dotted);
 
 /* Appends "path.key" (or "key" when path is empty) to b. */
-int op_json_path_join(struct op_buf *b, const char *path, const char *key);
+OP_MUST_CHECK int op_json_path_join(struct op_buf *b, const char *path, const char *key);
 /* Appends key escaped for a JSON Pointer (RFC 6901: ~ -> ~0, / -> ~1). */
-int op_json_pointer_escape(struct op_buf *b, const char *key);
+OP_MUST_CHECK int op_json_pointer_escape(struct op_buf *b, const char *key);
 
 /* Builders: the project's one set of JSON-building helpers. Each constructor
  * returns a new OWNED value; json-c failing to allocate aborts, the same

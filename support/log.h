@@ -12,13 +12,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "support/err.h"
+
 enum op_log_level { OP_LOG_DEBUG, OP_LOG_INFO, OP_LOG_WARN, OP_LOG_ERROR, OP_LOG_FATAL };
 
 /* Process-wide settings (the only mutable globals besides the parsed config). */
 void op_log_set_level(enum op_log_level lvl);
 enum op_log_level op_log_get_level(void);
 /* Parses "debug|info|warn|error"; returns -EINVAL on anything else. */
-int op_log_parse_level(const char *s, enum op_log_level *ret_lvl);
+OP_MUST_CHECK int op_log_parse_level(const char *s, enum op_log_level *ret_lvl);
 void op_log_set_fd(int fd);
 /* Component name added to every line as "logger" (borrowed, must outlive use). */
 void op_log_set_component(const char *name);

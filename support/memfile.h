@@ -31,6 +31,7 @@ struct op_memfile {
 /* Creates the memory file holding data[0..len) (name: shown in /proc/PID/fd
  * only). len 0 or above OP_MEMFILE_MAX is -EINVAL. *m must be closed or
  * OP_MEMFILE_INIT; it is filled only on success. */
+OP_MUST_CHECK
 int op_memfile_open(struct op_memfile *m, const char *name, const void *data, size_t len,
 		    struct op_err *err);
 

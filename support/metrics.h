@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "support/buf.h"
+#include "support/err.h"
 
 #define OP_HIST_MAX_BUCKETS 16
 
@@ -53,16 +54,18 @@ static inline uint64_t op_counter_get(_Atomic uint64_t *c)
 }
 
 /* "# HELP name help\n# TYPE name type\n". type: "counter", "gauge", "histogram". */
+OP_MUST_CHECK
 int op_metrics_header(struct op_buf *out, const char *name, const char *type, const char *help);
 /* One sample line: name{labels} value. labels is the inside of the braces
  * ("path=\"/x\",code=\"200\"") or NULL/"" for none; the caller escapes values
  * with op_metrics_label_value(). */
+OP_MUST_CHECK
 int op_metrics_sample(struct op_buf *out, const char *name, const char *labels, uint64_t value);
 /* The _bucket/_sum/_count lines of one histogram series (labels as above). */
-int op_metrics_hist(struct op_buf *out, const char *name, const char *labels,
-		    const struct op_hist *h);
+OP_MUST_CHECK int op_metrics_hist(struct op_buf *out, const char *name, const char *labels,
+				  const struct op_hist *h);
 /* Appends a label value escaped for the text format (\\, \", \n). */
-int op_metrics_label_value(struct op_buf *out, const char *v);
+OP_MUST_CHECK int op_metrics_label_value(struct op_buf *out, const char *v);
 
 /* ---- collectors: modules that own metrics render them on every scrape ----
  * A collector appends complete families (header + samples) to out and
@@ -71,11 +74,11 @@ int op_metrics_label_value(struct op_buf *out, const char *v);
 typedef int (*op_metrics_collect_fn)(void *ud, struct op_buf *out);
 /* Adds fn(ud) (at most OP_METRICS_MAX_COLLECTORS; -ENOSPC beyond). */
 #define OP_METRICS_MAX_COLLECTORS 16
-int op_metrics_register(op_metrics_collect_fn fn, void *ud);
+OP_MUST_CHECK int op_metrics_register(op_metrics_collect_fn fn, void *ud);
 /* Removes fn(ud); waits for a scrape running it to finish, so ud may be freed
  * afterwards. Unknown pairs are ignored. */
 void op_metrics_unregister(op_metrics_collect_fn fn, void *ud);
 /* Runs every registered collector in registration order. */
-int op_metrics_render_collectors(struct op_buf *out);
+OP_MUST_CHECK int op_metrics_render_collectors(struct op_buf *out);
 
 #endif

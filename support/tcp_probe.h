@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "support/err.h"
+
 /* Connections open at once; more hosts are probed in rounds of this many, each
  * round bounded by the timeout. */
 #define OP_TCP_PROBE_BATCH 256
@@ -24,7 +26,7 @@
  * established, else the errno: ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH,
  * ENETUNREACH, EINVAL, ... Returns how many connected, or -errno when no probe
  * could be made at all (-EINVAL: port 0 or timeout_ms <= 0). */
-int op_tcp_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
-		 int *ret_errno);
+OP_MUST_CHECK int op_tcp_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+			       int *ret_errno);
 
 #endif

@@ -66,13 +66,14 @@ struct op_yaml_limits {
  * NUL-terminated. Returns the number of documents, or -EINVAL (syntax,
  * unsupported construct), -EMSGSIZE (a limit), -ENOMEM; err says what and
  * where. */
-int op_yaml_parse_docs(const char *data, size_t len, const struct op_yaml_limits *lim,
-		       json_object **ret_array, struct op_err *err);
+OP_MUST_CHECK int op_yaml_parse_docs(const char *data, size_t len, const struct op_yaml_limits *lim,
+				     json_object **ret_array, struct op_err *err);
 
 /* As op_yaml_parse_docs, but when the first non-whitespace byte is '{' or '['
  * the input is parsed as JSON (exactly one value, nesting capped by
  * max_depth), giving an array of that one value (empty when it is null).
  * This is what kubectl and the API server do with a request body. */
+OP_MUST_CHECK
 int op_yaml_or_json_parse_docs(const char *data, size_t len, const struct op_yaml_limits *lim,
 			       json_object **ret_array, struct op_err *err);
 

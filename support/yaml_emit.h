@@ -21,6 +21,6 @@
  * applies: -EMSGSIZE). On failure out is left as it was. Returns 0,
  * -EMSGSIZE, -ELOOP, -ENOMEM or -EINVAL (a string that is not UTF-8, or
  * another emitter error). Strings may hold NUL bytes (double-quoted "\0"). */
-int op_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err);
+OP_MUST_CHECK int op_yaml_emit(json_object *obj, struct op_buf *out, struct op_err *err);
 
 #endif

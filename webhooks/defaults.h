@@ -20,7 +20,7 @@ void wh_defaults_apply(json_object *cluster, bool preserve_user_fixed);
 /* wh_default() for the admission path: the patch is appended to patch as
  * JSON text (wh_patch_diff_text), *ret_n_ops (may be NULL) its number of
  * operations. cluster is modified in place as by wh_default(). */
-int wh_default_text(json_object *cluster, struct op_buf *patch, size_t *ret_n_ops,
-		    struct op_err *err);
+OP_MUST_CHECK int wh_default_text(json_object *cluster, struct op_buf *patch, size_t *ret_n_ops,
+				  struct op_err *err);
 
 #endif

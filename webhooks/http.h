@@ -13,10 +13,11 @@
 /* op_http_handler for WH_MUTATE_PATH / WH_VALIDATE_PATH: the AdmissionReview
  * in req->body, the response into rep->body; -EINVAL (HTTP 400) on a broken
  * envelope (wh_handle_review). userdata unused. */
+OP_MUST_CHECK
 int wh_http_mutate(void *userdata, const struct op_http_request *req, struct op_http_reply *rep,
 		   struct op_err *err);
-int wh_http_validate(void *userdata, const struct op_http_request *req,
-		     struct op_http_reply *rep, struct op_err *err);
+OP_MUST_CHECK int wh_http_validate(void *userdata, const struct op_http_request *req,
+				   struct op_http_reply *rep, struct op_err *err);
 
 /* Rows for the controller's route table. */
 #define WH_HTTP_ROUTES                                                                             \

@@ -47,7 +47,7 @@ struct wh_offline_summary {
  * *ret_sum (may be NULL) when the run happened; -errno when it could not
  * start (an old file unreadable or holding a Cluster that cannot be
  * defaulted: err says "FILE: why", nothing was written). */
-int wh_validate_files(const struct wh_offline_opts *opts, FILE *out,
-		      struct wh_offline_summary *ret_sum, struct op_err *err);
+OP_MUST_CHECK int wh_validate_files(const struct wh_offline_opts *opts, FILE *out,
+				    struct wh_offline_summary *ret_sum, struct op_err *err);
 
 #endif

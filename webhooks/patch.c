@@ -376,7 +376,8 @@ static int apply_one(json_object **doc, json_object *op, size_t i, struct op_err
 	    op_json_get_str(op, "path", "", &path, NULL) != 1)
 		return op_err_set(err, -EINVAL, "patch operation %zu: needs string op and path", i);
 	bool has_value = json_object_object_get_ex(op, "value", &value);
-	op_json_get_str(op, "from", "", &from, NULL);
+	if (op_json_get_str(op, "from", "", &from, NULL) < 0)
+		from = NULL; /* not a string: as absent (the ops that need it say so) */
 	int r;
 	if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0) {
 		if (!has_value)

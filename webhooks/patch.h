@@ -19,19 +19,20 @@
  * to out; *ret_n_ops (may be NULL) gets the number of operations. Subtrees
  * shared by both documents (the same pointer) are equal without a look.
  * from and to are borrowed. Returns 0, or -EMSGSIZE / -ENOMEM (err says). */
+OP_MUST_CHECK
 int wh_patch_diff_text(json_object *from, json_object *to, struct op_buf *out, size_t *ret_n_ops,
 		       struct op_err *err);
 
 /* The same as a JSON array: from and to are borrowed. On success *ret_patch is an OWNED JSON array of
  * operations (empty when the documents are equal). Returns 0 or -ENOMEM. */
-int wh_patch_diff(json_object *from, json_object *to, json_object **ret_patch,
-		  struct op_err *err);
+OP_MUST_CHECK int wh_patch_diff(json_object *from, json_object *to, json_object **ret_patch,
+				struct op_err *err);
 
 /* Applies patch (borrowed JSON array) to a deep copy of doc (borrowed).
  * Supports add, remove, replace, move, copy and test. On success
  * *ret_doc is the OWNED patched document. Returns -EINVAL (err names the
  * operation index and path) when an operation is malformed or does not apply. */
-int wh_patch_apply(json_object *doc, json_object *patch, json_object **ret_doc,
-		   struct op_err *err);
+OP_MUST_CHECK int wh_patch_apply(json_object *doc, json_object *patch, json_object **ret_doc,
+				 struct op_err *err);
 
 #endif

@@ -32,11 +32,11 @@ json_object *wh_external_cluster(const struct wh_ctx *ctx, const char *name);
 
 /* A quantity value v (borrowed, not NULL): a JSON string or number. 0 or
  * -EINVAL. */
-int wh_quantity_value(json_object *v, struct api_quantity *ret);
+OP_MUST_CHECK int wh_quantity_value(json_object *v, struct api_quantity *ret);
 /* A quantity field that may be a JSON string or number (its text is parsed,
  * as Quantity.UnmarshalJSON does), exact (api_quantity_parse_exact). 1 =
  * parsed, 0 = absent, -EINVAL = present but invalid. */
-int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *ret);
+OP_MUST_CHECK int wh_quantity_at(json_object *root, const char *dotted, struct api_quantity *ret);
 
 /* PostgreSQL major version of the cluster (wh_cluster_major), -1 when it
  * does not resolve. */
@@ -57,7 +57,7 @@ bool api_pg_bool_parse(const char *v, bool *ret);
  * number means MB, otherwise the value must end in "B" ("8kB", "128 MB",
  * "1.5GB", "100B") and kB/MB/GB/TB are binary multiples. Writes the exact
  * byte count (api_quantity nano-units); 0 or -EINVAL. */
-int api_pg_size_parse(const char *v, struct api_quantity *ret_bytes);
+OP_MUST_CHECK int api_pg_size_parse(const char *v, struct api_quantity *ret_bytes);
 /* Postgres-identifier-like regex ^[A-Za-z_][A-Za-z0-9_$]*$ on s[0..n). */
 bool wh_is_pg_ident(const char *s, size_t n);
 /* DNS-1035 label / RFC 1123 label / subdomain / qualified name / label value. */

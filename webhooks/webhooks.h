@@ -105,7 +105,7 @@ const struct wh_settings *wh_settings_get(void);
  * On success *ret_patch is an OWNED JSON array of RFC 6902 operations turning
  * the input into the defaulted object (empty array when nothing changed).
  * Returns 0, or -EINVAL when cluster is not an object (err says why). */
-int wh_default(json_object *cluster, json_object **ret_patch, struct op_err *err);
+OP_MUST_CHECK int wh_default(json_object *cluster, json_object **ret_patch, struct op_err *err);
 
 /* Validates a (defaulted) Cluster. old is NULL on CREATE, else the stored
  * object (UPDATE rules run too). Borrowed arguments; findings go to res.
@@ -117,6 +117,7 @@ int wh_validate(json_object *cluster, json_object *old, struct wh_result *res);
  * 200; a denied object is still 200 with allowed=false). Returns -EINVAL when
  * the body is not a usable AdmissionReview (HTTP 400; err names the field),
  * -EMSGSIZE when the response would exceed resp's cap. */
+OP_MUST_CHECK
 int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_buf *resp,
 		     struct op_err *err);
 
@@ -126,6 +127,6 @@ int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_
  * validates it with the CREATE rules. Returns 0 when admitted; 1 when not,
  * with *ret_reason (owned) "path: message, path: message" or the defaulting
  * error; -ENOMEM when the copy cannot be made. userdata unused. */
-int wh_guard(void *userdata, json_object *cluster, char **ret_reason);
+OP_MUST_CHECK int wh_guard(void *userdata, json_object *cluster, char **ret_reason);
 
 #endif

@@ -695,7 +695,8 @@ static void test_rate_limit(void **state)
 	uint64_t waited = st.throttled_ms;
 	for (int i = 0; i < 2; i++) {
 		json_object *obj = NULL;
-		(void)kube_get(c, KUBE_EVENTS, "ns1", "e1", &obj, &err); /* the answer does not matter */
+		int r = kube_get(c, KUBE_EVENTS, "ns1", "e1", &obj, &err);
+		(void)r; /* the answer does not matter */
 		json_object_put(obj);
 	}
 	kube_client_stats(c, &st);

@@ -264,7 +264,8 @@ static int run(struct opts *o)
 	}
 	struct kube_informer *infs[] = { a.pods, a.svcs, a.slices, a.pvcs, a.pvs };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(infs); i++)
-		kube_informer_wait_synced(infs[i], 30000);
+		if (kube_informer_wait_synced(infs[i], 30000) < 0)
+			op_log_warn("informer not synced within 30 s: going on");
 	if (na_storage_setup(&a, &err) < 0) {
 		op_log_warn("storage class", "error", err.msg);
 		op_err_clear(&err);
