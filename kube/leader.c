@@ -223,7 +223,7 @@ static int lease_seconds(const struct kube_leader *le)
 
 /* Builds the spec we write: holder = identity (or "" to release). */
 static void fill_spec(struct kube_leader *le, json_object *spec, const char *holder,
-		     bool transition, int64_t transitions, int dur_s)
+		      bool transition, int64_t transitions, int dur_s)
 {
 	char now[64];
 	format_time(now, sizeof(now), kube__wall_ms(), true);
