@@ -99,19 +99,17 @@ out:
 
 int as_status_accepted(struct op_buf *out, const char *msg, const char *name)
 {
-	json_object *d = json_object_new_object(), *det = json_object_new_object();
-	if (!d || !det)
-		abort();
-	op_json_set(d, "kind", json_object_new_string("Status"));
-	op_json_set(d, "apiVersion", json_object_new_string("v1"));
-	op_json_set(d, "metadata", json_object_new_object());
-	op_json_set(d, "status", json_object_new_string("Success"));
-	op_json_set(d, "message", json_object_new_string(msg ? msg : "accepted"));
-	op_json_set(det, "name", json_object_new_string(name));
-	op_json_set(det, "group", json_object_new_string(AS_GROUP));
-	op_json_set(det, "kind", json_object_new_string("clusters"));
-	op_json_set(d, "details", det);
-	op_json_set(d, "code", json_object_new_int(202));
+	json_object *d = op_jobj(), *det = op_jobj();
+	op_jsets(d, "kind", "Status");
+	op_jsets(d, "apiVersion", "v1");
+	op_jset(d, "metadata", op_jobj());
+	op_jsets(d, "status", "Success");
+	op_jsets(d, "message", msg ? msg : "accepted");
+	op_jsets(det, "name", name);
+	op_jsets(det, "group", AS_GROUP);
+	op_jsets(det, "kind", "clusters");
+	op_jset(d, "details", det);
+	op_jset(d, "code", op_jint(202));
 	op_buf_reset(out);
 	int r = op_buf_adds(out, json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN |
 								   JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -26,14 +26,14 @@ static int clusters(struct as_snaps *snaps, const struct as_source *src,
 		    struct op_err *err)
 {
 	json_object *all = src->clusters(src->ud, ri->ns[0] ? ri->ns : NULL);
-	json_object *sel = json_object_new_array();
+	json_object *sel = op_jarr();
 	int bad = 0;
 	for (size_t i = 0; i < json_object_array_length(all); i++) {
 		json_object *c = json_object_array_get_idx(all, i);
 		if (ri->name[0] && strcmp(op_json_str_at(c, "metadata.name") ?: "", ri->name) != 0)
 			continue;
 		if (selected(q, c, err, &bad))
-			op_json_append(sel, json_object_get(c));
+			op_jpush(sel, json_object_get(c));
 	}
 	json_object_put(all);
 	if (bad < 0) {
@@ -43,12 +43,12 @@ static int clusters(struct as_snaps *snaps, const struct as_source *src,
 	size_t n = json_object_array_length(sel);
 	struct as_views *views = op_calloc(n ? n : 1, sizeof(*views));
 	as_snaps_get(snaps, sel, views);
-	json_object *objs = json_object_new_array();
+	json_object *objs = op_jarr();
 	int64_t now = as_wall_ms();
 	bool full = strcmp(ri->sub, "status") == 0;
 	for (size_t i = 0; i < n; i++)
-		op_json_append(objs, as_live_cluster(json_object_array_get_idx(sel, i), views[i].v,
-						     views[i].n, now, full));
+		op_jpush(objs, as_live_cluster(json_object_array_get_idx(sel, i), views[i].v,
+					       views[i].n, now, full));
 	as_views_free(views, n);
 	free(views);
 	json_object_put(sel);
@@ -73,7 +73,7 @@ static int instances(struct as_snaps *snaps, const struct as_source *src,
 		     struct op_err *err)
 {
 	json_object *all = src->clusters(src->ud, ri->ns[0] ? ri->ns : NULL);
-	json_object *sel = json_object_new_array(); /* Clusters with a selected Pod */
+	json_object *sel = op_jarr(); /* Clusters with a selected Pod */
 	int bad = 0;
 	for (size_t i = 0; i < json_object_array_length(all) && !bad; i++) {
 		json_object *c = json_object_array_get_idx(all, i);
@@ -90,7 +90,7 @@ static int instances(struct as_snaps *snaps, const struct as_source *src,
 		}
 		json_object_put(pods);
 		if (any)
-			op_json_append(sel, json_object_get(c));
+			op_jpush(sel, json_object_get(c));
 	}
 	json_object_put(all);
 	if (bad < 0) {
@@ -100,7 +100,7 @@ static int instances(struct as_snaps *snaps, const struct as_source *src,
 	size_t n = json_object_array_length(sel);
 	struct as_views *views = op_calloc(n ? n : 1, sizeof(*views));
 	as_snaps_get(snaps, sel, views);
-	json_object *objs = json_object_new_array();
+	json_object *objs = op_jarr();
 	int64_t now = as_wall_ms();
 	for (size_t i = 0; i < n; i++) {
 		json_object *pdoc = primary_doc(&views[i]);
@@ -111,8 +111,8 @@ static int instances(struct as_snaps *snaps, const struct as_source *src,
 				continue;
 			if (!selected(q, p, err, &bad))
 				continue;
-			op_json_append(objs, as_live_instance(json_object_array_get_idx(sel, i),
-							      &views[i].v[k], pdoc, now, false));
+			op_jpush(objs, as_live_instance(json_object_array_get_idx(sel, i),
+							&views[i].v[k], pdoc, now, false));
 		}
 	}
 	as_views_free(views, n);

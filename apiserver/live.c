@@ -15,18 +15,13 @@
 static void set_str(json_object *o, const char *k, const char *v)
 {
 	if (v)
-		op_json_set(o, k, json_object_new_string(v));
-}
-
-static void set_i64(json_object *o, const char *k, int64_t v)
-{
-	op_json_set(o, k, json_object_new_int64(v));
+		op_jsets(o, k, v);
 }
 
 /* Copies the metadata fields a client needs (kubectl: namespace, labels, age). */
 static json_object *metadata_of(json_object *src)
 {
-	json_object *md = json_object_new_object();
+	json_object *md = op_jobj();
 	static const char *const keys[] = { "name", "namespace", "uid", "resourceVersion",
 					    "creationTimestamp" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(keys); i++) {
@@ -37,19 +32,17 @@ static json_object *metadata_of(json_object *src)
 	if (labels && json_object_is_type(labels, json_type_object)) {
 		json_object *copy = NULL;
 		if (json_object_deep_copy(labels, &copy, NULL) == 0)
-			op_json_set(md, "labels", copy);
+			op_jset(md, "labels", copy);
 	}
 	return md;
 }
 
 static json_object *object_of(const char *kind, json_object *src)
 {
-	json_object *o = json_object_new_object();
-	if (!o)
-		abort();
+	json_object *o = op_jobj();
 	set_str(o, "kind", kind);
 	set_str(o, "apiVersion", AS_GROUP_VERSION);
-	op_json_set(o, "metadata", metadata_of(src));
+	op_jset(o, "metadata", metadata_of(src));
 	return o;
 }
 
@@ -106,7 +99,7 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 			      json_object *primary_doc, int64_t now_ms, bool full)
 {
 	json_object *o = object_of("LiveInstance", v->pod);
-	json_object *st = json_object_new_object();
+	json_object *st = op_jobj();
 	const char *pod = op_json_str_at(v->pod, "metadata.name");
 	set_str(st, "cluster", op_json_str_at(cluster, "metadata.name"));
 	json_object *doc = v->doc;
@@ -115,7 +108,7 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 	set_str(st, "role", !v->reachable ? "unreachable"
 			    : primary     ? "primary"
 					  : replica_role(doc, row, primary_doc, pod));
-	op_json_set(st, "reachable", json_object_new_boolean(v->reachable));
+	op_jset(st, "reachable", op_jbool(v->reachable));
 	const char *cur = op_json_key_str(doc, "currentLsn");
 	set_str(st, "receivedLSN", primary ? cur : op_json_key_str(doc, "receivedLsn"));
 	set_str(st, "replayedLSN", primary ? cur : op_json_key_str(doc, "replayLsn"));
@@ -123,14 +116,13 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 	/* not answering: its lag as the primary hears it, not its stale answer */
 	rc_repl_instance_lag(primary_doc, v->reachable ? doc : NULL, pod, &lag);
 	if (lag.has_bytes)
-		set_i64(st, "lagBytes", lag.bytes);
+		op_jset(st, "lagBytes", op_jint(lag.bytes));
 	if (lag.has_seconds)
-		op_json_set(st, "lagSeconds", json_object_new_double(lag.seconds));
+		op_jset(st, "lagSeconds", op_jdouble(lag.seconds));
 	int64_t tli = 0;
 	if (op_json_key_i64(doc, "timeLineID", &tli) == 1)
-		set_i64(st, "timeline", tli);
-	op_json_set(st, "pendingRestart",
-		    json_object_new_boolean(op_json_key_bool(doc, "pendingRestart")));
+		op_jset(st, "timeline", op_jint(tli));
+	op_jset(st, "pendingRestart", op_jbool(op_json_key_bool(doc, "pendingRestart")));
 	set_str(st, "node", op_json_str_at(v->pod, "spec.nodeName"));
 	if (v->seen_ms > 0) {
 		_cleanup_free_ char *t = rfc3339_ms(v->seen_ms);
@@ -140,9 +132,9 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 	if (full && doc) {
 		json_object *copy = NULL;
 		if (json_object_deep_copy(doc, &copy, NULL) == 0)
-			op_json_set(st, "pgStatus", copy);
+			op_jset(st, "pgStatus", copy);
 	}
-	op_json_set(o, "status", st);
+	op_jset(o, "status", st);
 	return o;
 }
 
@@ -150,7 +142,7 @@ json_object *as_live_cluster(json_object *cluster, const struct as_inst_view *v,
 			     int64_t now_ms, bool full)
 {
 	json_object *o = object_of("LiveCluster", cluster);
-	json_object *st = json_object_new_object();
+	json_object *st = op_jobj();
 	struct rc_repl_member *m = op_calloc(n ? n : 1, sizeof(*m));
 	for (size_t i = 0; i < n; i++)
 		m[i] = (struct rc_repl_member){ .pod = op_json_str_at(v[i].pod, "metadata.name"),
@@ -165,30 +157,29 @@ json_object *as_live_cluster(json_object *cluster, const struct as_inst_view *v,
 				  : op_json_str_at(cluster, "status.currentPrimary"));
 	size_t ready = 0, pending = 0;
 	int64_t oldest = 0;
-	json_object *unreachable = json_object_new_array();
-	json_object *members = full ? json_object_new_array() : NULL;
+	json_object *unreachable = op_jarr();
+	json_object *members = full ? op_jarr() : NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].reachable)
 			ready++;
 		else
-			op_json_append(unreachable, json_object_new_string(
-							    op_json_str_at(v[i].pod, "metadata.name") ?: ""));
+			op_jpush(unreachable, op_jstr(op_json_str_at(v[i].pod, "metadata.name")));
 		if (v[i].reachable && op_json_key_bool(v[i].doc, "pendingRestart"))
 			pending++;
 		if (v[i].seen_ms > 0 && (oldest == 0 || v[i].seen_ms < oldest))
 			oldest = v[i].seen_ms;
 		if (members)
-			op_json_append(members, as_live_instance(cluster, &v[i], pdoc, now_ms, true));
+			op_jpush(members, as_live_instance(cluster, &v[i], pdoc, now_ms, true));
 	}
-	set_i64(st, "instances", (int64_t)n);
-	set_i64(st, "readyInstances", (int64_t)ready);
+	op_jset(st, "instances", op_jint((int64_t)n));
+	op_jset(st, "readyInstances", op_jint((int64_t)ready));
 	_cleanup_free_ char *rd = op_asprintf("%zu/%zu", ready, n);
 	set_str(st, "ready", rd);
 	set_str(st, "sync", sum.sync);
 	if (sum.max.has_bytes)
-		set_i64(st, "maxLagBytes", sum.max.bytes);
+		op_jset(st, "maxLagBytes", op_jint(sum.max.bytes));
 	if (sum.max.has_seconds)
-		op_json_set(st, "maxLagSeconds", json_object_new_double(sum.max.seconds));
+		op_jset(st, "maxLagSeconds", op_jdouble(sum.max.seconds));
 	char lag[64];
 	rc_repl_lag_text(&sum.max, lag, sizeof(lag));
 	set_str(st, "maxLag", lag);
@@ -196,23 +187,23 @@ json_object *as_live_cluster(json_object *cluster, const struct as_inst_view *v,
 	if (op_json_key_i64(pdoc, "timeLineID", &tli) == 1 ||
 	    (op_json_at(cluster, "status.timelineID") &&
 	     op_json_to_i64(op_json_at(cluster, "status.timelineID"), &tli) == 1))
-		set_i64(st, "timeline", tli);
+		op_jset(st, "timeline", op_jint(tli));
 	set_str(st, "phase", op_json_str_at(cluster, "status.phase"));
 	set_str(st, "systemID", op_json_key_str(pdoc, "systemID"));
 	set_str(st, "currentLSN", op_json_key_str(pdoc, "currentLsn"));
-	set_i64(st, "pendingRestart", (int64_t)pending);
+	op_jset(st, "pendingRestart", op_jint((int64_t)pending));
 	if (oldest > 0) {
 		_cleanup_free_ char *t = rfc3339_ms(oldest);
 		set_str(st, "lastSeen", t);
 	}
-	op_json_set(st, "unreachable", unreachable);
+	op_jset(st, "unreachable", unreachable);
 	if (members) {
-		op_json_set(st, "members", members);
+		op_jset(st, "members", members);
 		json_object *certs = op_json_at(cluster, "status.certificates");
 		json_object *copy = NULL;
 		if (certs && json_object_deep_copy(certs, &copy, NULL) == 0)
-			op_json_set(st, "certificates", copy);
+			op_jset(st, "certificates", copy);
 	}
-	op_json_set(o, "status", st);
+	op_jset(o, "status", st);
 	return o;
 }

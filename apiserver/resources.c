@@ -163,32 +163,6 @@ const struct as_resource *as_resource_instances(void)
 
 /* ------------------------------------------------------------ helpers */
 
-static json_object *jstr(const char *s)
-{
-	json_object *o = json_object_new_string(s);
-	if (!o)
-		abort();
-	return o;
-}
-
-static json_object *jobj(void)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		abort();
-	return o;
-}
-
-static json_object *jstrv(const char *const *v)
-{
-	json_object *a = json_object_new_array();
-	if (!a)
-		abort();
-	for (; v && *v; v++)
-		op_json_append(a, jstr(*v));
-	return a;
-}
-
 static int emit(struct op_buf *out, json_object *doc)
 {
 	int r = op_buf_adds(out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
@@ -199,20 +173,20 @@ static int emit(struct op_buf *out, json_object *doc)
 
 static json_object *gv(void)
 {
-	json_object *v = jobj();
-	op_json_set(v, "groupVersion", jstr(AS_GROUP_VERSION));
-	op_json_set(v, "version", jstr(AS_VERSION));
+	json_object *v = op_jobj();
+	op_jsets(v, "groupVersion", AS_GROUP_VERSION);
+	op_jsets(v, "version", AS_VERSION);
 	return v;
 }
 
 static json_object *group_body(void)
 {
-	json_object *g = jobj();
-	op_json_set(g, "name", jstr(AS_GROUP));
-	json_object *vs = json_object_new_array();
-	op_json_append(vs, gv());
-	op_json_set(g, "versions", vs);
-	op_json_set(g, "preferredVersion", gv());
+	json_object *g = op_jobj();
+	op_jsets(g, "name", AS_GROUP);
+	json_object *vs = op_jarr();
+	op_jpush(vs, gv());
+	op_jset(g, "versions", vs);
+	op_jset(g, "preferredVersion", gv());
 	return g;
 }
 
@@ -220,110 +194,110 @@ static json_object *group_body(void)
 
 int as_doc_group_list(struct op_buf *out)
 {
-	json_object *d = jobj();
-	op_json_set(d, "kind", jstr("APIGroupList"));
-	op_json_set(d, "apiVersion", jstr("v1"));
-	json_object *gs = json_object_new_array();
-	op_json_append(gs, group_body());
-	op_json_set(d, "groups", gs);
+	json_object *d = op_jobj();
+	op_jsets(d, "kind", "APIGroupList");
+	op_jsets(d, "apiVersion", "v1");
+	json_object *gs = op_jarr();
+	op_jpush(gs, group_body());
+	op_jset(d, "groups", gs);
 	return emit(out, d);
 }
 
 int as_doc_group(struct op_buf *out)
 {
 	json_object *d = group_body();
-	op_json_set(d, "kind", jstr("APIGroup"));
-	op_json_set(d, "apiVersion", jstr("v1"));
+	op_jsets(d, "kind", "APIGroup");
+	op_jsets(d, "apiVersion", "v1");
 	return emit(out, d);
 }
 
 static json_object *api_resource(const struct as_resource *r, const char *sub,
 				 const char *const *verbs)
 {
-	json_object *o = jobj();
+	json_object *o = op_jobj();
 	_cleanup_free_ char *name = sub ? op_asprintf("%s/%s", r->name, sub) : op_strdup(r->name);
-	op_json_set(o, "name", jstr(name));
-	op_json_set(o, "singularName", jstr(sub ? "" : r->singular));
-	op_json_set(o, "namespaced", json_object_new_boolean(1));
-	op_json_set(o, "group", jstr(AS_GROUP));
-	op_json_set(o, "version", jstr(AS_VERSION));
-	op_json_set(o, "kind", jstr(r->kind));
-	op_json_set(o, "verbs", jstrv(verbs));
+	op_jsets(o, "name", name);
+	op_jsets(o, "singularName", sub ? "" : r->singular);
+	op_jset(o, "namespaced", op_jbool(1));
+	op_jsets(o, "group", AS_GROUP);
+	op_jsets(o, "version", AS_VERSION);
+	op_jsets(o, "kind", r->kind);
+	op_jset(o, "verbs", op_jstrv(verbs));
 	if (!sub) {
-		op_json_set(o, "shortNames", jstrv(r->short_names));
-		op_json_set(o, "categories", jstrv(r->categories));
+		op_jset(o, "shortNames", op_jstrv(r->short_names));
+		op_jset(o, "categories", op_jstrv(r->categories));
 	}
 	return o;
 }
 
 int as_doc_resource_list(struct op_buf *out)
 {
-	json_object *d = jobj();
-	op_json_set(d, "kind", jstr("APIResourceList"));
-	op_json_set(d, "apiVersion", jstr("v1"));
-	op_json_set(d, "groupVersion", jstr(AS_GROUP_VERSION));
-	json_object *rs = json_object_new_array();
+	json_object *d = op_jobj();
+	op_jsets(d, "kind", "APIResourceList");
+	op_jsets(d, "apiVersion", "v1");
+	op_jsets(d, "groupVersion", AS_GROUP_VERSION);
+	json_object *rs = op_jarr();
 	for (size_t i = 0; i < as_n_resources; i++) {
 		const struct as_resource *r = &as_resources[i];
-		op_json_append(rs, api_resource(r, NULL, r->verbs));
+		op_jpush(rs, api_resource(r, NULL, r->verbs));
 		for (size_t k = 0; k < r->n_subs; k++)
-			op_json_append(rs, api_resource(r, r->subs[k].name, r->subs[k].verbs));
+			op_jpush(rs, api_resource(r, r->subs[k].name, r->subs[k].verbs));
 	}
-	op_json_set(d, "resources", rs);
+	op_jset(d, "resources", rs);
 	return emit(out, d);
 }
 
 static json_object *gvk(const char *kind)
 {
-	json_object *k = jobj();
-	op_json_set(k, "group", jstr(AS_GROUP));
-	op_json_set(k, "version", jstr(AS_VERSION));
-	op_json_set(k, "kind", jstr(kind));
+	json_object *k = op_jobj();
+	op_jsets(k, "group", AS_GROUP);
+	op_jsets(k, "version", AS_VERSION);
+	op_jsets(k, "kind", kind);
 	return k;
 }
 
 int as_doc_discovery_v2(struct op_buf *out)
 {
-	json_object *rs = json_object_new_array();
+	json_object *rs = op_jarr();
 	for (size_t i = 0; i < as_n_resources; i++) {
 		const struct as_resource *r = &as_resources[i];
-		json_object *o = jobj();
-		op_json_set(o, "resource", jstr(r->name));
-		op_json_set(o, "responseKind", gvk(r->kind));
-		op_json_set(o, "scope", jstr("Namespaced"));
-		op_json_set(o, "singularResource", jstr(r->singular));
-		op_json_set(o, "verbs", jstrv(r->verbs));
-		op_json_set(o, "shortNames", jstrv(r->short_names));
-		op_json_set(o, "categories", jstrv(r->categories));
-		json_object *subs = json_object_new_array();
+		json_object *o = op_jobj();
+		op_jsets(o, "resource", r->name);
+		op_jset(o, "responseKind", gvk(r->kind));
+		op_jsets(o, "scope", "Namespaced");
+		op_jsets(o, "singularResource", r->singular);
+		op_jset(o, "verbs", op_jstrv(r->verbs));
+		op_jset(o, "shortNames", op_jstrv(r->short_names));
+		op_jset(o, "categories", op_jstrv(r->categories));
+		json_object *subs = op_jarr();
 		for (size_t k = 0; k < r->n_subs; k++) {
-			json_object *s = jobj();
-			op_json_set(s, "subresource", jstr(r->subs[k].name));
-			op_json_set(s, "responseKind", gvk(r->kind));
-			op_json_set(s, "verbs", jstrv(r->subs[k].verbs));
-			op_json_append(subs, s);
+			json_object *s = op_jobj();
+			op_jsets(s, "subresource", r->subs[k].name);
+			op_jset(s, "responseKind", gvk(r->kind));
+			op_jset(s, "verbs", op_jstrv(r->subs[k].verbs));
+			op_jpush(subs, s);
 		}
-		op_json_set(o, "subresources", subs);
-		op_json_append(rs, o);
+		op_jset(o, "subresources", subs);
+		op_jpush(rs, o);
 	}
-	json_object *ver = jobj();
-	op_json_set(ver, "version", jstr(AS_VERSION));
-	op_json_set(ver, "resources", rs);
-	op_json_set(ver, "freshness", jstr("Current"));
-	json_object *vers = json_object_new_array();
-	op_json_append(vers, ver);
-	json_object *item = jobj();
-	json_object *md = jobj();
-	op_json_set(md, "name", jstr(AS_GROUP));
-	op_json_set(item, "metadata", md);
-	op_json_set(item, "versions", vers);
-	json_object *items = json_object_new_array();
-	op_json_append(items, item);
-	json_object *d = jobj();
-	op_json_set(d, "kind", jstr("APIGroupDiscoveryList"));
-	op_json_set(d, "apiVersion", jstr("apidiscovery.k8s.io/v2"));
-	op_json_set(d, "metadata", jobj());
-	op_json_set(d, "items", items);
+	json_object *ver = op_jobj();
+	op_jsets(ver, "version", AS_VERSION);
+	op_jset(ver, "resources", rs);
+	op_jsets(ver, "freshness", "Current");
+	json_object *vers = op_jarr();
+	op_jpush(vers, ver);
+	json_object *item = op_jobj();
+	json_object *md = op_jobj();
+	op_jsets(md, "name", AS_GROUP);
+	op_jset(item, "metadata", md);
+	op_jset(item, "versions", vers);
+	json_object *items = op_jarr();
+	op_jpush(items, item);
+	json_object *d = op_jobj();
+	op_jsets(d, "kind", "APIGroupDiscoveryList");
+	op_jsets(d, "apiVersion", "apidiscovery.k8s.io/v2");
+	op_jset(d, "metadata", op_jobj());
+	op_jset(d, "items", items);
 	return emit(out, d);
 }
 
@@ -368,9 +342,9 @@ static json_object *schema_of(const struct as_resource *r)
 	json_object *s = json_tokener_parse(r->schema);
 	if (!s)
 		abort(); /* static text: a unit test parses it */
-	json_object *g = json_object_new_array();
-	op_json_append(g, gvk(r->kind));
-	op_json_set(s, "x-kubernetes-group-version-kind", g);
+	json_object *g = op_jarr();
+	op_jpush(g, gvk(r->kind));
+	op_jset(s, "x-kubernetes-group-version-kind", g);
 	return s;
 }
 
@@ -380,89 +354,89 @@ static json_object *get_op(const struct as_resource *r, const char *action, bool
 {
 	_cleanup_free_ char *ref = op_asprintf(v3 ? "#/components/schemas/%s" : "#/definitions/%s",
 					       schema_name(r));
-	json_object *schema = jobj();
-	op_json_set(schema, "$ref", jstr(ref));
-	json_object *ok = jobj();
-	op_json_set(ok, "description", jstr("OK"));
+	json_object *schema = op_jobj();
+	op_jsets(schema, "$ref", ref);
+	json_object *ok = op_jobj();
+	op_jsets(ok, "description", "OK");
 	if (v3) {
-		json_object *mt = jobj();
-		op_json_set(mt, "schema", schema);
-		json_object *content = jobj();
-		op_json_set(content, "application/json", mt);
-		op_json_set(ok, "content", content);
+		json_object *mt = op_jobj();
+		op_jset(mt, "schema", schema);
+		json_object *content = op_jobj();
+		op_jset(content, "application/json", mt);
+		op_jset(ok, "content", content);
 	} else {
-		op_json_set(ok, "schema", schema);
+		op_jset(ok, "schema", schema);
 	}
-	json_object *responses = jobj();
-	op_json_set(responses, "200", ok);
-	json_object *op = jobj();
+	json_object *responses = op_jobj();
+	op_jset(responses, "200", ok);
+	json_object *op = op_jobj();
 	_cleanup_free_ char *id = op_asprintf("%sLiveV1%s", action, r->kind);
-	op_json_set(op, "operationId", jstr(id));
-	op_json_set(op, "responses", responses);
-	op_json_set(op, "x-kubernetes-action", jstr(action));
-	op_json_set(op, "x-kubernetes-group-version-kind", gvk(r->kind));
-	json_object *item = jobj();
-	op_json_set(item, "get", op);
+	op_jsets(op, "operationId", id);
+	op_jset(op, "responses", responses);
+	op_jsets(op, "x-kubernetes-action", action);
+	op_jset(op, "x-kubernetes-group-version-kind", gvk(r->kind));
+	json_object *item = op_jobj();
+	op_jset(item, "get", op);
 	return item;
 }
 
 static json_object *openapi_paths(bool v3)
 {
-	json_object *paths = jobj();
+	json_object *paths = op_jobj();
 	for (size_t i = 0; i < as_n_resources; i++) {
 		const struct as_resource *r = &as_resources[i];
 		_cleanup_free_ char *all = op_asprintf("/apis/%s/%s", AS_GROUP_VERSION, r->name);
 		_cleanup_free_ char *list = op_asprintf("/apis/%s/namespaces/{namespace}/%s",
 							AS_GROUP_VERSION, r->name);
 		_cleanup_free_ char *one = op_asprintf("%s/{name}", list);
-		op_json_set(paths, all, get_op(r, "list", v3));
-		op_json_set(paths, list, get_op(r, "list", v3));
-		op_json_set(paths, one, get_op(r, "get", v3));
+		op_jset(paths, all, get_op(r, "list", v3));
+		op_jset(paths, list, get_op(r, "list", v3));
+		op_jset(paths, one, get_op(r, "get", v3));
 	}
 	return paths;
 }
 
 int as_doc_openapi_v2(struct op_buf *out)
 {
-	json_object *defs = jobj();
+	json_object *defs = op_jobj();
 	for (size_t i = 0; i < as_n_resources; i++)
-		op_json_set(defs, schema_name(&as_resources[i]), schema_of(&as_resources[i]));
-	json_object *info = jobj();
-	op_json_set(info, "title", jstr("pgop live API"));
-	op_json_set(info, "version", jstr(AS_VERSION));
-	json_object *d = jobj();
-	op_json_set(d, "swagger", jstr("2.0"));
-	op_json_set(d, "info", info);
-	op_json_set(d, "paths", openapi_paths(false));
-	op_json_set(d, "definitions", defs);
+		op_jset(defs, schema_name(&as_resources[i]), schema_of(&as_resources[i]));
+	json_object *info = op_jobj();
+	op_jsets(info, "title", "pgop live API");
+	op_jsets(info, "version", AS_VERSION);
+	json_object *d = op_jobj();
+	op_jsets(d, "swagger", "2.0");
+	op_jset(d, "info", info);
+	op_jset(d, "paths", openapi_paths(false));
+	op_jset(d, "definitions", defs);
 	return emit(out, d);
 }
 
 int as_doc_openapi_v3_root(struct op_buf *out)
 {
-	json_object *u = jobj();
-	op_json_set(u, "serverRelativeURL", jstr("/openapi/v3/apis/" AS_GROUP_VERSION));
-	json_object *paths = jobj();
-	op_json_set(paths, "apis/" AS_GROUP_VERSION, u);
-	json_object *d = jobj();
-	op_json_set(d, "paths", paths);
+	json_object *u = op_jobj();
+	op_jsets(u, "serverRelativeURL", "/openapi/v3/apis/" AS_GROUP_VERSION);
+	json_object *paths = op_jobj();
+	op_jset(paths, "apis/" AS_GROUP_VERSION, u);
+	json_object *d = op_jobj();
+	op_jset(d, "paths", paths);
 	return emit(out, d);
 }
 
 int as_doc_openapi_v3_gv(struct op_buf *out)
 {
-	json_object *schemas = jobj();
+	json_object *schemas = op_jobj();
 	for (size_t i = 0; i < as_n_resources; i++)
-		op_json_set(schemas, schema_name(&as_resources[i]), schema_of(&as_resources[i]));
-	json_object *comp = jobj();
-	op_json_set(comp, "schemas", schemas);
-	json_object *info = jobj();
-	op_json_set(info, "title", jstr("pgop live API"));
-	op_json_set(info, "version", jstr(AS_VERSION));
-	json_object *d = jobj();
-	op_json_set(d, "openapi", jstr("3.0.0"));
-	op_json_set(d, "info", info);
-	op_json_set(d, "paths", openapi_paths(true));
-	op_json_set(d, "components", comp);
+		op_jset(schemas, schema_name(&as_resources[i]), schema_of(&as_resources[i]));
+	json_object *comp = op_jobj();
+	op_jset(comp, "schemas", schemas);
+	json_object *info = op_jobj();
+	op_jsets(info, "title", "pgop live API");
+	op_jsets(info, "version", AS_VERSION);
+	json_object *d = op_jobj();
+	op_jsets(d, "openapi", "3.0.0");
+	op_jset(d, "info", info);
+	op_jset(d, "paths", openapi_paths(true));
+	op_jset(d, "components", comp);
 	return emit(out, d);
 }

@@ -94,44 +94,44 @@ char *as_sar_key(const struct as_user *u, const struct as_attrs *a)
 
 char *as_sar_body(const struct as_user *u, const struct as_attrs *a)
 {
-	json_object *spec = json_object_new_object();
+	json_object *spec = op_jobj();
 	if (a->resource) {
-		json_object *ra = json_object_new_object();
-		op_json_set(ra, "namespace", json_object_new_string(a->ns ?: ""));
-		op_json_set(ra, "verb", json_object_new_string(a->verb));
-		op_json_set(ra, "group", json_object_new_string(AS_GROUP));
-		op_json_set(ra, "version", json_object_new_string(AS_VERSION));
-		op_json_set(ra, "resource", json_object_new_string(a->resource_name));
-		op_json_set(ra, "subresource", json_object_new_string(a->subresource ?: ""));
-		op_json_set(ra, "name", json_object_new_string(a->name ?: ""));
-		op_json_set(spec, "resourceAttributes", ra);
+		json_object *ra = op_jobj();
+		op_jsets(ra, "namespace", a->ns);
+		op_jsets(ra, "verb", a->verb);
+		op_jsets(ra, "group", AS_GROUP);
+		op_jsets(ra, "version", AS_VERSION);
+		op_jsets(ra, "resource", a->resource_name);
+		op_jsets(ra, "subresource", a->subresource);
+		op_jsets(ra, "name", a->name);
+		op_jset(spec, "resourceAttributes", ra);
 	} else {
-		json_object *na = json_object_new_object();
-		op_json_set(na, "path", json_object_new_string(a->path ?: "/"));
-		op_json_set(na, "verb", json_object_new_string(a->verb));
-		op_json_set(spec, "nonResourceAttributes", na);
+		json_object *na = op_jobj();
+		op_jsets(na, "path", a->path ?: "/");
+		op_jsets(na, "verb", a->verb);
+		op_jset(spec, "nonResourceAttributes", na);
 	}
-	op_json_set(spec, "user", json_object_new_string(u->name ?: ""));
-	json_object *g = json_object_new_array();
+	op_jsets(spec, "user", u->name);
+	json_object *g = op_jarr();
 	for (size_t i = 0; i < u->n_groups; i++)
-		op_json_append(g, json_object_new_string(u->groups[i]));
-	op_json_set(spec, "groups", g);
+		op_jpush(g, op_jstr(u->groups[i]));
+	op_jset(spec, "groups", g);
 	if (u->n_extra) {
-		json_object *ex = json_object_new_object();
+		json_object *ex = op_jobj();
 		for (size_t i = 0; i < u->n_extra; i++) {
 			json_object *arr = NULL;
 			if (!json_object_object_get_ex(ex, u->extra_keys[i], &arr)) {
-				arr = json_object_new_array();
-				op_json_set(ex, u->extra_keys[i], arr);
+				arr = op_jarr();
+				op_jset(ex, u->extra_keys[i], arr);
 			}
-			op_json_append(arr, json_object_new_string(u->extra_vals[i]));
+			op_jpush(arr, op_jstr(u->extra_vals[i]));
 		}
-		op_json_set(spec, "extra", ex);
+		op_jset(spec, "extra", ex);
 	}
-	json_object *d = json_object_new_object();
-	op_json_set(d, "apiVersion", json_object_new_string("authorization.k8s.io/v1"));
-	op_json_set(d, "kind", json_object_new_string("SubjectAccessReview"));
-	op_json_set(d, "spec", spec);
+	json_object *d = op_jobj();
+	op_jsets(d, "apiVersion", "authorization.k8s.io/v1");
+	op_jsets(d, "kind", "SubjectAccessReview");
+	op_jset(d, "spec", spec);
 	char *s = op_strdup(json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(d);

@@ -7,25 +7,18 @@
 
 #include "reconciler/live.h"
 #include "support/alloc.h"
-
-static json_object *empty(void)
-{
-	json_object *a = json_object_new_array();
-	if (!a)
-		abort();
-	return a;
-}
+#include "support/json.h"
 
 static json_object *clusters(void *ud, const char *ns)
 {
 	struct rc_controller *rc = rc_runner_controller(ud);
-	return rc ? rc_live_clusters(rc, ns) : empty();
+	return rc ? rc_live_clusters(rc, ns) : op_jarr();
 }
 
 static json_object *pods(void *ud, const char *ns, const char *cluster)
 {
 	struct rc_controller *rc = rc_runner_controller(ud);
-	return rc ? rc_live_pods(rc, ns, cluster) : empty();
+	return rc ? rc_live_pods(rc, ns, cluster) : op_jarr();
 }
 
 static int fetch(void *ud, const char *ns, const char *cluster, struct rc_live_instance *v, size_t n,

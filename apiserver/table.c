@@ -19,14 +19,14 @@ static int emit(struct op_buf *out, json_object *doc)
 
 int as_status(struct op_buf *out, unsigned code, const char *reason, const char *msg)
 {
-	json_object *d = json_object_new_object();
-	op_json_set(d, "kind", json_object_new_string("Status"));
-	op_json_set(d, "apiVersion", json_object_new_string("v1"));
-	op_json_set(d, "metadata", json_object_new_object());
-	op_json_set(d, "status", json_object_new_string("Failure"));
-	op_json_set(d, "message", json_object_new_string(msg ? msg : reason));
-	op_json_set(d, "reason", json_object_new_string(reason));
-	op_json_set(d, "code", json_object_new_int((int)code));
+	json_object *d = op_jobj();
+	op_jsets(d, "kind", "Status");
+	op_jsets(d, "apiVersion", "v1");
+	op_jset(d, "metadata", op_jobj());
+	op_jsets(d, "status", "Failure");
+	op_jsets(d, "message", msg ? msg : reason);
+	op_jsets(d, "reason", reason);
+	op_jset(d, "code", op_jint((int)code));
 	op_buf_reset(out);
 	return emit(out, d);
 }
@@ -46,7 +46,7 @@ static json_object *lag_cell(json_object *st)
 	}
 	char txt[64];
 	rc_repl_lag_text(&l, txt, sizeof(txt));
-	return json_object_new_string(txt);
+	return op_jstr(txt);
 }
 
 static json_object *cell(const struct as_column *c, json_object *obj, int64_t now_s)
@@ -56,27 +56,26 @@ static json_object *cell(const struct as_column *c, json_object *obj, int64_t no
 	int64_t t = 0;
 	switch (c->cell) {
 	case AS_CELL_STR:
-		return json_object_new_string(v && json_object_is_type(v, json_type_string)
-						      ? json_object_get_string(v)
-						      : "");
+		return op_jstr(v && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+									     : "");
 	case AS_CELL_INT: {
 		int64_t i = 0;
-		return v && op_json_to_i64(v, &i) == 1 ? json_object_new_int64(i) : NULL;
+		return v && op_json_to_i64(v, &i) == 1 ? op_jint(i) : NULL;
 	}
 	case AS_CELL_BOOL:
-		return json_object_new_boolean(v && json_object_get_boolean(v));
+		return op_jbool(v && json_object_get_boolean(v));
 	case AS_CELL_AGE:
 	case AS_CELL_SEEN:
 		if (!v || !json_object_is_type(v, json_type_string) ||
 		    api_time_parse(json_object_get_string(v), &t) < 0)
-			return json_object_new_string(c->cell == AS_CELL_SEEN ? "never" : "<unknown>");
+			return op_jstr(c->cell == AS_CELL_SEEN ? "never" : "<unknown>");
 		as_age(now_s - t, age, sizeof(age));
 		if (c->cell == AS_CELL_SEEN) {
 			char ago[48];
 			snprintf(ago, sizeof(ago), "%s ago", age);
-			return json_object_new_string(ago);
+			return op_jstr(ago);
 		}
-		return json_object_new_string(age);
+		return op_jstr(age);
 	case AS_CELL_LAG:
 		return lag_cell(v);
 	}
@@ -85,60 +84,60 @@ static json_object *cell(const struct as_column *c, json_object *obj, int64_t no
 
 static json_object *partial_metadata(json_object *obj)
 {
-	json_object *o = json_object_new_object();
-	op_json_set(o, "kind", json_object_new_string("PartialObjectMetadata"));
-	op_json_set(o, "apiVersion", json_object_new_string("meta.k8s.io/v1"));
+	json_object *o = op_jobj();
+	op_jsets(o, "kind", "PartialObjectMetadata");
+	op_jsets(o, "apiVersion", "meta.k8s.io/v1");
 	json_object *md = NULL;
 	if (json_object_deep_copy(op_json_at(obj, "metadata"), &md, NULL) == 0)
-		op_json_set(o, "metadata", md);
+		op_jset(o, "metadata", md);
 	return o;
 }
 
 int as_render_table(struct op_buf *out, const struct as_resource *res, json_object *objs,
 		    const char *rv, int64_t now_s, bool with_headers)
 {
-	json_object *d = json_object_new_object();
-	op_json_set(d, "kind", json_object_new_string("Table"));
-	op_json_set(d, "apiVersion", json_object_new_string("meta.k8s.io/v1"));
-	json_object *md = json_object_new_object();
-	op_json_set(md, "resourceVersion", json_object_new_string(rv ? rv : ""));
-	op_json_set(d, "metadata", md);
-	json_object *defs = json_object_new_array();
+	json_object *d = op_jobj();
+	op_jsets(d, "kind", "Table");
+	op_jsets(d, "apiVersion", "meta.k8s.io/v1");
+	json_object *md = op_jobj();
+	op_jsets(md, "resourceVersion", rv);
+	op_jset(d, "metadata", md);
+	json_object *defs = op_jarr();
 	for (size_t i = 0; with_headers && i < res->n_cols; i++) {
 		const struct as_column *c = &res->cols[i];
-		json_object *cd = json_object_new_object();
-		op_json_set(cd, "name", json_object_new_string(c->name));
-		op_json_set(cd, "type", json_object_new_string(c->type));
-		op_json_set(cd, "format", json_object_new_string(c->format));
-		op_json_set(cd, "description", json_object_new_string(c->description));
-		op_json_set(cd, "priority", json_object_new_int(c->priority));
-		op_json_append(defs, cd);
+		json_object *cd = op_jobj();
+		op_jsets(cd, "name", c->name);
+		op_jsets(cd, "type", c->type);
+		op_jsets(cd, "format", c->format);
+		op_jsets(cd, "description", c->description);
+		op_jset(cd, "priority", op_jint(c->priority));
+		op_jpush(defs, cd);
 	}
-	op_json_set(d, "columnDefinitions", defs);
-	json_object *rows = json_object_new_array();
+	op_jset(d, "columnDefinitions", defs);
+	json_object *rows = op_jarr();
 	for (size_t k = 0; k < json_object_array_length(objs); k++) {
 		json_object *obj = json_object_array_get_idx(objs, k);
-		json_object *cells = json_object_new_array();
+		json_object *cells = op_jarr();
 		for (size_t i = 0; i < res->n_cols; i++)
-			json_object_array_add(cells, cell(&res->cols[i], obj, now_s));
-		json_object *row = json_object_new_object();
-		op_json_set(row, "cells", cells);
-		op_json_set(row, "object", partial_metadata(obj));
-		op_json_append(rows, row);
+			op_jpush(cells, cell(&res->cols[i], obj, now_s));
+		json_object *row = op_jobj();
+		op_jset(row, "cells", cells);
+		op_jset(row, "object", partial_metadata(obj));
+		op_jpush(rows, row);
 	}
-	op_json_set(d, "rows", rows);
+	op_jset(d, "rows", rows);
 	return emit(out, d);
 }
 
 int as_render_list(struct op_buf *out, const struct as_resource *res, json_object *objs,
 		   const char *rv)
 {
-	json_object *d = json_object_new_object();
-	op_json_set(d, "kind", json_object_new_string(res->list_kind));
-	op_json_set(d, "apiVersion", json_object_new_string(AS_GROUP_VERSION));
-	json_object *md = json_object_new_object();
-	op_json_set(md, "resourceVersion", json_object_new_string(rv ? rv : ""));
-	op_json_set(d, "metadata", md);
-	op_json_set(d, "items", json_object_get(objs));
+	json_object *d = op_jobj();
+	op_jsets(d, "kind", res->list_kind);
+	op_jsets(d, "apiVersion", AS_GROUP_VERSION);
+	json_object *md = op_jobj();
+	op_jsets(md, "resourceVersion", rv);
+	op_jset(d, "metadata", md);
+	op_jset(d, "items", json_object_get(objs));
 	return emit(out, d);
 }

@@ -76,21 +76,21 @@ void as_watches_free(struct as_watches *w)
 int as_watch_event(struct op_buf *out, const char *type, const struct as_resource *res,
 		   json_object *obj, bool table, bool headers, int64_t now_s)
 {
-	json_object *ev = json_object_new_object();
-	op_json_set(ev, "type", json_object_new_string(type));
+	json_object *ev = op_jobj();
+	op_jsets(ev, "type", type);
 	if (table && strcmp(type, "BOOKMARK") != 0) {
-		json_object *one = json_object_new_array();
-		op_json_append(one, json_object_get(obj));
+		json_object *one = op_jarr();
+		op_jpush(one, json_object_get(obj));
 		struct op_buf t = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 		int r = as_render_table(&t, res, one, op_json_str_at(obj, "metadata.resourceVersion"),
 					now_s, headers);
 		json_object_put(one);
 		json_object *tab = NULL;
 		if (r == 0 && op_json_parse(op_buf_str(&t), t.len, OP_JSON_MAX_DEPTH, &tab, NULL) == 0)
-			op_json_set(ev, "object", tab);
+			op_jset(ev, "object", tab);
 		op_buf_done(&t);
 	} else {
-		op_json_set(ev, "object", json_object_get(obj));
+		op_jset(ev, "object", json_object_get(obj));
 	}
 	op_buf_reset(out);
 	int r = op_buf_adds(out, json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN |
@@ -106,7 +106,7 @@ static char *canonical(json_object *obj)
 {
 	json_object *c = NULL;
 	if (json_object_deep_copy(obj, &c, NULL) != 0)
-		abort();
+		op_oom(0);
 	json_object_object_del(op_json_at(c, "metadata"), "resourceVersion");
 	json_object_object_del(op_json_at(c, "status"), "lastSeen");
 	char *s = op_strdup(json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN));
@@ -127,7 +127,7 @@ static bool emit(struct watch *wt, const char *type, json_object *obj, bool *hea
 	snprintf(rv, sizeof(rv), "%lld", (long long)as_wall_ms());
 	json_object *md = op_json_at(obj, "metadata");
 	if (md)
-		op_json_set(md, "resourceVersion", json_object_new_string(rv));
+		op_jsets(md, "resourceVersion", rv);
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	int r = as_watch_event(&b, type, wt->ri.res, obj, wt->q.table, !*headers,
 			       as_wall_ms() / 1000);
@@ -143,12 +143,12 @@ static bool bookmark(struct watch *wt)
 {
 	char rv[32];
 	snprintf(rv, sizeof(rv), "%lld", (long long)as_wall_ms());
-	json_object *o = json_object_new_object();
-	op_json_set(o, "kind", json_object_new_string(wt->ri.res->kind));
-	op_json_set(o, "apiVersion", json_object_new_string(AS_GROUP_VERSION));
-	json_object *md = json_object_new_object();
-	op_json_set(md, "resourceVersion", json_object_new_string(rv));
-	op_json_set(o, "metadata", md);
+	json_object *o = op_jobj();
+	op_jsets(o, "kind", wt->ri.res->kind);
+	op_jsets(o, "apiVersion", AS_GROUP_VERSION);
+	json_object *md = op_jobj();
+	op_jsets(md, "resourceVersion", rv);
+	op_jset(o, "metadata", md);
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	bool headers = true;
 	int r = as_watch_event(&b, "BOOKMARK", wt->ri.res, o, false, !headers, 0);
@@ -191,7 +191,7 @@ static void nap(struct watch *wt, int64_t until)
 
 static void run(struct watch *wt)
 {
-	json_object *prev = json_object_new_object(); /* key -> {"c": canonical, "o": object} */
+	json_object *prev = op_jobj(); /* key -> {"c": canonical, "o": object} */
 	bool first = true, headers = false;
 	int64_t last_bm = as_now_ms();
 	while (!stopping(wt) && as_now_ms() < wt->end_ms) {
@@ -200,7 +200,7 @@ static void run(struct watch *wt)
 		struct op_err err = OP_ERR_INIT;
 		if (as_collect(wt->snaps, &wt->src, &wt->ri, &wt->q, &objs, &err) < 0)
 			break; /* the selector was checked at start */
-		json_object *cur = json_object_new_object();
+		json_object *cur = op_jobj();
 		bool ok = true;
 		for (size_t i = 0; ok && i < json_object_array_length(objs); i++) {
 			json_object *o = json_object_array_get_idx(objs, i);
@@ -215,10 +215,10 @@ static void run(struct watch *wt)
 				type = "MODIFIED";
 			if (type)
 				ok = emit(wt, type, o, &headers);
-			json_object *ent = json_object_new_object();
-			op_json_set(ent, "c", json_object_new_string(c));
-			op_json_set(ent, "o", json_object_get(o));
-			op_json_set(cur, key, ent);
+			json_object *ent = op_jobj();
+			op_jsets(ent, "c", c);
+			op_jset(ent, "o", json_object_get(o));
+			op_jset(cur, key, ent);
 		}
 		json_object_object_foreach(prev, k, v)
 		{
@@ -268,7 +268,7 @@ int as_watch_start(struct as_watches *w, struct as_snaps *snaps, const struct as
 		   const struct as_query *q, struct op_http_reply *rep, struct op_err *err)
 {
 	if (q->label && *q->label) { /* a malformed selector is a 400 now, not a dead stream */
-		json_object *empty = json_object_new_object();
+		json_object *empty = op_jobj();
 		int m = kube_selector_match(q->label, empty, err);
 		json_object_put(empty);
 		if (m < 0)

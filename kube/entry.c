@@ -31,7 +31,7 @@ struct kube__entry *kube__entry_new(json_object *obj, const char *index_label)
 	size_t json_len = 0;
 	const char *json = json_object_to_json_string_length(obj, ENTRY_FLAGS, &json_len);
 	if (!json)
-		abort(); /* OOM policy: support/alloc.h */
+		op_oom(0);
 	size_t ns_len = strlen(ns), name_len = strlen(name);
 	size_t rv_len = rv ? strlen(rv) + 1 : 0, idx_len = idx ? strlen(idx) + 1 : 0;
 	size_t key_len = ns_len + 1 + name_len + 1;

@@ -394,9 +394,7 @@ static json_object *list_where(struct kube_informer *inf, const char *ns, const 
 			       const char *value, bool (*match)(void *userdata, json_object *obj),
 			       void *userdata)
 {
-	json_object *arr = json_object_new_array();
-	if (!arr)
-		return NULL;
+	json_object *arr = op_jarr();
 	_cleanup_free_ char *prefix = ns ? op_asprintf("%s/", ns) : NULL;
 	/* an informer without that index parses every candidate to compare */
 	bool indexed = label && inf->index_label && !strcmp(label, inf->index_label);
@@ -416,12 +414,7 @@ static json_object *list_where(struct kube_informer *inf, const char *ns, const 
 			json_object_put(o);
 			continue;
 		}
-		if (op_json_append(arr, o) < 0) {
-			json_object_put(o);
-			json_object_put(arr);
-			arr = NULL;
-			break;
-		}
+		op_jpush(arr, o);
 	}
 	pthread_rwlock_unlock(&inf->cache_lock);
 	return arr;
@@ -431,9 +424,7 @@ json_object *kube_informer_list_except(struct kube_informer *inf, const char *ns
 				       bool (*skip)(void *userdata, const char *key, const char *rv),
 				       void *userdata)
 {
-	json_object *arr = json_object_new_array();
-	if (!arr)
-		return NULL;
+	json_object *arr = op_jarr();
 	_cleanup_free_ char *prefix = ns ? op_asprintf("%s/", ns) : NULL;
 	pthread_rwlock_rdlock(&inf->cache_lock);
 	size_t lo, hi;
@@ -443,11 +434,8 @@ json_object *kube_informer_list_except(struct kube_informer *inf, const char *ns
 		if (skip(userdata, e->key, e->rv ? e->rv : ""))
 			continue;
 		json_object *o = kube__entry_parse(e);
-		if (o && op_json_append(arr, o) < 0) {
-			json_object_put(arr);
-			arr = NULL;
-			break;
-		}
+		if (o)
+			op_jpush(arr, o);
 	}
 	pthread_rwlock_unlock(&inf->cache_lock);
 	return arr;

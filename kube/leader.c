@@ -29,11 +29,6 @@ static void format_time(char *buf, size_t len, int64_t wall_ms, bool micro)
 		snprintf(buf + n, len - n, "Z");
 }
 
-static json_object *jstr(const char *s)
-{
-	return json_object_new_string(s ? s : "");
-}
-
 /* ---------------------------------------------------------------- events */
 
 static int event_fold(struct kube_client *c, const char *key, char **ret_ns, char **ret_name,
@@ -115,14 +110,10 @@ int kube__event_emit_at(struct kube_client *c, json_object *involved, const char
 		/* The Event was garbage-collected: create a new one. */
 	}
 
-	_cleanup_(op_json_putp) json_object *ev = json_object_new_object();
-	json_object *md = json_object_new_object();
-	json_object *io = json_object_new_object();
-	json_object *src = json_object_new_object();
-	if (!ev || !md || !io || !src) {
-		json_object_put(md), json_object_put(io), json_object_put(src);
-		return op_err_set(err, -ENOMEM, "event: out of memory");
-	}
+	_cleanup_(op_json_putp) json_object *ev = op_jobj();
+	json_object *md = op_jobj();
+	json_object *io = op_jobj();
+	json_object *src = op_jobj();
 	/* <name>.<hex nanoseconds> like client-go; seq keeps same-ms events apart. */
 	static atomic_uint seq;
 	struct timespec ts;
@@ -130,37 +121,35 @@ int kube__event_emit_at(struct kube_client *c, json_object *involved, const char
 	unsigned long long nanos = (unsigned long long)ts.tv_sec * 1000000000ULL +
 				   (unsigned long long)ts.tv_nsec + atomic_fetch_add(&seq, 1);
 	_cleanup_free_ char *evname = op_asprintf("%s.%llx", name, nanos);
-	int r = op_json_set(md, "name", jstr(evname));
-	r |= op_json_set(md, "namespace", jstr(ns));
+	op_jsets(md, "name", evname);
+	op_jsets(md, "namespace", ns);
 	static const char *const copy_keys[] = { "kind", "apiVersion" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(copy_keys); i++) {
 		const char *v = op_json_str_at(involved, copy_keys[i]);
 		if (v)
-			r |= op_json_set(io, copy_keys[i], jstr(v));
+			op_jsets(io, copy_keys[i], v);
 	}
-	r |= op_json_set(io, "name", jstr(name));
+	op_jsets(io, "name", name);
 	if (kube_obj_namespace(involved))
-		r |= op_json_set(io, "namespace", jstr(kube_obj_namespace(involved)));
+		op_jsets(io, "namespace", kube_obj_namespace(involved));
 	if (uid)
-		r |= op_json_set(io, "uid", jstr(uid));
+		op_jsets(io, "uid", uid);
 	if (kube_obj_resource_version(involved))
-		r |= op_json_set(io, "resourceVersion", jstr(kube_obj_resource_version(involved)));
-	r |= op_json_set(src, "component", jstr(component));
-	r |= op_json_set(ev, "apiVersion", jstr("v1"));
-	r |= op_json_set(ev, "kind", jstr("Event"));
-	r |= op_json_set(ev, "metadata", md);
-	r |= op_json_set(ev, "involvedObject", io);
-	r |= op_json_set(ev, "source", src);
-	r |= op_json_set(ev, "type", jstr(type ? type : KUBE_EVENT_NORMAL));
-	r |= op_json_set(ev, "reason", jstr(reason));
-	r |= op_json_set(ev, "message", jstr(msg));
-	r |= op_json_set(ev, "firstTimestamp", jstr(now));
-	r |= op_json_set(ev, "lastTimestamp", jstr(now));
-	r |= op_json_set(ev, "count", json_object_new_int(1));
-	r |= op_json_set(ev, "reportingComponent", jstr(component));
-	if (r != 0)
-		return op_err_set(err, -ENOMEM, "event: out of memory");
-	r = kube_create(c, KUBE_EVENTS, ns, ev, NULL, err);
+		op_jsets(io, "resourceVersion", kube_obj_resource_version(involved));
+	op_jsets(src, "component", component);
+	op_jsets(ev, "apiVersion", "v1");
+	op_jsets(ev, "kind", "Event");
+	op_jset(ev, "metadata", md);
+	op_jset(ev, "involvedObject", io);
+	op_jset(ev, "source", src);
+	op_jsets(ev, "type", type ? type : KUBE_EVENT_NORMAL);
+	op_jsets(ev, "reason", reason);
+	op_jsets(ev, "message", msg);
+	op_jsets(ev, "firstTimestamp", now);
+	op_jsets(ev, "lastTimestamp", now);
+	op_jset(ev, "count", op_jint(1));
+	op_jsets(ev, "reportingComponent", component);
+	int r = kube_create(c, KUBE_EVENTS, ns, ev, NULL, err);
 	if (r < 0)
 		return r;
 	event_remember(c, key, ns, evname);
@@ -234,41 +223,34 @@ static int lease_seconds(const struct kube_leader *le)
 }
 
 /* Builds the spec we write: holder = identity (or "" to release). */
-static int fill_spec(struct kube_leader *le, json_object *spec, const char *holder,
-		     bool transition, int64_t transitions, int dur_s)
+static void fill_spec(struct kube_leader *le, json_object *spec, const char *holder,
+		      bool transition, int64_t transitions, int dur_s)
 {
 	char now[64];
 	format_time(now, sizeof(now), kube__wall_ms(), true);
-	int r = op_json_set(spec, "holderIdentity", jstr(holder));
-	r |= op_json_set(spec, "leaseDurationSeconds", json_object_new_int(dur_s));
-	r |= op_json_set(spec, "renewTime", jstr(now));
+	op_jsets(spec, "holderIdentity", holder);
+	op_jset(spec, "leaseDurationSeconds", op_jint(dur_s));
+	op_jsets(spec, "renewTime", now);
 	if (transition) {
-		r |= op_json_set(spec, "acquireTime", jstr(now));
-		r |= op_json_set(spec, "leaseTransitions", json_object_new_int64(transitions));
+		op_jsets(spec, "acquireTime", now);
+		op_jset(spec, "leaseTransitions", op_jint(transitions));
 	}
-	return r ? -ENOMEM : 0;
 }
 
 static int lease_create(struct kube_leader *le, bool *ret_leading, struct op_err *err)
 {
-	_cleanup_(op_json_putp) json_object *lease = json_object_new_object();
-	json_object *md = json_object_new_object();
-	json_object *spec = json_object_new_object();
-	if (!lease || !md || !spec) {
-		json_object_put(md), json_object_put(spec);
-		return op_err_set(err, -ENOMEM, "lease: out of memory");
-	}
-	int r = op_json_set(lease, "apiVersion", jstr("coordination.k8s.io/v1"));
-	r |= op_json_set(lease, "kind", jstr("Lease"));
-	r |= op_json_set(md, "name", jstr(le->name));
-	r |= op_json_set(md, "namespace", jstr(le->ns));
-	r |= op_json_set(lease, "metadata", md);
-	r |= fill_spec(le, spec, le->identity, true, 0, lease_seconds(le));
-	r |= op_json_set(lease, "spec", spec);
-	if (r)
-		return op_err_set(err, -ENOMEM, "lease: out of memory");
+	_cleanup_(op_json_putp) json_object *lease = op_jobj();
+	json_object *md = op_jobj();
+	json_object *spec = op_jobj();
+	op_jsets(lease, "apiVersion", "coordination.k8s.io/v1");
+	op_jsets(lease, "kind", "Lease");
+	op_jsets(md, "name", le->name);
+	op_jsets(md, "namespace", le->ns);
+	op_jset(lease, "metadata", md);
+	fill_spec(le, spec, le->identity, true, 0, lease_seconds(le));
+	op_jset(lease, "spec", spec);
 	struct op_err cerr = OP_ERR_INIT;
-	r = kube_create(le->c, KUBE_LEASES, le->ns, lease, NULL, &cerr);
+	int r = kube_create(le->c, KUBE_LEASES, le->ns, lease, NULL, &cerr);
 	if (r == -EEXIST || r == -ESTALE) {
 		*ret_leading = false; /* another candidate created it first */
 		return 0;
@@ -290,9 +272,8 @@ int kube_leader_try(struct kube_leader *le, bool *ret_leading, struct op_err *er
 		return op_err_set(err, r, "%s", gerr.msg);
 	json_object *spec = json_object_object_get(lease, "spec");
 	if (!spec) {
-		spec = json_object_new_object();
-		if (!spec || op_json_set(lease, "spec", spec) < 0)
-			return op_err_set(err, -ENOMEM, "lease: out of memory");
+		spec = op_jobj();
+		op_jset(lease, "spec", spec);
 	}
 	const char *holder = op_json_str_at(spec, "holderIdentity");
 	const char *renew = op_json_str_at(spec, "renewTime");
@@ -322,10 +303,7 @@ int kube_leader_try(struct kube_leader *le, bool *ret_leading, struct op_err *er
 		*ret_leading = false;
 		return 0;
 	}
-	r = fill_spec(le, spec, le->identity, !ours, transitions + (ours ? 0 : 1),
-		      lease_seconds(le));
-	if (r < 0)
-		return op_err_set(err, r, "lease: out of memory");
+	fill_spec(le, spec, le->identity, !ours, transitions + (ours ? 0 : 1), lease_seconds(le));
 	struct op_err uerr = OP_ERR_INIT;
 	r = kube_update(le->c, KUBE_LEASES, le->ns, lease, NULL, &uerr);
 	if (r == -ESTALE || r == -ENOENT) {
@@ -347,8 +325,7 @@ static void release(struct kube_leader *le)
 	json_object *spec = json_object_object_get(lease, "spec");
 	if (!spec || !holder || strcmp(holder, le->identity) != 0)
 		return;
-	if (fill_spec(le, spec, "", false, 0, 1) < 0)
-		return;
+	fill_spec(le, spec, "", false, 0, 1);
 	struct op_err e = OP_ERR_INIT;
 	if (kube_update(le->c, KUBE_LEASES, le->ns, lease, NULL, &e) < 0)
 		op_log_info("lease not released: it expires by itself", "lease", le->name,

@@ -16,7 +16,7 @@ static json_object *copy_of(json_object *v)
 {
 	json_object *c = NULL;
 	if (v && json_object_deep_copy(v, &c, NULL) < 0)
-		abort(); /* OOM policy: support/alloc.h */
+		op_oom(0);
 	return c;
 }
 
@@ -25,12 +25,10 @@ static json_object *copy_annotations(json_object *v)
 {
 	if (!json_object_is_type(v, json_type_object))
 		return copy_of(v);
-	json_object *c = json_object_new_object();
-	if (!c)
-		abort();
+	json_object *c = op_jobj();
 	json_object_object_foreach(v, ak, av)
-		if (strcmp(ak, LAST_APPLIED) != 0 && op_json_set(c, ak, copy_of(av)) < 0)
-			abort();
+		if (strcmp(ak, LAST_APPLIED) != 0)
+			op_jset(c, ak, copy_of(av));
 	return c;
 }
 
@@ -39,15 +37,12 @@ static json_object *copy_metadata(json_object *md)
 {
 	if (!json_object_is_type(md, json_type_object))
 		return copy_of(md);
-	json_object *out = json_object_new_object();
-	if (!out)
-		abort();
+	json_object *out = op_jobj();
 	json_object_object_foreach(md, k, v) {
 		if (!strcmp(k, "managedFields"))
 			continue;
 		json_object *c = !strcmp(k, "annotations") ? copy_annotations(v) : copy_of(v);
-		if (op_json_set(out, k, c) < 0)
-			abort();
+		op_jset(out, k, c);
 	}
 	return out;
 }
@@ -112,18 +107,18 @@ static void keep_segs(json_object *dst, json_object *src, const struct seg *segs
 		json_object *da = NULL;
 		if (!json_object_object_get_ex(dst, k, &da) ||
 		    !json_object_is_type(da, json_type_array) || json_object_array_length(da) != len) {
-			da = json_object_new_array_ext((int)len);
-			if (!da || op_json_set(dst, k, da) < 0)
-				abort();
+			da = json_object_new_array_ext((int)len); /* sized: no builder for it */
+			if (!da)
+				op_oom(0);
+			op_jset(dst, k, da);
 			for (size_t i = 0; i < len; i++)
-				if (json_object_array_add(da, json_object_new_object()) != 0)
-					abort();
+				op_jpush(da, op_jobj());
 		}
 		for (size_t i = 0; i < len; i++) {
 			json_object *e = json_object_array_get_idx(v, i);
 			if (n == 1) { /* "key[]": every element whole */
 				if (json_object_array_put_idx(da, i, copy_of(e)) != 0)
-					abort();
+					op_oom(0);
 				continue;
 			}
 			json_object *de = json_object_array_get_idx(da, i);
@@ -136,38 +131,33 @@ static void keep_segs(json_object *dst, json_object *src, const struct seg *segs
 		json_object *c = top && !strcmp(k, "metadata")		? copy_metadata(v)
 				 : in_metadata && !strcmp(k, "annotations") ? copy_annotations(v)
 									    : copy_of(v);
-		if (op_json_set(dst, k, c) < 0)
-			abort();
+		op_jset(dst, k, c);
 		return;
 	}
 	if (!json_object_is_type(v, json_type_object))
 		return;
 	json_object *d = NULL;
 	bool fresh = !json_object_object_get_ex(dst, k, &d) || !json_object_is_type(d, json_type_object);
-	if (fresh && !(d = json_object_new_object()))
-		abort();
+	if (fresh)
+		d = op_jobj();
 	keep_segs(d, v, segs + 1, n - 1, false, top && !strcmp(k, "metadata"));
 	if (!fresh)
 		return;
 	if (json_object_object_length(d) == 0)
 		json_object_put(d);
-	else if (op_json_set(dst, k, d) < 0)
-		abort();
+	else
+		op_jset(dst, k, d);
 }
 
 json_object *kube_project(json_object *obj, const char *const *keep)
 {
 	if (!keep || !json_object_is_type(obj, json_type_object))
 		return obj ? copy_of(obj) : NULL;
-	json_object *out = json_object_new_object();
-	if (!out)
-		abort();
+	json_object *out = op_jobj();
 	for (size_t i = 0; keep[i]; i++) {
 		if (!strcmp(keep[i], "*")) { /* everything but the metadata noise */
 			json_object_object_foreach(obj, k, v)
-				if (op_json_set(out, k, strcmp(k, "metadata") ? copy_of(v)
-									      : copy_metadata(v)) < 0)
-					abort();
+				op_jset(out, k, strcmp(k, "metadata") ? copy_of(v) : copy_metadata(v));
 			return out;
 		}
 		struct seg segs[MAX_DEPTH];

@@ -69,22 +69,15 @@ static void event_free(struct rec_event *ev)
 	free(ev);
 }
 
-/* A json-c object of ev's identity for kube_event_emit (owned), or NULL. */
+/* A json-c object of ev's identity for kube_event_emit (owned). */
 static json_object *identity_json(const struct rec_event *ev)
 {
-	json_object *id = json_object_new_object();
-	json_object *md = json_object_new_object();
-	int r = !id || !md;
-	for (size_t i = 0; i < ID__N && r == 0; i++)
+	json_object *id = op_jobj();
+	json_object *md = op_jobj();
+	for (size_t i = 0; i < ID__N; i++)
 		if (ev->id[i])
-			r = op_json_set(id_fields[i].meta ? md : id, id_fields[i].key,
-					json_object_new_string(ev->id[i]));
-	r = r ? r : op_json_set(id, "metadata", md);
-	if (r) {
-		json_object_put(md);
-		json_object_put(id);
-		return NULL;
-	}
+			op_jsets(id_fields[i].meta ? md : id, id_fields[i].key, ev->id[i]);
+	op_jset(id, "metadata", md);
 	return id;
 }
 
@@ -107,9 +100,8 @@ static void *rec_main(void *arg)
 		pthread_mutex_unlock(&rec->lock);
 		struct op_err e = OP_ERR_INIT;
 		json_object *involved = identity_json(ev);
-		int r = involved ? kube__event_emit_at(rec->c, involved, ev->type, ev->reason,
-						       ev->message, rec->component, ev->wall_ms, &e)
-				 : op_err_set(&e, -ENOMEM, "event: out of memory");
+		int r = kube__event_emit_at(rec->c, involved, ev->type, ev->reason, ev->message,
+					    rec->component, ev->wall_ms, &e);
 		json_object_put(involved);
 		if (r < 0)
 			op_log_warn("cannot record event", "namespace", ev->id[ID_NAMESPACE], "name",

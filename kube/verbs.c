@@ -88,12 +88,10 @@ int kube_list(struct kube_client *c, const struct kube_kind *k, const char *ns,
 		json_object *it = json_object_array_get_idx(items, i);
 		if (!json_object_is_type(it, json_type_object))
 			continue;
-		if (!json_object_object_get_ex(it, "kind", NULL) &&
-		    op_json_set(it, "kind", json_object_new_string(k->kind)) < 0)
-			break;
-		if (!json_object_object_get_ex(it, "apiVersion", NULL) &&
-		    op_json_set(it, "apiVersion", json_object_new_string(op_buf_str(&av))) < 0)
-			break;
+		if (!json_object_object_get_ex(it, "kind", NULL))
+			op_jsets(it, "kind", k->kind);
+		if (!json_object_object_get_ex(it, "apiVersion", NULL))
+			op_jsets(it, "apiVersion", op_buf_str(&av));
 	}
 	*ret_list = o;
 	return 0;
@@ -122,14 +120,8 @@ int kube_list_all(struct kube_client *c, const struct kube_kind *k, const char *
 		} else {
 			json_object *dst = json_object_object_get(first, "items");
 			json_object *src = json_object_object_get(l, "items");
-			for (size_t i = 0; i < json_object_array_length(src); i++) {
-				if (op_json_append(dst, json_object_get(
-								json_object_array_get_idx(src, i))) < 0) {
-					json_object_put(l);
-					return op_err_set(err, -ENOMEM, "list %s: out of memory",
-							  k->resource);
-				}
-			}
+			for (size_t i = 0; i < json_object_array_length(src); i++)
+				op_jpush(dst, json_object_get(json_object_array_get_idx(src, i)));
 			json_object_put(l);
 		}
 		if (!cont) {
@@ -277,38 +269,22 @@ int kube_delete(struct kube_client *c, const struct kube_kind *k, const char *ns
 {
 	_cleanup_(op_json_putp) json_object *body = NULL;
 	if (opts) {
-		body = json_object_new_object();
-		if (!body)
-			return op_err_set(err, -ENOMEM, "delete %s: out of memory", k->resource);
-		int r = op_json_set(body, "kind", json_object_new_string("DeleteOptions"));
-		if (r >= 0)
-			r = op_json_set(body, "apiVersion", json_object_new_string("v1"));
-		if (r >= 0 && (unsigned)opts->propagation < OP_ARRAY_SIZE(propagation_names) &&
+		body = op_jobj();
+		op_jsets(body, "kind", "DeleteOptions");
+		op_jsets(body, "apiVersion", "v1");
+		if ((unsigned)opts->propagation < OP_ARRAY_SIZE(propagation_names) &&
 		    propagation_names[opts->propagation])
-			r = op_json_set(body, "propagationPolicy",
-					json_object_new_string(propagation_names[opts->propagation]));
-		if (r >= 0 && opts->grace_period_seconds >= 0)
-			r = op_json_set(body, "gracePeriodSeconds",
-					json_object_new_int64(opts->grace_period_seconds));
-		if (r >= 0 && (opts->precondition_uid || opts->precondition_resource_version)) {
-			json_object *pre = json_object_new_object();
-			if (!pre)
-				return op_err_set(err, -ENOMEM, "delete %s: out of memory",
-						  k->resource);
+			op_jsets(body, "propagationPolicy", propagation_names[opts->propagation]);
+		if (opts->grace_period_seconds >= 0)
+			op_jset(body, "gracePeriodSeconds", op_jint(opts->grace_period_seconds));
+		if (opts->precondition_uid || opts->precondition_resource_version) {
+			json_object *pre = op_jobj();
 			if (opts->precondition_uid)
-				r = op_json_set(pre, "uid",
-						json_object_new_string(opts->precondition_uid));
-			if (r >= 0 && opts->precondition_resource_version)
-				r = op_json_set(pre, "resourceVersion",
-						json_object_new_string(
-							opts->precondition_resource_version));
-			if (r >= 0)
-				r = op_json_set(body, "preconditions", pre);
-			else
-				json_object_put(pre);
+				op_jsets(pre, "uid", opts->precondition_uid);
+			if (opts->precondition_resource_version)
+				op_jsets(pre, "resourceVersion", opts->precondition_resource_version);
+			op_jset(body, "preconditions", pre);
 		}
-		if (r < 0)
-			return op_err_set(err, -ENOMEM, "delete %s: out of memory", k->resource);
 	}
 	const struct kube_request req = {
 		.method = "DELETE", .kind = k, .ns = ns, .name = name, .verb = "delete",

@@ -83,76 +83,39 @@ int oa_cluster_schema(json_object **ret, struct op_err *err)
 	return 0;
 }
 
-static json_object *str(const char *s)
-{
-	json_object *o = json_object_new_string(s);
-	if (!o)
-		abort(); /* OOM policy: abort, as op_malloc does */
-	return o;
-}
-
-static json_object *obj(void)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		abort();
-	return o;
-}
-
-static json_object *arr(void)
-{
-	json_object *o = json_object_new_array();
-	if (!o)
-		abort();
-	return o;
-}
-
-/* json-c setters only fail on OOM; we abort then, like op_malloc. */
-static void set(json_object *o, const char *k, json_object *v)
-{
-	if (op_json_set(o, k, v) < 0)
-		abort();
-}
-
-static void append(json_object *a, json_object *v)
-{
-	if (op_json_append(a, v) < 0)
-		abort();
-}
-
 static json_object *build_version(json_object *schema)
 {
-	json_object *v = obj();
-	set(v, "name", str("v1"));
-	set(v, "served", json_object_new_boolean(1));
-	set(v, "storage", json_object_new_boolean(1));
+	json_object *v = op_jobj();
+	op_jsets(v, "name", "v1");
+	op_jset(v, "served", op_jbool(1));
+	op_jset(v, "storage", op_jbool(1));
 
-	json_object *cols = arr();
+	json_object *cols = op_jarr();
 	for (size_t i = 0; i < OP_ARRAY_SIZE(printer_columns); i++) {
 		const struct printer_column *pc = &printer_columns[i];
-		json_object *c = obj();
-		set(c, "name", str(pc->name));
-		set(c, "type", str(pc->type));
-		set(c, "jsonPath", str(pc->json_path));
+		json_object *c = op_jobj();
+		op_jsets(c, "name", pc->name);
+		op_jsets(c, "type", pc->type);
+		op_jsets(c, "jsonPath", pc->json_path);
 		if (pc->description)
-			set(c, "description", str(pc->description));
+			op_jsets(c, "description", pc->description);
 		if (pc->priority)
-			set(c, "priority", json_object_new_int(pc->priority));
-		append(cols, c);
+			op_jset(c, "priority", op_jint(pc->priority));
+		op_jpush(cols, c);
 	}
-	set(v, "additionalPrinterColumns", cols);
+	op_jset(v, "additionalPrinterColumns", cols);
 
-	json_object *s = obj();
-	set(s, "openAPIV3Schema", schema);
-	set(v, "schema", s);
+	json_object *s = op_jobj();
+	op_jset(s, "openAPIV3Schema", schema);
+	op_jset(v, "schema", s);
 
-	json_object *sub = obj();
-	set(sub, "status", obj());
-	json_object *sc = obj();
+	json_object *sub = op_jobj();
+	op_jset(sub, "status", op_jobj());
+	json_object *sc = op_jobj();
 	for (size_t i = 0; i < OP_ARRAY_SIZE(scale); i++)
-		set(sc, scale[i].key, str(scale[i].value));
-	set(sub, "scale", sc);
-	set(v, "subresources", sub);
+		op_jsets(sc, scale[i].key, scale[i].value);
+	op_jset(sub, "scale", sc);
+	op_jset(v, "subresources", sub);
 	return v;
 }
 
@@ -168,31 +131,31 @@ int oa_crd_json(json_object **ret, struct op_err *err)
 		return op_err_prefix(err, "openapi/cluster.schema.yaml");
 	}
 
-	json_object *crd = obj();
-	set(crd, "apiVersion", str("apiextensions.k8s.io/v1"));
-	set(crd, "kind", str("CustomResourceDefinition"));
-	json_object *md = obj();
-	set(md, "name", str(OA_CRD_NAME));
-	json_object *ann = obj();
-	set(ann, "pgop.io/generated-from", str("openapi/cluster.schema.yaml"));
-	set(md, "annotations", ann);
-	set(crd, "metadata", md);
+	json_object *crd = op_jobj();
+	op_jsets(crd, "apiVersion", "apiextensions.k8s.io/v1");
+	op_jsets(crd, "kind", "CustomResourceDefinition");
+	json_object *md = op_jobj();
+	op_jsets(md, "name", OA_CRD_NAME);
+	json_object *ann = op_jobj();
+	op_jsets(ann, "pgop.io/generated-from", "openapi/cluster.schema.yaml");
+	op_jset(md, "annotations", ann);
+	op_jset(crd, "metadata", md);
 
-	json_object *spec = obj();
-	set(spec, "group", str(OA_CRD_GROUP));
-	json_object *n = obj();
+	json_object *spec = op_jobj();
+	op_jsets(spec, "group", OA_CRD_GROUP);
+	json_object *n = op_jobj();
 	for (size_t i = 0; i < OP_ARRAY_SIZE(names); i++)
-		set(n, names[i].key, str(names[i].value));
-	json_object *cats = arr();
+		op_jsets(n, names[i].key, names[i].value);
+	json_object *cats = op_jarr();
 	for (size_t i = 0; i < OP_ARRAY_SIZE(categories); i++)
-		append(cats, str(categories[i]));
-	set(n, "categories", cats);
-	set(spec, "names", n);
-	set(spec, "scope", str("Namespaced"));
-	json_object *versions = arr();
-	append(versions, build_version(schema));
-	set(spec, "versions", versions);
-	set(crd, "spec", spec);
+		op_jpush(cats, op_jstr(categories[i]));
+	op_jset(n, "categories", cats);
+	op_jset(spec, "names", n);
+	op_jsets(spec, "scope", "Namespaced");
+	json_object *versions = op_jarr();
+	op_jpush(versions, build_version(schema));
+	op_jset(spec, "versions", versions);
+	op_jset(crd, "spec", spec);
 
 	*ret = crd;
 	return 0;

@@ -39,18 +39,10 @@ void pki_secret_data_done(struct pki_secret_data *d)
 	*d = (struct pki_secret_data){ 0 };
 }
 
-static int add_str(json_object *o, const char *k, const char *v)
-{
-	json_object *s = json_object_new_string(v);
-	if (!s)
-		return -ENOMEM;
-	return op_json_set(o, k, s);
-}
-
-static int add_b64(json_object *data, const char *k, const char *pem)
+static void add_b64(json_object *data, const char *k, const char *pem)
 {
 	_cleanup_free_ char *b = op_base64_encode_str(pem, strlen(pem), 0);
-	return add_str(data, k, b);
+	op_jsets(data, k, b);
 }
 
 int pki_secret_build(enum pki_secret_kind kind, const char *ns, const char *name,
@@ -68,26 +60,21 @@ int pki_secret_build(enum pki_secret_kind kind, const char *ns, const char *name
 	if (d->ca && !sh->ca_key)
 		return op_err_set(err, -EINVAL, "secret %s/%s: no separate CA entry in this kind",
 				  ns, name);
-	_cleanup_(op_json_putp) json_object *root = json_object_new_object();
-	json_object *meta = json_object_new_object();
-	json_object *data = json_object_new_object();
-	int r = (!root || !meta || !data) ? -ENOMEM : 0;
-	if (r == 0 && (r = op_json_set(root, "metadata", meta)) == 0)
-		meta = NULL;
-	if (r == 0 && (r = op_json_set(root, "data", data)) == 0)
-		data = NULL;
-	json_object_put(meta);
-	json_object_put(data);
-	if (r < 0)
-		return op_err_set(err, -ENOMEM, "secret %s/%s: out of memory", ns, name);
-	meta = json_object_object_get(root, "metadata");
-	data = json_object_object_get(root, "data");
-	if (add_str(root, "apiVersion", "v1") < 0 || add_str(root, "kind", "Secret") < 0 ||
-	    add_str(root, "type", sh->out_type) < 0 || add_str(meta, "name", name) < 0 ||
-	    add_str(meta, "namespace", ns) < 0 || add_b64(data, sh->crt_key, d->crt) < 0 ||
-	    (d->key && add_b64(data, sh->key_key, d->key) < 0) ||
-	    (d->ca && add_b64(data, sh->ca_key, d->ca) < 0))
-		return op_err_set(err, -ENOMEM, "secret %s/%s: out of memory", ns, name);
+	_cleanup_(op_json_putp) json_object *root = op_jobj();
+	json_object *meta = op_jobj();
+	json_object *data = op_jobj();
+	op_jset(root, "metadata", meta);
+	op_jset(root, "data", data);
+	op_jsets(root, "apiVersion", "v1");
+	op_jsets(root, "kind", "Secret");
+	op_jsets(root, "type", sh->out_type);
+	op_jsets(meta, "name", name);
+	op_jsets(meta, "namespace", ns);
+	add_b64(data, sh->crt_key, d->crt);
+	if (d->key)
+		add_b64(data, sh->key_key, d->key);
+	if (d->ca)
+		add_b64(data, sh->ca_key, d->ca);
 	*ret = TAKE_PTR(root);
 	return 0;
 }

@@ -216,8 +216,8 @@ static json_object *json_from_resolved(const struct op_yaml_scalar *r, const cha
 {
 	switch (r->kind) {
 	case OP_YAML_NULL: return NULL;
-	case OP_YAML_BOOL: return json_object_new_boolean(r->b);
-	case OP_YAML_INT: return json_object_new_int64(r->i);
+	case OP_YAML_BOOL: return op_jbool(r->b);
+	case OP_YAML_INT: return op_jint(r->i);
 	case OP_YAML_UINT: return json_object_new_uint64(r->u);
 	case OP_YAML_FLOAT: {
 		char text[OP_YAML_FLOAT_TEXT_MAX];
@@ -226,7 +226,7 @@ static json_object *json_from_resolved(const struct op_yaml_scalar *r, const cha
 	}
 	case OP_YAML_STR: break;
 	}
-	return json_object_new_string_len(s, (int)n);
+	return op_jstrn(s, n);
 }
 
 static bool looks_like_timestamp(const char *s, size_t n)
@@ -254,10 +254,7 @@ static int scalar_value(struct ctx *c, const yaml_event_t *ev, json_object **ret
 		struct op_err e = OP_ERR_INIT;
 		if (op_base64_decode(s, n, OP_BASE64_IGNORE_NEWLINES, &b, &e) < 0)
 			return fail_at(c, m, -EINVAL, "!!binary value contains invalid base64 data");
-		json_object *o = json_object_new_string_len(op_buf_str(&b), (int)b.len);
-		if (!o)
-			return op_err_set(c->err, -ENOMEM, "out of memory");
-		*ret = o;
+		*ret = op_jstrn(op_buf_str(&b), b.len);
 		return 0;
 	} else if (strncmp(tag, TAG_PREFIX, sizeof(TAG_PREFIX) - 1) == 0 &&
 		   strcmp(tag, TAG_PREFIX "str") != 0) {
@@ -419,14 +416,8 @@ static int on_start(struct ctx *c, const yaml_event_t *ev, bool is_map)
 		c->cap = c->cap ? c->cap * 2 : 16;
 		c->stack = op_realloc(c->stack, c->cap * sizeof(*c->stack));
 	}
-	json_object *o = is_map ? json_object_new_object() : json_object_new_array();
-	json_object *seen = is_map && c->lim.reject_duplicate_keys ? json_object_new_object()
-								   : NULL;
-	if (!o || (is_map && c->lim.reject_duplicate_keys && !seen)) {
-		json_object_put(o);
-		json_object_put(seen);
-		return op_err_set(c->err, -ENOMEM, "out of memory");
-	}
+	json_object *o = is_map ? op_jobj() : op_jarr();
+	json_object *seen = is_map && c->lim.reject_duplicate_keys ? op_jobj() : NULL;
 	const yaml_char_t *anchor = is_map ? ev->data.mapping_start.anchor
 					   : ev->data.sequence_start.anchor;
 	c->stack[c->depth++] = (struct frame){
@@ -473,9 +464,7 @@ static void drop_stack(struct ctx *c)
 static int on_document_end(struct ctx *c)
 {
 	json_object_put(c->anchors);
-	c->anchors = json_object_new_object();
-	if (!c->anchors)
-		return op_err_set(c->err, -ENOMEM, "out of memory");
+	c->anchors = op_jobj();
 	if (!c->root)
 		return 0; /* empty or null document */
 	json_object *root = TAKE_PTR(c->root);
@@ -539,11 +528,9 @@ int op_yaml_parse_docs(const char *data, size_t len, const struct op_yaml_limits
 	if (!yaml_parser_initialize(&parser))
 		return op_err_set(err, -ENOMEM, "cannot allocate YAML parser");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)(data ? data : ""), len);
-	c.docs = json_object_new_array();
-	c.anchors = json_object_new_object();
+	c.docs = op_jarr();
+	c.anchors = op_jobj();
 	int r = 0;
-	if (!c.docs || !c.anchors)
-		r = op_err_set(err, -ENOMEM, "out of memory");
 	while (r == 0) {
 		yaml_event_t ev;
 		if (!yaml_parser_parse(&parser, &ev)) {
@@ -587,16 +574,9 @@ int op_yaml_or_json_parse_docs(const char *data, size_t len, const struct op_yam
 	int r = op_json_parse(data, len, (int)(l.max_depth > 100000 ? 100000 : l.max_depth), &v, err);
 	if (r < 0)
 		return r;
-	json_object *arr = json_object_new_array();
-	if (!arr) {
-		json_object_put(v);
-		return op_err_set(err, -ENOMEM, "out of memory");
-	}
-	if (v && json_object_array_add(arr, v) != 0) {
-		json_object_put(v);
-		json_object_put(arr);
-		return op_err_set(err, -ENOMEM, "out of memory");
-	}
+	json_object *arr = op_jarr();
+	if (v)
+		op_jpush(arr, v);
 	*ret_array = arr;
 	return v ? 1 : 0;
 }

@@ -23,48 +23,26 @@
 #define CLUSTER_GROUP "postgresql.cnpg.io"
 #define CLUSTER_KIND "Cluster"
 
-static json_object *new_obj(void)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		abort(); /* OOM policy */
-	return o;
-}
-
-static void put(json_object *o, const char *key, json_object *v)
-{
-	if (!v || op_json_set(o, key, v) < 0)
-		abort(); /* OOM policy */
-}
-
-static void put_str(json_object *o, const char *key, const char *s)
-{
-	put(o, key, json_object_new_string(s));
-}
-
 static void put_warnings(json_object *resp, const struct wh_result *res)
 {
 	if (!res->n_warnings)
 		return;
-	json_object *w = json_object_new_array();
-	if (!w)
-		abort();
+	json_object *w = op_jarr();
 	for (size_t i = 0; i < res->n_warnings; i++)
-		if (op_json_append(w, json_object_new_string(res->warnings[i])) < 0)
-			abort();
-	put(resp, "warnings", w);
+		op_jpush(w, op_jstr(res->warnings[i]));
+	op_jset(resp, "warnings", w);
 }
 
 /* allowed=false with a plain status (code, reason, message). */
 static void deny(json_object *resp, int code, const char *reason, const char *message)
 {
-	json_object *st = new_obj();
-	put_str(st, "status", "Failure");
-	put_str(st, "message", message);
-	put_str(st, "reason", reason);
-	put(st, "code", json_object_new_int(code));
-	put(resp, "allowed", json_object_new_boolean(0));
-	put(resp, "status", st);
+	json_object *st = op_jobj();
+	op_jsets(st, "status", "Failure");
+	op_jsets(st, "message", message);
+	op_jsets(st, "reason", reason);
+	op_jset(st, "code", op_jint(code));
+	op_jset(resp, "allowed", op_jbool(0));
+	op_jset(resp, "status", st);
 }
 
 /* CNPG apierrors.NewInvalid(GroupKind{postgresql.cnpg.io, Cluster}, name, errs). */
@@ -72,21 +50,18 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 {
 	_cleanup_(op_buf_donep) struct op_buf msg = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	int r = op_buf_addf(&msg, "%s.%s \"%s\" is invalid: ", CLUSTER_KIND, CLUSTER_GROUP, name);
-	json_object *causes = json_object_new_array();
-	if (!causes)
-		abort();
+	json_object *causes = op_jarr();
 	for (size_t i = 0; i < res->n_errors; i++) {
 		const struct wh_issue *e = &res->errors[i];
 		_cleanup_free_ char *body = wh_issue_body(e);
 		if (r == 0)
 			r = op_buf_addf(&msg, "%s%s%s%s", i ? ", " : (res->n_errors > 1 ? "[" : ""),
 					e->path, *e->path ? ": " : "", body);
-		json_object *c = new_obj();
-		put_str(c, "reason", wh_error_reason(e->type));
-		put_str(c, "message", body);
-		put_str(c, "field", e->path);
-		if (op_json_append(causes, c) < 0)
-			abort();
+		json_object *c = op_jobj();
+		op_jsets(c, "reason", wh_error_reason(e->type));
+		op_jsets(c, "message", body);
+		op_jsets(c, "field", e->path);
+		op_jpush(causes, c);
 	}
 	if (r == 0 && res->n_errors > 1)
 		r = op_buf_addc(&msg, ']'); /* utilerrors.NewAggregate: "[a, b]" */
@@ -99,22 +74,22 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 			return r;
 		}
 	}
-	json_object *details = new_obj();
-	put_str(details, "name", name);
-	put_str(details, "group", CLUSTER_GROUP);
-	put_str(details, "kind", CLUSTER_KIND);
-	put(details, "causes", causes);
-	json_object *st = new_obj();
-	put_str(st, "apiVersion", "v1");
-	put_str(st, "kind", "Status");
-	put(st, "metadata", new_obj());
-	put_str(st, "status", "Failure");
-	put_str(st, "message", op_buf_str(&msg));
-	put_str(st, "reason", "Invalid");
-	put(st, "details", details);
-	put(st, "code", json_object_new_int(422));
-	put(resp, "allowed", json_object_new_boolean(0));
-	put(resp, "status", st);
+	json_object *details = op_jobj();
+	op_jsets(details, "name", name);
+	op_jsets(details, "group", CLUSTER_GROUP);
+	op_jsets(details, "kind", CLUSTER_KIND);
+	op_jset(details, "causes", causes);
+	json_object *st = op_jobj();
+	op_jsets(st, "apiVersion", "v1");
+	op_jsets(st, "kind", "Status");
+	op_jset(st, "metadata", op_jobj());
+	op_jsets(st, "status", "Failure");
+	op_jsets(st, "message", op_buf_str(&msg));
+	op_jsets(st, "reason", "Invalid");
+	op_jset(st, "details", details);
+	op_jset(st, "code", op_jint(422));
+	op_jset(resp, "allowed", op_jbool(0));
+	op_jset(resp, "status", st);
 	return 0;
 }
 
@@ -128,14 +103,14 @@ static int do_mutate(json_object *resp, json_object *object, struct op_err *err)
 		op_err_prefix(err, "request.object");
 		return r == -EMSGSIZE ? op_err_set(err, r, "patch too large") : r;
 	}
-	put(resp, "allowed", json_object_new_boolean(1));
+	op_jset(resp, "allowed", op_jbool(1));
 	if (n_ops == 0)
 		return 0;
 	_cleanup_(op_buf_donep) struct op_buf b64 = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	if (op_base64_encode(patch.data, patch.len, 0, &b64) < 0)
 		return op_err_set(err, -EMSGSIZE, "patch too large (%zu bytes)", patch.len);
-	put_str(resp, "patchType", "JSONPatch");
-	put(resp, "patch", json_object_new_string_len(b64.data, (int)b64.len));
+	op_jsets(resp, "patchType", "JSONPatch");
+	op_jset(resp, "patch", op_jstrn(b64.data, b64.len));
 	return 0;
 }
 
@@ -151,7 +126,7 @@ static int do_validate(json_object *resp, json_object *request, json_object *obj
 			name = wh_str(request, "name");
 		r = deny_invalid(resp, name ? name : "", &res);
 	} else {
-		put(resp, "allowed", json_object_new_boolean(1));
+		op_jset(resp, "allowed", op_jbool(1));
 	}
 	put_warnings(resp, &res);
 	wh_result_done(&res);
@@ -174,7 +149,7 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 	const char *uid = wh_str(req, "uid");
 	if (!uid || !*uid)
 		return op_err_set(err, -EINVAL, "request.uid: required");
-	put_str(resp, "uid", uid);
+	op_jsets(resp, "uid", uid);
 
 	const char *op = wh_str(req, "operation");
 	if (!op)
@@ -183,7 +158,7 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 	if (!update && strcmp(op, "CREATE") != 0) {
 		if (strcmp(op, "DELETE") != 0 && strcmp(op, "CONNECT") != 0)
 			return op_err_set(err, -EINVAL, "request.operation: unknown value '%s'", op);
-		put(resp, "allowed", json_object_new_boolean(1)); /* not registered; no-op */
+		op_jset(resp, "allowed", op_jbool(1)); /* not registered; no-op */
 		return 0;
 	}
 	json_object *rk = wh_at(req, "kind");
@@ -233,11 +208,11 @@ int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_
 	if (!json_object_is_type(root, json_type_object))
 		return op_err_set(err, -EINVAL, "AdmissionReview: expected object, got %s",
 				  op_json_type_name(root));
-	_cleanup_(op_json_putp) json_object *out = new_obj();
-	json_object *response = new_obj();
-	put(out, "apiVersion", json_object_new_string(wh_str(root, "apiVersion") ?: ""));
-	put(out, "kind", json_object_new_string(wh_str(root, "kind") ?: ""));
-	put(out, "response", response);
+	_cleanup_(op_json_putp) json_object *out = op_jobj();
+	json_object *response = op_jobj();
+	op_jsets(out, "apiVersion", wh_str(root, "apiVersion"));
+	op_jsets(out, "kind", wh_str(root, "kind"));
+	op_jset(out, "response", response);
 	r = review(kind, root, response, err);
 	if (r < 0)
 		return r;

@@ -54,9 +54,8 @@ static json_object *ensure_obj(json_object *o, const char *key)
 	json_object *v = member(o, key);
 	if (v)
 		return json_object_is_type(v, json_type_object) ? v : NULL;
-	v = json_object_new_object();
-	if (!v || op_json_set(o, key, v) < 0)
-		abort(); /* OOM policy */
+	v = op_jobj();
+	op_jset(o, key, v);
 	return v;
 }
 
@@ -73,23 +72,12 @@ static const char *str_or_empty(json_object *o, const char *key)
 	return s ? s : "";
 }
 
-static void set_val(json_object *o, const char *key, json_object *v)
-{
-	if (!v || op_json_set(o, key, v) < 0)
-		abort(); /* OOM policy */
-}
-
-static void set_str(json_object *o, const char *key, const char *s)
-{
-	set_val(o, key, json_object_new_string(s));
-}
-
 /* A non-empty Go string field: set it when it is "" too (omitempty then drops
  * an empty result, so "" -> "" means "leave absent"). */
 static void default_str(json_object *o, const char *key, const char *value)
 {
 	if (o && str_empty(o, key) && value && *value)
-		set_str(o, key, value);
+		op_jsets(o, key, value);
 }
 
 
@@ -104,7 +92,7 @@ struct dctx {
 static void d1_image(const struct dctx *c)
 {
 	if (str_empty(c->spec, "imageName") && !wh_obj(c->spec, "imageCatalogRef"))
-		set_str(c->spec, "imageName", setting_image(c->set));
+		op_jsets(c->spec, "imageName", setting_image(c->set));
 }
 
 static void d2_bootstrap(const struct dctx *c)
@@ -115,7 +103,7 @@ static void d2_bootstrap(const struct dctx *c)
 static void app_db_and_owner(json_object *m, bool monolith)
 {
 	if (str_empty(m, "database") && !monolith)
-		set_str(m, "database", "app");
+		op_jsets(m, "database", "app");
 	default_str(m, "owner", str_or_empty(m, "database"));
 }
 
@@ -217,14 +205,12 @@ static void d6_parameters(const struct dctx *c)
 	if (j == n)
 		n++;
 	qsort(ps, n, sizeof(*ps), param_cmp);
-	json_object *out = json_object_new_object();
-	if (!out)
-		abort();
+	json_object *out = op_jobj();
 	for (size_t i = 0; i < n; i++)
-		set_val(out, ps[i].key,
-			ps[i].value ? json_object_get(ps[i].value) : json_object_new_string(ps[i].def));
+		op_jset(out, ps[i].key,
+			ps[i].value ? json_object_get(ps[i].value) : op_jstr(ps[i].def));
 	pg = ensure_obj(c->spec, "postgresql");
-	set_val(pg, "parameters", out);
+	op_jset(pg, "parameters", out);
 }
 
 static void d7_log_level(const struct dctx *c)
@@ -246,17 +232,13 @@ static void prepend_default_queries(json_object *m, const char *key)
 		if (strcmp(str_or_empty(json_object_array_get_idx(arr, i), "name"),
 			   DEFAULT_MONITORING_NAME) == 0)
 			return;
-	json_object *out = json_object_new_array(), *ref = json_object_new_object();
-	if (!out || !ref)
-		abort();
-	set_str(ref, "name", DEFAULT_MONITORING_NAME);
-	set_str(ref, "key", DEFAULT_MONITORING_KEY);
-	if (op_json_append(out, ref) < 0)
-		abort();
+	json_object *out = op_jarr(), *ref = op_jobj();
+	op_jsets(ref, "name", DEFAULT_MONITORING_NAME);
+	op_jsets(ref, "key", DEFAULT_MONITORING_KEY);
+	op_jpush(out, ref);
 	for (size_t i = 0; i < n; i++)
-		if (op_json_append(out, json_object_get(json_object_array_get_idx(arr, i))) < 0)
-			abort();
-	set_val(m, key, out);
+		op_jpush(out, json_object_get(json_object_array_get_idx(arr, i)));
+	op_jset(m, key, out);
 }
 
 static void d8_monitoring(const struct dctx *c)
@@ -280,12 +262,12 @@ static void d9_replication_slots(const struct dctx *c)
 		return;
 	if (!member(rs, "highAvailability")) {
 		json_object *ha = ensure_obj(rs, "highAvailability");
-		set_val(ha, "enabled", json_object_new_boolean(1));
-		set_str(ha, "slotPrefix", "_cnpg_");
+		op_jset(ha, "enabled", op_jbool(1));
+		op_jsets(ha, "slotPrefix", "_cnpg_");
 	}
 	if (!member(rs, "synchronizeReplicas")) {
 		json_object *sr = ensure_obj(rs, "synchronizeReplicas");
-		set_val(sr, "enabled", json_object_new_boolean(1));
+		op_jset(sr, "enabled", op_jbool(1));
 	}
 }
 
@@ -352,17 +334,14 @@ static void d12_plugins(const struct dctx *c)
 			e--;
 		if (e > s) {
 			if (!plugins) {
-				plugins = json_object_new_array();
-				set_val(c->spec, "plugins", plugins);
+				plugins = op_jarr();
+				op_jset(c->spec, "plugins", plugins);
 			}
 			if (!has_plugin(plugins, s, (size_t)(e - s))) {
-				json_object *pl = json_object_new_object();
-				if (!pl)
-					abort();
-				set_val(pl, "name", json_object_new_string_len(s, (int)(e - s)));
-				set_val(pl, "enabled", json_object_new_boolean(1));
-				if (op_json_append(plugins, pl) < 0)
-					abort();
+				json_object *pl = op_jobj();
+				op_jset(pl, "name", op_jstrn(s, (size_t)(e - s)));
+				op_jset(pl, "enabled", op_jbool(1));
+				op_jpush(plugins, pl);
 			}
 		}
 		p += len;
@@ -388,13 +367,11 @@ static json_object *pinger_from_annotation(const struct dctx *c)
 	if (op_json_get_i64(cfg, "requestTimeout", "", &rt, NULL) < 0 ||
 	    op_json_get_i64(cfg, "connectionTimeout", "", &ct, NULL) < 0)
 		return NULL;
-	json_object *out = json_object_new_object();
-	if (!out)
-		abort();
+	json_object *out = op_jobj();
 	if (en)
-		set_val(out, "enabled", json_object_new_boolean(json_object_get_boolean(en)));
-	set_val(out, "requestTimeout", json_object_new_int64(rt ? rt : 1000));
-	set_val(out, "connectionTimeout", json_object_new_int64(ct ? ct : 1000));
+		op_jset(out, "enabled", op_jbool(json_object_get_boolean(en)));
+	op_jset(out, "requestTimeout", op_jint(rt ? rt : 1000));
+	op_jset(out, "connectionTimeout", op_jint(ct ? ct : 1000));
 	return out;
 }
 
@@ -405,14 +382,12 @@ static void d13_probes(const struct dctx *c)
 		return;
 	json_object *ic = pinger_from_annotation(c);
 	if (!ic) {
-		ic = json_object_new_object();
-		if (!ic)
-			abort();
-		set_val(ic, "enabled", json_object_new_boolean(1));
-		set_val(ic, "requestTimeout", json_object_new_int(1000));
-		set_val(ic, "connectionTimeout", json_object_new_int(1000));
+		ic = op_jobj();
+		op_jset(ic, "enabled", op_jbool(1));
+		op_jset(ic, "requestTimeout", op_jint(1000));
+		op_jset(ic, "connectionTimeout", op_jint(1000));
 	}
-	set_val(live, "isolationCheck", ic);
+	op_jset(live, "isolationCheck", ic);
 }
 
 static void d14_failover_quorum(const struct dctx *c)
@@ -420,7 +395,7 @@ static void d14_failover_quorum(const struct dctx *c)
 	bool q;
 	json_object *sync = wh_obj(c->spec, "postgresql.synchronous");
 	if (sync && wh_parse_go_bool(wh_cluster_annotation(c->obj, "alpha.cnpg.io/failoverQuorum"), &q))
-		set_val(sync, "failoverQuorum", json_object_new_boolean(q));
+		op_jset(sync, "failoverQuorum", op_jbool(q));
 }
 
 static const struct {
@@ -463,9 +438,7 @@ void wh_defaults_apply(json_object *cluster, bool preserve_user_fixed)
  * deep-copies spec; the diff skips what is shared. OWNED, NULL on OOM. */
 static json_object *copy_before_defaults(json_object *cluster)
 {
-	json_object *orig = json_object_new_object();
-	if (!orig)
-		return NULL;
+	json_object *orig = op_jobj();
 	json_object_object_foreach(cluster, k, v)
 	{
 		json_object *c = NULL;
@@ -475,10 +448,7 @@ static json_object *copy_before_defaults(json_object *cluster)
 			json_object_put(orig);
 			return NULL;
 		}
-		if (op_json_set(orig, k, c) < 0) {
-			json_object_put(orig);
-			return NULL;
-		}
+		op_jset(orig, k, c);
 	}
 	return orig;
 }

@@ -14,7 +14,7 @@ static json_object *copy_of(json_object *v)
 	if (!v)
 		return NULL;
 	if (json_object_deep_copy(v, &c, NULL) != 0)
-		abort(); /* OOM policy */
+		op_oom(0);
 	return c;
 }
 
@@ -310,22 +310,17 @@ static int remove_at(json_object *doc, const char *path, json_object **ret_val)
 }
 
 /* Inserts val (ownership taken) before index idx < length (json-c 0.16 has no insert). */
-static int array_insert(json_object *arr, size_t idx, json_object *val)
+static void array_insert(json_object *arr, size_t idx, json_object *val)
 {
 	size_t len = json_object_array_length(arr);
 	json_object **tail = op_calloc(len - idx, sizeof(*tail));
 	for (size_t i = idx; i < len; i++)
 		tail[i - idx] = json_object_get(json_object_array_get_idx(arr, i));
 	json_object_array_del_idx(arr, idx, len - idx);
-	int r = op_json_append(arr, val);
-	for (size_t i = 0; i < len - idx; i++) {
-		if (r == 0)
-			r = op_json_append(arr, tail[i]);
-		else
-			json_object_put(tail[i]);
-	}
+	op_jpush(arr, val);
+	for (size_t i = 0; i < len - idx; i++)
+		op_jpush(arr, tail[i]);
 	free(tail);
-	return r;
 }
 
 /* Adds val (ownership taken) at path; replace_only requires the target to exist. */
@@ -348,7 +343,8 @@ static int add_at(json_object **doc, const char *path, json_object *val, bool re
 			json_object_put(val);
 			return -ENOENT;
 		}
-		return op_json_set(parent, tok, val);
+		op_jset(parent, tok, val);
+		return 0;
 	}
 	if (json_object_is_type(parent, json_type_array)) {
 		size_t len = json_object_array_length(parent), idx;
@@ -360,8 +356,10 @@ static int add_at(json_object **doc, const char *path, json_object *val, bool re
 		if (replace_only)
 			return json_object_array_put_idx(parent, idx, val) == 0 ? 0 : -ENOMEM;
 		if (idx == len)
-			return op_json_append(parent, val);
-		return array_insert(parent, idx, val);
+			op_jpush(parent, val);
+		else
+			array_insert(parent, idx, val);
+		return 0;
 	}
 	json_object_put(val);
 	return -ENOENT;

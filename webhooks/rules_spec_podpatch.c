@@ -71,50 +71,31 @@ static const char pod_template[] =
 	"\"key\":\"cnpg.io/podRole\",\"operator\":\"In\",\"values\":[\"instance\"]}]},"
 	"\"topologyKey\":\"kubernetes.io/hostname\"}}]}}}}";
 
-static void set_str(json_object *root, const char *dotted_parent, const char *key,
-		    const char *value)
-{
-	json_object *parent = dotted_parent ? op_json_at(root, dotted_parent) : root;
-	json_object *v = json_object_new_string(value ? value : "");
-	if (!v)
-		abort(); /* OOM policy */
-	if (op_json_set(parent, key, v) < 0)
-		abort();
-}
-
 static void set_copy(json_object *parent, const char *key, json_object *value)
 {
 	json_object *v = NULL;
-	if (json_object_deep_copy(value, &v, NULL) < 0 || op_json_set(parent, key, v) < 0)
-		abort(); /* OOM policy */
-}
-
-static json_object *new_obj(void)
-{
-	json_object *o = json_object_new_object();
-	if (!o)
-		abort(); /* OOM policy */
-	return o;
+	if (json_object_deep_copy(value, &v, NULL) < 0)
+		op_oom(0);
+	op_jset(parent, key, v);
 }
 
 /* Appends {"name": vol, "persistentVolumeClaim": {"claimName": claim}} to vols. */
 static void add_pvc_volume(json_object *vols, const char *vol, const char *claim)
 {
-	json_object *v = new_obj(), *pvc = new_obj();
-	set_str(pvc, NULL, "claimName", claim);
-	set_str(v, NULL, "name", vol);
-	if (op_json_set(v, "persistentVolumeClaim", pvc) < 0 || op_json_append(vols, v) < 0)
-		abort();
+	json_object *v = op_jobj(), *pvc = op_jobj();
+	op_jsets(pvc, "claimName", claim);
+	op_jsets(v, "name", vol);
+	op_jset(v, "persistentVolumeClaim", pvc);
+	op_jpush(vols, v);
 }
 
 /* Appends {"name": vol, "mountPath": path} to mounts. */
 static void add_mount(json_object *mounts, const char *vol, const char *path)
 {
-	json_object *m = new_obj();
-	set_str(m, NULL, "name", vol);
-	set_str(m, NULL, "mountPath", path);
-	if (op_json_append(mounts, m) < 0)
-		abort();
+	json_object *m = op_jobj();
+	op_jsets(m, "name", vol);
+	op_jsets(m, "mountPath", path);
+	op_jpush(mounts, m);
 }
 
 /* Returns the OWNED skeleton Pod of instance 1 of the cluster in ctx. */
@@ -129,21 +110,21 @@ static json_object *build_pod(const struct wh_ctx *ctx)
 	cluster = cluster ? cluster : "";
 	_cleanup_free_ char *name = op_asprintf("%s-1", cluster);
 	const char *image = wh_str(ctx->spec, "imageName");
-	set_str(pod, "metadata", "name", name);
-	set_str(pod, "metadata", "namespace", ns);
-	set_str(pod, "metadata.labels", "cnpg.io/cluster", cluster);
-	set_str(pod, "metadata.labels", "cnpg.io/instanceName", name);
-	set_str(pod, "spec", "hostname", name);
-	set_str(pod, "spec", "subdomain", cluster);
-	set_str(pod, "spec", "serviceAccountName", cluster);
+	op_jsets(op_json_at(pod, "metadata"), "name", name);
+	op_jsets(op_json_at(pod, "metadata"), "namespace", ns);
+	op_jsets(op_json_at(pod, "metadata.labels"), "cnpg.io/cluster", cluster);
+	op_jsets(op_json_at(pod, "metadata.labels"), "cnpg.io/instanceName", name);
+	op_jsets(op_json_at(pod, "spec"), "hostname", name);
+	op_jsets(op_json_at(pod, "spec"), "subdomain", cluster);
+	op_jsets(op_json_at(pod, "spec"), "serviceAccountName", cluster);
 	json_object *init = json_object_array_get_idx(op_json_at(pod, "spec.initContainers"), 0);
 	json_object *pg = json_object_array_get_idx(op_json_at(pod, "spec.containers"), 0);
-	set_str(init, NULL, "image", image);
-	set_str(pg, NULL, "image", image);
+	op_jsets(init, "image", image);
+	op_jsets(pg, "image", image);
 	json_object *env = op_json_at(pg, "env");
-	set_str(json_object_array_get_idx(env, 1), NULL, "value", name);
-	set_str(json_object_array_get_idx(env, 2), NULL, "value", ns);
-	set_str(json_object_array_get_idx(env, 3), NULL, "value", cluster);
+	op_jsets(json_object_array_get_idx(env, 1), "value", name);
+	op_jsets(json_object_array_get_idx(env, 2), "value", ns);
+	op_jsets(json_object_array_get_idx(env, 3), "value", cluster);
 	json_object *terms = op_json_at(pod, "spec.affinity.podAntiAffinity");
 	json_object *term0 = json_object_array_get_idx(
 		op_json_at(terms, "preferredDuringSchedulingIgnoredDuringExecution"), 0);
@@ -152,19 +133,19 @@ static json_object *build_pod(const struct wh_ctx *ctx)
 								"matchExpressions"),
 					  0),
 		"values");
-	json_object *v0 = json_object_new_string(cluster);
-	if (!v0 || json_object_array_put_idx(values, 0, v0) < 0)
-		abort();
+	if (json_object_array_put_idx(values, 0, op_jstr(cluster)) < 0)
+		op_oom(0);
 	_cleanup_free_ char *pvc = op_strdup(name);
-	set_str(json_object_array_get_idx(op_json_at(pod, "spec.volumes"), 0),
-		"persistentVolumeClaim", "claimName", pvc);
+	op_jsets(op_json_at(json_object_array_get_idx(op_json_at(pod, "spec.volumes"), 0),
+			    "persistentVolumeClaim"),
+		 "claimName", pvc);
 
 	json_object *user_env = wh_arr(ctx->spec, "env");
 	for (size_t i = 0; user_env && i < json_object_array_length(user_env); i++) {
 		json_object *c = NULL;
-		if (json_object_deep_copy(json_object_array_get_idx(user_env, i), &c, NULL) < 0 ||
-		    op_json_append(env, c) < 0)
-			abort();
+		if (json_object_deep_copy(json_object_array_get_idx(user_env, i), &c, NULL) < 0)
+			op_oom(0);
+		op_jpush(env, c);
 	}
 	if (wh_obj(ctx->spec, "resources"))
 		set_copy(pg, "resources", wh_obj(ctx->spec, "resources"));

@@ -50,9 +50,7 @@ static int validate(json_object *cluster, json_object *old, struct wh_result *re
 	size_t before = res->n_errors;
 	/* P rules first and whatever the bypass annotation says: what reaches
 	 * configuration files and command lines is never left unchecked */
-	_cleanup_(op_json_putp) json_object *none = json_object_new_object();
-	if (!none)
-		abort(); /* OOM policy */
+	_cleanup_(op_json_putp) json_object *none = op_jobj();
 	json_object *s0 = NULL;
 	json_object_object_get_ex(cluster, "spec", &s0);
 	struct wh_ctx safety = {
@@ -79,9 +77,7 @@ static int validate(json_object *cluster, json_object *old, struct wh_result *re
 		return (int)(res->n_errors - before);
 
 	_cleanup_(op_json_putp) json_object *old_defaulted = NULL;
-	_cleanup_(op_json_putp) json_object *empty = json_object_new_object();
-	if (!empty)
-		abort(); /* OOM policy */
+	_cleanup_(op_json_putp) json_object *empty = op_jobj();
 	json_object *spec = NULL;
 	json_object_object_get_ex(cluster, "spec", &spec);
 	struct wh_ctx ctx = {

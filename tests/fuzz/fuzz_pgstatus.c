@@ -87,7 +87,7 @@ static void render(json_object *doc, struct op_buf *sig)
 		for (size_t p = 0; p < sizeof(primaries) / sizeof(primaries[0]); p++) {
 			json_object *o = as_live_instance(cluster, &v[i], primaries[p], now, p == 1);
 			check_obj(o, sig);
-			op_json_append(items, o);
+			op_jpush(items, o);
 		}
 	for (int full = 0; full <= 1; full++) {
 		json_object *o = as_live_cluster(cluster, v, 2, now, full);

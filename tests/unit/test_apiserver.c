@@ -556,7 +556,7 @@ static void test_live_objects(void **state)
 
 	/* Table: one cell per column, wide columns at priority 1, rv set */
 	json_object *objs = json_object_new_array();
-	op_json_append(objs, json_object_get(lc));
+	op_jpush(objs, json_object_get(lc));
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	assert_int_equal(as_render_table(&b, as_resource_clusters(), objs, "42", now / 1000, true),
 			 0);

@@ -148,10 +148,10 @@ static int setup(void **state)
 	client_cert(&other, "front-proxy-client", "otherca");
 	front_ca_pem = op_strdup(fca.cert_pem);
 	json_object *cm = json_object_new_object(), *data = json_object_new_object();
-	op_json_set(data, "requestheader-client-ca-file", json_object_new_string(fca.cert_pem));
-	op_json_set(data, "requestheader-allowed-names",
-		    json_object_new_string("[\"front-proxy-client\"]"));
-	op_json_set(cm, "data", data);
+	op_jset(data, "requestheader-client-ca-file", json_object_new_string(fca.cert_pem));
+	op_jset(data, "requestheader-allowed-names",
+		json_object_new_string("[\"front-proxy-client\"]"));
+	op_jset(cm, "data", data);
 	struct as_config ac = {
 		.source = { .clusters = fake_clusters, .pods = fake_pods, .fetch = fake_fetch,
 			    .act = fake_act },
@@ -573,7 +573,7 @@ static json_object *watch_lines(const char *query, const char *const *hdrs, int6
 	json_object *arr = json_object_new_array();
 	char *save = NULL;
 	for (char *line = strtok_r(r.body.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		op_json_append(arr, json_tokener_parse(line));
+		op_jpush(arr, json_tokener_parse(line));
 	op_buf_done(&r.body);
 	return arr;
 }

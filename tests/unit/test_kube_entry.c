@@ -141,11 +141,11 @@ static void test_entry_size(void **state)
 static struct kube__entry *entry(const char *ns, const char *name, const char *rv)
 {
 	json_object *o = json_object_new_object(), *md = json_object_new_object();
-	assert_int_equal(op_json_set(o, "metadata", md), 0);
-	assert_int_equal(op_json_set(md, "name", json_object_new_string(name)), 0);
+	op_jset(o, "metadata", md);
+	op_jset(md, "name", json_object_new_string(name));
 	if (ns)
-		assert_int_equal(op_json_set(md, "namespace", json_object_new_string(ns)), 0);
-	assert_int_equal(op_json_set(md, "resourceVersion", json_object_new_string(rv)), 0);
+		op_jset(md, "namespace", json_object_new_string(ns));
+	op_jset(md, "resourceVersion", json_object_new_string(rv));
 	struct kube__entry *e = kube__entry_new(o, NULL);
 	json_object_put(o);
 	return e;

@@ -183,42 +183,42 @@ static void provision_one(struct na_agent *a, json_object *pvc)
 	}
 	chmod(dir, 0777);
 	json_object *modes = op_json_at(pvc, "spec.accessModes");
-	json_object *pv = json_object_new_object(), *md = json_object_new_object();
-	json_object *spec = json_object_new_object(), *pv_ann = json_object_new_object();
+	json_object *pv = op_jobj(), *md = op_jobj();
+	json_object *spec = op_jobj(), *pv_ann = op_jobj();
 	_cleanup_free_ char *pvname = op_asprintf("pvc-%s", uid);
-	op_json_set(pv, "apiVersion", json_object_new_string("v1"));
-	op_json_set(pv, "kind", json_object_new_string("PersistentVolume"));
-	op_json_set(md, "name", json_object_new_string(pvname));
-	op_json_set(pv_ann, "pv.kubernetes.io/provisioned-by", json_object_new_string(NA_PROVISIONER));
-	op_json_set(md, "annotations", pv_ann);
-	op_json_set(pv, "metadata", md);
-	json_object *cap = json_object_new_object(), *hp = json_object_new_object();
-	op_json_set(cap, "storage", json_object_new_string(req ? req : "1Gi"));
-	op_json_set(spec, "capacity", cap);
-	op_json_set(spec, "accessModes", modes ? json_object_get(modes) : json_object_new_array());
-	op_json_set(hp, "path", json_object_new_string(dir));
-	op_json_set(hp, "type", json_object_new_string("DirectoryOrCreate"));
-	op_json_set(spec, "hostPath", hp);
-	op_json_set(spec, "storageClassName", json_object_new_string(NA_STORAGE_CLASS));
-	op_json_set(spec, "persistentVolumeReclaimPolicy", json_object_new_string("Delete"));
+	op_jsets(pv, "apiVersion", "v1");
+	op_jsets(pv, "kind", "PersistentVolume");
+	op_jsets(md, "name", pvname);
+	op_jsets(pv_ann, "pv.kubernetes.io/provisioned-by", NA_PROVISIONER);
+	op_jset(md, "annotations", pv_ann);
+	op_jset(pv, "metadata", md);
+	json_object *cap = op_jobj(), *hp = op_jobj();
+	op_jsets(cap, "storage", req ? req : "1Gi");
+	op_jset(spec, "capacity", cap);
+	op_jset(spec, "accessModes", modes ? json_object_get(modes) : op_jarr());
+	op_jsets(hp, "path", dir);
+	op_jsets(hp, "type", "DirectoryOrCreate");
+	op_jset(spec, "hostPath", hp);
+	op_jsets(spec, "storageClassName", NA_STORAGE_CLASS);
+	op_jsets(spec, "persistentVolumeReclaimPolicy", "Delete");
 	json_object *vm = op_json_at(pvc, "spec.volumeMode");
 	if (vm)
-		op_json_set(spec, "volumeMode", json_object_get(vm));
-	json_object *ref = json_object_new_object();
-	op_json_set(ref, "kind", json_object_new_string("PersistentVolumeClaim"));
-	op_json_set(ref, "apiVersion", json_object_new_string("v1"));
-	op_json_set(ref, "namespace", json_object_new_string(ns));
-	op_json_set(ref, "name", json_object_new_string(name));
-	op_json_set(ref, "uid", json_object_new_string(uid));
-	op_json_set(spec, "claimRef", ref);
+		op_jset(spec, "volumeMode", json_object_get(vm));
+	json_object *ref = op_jobj();
+	op_jsets(ref, "kind", "PersistentVolumeClaim");
+	op_jsets(ref, "apiVersion", "v1");
+	op_jsets(ref, "namespace", ns);
+	op_jsets(ref, "name", name);
+	op_jsets(ref, "uid", uid);
+	op_jset(spec, "claimRef", ref);
 	_cleanup_free_ char *aff = op_asprintf(
 		"{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
 		"\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}",
 		a->node_name);
 	json_object *affo = NULL;
 	if (op_json_parse(aff, strlen(aff), 16, &affo, NULL) == 0)
-		op_json_set(spec, "nodeAffinity", affo);
-	op_json_set(pv, "spec", spec);
+		op_jset(spec, "nodeAffinity", affo);
+	op_jset(pv, "spec", spec);
 	int rc = kube_create(a->kc, KUBE_PVS, NULL, pv, NULL, &err);
 	json_object_put(pv);
 	if (rc == 0)

@@ -387,13 +387,13 @@ static void pod_refuse(struct na_agent *a, struct na_pod *p, struct na_refusal *
 	}
 	op_log_warn("pod refused", "pod", p->name, "namespace", p->ns, "reason", r->reason,
 		    "message", r->message);
-	json_object *inv = json_object_new_object(), *md = json_object_new_object();
-	op_json_set(inv, "apiVersion", json_object_new_string("v1"));
-	op_json_set(inv, "kind", json_object_new_string("Pod"));
-	op_json_set(md, "name", json_object_new_string(p->name));
-	op_json_set(md, "namespace", json_object_new_string(p->ns));
-	op_json_set(md, "uid", json_object_new_string(p->uid));
-	op_json_set(inv, "metadata", md);
+	json_object *inv = op_jobj(), *md = op_jobj();
+	op_jsets(inv, "apiVersion", "v1");
+	op_jsets(inv, "kind", "Pod");
+	op_jsets(md, "name", p->name);
+	op_jsets(md, "namespace", p->ns);
+	op_jsets(md, "uid", p->uid);
+	op_jset(inv, "metadata", md);
 	struct op_err err = OP_ERR_INIT;
 	_cleanup_free_ char *text = op_asprintf("Error: %s", r->message);
 	if (kube_event_emit(a->kc, inv, KUBE_EVENT_WARNING, "Failed", text, "kubelet", &err) < 0)

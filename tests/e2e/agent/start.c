@@ -273,10 +273,10 @@ static int identity_files(struct na_pod *p, int64_t uid, int64_t gid, json_objec
 			if (rc == 0)
 				rc = na_write_file(path, b.data, b.len, 0644, err);
 			if (rc == 0) {
-				json_object *m = json_object_new_object();
-				op_json_set(m, "src", json_object_new_string(path));
-				op_json_set(m, "dst", json_object_new_string(host));
-				op_json_append(mounts, m);
+				json_object *m = op_jobj();
+				op_jsets(m, "src", path);
+				op_jsets(m, "dst", host);
+				op_jpush(mounts, m);
 			}
 		}
 		op_buf_done(&b);
@@ -288,18 +288,18 @@ static int identity_files(struct na_pod *p, int64_t uid, int64_t gid, json_objec
 
 static void add_mount(json_object *mounts, const char *src, const char *dst, bool ro)
 {
-	json_object *m = json_object_new_object();
-	op_json_set(m, "src", json_object_new_string(src));
-	op_json_set(m, "dst", json_object_new_string(dst));
-	op_json_set(m, "ro", json_object_new_boolean(ro));
-	op_json_append(mounts, m);
+	json_object *m = op_jobj();
+	op_jsets(m, "src", src);
+	op_jsets(m, "dst", dst);
+	op_jset(m, "ro", op_jbool(ro));
+	op_jpush(mounts, m);
 }
 
 static json_object *strv_json(struct strv *s)
 {
-	json_object *a = json_object_new_array();
+	json_object *a = op_jarr();
 	for (size_t i = 0; i < s->n; i++)
-		op_json_append(a, json_object_new_string(s->v[i]));
+		op_jpush(a, op_jstr(s->v[i]));
 	return a;
 }
 
@@ -312,7 +312,7 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 		return op_err_set(err, -ENOENT, "container %s not in spec", c->name);
 	enum na_image_kind kind = na_image_kind(op_json_str_at(spec, "image"));
 	struct strv env = { 0 }, argv = { 0 };
-	json_object *doc = json_object_new_object(), *mounts = json_object_new_array();
+	json_object *doc = op_jobj(), *mounts = op_jarr();
 	int pg_major = kind == NA_IMAGE_POSTGRES ? na_image_pg_major(op_json_str_at(spec, "image")) : 0;
 	int rc = build_env(a, p, spec, pg_major, &env, err);
 	if (rc < 0)
@@ -386,29 +386,28 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	netns = op_asprintf("/run/netns/%s", p->netns);
 	if ((rc = na_mkdir_p(rootfs, 0755, err)) < 0)
 		goto out;
-	op_json_set(doc, "netns", json_object_new_string(netns));
-	op_json_set(doc, "rootfs", json_object_new_string(rootfs));
-	op_json_set(doc, "mounts", json_object_get(mounts));
+	op_jsets(doc, "netns", netns);
+	op_jsets(doc, "rootfs", rootfs);
+	op_jset(doc, "mounts", json_object_get(mounts));
 	const char *hn = op_json_str_at(p->obj, "spec.hostname");
-	op_json_set(doc, "hostname", json_object_new_string(hn ? hn : p->name));
-	op_json_set(doc, "uid", json_object_new_int64(uid));
-	op_json_set(doc, "gid", json_object_new_int64(gid));
-	json_object *groups = json_object_new_array();
+	op_jsets(doc, "hostname", hn ? hn : p->name);
+	op_jset(doc, "uid", op_jint(uid));
+	op_jset(doc, "gid", op_jint(gid));
+	json_object *groups = op_jarr();
 	json_object *fsg = op_json_at(p->obj, "spec.securityContext.fsGroup");
 	if (fsg)
-		op_json_append(groups, json_object_new_int64(json_object_get_int64(fsg)));
+		op_jpush(groups, op_jint(json_object_get_int64(fsg)));
 	json_object *sup = op_json_at(p->obj, "spec.securityContext.supplementalGroups");
 	for (size_t i = 0; sup && i < json_object_array_length(sup); i++)
-		op_json_append(groups, json_object_new_int64(
-					       json_object_get_int64(json_object_array_get_idx(sup, i))));
-	op_json_set(doc, "groups", groups);
+		op_jpush(groups, op_jint(json_object_get_int64(json_object_array_get_idx(sup, i))));
+	op_jset(doc, "groups", groups);
 	/* securityContext (na_podspec_check refused what is not honoured here) */
 	json_object *ro = op_json_at(spec, "securityContext.readOnlyRootFilesystem");
-	op_json_set(doc, "read_only_root", json_object_new_boolean(ro && json_object_get_boolean(ro)));
+	op_jset(doc, "read_only_root", op_jbool(ro && json_object_get_boolean(ro)));
 	json_object *ape = op_json_at(spec, "securityContext.allowPrivilegeEscalation");
-	op_json_set(doc, "no_new_privs", json_object_new_boolean(ape && !json_object_get_boolean(ape)));
+	op_jset(doc, "no_new_privs", op_jbool(ape && !json_object_get_boolean(ape)));
 	json_object *drop = op_json_at(spec, "securityContext.capabilities.drop");
-	op_json_set(doc, "drop_all_caps", json_object_new_boolean(drop && json_object_array_length(drop)));
+	op_jset(doc, "drop_all_caps", op_jbool(drop && json_object_array_length(drop)));
 	/* resources.limits: cgroups the container joins before exec */
 	int64_t mem = 0, cpu = 0;
 	const char *ml = op_json_str_at(spec, "resources.limits.memory");
@@ -427,16 +426,16 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 							  c->name);
 		if ((rc = na_cgroup_create(cgname, mem, cpu, &c->cgroups, err)) < 0)
 			goto out;
-		json_object *cgs = json_object_new_array();
+		json_object *cgs = op_jarr();
 		for (size_t i = 0; c->cgroups && c->cgroups[i]; i++)
-			op_json_append(cgs, json_object_new_string(c->cgroups[i]));
-		op_json_set(doc, "cgroups", cgs);
+			op_jpush(cgs, op_jstr(c->cgroups[i]));
+		op_jset(doc, "cgroups", cgs);
 	}
 	const char *wd = op_json_str_at(spec, "workingDir");
 	if (wd)
-		op_json_set(doc, "cwd", json_object_new_string(wd));
-	op_json_set(doc, "argv", strv_json(&argv));
-	op_json_set(doc, "env", strv_json(&env));
+		op_jsets(doc, "cwd", wd);
+	op_jset(doc, "argv", strv_json(&argv));
+	op_jset(doc, "env", strv_json(&env));
 	specf = op_asprintf("%s/%s.json", p->dir, c->name);
 	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
 	if ((rc = na_write_file(specf, text, strlen(text), 0600, err)) < 0)

@@ -11,11 +11,11 @@
 #include "support/log.h"
 #include "tests/e2e/agent/na.h"
 
-static json_object *str(const char *s) { return json_object_new_string(s ? s : ""); }
+static json_object *str(const char *s) { return op_jstr(s ? s : ""); }
 
 static json_object *ctr_status(struct na_pod *p, struct na_ctr *c, json_object *spec_arr)
 {
-	json_object *s = json_object_new_object(), *state = json_object_new_object();
+	json_object *s = op_jobj(), *state = op_jobj();
 	const char *image = "";
 	for (size_t i = 0; spec_arr && i < json_object_array_length(spec_arr); i++) {
 		json_object *cs = json_object_array_get_idx(spec_arr, i);
@@ -23,48 +23,48 @@ static json_object *ctr_status(struct na_pod *p, struct na_ctr *c, json_object *
 		if (n && !strcmp(n, c->name))
 			image = op_json_str_at(cs, "image");
 	}
-	op_json_set(s, "name", str(c->name));
-	op_json_set(s, "image", str(image));
-	op_json_set(s, "imageID", str(""));
-	op_json_set(s, "ready", json_object_new_boolean(c->ready));
-	op_json_set(s, "started", json_object_new_boolean(c->state == NA_RUNNING && c->started));
-	op_json_set(s, "restartCount", json_object_new_int(c->restarts));
+	op_jset(s, "name", str(c->name));
+	op_jset(s, "image", str(image));
+	op_jset(s, "imageID", str(""));
+	op_jset(s, "ready", op_jbool(c->ready));
+	op_jset(s, "started", op_jbool(c->state == NA_RUNNING && c->started));
+	op_jset(s, "restartCount", op_jint(c->restarts));
 	if (c->ever_started) {
 		_cleanup_free_ char *id = op_asprintf("pgop://%s-%s-%d", p->uid, c->name, c->restarts);
-		op_json_set(s, "containerID", str(id));
+		op_jset(s, "containerID", str(id));
 	}
-	json_object *inner = json_object_new_object();
+	json_object *inner = op_jobj();
 	if (c->state == NA_RUNNING) {
-		op_json_set(inner, "startedAt", str(c->started_at));
-		op_json_set(state, "running", inner);
+		op_jset(inner, "startedAt", str(c->started_at));
+		op_jset(state, "running", inner);
 	} else if (c->state == NA_TERMINATED && !c->next_start_ms) {
-		op_json_set(inner, "exitCode", json_object_new_int(c->exit_code));
+		op_jset(inner, "exitCode", op_jint(c->exit_code));
 		if (c->signal)
-			op_json_set(inner, "signal", json_object_new_int(c->signal));
-		op_json_set(inner, "reason", str(c->reason ? c->reason : "Error"));
-		op_json_set(inner, "startedAt", str(c->started_at));
-		op_json_set(inner, "finishedAt", str(c->finished_at));
-		op_json_set(state, "terminated", inner);
+			op_jset(inner, "signal", op_jint(c->signal));
+		op_jset(inner, "reason", str(c->reason ? c->reason : "Error"));
+		op_jset(inner, "startedAt", str(c->started_at));
+		op_jset(inner, "finishedAt", str(c->finished_at));
+		op_jset(state, "terminated", inner);
 	} else {
-		op_json_set(inner, "reason", str(c->reason ? c->reason : "ContainerCreating"));
+		op_jset(inner, "reason", str(c->reason ? c->reason : "ContainerCreating"));
 		if (c->msg)
-			op_json_set(inner, "message", str(c->msg));
+			op_jset(inner, "message", str(c->msg));
 		else if (p->waiting_msg && !c->ever_started)
-			op_json_set(inner, "message", str(p->waiting_msg));
-		op_json_set(state, "waiting", inner);
+			op_jset(inner, "message", str(p->waiting_msg));
+		op_jset(state, "waiting", inner);
 	}
-	op_json_set(s, "state", state);
-	json_object *last = json_object_new_object();
+	op_jset(s, "state", state);
+	json_object *last = op_jobj();
 	if (c->ever_started && c->restarts > 0 && c->finished_at[0]) {
-		json_object *t = json_object_new_object(), *lt = json_object_new_object();
-		op_json_set(t, "exitCode", json_object_new_int(c->exit_code));
-		op_json_set(t, "reason", str(c->exit_code ? "Error" : "Completed"));
-		op_json_set(t, "finishedAt", str(c->finished_at));
-		op_json_set(lt, "terminated", t);
+		json_object *t = op_jobj(), *lt = op_jobj();
+		op_jset(t, "exitCode", op_jint(c->exit_code));
+		op_jset(t, "reason", str(c->exit_code ? "Error" : "Completed"));
+		op_jset(t, "finishedAt", str(c->finished_at));
+		op_jset(lt, "terminated", t);
 		json_object_put(last);
 		last = lt;
 	}
-	op_json_set(s, "lastState", last);
+	op_jset(s, "lastState", last);
 	return s;
 }
 
@@ -98,57 +98,57 @@ static void condition(struct na_pod *p, json_object *conds, int idx, const char 
 		p->cond[idx] = val;
 		na_rfc3339(p->cond_time[idx]);
 	}
-	json_object *c = json_object_new_object();
-	op_json_set(c, "type", str(type));
-	op_json_set(c, "status", str(val ? "True" : "False"));
-	op_json_set(c, "lastProbeTime", NULL);
-	op_json_set(c, "lastTransitionTime", str(p->cond_time[idx]));
+	json_object *c = op_jobj();
+	op_jset(c, "type", str(type));
+	op_jset(c, "status", str(val ? "True" : "False"));
+	op_jset(c, "lastProbeTime", NULL);
+	op_jset(c, "lastTransitionTime", str(p->cond_time[idx]));
 	if (!val && reason)
-		op_json_set(c, "reason", str(reason));
-	op_json_append(conds, c);
+		op_jset(c, "reason", str(reason));
+	op_jpush(conds, c);
 }
 
 void na_pod_status(struct na_agent *a, struct na_pod *p)
 {
-	json_object *root = json_object_new_object(), *st = json_object_new_object();
+	json_object *root = op_jobj(), *st = op_jobj();
 	const char *phase = phase_of(p);
-	op_json_set(st, "phase", str(phase));
+	op_jset(st, "phase", str(phase));
 	bool inited = p->init_done == p->n_init && !p->init_failed;
 	bool ready = inited && p->n_ctrs > 0;
 	for (size_t i = 0; i < p->n_ctrs; i++)
 		ready &= p->ctrs[i].ready;
-	json_object *conds = json_object_new_array();
+	json_object *conds = op_jarr();
 	condition(p, conds, 3, "PodScheduled", true, NULL);
 	condition(p, conds, 0, "Initialized", inited, "ContainersNotInitialized");
 	condition(p, conds, 1, "ContainersReady", ready, "ContainersNotReady");
 	condition(p, conds, 2, "Ready", ready, "ContainersNotReady");
 	p->cond_set = true;
-	op_json_set(st, "conditions", conds);
-	op_json_set(st, "hostIP", str(a->host_ip));
-	json_object *hips = json_object_new_array(), *hip = json_object_new_object();
-	op_json_set(hip, "ip", str(a->host_ip));
-	op_json_append(hips, hip);
-	op_json_set(st, "hostIPs", hips);
+	op_jset(st, "conditions", conds);
+	op_jset(st, "hostIP", str(a->host_ip));
+	json_object *hips = op_jarr(), *hip = op_jobj();
+	op_jset(hip, "ip", str(a->host_ip));
+	op_jpush(hips, hip);
+	op_jset(st, "hostIPs", hips);
 	if (p->net_ready) {
-		op_json_set(st, "podIP", str(p->ip));
-		json_object *ips = json_object_new_array(), *ip = json_object_new_object();
-		op_json_set(ip, "ip", str(p->ip));
-		op_json_append(ips, ip);
-		op_json_set(st, "podIPs", ips);
+		op_jset(st, "podIP", str(p->ip));
+		json_object *ips = op_jarr(), *ip = op_jobj();
+		op_jset(ip, "ip", str(p->ip));
+		op_jpush(ips, ip);
+		op_jset(st, "podIPs", ips);
 	}
-	op_json_set(st, "startTime", str(p->start_time));
+	op_jset(st, "startTime", str(p->start_time));
 	for (int k = 0; k < 2; k++) {
 		struct na_ctr *v = k ? p->ctrs : p->init;
 		size_t n = k ? p->n_ctrs : p->n_init;
 		if (!n)
 			continue;
 		json_object *spec = op_json_at(p->obj, k ? "spec.containers" : "spec.initContainers");
-		json_object *arr = json_object_new_array();
+		json_object *arr = op_jarr();
 		for (size_t i = 0; i < n; i++)
-			op_json_append(arr, ctr_status(p, &v[i], spec));
-		op_json_set(st, k ? "containerStatuses" : "initContainerStatuses", arr);
+			op_jpush(arr, ctr_status(p, &v[i], spec));
+		op_jset(st, k ? "containerStatuses" : "initContainerStatuses", arr);
 	}
-	op_json_set(root, "status", st);
+	op_jset(root, "status", st);
 	const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
 	if (p->last_status && !strcmp(p->last_status, text)) {
 		json_object_put(root);
