@@ -566,7 +566,7 @@ void as_snaps_get(struct as_snaps *s, json_object *clusters, struct as_views *ou
 		const char *ns = op_json_str_at(cl, "metadata.namespace");
 		const char *name = op_json_str_at(cl, "metadata.name");
 		out[c] = (struct as_views){ 0 };
-		out[c].pods = ns && name ? s->src.pods(s->src.ud, ns, name) : json_object_new_array();
+		out[c].pods = ns && name ? s->src.pods(s->src.ud, ns, name) : op_jarr();
 	}
 	/* need[c][k]: the request waits for this entry (it was not fresh) */
 	bool **need = op_calloc(nc ? nc : 1, sizeof(*need));

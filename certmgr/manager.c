@@ -228,9 +228,7 @@ int cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *e
 		const char *cur = op_json_str_at(spec, "caBundle");
 		if (cur && strcmp(cur, b64) == 0)
 			return 0;
-		json_object *v = json_object_new_string(b64);
-		if (!v || op_json_set(spec, "caBundle", v) < 0)
-			return op_err_set(err, -ENOMEM, "cannot set caBundle");
+		op_jsets(spec, "caBundle", b64);
 		return 1;
 	}
 	json_object *whs = op_json_at(whc, "webhooks");
@@ -246,9 +244,7 @@ int cm_whc_set_bundle(json_object *whc, const char *bundle_pem, struct op_err *e
 		const char *cur = op_json_str_at(cc, "caBundle");
 		if (cur && strcmp(cur, b64) == 0)
 			continue;
-		json_object *s = json_object_new_string(b64);
-		if (!s || op_json_set(cc, "caBundle", s) < 0)
-			return op_err_set(err, -ENOMEM, "cannot set caBundle");
+		op_jsets(cc, "caBundle", b64);
 		changed++;
 	}
 	return changed;
@@ -403,11 +399,10 @@ static void emit(struct cm *cm, json_object *involved, const char *type, const c
 			     e.msg);
 }
 
-static int add_b64(json_object *data, const char *key, const char *pem)
+static void add_b64(json_object *data, const char *key, const char *pem)
 {
 	_cleanup_free_ char *b = op_base64_encode_str(pem, strlen(pem), 0);
-	json_object *v = json_object_new_string(b);
-	return v ? op_json_set(data, key, v) : -ENOMEM;
+	op_jsets(data, key, b);
 }
 
 /* The Secrets belong to the release's Service (ownerReference, no
@@ -421,18 +416,12 @@ static void set_owner(struct cm *cm, json_object *md)
 	const char *uid = kube_obj_uid(svc);
 	if (!uid)
 		return;
-	json_object *ref = json_object_new_object();
-	json_object *refs = json_object_new_array();
-	if (!ref || !refs || op_json_set(ref, "apiVersion", json_object_new_string("v1")) < 0 ||
-	    op_json_set(ref, "kind", json_object_new_string("Service")) < 0 ||
-	    op_json_set(ref, "name", json_object_new_string(cm->cfg.service)) < 0 ||
-	    op_json_set(ref, "uid", json_object_new_string(uid)) < 0 ||
-	    json_object_array_add(refs, ref) < 0) {
-		json_object_put(ref);
-		json_object_put(refs);
-		return;
-	}
-	op_json_set(md, "ownerReferences", refs);
+	json_object *ref = op_jobj();
+	op_jsets(ref, "apiVersion", "v1");
+	op_jsets(ref, "kind", "Service");
+	op_jsets(ref, "name", cm->cfg.service);
+	op_jsets(ref, "uid", uid);
+	op_jset(md, "ownerReferences", op_jpush(op_jarr(), ref));
 }
 
 /* Creates or replaces (PUT with the resourceVersion read) a Secret; *obj is
@@ -440,19 +429,15 @@ static void set_owner(struct cm *cm, json_object *md)
 static int put_secret(struct cm *cm, json_object **obj, json_object *want, struct op_err *err)
 {
 	json_object *md = op_json_at(want, "metadata");
-	json_object *labels = json_object_new_object();
-	json_object *v = json_object_new_string("pgop");
-	if (!md || !labels || !v || op_json_set(labels, "app.kubernetes.io/managed-by", v) < 0 ||
-	    op_json_set(md, "labels", labels) < 0)
-		return op_err_set(err, -ENOMEM, "cannot build Secret metadata");
+	if (!md)
+		return op_err_set(err, -EINVAL, "Secret without metadata");
+	op_jset(md, "labels", op_jsets(op_jobj(), "app.kubernetes.io/managed-by", "pgop"));
 	set_owner(cm, md);
 	json_object *out = NULL;
 	int r;
 	if (*obj) {
 		const char *rv = kube_obj_resource_version(*obj);
-		json_object *rvs = json_object_new_string(rv ? rv : "");
-		if (!rvs || op_json_set(md, "resourceVersion", rvs) < 0)
-			return op_err_set(err, -ENOMEM, "cannot build Secret metadata");
+		op_jsets(md, "resourceVersion", rv);
 		r = kube_update(cm->c, KUBE_SECRETS, cm->cfg.ns, want, &out, err);
 	} else {
 		r = kube_create(cm->c, KUBE_SECRETS, cm->cfg.ns, want, &out, err);
@@ -472,10 +457,10 @@ static int write_ca_secret(struct cm *cm, struct cm_state *s, struct op_err *err
 	if (r < 0)
 		return r;
 	json_object *data = op_json_at(want, "data");
-	if (s->next.cert_pem && s->next.key_pem &&
-	    (add_b64(data, CM_NEXT_CRT, s->next.cert_pem) < 0 ||
-	     add_b64(data, CM_NEXT_KEY, s->next.key_pem) < 0))
-		return op_err_set(err, -ENOMEM, "cannot build the CA Secret");
+	if (s->next.cert_pem && s->next.key_pem) {
+		add_b64(data, CM_NEXT_CRT, s->next.cert_pem);
+		add_b64(data, CM_NEXT_KEY, s->next.key_pem);
+	}
 	return put_secret(cm, &s->ca_obj, want, err);
 }
 

@@ -27,49 +27,4 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static inline json_object *rc_j_check(json_object *o)
-{
-	if (!o) {
-		fputs("pgop: out of memory (json-c)\n", stderr);
-		abort();
-	}
-	return o;
-}
-static inline json_object *jstr(const char *s) { return rc_j_check(json_object_new_string(s)); }
-static inline json_object *jint(int64_t v) { return rc_j_check(json_object_new_int64(v)); }
-static inline json_object *jbool(bool v) { return rc_j_check(json_object_new_boolean(v)); }
-static inline json_object *jobj(void) { return rc_j_check(json_object_new_object()); }
-static inline json_object *jarr(void) { return rc_j_check(json_object_new_array()); }
-/* Sets key (val owned by obj afterwards); returns obj for chaining. */
-static inline json_object *jset(json_object *obj, const char *key, json_object *val)
-{
-	if (json_object_object_add(obj, key, val) < 0) {
-		fputs("pgop: out of memory (json-c)\n", stderr);
-		abort();
-	}
-	return obj;
-}
-static inline json_object *jsets(json_object *obj, const char *key, const char *s)
-{
-	return jset(obj, key, jstr(s));
-}
-static inline json_object *jpush(json_object *arr, json_object *val)
-{
-	if (json_object_array_add(arr, val) < 0) {
-		fputs("pgop: out of memory (json-c)\n", stderr);
-		abort();
-	}
-	return arr;
-}
-/* obj[key], creating an empty object there when absent (borrowed). */
-static inline json_object *jchild(json_object *obj, const char *key)
-{
-	json_object *v = NULL;
-	if (json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_object))
-		return v;
-	v = jobj();
-	jset(obj, key, v);
-	return v;
-}
-
 #endif

@@ -28,12 +28,12 @@ json_object *rc_live_clusters(struct rc_controller *c, const char *ns)
 {
 	if (ns || c->n_ns == 0) {
 		struct kube_informer *inf = rc_informer(c, RC_INF_CLUSTERS, ns);
-		json_object *out = inf ? kube_informer_list(inf, ns) : json_object_new_array();
+		json_object *out = inf ? kube_informer_list(inf, ns) : op_jarr();
 		if (!out)
 			abort();
 		return out;
 	}
-	json_object *out = json_object_new_array();
+	json_object *out = op_jarr();
 	if (!out)
 		abort();
 	for (size_t i = 0; i < c->n_ns; i++) { /* in --watch-namespaces order */
@@ -41,7 +41,7 @@ json_object *rc_live_clusters(struct rc_controller *c, const char *ns)
 		if (!part)
 			abort();
 		for (size_t k = 0; k < json_object_array_length(part); k++)
-			op_json_append(out, json_object_get(json_object_array_get_idx(part, k)));
+			op_jpush(out, json_object_get(json_object_array_get_idx(part, k)));
 		json_object_put(part);
 	}
 	return out;
@@ -220,15 +220,15 @@ static int write_target(struct rc_controller *c, struct live_view *w, const char
 			struct op_err *err)
 {
 	_cleanup_free_ char *ts = api_time_rfc3339_us(api_time_now_us());
-	json_object *p = json_object_new_object(), *md = json_object_new_object(),
-		    *st = json_object_new_object();
+	json_object *p = op_jobj(), *md = op_jobj(),
+		    *st = op_jobj();
 	if (!p || !md || !st)
 		abort();
-	op_json_set(md, "resourceVersion", json_object_new_string(kube_obj_resource_version(w->obj)));
-	op_json_set(st, "targetPrimary", json_object_new_string(target));
-	op_json_set(st, "targetPrimaryTimestamp", json_object_new_string(ts));
-	op_json_set(p, "metadata", md);
-	op_json_set(p, "status", st);
+	op_jset(md, "resourceVersion", op_jstr(kube_obj_resource_version(w->obj)));
+	op_jset(st, "targetPrimary", op_jstr(target));
+	op_jset(st, "targetPrimaryTimestamp", op_jstr(ts));
+	op_jset(p, "metadata", md);
+	op_jset(p, "status", st);
 	struct op_err e = OP_ERR_INIT;
 	int r = kube_patch_status(c->kc, KUBE_CLUSTERS, ns, cluster, KUBE_PATCH_MERGE,
 				  json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, &e);
@@ -284,20 +284,20 @@ out:
 static int patch_annotations(struct rc_controller *c, struct live_view *w, const char *ns,
 			     const char *cluster, char **ret_msg, struct op_err *err, ...)
 {
-	json_object *p = json_object_new_object(), *md = json_object_new_object(),
-		    *a = json_object_new_object();
+	json_object *p = op_jobj(), *md = op_jobj(),
+		    *a = op_jobj();
 	if (!p || !md || !a)
 		abort();
 	va_list ap;
 	va_start(ap, err);
 	for (const char *k; (k = va_arg(ap, const char *));) {
 		const char *v = va_arg(ap, const char *);
-		op_json_set(a, k, json_object_new_string(v));
+		op_jset(a, k, op_jstr(v));
 	}
 	va_end(ap);
-	op_json_set(md, "resourceVersion", json_object_new_string(kube_obj_resource_version(w->obj)));
-	op_json_set(md, "annotations", a);
-	op_json_set(p, "metadata", md);
+	op_jset(md, "resourceVersion", op_jstr(kube_obj_resource_version(w->obj)));
+	op_jset(md, "annotations", a);
+	op_jset(p, "metadata", md);
 	struct op_err e = OP_ERR_INIT;
 	int r = kube_patch(c->kc, KUBE_CLUSTERS, ns, cluster, KUBE_PATCH_MERGE,
 			   json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, &e);

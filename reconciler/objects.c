@@ -9,6 +9,7 @@
 #include "reconciler/objects.h"
 #include "support/alloc.h"
 #include "support/base64.h"
+#include "support/json.h"
 
 #define PG_PORT 5432
 
@@ -29,52 +30,52 @@ char *rc_job_name(const char *cluster, int64_t serial, enum rc_job_role role)
 
 json_object *rc_owner_ref(const struct api_cluster *c)
 {
-	json_object *o = jobj();
-	jsets(o, "apiVersion", "postgresql.cnpg.io/v1");
-	jsets(o, "kind", "Cluster");
-	jsets(o, "name", c->metadata.name);
-	jsets(o, "uid", c->metadata.uid ? c->metadata.uid : "");
-	jset(o, "controller", jbool(true));
-	jset(o, "blockOwnerDeletion", jbool(true));
+	json_object *o = op_jobj();
+	op_jsets(o, "apiVersion", "postgresql.cnpg.io/v1");
+	op_jsets(o, "kind", "Cluster");
+	op_jsets(o, "name", c->metadata.name);
+	op_jsets(o, "uid", c->metadata.uid ? c->metadata.uid : "");
+	op_jset(o, "controller", op_jbool(true));
+	op_jset(o, "blockOwnerDeletion", op_jbool(true));
 	return o;
 }
 
 /* metadata {name, namespace, labels {cnpg.io/cluster}, ownerReferences}. */
 static json_object *meta_new(const struct api_cluster *c, const char *name)
 {
-	json_object *m = jobj();
-	jsets(m, "name", name);
-	jsets(m, "namespace", c->metadata.namespace_);
-	json_object *labels = jobj();
-	jsets(labels, RC_LABEL_CLUSTER, c->metadata.name);
-	jset(m, "labels", labels);
-	jset(m, "ownerReferences", jpush(jarr(), rc_owner_ref(c)));
+	json_object *m = op_jobj();
+	op_jsets(m, "name", name);
+	op_jsets(m, "namespace", c->metadata.namespace_);
+	json_object *labels = op_jobj();
+	op_jsets(labels, RC_LABEL_CLUSTER, c->metadata.name);
+	op_jset(m, "labels", labels);
+	op_jset(m, "ownerReferences", op_jpush(op_jarr(), rc_owner_ref(c)));
 	return m;
 }
 
 static json_object *object_new(const char *api_version, const char *kind, json_object *meta)
 {
-	json_object *o = jobj();
-	jsets(o, "apiVersion", api_version);
-	jsets(o, "kind", kind);
-	jset(o, "metadata", meta);
+	json_object *o = op_jobj();
+	op_jsets(o, "apiVersion", api_version);
+	op_jsets(o, "kind", kind);
+	op_jset(o, "metadata", meta);
 	return o;
 }
 
 void rc_adopt(const struct api_cluster *c, json_object *obj)
 {
-	json_object *m = jchild(obj, "metadata");
-	jsets(jchild(m, "labels"), RC_LABEL_CLUSTER, c->metadata.name);
-	jset(m, "ownerReferences", jpush(jarr(), rc_owner_ref(c)));
+	json_object *m = op_jchild(obj, "metadata");
+	op_jsets(op_jchild(m, "labels"), RC_LABEL_CLUSTER, c->metadata.name);
+	op_jset(m, "ownerReferences", op_jpush(op_jarr(), rc_owner_ref(c)));
 }
 
 /* The app.kubernetes.io labels CNPG puts on Pods and Services. */
 static void app_labels(const struct api_cluster *c, json_object *labels)
 {
-	jsets(labels, "app.kubernetes.io/name", "postgresql");
-	jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
-	jsets(labels, "app.kubernetes.io/component", "database");
-	jsets(labels, "app.kubernetes.io/managed-by", "pgop");
+	op_jsets(labels, "app.kubernetes.io/name", "postgresql");
+	op_jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
+	op_jsets(labels, "app.kubernetes.io/component", "database");
+	op_jsets(labels, "app.kubernetes.io/managed-by", "pgop");
 }
 
 json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
@@ -83,31 +84,31 @@ json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
 	json_object *m = meta_new(c, name);
 	app_labels(c, json_object_object_get(m, "labels"));
 	json_object *o = object_new("v1", "Service", m);
-	json_object *spec = jchild(o, "spec");
-	jsets(spec, "type", "ClusterIP");
-	json_object *port = jobj();
-	jsets(port, "name", "postgres");
-	jsets(port, "protocol", "TCP");
-	jset(port, "port", jint(PG_PORT));
-	jsets(port, "targetPort", "postgresql");
-	jset(spec, "ports", jpush(jarr(), port));
-	json_object *sel = jobj();
-	jsets(sel, RC_LABEL_CLUSTER, c->metadata.name);
+	json_object *spec = op_jchild(o, "spec");
+	op_jsets(spec, "type", "ClusterIP");
+	json_object *port = op_jobj();
+	op_jsets(port, "name", "postgres");
+	op_jsets(port, "protocol", "TCP");
+	op_jset(port, "port", op_jint(PG_PORT));
+	op_jsets(port, "targetPort", "postgresql");
+	op_jset(spec, "ports", op_jpush(op_jarr(), port));
+	json_object *sel = op_jobj();
+	op_jsets(sel, RC_LABEL_CLUSTER, c->metadata.name);
 	switch (svc) {
 	case API_SVC_RW:
-		jsets(sel, RC_LABEL_INSTANCE_ROLE, RC_ROLE_PRIMARY);
+		op_jsets(sel, RC_LABEL_INSTANCE_ROLE, RC_ROLE_PRIMARY);
 		break;
 	case API_SVC_RO:
-		jsets(sel, RC_LABEL_INSTANCE_ROLE, RC_ROLE_REPLICA);
+		op_jsets(sel, RC_LABEL_INSTANCE_ROLE, RC_ROLE_REPLICA);
 		break;
 	case API_SVC_R:
 	case API_SVC_ANY:
-		jsets(sel, RC_LABEL_POD_ROLE, "instance");
+		op_jsets(sel, RC_LABEL_POD_ROLE, "instance");
 		break;
 	}
 	if (svc == API_SVC_ANY)
-		jset(spec, "publishNotReadyAddresses", jbool(true));
-	jset(spec, "selector", sel);
+		op_jset(spec, "publishNotReadyAddresses", op_jbool(true));
+	op_jset(spec, "selector", sel);
 	return o;
 }
 
@@ -132,17 +133,17 @@ int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_obj
 					: api_pgdata_pvc_name(c->metadata.name, serial);
 	json_object *m = meta_new(c, name);
 	json_object *labels = json_object_object_get(m, "labels");
-	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
-	jsets(labels, RC_LABEL_PVC_ROLE, wal ? "PG_WAL" : "PG_DATA");
+	op_jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
+	op_jsets(labels, RC_LABEL_PVC_ROLE, wal ? "PG_WAL" : "PG_DATA");
 	_cleanup_free_ char *ser = op_asprintf("%lld", (long long)serial);
-	jsets(jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
+	op_jsets(op_jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
 	json_object *o = object_new("v1", "PersistentVolumeClaim", m);
-	json_object *spec = jchild(o, "spec");
-	jset(spec, "accessModes", jpush(jarr(), jstr("ReadWriteOnce")));
-	jsets(jchild(jchild(spec, "resources"), "requests"), "storage", size);
+	json_object *spec = op_jchild(o, "spec");
+	op_jset(spec, "accessModes", op_jpush(op_jarr(), op_jstr("ReadWriteOnce")));
+	op_jsets(op_jchild(op_jchild(spec, "resources"), "requests"), "storage", size);
 	if (sc)
-		jsets(spec, "storageClassName", sc);
-	jsets(spec, "volumeMode", "Filesystem");
+		op_jsets(spec, "storageClassName", sc);
+	op_jsets(spec, "volumeMode", "Filesystem");
 	*ret = o;
 	return 0;
 }
@@ -186,7 +187,7 @@ static void app_identity(const struct api_cluster *c, const char **user, const c
 static void add_data(json_object *data, const char *key, const char *value)
 {
 	_cleanup_free_ char *b64 = op_base64_encode_str(value, strlen(value), 0);
-	jsets(data, key, b64);
+	op_jsets(data, key, b64);
 }
 
 int rc_build_basic_auth_secret(const struct api_cluster *c, const struct rc_settings *s,
@@ -230,11 +231,11 @@ int rc_build_basic_auth_secret(const struct api_cluster *c, const struct rc_sett
 	};
 	json_object *m = meta_new(c, name);
 	json_object *labels = json_object_object_get(m, "labels");
-	jsets(labels, RC_LABEL_USER_TYPE, which == API_SECRET_SUPERUSER ? "superuser" : "app");
-	jsets(labels, RC_LABEL_RELOAD, "true");
+	op_jsets(labels, RC_LABEL_USER_TYPE, which == API_SECRET_SUPERUSER ? "superuser" : "app");
+	op_jsets(labels, RC_LABEL_RELOAD, "true");
 	json_object *o = object_new("v1", "Secret", m);
-	jsets(o, "type", "kubernetes.io/basic-auth");
-	json_object *data = jchild(o, "data");
+	op_jsets(o, "type", "kubernetes.io/basic-auth");
+	json_object *data = op_jchild(o, "data");
 	for (size_t i = 0; i < OP_ARRAY_SIZE(kv); i++) {
 		add_data(data, kv[i].k, kv[i].v);
 	}
@@ -282,21 +283,21 @@ static json_object *rule(const char *group, const char *const *resources, size_t
 			 const char *const *verbs, size_t nverbs, const char *const *names,
 			 size_t nnames)
 {
-	json_object *r = jobj();
-	jset(r, "apiGroups", jpush(jarr(), jstr(group)));
-	json_object *a = jarr();
+	json_object *r = op_jobj();
+	op_jset(r, "apiGroups", op_jpush(op_jarr(), op_jstr(group)));
+	json_object *a = op_jarr();
 	for (size_t i = 0; i < nres; i++)
-		jpush(a, jstr(resources[i]));
-	jset(r, "resources", a);
-	a = jarr();
+		op_jpush(a, op_jstr(resources[i]));
+	op_jset(r, "resources", a);
+	a = op_jarr();
 	for (size_t i = 0; i < nverbs; i++)
-		jpush(a, jstr(verbs[i]));
-	jset(r, "verbs", a);
+		op_jpush(a, op_jstr(verbs[i]));
+	op_jset(r, "verbs", a);
 	if (nnames) {
-		a = jarr();
+		a = op_jarr();
 		for (size_t i = 0; i < nnames; i++)
-			jpush(a, jstr(names[i]));
-		jset(r, "resourceNames", a);
+			op_jpush(a, op_jstr(names[i]));
+		op_jset(r, "resourceNames", a);
 	}
 	return r;
 }
@@ -305,7 +306,7 @@ json_object *rc_build_role(const struct api_cluster *c)
 {
 	const char *cn = c->metadata.name;
 	json_object *o = object_new("rbac.authorization.k8s.io/v1", "Role", meta_new(c, cn));
-	json_object *rules = jarr();
+	json_object *rules = op_jarr();
 	static const char *const clusters[] = { "clusters" };
 	static const char *const status[] = { "clusters/status" };
 	static const char *const get_watch[] = { "get", "watch" };
@@ -317,9 +318,9 @@ json_object *rc_build_role(const struct api_cluster *c)
 	 * the API), and it records no Events and takes no Lease. The operator must
 	 * hold every permission it grants here (RBAC escalation check): the chart's
 	 * reconciler rules (charts/pgop/templates/rbac.yaml) are its upper bound. */
-	jpush(rules, rule("postgresql.cnpg.io", clusters, 1, get_watch, 2, names, 1));
-	jpush(rules, rule("postgresql.cnpg.io", status, 1, get_patch, 2, names, 1));
-	jset(o, "rules", rules);
+	op_jpush(rules, rule("postgresql.cnpg.io", clusters, 1, get_watch, 2, names, 1));
+	op_jpush(rules, rule("postgresql.cnpg.io", status, 1, get_patch, 2, names, 1));
+	op_jset(o, "rules", rules);
 	return o;
 }
 
@@ -328,15 +329,15 @@ json_object *rc_build_role_binding(const struct api_cluster *c)
 	const char *cn = c->metadata.name;
 	json_object *o =
 		object_new("rbac.authorization.k8s.io/v1", "RoleBinding", meta_new(c, cn));
-	json_object *subj = jobj();
-	jsets(subj, "kind", "ServiceAccount");
-	jsets(subj, "name", sa_name(c));
-	jsets(subj, "namespace", c->metadata.namespace_);
-	jset(o, "subjects", jpush(jarr(), subj));
-	json_object *ref = jobj();
-	jsets(ref, "apiGroup", "rbac.authorization.k8s.io");
-	jsets(ref, "kind", "Role");
-	jsets(ref, "name", cn);
-	jset(o, "roleRef", ref);
+	json_object *subj = op_jobj();
+	op_jsets(subj, "kind", "ServiceAccount");
+	op_jsets(subj, "name", sa_name(c));
+	op_jsets(subj, "namespace", c->metadata.namespace_);
+	op_jset(o, "subjects", op_jpush(op_jarr(), subj));
+	json_object *ref = op_jobj();
+	op_jsets(ref, "apiGroup", "rbac.authorization.k8s.io");
+	op_jsets(ref, "kind", "Role");
+	op_jsets(ref, "name", cn);
+	op_jset(o, "roleRef", ref);
 	return o;
 }

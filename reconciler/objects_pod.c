@@ -8,6 +8,7 @@
 #include "reconciler/objects.h"
 #include "support/alloc.h"
 #include "support/buf.h"
+#include "support/json.h"
 
 #define STATUS_PORT 8000
 #define PG_PORT 5432
@@ -16,78 +17,78 @@
 
 static json_object *env_val(const char *name, const char *value)
 {
-	json_object *e = jobj();
-	jsets(e, "name", name);
-	jsets(e, "value", value);
+	json_object *e = op_jobj();
+	op_jsets(e, "name", name);
+	op_jsets(e, "value", value);
 	return e;
 }
 
 static json_object *env_field(const char *name, const char *path)
 {
-	json_object *e = jobj();
-	jsets(e, "name", name);
-	json_object *fr = jobj();
-	jsets(fr, "apiVersion", "v1");
-	jsets(fr, "fieldPath", path);
-	jset(jchild(e, "valueFrom"), "fieldRef", fr);
+	json_object *e = op_jobj();
+	op_jsets(e, "name", name);
+	json_object *fr = op_jobj();
+	op_jsets(fr, "apiVersion", "v1");
+	op_jsets(fr, "fieldPath", path);
+	op_jset(op_jchild(e, "valueFrom"), "fieldRef", fr);
 	return e;
 }
 
 static json_object *mount(const char *name, const char *path, bool ro)
 {
-	json_object *m = jobj();
-	jsets(m, "name", name);
-	jsets(m, "mountPath", path);
+	json_object *m = op_jobj();
+	op_jsets(m, "name", name);
+	op_jsets(m, "mountPath", path);
 	if (ro)
-		jset(m, "readOnly", jbool(true));
+		op_jset(m, "readOnly", op_jbool(true));
 	return m;
 }
 
 static json_object *vol_secret(const char *name, const char *secret, const char *only_key)
 {
-	json_object *v = jobj();
-	jsets(v, "name", name);
-	json_object *s = jobj();
+	json_object *v = op_jobj();
+	op_jsets(v, "name", name);
+	json_object *s = op_jobj();
 	/* kubelet's default mode (0644): the instance manager copies the keys into
 	 * /controller/certificates with 0600 for PostgreSQL */
-	jsets(s, "secretName", secret);
+	op_jsets(s, "secretName", secret);
 	if (only_key) {
-		json_object *item = jobj();
-		jsets(item, "key", only_key);
-		jsets(item, "path", only_key);
-		jset(s, "items", jpush(jarr(), item));
+		json_object *item = op_jobj();
+		op_jsets(item, "key", only_key);
+		op_jsets(item, "path", only_key);
+		op_jset(s, "items", op_jpush(op_jarr(), item));
 	}
-	jset(v, "secret", s);
+	op_jset(v, "secret", s);
 	return v;
 }
 
 static json_object *vol_pvc(const char *name, const char *claim)
 {
-	json_object *v = jobj();
-	jsets(v, "name", name);
-	jsets(jchild(v, "persistentVolumeClaim"), "claimName", claim);
+	json_object *v = op_jobj();
+	op_jsets(v, "name", name);
+	op_jsets(op_jchild(v, "persistentVolumeClaim"), "claimName", claim);
 	return v;
 }
 
 static json_object *probe(const char *path, int period, int failure)
 {
-	json_object *p = jobj();
-	json_object *h = jobj();
-	jsets(h, "path", path);
-	jset(h, "port", jint(STATUS_PORT));
-	jsets(h, "scheme", "HTTPS");
-	jset(p, "httpGet", h);
-	jset(p, "periodSeconds", jint(period));
-	jset(p, "timeoutSeconds", jint(5));
-	jset(p, "failureThreshold", jint(failure));
+	json_object *p = op_jobj();
+	json_object *h = op_jobj();
+	op_jsets(h, "path", path);
+	op_jset(h, "port", op_jint(STATUS_PORT));
+	op_jsets(h, "scheme", "HTTPS");
+	op_jset(p, "httpGet", h);
+	op_jset(p, "periodSeconds", op_jint(period));
+	op_jset(p, "timeoutSeconds", op_jint(5));
+	op_jset(p, "failureThreshold", op_jint(failure));
 	return p;
 }
 
 static json_object *kvs_object(const struct api_kvs *kvs)
 {
-	json_object *o = jobj();
+	json_object *o = op_jobj();
 	for (size_t i = 0; i < kvs->n; i++)
-		jsets(o, kvs->items[i].key, kvs->items[i].value);
+		op_jsets(o, kvs->items[i].key, kvs->items[i].value);
 	return o;
 }
 
@@ -103,51 +104,51 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	_cleanup_free_ char *s_rep = api_secret_name(cn, API_SECRET_REPLICATION);
 	_cleanup_free_ char *s_su = rc_user_secret_name(c, API_SECRET_SUPERUSER);
 	_cleanup_free_ char *s_app = rc_user_secret_name(c, API_SECRET_APP);
-	json_object *vols = jarr();
-	jpush(vols, vol_pvc("pgdata", pvc));
-	jpush(mounts, mount("pgdata", PGDATA_MOUNT, false));
+	json_object *vols = op_jarr();
+	op_jpush(vols, vol_pvc("pgdata", pvc));
+	op_jpush(mounts, mount("pgdata", PGDATA_MOUNT, false));
 	if (c->spec.wal_storage.present) {
-		jpush(vols, vol_pvc("pg-wal", wal));
-		jpush(mounts, mount("pg-wal", WAL_MOUNT, false));
+		op_jpush(vols, vol_pvc("pg-wal", wal));
+		op_jpush(mounts, mount("pg-wal", WAL_MOUNT, false));
 	}
-	json_object *ctl = jobj();
-	jsets(ctl, "name", "controller");
-	jset(ctl, "emptyDir", jobj());
-	jpush(vols, ctl);
-	jpush(mounts, mount("controller", "/controller", false));
-	jpush(vols, vol_secret("server-tls", s_srv, NULL));
-	jpush(mounts, mount("server-tls", "/run/pgop/certs/server", true));
-	jpush(vols, vol_secret("ca", s_ca, "ca.crt"));
-	jpush(mounts, mount("ca", "/run/pgop/certs/ca", true));
-	jpush(vols, vol_secret("replication-tls", s_rep, NULL));
-	jpush(mounts, mount("replication-tls", "/run/pgop/certs/replication", true));
+	json_object *ctl = op_jobj();
+	op_jsets(ctl, "name", "controller");
+	op_jset(ctl, "emptyDir", op_jobj());
+	op_jpush(vols, ctl);
+	op_jpush(mounts, mount("controller", "/controller", false));
+	op_jpush(vols, vol_secret("server-tls", s_srv, NULL));
+	op_jpush(mounts, mount("server-tls", "/run/pgop/certs/server", true));
+	op_jpush(vols, vol_secret("ca", s_ca, "ca.crt"));
+	op_jpush(mounts, mount("ca", "/run/pgop/certs/ca", true));
+	op_jpush(vols, vol_secret("replication-tls", s_rep, NULL));
+	op_jpush(mounts, mount("replication-tls", "/run/pgop/certs/replication", true));
 	if (c->spec.enable_superuser_access) { /* otherwise no pod needs the password */
-		jpush(vols, vol_secret("superuser", s_su, NULL));
-		jpush(mounts, mount("superuser", "/run/pgop/secrets/superuser", true));
+		op_jpush(vols, vol_secret("superuser", s_su, NULL));
+		op_jpush(mounts, mount("superuser", "/run/pgop/secrets/superuser", true));
 	}
-	jpush(vols, vol_secret("app", s_app, NULL));
-	jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
-	jset(spec, "volumes", vols);
+	op_jpush(vols, vol_secret("app", s_app, NULL));
+	op_jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
+	op_jset(spec, "volumes", vols);
 }
 
 static json_object *env_list(const struct api_cluster *c)
 {
-	json_object *env = jarr();
-	jpush(env, env_field("POD_NAME", "metadata.name"));
-	jpush(env, env_field("NAMESPACE", "metadata.namespace"));
-	jpush(env, env_field("POD_IP", "status.podIP"));
-	jpush(env, env_val("CLUSTER_NAME", c->metadata.name));
-	jpush(env, env_val("PGDATA", PGDATA_MOUNT "/pgdata"));
-	jpush(env, env_val("PGHOST", "/controller/run"));
-	jpush(env, env_val("PGPORT", "5432"));
+	json_object *env = op_jarr();
+	op_jpush(env, env_field("POD_NAME", "metadata.name"));
+	op_jpush(env, env_field("NAMESPACE", "metadata.namespace"));
+	op_jpush(env, env_field("POD_IP", "status.podIP"));
+	op_jpush(env, env_val("CLUSTER_NAME", c->metadata.name));
+	op_jpush(env, env_val("PGDATA", PGDATA_MOUNT "/pgdata"));
+	op_jpush(env, env_val("PGHOST", "/controller/run"));
+	op_jpush(env, env_val("PGPORT", "5432"));
 	return env;
 }
 
 static json_object *str_array(const char *const *v, size_t n)
 {
-	json_object *a = jarr();
+	json_object *a = op_jarr();
 	for (size_t i = 0; i < n; i++)
-		jpush(a, jstr(v[i]));
+		op_jpush(a, op_jstr(v[i]));
 	return a;
 }
 
@@ -156,12 +157,12 @@ static json_object *str_array(const char *const *v, size_t n)
  * `ps`, and independent of how the instance manager reads its environment. */
 static void identity_args(json_object *cmd, const struct api_cluster *c, const char *pod)
 {
-	jpush(cmd, jstr("--cluster-name"));
-	jpush(cmd, jstr(c->metadata.name));
-	jpush(cmd, jstr("--namespace"));
-	jpush(cmd, jstr(c->metadata.namespace_ ? c->metadata.namespace_ : "default"));
-	jpush(cmd, jstr("--pod-name"));
-	jpush(cmd, jstr(pod));
+	op_jpush(cmd, op_jstr("--cluster-name"));
+	op_jpush(cmd, op_jstr(c->metadata.name));
+	op_jpush(cmd, op_jstr("--namespace"));
+	op_jpush(cmd, op_jstr(c->metadata.namespace_ ? c->metadata.namespace_ : "default"));
+	op_jpush(cmd, op_jstr("--pod-name"));
+	op_jpush(cmd, op_jstr(pod));
 }
 
 const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s)
@@ -180,8 +181,8 @@ static void major_args(json_object *cmd, const struct api_cluster *c, const stru
 		return; /* a digest-only image: the instance manager takes any major */
 	char n[16];
 	snprintf(n, sizeof(n), "%d", major);
-	jpush(cmd, jstr("--pg-major"));
-	jpush(cmd, jstr(n));
+	op_jpush(cmd, op_jstr("--pg-major"));
+	op_jpush(cmd, op_jstr(n));
 }
 
 /* The pod spec of an instance (command NULL) or of a bootstrap Pod (command
@@ -190,97 +191,97 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 			     int64_t serial, json_object *command)
 {
 	const char *image = s && s->operator_image ? s->operator_image : "pgop:latest";
-	json_object *spec = jobj();
+	json_object *spec = op_jobj();
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
-	json_object *mounts = jarr();
+	json_object *mounts = op_jarr();
 	add_volumes(c, serial, spec, mounts);
 
-	json_object *init = jobj();
-	jsets(init, "name", "bootstrap-controller");
-	jsets(init, "image", image);
+	json_object *init = op_jobj();
+	op_jsets(init, "name", "bootstrap-controller");
+	op_jsets(init, "image", image);
 	static const char *const boot[] = { "pgop", "bootstrap", "/controller/pgop" };
-	jset(init, "command", str_array(boot, OP_ARRAY_SIZE(boot)));
-	jset(init, "volumeMounts", jpush(jarr(), mount("controller", "/controller", false)));
-	jset(spec, "initContainers", jpush(jarr(), init));
+	op_jset(init, "command", str_array(boot, OP_ARRAY_SIZE(boot)));
+	op_jset(init, "volumeMounts", op_jpush(op_jarr(), mount("controller", "/controller", false)));
+	op_jset(spec, "initContainers", op_jpush(op_jarr(), init));
 
-	json_object *pg = jobj();
-	jsets(pg, "name", RC_CONTAINER_POSTGRES);
-	jsets(pg, "image", rc_pg_image(c, s));
+	json_object *pg = op_jobj();
+	op_jsets(pg, "name", RC_CONTAINER_POSTGRES);
+	op_jsets(pg, "image", rc_pg_image(c, s));
 	if (c->spec.image_pull_policy)
-		jsets(pg, "imagePullPolicy", c->spec.image_pull_policy);
+		op_jsets(pg, "imagePullPolicy", c->spec.image_pull_policy);
 	if (command) {
-		jset(pg, "command", command);
+		op_jset(pg, "command", command);
 	} else {
 		static const char *const run[] = { "/controller/pgop", "instance", "run" };
 		json_object *cmd = str_array(run, OP_ARRAY_SIZE(run));
 		identity_args(cmd, c, pod);
 		major_args(cmd, c, s);
-		jset(pg, "command", cmd);
-		json_object *ports = jarr();
-		json_object *p = jobj();
-		jsets(p, "name", "postgresql");
-		jset(p, "containerPort", jint(PG_PORT));
-		jsets(p, "protocol", "TCP");
-		jpush(ports, p);
-		p = jobj();
-		jsets(p, "name", "status");
-		jset(p, "containerPort", jint(STATUS_PORT));
-		jsets(p, "protocol", "TCP");
-		jpush(ports, p);
-		jset(pg, "ports", ports);
+		op_jset(pg, "command", cmd);
+		json_object *ports = op_jarr();
+		json_object *p = op_jobj();
+		op_jsets(p, "name", "postgresql");
+		op_jset(p, "containerPort", op_jint(PG_PORT));
+		op_jsets(p, "protocol", "TCP");
+		op_jpush(ports, p);
+		p = op_jobj();
+		op_jsets(p, "name", "status");
+		op_jset(p, "containerPort", op_jint(STATUS_PORT));
+		op_jsets(p, "protocol", "TCP");
+		op_jpush(ports, p);
+		op_jset(pg, "ports", ports);
 		/* Startup and readiness are probed every second and every 2 s (CNPG:
 		 * 10 s): a restarted container (its instance manager killed) is back
 		 * in the Services a second after postgres accepts connections, not up
 		 * to 20 s later. The probes are a plain-HTTP flag read (port 8080);
 		 * readiness keeps CNPG's 30 s of failures before a Pod leaves them. */
 		int64_t start = c->spec.start_delay > 0 ? c->spec.start_delay : 3600;
-		jset(pg, "startupProbe", probe("/startupz", 1, (int)(start > 0 ? start : 1)));
-		jset(pg, "readinessProbe", probe("/readyz", 2, 15));
+		op_jset(pg, "startupProbe", probe("/startupz", 1, (int)(start > 0 ? start : 1)));
+		op_jset(pg, "readinessProbe", probe("/readyz", 2, 15));
 		int64_t live = c->spec.liveness_probe_timeout > 0 ? c->spec.liveness_probe_timeout / 10
 								  : 3;
-		jset(pg, "livenessProbe", probe("/healthz", 10, live > 0 ? (int)live : 1));
+		op_jset(pg, "livenessProbe", probe("/healthz", 10, live > 0 ? (int)live : 1));
 	}
-	jset(pg, "env", env_list(c));
-	jset(pg, "volumeMounts", mounts);
+	op_jset(pg, "env", env_list(c));
+	op_jset(pg, "volumeMounts", mounts);
 	if (c->spec.resources.requests.n || c->spec.resources.limits.n) {
-		json_object *res = jobj();
+		json_object *res = op_jobj();
 		if (c->spec.resources.requests.n)
-			jset(res, "requests", kvs_object(&c->spec.resources.requests));
+			op_jset(res, "requests", kvs_object(&c->spec.resources.requests));
 		if (c->spec.resources.limits.n)
-			jset(res, "limits", kvs_object(&c->spec.resources.limits));
-		jset(pg, "resources", res);
+			op_jset(res, "limits", kvs_object(&c->spec.resources.limits));
+		op_jset(pg, "resources", res);
 	}
-	jset(spec, "containers", jpush(jarr(), pg));
+	op_jset(spec, "containers", op_jpush(op_jarr(), pg));
 
-	json_object *sc = jobj();
-	jset(sc, "runAsUser", jint(c->spec.postgres_uid));
-	jset(sc, "runAsGroup", jint(c->spec.postgres_gid));
-	jset(sc, "fsGroup", jint(c->spec.postgres_gid));
-	jset(sc, "runAsNonRoot", jbool(true));
-	jset(spec, "securityContext", sc);
-	jsets(spec, "serviceAccountName",
+	json_object *sc = op_jobj();
+	op_jset(sc, "runAsUser", op_jint(c->spec.postgres_uid));
+	op_jset(sc, "runAsGroup", op_jint(c->spec.postgres_gid));
+	op_jset(sc, "fsGroup", op_jint(c->spec.postgres_gid));
+	op_jset(sc, "runAsNonRoot", op_jbool(true));
+	op_jset(spec, "securityContext", sc);
+	op_jsets(spec, "serviceAccountName",
 	      c->spec.service_account_name && *c->spec.service_account_name
 		      ? c->spec.service_account_name
 		      : c->metadata.name);
-	jsets(spec, "hostname", pod);
+	op_jsets(spec, "hostname", pod);
 	if (c->spec.affinity.node_selector.n)
-		jset(spec, "nodeSelector", kvs_object(&c->spec.affinity.node_selector));
+		op_jset(spec, "nodeSelector", kvs_object(&c->spec.affinity.node_selector));
 	int64_t stop = c->spec.stop_delay > 0 ? c->spec.stop_delay : 1800;
-	jset(spec, "terminationGracePeriodSeconds", jint(stop));
+	op_jset(spec, "terminationGracePeriodSeconds", op_jint(stop));
 	return spec;
 }
 
 static json_object *pod_meta(const struct api_cluster *c, const char *name, int64_t serial)
 {
-	json_object *m = jobj();
-	jsets(m, "name", name);
-	jsets(m, "namespace", c->metadata.namespace_);
-	json_object *labels = jobj();
-	jsets(labels, RC_LABEL_CLUSTER, c->metadata.name);
-	jset(m, "labels", labels);
+	json_object *m = op_jobj();
+	op_jsets(m, "name", name);
+	op_jsets(m, "namespace", c->metadata.namespace_);
+	json_object *labels = op_jobj();
+	op_jsets(labels, RC_LABEL_CLUSTER, c->metadata.name);
+	op_jset(m, "labels", labels);
 	_cleanup_free_ char *ser = op_asprintf("%lld", (long long)serial);
-	jsets(jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
-	jset(m, "ownerReferences", jpush(jarr(), rc_owner_ref(c)));
+	op_jsets(op_jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
+	op_jset(m, "ownerReferences", op_jpush(op_jarr(), rc_owner_ref(c)));
 	return m;
 }
 
@@ -290,27 +291,27 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	if (serial <= 0)
 		return op_err_set(err, -EINVAL, "instance serial %lld", (long long)serial);
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
-	json_object *o = jobj();
-	jsets(o, "apiVersion", "v1");
-	jsets(o, "kind", "Pod");
+	json_object *o = op_jobj();
+	op_jsets(o, "apiVersion", "v1");
+	op_jsets(o, "kind", "Pod");
 	json_object *m = pod_meta(c, pod, serial);
 	json_object *labels = json_object_object_get(m, "labels");
-	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
-	jsets(labels, RC_LABEL_POD_ROLE, "instance");
+	op_jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
+	op_jsets(labels, RC_LABEL_POD_ROLE, "instance");
 	if (role) {
-		jsets(labels, RC_LABEL_INSTANCE_ROLE, role);
-		jsets(labels, RC_LABEL_ROLE, role);
+		op_jsets(labels, RC_LABEL_INSTANCE_ROLE, role);
+		op_jsets(labels, RC_LABEL_ROLE, role);
 	}
-	jsets(labels, "app.kubernetes.io/name", "postgresql");
-	jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
-	jsets(labels, "app.kubernetes.io/component", "database");
-	jsets(labels, "app.kubernetes.io/managed-by", "pgop");
+	op_jsets(labels, "app.kubernetes.io/name", "postgresql");
+	op_jsets(labels, "app.kubernetes.io/instance", c->metadata.name);
+	op_jsets(labels, "app.kubernetes.io/component", "database");
+	op_jsets(labels, "app.kubernetes.io/managed-by", "pgop");
 	const char *restarted = api_kvs_get(&c->metadata.annotations, RC_ANN_RESTARTED_AT);
 	if (restarted)
-		jsets(jchild(m, "annotations"), RC_ANN_RESTARTED_AT, restarted);
-	jsets(jchild(m, "annotations"), RC_ANN_IMAGE, rc_pg_image(c, s));
-	jset(o, "metadata", m);
-	jset(o, "spec", pod_spec(c, s, serial, NULL));
+		op_jsets(op_jchild(m, "annotations"), RC_ANN_RESTARTED_AT, restarted);
+	op_jsets(op_jchild(m, "annotations"), RC_ANN_IMAGE, rc_pg_image(c, s));
+	op_jset(o, "metadata", m);
+	op_jset(o, "spec", pod_spec(c, s, serial, NULL));
 	*ret = o;
 	return 0;
 }
@@ -320,29 +321,29 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 static json_object *bootstrap_command(const struct api_cluster *c, const struct rc_settings *s,
 				      int64_t serial, enum rc_job_role role, struct op_err *err)
 {
-	json_object *a = jarr();
-	jpush(a, jstr("/controller/pgop"));
-	jpush(a, jstr("instance"));
-	jpush(a, jstr(role == RC_JOB_JOIN ? "join" : "init"));
+	json_object *a = op_jarr();
+	op_jpush(a, op_jstr("/controller/pgop"));
+	op_jpush(a, op_jstr("instance"));
+	op_jpush(a, op_jstr(role == RC_JOB_JOIN ? "join" : "init"));
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
 	identity_args(a, c, pod);
 	major_args(a, c, s);
 	if (c->spec.wal_storage.present) {
-		jpush(a, jstr("--pg-wal"));
-		jpush(a, jstr(WAL_MOUNT "/pg_wal"));
+		op_jpush(a, op_jstr("--pg-wal"));
+		op_jpush(a, op_jstr(WAL_MOUNT "/pg_wal"));
 	}
 	if (role == RC_JOB_JOIN) {
 		_cleanup_free_ char *rw = api_service_name(c->metadata.name, API_SVC_RW);
-		jpush(a, jstr("--primary-host"));
-		jpush(a, jstr(rw));
+		op_jpush(a, op_jstr("--primary-host"));
+		op_jpush(a, op_jstr(rw));
 		return a;
 	}
 	const struct api_initdb *i = &c->spec.bootstrap.initdb;
 	struct api_strv flags = { 0 };
 	int r = api_initdb_args(i, &flags, err);
 	for (size_t k = 0; r == 0 && k < flags.n; k++) { /* one flag, one element */
-		jpush(a, jstr("--initdb-flag"));
-		jpush(a, jstr(flags.items[k]));
+		op_jpush(a, op_jstr("--initdb-flag"));
+		op_jpush(a, op_jstr(flags.items[k]));
 	}
 	api_strv_done(&flags);
 	if (r) {
@@ -351,10 +352,10 @@ static json_object *bootstrap_command(const struct api_cluster *c, const struct 
 	}
 	const char *db = i->database && *i->database ? i->database : "app";
 	const char *owner = i->owner && *i->owner ? i->owner : db;
-	jpush(a, jstr("--app-db-name"));
-	jpush(a, jstr(db));
-	jpush(a, jstr("--app-user"));
-	jpush(a, jstr(owner));
+	op_jpush(a, op_jstr("--app-db-name"));
+	op_jpush(a, op_jstr(db));
+	op_jpush(a, op_jstr("--app-user"));
+	op_jpush(a, op_jstr(owner));
 	const struct {
 		const char *flag;
 		const struct api_strv *v;
@@ -365,8 +366,8 @@ static json_object *bootstrap_command(const struct api_cluster *c, const struct 
 	};
 	for (size_t k = 0; k < OP_ARRAY_SIZE(sql); k++)
 		for (size_t j = 0; j < sql[k].v->n; j++) {
-			jpush(a, jstr(sql[k].flag));
-			jpush(a, jstr(sql[k].v->items[j]));
+			op_jpush(a, op_jstr(sql[k].flag));
+			op_jpush(a, op_jstr(sql[k].v->items[j]));
 		}
 	return a;
 }
@@ -382,19 +383,19 @@ int rc_build_bootstrap_pod(const struct api_cluster *c, const struct rc_settings
 	json_object *cmd = bootstrap_command(c, s, serial, role, err);
 	if (!cmd)
 		return -EINVAL;
-	json_object *o = jobj();
-	jsets(o, "apiVersion", "v1");
-	jsets(o, "kind", "Pod");
+	json_object *o = op_jobj();
+	op_jsets(o, "apiVersion", "v1");
+	op_jsets(o, "kind", "Pod");
 	json_object *m = pod_meta(c, name, serial);
 	json_object *labels = json_object_object_get(m, "labels");
-	jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
-	jsets(labels, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
-	jset(o, "metadata", m);
+	op_jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
+	op_jsets(labels, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
+	op_jset(o, "metadata", m);
 	json_object *ps = pod_spec(c, s, serial, cmd);
 	/* a failed attempt is retried in place, with the kubelet's back-off
 	 * (the Job's backoffLimit is RC_BOOTSTRAP_RESTARTS in the reconciler) */
-	jsets(ps, "restartPolicy", "OnFailure");
-	jset(o, "spec", ps);
+	op_jsets(ps, "restartPolicy", "OnFailure");
+	op_jset(o, "spec", ps);
 	*ret = o;
 	return 0;
 }

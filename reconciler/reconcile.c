@@ -263,8 +263,8 @@ static bool pvc_ready(json_object *pvc)
 
 static int mark_pvc_ready(struct rc_run *r, const char *name)
 {
-	json_object *p = jobj();
-	jsets(jchild(jchild(p, "metadata"), "annotations"), RC_ANN_PVC_STATUS, "ready");
+	json_object *p = op_jobj();
+	op_jsets(op_jchild(op_jchild(p, "metadata"), "annotations"), RC_ANN_PVC_STATUS, "ready");
 	int ret = kube_patch(r->ctl->kc, KUBE_PVCS, r->ns, name, KUBE_PATCH_MERGE,
 			     json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
 	json_object_put(p);

@@ -58,7 +58,7 @@ static char *rv_of(json_object *answer)
 static int replace_secret(struct rc_run *r, const char *rv, json_object *fresh, char **ret_rv)
 {
 	if (rv)
-		jsets(jchild(fresh, "metadata"), "resourceVersion", rv);
+		op_jsets(op_jchild(fresh, "metadata"), "resourceVersion", rv);
 	rc_adopt(r->c, fresh);
 	json_object *out = NULL;
 	int ret = kube_update(r->ctl->kc, KUBE_SECRETS, r->ns, fresh, &out, r->err);
@@ -537,11 +537,11 @@ static int ensure_service(struct rc_run *r, enum api_service svc)
 		{
 			(void)v;
 			if (!json_object_object_get_ex(ws, k, NULL))
-				jset(sel, k, NULL);
+				op_jset(sel, k, NULL);
 		}
 	}
-	json_object *p = jobj();
-	jset(jchild(p, "spec"), "selector", sel);
+	json_object *p = op_jobj();
+	op_jset(op_jchild(p, "spec"), "selector", sel);
 	ret = kube_patch(r->ctl->kc, KUBE_SERVICES, r->ns, name, KUBE_PATCH_MERGE,
 			 json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
 	json_object_put(p);

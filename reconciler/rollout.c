@@ -253,10 +253,10 @@ static void set_phase(struct rc_run *r, const char *phase, const char *reason)
 /* Merge-patches the in-place annotations (pod NULL = remove them). */
 static int patch_inplace(struct rc_run *r, const char *pod, const char *uid)
 {
-	json_object *p = jobj();
-	json_object *a = jchild(jchild(p, "metadata"), "annotations");
-	jset(a, RC_ANN_INPLACE_RESTART, pod ? jstr(pod) : NULL);
-	jset(a, RC_ANN_INPLACE_RESTART_UID, pod && uid ? jstr(uid) : NULL);
+	json_object *p = op_jobj();
+	json_object *a = op_jchild(op_jchild(p, "metadata"), "annotations");
+	op_jset(a, RC_ANN_INPLACE_RESTART, pod ? op_jstr(pod) : NULL);
+	op_jset(a, RC_ANN_INPLACE_RESTART_UID, pod && uid ? op_jstr(uid) : NULL);
 	int ret = kube_patch(r->ctl->kc, KUBE_CLUSTERS, r->ns, r->name, KUBE_PATCH_MERGE,
 			     json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL, r->err);
 	json_object_put(p);

@@ -11,6 +11,7 @@
 #include "reconciler/ctl.h"
 #include "reconciler/internal.h"
 #include "support/alloc.h"
+#include "support/json.h"
 #include "support/log.h"
 
 void rc_requeue(struct rc_run *r, long ms)
@@ -77,13 +78,13 @@ int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name)
 
 int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
 {
-	json_object *p = jobj();
-	json_object *labels = jchild(jchild(p, "metadata"), "labels");
+	json_object *p = op_jobj();
+	json_object *labels = op_jchild(op_jchild(p, "metadata"), "labels");
 	va_list ap;
 	va_start(ap, name);
 	for (const char *key; (key = va_arg(ap, const char *));) {
 		const char *val = va_arg(ap, const char *);
-		jsets(labels, key, val);
+		op_jsets(labels, key, val);
 	}
 	va_end(ap);
 	int ret = kube_patch(r->ctl->kc, k, r->ns, name, KUBE_PATCH_MERGE,

@@ -59,7 +59,7 @@ json_object *rc_cache_owned_role(struct rc_controller *c, enum rc_inf kind, cons
 {
 	struct kube_informer *inf = rc_informer(c, kind, ns);
 	if (!inf) {
-		json_object *out = json_object_new_array();
+		json_object *out = op_jarr();
 		if (!out)
 			abort();
 		return out;

@@ -551,9 +551,9 @@ void rc_status_from_json(json_object *st, struct rc_status *ret)
 
 static json_object *strv_json(char **v, size_t n)
 {
-	json_object *a = jarr();
+	json_object *a = op_jarr();
 	for (size_t i = 0; i < n; i++)
-		jpush(a, jstr(v[i]));
+		op_jpush(a, op_jstr(v[i]));
 	return a;
 }
 
@@ -564,14 +564,14 @@ static void diff_set(json_object *patch, json_object *cur, const char *key, json
 	bool has = cur && json_object_object_get_ex(cur, key, &old) && old;
 	if (!val) {
 		if (has)
-			jset(patch, key, NULL);
+			op_jset(patch, key, NULL);
 		return;
 	}
 	if (has && json_object_equal(old, val)) {
 		json_object_put(val);
 		return;
 	}
-	jset(patch, key, val);
+	op_jset(patch, key, val);
 }
 
 /* instancesReportedState as of this reconcile: merge patches merge objects,
@@ -581,14 +581,14 @@ static void reported_state(json_object *patch, json_object *cur, const struct rc
 {
 	if (!w->reported_known)
 		return;
-	json_object *rs = jobj();
+	json_object *rs = op_jobj();
 	for (size_t i = 0; i < w->n_reported; i++) {
-		json_object *e = jobj();
-		jset(e, "isPrimary", jbool(w->reported_primary[i]));
-		jset(e, "timeLineID", jint(w->reported_tli[i]));
+		json_object *e = op_jobj();
+		op_jset(e, "isPrimary", op_jbool(w->reported_primary[i]));
+		op_jset(e, "timeLineID", op_jint(w->reported_tli[i]));
 		if (w->reported_ip[i][0])
-			jsets(e, "ip", w->reported_ip[i]);
-		jset(rs, w->reported_names[i], e);
+			op_jsets(e, "ip", w->reported_ip[i]);
+		op_jset(rs, w->reported_names[i], e);
 	}
 	json_object *old = NULL;
 	if (!cur || !json_object_object_get_ex(cur, "instancesReportedState", &old) ||
@@ -597,7 +597,7 @@ static void reported_state(json_object *patch, json_object *cur, const struct rc
 	if (!w->n_reported) {
 		json_object_put(rs);
 		if (cur && json_object_object_get_ex(cur, "instancesReportedState", NULL))
-			jset(patch, "instancesReportedState", NULL);
+			op_jset(patch, "instancesReportedState", NULL);
 		return;
 	}
 	if (old && json_object_equal(old, rs)) {
@@ -609,10 +609,10 @@ static void reported_state(json_object *patch, json_object *cur, const struct rc
 		{
 			(void)v;
 			if (!json_object_object_get_ex(rs, k, NULL))
-				jset(rs, k, NULL);
+				op_jset(rs, k, NULL);
 		}
 	}
-	jset(patch, "instancesReportedState", rs);
+	op_jset(patch, "instancesReportedState", rs);
 }
 
 char *rc_status_pending_message(const struct rc_status *s)
@@ -637,16 +637,16 @@ static json_object *condition(json_object *old, const char *type, bool status,
 	const char *ltt = old && str_eq(op_json_str_at(old, "status"), st)
 				  ? op_json_str_at(old, "lastTransitionTime")
 				  : NULL;
-	json_object *c = jobj();
-	jsets(c, "type", type);
-	jsets(c, "status", st);
-	jsets(c, "reason", reason);
-	jsets(c, "message", message);
+	json_object *c = op_jobj();
+	op_jsets(c, "type", type);
+	op_jsets(c, "status", st);
+	op_jsets(c, "reason", reason);
+	op_jsets(c, "message", message);
 	if (ltt) {
-		jsets(c, "lastTransitionTime", ltt);
+		op_jsets(c, "lastTransitionTime", ltt);
 	} else {
 		_cleanup_free_ char *t = api_time_rfc3339(now);
-		jsets(c, "lastTransitionTime", t);
+		op_jsets(c, "lastTransitionTime", t);
 	}
 	return c;
 }
@@ -654,7 +654,7 @@ static json_object *condition(json_object *old, const char *type, bool status,
 static json_object *conditions(json_object *cur, const struct rc_status *w, int64_t now)
 {
 	json_object *old = cur ? op_json_at(cur, "conditions") : NULL;
-	json_object *arr = jarr();
+	json_object *arr = op_jarr();
 	json_object *old_ready = NULL, *old_pending = NULL;
 	if (json_object_is_type(old, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(old); i++) {
@@ -670,15 +670,15 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 			}
 			json_object *copy = NULL;
 			if (json_object_deep_copy(c, &copy, NULL) == 0)
-				jpush(arr, copy);
+				op_jpush(arr, copy);
 		}
 	}
-	jpush(arr, condition(old_ready, "Ready", w->ready,
+	op_jpush(arr, condition(old_ready, "Ready", w->ready,
 			     w->ready ? "ClusterIsReady" : "ClusterIsNotReady",
 			     w->ready ? "Cluster is Ready" : "Cluster Is Not Ready", now));
 	if (w->pending_known) {
 		_cleanup_free_ char *msg = rc_status_pending_message(w);
-		jpush(arr, condition(old_pending, "PendingRestart", msg != NULL,
+		op_jpush(arr, condition(old_pending, "PendingRestart", msg != NULL,
 				     msg ? "ParametersNeedRestart" : "NoRestartNeeded",
 				     msg ? msg : "no instance waits for a restart", now));
 	}
@@ -690,52 +690,52 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 {
 	if (cur && !json_object_is_type(cur, json_type_object))
 		cur = NULL;
-	json_object *p = jobj();
-	diff_set(p, cur, "phase", w->phase ? jstr(w->phase) : NULL);
-	diff_set(p, cur, "phaseReason", w->phase_reason ? jstr(w->phase_reason) : NULL);
-	diff_set(p, cur, "instances", jint(w->instances));
-	diff_set(p, cur, "readyInstances", jint(w->ready_instances));
+	json_object *p = op_jobj();
+	diff_set(p, cur, "phase", w->phase ? op_jstr(w->phase) : NULL);
+	diff_set(p, cur, "phaseReason", w->phase_reason ? op_jstr(w->phase_reason) : NULL);
+	diff_set(p, cur, "instances", op_jint(w->instances));
+	diff_set(p, cur, "readyInstances", op_jint(w->ready_instances));
 	diff_set(p, cur, "instanceNames", strv_json(w->instance_names, w->n_instance_names));
 	if (w->current_primary) /* written by instances too: only set, never cleared */
-		diff_set(p, cur, "currentPrimary", jstr(w->current_primary));
+		diff_set(p, cur, "currentPrimary", op_jstr(w->current_primary));
 	if (w->target_primary)
-		diff_set(p, cur, "targetPrimary", jstr(w->target_primary));
+		diff_set(p, cur, "targetPrimary", op_jstr(w->target_primary));
 	if (w->target_since)
-		diff_set(p, cur, "targetPrimaryTimestamp", jstr(w->target_since));
-	diff_set(p, cur, "latestGeneratedNode", jint(w->latest_generated_node));
+		diff_set(p, cur, "targetPrimaryTimestamp", op_jstr(w->target_since));
+	diff_set(p, cur, "latestGeneratedNode", op_jint(w->latest_generated_node));
 	if (w->timeline_id > 0)
-		diff_set(p, cur, "timelineID", jint(w->timeline_id));
+		diff_set(p, cur, "timelineID", op_jint(w->timeline_id));
 	/* both lists always, empty ones too: a merge patch without "failed"
 	 * would keep the old list forever */
-	json_object *is = jobj();
-	jset(is, "healthy", strv_json(w->healthy, w->n_healthy));
-	jset(is, "failed", strv_json(w->failed, w->n_failed));
+	json_object *is = op_jobj();
+	op_jset(is, "healthy", strv_json(w->healthy, w->n_healthy));
+	op_jset(is, "failed", strv_json(w->failed, w->n_failed));
 	diff_set(p, cur, "instancesStatus", is);
 	if (w->selector)
-		diff_set(p, cur, "selector", jstr(w->selector));
+		diff_set(p, cur, "selector", op_jstr(w->selector));
 	reported_state(p, cur, w);
 	if (w->sync)
-		diff_set(p, cur, "sync", jstr(w->sync));
+		diff_set(p, cur, "sync", op_jstr(w->sync));
 	if (w->max_lag)
-		diff_set(p, cur, "maxLag", *w->max_lag ? jstr(w->max_lag) : NULL);
+		diff_set(p, cur, "maxLag", *w->max_lag ? op_jstr(w->max_lag) : NULL);
 	if (w->n_sync_standbys)
 		diff_set(p, cur, "synchronousStandbys",
 			 strv_json(w->sync_standbys, w->n_sync_standbys));
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
-		 w->failing_since ? jstr(w->failing_since) : NULL);
+		 w->failing_since ? op_jstr(w->failing_since) : NULL);
 	if (w->n_certs) {
-		json_object *ex = jobj();
+		json_object *ex = op_jobj();
 		for (size_t i = 0; i < w->n_certs; i++)
-			jsets(ex, w->cert_names[i], w->cert_expirations[i]);
+			op_jsets(ex, w->cert_names[i], w->cert_expirations[i]);
 		json_object *certs = NULL;
 		json_object *oldc = cur ? op_json_at(cur, "certificates") : NULL;
 		if (!oldc || json_object_deep_copy(oldc, &certs, NULL) != 0 ||
 		    !json_object_is_type(certs, json_type_object)) {
 			if (certs)
 				json_object_put(certs);
-			certs = jobj();
+			certs = op_jobj();
 		}
-		jset(certs, "expirations", ex);
+		op_jset(certs, "expirations", ex);
 		diff_set(p, cur, "certificates", certs);
 	}
 	diff_set(p, cur, "conditions", conditions(cur, w, now));
@@ -743,10 +743,10 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 		json_object_put(p);
 		return 0;
 	}
-	json_object *doc = jobj();
+	json_object *doc = op_jobj();
 	if (rv)
-		jsets(jchild(doc, "metadata"), "resourceVersion", rv);
-	jset(doc, "status", p);
+		op_jsets(op_jchild(doc, "metadata"), "resourceVersion", rv);
+	op_jset(doc, "status", p);
 	const char *txt = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
 	if (!txt) {
 		json_object_put(doc);

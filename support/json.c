@@ -262,24 +262,6 @@ int op_json_pointer_escape(struct op_buf *b, const char *key)
 	return r;
 }
 
-int op_json_set(json_object *obj, const char *key, json_object *val)
-{
-	if (!obj || json_object_object_add(obj, key, val) != 0) {
-		json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-int op_json_append(json_object *arr, json_object *val)
-{
-	if (!arr || json_object_array_add(arr, val) != 0) {
-		json_object_put(val);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* The builders' one out-of-memory policy (support/alloc.h): abort. */
 static json_object *j_check(json_object *o)
 {

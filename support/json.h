@@ -102,9 +102,4 @@ json_object *op_jpush(json_object *arr, json_object *val);
  * (replacing a non-object member). Borrowed from obj. */
 json_object *op_jchild(json_object *obj, const char *key);
 
-/* Being replaced by op_jset/op_jpush (the callers move in the next commits):
- * set/append taking ownership of val even on failure; 0 or -ENOMEM. */
-int op_json_set(json_object *obj, const char *key, json_object *val);
-int op_json_append(json_object *arr, json_object *val);
-
 #endif

@@ -121,10 +121,7 @@ static int merge_into(struct ctx *c, json_object *dst, json_object *src, const y
 	if (json_object_is_type(src, json_type_object)) {
 		json_object_object_foreach(src, k, v)
 		{
-			if (json_object_object_add(dst, k, json_object_get(v)) != 0) {
-				json_object_put(v);
-				return op_err_set(c->err, -ENOMEM, "out of memory");
-			}
+			op_jset(dst, k, json_object_get(v));
 		}
 		return 0;
 	}
@@ -161,10 +158,7 @@ static int deliver(struct ctx *c, json_object *v, const yaml_mark_t *m)
 		return 0;
 	}
 	if (!f->is_map) {
-		if (json_object_array_add(f->obj, v) != 0) {
-			json_object_put(v);
-			return op_err_set(c->err, -ENOMEM, "out of memory");
-		}
+		op_jpush(f->obj, v);
 		return 0;
 	}
 	if (as_key) {
@@ -188,25 +182,16 @@ static int deliver(struct ctx *c, json_object *v, const yaml_mark_t *m)
 			json_object_put(v);
 			return fail_at(c, m, -EINVAL, "duplicate key \"%.64s\"", key);
 		}
-		if (json_object_object_add(f->seen, key, NULL) != 0) {
-			json_object_put(v);
-			return op_err_set(c->err, -ENOMEM, "out of memory");
-		}
+		op_jset(f->seen, key, NULL);
 	}
 	/* Duplicate keys: the last value wins (json-c replaces in place). */
-	if (json_object_object_add(f->obj, key, v) != 0) {
-		json_object_put(v);
-		return op_err_set(c->err, -ENOMEM, "out of memory");
-	}
+	op_jset(f->obj, key, v);
 	return 0;
 }
 
 static int anchor_register(struct ctx *c, const char *name, json_object *v)
 {
-	if (json_object_object_add(c->anchors, name, json_object_get(v)) != 0) {
-		json_object_put(v);
-		return op_err_set(c->err, -ENOMEM, "out of memory");
-	}
+	op_jset(c->anchors, name, json_object_get(v));
 	return 0;
 }
 
@@ -288,7 +273,7 @@ static int scalar_value(struct ctx *c, const yaml_event_t *ev, json_object **ret
 
 	json_object *o = json_from_resolved(&r, s, n);
 	if (!o && r.kind != OP_YAML_NULL)
-		return op_err_set(c->err, -ENOMEM, "out of memory");
+		op_oom(0); /* json-c could not allocate the scalar */
 	*ret = o;
 	return 0;
 }
@@ -393,7 +378,7 @@ static int on_alias(struct ctx *c, const yaml_event_t *ev)
 
 	json_object *copy = NULL;
 	if (v && json_object_deep_copy(v, &copy, NULL) != 0)
-		return op_err_set(c->err, -ENOMEM, "out of memory");
+		op_oom(0);
 	return deliver(c, copy, m);
 }
 
@@ -468,10 +453,7 @@ static int on_document_end(struct ctx *c)
 	if (!c->root)
 		return 0; /* empty or null document */
 	json_object *root = TAKE_PTR(c->root);
-	if (json_object_array_add(c->docs, root) != 0) {
-		json_object_put(root);
-		return op_err_set(c->err, -ENOMEM, "out of memory");
-	}
+	op_jpush(c->docs, root);
 	return 0;
 }
 

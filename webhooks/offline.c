@@ -1,6 +1,5 @@
 /* webhooks/offline.c - admission offline (see offline.h): the pipeline of
- * `pgop validate`, moved here from cmd/validate.c. jcheck/jset/jappend are
- * private until the JSON helpers are unified in support/.
+ * `pgop validate`.
  */
 #include "webhooks/offline.h"
 
@@ -26,26 +25,6 @@ struct run {
 	json_object *results;      /* owned array (json mode) */
 	struct wh_offline_summary sum;
 };
-
-/* OOM policy: like op_malloc, a failed json-c constructor aborts. */
-static json_object *jcheck(json_object *o)
-{
-	if (!o)
-		abort();
-	return o;
-}
-
-static void jset(json_object *obj, const char *key, json_object *val)
-{
-	if (op_json_set(obj, key, jcheck(val)) < 0)
-		abort();
-}
-
-static void jappend(json_object *arr, json_object *val)
-{
-	if (op_json_append(arr, jcheck(val)) < 0)
-		abort();
-}
 
 static int read_input(const char *path, struct op_buf *out, struct op_err *err)
 {
@@ -86,16 +65,16 @@ static int load_docs(const char *path, json_object **ret, struct op_err *err)
 	r = op_yaml_or_json_parse_docs(data.data, data.len, NULL, &docs, err);
 	if (r < 0)
 		return r;
-	json_object *flat = jcheck(json_object_new_array());
+	json_object *flat = op_jarr();
 	for (size_t i = 0; i < json_object_array_length(docs); i++) {
 		json_object *d = json_object_array_get_idx(docs, i);
 		const char *kind = op_json_str_at(d, "kind");
 		json_object *items = op_json_at(d, "items");
 		if (kind && strcmp(kind, "List") == 0 && json_object_is_type(items, json_type_array)) {
 			for (size_t j = 0; j < json_object_array_length(items); j++)
-				jappend(flat, json_object_get(json_object_array_get_idx(items, j)));
+				op_jpush(flat, json_object_get(json_object_array_get_idx(items, j)));
 		} else {
-			jappend(flat, json_object_get(d));
+			op_jpush(flat, json_object_get(d));
 		}
 	}
 	*ret = flat;
@@ -144,7 +123,7 @@ static json_object *find_old(struct run *run, json_object *d)
 static int load_old(struct run *run, const char *const *files, size_t n_files,
 		    struct op_err *err)
 {
-	run->old_clusters = jcheck(json_object_new_array());
+	run->old_clusters = op_jarr();
 	for (size_t f = 0; f < n_files; f++) {
 		_cleanup_(op_json_putp) json_object *docs = NULL;
 		int r = load_docs(files[f], &docs, err);
@@ -162,7 +141,7 @@ static int load_old(struct run *run, const char *const *files, size_t n_files,
 				return -EINVAL;
 			}
 			json_object_put(patch);
-			jappend(run->old_clusters, json_object_get(d));
+			op_jpush(run->old_clusters, json_object_get(d));
 		}
 	}
 	return 0;
@@ -170,11 +149,11 @@ static int load_old(struct run *run, const char *const *files, size_t n_files,
 
 static json_object *result_base(const char *file, json_object *d, const char *kind)
 {
-	json_object *o = jcheck(json_object_new_object());
-	jset(o, "file", json_object_new_string(file));
-	jset(o, "kind", json_object_new_string(kind));
-	jset(o, "namespace", json_object_new_string(ns_of(d)));
-	jset(o, "name", json_object_new_string(name_of(d)));
+	json_object *o = op_jobj();
+	op_jset(o, "file", op_jstr(file));
+	op_jset(o, "kind", op_jstr(kind));
+	op_jset(o, "namespace", op_jstr(ns_of(d)));
+	op_jset(o, "name", op_jstr(name_of(d)));
 	return o;
 }
 
@@ -188,8 +167,8 @@ static void report_skip(struct run *run, const char *file, json_object *d)
 		return;
 	}
 	json_object *o = result_base(file, d, kind ? kind : "");
-	jset(o, "skipped", json_object_new_boolean(1));
-	jappend(run->results, o);
+	op_jset(o, "skipped", op_jbool(1));
+	op_jpush(run->results, o);
 }
 
 static void report_cluster(struct run *run, const char *file, json_object *d, bool update,
@@ -215,23 +194,23 @@ static void report_cluster(struct run *run, const char *file, json_object *d, bo
 		return;
 	}
 	json_object *o = result_base(file, d, "Cluster");
-	jset(o, "operation", json_object_new_string(update ? "UPDATE" : "CREATE"));
-	jset(o, "admitted", json_object_new_boolean(ok));
-	json_object *errs = jcheck(json_object_new_array());
+	op_jset(o, "operation", op_jstr(update ? "UPDATE" : "CREATE"));
+	op_jset(o, "admitted", op_jbool(ok));
+	json_object *errs = op_jarr();
 	for (size_t i = 0; i < res->n_errors; i++) {
-		json_object *e = jcheck(json_object_new_object());
-		jset(e, "field", json_object_new_string(res->errors[i].path ? res->errors[i].path : ""));
+		json_object *e = op_jobj();
+		op_jset(e, "field", op_jstr(res->errors[i].path ? res->errors[i].path : ""));
 		_cleanup_free_ char *body = wh_issue_body(&res->errors[i]);
-		jset(e, "message", json_object_new_string(body));
-		jset(e, "reason", json_object_new_string(wh_error_reason(res->errors[i].type)));
-		jappend(errs, e);
+		op_jset(e, "message", op_jstr(body));
+		op_jset(e, "reason", op_jstr(wh_error_reason(res->errors[i].type)));
+		op_jpush(errs, e);
 	}
-	jset(o, "errors", errs);
-	json_object *warns = jcheck(json_object_new_array());
+	op_jset(o, "errors", errs);
+	json_object *warns = op_jarr();
 	for (size_t i = 0; i < res->n_warnings; i++)
-		jappend(warns, json_object_new_string(res->warnings[i]));
-	jset(o, "warnings", warns);
-	jappend(run->results, o);
+		op_jpush(warns, op_jstr(res->warnings[i]));
+	op_jset(o, "warnings", warns);
+	op_jpush(run->results, o);
 }
 
 static void report_input_error(struct run *run, const char *file, const char *what,
@@ -241,10 +220,10 @@ static void report_input_error(struct run *run, const char *file, const char *wh
 	fprintf(run->diag, "%s: %s%s%s\n", file, what ? what : "", what ? ": " : "", msg);
 	if (!run->json)
 		return;
-	json_object *o = jcheck(json_object_new_object());
-	jset(o, "file", json_object_new_string(file));
-	jset(o, "error", json_object_new_string(msg));
-	jappend(run->results, o);
+	json_object *o = op_jobj();
+	op_jset(o, "file", op_jstr(file));
+	op_jset(o, "error", op_jstr(msg));
+	op_jpush(run->results, o);
 }
 
 static void check_cluster(struct run *run, const char *file, json_object *d)
@@ -293,13 +272,13 @@ static void check_review(struct run *run, const char *file, json_object *d)
 								       JSON_C_TO_STRING_NOSLASHESCAPE));
 		return;
 	}
-	json_object *o = jcheck(json_object_new_object());
-	jset(o, "file", json_object_new_string(file));
-	jset(o, "kind", json_object_new_string("AdmissionReview"));
-	jset(o, "uid", json_object_new_string(uid ? uid : ""));
-	jset(o, "admitted", json_object_new_boolean(ok));
-	jset(o, "response", json_object_get(parsed));
-	jappend(run->results, o);
+	json_object *o = op_jobj();
+	op_jset(o, "file", op_jstr(file));
+	op_jset(o, "kind", op_jstr("AdmissionReview"));
+	op_jset(o, "uid", op_jstr(uid ? uid : ""));
+	op_jset(o, "admitted", op_jbool(ok));
+	op_jset(o, "response", json_object_get(parsed));
+	op_jpush(run->results, o);
 }
 
 static void check_file(struct run *run, const char *file)
@@ -328,15 +307,15 @@ static void finish(struct run *run)
 {
 	const struct wh_offline_summary *s = &run->sum;
 	if (run->json) {
-		json_object *top = jcheck(json_object_new_object());
-		jset(top, "admitted", json_object_new_boolean(s->input_errors == 0 && s->denied == 0));
-		json_object *sum = jcheck(json_object_new_object());
-		jset(sum, "admitted", json_object_new_int((int)s->admitted));
-		jset(sum, "denied", json_object_new_int((int)s->denied));
-		jset(sum, "skipped", json_object_new_int((int)s->skipped));
-		jset(sum, "inputErrors", json_object_new_int((int)s->input_errors));
-		jset(top, "summary", sum);
-		jset(top, "results", json_object_get(run->results));
+		json_object *top = op_jobj();
+		op_jset(top, "admitted", op_jbool(s->input_errors == 0 && s->denied == 0));
+		json_object *sum = op_jobj();
+		op_jset(sum, "admitted", op_jint((int)s->admitted));
+		op_jset(sum, "denied", op_jint((int)s->denied));
+		op_jset(sum, "skipped", op_jint((int)s->skipped));
+		op_jset(sum, "inputErrors", op_jint((int)s->input_errors));
+		op_jset(top, "summary", sum);
+		op_jset(top, "results", json_object_get(run->results));
 		fprintf(run->out, "%s\n",
 			json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
 								    JSON_C_TO_STRING_SPACED |
@@ -359,7 +338,7 @@ int wh_validate_files(const struct wh_offline_opts *opts, FILE *out,
 	};
 	int r = load_old(&run, opts->old_files, opts->n_old_files, err);
 	if (r == 0) {
-		run.results = jcheck(json_object_new_array());
+		run.results = op_jarr();
 		for (size_t i = 0; i < opts->n_files; i++)
 			check_file(&run, opts->files[i]);
 		finish(&run);
