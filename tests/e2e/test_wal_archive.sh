@@ -296,6 +296,9 @@ t2=$(ms)
 echo "METRIC wal_restore_pgop_ms_per_segment $(((t1 - t0) / 10))"
 echo "METRIC wal_restore_barman_ms_per_segment $(((t2 - t1) / 10))"
 
+check "no sanitizer report or crash in any pgop log" \
+	bash -c "! grep -lE 'Sanitizer|runtime error|LeakSanitizer' '$T'/*.log '$T'/logs/*.log"
+
 e2e_log "$PASS passed, $FAIL failed"
 [[ $FAIL -eq 0 ]] || exit 1
 e2e_log "PASS"
