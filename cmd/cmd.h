@@ -29,5 +29,8 @@ int cmd_crd(int argc, char **argv);
 /* `pgop instance init|join|run|status`, `pgop bootstrap DEST` (cmd/instance.c). */
 int cmd_instance(int argc, char **argv);
 int cmd_bootstrap(int argc, char **argv);
+/* `pgop instance wal-archive|wal-restore` (cmd/wal.c; argv[0] is the
+ * sub-subcommand): the exit code, or -1 when argv[0] is neither. */
+int cmd_instance_wal(int argc, char **argv);
 
 #endif

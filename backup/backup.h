@@ -1,0 +1,180 @@
+/* backup/backup.h - WAL archiving and restoring, barman-cloud compatible
+ * (issue 25): what `pgop instance wal-archive` (archive_command) and
+ * `pgop instance wal-restore` (restore_command) do.
+ *
+ * Object layout, as barman-cloud 3.19.1 writes and reads it
+ * (barman/clients/cloud_walarchive.py, barman/xlog.py hash_dir()):
+ *   <prefix>/<server>/wals/<TLI+LOG: first 16 hex>/<segment>[<suffix>]
+ *   <prefix>/<server>/wals/<TLI>.history[<suffix>]        (no hash directory)
+ *   .partial and .backup files go in the hash directory of their segment.
+ * The suffix names the compression: .gz .bz2 .xz .lz4 .zst (.snappy exists
+ * in barman but is refused here: no Debian library writes python-snappy's
+ * framing format). Streams are the ones barman's Python modules write and
+ * read: gzip (one member; more are read), bzip2, xz (.xz container), LZ4
+ * frame (lz4.frame), Zstandard frame (zstandard), each through its Debian
+ * library (zlib, libbz2, liblzma, liblz4, libzstd); levels are barman's
+ * "medium" defaults (gzip 6, bzip2 5, xz 3, lz4 6, zstd 4).
+ *
+ * Everything is streamed: a segment never needs more than a 64 KiB buffer
+ * plus the compressor's state; decompressed output is capped.
+ */
+#ifndef PGOP_BACKUP_BACKUP_H
+#define PGOP_BACKUP_BACKUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objstore/objstore.h"
+#include "support/buf.h"
+#include "support/err.h"
+
+/* The largest WAL segment PostgreSQL allows (wal_segment_size, 1 GiB): the
+ * cap on anything decompressed or downloaded for one WAL file. */
+#define BK_WAL_MAX_BYTES (1024ull * 1024 * 1024)
+/* A WAL file name: 24 hex + ".partial"/".00000028.backup" at most. */
+#define BK_WAL_NAME_MAX 40
+/* Default path of the configuration file (--config). */
+#define BK_CONFIG_DEFAULT "/controller/wal-archive.json"
+#define BK_CONFIG_MAX_BYTES (64u * 1024)
+#define BK_MAX_PARALLEL 32
+
+/* ---- WAL file names (pure) ---- */
+
+enum bk_wal_kind {
+	BK_WAL_SEGMENT, /* 000000010000000A000000FF */
+	BK_WAL_HISTORY, /* 00000002.history */
+	BK_WAL_PARTIAL, /* 000000010000000A000000FF.partial */
+	BK_WAL_BACKUP,  /* 000000010000000A000000FF.00000028.backup */
+};
+
+struct bk_wal_name {
+	enum bk_wal_kind kind;
+	uint32_t tli;
+	uint32_t log; /* 0 for a history file */
+	uint32_t seg; /* 0 for a history file */
+};
+
+/* Parses a WAL file name as PostgreSQL writes it (upper-case hex only);
+ * anything else (a path, lower case, other suffixes) is -EINVAL. *ret
+ * (optional) written on success. */
+int bk_wal_name_parse(const char *name, struct bk_wal_name *ret, struct op_err *err);
+bool bk_wal_name_valid(const char *name);
+
+/* The segment after seg (24 hex) for a segment size (a power of two, 1 MiB
+ * to 1 GiB) into ret[25]. -EINVAL for anything else. */
+int bk_wal_next_segment(const char *seg, uint64_t seg_size, char ret[25]);
+
+/* ---- compression ---- */
+
+enum bk_compression {
+	BK_COMP_NONE,
+	BK_COMP_GZIP,
+	BK_COMP_BZIP2,
+	BK_COMP_XZ,
+	BK_COMP_LZ4,
+	BK_COMP_ZSTD,
+	BK_COMP_SNAPPY, /* recognised (names, suffix), never encoded nor decoded */
+};
+
+/* "" / "none" / NULL, gzip, bzip2, xz, lz4, zstd; "snappy" is -ENOTSUP with
+ * a message saying so; anything else -EINVAL. */
+int bk_compression_parse(const char *name, enum bk_compression *ret, struct op_err *err);
+const char *bk_compression_name(enum bk_compression c);   /* "none", "gzip", ... */
+const char *bk_compression_suffix(enum bk_compression c); /* "", ".gz", ... */
+
+/* A stored object's base name split into the WAL file name (ret_name,
+ * BK_WAL_NAME_MAX + 1 bytes) and the compression its suffix names (at most
+ * one suffix, as barman's get_wal_paths()). -EINVAL when it is no WAL file. */
+int bk_wal_stored_parse(const char *basename, char *ret_name, enum bk_compression *ret_comp);
+
+/* A streaming encoder or decoder. Output goes to sink in chunks of at most
+ * 64 KiB (0 or -errno to abort). More than out_max bytes of output is -EFBIG
+ * (nothing past the cap reaches the sink). */
+typedef int (*bk_sink_fn)(void *ud, const void *buf, size_t len);
+struct bk_codec;
+
+/* *ret owned by the caller (bk_codec_free). BK_COMP_NONE passes bytes through
+ * (with the cap); BK_COMP_SNAPPY is -ENOTSUP. */
+int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk_sink_fn sink,
+		 void *ud, struct bk_codec **ret, struct op_err *err);
+/* Feeds len bytes. Decoding: corrupt input is -EBADMSG; data after the end
+ * of the stream (other than another gzip member/bzip2 stream/xz stream/frame)
+ * is -EBADMSG. */
+int bk_codec_write(struct bk_codec *c, const void *in, size_t len, struct op_err *err);
+/* Ends the stream: flushes the encoder; a decoder whose input stopped inside
+ * a stream (truncated) is -EBADMSG. */
+int bk_codec_finish(struct bk_codec *c, struct op_err *err);
+uint64_t bk_codec_out_bytes(const struct bk_codec *c);
+void bk_codec_free(struct bk_codec *c); /* NULL accepted */
+
+/* ---- configuration: a JSON file (mode 0600, no group/other bits) ----
+ * {
+ *   "destinationPath": "s3://bucket/prefix",       required
+ *   "serverName": "cluster-example",               required
+ *   "endpointURL": "https://s3.example:9000",      optional (AWS when absent)
+ *   "region": "us-east-1",                         optional
+ *   "accessKeyIdFile": "/controller/s3/ACCESS_KEY_ID",        required
+ *   "secretAccessKeyFile": "/controller/s3/ACCESS_SECRET_KEY", required
+ *   "sessionTokenFile": "/controller/s3/SESSION_TOKEN",       optional
+ *   "endpointCAFile": "/controller/s3/ca.crt",                optional (PEM)
+ *   "walCompression": "gzip",          optional: none (default), gzip, bzip2, xz, lz4, zstd
+ *   "maxParallel": 4,                  optional: 1 (default) .. BK_MAX_PARALLEL
+ *   "pgdata": "/var/lib/postgresql/data/pgdata",  optional: the working directory
+ *                                      (archive_command runs in PGDATA)
+ *   "stateDir": "/controller/run"      required: markers and the restore spool
+ * }
+ * Credentials live in their own files (read at each use, so rotated Secrets
+ * are picked up), never in argv, the environment or this file. Unknown keys
+ * are refused (a typo must not silently change behaviour). */
+struct bk_config {
+	/* all owned */
+	char *destination_path, *server_name, *endpoint_url, *region;
+	char *access_key_file, *secret_key_file, *session_token_file, *ca_file;
+	char *pgdata, *state_dir;
+	enum bk_compression compression;
+	unsigned max_parallel;
+	struct os_dest dest; /* destination_path parsed */
+};
+
+/* Parses the JSON text. On failure nothing is owned by *ret. */
+int bk_config_parse(const char *json, size_t len, struct bk_config *ret, struct op_err *err);
+/* Reads path (regular file, no group/other permission bits, <= BK_CONFIG_MAX_BYTES). */
+int bk_config_load(const char *path, struct bk_config *ret, struct op_err *err);
+void bk_config_done(struct bk_config *c);
+
+/* "<prefix>/<server>/wals/" (the prefix part omitted when empty) into out. */
+int bk_wals_prefix(const struct bk_config *cfg, struct op_buf *out);
+/* The object key of a WAL file stored with compression comp. */
+int bk_wal_key(const struct bk_config *cfg, const char *walname, enum bk_compression comp,
+	       struct op_buf *out, struct op_err *err);
+
+/* ---- PostgreSQL system identifiers ---- */
+
+/* From the first bytes of pg_control (system_identifier is its first
+ * member, uint64 in the server's byte order, i.e. this machine's). */
+int bk_sysid_from_pg_control(const void *data, size_t len, uint64_t *ret, struct op_err *err);
+/* From the first page of a WAL segment (XLogLongPageHeaderData: xlp_sysid at
+ * offset 24, after the 24-byte short header; XLP_LONG_HEADER must be set). */
+int bk_sysid_from_wal(const void *data, size_t len, uint64_t *ret, struct op_err *err);
+
+/* ---- the commands ---- */
+
+/* archive_command: stores the WAL file at path (%p, relative to PGDATA or
+ * absolute) at its barman key. 0 only when it is stored (or a marker says a
+ * previous call stored it ahead). With maxParallel > 1 the next .ready
+ * files of pg_wal/archive_status are uploaded in parallel too and recorded
+ * in <stateDir>/wal-archived/. Before the first archive into a destination
+ * its wals/ must be empty or hold WAL of this system (pg_control's system
+ * identifier); otherwise -EEXIST naming both identifiers. */
+int bk_wal_archive(const struct bk_config *cfg, const char *path, struct op_err *err);
+
+/* restore_command: the WAL file walname (%f) decompressed to dest (%p).
+ * -ENOENT (err set, nothing to log: postgres probes for files that do not
+ * exist) when the store holds no such file. With maxParallel > 1 the next
+ * segments are fetched in parallel into <stateDir>/wal-spool/ and later
+ * requests are served from there. */
+int bk_wal_restore(const struct bk_config *cfg, const char *walname, const char *dest,
+		   struct op_err *err);
+
+#endif
