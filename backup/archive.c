@@ -162,7 +162,8 @@ static int archive_with(const struct bk_config *cfg, const struct bk_secrets *se
 	return jobs[0].rc;
 }
 
-int bk_wal_archive(const struct bk_config *cfg, const char *path, struct op_err *err)
+/* bk_wal_archive without recording its outcome. */
+static int archive_run(const struct bk_config *cfg, const char *path, struct op_err *err)
 {
 	_cleanup_free_ char *full = resolve(cfg, path);
 	_cleanup_free_ char *dcopy = op_strdup(full), *bcopy = op_strdup(full);
@@ -208,4 +209,41 @@ int bk_wal_archive(const struct bk_config *cfg, const char *path, struct op_err 
 	free(extra);
 	free(jobs);
 	return rc;
+}
+
+/* The outcome for the instance manager's status (BK_ARCHIVE_ERROR_FILE):
+ * the error of a failed call, removed by a successful one. Best effort: a
+ * state directory that cannot be written already failed the call. */
+static void outcome_record(const struct bk_config *cfg, int rc, const struct op_err *err)
+{
+	_cleanup_free_ char *p = op_asprintf("%s/" BK_ARCHIVE_ERROR_FILE, cfg->state_dir);
+	if (rc >= 0) {
+		unlink(p);
+		return;
+	}
+	const char *msg = err && err->msg[0] ? err->msg : "WAL archive failed";
+	struct op_err e = OP_ERR_INIT;
+	if (bk_write_file(p, msg, strlen(msg), &e) < 0)
+		op_log_debug("archive outcome not recorded", "error", e.msg);
+}
+
+int bk_wal_archive(const struct bk_config *cfg, const char *path, struct op_err *err)
+{
+	int rc = archive_run(cfg, path, err);
+	outcome_record(cfg, rc, err);
+	return rc;
+}
+
+int bk_archive_error_read(const char *state_dir, char **ret)
+{
+	_cleanup_free_ char *p = op_asprintf("%s/" BK_ARCHIVE_ERROR_FILE, state_dir);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	char buf[OP_ERR_MSG_MAX];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	*ret = op_strdup(buf);
+	return 1;
 }

@@ -58,12 +58,12 @@ struct bk_wal_name {
 /* Parses a WAL file name as PostgreSQL writes it (upper-case hex only);
  * anything else (a path, lower case, other suffixes) is -EINVAL. *ret
  * (optional) written on success. */
-int bk_wal_name_parse(const char *name, struct bk_wal_name *ret, struct op_err *err);
+OP_MUST_CHECK int bk_wal_name_parse(const char *name, struct bk_wal_name *ret, struct op_err *err);
 bool bk_wal_name_valid(const char *name);
 
 /* The segment after seg (24 hex) for a segment size (a power of two, 1 MiB
  * to 1 GiB) into ret[25]. -EINVAL for anything else. */
-int bk_wal_next_segment(const char *seg, uint64_t seg_size, char ret[25]);
+OP_MUST_CHECK int bk_wal_next_segment(const char *seg, uint64_t seg_size, char ret[25]);
 
 /* ---- compression ---- */
 
@@ -79,6 +79,7 @@ enum bk_compression {
 
 /* "" / "none" / NULL, gzip, bzip2, xz, lz4, zstd; "snappy" is -ENOTSUP with
  * a message saying so; anything else -EINVAL. */
+OP_MUST_CHECK
 int bk_compression_parse(const char *name, enum bk_compression *ret, struct op_err *err);
 const char *bk_compression_name(enum bk_compression c);   /* "none", "gzip", ... */
 const char *bk_compression_suffix(enum bk_compression c); /* "", ".gz", ... */
@@ -86,6 +87,7 @@ const char *bk_compression_suffix(enum bk_compression c); /* "", ".gz", ... */
 /* A stored object's base name split into the WAL file name (ret_name,
  * BK_WAL_NAME_MAX + 1 bytes) and the compression its suffix names (at most
  * one suffix, as barman's get_wal_paths()). -EINVAL when it is no WAL file. */
+OP_MUST_CHECK
 int bk_wal_stored_parse(const char *basename, char *ret_name, enum bk_compression *ret_comp);
 
 /* A streaming encoder or decoder. Output goes to sink in chunks of at most
@@ -96,15 +98,17 @@ struct bk_codec;
 
 /* *ret owned by the caller (bk_codec_free). BK_COMP_NONE passes bytes through
  * (with the cap); BK_COMP_SNAPPY is -ENOTSUP. */
+OP_MUST_CHECK
 int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk_sink_fn sink,
 		 void *ud, struct bk_codec **ret, struct op_err *err);
 /* Feeds len bytes. Decoding: corrupt input is -EBADMSG; data after the end
  * of the stream (other than another gzip member/bzip2 stream/xz stream/frame)
  * is -EBADMSG. */
+OP_MUST_CHECK
 int bk_codec_write(struct bk_codec *c, const void *in, size_t len, struct op_err *err);
 /* Ends the stream: flushes the encoder; a decoder whose input stopped inside
  * a stream (truncated) is -EBADMSG. */
-int bk_codec_finish(struct bk_codec *c, struct op_err *err);
+OP_MUST_CHECK int bk_codec_finish(struct bk_codec *c, struct op_err *err);
 uint64_t bk_codec_out_bytes(const struct bk_codec *c);
 void bk_codec_free(struct bk_codec *c); /* NULL accepted */
 
@@ -138,14 +142,16 @@ struct bk_config {
 };
 
 /* Parses the JSON text. On failure nothing is owned by *ret. */
+OP_MUST_CHECK
 int bk_config_parse(const char *json, size_t len, struct bk_config *ret, struct op_err *err);
 /* Reads path (regular file, no group/other permission bits, <= BK_CONFIG_MAX_BYTES). */
-int bk_config_load(const char *path, struct bk_config *ret, struct op_err *err);
+OP_MUST_CHECK int bk_config_load(const char *path, struct bk_config *ret, struct op_err *err);
 void bk_config_done(struct bk_config *c);
 
 /* "<prefix>/<server>/wals/" (the prefix part omitted when empty) into out. */
-int bk_wals_prefix(const struct bk_config *cfg, struct op_buf *out);
+OP_MUST_CHECK int bk_wals_prefix(const struct bk_config *cfg, struct op_buf *out);
 /* The object key of a WAL file stored with compression comp. */
+OP_MUST_CHECK
 int bk_wal_key(const struct bk_config *cfg, const char *walname, enum bk_compression comp,
 	       struct op_buf *out, struct op_err *err);
 
@@ -153,9 +159,11 @@ int bk_wal_key(const struct bk_config *cfg, const char *walname, enum bk_compres
 
 /* From the first bytes of pg_control (system_identifier is its first
  * member, uint64 in the server's byte order, i.e. this machine's). */
+OP_MUST_CHECK
 int bk_sysid_from_pg_control(const void *data, size_t len, uint64_t *ret, struct op_err *err);
 /* From the first page of a WAL segment (XLogLongPageHeaderData: xlp_sysid at
  * offset 24, after the 24-byte short header; XLP_LONG_HEADER must be set). */
+OP_MUST_CHECK
 int bk_sysid_from_wal(const void *data, size_t len, uint64_t *ret, struct op_err *err);
 
 /* ---- the commands ---- */
@@ -167,14 +175,22 @@ int bk_sysid_from_wal(const void *data, size_t len, uint64_t *ret, struct op_err
  * in <stateDir>/wal-archived/. Before the first archive into a destination
  * its wals/ must be empty or hold WAL of this system (pg_control's system
  * identifier); otherwise -EEXIST naming both identifiers. */
-int bk_wal_archive(const struct bk_config *cfg, const char *path, struct op_err *err);
+OP_MUST_CHECK int bk_wal_archive(const struct bk_config *cfg, const char *path, struct op_err *err);
+
+/* bk_wal_archive records the error of a failed call in
+ * <stateDir>/BK_ARCHIVE_ERROR_FILE and removes it on success, so the instance
+ * manager can show the store's own error (403, no such bucket, TLS) in its
+ * status. 1 with *ret (owned) the last failure's message, 0 when the last
+ * call succeeded (or none failed yet), -errno when it cannot be read. */
+#define BK_ARCHIVE_ERROR_FILE "wal-archive-error"
+OP_MUST_CHECK int bk_archive_error_read(const char *state_dir, char **ret);
 
 /* restore_command: the WAL file walname (%f) decompressed to dest (%p).
  * -ENOENT (err set, nothing to log: postgres probes for files that do not
  * exist) when the store holds no such file. With maxParallel > 1 the next
  * segments are fetched in parallel into <stateDir>/wal-spool/ and later
  * requests are served from there. */
-int bk_wal_restore(const struct bk_config *cfg, const char *walname, const char *dest,
-		   struct op_err *err);
+OP_MUST_CHECK int bk_wal_restore(const struct bk_config *cfg, const char *walname, const char *dest,
+				 struct op_err *err);
 
 #endif

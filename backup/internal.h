@@ -20,32 +20,35 @@
 struct bk_secrets {
 	struct op_buf access, secret, token, ca;
 };
+OP_MUST_CHECK
 int bk_secrets_load(const struct bk_config *cfg, struct bk_secrets *ret, struct op_err *err);
 void bk_secrets_done(struct bk_secrets *s);
 /* A client for cfg's bucket with s's credentials (copied by the client). */
-int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
-		  struct os_client **ret, struct op_err *err);
+OP_MUST_CHECK int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
+				struct os_client **ret, struct op_err *err);
 
 /* path's contents into out (its cap applies; -EFBIG past it). */
-int bk_read_file(const char *path, struct op_buf *out, struct op_err *err);
+OP_MUST_CHECK int bk_read_file(const char *path, struct op_buf *out, struct op_err *err);
 /* mkdir -p with mode for the directories it creates. */
-int bk_mkdir_p(const char *path, mode_t mode, struct op_err *err);
+OP_MUST_CHECK int bk_mkdir_p(const char *path, mode_t mode, struct op_err *err);
 /* A bk_sink_fn writing everything to the fd *(int *)ud. */
-int bk_sink_to_fd(void *ud, const void *buf, size_t len);
+OP_MUST_CHECK int bk_sink_to_fd(void *ud, const void *buf, size_t len);
 /* Writes data to path atomically (temp file + rename), mode 0600. */
-int bk_write_file(const char *path, const void *data, size_t len, struct op_err *err);
+OP_MUST_CHECK int bk_write_file(const char *path, const void *data, size_t len, struct op_err *err);
 
 /* Uploads the WAL file at path (its base name is the WAL name) to its key,
  * compressed as cfg says (through an unlinked temp file in tmpdir, so the
  * upload is one PUT of a known size). */
-int bk_upload_wal(struct os_client *c, const struct bk_config *cfg, const char *path,
-		  const char *tmpdir, struct op_err *err);
+OP_MUST_CHECK int bk_upload_wal(struct os_client *c, const struct bk_config *cfg, const char *path,
+				const char *tmpdir, struct op_err *err);
 /* GETs key, decompresses (comp) into dest through dest.pgop-tmp + rename;
  * output capped at BK_WAL_MAX_BYTES. ret_size (optional): bytes written. */
+OP_MUST_CHECK
 int bk_download(struct os_client *c, const char *key, enum bk_compression comp, const char *dest,
 		uint64_t *ret_size, struct op_err *err);
 
 /* The empty-archive check (archive.c's first call into a destination). */
+OP_MUST_CHECK
 int bk_check_archive(struct os_client *c, const struct bk_config *cfg, struct op_err *err);
 
 #endif

@@ -125,9 +125,11 @@ static int list_wanted(struct os_client *c, const struct bk_config *cfg, const c
 		       struct found *f, struct op_err *err)
 {
 	struct bk_wal_name w;
-	bk_wal_name_parse(walname, &w, NULL);
+	int rc = bk_wal_name_parse(walname, &w, err); /* checked by the caller already */
+	if (rc < 0)
+		return rc;
 	struct op_buf prefix = OP_BUF_INIT(OS_KEY_MAX);
-	int rc = bk_wal_key(cfg, walname, BK_COMP_NONE, &prefix, err);
+	rc = bk_wal_key(cfg, walname, BK_COMP_NONE, &prefix, err);
 	if (rc < 0)
 		return rc;
 	if (f->max > 1) /* the whole hash directory */

@@ -86,6 +86,7 @@ struct os_xml_cb {
  * (OS_XML_NAME_MAX) gets the root's name. 0, -EBADMSG (malformed), -EMSGSIZE
  * (a cap), or a callback's code. */
 OP_MUST_CHECK
+OP_MUST_CHECK
 int os_xml_walk(const char *body, size_t len, const struct os_xml_cb *cb, char *ret_root,
 		struct op_err *err);
 
@@ -106,9 +107,11 @@ struct os_list_page {
 	char *next_token; /* owned; NULL when absent */
 };
 OP_MUST_CHECK
+OP_MUST_CHECK
 int os_xml_parse_list(const char *body, size_t len, struct os_list_page *ret, struct op_err *err);
 void os_list_page_done(struct os_list_page *p);
 /* InitiateMultipartUploadResult: *ret_upload_id owned by the caller (free). */
+OP_MUST_CHECK
 OP_MUST_CHECK
 int os_xml_parse_initiate(const char *body, size_t len, char **ret_upload_id, struct op_err *err);
 /* DeleteResult: the number of <Error> entries, the first in *ret_first. */
