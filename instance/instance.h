@@ -154,6 +154,15 @@ struct inst_pg_status {
 	size_t n_repl;
 	struct inst_slot_info *slots;
 	size_t n_slots;
+	/* WAL archiving (pg_stat_archiver, CloudNativePG's names): archive_mode
+	 * archives here (on a primary, or `always`); the last archived and last
+	 * failed file and when (RFC 3339); failures so far; .ready files waiting
+	 * (pgop: `readyWALs`); the store's own error of the last failed
+	 * wal-archive, NULL when the last call succeeded (`archiveError`) */
+	bool is_archiving_wal;
+	char *last_archived_wal, *last_archived_wal_time, *last_failed_wal, *last_failed_wal_time;
+	int64_t archiver_failed_count, ready_wals;
+	char *archive_error;
 };
 
 void inst_pg_status_done(struct inst_pg_status *s);

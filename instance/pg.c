@@ -190,6 +190,37 @@ static int64_t col_i64(PGresult *res, int row, int c)
 	return errno || *end ? 0 : (int64_t)v;
 }
 
+/* pg_stat_archiver and the .ready files waiting (superuser: the manager's
+ * own connection). Times in UTC, RFC 3339. */
+static int query_archiver(PGconn *c, struct inst_pg_status *s, struct op_err *err)
+{
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	int r = inst_pg_exec(
+		c,
+		"SELECT current_setting('archive_mode') = 'always' OR "
+		"(current_setting('archive_mode') = 'on' AND NOT pg_is_in_recovery()), "
+		"last_archived_wal, "
+		"to_char(last_archived_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+		"last_failed_wal, "
+		"to_char(last_failed_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+		"failed_count::int8, "
+		"(SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready')::int8 "
+		"FROM pg_stat_archiver",
+		0, NULL, &res, err);
+	if (r)
+		return r;
+	if (PQntuples(res) != 1 || PQnfields(res) != 7)
+		return op_err_set(err, -EPROTO, "archiver query: unexpected shape");
+	s->is_archiving_wal = col_bool(res, 0, 0);
+	s->last_archived_wal = col(res, 0, 1);
+	s->last_archived_wal_time = col(res, 0, 2);
+	s->last_failed_wal = col(res, 0, 3);
+	s->last_failed_wal_time = col(res, 0, 4);
+	s->archiver_failed_count = col_i64(res, 0, 5);
+	s->ready_wals = col_i64(res, 0, 6);
+	return 0;
+}
+
 int inst_pg_query_status(PGconn *c, const char *cluster_name, struct inst_pg_status *s,
 			 struct op_err *err)
 {
@@ -258,6 +289,8 @@ int inst_pg_query_status(PGconn *c, const char *cluster_name, struct inst_pg_sta
 			x->sync_priority = col_i64(rep, i, 10);
 		}
 	}
+	if ((r = query_archiver(c, s, err)) < 0)
+		return r;
 	_cleanup_(inst_pqclearp) PGresult *sl = NULL;
 	r = inst_pg_exec(c,
 			 "SELECT slot_name::text, plugin::text, slot_type, coalesce(datoid, 0)::int8, "

@@ -49,6 +49,11 @@ void inst_pg_status_done(struct inst_pg_status *s)
 	free(s->pod_name);
 	free(s->reclone_source);
 	free(s->reclone_at);
+	free(s->last_archived_wal);
+	free(s->last_archived_wal_time);
+	free(s->last_failed_wal);
+	free(s->last_failed_wal_time);
+	free(s->archive_error);
 	for (size_t i = 0; i < s->n_repl; i++)
 		repl_done(&s->repl[i]);
 	free(s->repl);
@@ -116,6 +121,19 @@ static int slot_json(struct op_buf *b, const struct inst_slot_info *s)
 	return e ? e : op_buf_addc(b, '}');
 }
 
+/* CloudNativePG's archiver fields, and pgop's readyWALs and archiveError. */
+static int archiver_json(struct op_buf *out, bool *f, const struct inst_pg_status *s)
+{
+	int e = kv_bool(out, f, "isArchivingWAL", s->is_archiving_wal);
+	e = e ? e : kv_str(out, f, "lastArchivedWAL", s->last_archived_wal);
+	e = e ? e : kv_str(out, f, "lastArchivedWALTime", s->last_archived_wal_time);
+	e = e ? e : kv_str(out, f, "lastFailedWAL", s->last_failed_wal);
+	e = e ? e : kv_str(out, f, "lastFailedWALTime", s->last_failed_wal_time);
+	e = e ? e : kv_int(out, f, "archiverFailedCount", s->archiver_failed_count);
+	e = e ? e : kv_int(out, f, "readyWALs", s->ready_wals);
+	return e ? e : kv_str(out, f, "archiveError", s->archive_error);
+}
+
 int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 {
 	bool f = true;
@@ -130,6 +148,7 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 	e = e ? e : kv_bool(out, &f, "isWalReceiverActive", s->is_wal_receiver_active);
 	e = e ? e : kv_bool(out, &f, "isPgRewindRunning", s->is_pg_rewind_running);
 	e = e ? e : kv_int(out, &f, "timeLineID", s->timeline_id);
+	e = e ? e : archiver_json(out, &f, s);
 	if (e == 0 && s->lease_ms)
 		e = kv_int(out, &f, "leaseMs", s->lease_ms);
 	if (e == 0 && s->n_repl) {

@@ -614,6 +614,11 @@ static void test_status_json(void **state)
 	s.loaded_configuration_hash = op_strdup("abc");
 	s.session_id = op_strdup("sess");
 	s.pod_name = op_strdup("c-1");
+	s.is_archiving_wal = true;
+	s.last_archived_wal = op_strdup("000000020000000000000003");
+	s.last_archived_wal_time = op_strdup("2026-12-07T02:00:00Z");
+	s.ready_wals = 4;
+	s.archive_error = op_strdup("PUT s3://b/k: 403 AccessDenied: Access Denied.");
 	s.n_repl = 1;
 	s.repl = op_calloc(1, sizeof(*s.repl));
 	s.repl[0] = (struct inst_repl_info){ .application_name = op_strdup("c-2"),
@@ -652,6 +657,14 @@ static void test_status_json(void **state)
 	assert_string_equal(op_json_str_at(si, "slotName"), "_cnpg_c_2");
 	assert_true(json_object_get_boolean(op_json_at(si, "active")));
 	assert_null(op_json_at(o, "recloned")); /* no re-clone: omitted */
+	/* the archiver, CloudNativePG's names and pgop's readyWALs/archiveError */
+	assert_true(json_object_get_boolean(op_json_at(o, "isArchivingWAL")));
+	assert_string_equal(op_json_str_at(o, "lastArchivedWAL"), "000000020000000000000003");
+	assert_string_equal(op_json_str_at(o, "lastArchivedWALTime"), "2026-12-07T02:00:00Z");
+	assert_null(op_json_at(o, "lastFailedWAL"));
+	assert_int_equal(json_object_get_int64(op_json_at(o, "readyWALs")), 4);
+	assert_string_equal(op_json_str_at(o, "archiveError"),
+			    "PUT s3://b/k: 403 AccessDenied: Access Denied.");
 	json_object_put(o);
 	/* pg_rewind failed and the manager re-cloned: reported for the Event */
 	s.reclone_rewind_status = 1;
