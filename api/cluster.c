@@ -607,6 +607,40 @@ const char *api_cluster_slot_prefix(const struct api_cluster *c)
 	return "_cnpg_";
 }
 
+const struct api_barman_store *api_cluster_wal_store(const struct api_cluster *c)
+{
+	const struct api_barman_store *s = c->spec.has_backup ? c->spec.backup.barman : NULL;
+	return s && (s->has_s3_credentials || s->s3.inherit_from_iam_role) ? s : NULL;
+}
+
+static const char *const barman_file_names[API_BARMAN_FILE__COUNT] = {
+	[API_BARMAN_ACCESS_KEY_ID] = "access-key-id",
+	[API_BARMAN_SECRET_ACCESS_KEY] = "secret-access-key",
+	[API_BARMAN_SESSION_TOKEN] = "session-token",
+	[API_BARMAN_REGION] = "region",
+	[API_BARMAN_ENDPOINT_CA] = "endpoint-ca",
+};
+
+const char *api_barman_file_name(enum api_barman_file f)
+{
+	return (unsigned)f < API_BARMAN_FILE__COUNT ? barman_file_names[f] : "unknown";
+}
+
+const struct api_secret_ref *api_barman_file_ref(const struct api_barman_store *s,
+						 enum api_barman_file f)
+{
+	const struct api_secret_ref *r = NULL;
+	switch (f) {
+	case API_BARMAN_ACCESS_KEY_ID: r = &s->s3.access_key_id; break;
+	case API_BARMAN_SECRET_ACCESS_KEY: r = &s->s3.secret_access_key; break;
+	case API_BARMAN_SESSION_TOKEN: r = &s->s3.session_token; break;
+	case API_BARMAN_REGION: r = &s->s3.region; break;
+	case API_BARMAN_ENDPOINT_CA: r = &s->endpoint_ca; break;
+	case API_BARMAN_FILE__COUNT: break;
+	}
+	return r && r->name && r->key ? r : NULL;
+}
+
 const char *api_barman_server_name(const struct api_cluster *c,
 				   const struct api_barman_store *store)
 {

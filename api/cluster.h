@@ -302,6 +302,30 @@ static inline void api_cluster_freep(struct api_cluster **c) { api_cluster_free(
 const char *api_barman_server_name(const struct api_cluster *c,
 				   const struct api_barman_store *store);
 
+/* The object store of WAL archiving: spec.backup.barmanObjectStore with S3
+ * credentials (or the IAM role), NULL otherwise (borrowed). */
+const struct api_barman_store *api_cluster_wal_store(const struct api_cluster *c);
+
+/* The Secret keys a barman object store names, as the instance Pod sees them:
+ * the reconciler mounts each as volume "barman-<file>" holding just that key
+ * as the file <file>, at <secrets dir>/barman-<file>/<file> (the instance
+ * manager's --secrets-dir, INST_SECRETS_DIR in the Pod), and wal-archive
+ * reads them from there at each call (a rotated Secret is used once the
+ * kubelet refreshed the volume). */
+enum api_barman_file {
+	API_BARMAN_ACCESS_KEY_ID,
+	API_BARMAN_SECRET_ACCESS_KEY,
+	API_BARMAN_SESSION_TOKEN,
+	API_BARMAN_REGION,
+	API_BARMAN_ENDPOINT_CA,
+	API_BARMAN_FILE__COUNT
+};
+/* "access-key-id", "secret-access-key", "session-token", "region", "endpoint-ca". */
+const char *api_barman_file_name(enum api_barman_file f);
+/* The Secret key selector behind f (borrowed); NULL when the store names none. */
+const struct api_secret_ref *api_barman_file_ref(const struct api_barman_store *s,
+						 enum api_barman_file f);
+
 /* Effective replication slot prefix (spec value or "_cnpg_"); borrowed. */
 const char *api_cluster_slot_prefix(const struct api_cluster *c);
 

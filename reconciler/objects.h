@@ -37,6 +37,11 @@
  * the cached Pods keep metadata, not their container specs; a Pod with another
  * image of the same major is outdated (rollout.h). */
 #define RC_ANN_IMAGE "pgop.io/image"
+/* The WAL archive's credential volumes the Pod was built with
+ * (rc_archive_volumes): another set makes it outdated (rollout.h), so
+ * adding or changing spec.backup.barmanObjectStore's Secret references rolls
+ * the instances. Absent when the Cluster archives nowhere. */
+#define RC_ANN_ARCHIVE_VOLUMES "pgop.io/archiveVolumes"
 /* On the Cluster: the primary Pod named here is being restarted in place
  * (contract with the instance manager: on SIGTERM it does not hand over,
  * it just restarts); the UID is the Pod to delete (pgop's own bookkeeping). */
@@ -77,6 +82,9 @@ int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_obj
  * spec.imageName, else the operator's default image). */
 #define RC_CONTAINER_POSTGRES "postgres"
 const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s);
+/* "<file>=<secret>/<key>;..." of the WAL archive's credential volumes
+ * (api_barman_file_ref), "" when none. Owned. */
+char *rc_archive_volumes(const struct api_cluster *c);
 
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
  * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */

@@ -92,6 +92,44 @@ static json_object *kvs_object(const struct api_kvs *kvs)
 	return o;
 }
 
+/* The Secret keys the WAL archive's object store names, one volume each
+ * holding just that key as the file api_barman_file_name(f), under
+ * /run/pgop/secrets/barman-<file>/ (api/cluster.h: the instance manager's
+ * wal-archive reads them there at each call). */
+static void add_barman_volumes(const struct api_cluster *c, json_object *vols, json_object *mounts)
+{
+	const struct api_barman_store *s = api_cluster_wal_store(c);
+	for (int f = 0; s && f < API_BARMAN_FILE__COUNT; f++) {
+		const struct api_secret_ref *ref = api_barman_file_ref(s, f);
+		if (!ref)
+			continue;
+		const char *file = api_barman_file_name(f);
+		_cleanup_free_ char *name = op_asprintf("barman-%s", file);
+		_cleanup_free_ char *path = op_asprintf("/run/pgop/secrets/%s", name);
+		json_object *v = vol_secret(name, ref->name, ref->key);
+		json_object *item = json_object_array_get_idx(op_json_at(v, "secret.items"), 0);
+		op_jsets(item, "path", file); /* the key's file is named for its role */
+		op_jpush(vols, v);
+		op_jpush(mounts, mount(name, path, true));
+	}
+}
+
+char *rc_archive_volumes(const struct api_cluster *c)
+{
+	const struct api_barman_store *s = api_cluster_wal_store(c);
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int e = op_buf_adds(&b, "");
+	for (int f = 0; e == 0 && s && f < API_BARMAN_FILE__COUNT; f++) {
+		const struct api_secret_ref *ref = api_barman_file_ref(s, f);
+		if (ref)
+			e = op_buf_addf(&b, "%s%s=%s/%s", b.len ? ";" : "", api_barman_file_name(f),
+					ref->name, ref->key);
+	}
+	char *out = op_strdup(e == 0 ? op_buf_str(&b) : "?"); /* "?": over the cap, still differs */
+	op_buf_done(&b);
+	return out;
+}
+
 /* Volumes and mounts shared by the instance Pod and its bootstrap Pod. */
 static void add_volumes(const struct api_cluster *c, int64_t serial, json_object *spec,
 			json_object *mounts)
@@ -128,6 +166,7 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	}
 	op_jpush(vols, vol_secret("app", s_app, NULL));
 	op_jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
+	add_barman_volumes(c, vols, mounts);
 	op_jset(spec, "volumes", vols);
 }
 
@@ -310,6 +349,9 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	if (restarted)
 		op_jsets(op_jchild(m, "annotations"), RC_ANN_RESTARTED_AT, restarted);
 	op_jsets(op_jchild(m, "annotations"), RC_ANN_IMAGE, rc_pg_image(c, s));
+	_cleanup_free_ char *vols = rc_archive_volumes(c);
+	if (*vols)
+		op_jsets(op_jchild(m, "annotations"), RC_ANN_ARCHIVE_VOLUMES, vols);
 	op_jset(o, "metadata", m);
 	op_jset(o, "spec", pod_spec(c, s, serial, NULL));
 	*ret = o;

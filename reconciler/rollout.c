@@ -168,12 +168,16 @@ static bool same_major_other_image(const char *have, const char *want)
 }
 
 bool rc_rollout_outdated(json_object *pod, const char *cluster_restarted_at,
-			 const struct rc_instance *in, const char *image)
+			 const struct rc_instance *in, const char *image,
+			 const char *archive_volumes)
 {
 	const char *have = annotation(pod, RC_ANN_RESTARTED_AT);
 	if (!str_eq(have ? have : "", cluster_restarted_at ? cluster_restarted_at : ""))
 		return true;
 	if (same_major_other_image(annotation(pod, RC_ANN_IMAGE), image))
+		return true;
+	const char *vols = annotation(pod, RC_ANN_ARCHIVE_VOLUMES);
+	if (archive_volumes && !str_eq(vols ? vols : "", archive_volumes))
 		return true;
 	return in && in->has_status && in->pending_restart;
 }
@@ -204,13 +208,14 @@ static void build_input(struct rc_run *r, const struct rc_instance *v, size_t n,
 	const struct api_kvs *ann = &r->c->metadata.annotations;
 	const char *restarted = api_kvs_get(ann, RC_ANN_RESTARTED_AT);
 	const char *image = rc_pg_image(r->c, &r->ctl->settings);
+	_cleanup_free_ char *vols = rc_archive_volumes(r->c);
 	struct rc_roll_member *m = op_calloc(n ? n : 1, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = find_pod(pods, v[i].name);
 		m[i] = (struct rc_roll_member){
 			.in = &v[i],
 			.uid = p ? kube_obj_uid(p) : NULL,
-			.outdated = p && rc_rollout_outdated(p, restarted, &v[i], image),
+			.outdated = p && rc_rollout_outdated(p, restarted, &v[i], image, vols),
 			.created = time_at(p, "metadata.creationTimestamp"),
 			.deleting = time_at(p, "metadata.deletionTimestamp"),
 		};

@@ -77,9 +77,12 @@ bool rc_rollout_hold_failover(const struct rc_rollout_input *in);
  * Cluster's annotation, NULL = none): annotation differs, in reports
  * pendingRestart, or it was built with another image (RC_ANN_IMAGE) than
  * image (the Cluster's; NULL = not compared) of the same PostgreSQL major (a
- * new major is an upgrade, not a restart). */
+ * new major is an upgrade, not a restart), or with other WAL archive
+ * credential volumes (RC_ANN_ARCHIVE_VOLUMES) than archive_volumes (the
+ * Cluster's rc_archive_volumes; NULL = not compared). */
 bool rc_rollout_outdated(json_object *pod, const char *cluster_restarted_at,
-			 const struct rc_instance *in, const char *image);
+			 const struct rc_instance *in, const char *image,
+			 const char *archive_volumes);
 
 struct rc_run;
 /* The reconcile step (rollout.c): v[0..n) the inventory (sorted), pods its

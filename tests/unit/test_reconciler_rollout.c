@@ -154,25 +154,35 @@ static void test_outdated(void **state)
 		"{\"kubectl.kubernetes.io/restartedAt\":\"2026-12-03T07:00:00Z\"}}}");
 	struct rc_instance fine = { .has_status = true };
 	struct rc_instance pending = { .has_status = true, .pending_restart = true };
-	assert_false(rc_rollout_outdated(plain, NULL, &fine, NULL));
-	assert_true(rc_rollout_outdated(plain, "2026-12-03T07:00:00Z", &fine, NULL));
-	assert_false(rc_rollout_outdated(stamped, "2026-12-03T07:00:00Z", &fine, NULL));
-	assert_true(rc_rollout_outdated(stamped, "2026-12-03T08:00:00Z", &fine, NULL));
-	assert_true(rc_rollout_outdated(stamped, NULL, &fine, NULL));
-	assert_true(rc_rollout_outdated(plain, NULL, &pending, NULL));
+	assert_false(rc_rollout_outdated(plain, NULL, &fine, NULL, NULL));
+	assert_true(rc_rollout_outdated(plain, "2026-12-03T07:00:00Z", &fine, NULL, NULL));
+	assert_false(rc_rollout_outdated(stamped, "2026-12-03T07:00:00Z", &fine, NULL, NULL));
+	assert_true(rc_rollout_outdated(stamped, "2026-12-03T08:00:00Z", &fine, NULL, NULL));
+	assert_true(rc_rollout_outdated(stamped, NULL, &fine, NULL, NULL));
+	assert_true(rc_rollout_outdated(plain, NULL, &pending, NULL, NULL));
 	struct rc_instance silent = { .pending_restart = true }; /* no status: not known */
-	assert_false(rc_rollout_outdated(plain, NULL, &silent, NULL));
+	assert_false(rc_rollout_outdated(plain, NULL, &silent, NULL, NULL));
 	/* a new image of the same major restarts the instance; a new major is an
 	 * upgrade, not a restart; an image without a major tag is not compared */
 	json_object *img = json_tokener_parse(
 		"{\"metadata\":{\"name\":\"c-1\",\"annotations\":"
 		"{\"pgop.io/image\":\"ghcr.io/cloudnative-pg/postgresql:15.4\"}}}");
-	assert_false(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.4"));
-	assert_true(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.6"));
-	assert_false(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:16.2"));
-	assert_false(rc_rollout_outdated(img, NULL, &fine, "registry/pg@sha256:abcd"));
-	assert_false(rc_rollout_outdated(img, NULL, &fine, NULL));
-	assert_false(rc_rollout_outdated(plain, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.6"));
+	assert_false(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.4", NULL));
+	assert_true(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.6", NULL));
+	assert_false(rc_rollout_outdated(img, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:16.2", NULL));
+	assert_false(rc_rollout_outdated(img, NULL, &fine, "registry/pg@sha256:abcd", NULL));
+	assert_false(rc_rollout_outdated(img, NULL, &fine, NULL, NULL));
+	assert_false(rc_rollout_outdated(plain, NULL, &fine, "ghcr.io/cloudnative-pg/postgresql:15.6", NULL));
+	/* other WAL archive credential volumes than the Pod was built with */
+	json_object *vols = json_tokener_parse(
+		"{\"metadata\":{\"name\":\"c-1\",\"annotations\":"
+		"{\"pgop.io/archiveVolumes\":\"access-key-id=s3/ID\"}}}");
+	assert_false(rc_rollout_outdated(vols, NULL, &fine, NULL, "access-key-id=s3/ID"));
+	assert_true(rc_rollout_outdated(vols, NULL, &fine, NULL, "access-key-id=s3/KEY"));
+	assert_true(rc_rollout_outdated(vols, NULL, &fine, NULL, "")); /* archiving removed */
+	assert_true(rc_rollout_outdated(plain, NULL, &fine, NULL, "access-key-id=s3/ID"));
+	assert_false(rc_rollout_outdated(plain, NULL, &fine, NULL, "")); /* none either way */
+	json_object_put(vols);
 	json_object_put(img);
 	json_object_put(plain);
 	json_object_put(stamped);
