@@ -122,7 +122,7 @@ static void dec_recovery_target(struct api_dec *d, json_object *o, const char *p
 	STR(o, p, "targetName", &t->target_name);
 	STR(o, p, "targetLSN", &t->target_lsn);
 	STR(o, p, "targetTime", &t->target_time);
-	BOOL(o, p, "targetImmediate", &t->target_immediate);
+	t->has_target_immediate = BOOL(o, p, "targetImmediate", &t->target_immediate);
 	BOOL(o, p, "exclusive", &t->exclusive);
 }
 
@@ -137,6 +137,7 @@ static void dec_recovery(struct api_dec *d, json_object *o, const char *p, struc
 	if (b) {
 		_cleanup_free_ char *bp = api_dec_join(p, "backup");
 		STR(b, bp, "name", &x->backup_name);
+		SUB(b, bp, "endpointCA", dec_secret_ref, &x->backup_endpoint_ca);
 	}
 	x->has_volume_snapshots = api_dec_obj(d, o, p, "volumeSnapshots") != NULL;
 	SUB(o, p, "recoveryTarget", dec_recovery_target, x);
@@ -204,6 +205,110 @@ static void dec_certificates(struct api_dec *d, json_object *o, const char *p,
 	api_dec_strv(d, o, p, "serverAltDNSNames", &c->server_alt_dns_names);
 }
 
+static void dec_s3_credentials(struct api_dec *d, json_object *o, const char *p,
+			       struct api_barman_store *b)
+{
+	struct api_s3_credentials *s3 = &b->s3;
+	b->has_s3_credentials = true;
+	SUB(o, p, "accessKeyId", dec_secret_ref, &s3->access_key_id);
+	SUB(o, p, "secretAccessKey", dec_secret_ref, &s3->secret_access_key);
+	SUB(o, p, "region", dec_secret_ref, &s3->region);
+	SUB(o, p, "sessionToken", dec_secret_ref, &s3->session_token);
+	BOOL(o, p, "inheritFromIAMRole", &s3->inherit_from_iam_role);
+}
+
+static void dec_barman_wal(struct api_dec *d, json_object *o, const char *p,
+			   struct api_barman_wal *w)
+{
+	STR(o, p, "compression", &w->compression);
+	STR(o, p, "encryption", &w->encryption);
+	I64(o, p, "maxParallel", &w->max_parallel);
+	api_dec_strv(d, o, p, "archiveAdditionalCommandArgs", &w->archive_additional_command_args);
+	api_dec_strv(d, o, p, "restoreAdditionalCommandArgs", &w->restore_additional_command_args);
+}
+
+static void dec_barman_data(struct api_dec *d, json_object *o, const char *p,
+			    struct api_barman_data *x)
+{
+	STR(o, p, "compression", &x->compression);
+	STR(o, p, "encryption", &x->encryption);
+	I64(o, p, "jobs", &x->jobs);
+	BOOL(o, p, "immediateCheckpoint", &x->immediate_checkpoint);
+	api_dec_strv(d, o, p, "additionalCommandArgs", &x->additional_command_args);
+	api_dec_strv(d, o, p, "restoreAdditionalCommandArgs", &x->restore_additional_command_args);
+}
+
+/* obj.key as a barman object store: *ret (owned) allocated when present. */
+static void dec_barman_store(struct api_dec *d, json_object *obj, const char *path,
+			     const char *key, struct api_barman_store **ret)
+{
+	json_object *o = api_dec_obj(d, obj, path, key);
+	if (!o)
+		return;
+	_cleanup_free_ char *p = api_dec_join(path, key);
+	struct api_barman_store *b = *ret = op_calloc(1, sizeof(*b));
+	STR(o, p, "destinationPath", &b->destination_path);
+	STR(o, p, "endpointURL", &b->endpoint_url);
+	SUB(o, p, "endpointCA", dec_secret_ref, &b->endpoint_ca);
+	STR(o, p, "serverName", &b->server_name);
+	SUB(o, p, "s3Credentials", dec_s3_credentials, b);
+	b->has_azure_credentials = api_dec_obj(d, o, p, "azureCredentials") != NULL;
+	b->has_google_credentials = api_dec_obj(d, o, p, "googleCredentials") != NULL;
+	SUB(o, p, "wal", dec_barman_wal, &b->wal);
+	SUB(o, p, "data", dec_barman_data, &b->data);
+	api_dec_kvs(d, o, p, "tags", &b->tags, false);
+	api_dec_kvs(d, o, p, "historyTags", &b->history_tags, false);
+}
+
+/* A plugin entry (spec.plugins[i], externalClusters[i].plugin). */
+static void dec_plugin(struct api_dec *d, json_object *o, const char *p, struct api_plugin *x)
+{
+	x->enabled = true;
+	STR(o, p, "name", &x->name);
+	BOOL(o, p, "enabled", &x->enabled);
+	BOOL(o, p, "isWALArchiver", &x->is_wal_archiver);
+	api_dec_kvs(d, o, p, "parameters", &x->parameters, false);
+}
+
+static void dec_backup(struct api_dec *d, json_object *o, const char *p, struct api_cluster_spec *s)
+{
+	struct api_backup *b = &s->backup;
+	s->has_backup = true;
+	dec_barman_store(d, o, p, "barmanObjectStore", &b->barman);
+	STR(o, p, "retentionPolicy", &b->retention_policy);
+	STR(o, p, "target", &b->target);
+	if (!b->target)
+		b->target = op_strdup("prefer-standby");
+	b->has_volume_snapshot = api_dec_obj(d, o, p, "volumeSnapshot") != NULL;
+}
+
+static void dec_plugins(struct api_dec *d, json_object *spec, const char *p,
+			struct api_cluster_spec *s)
+{
+	json_object *a = api_dec_arr(d, spec, p, "plugins");
+	if (!a)
+		return;
+	_cleanup_free_ char *ap = api_dec_join(p, "plugins");
+	size_t n = json_object_array_length(a);
+	s->plugins = op_calloc(n ? n : 1, sizeof(*s->plugins));
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		_cleanup_free_ char *ep = api_dec_index(ap, i);
+		if (!e || !json_object_is_type(e, json_type_object)) {
+			api_dec_error(d, ep, "expected object, got %s", op_json_type_name(e));
+			continue;
+		}
+		dec_plugin(d, e, ep, &s->plugins[s->n_plugins++]);
+	}
+}
+
+static void dec_ext_plugin(struct api_dec *d, json_object *o, const char *p,
+			   struct api_external_cluster *e)
+{
+	e->plugin = op_calloc(1, sizeof(*e->plugin));
+	dec_plugin(d, o, p, e->plugin);
+}
+
 static void dec_external_cluster(struct api_dec *d, json_object *o, const char *p,
 				 struct api_external_cluster *e)
 {
@@ -213,8 +318,8 @@ static void dec_external_cluster(struct api_dec *d, json_object *o, const char *
 	SUB(o, p, "sslKey", dec_secret_ref, &e->ssl_key);
 	SUB(o, p, "sslRootCert", dec_secret_ref, &e->ssl_root_cert);
 	SUB(o, p, "password", dec_secret_ref, &e->password);
-	e->has_barman_object_store = api_dec_obj(d, o, p, "barmanObjectStore") != NULL;
-	e->has_plugin = api_dec_obj(d, o, p, "plugin") != NULL;
+	dec_barman_store(d, o, p, "barmanObjectStore", &e->barman_object_store);
+	SUB(o, p, "plugin", dec_ext_plugin, e);
 }
 
 static void dec_external_clusters(struct api_dec *d, json_object *spec, const char *p,
@@ -294,6 +399,8 @@ static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct ap
 	I64(o, p, "failoverDelay", &s->failover_delay);
 	I64(o, p, "livenessProbeTimeout", &s->liveness_probe_timeout);
 	STR(o, p, "serviceAccountName", &s->service_account_name);
+	SUB(o, p, "backup", dec_backup, s);
+	dec_plugins(d, o, p, s);
 }
 
 static void dec_instances_status(struct api_dec *d, json_object *o, const char *p,
@@ -397,6 +504,37 @@ static void bootstrap_done(struct api_bootstrap *b)
 	struct api_recovery_target *t = &r->target;
 	free(t->backup_id), free(t->target_tli), free(t->target_xid), free(t->target_name);
 	free(t->target_lsn), free(t->target_time);
+	secret_ref_done(&r->backup_endpoint_ca);
+}
+
+static struct api_barman_store *barman_store_free(struct api_barman_store *b)
+{
+	if (!b)
+		return NULL;
+	free(b->destination_path), free(b->endpoint_url), free(b->server_name);
+	secret_ref_done(&b->endpoint_ca);
+	secret_ref_done(&b->s3.access_key_id);
+	secret_ref_done(&b->s3.secret_access_key);
+	secret_ref_done(&b->s3.region);
+	secret_ref_done(&b->s3.session_token);
+	free(b->wal.compression), free(b->wal.encryption);
+	api_strv_done(&b->wal.archive_additional_command_args);
+	api_strv_done(&b->wal.restore_additional_command_args);
+	free(b->data.compression), free(b->data.encryption);
+	api_strv_done(&b->data.additional_command_args);
+	api_strv_done(&b->data.restore_additional_command_args);
+	api_kvs_done(&b->tags);
+	api_kvs_done(&b->history_tags);
+	free(b);
+	return NULL;
+}
+
+static void plugin_done(struct api_plugin *x)
+{
+	if (!x)
+		return;
+	free(x->name);
+	api_kvs_done(&x->parameters);
 }
 
 struct api_cluster *api_cluster_free(struct api_cluster *c)
@@ -437,8 +575,16 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 		secret_ref_done(&e->ssl_key);
 		secret_ref_done(&e->ssl_root_cert);
 		secret_ref_done(&e->password);
+		barman_store_free(e->barman_object_store);
+		plugin_done(e->plugin);
+		free(e->plugin);
 	}
 	free(s->external_clusters);
+	barman_store_free(s->backup.barman);
+	free(s->backup.retention_policy), free(s->backup.target);
+	for (size_t i = 0; i < s->n_plugins; i++)
+		plugin_done(&s->plugins[i]);
+	free(s->plugins);
 	api_kvs_done(&s->resources.requests);
 	api_kvs_done(&s->resources.limits);
 	free(s->affinity.pod_anti_affinity_type), free(s->affinity.topology_key);
@@ -459,4 +605,12 @@ const char *api_cluster_slot_prefix(const struct api_cluster *c)
 	if (c && c->spec.replication_slots.slot_prefix && *c->spec.replication_slots.slot_prefix)
 		return c->spec.replication_slots.slot_prefix;
 	return "_cnpg_";
+}
+
+const char *api_barman_server_name(const struct api_cluster *c,
+				   const struct api_barman_store *store)
+{
+	if (store && store->server_name && *store->server_name)
+		return store->server_name;
+	return c ? c->metadata.name : NULL;
 }

@@ -90,18 +90,87 @@ struct api_pg_basebackup {
 	struct api_secret_ref secret;
 };
 
+/* bootstrap.recovery.recoveryTarget: at most one of the target_* is set
+ * (webhooks V10). Strings are the user's text, unparsed. */
 struct api_recovery_target {
-	char *backup_id, *target_tli, *target_xid, *target_name, *target_lsn, *target_time;
-	bool target_immediate, exclusive;
+	char *backup_id;   /* backupID */
+	char *target_tli;  /* targetTLI: "latest" or a number */
+	char *target_xid;  /* targetXID */
+	char *target_name; /* targetName (a restore point) */
+	char *target_lsn;  /* targetLSN "X/Y" */
+	char *target_time; /* targetTime (RFC 3339 or PostgreSQL timestamp) */
+	bool target_immediate; /* targetImmediate */
+	bool has_target_immediate; /* targetImmediate present, even false (CNPG tests != nil) */
+	bool exclusive;    /* default: false (the target is included) */
 };
 
 struct api_recovery {
 	bool present;
-	char *source, *database, *owner, *backup_name;
+	char *source;      /* an externalClusters[].name */
+	char *database, *owner;
+	char *backup_name; /* backup.name: a Backup in the Cluster's namespace */
+	struct api_secret_ref backup_endpoint_ca; /* backup.endpointCA */
 	struct api_secret_ref secret;
 	bool has_volume_snapshots;
 	bool has_recovery_target;
 	struct api_recovery_target target;
+};
+
+/* The S3 credentials of a barman object store: each a Secret key selector
+ * ({name,key}, both NULL when absent). */
+struct api_s3_credentials {
+	struct api_secret_ref access_key_id, secret_access_key, region, session_token;
+	bool inherit_from_iam_role; /* default: false */
+};
+
+/* barmanObjectStore.wal */
+struct api_barman_wal {
+	char *compression; /* gzip | bzip2 | lz4 | snappy | xz | zstd; NULL: none */
+	char *encryption;  /* AES256 | aws:kms; NULL: none */
+	int64_t max_parallel; /* 0 = unset (barman-cloud's default: 1) */
+	struct api_strv archive_additional_command_args, restore_additional_command_args;
+};
+
+/* barmanObjectStore.data */
+struct api_barman_data {
+	char *compression, *encryption;
+	int64_t jobs; /* 0 = unset (barman-cloud's default: 2) */
+	bool immediate_checkpoint;
+	struct api_strv additional_command_args, restore_additional_command_args;
+};
+
+/* CloudNativePG's BarmanObjectStoreConfiguration (barman-cloud
+ * pkg/api/config.go), in spec.backup.barmanObjectStore and
+ * spec.externalClusters[].barmanObjectStore. Everything OWNED by the
+ * struct; freed with the cluster. Azure and Google credentials are only
+ * noted (pgop talks to S3-compatible stores). */
+struct api_barman_store {
+	char *destination_path; /* "s3://bucket/path" (required by the schema) */
+	char *endpoint_url;     /* NULL: AWS */
+	struct api_secret_ref endpoint_ca;
+	char *server_name;      /* NULL: see api_barman_server_name() */
+	bool has_s3_credentials;
+	struct api_s3_credentials s3;
+	bool has_azure_credentials, has_google_credentials;
+	struct api_barman_wal wal;
+	struct api_barman_data data;
+	struct api_kvs tags, history_tags;
+};
+
+/* spec.backup */
+struct api_backup {
+	struct api_barman_store *barman; /* barmanObjectStore; NULL when absent */
+	char *retention_policy;          /* "30d"; NULL when absent */
+	char *target;                    /* default: "prefer-standby" */
+	bool has_volume_snapshot;        /* volumeSnapshot set */
+};
+
+/* A CNPG-I plugin: spec.plugins[i] and externalClusters[i].plugin. */
+struct api_plugin {
+	char *name;
+	bool enabled;         /* default: true (spec.plugins only) */
+	bool is_wal_archiver; /* default: false (spec.plugins only) */
+	struct api_kvs parameters;
 };
 
 struct api_bootstrap {
@@ -144,7 +213,8 @@ struct api_external_cluster {
 	char *name;
 	struct api_kvs connection_parameters; /* values are strings */
 	struct api_secret_ref ssl_cert, ssl_key, ssl_root_cert, password;
-	bool has_barman_object_store, has_plugin;
+	struct api_barman_store *barman_object_store; /* NULL when absent */
+	struct api_plugin *plugin;                    /* NULL when absent */
 };
 
 struct api_resources {
@@ -189,6 +259,10 @@ struct api_cluster_spec {
 	int64_t start_delay, stop_delay, smart_shutdown_timeout, switchover_delay, failover_delay;
 	int64_t liveness_probe_timeout;
 	char *service_account_name;
+	bool has_backup;
+	struct api_backup backup; /* meaningful when has_backup */
+	struct api_plugin *plugins; /* spec.plugins, n_plugins entries */
+	size_t n_plugins;
 };
 
 struct api_cluster_status {
@@ -220,6 +294,13 @@ int api_cluster_decode(json_object *obj, struct api_errors *errs, struct api_clu
 /* Frees everything; accepts NULL; returns NULL. */
 struct api_cluster *api_cluster_free(struct api_cluster *c);
 static inline void api_cluster_freep(struct api_cluster **c) { api_cluster_free(*c); }
+
+/* The server name a barman object store files this Cluster under
+ * (<destinationPath>/<serverName>/): store->server_name when set and not
+ * empty, else the Cluster's metadata.name. Borrowed from store or c (lives
+ * as long as they do); NULL when c has no name and the store none. */
+const char *api_barman_server_name(const struct api_cluster *c,
+				   const struct api_barman_store *store);
 
 /* Effective replication slot prefix (spec value or "_cnpg_"); borrowed. */
 const char *api_cluster_slot_prefix(const struct api_cluster *c);

@@ -213,6 +213,265 @@ static void test_decode_collects_all_type_errors(void **state)
 	json_object_put(o);
 }
 
+/* JSON written with ' for " (no ' inside values). */
+static json_object *parse_q(const char *q)
+{
+	_cleanup_free_ char *s = op_strdup(q);
+	for (char *c = s; *c; c++)
+		if (*c == '\'')
+			*c = '"';
+	return parse(s);
+}
+
+/* Every field of spec.backup, spec.plugins, externalClusters[].barmanObjectStore
+ * and .plugin, and bootstrap.recovery. */
+static const char *backup_cluster =
+	"{'metadata':{'name':'pg'},'spec':{'instances':3,"
+	"'backup':{'retentionPolicy':'30d','target':'primary',"
+	"'volumeSnapshot':{'className':'csi'},"
+	"'barmanObjectStore':{'destinationPath':'s3://backups/pgop',"
+	"'endpointURL':'https://versitygw.objstore.svc:7070',"
+	"'endpointCA':{'name':'store-ca','key':'ca.crt'},'serverName':'pg-a',"
+	"'s3Credentials':{'accessKeyId':{'name':'s3','key':'id'},"
+	"'secretAccessKey':{'name':'s3','key':'secret'},'region':{'name':'s3','key':'region'},"
+	"'sessionToken':{'name':'s3','key':'token'},'inheritFromIAMRole':false},"
+	"'wal':{'compression':'gzip','encryption':'AES256','maxParallel':4,"
+	"'archiveAdditionalCommandArgs':['--a'],'restoreAdditionalCommandArgs':['--r1','--r2']},"
+	"'data':{'compression':'zstd','encryption':'aws:kms','jobs':3,'immediateCheckpoint':true,"
+	"'additionalCommandArgs':['--d'],'restoreAdditionalCommandArgs':['--dr']},"
+	"'tags':{'env':'test','team':'db'},'historyTags':{'kind':'history'}}},"
+	"'plugins':[{'name':'barman-cloud.cloudnative-pg.io','isWALArchiver':true,"
+	"'parameters':{'barmanObjectName':'store'}},{'name':'other','enabled':false}],"
+	"'bootstrap':{'recovery':{'source':'origin','database':'app','owner':'app',"
+	"'backup':{'name':'b-1','endpointCA':{'name':'bca','key':'ca'}},"
+	"'recoveryTarget':{'backupID':'20260101T000000','targetTLI':'latest',"
+	"'targetTime':'2026-01-02 03:04:05+00','targetImmediate':false,'exclusive':true}}},"
+	"'externalClusters':[{'name':'origin','barmanObjectStore':{"
+	"'destinationPath':'s3://backups/origin','azureCredentials':{'storageAccount':"
+	"{'name':'az','key':'a'}},'googleCredentials':{'gkeEnvironment':true}}},"
+	"{'name':'viaplugin','plugin':{'name':'barman-cloud.cloudnative-pg.io',"
+	"'parameters':{'barmanObjectName':'x','serverName':'old'}}}]}}";
+
+static void test_decode_backup_full(void **state)
+{
+	(void)state;
+	json_object *o = parse_q(backup_cluster);
+	struct api_errors errs = { 0 };
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, &errs, &c, NULL), 0);
+	assert_int_equal(errs.n, 0);
+	const struct api_cluster_spec *s = &c->spec;
+	assert_true(s->has_backup);
+	const struct api_backup *b = &s->backup;
+	assert_string_equal(b->retention_policy, "30d");
+	assert_string_equal(b->target, "primary");
+	assert_true(b->has_volume_snapshot);
+	const struct api_barman_store *st = b->barman;
+	assert_non_null(st);
+	assert_string_equal(st->destination_path, "s3://backups/pgop");
+	assert_string_equal(st->endpoint_url, "https://versitygw.objstore.svc:7070");
+	assert_string_equal(st->endpoint_ca.name, "store-ca");
+	assert_string_equal(st->endpoint_ca.key, "ca.crt");
+	assert_string_equal(st->server_name, "pg-a");
+	assert_string_equal(api_barman_server_name(c, st), "pg-a");
+	assert_true(st->has_s3_credentials);
+	assert_string_equal(st->s3.access_key_id.name, "s3");
+	assert_string_equal(st->s3.access_key_id.key, "id");
+	assert_string_equal(st->s3.secret_access_key.key, "secret");
+	assert_string_equal(st->s3.region.key, "region");
+	assert_string_equal(st->s3.session_token.key, "token");
+	assert_false(st->s3.inherit_from_iam_role);
+	assert_false(st->has_azure_credentials);
+	assert_false(st->has_google_credentials);
+	assert_string_equal(st->wal.compression, "gzip");
+	assert_string_equal(st->wal.encryption, "AES256");
+	assert_int_equal(st->wal.max_parallel, 4);
+	assert_int_equal(st->wal.archive_additional_command_args.n, 1);
+	assert_string_equal(st->wal.restore_additional_command_args.items[1], "--r2");
+	assert_string_equal(st->data.compression, "zstd");
+	assert_string_equal(st->data.encryption, "aws:kms");
+	assert_int_equal(st->data.jobs, 3);
+	assert_true(st->data.immediate_checkpoint);
+	assert_string_equal(st->data.additional_command_args.items[0], "--d");
+	assert_string_equal(st->data.restore_additional_command_args.items[0], "--dr");
+	assert_int_equal(st->tags.n, 2);
+	assert_string_equal(api_kvs_get(&st->tags, "team"), "db");
+	assert_string_equal(api_kvs_get(&st->history_tags, "kind"), "history");
+	/* plugins */
+	assert_int_equal(s->n_plugins, 2);
+	assert_string_equal(s->plugins[0].name, "barman-cloud.cloudnative-pg.io");
+	assert_true(s->plugins[0].enabled);
+	assert_true(s->plugins[0].is_wal_archiver);
+	assert_string_equal(api_kvs_get(&s->plugins[0].parameters, "barmanObjectName"), "store");
+	assert_string_equal(s->plugins[1].name, "other");
+	assert_false(s->plugins[1].enabled);
+	assert_false(s->plugins[1].is_wal_archiver);
+	/* recovery */
+	const struct api_recovery *r = &s->bootstrap.recovery;
+	assert_true(r->present);
+	assert_string_equal(r->source, "origin");
+	assert_string_equal(r->backup_name, "b-1");
+	assert_string_equal(r->backup_endpoint_ca.name, "bca");
+	assert_string_equal(r->backup_endpoint_ca.key, "ca");
+	assert_true(r->has_recovery_target);
+	assert_string_equal(r->target.backup_id, "20260101T000000");
+	assert_string_equal(r->target.target_tli, "latest");
+	assert_string_equal(r->target.target_time, "2026-01-02 03:04:05+00");
+	assert_true(r->target.has_target_immediate);
+	assert_false(r->target.target_immediate);
+	assert_true(r->target.exclusive);
+	assert_null(r->target.target_lsn);
+	/* external clusters */
+	assert_int_equal(s->n_external_clusters, 2);
+	const struct api_barman_store *ext = s->external_clusters[0].barman_object_store;
+	assert_non_null(ext);
+	assert_null(s->external_clusters[0].plugin);
+	assert_string_equal(ext->destination_path, "s3://backups/origin");
+	assert_false(ext->has_s3_credentials);
+	assert_true(ext->has_azure_credentials);
+	assert_true(ext->has_google_credentials);
+	assert_null(ext->server_name);
+	assert_string_equal(api_barman_server_name(c, ext), "pg");
+	const struct api_plugin *ep = s->external_clusters[1].plugin;
+	assert_null(s->external_clusters[1].barman_object_store);
+	assert_non_null(ep);
+	assert_string_equal(ep->name, "barman-cloud.cloudnative-pg.io");
+	assert_string_equal(api_kvs_get(&ep->parameters, "serverName"), "old");
+	api_cluster_free(c);
+	json_object_put(o);
+}
+
+static void test_decode_backup_defaults(void **state)
+{
+	(void)state;
+	json_object *o = parse_q("{'metadata':{'name':'pg'},'spec':{'backup':{"
+				 "'barmanObjectStore':{'destinationPath':'s3://b-1',"
+				 "'serverName':'','s3Credentials':{'inheritFromIAMRole':true}}},"
+				 "'plugins':[{'name':'p'}],'bootstrap':{'recovery':{"
+				 "'recoveryTarget':{'targetLSN':'0/1'}}},"
+				 "'externalClusters':[{'name':'e','connectionParameters':{}}]}}");
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, NULL, &c, NULL), 0);
+	const struct api_backup *b = &c->spec.backup;
+	assert_true(c->spec.has_backup);
+	assert_string_equal(b->target, "prefer-standby");
+	assert_null(b->retention_policy);
+	assert_false(b->has_volume_snapshot);
+	const struct api_barman_store *st = b->barman;
+	assert_non_null(st);
+	assert_null(st->endpoint_url);
+	assert_null(st->endpoint_ca.name);
+	assert_true(st->has_s3_credentials);
+	assert_true(st->s3.inherit_from_iam_role);
+	assert_null(st->s3.access_key_id.name);
+	assert_null(st->wal.compression);
+	assert_int_equal(st->wal.max_parallel, 0);
+	assert_int_equal(st->data.jobs, 0);
+	assert_false(st->data.immediate_checkpoint);
+	assert_int_equal(st->tags.n, 0);
+	/* an empty serverName means the Cluster's name */
+	assert_string_equal(api_barman_server_name(c, st), "pg");
+	assert_int_equal(c->spec.n_plugins, 1);
+	assert_true(c->spec.plugins[0].enabled);
+	assert_false(c->spec.plugins[0].is_wal_archiver);
+	assert_int_equal(c->spec.plugins[0].parameters.n, 0);
+	const struct api_recovery_target *t = &c->spec.bootstrap.recovery.target;
+	assert_string_equal(t->target_lsn, "0/1");
+	assert_false(t->has_target_immediate);
+	assert_false(t->exclusive);
+	assert_null(c->spec.bootstrap.recovery.backup_name);
+	assert_null(c->spec.external_clusters[0].barman_object_store);
+	assert_null(c->spec.external_clusters[0].plugin);
+	api_cluster_free(c);
+	json_object_put(o);
+	/* no spec.backup at all */
+	o = parse_q("{'metadata':{'name':'pg'},'spec':{}}");
+	assert_int_equal(api_cluster_decode(o, NULL, &c, NULL), 0);
+	assert_false(c->spec.has_backup);
+	assert_null(c->spec.backup.barman);
+	assert_null(c->spec.backup.target);
+	assert_int_equal(c->spec.n_plugins, 0);
+	assert_null(c->spec.plugins);
+	assert_null(api_barman_server_name(NULL, NULL));
+	api_cluster_free(c);
+	json_object_put(o);
+}
+
+static void test_decode_backup_type_errors(void **state)
+{
+	(void)state;
+	json_object *o = parse_q(
+		"{'metadata':{'name':'pg'},'spec':{'backup':{'retentionPolicy':30,"
+		"'target':true,'volumeSnapshot':[],'barmanObjectStore':{'destinationPath':1,"
+		"'endpointURL':{},'endpointCA':'ca','serverName':2,"
+		"'s3Credentials':{'accessKeyId':'id','inheritFromIAMRole':'yes',"
+		"'region':{'name':3}},'azureCredentials':true,"
+		"'wal':{'compression':1,'maxParallel':'4','archiveAdditionalCommandArgs':[1]},"
+		"'data':{'jobs':1.5,'immediateCheckpoint':'true'},'tags':{'a':1},"
+		"'historyTags':[]}},"
+		"'plugins':[{'name':'ok'},'p',{'name':1,'enabled':'no','parameters':{'x':false}}],"
+		"'bootstrap':{'recovery':{'backup':{'name':1,'endpointCA':[]},"
+		"'recoveryTarget':{'targetImmediate':'true','exclusive':1,'targetXID':7}}},"
+		"'externalClusters':[{'name':'e','barmanObjectStore':[],'plugin':{'name':[]}},"
+		"{'name':'f','barmanObjectStore':{'wal':{'maxParallel':'x'}},'plugin':'p'}]}}");
+	struct api_errors errs = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, &errs, &c, &err), -EINVAL);
+	assert_null(c);
+	static const struct {
+		const char *path, *msg;
+	} want[] = {
+		{ "spec.backup.retentionPolicy", "expected string, got integer" },
+		{ "spec.backup.target", "expected string, got boolean" },
+		{ "spec.backup.volumeSnapshot", "expected object, got array" },
+		{ "spec.backup.barmanObjectStore.destinationPath", "expected string, got integer" },
+		{ "spec.backup.barmanObjectStore.endpointURL", "expected string, got object" },
+		{ "spec.backup.barmanObjectStore.endpointCA", "expected object, got string" },
+		{ "spec.backup.barmanObjectStore.serverName", "expected string, got integer" },
+		{ "spec.backup.barmanObjectStore.s3Credentials.accessKeyId",
+		  "expected object, got string" },
+		{ "spec.backup.barmanObjectStore.s3Credentials.inheritFromIAMRole",
+		  "expected boolean, got string" },
+		{ "spec.backup.barmanObjectStore.s3Credentials.region.name",
+		  "expected string, got integer" },
+		{ "spec.backup.barmanObjectStore.azureCredentials", "expected object, got boolean" },
+		{ "spec.backup.barmanObjectStore.wal.compression", "expected string, got integer" },
+		{ "spec.backup.barmanObjectStore.wal.maxParallel", "expected integer, got string" },
+		{ "spec.backup.barmanObjectStore.wal.archiveAdditionalCommandArgs[0]",
+		  "expected string, got integer" },
+		{ "spec.backup.barmanObjectStore.data.jobs", "expected integer, got number" },
+		{ "spec.backup.barmanObjectStore.data.immediateCheckpoint",
+		  "expected boolean, got string" },
+		{ "spec.backup.barmanObjectStore.tags.a", "expected string, got integer" },
+		{ "spec.backup.barmanObjectStore.historyTags", "expected object, got array" },
+		{ "spec.plugins[1]", "expected object, got string" },
+		{ "spec.plugins[2].name", "expected string, got integer" },
+		{ "spec.plugins[2].enabled", "expected boolean, got string" },
+		{ "spec.plugins[2].parameters.x", "expected string, got boolean" },
+		{ "spec.bootstrap.recovery.backup.name", "expected string, got integer" },
+		{ "spec.bootstrap.recovery.backup.endpointCA", "expected object, got array" },
+		{ "spec.bootstrap.recovery.recoveryTarget.targetImmediate",
+		  "expected boolean, got string" },
+		{ "spec.bootstrap.recovery.recoveryTarget.exclusive", "expected boolean, got integer" },
+		{ "spec.bootstrap.recovery.recoveryTarget.targetXID", "expected string, got integer" },
+		{ "spec.externalClusters[0].barmanObjectStore", "expected object, got array" },
+		{ "spec.externalClusters[0].plugin.name", "expected string, got array" },
+		{ "spec.externalClusters[1].barmanObjectStore.wal.maxParallel",
+		  "expected integer, got string" },
+		{ "spec.externalClusters[1].plugin", "expected object, got string" },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!has_error(&errs, want[i].path, want[i].msg))
+			fail_msg("no error %s: %s", want[i].path, want[i].msg);
+	if (errs.n != sizeof(want) / sizeof(want[0]))
+		for (size_t i = 0; i < errs.n; i++)
+			print_error("  %s: %s\n", errs.items[i].path, errs.items[i].msg);
+	assert_int_equal(errs.n, sizeof(want) / sizeof(want[0]));
+	api_errors_done(&errs);
+	json_object_put(o);
+}
+
 static void test_decode_not_object(void **state)
 {
 	(void)state;
@@ -441,6 +700,9 @@ int main(void)
 		cmocka_unit_test(test_decode_defaults),
 		cmocka_unit_test(test_decode_collects_all_type_errors),
 		cmocka_unit_test(test_decode_not_object),
+		cmocka_unit_test(test_decode_backup_full),
+		cmocka_unit_test(test_decode_backup_defaults),
+		cmocka_unit_test(test_decode_backup_type_errors),
 		cmocka_unit_test(test_quantity),
 		cmocka_unit_test(test_quantity_exact),
 		cmocka_unit_test(test_image_major),
