@@ -1,7 +1,8 @@
-/* webhooks/rules_spec.c - the table of validation rules V1-V50 that run on
+/* webhooks/rules_spec.c - the table of validation rules V1-V56 that run on
  * CREATE and UPDATE, in the order of admission-rules.md §4 (CNPG's
- * validate()). The rule functions live in rules_spec_<area>.c; the table is
- * the only place that fixes their order.
+ * validate() for V1-V50, then pgop's own backup rules V51-V56). The rule
+ * functions live in rules_spec_<area>.c; the table is the only place that
+ * fixes their order.
  */
 #include "webhooks/rules_spec.h"
 
@@ -60,6 +61,13 @@ const struct wh_rule wh_rules_spec[] = {
 	{ "V48", CU, wh_v48_extensions },
 	{ "V49", CU, wh_v49_service_account },
 	{ "V50", CU, wh_v50_primary_lease },
+	/* pgop's own (after CNPG's): backups */
+	{ "V51", CU, wh_v51_store_location },
+	{ "V52", CU, wh_v52_store_parallelism },
+	{ "V53", CU, wh_v53_store_codecs },
+	{ "V54", CU, wh_v54_store_server_name },
+	{ "V55", CU, wh_v55_recovery_backup_name },
+	{ "V56", CU, wh_v56_plugin_names },
 };
 
 const size_t wh_rules_spec_count = OP_ARRAY_SIZE(wh_rules_spec);

@@ -1,4 +1,4 @@
-/* webhooks/rules_spec.h - internal to webhooks/: the V1-V50 rule functions
+/* webhooks/rules_spec.h - internal to webhooks/: the V1-V56 rule functions
  * (defined in rules_spec_<area>.c, listed in order by rules_spec.c) and the
  * small read-only helpers they share (rules_spec_util.c).
  *
@@ -126,5 +126,12 @@ WH_RULE_FN(wh_v34_ldap);
 WH_RULE_FN(wh_v35_replication_slots);
 WH_RULE_FN(wh_v36_synchronize_logical_decoding);
 WH_RULE_FN(wh_v40_pg_failover_slots);
+/* rules_spec_backup.c (pgop's own) */
+WH_RULE_FN(wh_v51_store_location);
+WH_RULE_FN(wh_v52_store_parallelism);
+WH_RULE_FN(wh_v53_store_codecs);
+WH_RULE_FN(wh_v54_store_server_name);
+WH_RULE_FN(wh_v55_recovery_backup_name);
+WH_RULE_FN(wh_v56_plugin_names);
 
 #endif

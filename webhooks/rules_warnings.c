@@ -159,36 +159,72 @@ static void w9_failure_domain_unsatisfied(const struct wh_ctx *ctx, struct wh_re
 }
 
 /* Fields accepted for CloudNativePG compatibility that pgop does not act on
- * yet. `each` names an array whose elements are checked for `field`. */
-static const struct {
-	const char *each;  /* dotted array path under the object, or NULL */
-	const char *field; /* dotted path (under the element when each is set) */
+ * yet, each with what is missing: "<path> is accepted but not implemented by
+ * pgop yet (<what>)". Rows go from the general to the precise: a row is
+ * silent when a row for an enclosing path already warned (spec.backup
+ * covers spec.backup.barmanObjectStore), so the warnings a user sees are the
+ * broadest that apply, and implementing a piece is dropping its row: the
+ * precise rows under it then speak for what is still missing. `each` names
+ * an array whose elements are checked for `field`. */
+static const struct unsupported_field {
+	const char *each;     /* dotted array path under the object, or NULL */
+	const char *field;    /* dotted path (under the element when each is set) */
+	const char *what;     /* what pgop does not do yet */
+	const char *inactive; /* a string value that asks for nothing (a default), or NULL */
 } unsupported_fields[] = {
-	{ NULL, "spec.backup" },
-	{ NULL, "spec.plugins" },
-	{ NULL, "spec.monitoring" },
-	{ NULL, "spec.managed" },
-	{ NULL, "spec.tablespaces" },
-	{ NULL, "spec.replica" },
-	{ NULL, "spec.projectedVolumeTemplate" },
-	{ NULL, "spec.imageCatalogRef" },
-	{ NULL, "spec.nodeMaintenanceWindow" },
-	{ NULL, "spec.serviceAccountTemplate" },
-	{ NULL, "spec.ephemeralVolumeSource" },
-	{ NULL, "spec.podSelectorRefs" },
-	{ NULL, "spec.topologySpreadConstraints" },
-	{ NULL, "spec.postgresql.ldap" },
-	{ NULL, "spec.postgresql.extensions" },
-	{ NULL, "spec.postgresql.syncReplicaElectionConstraint" },
-	{ NULL, "spec.bootstrap.recovery" },
-	{ NULL, "spec.bootstrap.initdb.import" },
+	{ NULL, "spec.backup", "backups and WAL archiving", NULL },
+	{ NULL, "spec.backup.barmanObjectStore", "base backups and WAL archiving to an object store",
+	  NULL },
+	{ NULL, "spec.backup.volumeSnapshot", "backups by volume snapshots", NULL },
+	{ NULL, "spec.backup.retentionPolicy", "deleting backups past the retention policy", NULL },
+	{ NULL, "spec.backup.target", "choosing the instance that takes backups",
+	  "prefer-standby" },
+	{ NULL, "spec.plugins", "CNPG-I plugins", NULL },
+	{ NULL, "spec.monitoring", "metrics and monitoring queries", NULL },
+	{ NULL, "spec.managed", "managed roles and services", NULL },
+	{ NULL, "spec.tablespaces", "tablespaces", NULL },
+	{ NULL, "spec.replica", "replica clusters", NULL },
+	{ NULL, "spec.projectedVolumeTemplate", "projected volumes", NULL },
+	{ NULL, "spec.imageCatalogRef", "image catalogs", NULL },
+	{ NULL, "spec.nodeMaintenanceWindow", "node maintenance windows", NULL },
+	{ NULL, "spec.serviceAccountTemplate", "service account templates", NULL },
+	{ NULL, "spec.ephemeralVolumeSource", "ephemeral volume sources", NULL },
+	{ NULL, "spec.podSelectorRefs", "pod selector references in pg_hba", NULL },
+	{ NULL, "spec.topologySpreadConstraints", "topology spread constraints", NULL },
+	{ NULL, "spec.postgresql.ldap", "LDAP authentication", NULL },
+	{ NULL, "spec.postgresql.extensions", "extension images", NULL },
+	{ NULL, "spec.postgresql.syncReplicaElectionConstraint",
+	  "synchronous replica election constraints", NULL },
+	{ NULL, "spec.bootstrap.recovery", "bootstrap by recovery", NULL },
+	{ NULL, "spec.bootstrap.recovery.backup", "recovery from a Backup", NULL },
+	{ NULL, "spec.bootstrap.recovery.source", "recovery from an external cluster's object store",
+	  NULL },
+	{ NULL, "spec.bootstrap.recovery.volumeSnapshots", "recovery from volume snapshots", NULL },
+	{ NULL, "spec.bootstrap.recovery.recoveryTarget", "point-in-time recovery", NULL },
+	{ NULL, "spec.bootstrap.initdb.import", "importing databases", NULL },
 	/* user-provided certificates: pgop issues its own from <c>-ca */
-	{ NULL, "spec.certificates.serverCASecret" },
-	{ NULL, "spec.certificates.serverTLSSecret" },
-	{ NULL, "spec.certificates.replicationTLSSecret" },
-	{ NULL, "spec.certificates.clientCASecret" },
-	{ "spec.externalClusters", "barmanObjectStore" },
-	{ "spec.externalClusters", "plugin" },
+	{ NULL, "spec.certificates.serverCASecret", "user-provided certificates", NULL },
+	{ NULL, "spec.certificates.serverTLSSecret", "user-provided certificates", NULL },
+	{ NULL, "spec.certificates.replicationTLSSecret", "user-provided certificates", NULL },
+	{ NULL, "spec.certificates.clientCASecret", "user-provided certificates", NULL },
+	{ "spec.externalClusters", "barmanObjectStore",
+	  "recovery and replica clusters from an object store", NULL },
+	{ "spec.externalClusters", "plugin", "CNPG-I plugins", NULL },
+};
+
+/* Rows under every barmanObjectStore (spec.backup's and each external
+ * cluster's), after the rows above. */
+static const struct {
+	const char *field, *what;
+} unsupported_store_fields[] = {
+	{ "wal.encryption", "server-side encryption of WAL files" },
+	{ "data.encryption", "server-side encryption of base backups" },
+	{ "wal.archiveAdditionalCommandArgs", "barman-cloud command arguments" },
+	{ "wal.restoreAdditionalCommandArgs", "barman-cloud command arguments" },
+	{ "data.additionalCommandArgs", "barman-cloud command arguments" },
+	{ "data.restoreAdditionalCommandArgs", "barman-cloud command arguments" },
+	{ "tags", "object tags" },
+	{ "historyTags", "object tags" },
 };
 
 /* Set to something other than zero values (null, false, 0, "", [], {} and
@@ -216,22 +252,100 @@ static bool meaningful(json_object *v)
 	return true;
 }
 
+/* The paths that warned so far (a row under one of them stays silent). */
+struct warned {
+	char *paths[64]; /* owned */
+	size_t n;
+};
+
+static bool under_warned(const struct warned *w, const char *path)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		size_t n = strlen(w->paths[i]);
+		if (strncmp(path, w->paths[i], n) == 0 && path[n] == '.')
+			return true;
+	}
+	return false;
+}
+
+/* Warns for v at path (not owned) unless it asks for nothing or an enclosing
+ * path warned already. */
+static void warn_field(struct warned *w, struct wh_result *res, json_object *v,
+		       const char *path, const char *what, const char *inactive)
+{
+	if (!meaningful(v) || under_warned(w, path))
+		return;
+	if (inactive && json_object_is_type(v, json_type_string) &&
+	    strcmp(json_object_get_string(v), inactive) == 0)
+		return;
+	wh_result_warn(res, "%s is accepted but not implemented by pgop yet (%s)", path, what);
+	if (w->n < OP_ARRAY_SIZE(w->paths))
+		w->paths[w->n++] = op_strdup(path);
+}
+
+/* The unsupported_store_fields rows of the store at path (not owned). */
+static void warn_store_fields(struct warned *w, struct wh_result *res, json_object *store,
+			      const char *path)
+{
+	for (size_t i = 0; store && i < OP_ARRAY_SIZE(unsupported_store_fields); i++) {
+		_cleanup_free_ char *p = op_asprintf("%s.%s", path, unsupported_store_fields[i].field);
+		warn_field(w, res, op_json_at(store, unsupported_store_fields[i].field), p,
+			   unsupported_store_fields[i].what, NULL);
+	}
+}
+
 static void w_unsupported_fields(const struct wh_ctx *ctx, struct wh_result *res)
 {
+	struct warned w = { .n = 0 };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(unsupported_fields); i++) {
-		const char *each = unsupported_fields[i].each, *field = unsupported_fields[i].field;
-		if (!each) {
-			if (meaningful(op_json_at(ctx->obj, field)))
-				wh_result_warn(res, "%s is accepted but not implemented by pgop yet",
-					       field);
+		const struct unsupported_field *f = &unsupported_fields[i];
+		if (!f->each) {
+			warn_field(&w, res, op_json_at(ctx->obj, f->field), f->field, f->what,
+				   f->inactive);
 			continue;
 		}
-		json_object *arr = wh_arr(ctx->obj, each);
-		for (size_t j = 0; arr && j < json_object_array_length(arr); j++)
-			if (meaningful(op_json_at(json_object_array_get_idx(arr, j), field)))
-				wh_result_warn(res,
-					       "%s[%zu].%s is accepted but not implemented by pgop yet",
-					       each, j, field);
+		json_object *arr = wh_arr(ctx->obj, f->each);
+		for (size_t j = 0; arr && j < json_object_array_length(arr); j++) {
+			_cleanup_free_ char *p = op_asprintf("%s[%zu].%s", f->each, j, f->field);
+			warn_field(&w, res, op_json_at(json_object_array_get_idx(arr, j), f->field),
+				   p, f->what, f->inactive);
+		}
+	}
+	warn_store_fields(&w, res, wh_obj(ctx->obj, "spec.backup.barmanObjectStore"),
+			  "spec.backup.barmanObjectStore");
+	json_object *ecs = wh_arr(ctx->obj, "spec.externalClusters");
+	for (size_t j = 0; ecs && j < json_object_array_length(ecs); j++) {
+		_cleanup_free_ char *p =
+			op_asprintf("spec.externalClusters[%zu].barmanObjectStore", j);
+		warn_store_fields(&w, res,
+				  wh_obj(json_object_array_get_idx(ecs, j), "barmanObjectStore"), p);
+	}
+	for (size_t i = 0; i < w.n; i++)
+		free(w.paths[i]);
+}
+
+/* pgop's archiver speaks S3 only: Azure and Google credentials of any
+ * barmanObjectStore are accepted (CloudNativePG's API) and said so. */
+static void warn_s3_only(json_object *store, const char *path, struct wh_result *res)
+{
+	static const char *const others[] = { "azureCredentials", "googleCredentials" };
+	for (size_t i = 0; store && i < OP_ARRAY_SIZE(others); i++)
+		if (wh_has(store, others[i]))
+			wh_result_warn(res, "%s.%s is accepted but pgop supports only S3-compatible "
+					    "object stores (s3Credentials)",
+				       path, others[i]);
+}
+
+static void w_s3_only(const struct wh_ctx *ctx, struct wh_result *res)
+{
+	warn_s3_only(wh_obj(ctx->spec, "backup.barmanObjectStore"), "spec.backup.barmanObjectStore",
+		     res);
+	json_object *ecs = wh_arr(ctx->spec, "externalClusters");
+	for (size_t j = 0; ecs && j < json_object_array_length(ecs); j++) {
+		_cleanup_free_ char *p =
+			op_asprintf("spec.externalClusters[%zu].barmanObjectStore", j);
+		warn_s3_only(wh_obj(json_object_array_get_idx(ecs, j), "barmanObjectStore"), p,
+			     res);
 	}
 }
 
@@ -295,6 +409,7 @@ const struct wh_rule wh_rules_warnings[] = {
 	{ "W8", CU, w8_no_sync_replication },
 	{ "W9", CU, w9_failure_domain_unsatisfied },
 	{ "PGOP-UNSUPPORTED", CU, w_unsupported_fields },
+	{ "PGOP-S3-ONLY", CU, w_s3_only },
 	{ "PGOP-UNSUPPORTED-ANNOTATIONS", CU, w_unsupported_annotations },
 	{ "PGOP-ISOLATION-CHECK", CU, w_isolation_check },
 };

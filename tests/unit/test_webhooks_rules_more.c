@@ -1,5 +1,5 @@
 /* tests/unit/test_webhooks_rules_more.c - webhooks/ rules for replica clusters and
- * backups (V24, V27-V29, V44, V45), spec.postgresql (V30-V36, V40) and
+ * backups (V24, V27-V29, V44, V45, V51-V56), spec.postgresql (V30-V36, V40) and
  * managed names (V37-V39, V47, V48). */
 #include "webhooks_rules_harness.h"
 
@@ -76,11 +76,11 @@ static const struct row replica_rows[] = {
 	  "'source':'origin'}}," EXT_ORIGIN "}",
 	  "spec.replica.primary" },
 	{ "V28 s3 keys", NULL,
-	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://bkt','s3Credentials':{"
 	  "'accessKeyId':{'name':'a','key':'k'},'secretAccessKey':{'name':'a','key':'s'}}}}}",
 	  NULL },
 	{ "V28 s3 IAM role", NULL,
-	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://bkt','s3Credentials':{"
 	  "'inheritFromIAMRole':true}}}}",
 	  NULL },
 	{ "V28 azure AD", NULL,
@@ -92,22 +92,22 @@ static const struct row replica_rows[] = {
 	  "'gkeEnvironment':true}}}}",
 	  NULL },
 	{ "V28 no credentials", NULL,
-	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b'}}}",
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://bkt'}}}",
 	  "spec.backup.barmanObjectStore" },
 	{ "V28 google without credentials", NULL,
 	  "{'backup':{'barmanObjectStore':{'destinationPath':'gs://x','googleCredentials':{}}}}",
 	  "spec.backup.barmanObjectStore.googleCredentials" },
 	{ "V28 s3 IAM role and keys", NULL,
-	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://bkt','s3Credentials':{"
 	  "'inheritFromIAMRole':true,'accessKeyId':{'name':'a','key':'k'},'secretAccessKey':{"
 	  "'name':'a','key':'s'}}}}}",
 	  "spec.backup.barmanObjectStore.s3Credentials" },
 	{ "V28 two credentials", NULL,
-	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://bkt','s3Credentials':{"
 	  "'inheritFromIAMRole':true},'googleCredentials':{'gkeEnvironment':true}}}}",
 	  "spec.backup.barmanObjectStore" },
 	{ "V28 s3 without secret key", NULL,
-	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://bkt','s3Credentials':{"
 	  "'accessKeyId':{'name':'a','key':'k'}}}}}",
 	  "spec.backup.barmanObjectStore.s3Credentials" },
 	{ "V28 azure connection string and account", NULL,
@@ -156,7 +156,7 @@ static const struct row replica_rows[] = {
 	  "spec.plugins[1].isWALArchiver" },
 	{ "V45 WAL archiver with barman", NULL,
 	  "{'plugins':[{'name':'a','isWALArchiver':true}],'backup':{'barmanObjectStore':{"
-	  "'destinationPath':'s3://b','s3Credentials':{'inheritFromIAMRole':true}}}}",
+	  "'destinationPath':'s3://bkt','s3Credentials':{'inheritFromIAMRole':true}}}}",
 	  "spec.plugins[0].isWALArchiver" },
 };
 
@@ -164,6 +164,129 @@ static void test_replica_rules(void **state)
 {
 	(void)state;
 	RUN(replica_rows);
+}
+
+/* ---- V51-V56 (pgop's own backup rules) ---- */
+
+#define S3_KEYS                                                                             \
+	"'s3Credentials':{'accessKeyId':{'name':'a','key':'k'},'secretAccessKey':{'name':'a',"  \
+	"'key':'s'}}"
+/* spec.backup.barmanObjectStore with S3 keys and the given extra members */
+#define STORE(extra)                                                                        \
+	"{'backup':{'barmanObjectStore':{" S3_KEYS "," extra "}}}"
+/* the same store under spec.externalClusters[1] */
+#define EXT_STORE(extra)                                                                    \
+	"{'externalClusters':[{'name':'a','connectionParameters':{'host':'h'}},{'name':'b',"    \
+	"'barmanObjectStore':{" S3_KEYS "," extra "}}]}"
+
+static const struct row backup_rows[] = {
+	{ "V51 full S3 store", NULL,
+	  STORE("'destinationPath':'s3://backups/pgop','endpointURL':"
+		"'https://versitygw.objstore.svc:7070','endpointCA':{'name':'ca','key':'ca.crt'},"
+		"'serverName':'pg-a','wal':{'compression':'gzip','maxParallel':4},"
+		"'data':{'compression':'zstd','jobs':2,'encryption':'AES256'}"),
+	  NULL },
+	{ "V51 bucket only, trailing slash", NULL, STORE("'destinationPath':'s3://backups/'"),
+	  NULL },
+	{ "V51 IPv6 endpoint", NULL,
+	  STORE("'destinationPath':'s3://backups','endpointURL':'http://[::1]:9000/'"), NULL },
+	{ "V51 azure destination is not an s3 URL", NULL,
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'https://acct.blob.core.windows.net/c',"
+	  "'azureCredentials':{'inheritFromAzureAD':true}}}}",
+	  NULL },
+	{ "V51 not s3://", NULL, STORE("'destinationPath':'gs://backups'"),
+	  "spec.backup.barmanObjectStore.destinationPath" },
+	{ "V51 bad bucket", NULL, STORE("'destinationPath':'s3://BUCKET_NAME/path'"),
+	  "spec.backup.barmanObjectStore.destinationPath" },
+	{ "V51 empty segment", NULL, STORE("'destinationPath':'s3://backups/a//b'"),
+	  "spec.backup.barmanObjectStore.destinationPath" },
+	{ "V51 no destination with s3 credentials", NULL, "{'backup':{'barmanObjectStore':{"
+	  S3_KEYS "}}}",
+	  "spec.backup.barmanObjectStore.destinationPath" },
+	{ "V51 IAM role too", NULL,
+	  "{'backup':{'barmanObjectStore':{'destinationPath':'s3://x','s3Credentials':{"
+	  "'inheritFromIAMRole':true}}}}",
+	  "spec.backup.barmanObjectStore.destinationPath" },
+	{ "V51 endpoint with a path", NULL,
+	  STORE("'destinationPath':'s3://backups','endpointURL':'http://minio:9000/bucket'"),
+	  "spec.backup.barmanObjectStore.endpointURL" },
+	{ "V51 endpoint scheme", NULL,
+	  STORE("'destinationPath':'s3://backups','endpointURL':'minio:9000'"),
+	  "spec.backup.barmanObjectStore.endpointURL" },
+	{ "V51 endpoint placeholder", NULL,
+	  STORE("'destinationPath':'s3://backups','endpointURL':'https://s3.<region>.scw.cloud'"),
+	  "spec.backup.barmanObjectStore.endpointURL" },
+	{ "V51 external cluster", NULL, EXT_STORE("'destinationPath':'s3://<bucket>/x'"),
+	  "spec.externalClusters[1].barmanObjectStore.destinationPath" },
+	{ "V52 bounds", NULL,
+	  STORE("'destinationPath':'s3://backups','wal':{'maxParallel':64},'data':{'jobs':1}"),
+	  NULL },
+	{ "V52 maxParallel 0", NULL,
+	  STORE("'destinationPath':'s3://backups','wal':{'maxParallel':0}"),
+	  "spec.backup.barmanObjectStore.wal.maxParallel" },
+	{ "V52 maxParallel 65", NULL,
+	  STORE("'destinationPath':'s3://backups','wal':{'maxParallel':65}"),
+	  "spec.backup.barmanObjectStore.wal.maxParallel" },
+	{ "V52 jobs negative", NULL, STORE("'destinationPath':'s3://backups','data':{'jobs':-1}"),
+	  "spec.backup.barmanObjectStore.data.jobs" },
+	{ "V52 external cluster", NULL,
+	  EXT_STORE("'destinationPath':'s3://backups','data':{'jobs':1000}"),
+	  "spec.externalClusters[1].barmanObjectStore.data.jobs" },
+	{ "V53 every compression", NULL,
+	  STORE("'destinationPath':'s3://backups','wal':{'compression':'lz4'},"
+		"'data':{'compression':'bzip2','encryption':'aws:kms'}"),
+	  NULL },
+	{ "V53 wal compression", NULL,
+	  STORE("'destinationPath':'s3://backups','wal':{'compression':'brotli'}"),
+	  "spec.backup.barmanObjectStore.wal.compression" },
+	{ "V53 data compression", NULL,
+	  STORE("'destinationPath':'s3://backups','data':{'compression':'GZIP'}"),
+	  "spec.backup.barmanObjectStore.data.compression" },
+	{ "V53 encryption", NULL,
+	  STORE("'destinationPath':'s3://backups','wal':{'encryption':'rot13'}"),
+	  "spec.backup.barmanObjectStore.wal.encryption" },
+	{ "V54 empty server name is the cluster's", NULL,
+	  STORE("'destinationPath':'s3://backups','serverName':''"), NULL },
+	{ "V54 slash", NULL, STORE("'destinationPath':'s3://backups','serverName':'a/b'"),
+	  "spec.backup.barmanObjectStore.serverName" },
+	{ "V54 dot dot", NULL, STORE("'destinationPath':'s3://backups','serverName':'..'"),
+	  "spec.backup.barmanObjectStore.serverName" },
+	{ "V54 control character", NULL,
+	  STORE("'destinationPath':'s3://backups','serverName':'a\\nb'"),
+	  "spec.backup.barmanObjectStore.serverName" },
+	{ "V54 too long", NULL,
+	  STORE("'destinationPath':'s3://backups','serverName':'"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'"),
+	  "spec.backup.barmanObjectStore.serverName" },
+	{ "V54 external cluster, without s3 credentials too", NULL,
+	  "{'externalClusters':[{'name':'b','barmanObjectStore':{'destinationPath':"
+	  "'https://x','serverName':'a/b','azureCredentials':{'inheritFromAzureAD':true}}}]}",
+	  "spec.externalClusters[0].barmanObjectStore.serverName" },
+	{ "V55 backup name", NULL,
+	  "{'bootstrap':{'recovery':{'backup':{'name':'backup-2026.01'}}}}", NULL },
+	{ "V55 backup in another namespace", NULL,
+	  "{'bootstrap':{'recovery':{'backup':{'name':'other/backup-1'}}}}",
+	  "spec.bootstrap.recovery.backup.name" },
+	{ "V55 upper case", NULL, "{'bootstrap':{'recovery':{'backup':{'name':'Backup'}}}}",
+	  "spec.bootstrap.recovery.backup.name" },
+	{ "V55 no name", NULL, "{'bootstrap':{'recovery':{'backup':{}}}}",
+	  "spec.bootstrap.recovery.backup.name" },
+	{ "V56 distinct plugins", NULL, "{'plugins':[{'name':'a'},{'name':'b'}]}", NULL },
+	{ "V56 duplicate plugin", NULL,
+	  "{'plugins':[{'name':'a'},{'name':'b'},{'name':'a','enabled':false}]}",
+	  "spec.plugins[2].name" },
+	/* V10 already covers targetImmediate among the exclusive targets */
+	{ "V10 immediate and a time", NULL,
+	  "{'bootstrap':{'recovery':{'backup':{'name':'b'},'recoveryTarget':{'backupID':'x',"
+	  "'targetImmediate':true,'targetTime':'2026-01-02T03:04:05Z'}}}}",
+	  "spec.bootstrap.recovery.recoveryTarget" },
+};
+
+static void test_backup_rules(void **state)
+{
+	(void)state;
+	RUN(backup_rows);
 }
 
 /* ---- V30-V36, V40 ---- */
@@ -511,6 +634,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replica_rules),
+		cmocka_unit_test(test_backup_rules),
 		cmocka_unit_test(test_postgres_rules),
 		cmocka_unit_test(test_managed_rules),
 	};

@@ -1,0 +1,197 @@
+/* webhooks/rules_spec_backup.c - pgop's own backup rules (V51-V56): what
+ * CloudNativePG leaves to barman-cloud at run time, pgop refuses at
+ * admission, because its archiver (backup/, through objstore/) builds object
+ * keys and requests from these values.
+ *
+ *   V51 an S3 store's destinationPath and endpointURL parse (objstore's own
+ *       parsers: one grammar for admission and the archiver)
+ *   V52 wal.maxParallel and data.jobs in 1..WH_STORE_PARALLEL_MAX
+ *   V53 wal/data compression and encryption are known values
+ *   V54 serverName is one safe object-key segment
+ *   V55 bootstrap.recovery.backup.name is a Backup's name (DNS-1123)
+ *   V56 spec.plugins[].name unique
+ *
+ * V51-V54 apply to every barmanObjectStore: spec.backup's and each
+ * spec.externalClusters[i]'s. Recovery targets are V10 (rules_spec_bootstrap.c).
+ */
+#include "webhooks/rules_spec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "objstore/objstore.h"
+#include "support/alloc.h"
+
+/* Upper bound of wal.maxParallel and data.jobs (also the schema's maximum):
+ * each is a connection and a buffer of the archiver. */
+#define WH_STORE_PARALLEL_MAX 64
+/* Longest serverName: a key segment under destinationPath. */
+#define WH_SERVER_NAME_MAX 128
+
+typedef void (*store_check_fn)(json_object *store, const char *path, struct wh_result *res);
+
+/* Calls fn on spec.backup.barmanObjectStore and on each
+ * spec.externalClusters[i].barmanObjectStore, with its path. */
+static void for_each_store(const struct wh_ctx *ctx, store_check_fn fn, struct wh_result *res)
+{
+	json_object *b = wh_obj(ctx->spec, "backup.barmanObjectStore");
+	if (b)
+		fn(b, "spec.backup.barmanObjectStore", res);
+	json_object *ecs = wh_arr(ctx->spec, "externalClusters");
+	for (size_t i = 0; ecs && i < json_object_array_length(ecs); i++) {
+		json_object *s = wh_obj(json_object_array_get_idx(ecs, i), "barmanObjectStore");
+		if (!s)
+			continue;
+		_cleanup_free_ char *p = op_asprintf("spec.externalClusters[%zu].barmanObjectStore", i);
+		fn(s, p, res);
+	}
+}
+
+/* The parser's reason without the prefix it adds ("destination path \"x\": "). */
+static const char *reason(const struct op_err *err, const char *what, const char *value)
+{
+	char lead[OP_ERR_MSG_MAX];
+	int n = snprintf(lead, sizeof(lead), "%s \"%.200s\": ", what, value ? value : "");
+	if (n > 0 && (size_t)n < sizeof(lead) && strncmp(err->msg, lead, (size_t)n) == 0)
+		return err->msg + n;
+	return err->msg;
+}
+
+/* ---- V51 destination and endpoint of an S3 store ---- */
+
+static void check_s3_location(json_object *store, const char *path, struct wh_result *res)
+{
+	if (!wh_obj(store, "s3Credentials"))
+		return; /* Azure and Google stores have https destinations */
+	const char *dest = wh_str(store, "destinationPath");
+	struct os_dest d;
+	struct op_err err = OP_ERR_INIT;
+	_cleanup_free_ char *dp = op_asprintf("%s.destinationPath", path);
+	if (os_dest_parse(dest, &d, &err) < 0)
+		wh_result_error(res, dp, "must be s3://bucket[/path]: %s",
+				reason(&err, "destination path", dest));
+	const char *url = wh_str(store, "endpointURL");
+	if (!url || !*url)
+		return;
+	struct os_endpoint ep;
+	err = OP_ERR_INIT;
+	_cleanup_free_ char *ep_path = op_asprintf("%s.endpointURL", path);
+	if (os_endpoint_parse(url, &ep, &err) < 0)
+		wh_result_error(res, ep_path, "must be http(s)://host[:port]: %s",
+				reason(&err, "endpoint URL", url));
+}
+
+WH_RULE_FN(wh_v51_store_location)
+{
+	for_each_store(ctx, check_s3_location, res);
+}
+
+/* ---- V52 parallelism ---- */
+
+static void check_parallel(json_object *store, const char *path, struct wh_result *res)
+{
+	static const char *const fields[] = { "wal.maxParallel", "data.jobs" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(fields); i++) {
+		int64_t v;
+		if (!wh_i64(store, fields[i], &v) || (v >= 1 && v <= WH_STORE_PARALLEL_MAX))
+			continue;
+		_cleanup_free_ char *p = op_asprintf("%s.%s", path, fields[i]);
+		wh_result_error(res, p, "must be between 1 and %d", WH_STORE_PARALLEL_MAX);
+	}
+}
+
+WH_RULE_FN(wh_v52_store_parallelism)
+{
+	for_each_store(ctx, check_parallel, res);
+}
+
+/* ---- V53 compression and encryption ---- */
+
+static const char *const compressions[] = { "bzip2", "gzip", "lz4", "snappy", "xz", "zstd" };
+static const char *const encryptions[] = { "AES256", "aws:kms" };
+
+static bool one_of(const char *v, const char *const *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v, set[i]) == 0)
+			return true;
+	return false;
+}
+
+static void check_codecs(json_object *store, const char *path, struct wh_result *res)
+{
+	static const char *const sections[] = { "wal", "data" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(sections); i++) {
+		json_object *sec = wh_obj(store, sections[i]);
+		const char *c = wh_nstr(sec, "compression"), *e = wh_nstr(sec, "encryption");
+		if (c && !one_of(c, compressions, OP_ARRAY_SIZE(compressions))) {
+			_cleanup_free_ char *p = op_asprintf("%s.%s.compression", path, sections[i]);
+			wh_result_unsupported(res, p, compressions, OP_ARRAY_SIZE(compressions));
+		}
+		if (e && !one_of(e, encryptions, OP_ARRAY_SIZE(encryptions))) {
+			_cleanup_free_ char *p = op_asprintf("%s.%s.encryption", path, sections[i]);
+			wh_result_unsupported(res, p, encryptions, OP_ARRAY_SIZE(encryptions));
+		}
+	}
+}
+
+WH_RULE_FN(wh_v53_store_codecs)
+{
+	for_each_store(ctx, check_codecs, res);
+}
+
+/* ---- V54 serverName ---- */
+
+static void check_server_name(json_object *store, const char *path, struct wh_result *res)
+{
+	const char *s = wh_nstr(store, "serverName");
+	if (!s)
+		return; /* empty: the Cluster's name */
+	bool ok = strlen(s) <= WH_SERVER_NAME_MAX && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+	for (const unsigned char *p = (const unsigned char *)s; ok && *p; p++)
+		ok = *p >= 0x20 && *p != 0x7f && *p != '/' && *p != '\\';
+	if (ok)
+		return;
+	_cleanup_free_ char *p = op_asprintf("%s.serverName", path);
+	wh_result_error(res, p, "must be one path segment: at most %d bytes, not '.' or '..', "
+				"without '/', '\\' or control characters",
+			WH_SERVER_NAME_MAX);
+}
+
+WH_RULE_FN(wh_v54_store_server_name)
+{
+	for_each_store(ctx, check_server_name, res);
+}
+
+/* ---- V55 recovery.backup.name ---- */
+
+WH_RULE_FN(wh_v55_recovery_backup_name)
+{
+	json_object *b = wh_obj(ctx->spec, "bootstrap.recovery.backup");
+	if (!b)
+		return;
+	const char *name = wh_str(b, "name");
+	if (!wh_is_dns1123_subdomain(name))
+		wh_result_error(res, "spec.bootstrap.recovery.backup.name",
+				"must be the name of a Backup in the Cluster's namespace (a "
+				"DNS-1123 subdomain: lower case alphanumerics, '-' and '.')");
+}
+
+/* ---- V56 plugin names ---- */
+
+WH_RULE_FN(wh_v56_plugin_names)
+{
+	json_object *plugins = wh_arr(ctx->spec, "plugins");
+	size_t n = plugins ? json_object_array_length(plugins) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = wh_str(json_object_array_get_idx(plugins, i), "name");
+		for (size_t j = 0; name && j < i; j++) {
+			const char *other = wh_str(json_object_array_get_idx(plugins, j), "name");
+			if (!other || strcmp(other, name) != 0)
+				continue;
+			_cleanup_free_ char *p = op_asprintf("spec.plugins[%zu].name", i);
+			wh_result_typed(res, WH_ERR_DUPLICATE, p, "plugin names must be unique");
+			break;
+		}
+	}
+}
