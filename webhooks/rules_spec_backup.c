@@ -59,26 +59,61 @@ static const char *reason(const struct op_err *err, const char *what, const char
 
 /* ---- V51 destination and endpoint of an S3 store ---- */
 
+/* The shape CloudNativePG itself accepts: scheme, then a non-empty first
+ * segment (bucket or host), no blank or control character. A value of that
+ * shape that objstore's parser still refuses (an upper-case bucket, a
+ * "<placeholder>" host, as in CloudNativePG's own samples) is admitted with a
+ * warning, so manifests CloudNativePG admits stay admitted; anything else is
+ * refused. */
+static bool shaped(const char *v, const char *const *schemes, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		size_t k = strlen(schemes[i]);
+		if (strncmp(v, schemes[i], k) != 0)
+			continue;
+		if (v[k] == '\0' || v[k] == '/')
+			return false;
+		for (const char *p = v; *p; p++)
+			if ((unsigned char)*p <= ' ' || *p == 0x7f)
+				return false;
+		return true;
+	}
+	return false;
+}
+
+static void location_check(const char *v, const char *field, const char *shape,
+			   const char *const *schemes, size_t n, bool parsed,
+			   const struct op_err *err, const char *what, struct wh_result *res)
+{
+	if (parsed)
+		return;
+	if (!shaped(v, schemes, n)) {
+		wh_result_error(res, field, "must be %s: %s", shape, reason(err, what, v));
+		return;
+	}
+	wh_result_warn(res, "%s: %s: archiving to it will fail", field, reason(err, what, v));
+}
+
 static void check_s3_location(json_object *store, const char *path, struct wh_result *res)
 {
+	static const char *const s3[] = { "s3://" }, *const http[] = { "https://", "http://" };
 	if (!wh_obj(store, "s3Credentials"))
 		return; /* Azure and Google stores have https destinations */
 	const char *dest = wh_str(store, "destinationPath");
 	struct os_dest d;
 	struct op_err err = OP_ERR_INIT;
 	_cleanup_free_ char *dp = op_asprintf("%s.destinationPath", path);
-	if (os_dest_parse(dest, &d, &err) < 0)
-		wh_result_error(res, dp, "must be s3://bucket[/path]: %s",
-				reason(&err, "destination path", dest));
+	bool ok = os_dest_parse(dest, &d, &err) == 0;
+	location_check(dest, dp, "s3://bucket[/path]", s3, 1, ok, &err, "destination path", res);
 	const char *url = wh_str(store, "endpointURL");
 	if (!url || !*url)
 		return;
 	struct os_endpoint ep;
 	err = OP_ERR_INIT;
 	_cleanup_free_ char *ep_path = op_asprintf("%s.endpointURL", path);
-	if (os_endpoint_parse(url, &ep, &err) < 0)
-		wh_result_error(res, ep_path, "must be http(s)://host[:port]: %s",
-				reason(&err, "endpoint URL", url));
+	ok = os_endpoint_parse(url, &ep, &err) == 0;
+	location_check(url, ep_path, "http(s)://host[:port]", http, 2, ok, &err, "endpoint URL",
+		       res);
 }
 
 WH_RULE_FN(wh_v51_store_location)

@@ -25,41 +25,6 @@
 /* The CloudNativePG corpus holds at least this many Cluster documents. */
 #define CNPG_SAMPLE_CLUSTERS_MIN 60
 
-/* CloudNativePG corpus files that pgop denies on purpose: placeholder object
- * stores (s3://BUCKET_NAME/..., s3://<bucket>/..., https://s3.<region>...) that
- * CloudNativePG admits and pgop's V51 refuses (docs/admission-rules.md). Each
- * must be denied, and only on V51's fields (destinationPath, endpointURL). */
-static const char *const cnpg_denied_samples[] = {
-	"cluster-backup-aws-inherit.yaml",
-	"cluster-example-with-backup-scaleway.yaml",
-	"cluster-storage-class-with-backup.yaml",
-	"cluster-backup-retention-30d.yaml",
-};
-
-/* Whether file (a base name) is one of cnpg_denied_samples. */
-static inline bool cnpg_denied_sample(const char *file)
-{
-	const char *base = strrchr(file, '/');
-	base = base ? base + 1 : file;
-	for (size_t i = 0; i < sizeof(cnpg_denied_samples) / sizeof(cnpg_denied_samples[0]); i++)
-		if (strcmp(base, cnpg_denied_samples[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Whether path is a field V51 reports (…barmanObjectStore.destinationPath|endpointURL). */
-static inline bool cnpg_denied_field(const char *path)
-{
-	size_t n = strlen(path);
-	static const char *const tails[] = { "barmanObjectStore.destinationPath",
-					     "barmanObjectStore.endpointURL" };
-	for (size_t i = 0; i < 2; i++) {
-		size_t t = strlen(tails[i]);
-		if (n >= t && strcmp(path + n - t, tails[i]) == 0)
-			return true;
-	}
-	return false;
-}
 
 /* The optional corpus root (the directory holding samples/cnpg), or NULL when
  * PGOP_SHARED_DIR is not set. Borrowed (environment or a string literal). */
