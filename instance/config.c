@@ -198,6 +198,28 @@ static const char *archive_mode(const struct api_cluster *c)
 	return skip && strcmp(skip, "enabled") == 0 ? "off" : "on";
 }
 
+/* With spec.backup.barmanObjectStore, `'<pgop>' instance wal-archive
+ * --config '<controller>/run/wal-archive.json' %p` into out (1); 0 when the
+ * Cluster archives nowhere (the command is /bin/true, as CloudNativePG's is
+ * a no-op then). The paths come from the manager's flags, never the spec;
+ * one that would need shell quoting is refused. */
+static int archive_command(const struct inst_config_input *in, struct op_buf *out,
+			   struct op_err *err)
+{
+	if (!api_cluster_wal_store(in->cluster))
+		return 0;
+	const char *cd = cdir(in);
+	_cleanup_free_ char *self = in->pgop_path ? NULL : op_asprintf("%s/pgop", cd);
+	const char *pgop = in->pgop_path ? in->pgop_path : self;
+	if (strpbrk(pgop, "'%\n") || strpbrk(cd, "'%\n"))
+		return op_err_set(err, -EINVAL, "archive_command: a path with ', %% or a line "
+				  "break (%s, %s)", pgop, cd);
+	op_buf_reset(out);
+	int r = op_buf_addf(out, "'%s' instance wal-archive --config '%s/run/wal-archive.json' %%p",
+			    pgop, cd);
+	return r ? op_err_set(err, r, "archive_command: too long") : 1;
+}
+
 static int collect_params(const struct inst_config_input *in, struct param_list *ps,
 			  struct op_err *err)
 {
@@ -236,9 +258,11 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 	_cleanup_(op_buf_donep) struct op_buf tmp = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	char port[16];
 	snprintf(port, sizeof(port), "%u", in->port ? in->port : INST_PG_PORT);
-	/* §7c mandatory settings; the archive command is a placeholder until
-	 * backups exist. */
-	params_set(ps, "archive_command", "/bin/true");
+	/* §7c mandatory settings */
+	int ar = archive_command(in, &tmp, err);
+	if (ar < 0)
+		return ar;
+	params_set(ps, "archive_command", ar ? op_buf_str(&tmp) : "/bin/true");
 	params_set(ps, "archive_mode", archive_mode(c));
 	params_set(ps, "cluster_name", c->metadata.name ? c->metadata.name : "");
 	params_set(ps, "hot_standby", "true");

@@ -61,6 +61,9 @@ struct inst_config_input {
 	 * NULL = status.instancesStatus.healthy (published by the reconciler),
 	 * or every name of status.instanceNames before it was written. */
 	const struct api_strv *healthy_replicas;
+	/* This binary (archive_command runs its wal-archive when the Cluster
+	 * archives WAL); NULL = <controller dir>/pgop, where the Pod copies it. */
+	const char *pgop_path;
 };
 
 /* custom.conf: operator defaults (admission-rules §7b), user parameters minus

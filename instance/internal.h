@@ -42,6 +42,32 @@ OP_MUST_CHECK int inst_sync_certificates(const struct inst_paths *p, struct op_e
 OP_MUST_CHECK int inst_read_secret(const struct inst_paths *p, const char *secret, const char *key,
 				   char **ret, struct op_err *err);
 
+/* ---- archive.c ---- */
+/* <controller>/run/wal-archive.json, the configuration wal-archive reads (owned). */
+char *inst_archive_config_path(const struct inst_paths *p);
+/* <controller>/run/wal: wal-archive's markers, spool and last error (owned). */
+char *inst_archive_state_dir(const struct inst_paths *p);
+struct inst_archive_input {
+	const struct api_cluster *cluster; /* borrowed */
+	const struct inst_paths *paths;    /* borrowed */
+	const char *region;                /* borrowed: the region file's value, NULL = none */
+};
+/* The configuration (backup/backup.h's JSON) for the Cluster's WAL archive:
+ * destination, server name, endpoint, the mounted credential files' paths,
+ * compression, maxParallel, PGDATA, the state directory. -ENOENT when the
+ * Cluster archives nowhere, -ENOTSUP for what pgop cannot archive with
+ * (snappy, inheritFromIAMRole: err names the field). Appends to out. */
+OP_MUST_CHECK int inst_archive_config_render(const struct inst_archive_input *in,
+					     struct op_buf *out, struct op_err *err);
+/* Writes the configuration when the Cluster archives WAL (1), removes it
+ * when not (0), or -errno (err says why: postgres's archive_command then
+ * fails, and keeps the WAL, until it is fixed). */
+OP_MUST_CHECK int inst_archive_sync(const struct inst_paths *p, const struct api_cluster *c,
+				    struct op_err *err);
+/* The store's error of the last failed wal-archive (1, *ret owned), 0 when
+ * the last one succeeded or none ran, -errno when unreadable. */
+OP_MUST_CHECK int inst_archive_error(const struct inst_paths *p, char **ret);
+
 /* ---- cluster.c ---- */
 struct inst_source {
 	const char *cluster_file;       /* borrowed; NULL = API server */
@@ -298,6 +324,8 @@ void inst_state_free(struct inst_state *st);
 void inst_state_set(struct inst_state *st, bool started, bool ready);
 /* postgres was (not) started; ready left as it is. */
 void inst_state_set_started(struct inst_state *st, bool started);
+/* Why WAL is not archived (/pg/status archiveError; msg copied, NULL = it is). */
+void inst_state_set_archive_error(struct inst_state *st, const char *msg);
 /* pg_rewind (or the re-clone after it) runs: /pg/status says so. */
 void inst_state_set_rewinding(struct inst_state *st, bool v);
 /* postgres stopped by the lease (fenced): the probes still answer. */

@@ -172,6 +172,9 @@ struct runner {
 				      * (pg_conn); NULL = none, closed whenever postgres
 				      * stops or starts */
 	struct inst_lease lease;     /* the primary's lease (api/fence.h) */
+	char *self;                  /* owned: this binary (/proc/self/exe), for
+				      * archive_command; NULL = <controller>/pgop */
+	char *archive_why;           /* owned: the last archive_sync error logged */
 };
 
 static void pg_drop(struct runner *rn)
@@ -276,7 +279,7 @@ static int apply_config(struct runner *rn, bool *ret_changed, struct op_err *err
 	struct inst_config_input in = { .cluster = rn->cluster, .pod_name = rn->o->pod_name,
 					.controller_dir = p->controller_dir,
 					.os_user = inst_os_user(), .port = rn->o->port,
-					.major = p->pg_major };
+					.major = p->pg_major, .pgop_path = rn->self };
 	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	_cleanup_(op_buf_donep) struct op_buf hba = OP_BUF_INIT(OP_BUF_MAX_FILE);
 	_cleanup_(op_buf_donep) struct op_buf ident = OP_BUF_INIT(OP_BUF_MAX_FILE);
@@ -891,6 +894,27 @@ static void take_cluster(struct runner *rn)
 /* The full tick: the newest Cluster, the certificates copied (the status
  * server reloads them), the configuration rendered (postgres reloads when
  * either changed), then the role (reconcile_role). */
+/* The WAL archive's configuration (instance/archive.c) and why WAL is not
+ * archived, for /pg/status: the configuration's own error first (the Secret
+ * files are not mounted yet, snappy...), else the store's error of the last
+ * failed wal-archive. A new configuration error is logged once. */
+static void archive_tick(struct runner *rn)
+{
+	struct op_err e = OP_ERR_INIT;
+	_cleanup_free_ char *why = NULL;
+	if (inst_archive_sync(&rn->o->paths, rn->cluster, &e) < 0) {
+		why = op_strdup(e.msg);
+		if (!rn->archive_why || strcmp(rn->archive_why, why) != 0)
+			op_log_error("WAL archive not configured: archive_command fails and "
+				     "postgres keeps the WAL", "error", why);
+	} else if (inst_archive_error(&rn->o->paths, &why) < 0) {
+		why = NULL; /* unreadable: nothing known */
+	}
+	free(rn->archive_why);
+	rn->archive_why = why ? op_strdup(why) : NULL;
+	inst_state_set_archive_error(rn->st, why);
+}
+
 static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 {
 	take_cluster(rn);
@@ -903,6 +927,7 @@ static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 		op_log_warn("status server certificate not reloaded, retrying", "error", e.msg);
 	bool changed = false;
 	op_err_clear(&e);
+	archive_tick(rn);
 	if (apply_config(rn, &changed, &e))
 		op_log_error("configuration not rendered, keeping the previous one", "error", e.msg);
 	if ((changed || certs > 0) && rn->pid > 0) {
@@ -1016,7 +1041,8 @@ static void run_ctx_init(struct run_ctx *x)
 	x->st = inst_state_new(o);
 	x->src = (struct inst_source){ .cluster_file = o->cluster_file, .ns = o->namespace_,
 				       .name = o->cluster_name };
-	x->rn = (struct runner){ .o = o, .st = x->st, .src = &x->src, .pid = -1 };
+	x->rn = (struct runner){ .o = o, .st = x->st, .src = &x->src, .pid = -1,
+				 .self = realpath("/proc/self/exe", NULL) };
 	x->pglog = (struct inst_pglog)INST_PGLOG_INIT;
 	x->w = (struct watcher){ .st = x->st };
 }
@@ -1250,6 +1276,8 @@ static void run_ctx_done(struct run_ctx *x)
 	kube_client_free(x->src.fast);
 	inst_state_free(x->st);
 	free(x->bindir);
+	free(x->rn.self);
+	free(x->rn.archive_why);
 }
 
 int inst_run(const struct inst_run_opts *o_in, struct op_err *err)

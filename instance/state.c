@@ -37,6 +37,7 @@ struct inst_state {
 	unsigned requests;             /* enum inst_request bits */
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
+	char *archive_error; /* owned: why WAL is not archived (inst_state_set_archive_error) */
 	/* its own lock; immutable pointer */
 	struct inst_cut cut; /* the WAL receiver cut (instance/cut.c) */
 };
@@ -76,6 +77,7 @@ void inst_state_free(struct inst_state *st)
 		return;
 	api_cluster_free(st->pending);
 	free(st->reclone_source);
+	free(st->archive_error);
 	free(st->sockdir);
 	inst_cut_destroy(&st->cut);
 	pthread_mutex_destroy(&st->lock);
@@ -115,6 +117,14 @@ bool inst_state_restarting(struct inst_state *st)
 	bool v = st->restarting;
 	pthread_mutex_unlock(&st->lock);
 	return v;
+}
+
+void inst_state_set_archive_error(struct inst_state *st, const char *msg)
+{
+	pthread_mutex_lock(&st->lock);
+	free(st->archive_error);
+	st->archive_error = msg ? op_strdup(msg) : NULL;
+	pthread_mutex_unlock(&st->lock);
 }
 
 void inst_state_set_restarting(struct inst_state *st, bool v)
@@ -173,6 +183,7 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 		s.reclone_source = op_strdup(st->reclone_source);
 		s.reclone_at = op_strdup(st->reclone_at);
 	}
+	s.archive_error = st->archive_error ? op_strdup(st->archive_error) : NULL;
 	pthread_mutex_unlock(&st->lock);
 	int r = 0;
 	if (!rewinding) {

@@ -603,6 +603,83 @@ static void test_stop_timeouts(void **state)
 
 /* ---- /pg/status JSON ----------------------------------------------------- */
 
+/* WAL archiving: archive_command runs wal-archive with the configuration
+ * instance/archive.c renders from the spec and the mounted credential files. */
+#define STORE_SPEC(extra)                                                                          \
+	"\"instances\":1,\"backup\":{\"barmanObjectStore\":{\"destinationPath\":"              \
+	"\"s3://backups/pgop\",\"endpointURL\":\"https://objstore.svc:7070\","                  \
+	"\"endpointCA\":{\"name\":\"ca\",\"key\":\"ca.crt\"},\"s3Credentials\":{"               \
+	"\"accessKeyId\":{\"name\":\"s3\",\"key\":\"ID\"},"                                      \
+	"\"secretAccessKey\":{\"name\":\"s3\",\"key\":\"KEY\"}" extra "}}"
+
+static void test_archive_config(void **state)
+{
+	(void)state;
+	struct inst_paths p = { .pgdata = "/pg/data", .controller_dir = "/ctl",
+				.secrets_dir = "/run/pgop/secrets" };
+	struct api_cluster *c = cluster(
+		MIN_CLUSTER(STORE_SPEC("},\"wal\":{\"compression\":\"gzip\",\"maxParallel\":4}"), ""));
+	struct inst_archive_input in = { .cluster = c, .paths = &p, .region = "eu-1" };
+	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_archive_config_render(&in, &out, &err), 0);
+	json_object *o = NULL;
+	assert_int_equal(op_json_parse(out.data, out.len, 8, &o, NULL), 0);
+	assert_string_equal(op_json_str_at(o, "destinationPath"), "s3://backups/pgop");
+	assert_string_equal(op_json_str_at(o, "serverName"), "c"); /* the Cluster's name */
+	assert_string_equal(op_json_str_at(o, "endpointURL"), "https://objstore.svc:7070");
+	assert_string_equal(op_json_str_at(o, "region"), "eu-1");
+	assert_string_equal(op_json_str_at(o, "accessKeyIdFile"),
+			    "/run/pgop/secrets/barman-access-key-id/access-key-id");
+	assert_string_equal(op_json_str_at(o, "secretAccessKeyFile"),
+			    "/run/pgop/secrets/barman-secret-access-key/secret-access-key");
+	assert_string_equal(op_json_str_at(o, "endpointCAFile"),
+			    "/run/pgop/secrets/barman-endpoint-ca/endpoint-ca");
+	assert_null(op_json_at(o, "sessionTokenFile"));
+	assert_string_equal(op_json_str_at(o, "walCompression"), "gzip");
+	assert_int_equal(json_object_get_int(op_json_at(o, "maxParallel")), 4);
+	assert_string_equal(op_json_str_at(o, "stateDir"), "/ctl/run/wal");
+	json_object_put(o);
+	/* archive_command runs this binary's wal-archive with that file */
+	struct inst_config_input ci = { .cluster = c, .pod_name = "c-1", .controller_dir = "/ctl",
+					.major = 15, .pgop_path = "/ctl/pgop" };
+	op_buf_reset(&out);
+	assert_int_equal(inst_render_postgresql_conf(&ci, &out, NULL, &err), 0);
+	assert_non_null(strstr(op_buf_str(&out), "archive_command = '''/ctl/pgop'' instance "
+						  "wal-archive --config ''/ctl/run/wal-archive.json'' %p'\n"));
+	ci.pgop_path = "/it's/pgop"; /* a path that would need shell quoting */
+	op_buf_reset(&out);
+	assert_int_equal(inst_render_postgresql_conf(&ci, &out, NULL, &err), -EINVAL);
+	api_cluster_free(c);
+	/* what pgop cannot archive with: named */
+	static const char *const refused[] = {
+		MIN_CLUSTER(STORE_SPEC("},\"wal\":{\"compression\":\"snappy\"}"), ""),
+		MIN_CLUSTER("\"instances\":1,\"backup\":{\"barmanObjectStore\":{\"destinationPath\":"
+			    "\"s3://backups\",\"s3Credentials\":{\"inheritFromIAMRole\":true}}}",
+			    ""),
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(refused); i++) {
+		c = cluster(refused[i]);
+		in.cluster = c;
+		op_buf_reset(&out);
+		err = OP_ERR_INIT;
+		assert_int_equal(inst_archive_config_render(&in, &out, &err), -ENOTSUP);
+		assert_non_null(strstr(err.msg, i ? "inheritFromIAMRole" : "snappy"));
+		api_cluster_free(c);
+	}
+	/* no store: archive_command stays /bin/true, nothing to render */
+	c = cluster(MIN_CLUSTER("\"instances\":1", ""));
+	in.cluster = c;
+	assert_int_equal(inst_archive_config_render(&in, &out, &err), -ENOENT);
+	ci.cluster = c;
+	ci.pgop_path = "/ctl/pgop";
+	op_buf_reset(&out);
+	assert_int_equal(inst_render_postgresql_conf(&ci, &out, NULL, &err), 0);
+	assert_non_null(strstr(op_buf_str(&out), "archive_command = '/bin/true'\n"));
+	api_cluster_free(c);
+	op_buf_done(&out);
+}
+
 static void test_status_json(void **state)
 {
 	struct inst_pg_status s = { 0 };
@@ -850,6 +927,7 @@ int main(void)
 		cmocka_unit_test(test_sync_names_from_published_health),
 		cmocka_unit_test(test_stop_timeouts),
 		cmocka_unit_test(test_status_json),
+		cmocka_unit_test(test_archive_config),
 		cmocka_unit_test(test_auth_table),
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_cut),

@@ -1,0 +1,143 @@
+/* instance/archive.c - continuous WAL archiving's side in the instance
+ * manager: the configuration file `pgop instance wal-archive` reads (the
+ * format of backup/backup.h), rendered from spec.backup.barmanObjectStore and
+ * the credential files the reconciler mounts (api/cluster.h,
+ * api_barman_file_*): the file holds their paths, never a secret, and
+ * wal-archive reads them at each call, so a rotated Secret is used without a
+ * restart. And the archive's last error, for /pg/status. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backup/backup.h"
+#include "instance/internal.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+char *inst_archive_config_path(const struct inst_paths *p)
+{
+	return op_asprintf("%s/run/wal-archive.json", p->controller_dir);
+}
+
+char *inst_archive_state_dir(const struct inst_paths *p)
+{
+	return op_asprintf("%s/run/wal", p->controller_dir);
+}
+
+/* <secrets dir>/barman-<file>/<file> (owned). */
+static char *barman_file(const struct inst_paths *p, enum api_barman_file f)
+{
+	const char *n = api_barman_file_name(f);
+	return op_asprintf("%s/barman-%s/%s", p->secrets_dir, n, n);
+}
+
+/* walCompression from wal.compression: what wal-archive writes. */
+static int compression(const struct api_barman_store *s, const char **ret, struct op_err *err)
+{
+	const char *c = s->wal.compression;
+	if (!c || !*c) {
+		*ret = "none";
+		return 0;
+	}
+	enum bk_compression k;
+	if (bk_compression_parse(c, &k, NULL) < 0)
+		return op_err_set(err, -ENOTSUP,
+				  "spec.backup.barmanObjectStore.wal.compression: %s is not supported "
+				  "by pgop (gzip, bzip2, xz, lz4, zstd)", c);
+	*ret = c;
+	return 0;
+}
+
+int inst_archive_config_render(const struct inst_archive_input *in, struct op_buf *out,
+			       struct op_err *err)
+{
+	const struct api_barman_store *s = api_cluster_wal_store(in->cluster);
+	if (!s)
+		return op_err_set(err, -ENOENT, "the Cluster archives WAL nowhere");
+	if (!api_barman_file_ref(s, API_BARMAN_ACCESS_KEY_ID) ||
+	    !api_barman_file_ref(s, API_BARMAN_SECRET_ACCESS_KEY))
+		return op_err_set(err, -ENOTSUP,
+				  "spec.backup.barmanObjectStore.s3Credentials: pgop needs "
+				  "accessKeyId and secretAccessKey (inheritFromIAMRole is not "
+				  "supported)");
+	const char *comp;
+	int r = compression(s, &comp, err);
+	if (r < 0)
+		return r;
+	const struct inst_paths *p = in->paths;
+	json_object *o = op_jobj();
+	op_jsets(o, "destinationPath", s->destination_path);
+	op_jsets(o, "serverName", api_barman_server_name(in->cluster, s));
+	if (s->endpoint_url && *s->endpoint_url)
+		op_jsets(o, "endpointURL", s->endpoint_url);
+	if (in->region && *in->region)
+		op_jsets(o, "region", in->region);
+	static const struct {
+		enum api_barman_file f;
+		const char *key;
+	} files[] = {
+		{ API_BARMAN_ACCESS_KEY_ID, "accessKeyIdFile" },
+		{ API_BARMAN_SECRET_ACCESS_KEY, "secretAccessKeyFile" },
+		{ API_BARMAN_SESSION_TOKEN, "sessionTokenFile" },
+		{ API_BARMAN_ENDPOINT_CA, "endpointCAFile" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
+		if (!api_barman_file_ref(s, files[i].f))
+			continue;
+		_cleanup_free_ char *path = barman_file(p, files[i].f);
+		op_jsets(o, files[i].key, path);
+	}
+	op_jsets(o, "walCompression", comp);
+	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
+	op_jsets(o, "pgdata", p->pgdata);
+	_cleanup_free_ char *state = inst_archive_state_dir(p);
+	op_jsets(o, "stateDir", state);
+	r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return r ? op_err_set(err, r, "archive configuration too large") : 0;
+}
+
+/* The region value from its mounted file (not a secret, but a Secret key in
+ * CloudNativePG's API); NULL when the store names none. */
+static int read_region(const struct inst_paths *p, const struct api_barman_store *s,
+		       char **ret, struct op_err *err)
+{
+	*ret = NULL;
+	if (!api_barman_file_ref(s, API_BARMAN_REGION))
+		return 0;
+	const char *n = api_barman_file_name(API_BARMAN_REGION);
+	_cleanup_free_ char *dir = op_asprintf("barman-%s", n);
+	return inst_read_secret(p, dir, n, ret, err);
+}
+
+int inst_archive_sync(const struct inst_paths *p, const struct api_cluster *c, struct op_err *err)
+{
+	_cleanup_free_ char *path = inst_archive_config_path(p);
+	const struct api_barman_store *s = api_cluster_wal_store(c);
+	if (!s) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return op_err_set(err, -errno, "%s: cannot remove: %s", path, strerror(errno));
+		return 0;
+	}
+	_cleanup_free_ char *region = NULL;
+	int r = read_region(p, s, &region, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *state = inst_archive_state_dir(p);
+	if ((r = inst_mkdir_p(state, 0700, err)) < 0)
+		return r;
+	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct inst_archive_input in = { .cluster = c, .paths = p, .region = region };
+	if ((r = inst_archive_config_render(&in, &conf, err)) < 0)
+		return r;
+	r = inst_write_if_changed(path, op_buf_str(&conf), conf.len, 0600, err);
+	return r < 0 ? r : 1;
+}
+
+int inst_archive_error(const struct inst_paths *p, char **ret)
+{
+	_cleanup_free_ char *state = inst_archive_state_dir(p);
+	*ret = NULL;
+	return bk_archive_error_read(state, ret);
+}
