@@ -319,11 +319,32 @@ static int zstd_run(struct bk_codec *c, const void *in, size_t len, bool finish,
 
 /* ---- dispatch ---- */
 
+struct op_dl_lib *bk_codec_lib(enum bk_compression comp)
+{
+	switch (comp) {
+	case BK_COMP_GZIP: return &bk_dl_zlib;
+	case BK_COMP_BZIP2: return &bk_dl_bz2;
+	case BK_COMP_XZ: return &bk_dl_lzma;
+	case BK_COMP_LZ4: return &bk_dl_lz4;
+	case BK_COMP_ZSTD: return &bk_dl_zstd;
+	default: return NULL;
+	}
+}
+
 int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk_sink_fn sink,
 		 void *ud, struct bk_codec **ret, struct op_err *err)
 {
 	if (comp == BK_COMP_SNAPPY)
 		return bk_compression_parse("snappy", &comp, err);
+	/* the library is loaded here, not at exec time: a missing one is this
+	 * codec's error ("gzip: cannot load libz.so.1: ...") */
+	struct op_dl_lib *lib = bk_codec_lib(comp);
+	if (lib) {
+		struct op_err why = OP_ERR_INIT;
+		int rc = op_dl_load(lib, &why);
+		if (rc < 0)
+			return op_err_set(err, rc, "%s: %s", bk_compression_name(comp), why.msg);
+	}
 	struct bk_codec *c = op_calloc(1, sizeof(*c));
 	*c = (struct bk_codec){ .comp = comp, .dec = decompress, .out_max = out_max, .sink = sink,
 				.ud = ud, .out = op_malloc(OUT_SIZE), .out_size = OUT_SIZE };

@@ -7,6 +7,21 @@
 #include "backup/backup.h"
 #include "objstore/objstore.h"
 #include "support/buf.h"
+#include "support/dl.h"
+
+/* ---- dl_zlib.c, dl_bz2.c, dl_lzma.c, dl_lz4.c, dl_zstd.c ---- */
+/* The compression libraries, loaded on first use (support/dl.h): their
+ * functions are the dl_*.c wrappers; bk_codec_new() loads the one its
+ * compression needs first so a missing library is its error. The sonames are
+ * the runtime libraries of the -dev packages built against. */
+#define BK_DL_ZLIB_SONAME "libz.so.1"     /* zlib1g (gzip) */
+#define BK_DL_BZ2_SONAME "libbz2.so.1.0"  /* libbz2-1.0 (bzip2) */
+#define BK_DL_LZMA_SONAME "liblzma.so.5"  /* liblzma5 (xz) */
+#define BK_DL_LZ4_SONAME "liblz4.so.1"    /* liblz4-1 (lz4 frame) */
+#define BK_DL_ZSTD_SONAME "libzstd.so.1"  /* libzstd1 (zstd) */
+extern struct op_dl_lib bk_dl_zlib, bk_dl_bz2, bk_dl_lzma, bk_dl_lz4, bk_dl_zstd;
+/* The library comp needs; NULL for none (and snappy, never coded). */
+struct op_dl_lib *bk_codec_lib(enum bk_compression comp);
 
 #define BK_SECRET_MAX (16u * 1024)  /* one credential file */
 #define BK_CA_MAX (1024u * 1024)    /* the endpoint CA bundle */

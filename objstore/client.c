@@ -100,6 +100,8 @@ int os_client_new(const struct os_config *cfg, struct os_client **ret, struct op
 		rc = op_memfile_open(&c->ca, "pgop-s3-ca", cfg->ca_pem, cfg->ca_pem_len, err);
 	if (rc == 0)
 		rc = op_dl_load(&op_dl_curl, err);
+	if (rc == 0)
+		rc = op_dl_load(&os_dl_expat, err); /* the XML answers (xml.c) */
 	if (rc == 0 && !(c->h = curl_easy_init()))
 		rc = op_err_set(err, -ENOMEM, "cannot create a libcurl handle");
 	if (rc < 0) {

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 
 #include "objstore/objstore.h"
+#include "support/dl.h"
 #include "support/memfile.h"
 
 struct os_client {
@@ -65,6 +66,13 @@ OP_MUST_CHECK int os_uri_encode(struct op_buf *b, const char *s, bool keep_slash
 OP_MUST_CHECK int os_query_add(struct op_buf *b, const char *name, const char *value);
 /* Appends s escaped for XML character data. */
 OP_MUST_CHECK int os_xml_escape(struct op_buf *b, const char *s);
+
+/* ---- dl_expat.c ---- */
+/* expat, loaded on first use (support/dl.h): the XML_* functions are
+ * dl_expat.c's wrappers; os_client_new() and os_xml_walk() load it first so
+ * a missing library is their error. The runtime library of libexpat1-dev. */
+#define OS_DL_EXPAT_SONAME "libexpat.so.1"
+extern struct op_dl_lib os_dl_expat;
 
 /* ---- xml.c ---- */
 #define OS_XML_DEPTH_MAX 16

@@ -95,6 +95,9 @@ int os_xml_walk(const char *body, size_t len, const struct os_xml_cb *cb, char *
 {
 	if (len > INT_MAX)
 		return op_err_set(err, -EMSGSIZE, "XML response too large");
+	int rc = op_dl_load(&os_dl_expat, err); /* loaded already by os_client_new */
+	if (rc < 0)
+		return rc;
 	struct walk *w = op_calloc(1, sizeof(*w));
 	w->cb = cb;
 	w->text = OP_BUF_INIT(OS_XML_TEXT_MAX);
@@ -108,7 +111,6 @@ int os_xml_walk(const char *body, size_t len, const struct os_xml_cb *cb, char *
 	XML_SetCharacterDataHandler(w->p, on_text);
 	XML_SetStartDoctypeDeclHandler(w->p, on_doctype);
 	enum XML_Status st = XML_Parse(w->p, body ? body : "", (int)len, XML_TRUE);
-	int rc = 0;
 	if (w->rc)
 		rc = op_err_set(err, w->rc, "XML response: %s at line %lu", w->why,
 				(unsigned long)XML_GetCurrentLineNumber(w->p));

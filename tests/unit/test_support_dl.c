@@ -1,7 +1,9 @@
-/* tests/unit/test_support_dl.c - op_dl (support/dl.h): libcurl and libpq are
- * not mapped until first used, every name of both tables resolves, a missing
- * library or symbol is an error naming it, and a wrapper whose library cannot
- * be loaded returns its failure value instead of jumping through NULL. */
+/* tests/unit/test_support_dl.c - op_dl (support/dl.h): libcurl, libpq, expat
+ * and the compression libraries are not mapped until first used, every name
+ * of every table resolves against the real library, a missing library or
+ * symbol is an error naming it, and a wrapper whose library cannot be loaded
+ * returns its failure value instead of jumping through NULL. */
+#include <bzlib.h>
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,7 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <expat.h>
+#include <lz4frame.h>
+#include <lzma.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "backup/internal.h"
 #include "instance/internal.h"
+#include "objstore/internal.h"
 #include "support/dl.h"
 #include "support/dl_curl.h"
 
@@ -40,11 +50,20 @@ static void assert_table_complete(struct op_dl_lib *lib)
 	}
 }
 
-/* Runs first: nothing in this process has used libcurl or libpq yet. */
+/* Every shim's table but libcurl's and libpq's (tested by name below). */
+static struct op_dl_lib *const later_libs[] = { &os_dl_expat, &bk_dl_zlib, &bk_dl_bz2,
+						&bk_dl_lzma,  &bk_dl_lz4,  &bk_dl_zstd };
+#define N_LATER (sizeof(later_libs) / sizeof(later_libs[0]))
+
+/* Runs first: nothing in this process has used any of the libraries yet. */
 static void test_not_mapped_until_loaded(void **state)
 {
 	assert_false(mapped(OP_DL_CURL_SONAME));
 	assert_false(mapped(INST_DL_PQ_SONAME));
+	for (size_t i = 0; i < N_LATER; i++) {
+		assert_false(mapped(later_libs[i]->soname));
+		assert_false(op_dl_loaded(later_libs[i]));
+	}
 	assert_false(op_dl_loaded(&op_dl_curl));
 	assert_false(op_dl_loaded(&inst_dl_pq));
 
@@ -67,6 +86,140 @@ static void test_tables_complete(void **state)
 	assert_int_equal(op_dl_load(&inst_dl_pq, &err), 0);
 	assert_table_complete(&op_dl_curl);
 	assert_table_complete(&inst_dl_pq);
+}
+
+/* objstore's and backup's shims resolve against the real libraries (libcurl
+ * loaded above maps libz and libzstd itself: no "only its own" check here);
+ * bk_codec_lib names the one each compression needs. */
+static void test_later_tables_complete(void **state)
+{
+	for (size_t i = 0; i < N_LATER; i++) {
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(op_dl_load(later_libs[i], &err), 0);
+		assert_false(op_err_isset(&err));
+		assert_true(mapped(later_libs[i]->soname));
+		assert_table_complete(later_libs[i]);
+	}
+	assert_string_equal(os_dl_expat.soname, "libexpat.so.1");
+	assert_null(bk_codec_lib(BK_COMP_NONE));
+	assert_null(bk_codec_lib(BK_COMP_SNAPPY));
+	assert_ptr_equal(bk_codec_lib(BK_COMP_GZIP), &bk_dl_zlib);
+	assert_ptr_equal(bk_codec_lib(BK_COMP_BZIP2), &bk_dl_bz2);
+	assert_ptr_equal(bk_codec_lib(BK_COMP_XZ), &bk_dl_lzma);
+	assert_ptr_equal(bk_codec_lib(BK_COMP_LZ4), &bk_dl_lz4);
+	assert_ptr_equal(bk_codec_lib(BK_COMP_ZSTD), &bk_dl_zstd);
+	/* the wrappers reach the real functions */
+	assert_string_equal(XML_ErrorString(XML_ERROR_SYNTAX), "syntax error");
+	assert_string_equal(ZSTD_getErrorName(0), "No error detected");
+	assert_int_equal(ZSTD_isError(0), 0);
+	assert_int_equal(LZ4F_isError(0), 0);
+}
+
+static int sink_count(void *ud, const void *buf, size_t len)
+{
+	(void)buf;
+	*(size_t *)ud += len;
+	return 0;
+}
+
+/* Whitebox: points a shim at an absent library and forgets its load, so the
+ * next use fails as on a machine without it; restore() undoes both. */
+static const char *make_absent(struct op_dl_lib *lib)
+{
+	const char *real = lib->soname;
+	lib->soname = "libpgop-absent.so.0";
+	__atomic_store_n(&lib->state, 0, __ATOMIC_RELEASE);
+	return real;
+}
+
+static void restore(struct op_dl_lib *lib, const char *real)
+{
+	lib->soname = real;
+	__atomic_store_n(&lib->state, 0, __ATOMIC_RELEASE);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_dl_load(lib, &err), 0);
+}
+
+/* Without its library: bk_codec_new fails naming the compression and the
+ * library (none still works), os_xml_walk fails naming expat, and the real
+ * shims' wrappers return values their callers take for errors. */
+static void test_later_libs_absent(void **state)
+{
+	const char *real[N_LATER];
+	for (size_t i = 0; i < N_LATER; i++)
+		real[i] = make_absent(later_libs[i]);
+
+	static const struct {
+		enum bk_compression comp;
+		const char *name;
+	} comps[] = { { BK_COMP_GZIP, "gzip" }, { BK_COMP_BZIP2, "bzip2" }, { BK_COMP_XZ, "xz" },
+		      { BK_COMP_LZ4, "lz4" },   { BK_COMP_ZSTD, "zstd" } };
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(comps) / sizeof(comps[0]); i++) {
+		for (int dec = 0; dec < 2; dec++) {
+			struct bk_codec *c = NULL;
+			struct op_err err = OP_ERR_INIT;
+			assert_int_equal(bk_codec_new(comps[i].comp, dec, 1024, sink_count, &n, &c,
+						      &err),
+					 -ENOENT);
+			assert_null(c);
+			assert_true(strncmp(err.msg, comps[i].name, strlen(comps[i].name)) == 0);
+			assert_non_null(strstr(err.msg, "cannot load libpgop-absent.so.0"));
+		}
+	}
+	struct bk_codec *c = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(bk_codec_new(BK_COMP_NONE, false, 1024, sink_count, &n, &c, &err), 0);
+	assert_int_equal(bk_codec_write(c, "abc", 3, &err), 0);
+	assert_int_equal(bk_codec_finish(c, &err), 0);
+	bk_codec_free(c);
+	assert_int_equal(n, 3);
+
+	static const struct os_xml_cb no_cb = { 0 };
+	assert_int_equal(os_xml_walk("<a/>", 4, &no_cb, NULL, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "cannot load libpgop-absent.so.0"));
+
+	/* the failure values */
+	assert_null(XML_ParserCreate("UTF-8"));
+	assert_int_equal(XML_Parse(NULL, "", 0, XML_TRUE), XML_STATUS_ERROR);
+	assert_string_equal(XML_ErrorString(XML_ERROR_SYNTAX), "libexpat not loaded");
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_MEM_ERROR);
+	assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+			 Z_MEM_ERROR);
+	assert_int_equal(inflate(&z, Z_NO_FLUSH), Z_STREAM_ERROR);
+	bz_stream bz;
+	memset(&bz, 0, sizeof(bz));
+	assert_int_equal(BZ2_bzCompressInit(&bz, 5, 0, 0), BZ_MEM_ERROR);
+	assert_int_equal(BZ2_bzDecompressInit(&bz, 0, 0), BZ_MEM_ERROR);
+	assert_true(BZ2_bzDecompress(&bz) < 0);
+	lzma_stream xz = LZMA_STREAM_INIT;
+	assert_int_equal(lzma_easy_encoder(&xz, 3, LZMA_CHECK_CRC64), LZMA_MEM_ERROR);
+	assert_int_equal(lzma_stream_decoder(&xz, UINT64_MAX, 0), LZMA_MEM_ERROR);
+	assert_int_equal(lzma_code(&xz, LZMA_RUN), LZMA_PROG_ERROR);
+	lzma_end(&xz);
+	LZ4F_cctx *cc = NULL;
+	assert_true(LZ4F_isError(LZ4F_createCompressionContext(&cc, LZ4F_VERSION)));
+	assert_null(cc);
+	assert_true(LZ4F_isError(0)); /* an error whatever the code */
+	assert_string_equal(LZ4F_getErrorName(0), "liblz4 not loaded");
+	assert_int_equal(LZ4F_compressBound(1024, NULL), 0);
+	assert_null(ZSTD_createCCtx());
+	assert_null(ZSTD_createDCtx());
+	assert_true(ZSTD_isError(0));
+	assert_true(ZSTD_isError(ZSTD_freeCCtx(NULL)));
+	assert_string_equal(ZSTD_getErrorName(0), "libzstd not loaded");
+
+	for (size_t i = 0; i < N_LATER; i++)
+		restore(later_libs[i], real[i]);
+	/* and with them back, a codec works again */
+	n = 0;
+	assert_int_equal(bk_codec_new(BK_COMP_ZSTD, false, 1024, sink_count, &n, &c, &err), 0);
+	assert_int_equal(bk_codec_write(c, "abc", 3, &err), 0);
+	assert_int_equal(bk_codec_finish(c, &err), 0);
+	bk_codec_free(c);
+	assert_true(n > 0);
 }
 
 /* The wrappers reach the real functions, variadic ones included. */
@@ -173,6 +326,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_mapped_until_loaded),
 		cmocka_unit_test(test_tables_complete),
+		cmocka_unit_test(test_later_tables_complete),
+		cmocka_unit_test(test_later_libs_absent),
 		cmocka_unit_test(test_wrappers_forward),
 		cmocka_unit_test(test_missing_library_named),
 		cmocka_unit_test(test_missing_symbol_named),
