@@ -23,7 +23,7 @@ build=${PGOP_BUILD_DIR:-$E2E_DIR/../../build}
 TOOL=$build/tests/e2e/tools/pgop-s3
 [ -x "$TOOL" ] || e2e_fail "pgop-s3 not built: $TOOL (ninja -C $build pgop-s3)"
 asan=
-nm "$TOOL" 2>/dev/null | grep -q __asan_init && asan=1
+nm "$TOOL" 2>/dev/null | grep -c __asan_init >/dev/null && asan=1 # -c reads it all: no SIGPIPE under pipefail
 
 tmp=$(mktemp -d /tmp/pgop-e2e-objstore.XXXXXX)
 cleanup() {

@@ -268,7 +268,7 @@ echo "METRIC wal_archive_pgop_ms_per_segment $p"
 echo "METRIC wal_archive_barman_ms_per_segment $b"
 echo "METRIC wal_archive_pgop_segments_per_s $(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", 10000 / t }')"
 echo "METRIC wal_archive_barman_segments_per_s $(awk -v t=$((t2 - t1)) 'BEGIN { printf "%.1f", 10000 / t }')"
-e2e_log "10 segments, gzip: pgop $p ms/segment, barman-cloud-wal-archive $b ms/segment$(nm "$PGOP" 2>/dev/null | grep -q __asan_init && echo ' [pgop: ASan build]')"
+e2e_log "10 segments, gzip: pgop $p ms/segment, barman-cloud-wal-archive $b ms/segment$(nm "$PGOP" 2>/dev/null | grep -c __asan_init >/dev/null && echo ' [pgop: ASan build]')"
 # the same without compression: what is left is the process, TLS and the PUT
 cfg "$T/bench0.json" bench-pgop-none none 1 "" "$B"
 t0=$(ms)
