@@ -676,6 +676,9 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 		if (in->pending_restart)
 			rc_strv_push(&w->pending_restart, &w->n_pending_restart, in->name);
 	}
+	free(w->archiving_msg);
+	w->archiving = rc_archiving_decide(p && p->has_status && p->is_primary ? p->doc : NULL,
+					   api_cluster_wal_store(r->c) != NULL, &w->archiving_msg);
 	free(w->selector);
 	w->selector = op_asprintf("%s=%s,%s=instance", RC_LABEL_CLUSTER, r->name,
 				  RC_LABEL_POD_ROLE);

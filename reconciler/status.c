@@ -479,6 +479,7 @@ void rc_status_done(struct rc_status *s)
 	strv_free(s->pending_restart, s->n_pending_restart);
 	free(s->sync);
 	free(s->max_lag);
+	free(s->archiving_msg);
 	*s = (struct rc_status){ 0 };
 }
 
@@ -651,11 +652,58 @@ static json_object *condition(json_object *old, const char *type, bool status,
 	return c;
 }
 
+enum rc_archiving rc_archiving_decide(json_object *doc, bool configured, char **ret_msg)
+{
+	*ret_msg = NULL;
+	if (!configured)
+		return RC_ARCH_NONE;
+	if (!json_object_is_type(doc, json_type_object))
+		return RC_ARCH_KEEP;
+	const char *why = op_json_key_str(doc, "archiveError");
+	const char *ok_at = op_json_key_str(doc, "lastArchivedWALTime");
+	const char *failed_at = op_json_key_str(doc, "lastFailedWALTime");
+	const char *failed = op_json_key_str(doc, "lastFailedWAL");
+	int64_t ok_t = 0, failed_t = 0;
+	bool ok = ok_at && api_time_parse(ok_at, &ok_t) == 0;
+	bool fail = failed_at && api_time_parse(failed_at, &failed_t) == 0 && failed_t >= ok_t;
+	if (why && *why) {
+		*ret_msg = op_asprintf("WAL archiving is failing%s%s: %s", failed ? " at " : "",
+				       failed ? failed : "", why);
+		return RC_ARCH_FAILING;
+	}
+	if (fail) {
+		*ret_msg = op_asprintf("WAL archiving is failing at %s", failed ? failed : "?");
+		return RC_ARCH_FAILING;
+	}
+	if (!ok)
+		return RC_ARCH_KEEP; /* nothing archived nor failed yet */
+	*ret_msg = op_strdup("Continuous archiving is working");
+	return RC_ARCH_OK;
+}
+
+/* ContinuousArchiving as w says (owned), old's copy (KEEP), or NULL (none). */
+static json_object *archiving_condition(json_object *old, const struct rc_status *w,
+					int64_t now)
+{
+	json_object *c = NULL;
+	if (w->archiving == RC_ARCH_KEEP) {
+		if (old && json_object_deep_copy(old, &c, NULL) != 0)
+			op_oom(0);
+		return c;
+	}
+	if (w->archiving == RC_ARCH_NONE)
+		return NULL;
+	bool ok = w->archiving == RC_ARCH_OK;
+	return condition(old, "ContinuousArchiving", ok,
+			 ok ? "ContinuousArchivingSuccess" : "ContinuousArchivingFailing",
+			 w->archiving_msg, now);
+}
+
 static json_object *conditions(json_object *cur, const struct rc_status *w, int64_t now)
 {
 	json_object *old = cur ? op_json_at(cur, "conditions") : NULL;
 	json_object *arr = op_jarr();
-	json_object *old_ready = NULL, *old_pending = NULL;
+	json_object *old_ready = NULL, *old_pending = NULL, *old_arch = NULL;
 	if (json_object_is_type(old, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(old); i++) {
 			json_object *c = json_object_array_get_idx(old, i);
@@ -668,11 +716,21 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 				old_pending = c;
 				continue;
 			}
+			if (str_eq(type, "ContinuousArchiving")) { /* kept or rewritten in place */
+				old_arch = c;
+				json_object *a = archiving_condition(old_arch, w, now);
+				if (a)
+					op_jpush(arr, a);
+				continue;
+			}
 			json_object *copy = NULL;
 			if (json_object_deep_copy(c, &copy, NULL) == 0)
 				op_jpush(arr, copy);
 		}
 	}
+	json_object *fresh = old_arch ? NULL : archiving_condition(NULL, w, now);
+	if (fresh) /* a new one goes before Ready, and stays there */
+		op_jpush(arr, fresh);
 	op_jpush(arr, condition(old_ready, "Ready", w->ready,
 			     w->ready ? "ClusterIsReady" : "ClusterIsNotReady",
 			     w->ready ? "Cluster is Ready" : "Cluster Is Not Ready", now));

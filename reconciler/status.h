@@ -180,6 +180,21 @@ long rc_failover_fence_requeue_ms(const struct rc_failover_input *in);
 int64_t rc_fence_clock_ms(int64_t stamp_ms, int64_t returned_ms);
 
 /* The status fields the reconciler owns. All strings and arrays owned. */
+/* Condition ContinuousArchiving, as CloudNativePG sets it. */
+enum rc_archiving {
+	RC_ARCH_KEEP,    /* the primary did not answer: the condition read back stays */
+	RC_ARCH_NONE,    /* the Cluster archives nowhere: no condition */
+	RC_ARCH_OK,      /* True, ContinuousArchivingSuccess */
+	RC_ARCH_FAILING, /* False, ContinuousArchivingFailing, the message says why */
+};
+/* From the primary's /pg/status (borrowed, NULL = it did not answer) and
+ * whether the Cluster has an object store: failing while its archiveError is
+ * set (the store's own error: 403, no such bucket, TLS; or why the archive is
+ * not configured) or its last failed WAL is newer than its last archived one;
+ * working once a WAL was archived after the last failure; KEEP before the
+ * first archive or failure. *ret_msg owned (NULL for KEEP/NONE). */
+enum rc_archiving rc_archiving_decide(json_object *primary_doc, bool configured, char **ret_msg);
+
 struct rc_status {
 	char *phase;
 	char *phase_reason;
@@ -213,6 +228,11 @@ struct rc_status {
 	 * may promote; kept in the Cluster so that it survives an operator restart or a
 	 * leader change. Always written as read when none is known. */
 	char **sync_standbys; size_t n_sync_standbys;
+	/* condition ContinuousArchiving (rc_archiving_decide): RC_ARCH_KEEP keeps
+	 * the one read back, RC_ARCH_NONE removes it (no object store), else
+	 * True/False with archiving_msg */
+	enum rc_archiving archiving;
+	char *archiving_msg;
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */

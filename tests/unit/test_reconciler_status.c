@@ -481,6 +481,79 @@ static json_object *patch_status(const char *patch)
 	return st;
 }
 
+/* ContinuousArchiving from the primary's archiver report */
+static void test_archiving_condition(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *doc;
+		bool configured;
+		enum rc_archiving want;
+		const char *msg; /* a part of the message */
+	} rows[] = {
+		{ "{\"lastArchivedWAL\":\"000000010000000000000003\"}", false, RC_ARCH_NONE, NULL },
+		{ NULL, true, RC_ARCH_KEEP, NULL }, /* the primary did not answer */
+		{ "{\"isArchivingWAL\":true}", true, RC_ARCH_KEEP, NULL }, /* nothing yet */
+		{ "{\"lastArchivedWAL\":\"000000010000000000000003\","
+		  "\"lastArchivedWALTime\":\"2026-12-07T02:00:05Z\"}",
+		  true, RC_ARCH_OK, "working" },
+		{ "{\"lastArchivedWAL\":\"000000010000000000000003\","
+		  "\"lastArchivedWALTime\":\"2026-12-07T02:00:05Z\","
+		  "\"lastFailedWAL\":\"000000010000000000000002\","
+		  "\"lastFailedWALTime\":\"2026-12-07T02:00:01Z\"}",
+		  true, RC_ARCH_OK, "working" }, /* failed, then archived: working again */
+		{ "{\"lastArchivedWAL\":\"000000010000000000000003\","
+		  "\"lastArchivedWALTime\":\"2026-12-07T02:00:05Z\","
+		  "\"lastFailedWAL\":\"000000010000000000000004\","
+		  "\"lastFailedWALTime\":\"2026-12-07T02:00:09Z\"}",
+		  true, RC_ARCH_FAILING, "failing at 000000010000000000000004" },
+		{ "{\"lastFailedWAL\":\"000000010000000000000001\","
+		  "\"lastFailedWALTime\":\"2026-12-07T02:00:09Z\","
+		  "\"archiveError\":\"PUT s3://b/k: 403 SignatureDoesNotMatch: no\"}",
+		  true, RC_ARCH_FAILING, "403 SignatureDoesNotMatch" }, /* the store's own words */
+		{ "{\"archiveError\":\"spec.backup.barmanObjectStore.wal.compression: snappy is "
+		  "not supported\"}",
+		  true, RC_ARCH_FAILING, "snappy" }, /* not configured: failing from the start */
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_object *doc = rows[i].doc ? json_tokener_parse(rows[i].doc) : NULL;
+		char *msg = NULL;
+		assert_int_equal(rc_archiving_decide(doc, rows[i].configured, &msg), rows[i].want);
+		if (rows[i].msg)
+			assert_non_null(strstr(msg, rows[i].msg));
+		else
+			assert_null(msg);
+		free(msg);
+		json_object_put(doc);
+	}
+	/* the condition as CloudNativePG writes it; removed when archiving stops */
+	struct rc_status w = { .phase = "x", .archiving = RC_ARCH_FAILING,
+			       .archiving_msg = "WAL archiving is failing: 403" };
+	char *patch = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_status_patch(NULL, &w, NULL, 1000, &patch, &err), 1);
+	json_object *p = json_tokener_parse(patch);
+	json_object *conds = op_json_at(p, "status.conditions");
+	json_object *c = json_object_array_get_idx(conds, 0); /* before Ready */
+	assert_string_equal(op_json_str_at(c, "type"), "ContinuousArchiving");
+	assert_string_equal(op_json_str_at(c, "status"), "False");
+	assert_string_equal(op_json_str_at(c, "reason"), "ContinuousArchivingFailing");
+	assert_string_equal(op_json_str_at(c, "message"), "WAL archiving is failing: 403");
+	json_object *st = json_object_get(op_json_at(p, "status"));
+	free(patch);
+	json_object_put(p);
+	w.archiving = RC_ARCH_KEEP; /* kept as read */
+	patch = NULL;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 2000, &patch, &err), 0);
+	free(patch);
+	w.archiving = RC_ARCH_NONE; /* removed */
+	patch = NULL;
+	assert_int_equal(rc_status_patch(st, &w, NULL, 3000, &patch, &err), 1);
+	assert_null(strstr(patch, "ContinuousArchiving"));
+	free(patch);
+	json_object_put(st);
+}
+
 static void test_status_patch(void **state)
 {
 	struct rc_status w = { 0 };
@@ -733,6 +806,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lsn),
+		cmocka_unit_test(test_archiving_condition),
 		cmocka_unit_test(test_parse_status),
 		cmocka_unit_test(test_reclone_report),
 		cmocka_unit_test(test_sort),
