@@ -172,9 +172,9 @@ static const struct unsupported_field {
 	const char *what;     /* what pgop does not do yet */
 	const char *inactive; /* a string value that asks for nothing (a default), or NULL */
 } unsupported_fields[] = {
-	{ NULL, "spec.backup", "backups and WAL archiving", NULL },
-	{ NULL, "spec.backup.barmanObjectStore", "base backups and WAL archiving to an object store",
-	  NULL },
+	/* spec.backup.barmanObjectStore archives WAL (instance/archive.c); base
+	 * backups (the Backup and ScheduledBackup kinds) are not there yet */
+	{ NULL, "spec.backup.barmanObjectStore.data", "base backups to the object store", NULL },
 	{ NULL, "spec.backup.volumeSnapshot", "backups by volume snapshots", NULL },
 	{ NULL, "spec.backup.retentionPolicy", "deleting backups past the retention policy", NULL },
 	{ NULL, "spec.backup.target", "choosing the instance that takes backups",
@@ -325,7 +325,9 @@ static void w_unsupported_fields(const struct wh_ctx *ctx, struct wh_result *res
 }
 
 /* pgop's archiver speaks S3 only: Azure and Google credentials of any
- * barmanObjectStore are accepted (CloudNativePG's API) and said so. */
+ * barmanObjectStore are accepted (CloudNativePG's API) and said so; and what
+ * its archiver cannot archive with (instance/archive.c refuses it at run
+ * time, WAL then stays in pg_wal): said at admission too. */
 static void warn_s3_only(json_object *store, const char *path, struct wh_result *res)
 {
 	static const char *const others[] = { "azureCredentials", "googleCredentials" };
@@ -334,6 +336,16 @@ static void warn_s3_only(json_object *store, const char *path, struct wh_result 
 			wh_result_warn(res, "%s.%s is accepted but pgop supports only S3-compatible "
 					    "object stores (s3Credentials)",
 				       path, others[i]);
+	const char *comp = store ? wh_str(store, "wal.compression") : NULL;
+	if (comp && strcmp(comp, "snappy") == 0)
+		wh_result_warn(res, "%s.wal.compression: snappy is not supported by pgop's WAL "
+				    "archiver (no Debian library reads barman's snappy framing): WAL "
+				    "archiving will fail; use gzip, bzip2, xz, lz4 or zstd", path);
+	json_object *iam = store ? op_json_at(store, "s3Credentials.inheritFromIAMRole") : NULL;
+	if (iam && json_object_get_boolean(iam))
+		wh_result_warn(res, "%s.s3Credentials.inheritFromIAMRole is not supported by pgop's "
+				    "WAL archiver: WAL archiving will fail; give accessKeyId and "
+				    "secretAccessKey", path);
 }
 
 static void w_s3_only(const struct wh_ctx *ctx, struct wh_result *res)

@@ -290,7 +290,7 @@ static void test_warnings(void **state)
 		  "failure-domain", false },
 		/* accepted but not implemented by pgop */
 		{ CLUSTER(",\"backup\":{\"volumeSnapshot\":{\"className\":\"x\"}}"),
-		  "spec.backup is accepted but not implemented by pgop yet", true },
+		  "spec.backup.volumeSnapshot is accepted but not implemented by pgop yet", true },
 		{ CLUSTER(",\"plugins\":[{\"name\":\"barman-cloud.cloudnative-pg.io\"}]"),
 		  "spec.plugins is accepted but not implemented", true },
 		{ CLUSTER(",\"monitoring\":{\"customQueriesConfigMap\":[{\"name\":\"q\",\"key\":\"k\"}]}"),
@@ -306,13 +306,27 @@ static void test_warnings(void **state)
 		  "spec.externalClusters[0].plugin is accepted but not implemented", true },
 		/* each row says what is missing; the broadest row that applies speaks,
 		 * the precise ones under it stay silent while it is there */
+		/* WAL archiving is implemented: spec.backup and its store do not warn,
+		 * what pgop's archiver cannot do and base backups do */
 		{ CLUSTER(",\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"s3://bkt\","
 			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}"),
-		  "spec.backup is accepted but not implemented by pgop yet (backups and WAL "
-		  "archiving)", true },
+		  "spec.backup is accepted", false },
 		{ CLUSTER(",\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"s3://bkt\","
 			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}"),
 		  "spec.backup.barmanObjectStore is accepted", false },
+		{ CLUSTER(",\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"s3://bkt\","
+			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}"),
+		  "spec.backup.barmanObjectStore.s3Credentials.inheritFromIAMRole is not supported by "
+		  "pgop's WAL archiver", true },
+		{ CLUSTER(",\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"s3://bkt\","
+			  "\"wal\":{\"compression\":\"snappy\"},\"data\":{\"jobs\":2},"
+			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}"),
+		  "spec.backup.barmanObjectStore.wal.compression: snappy is not supported", true },
+		{ CLUSTER(",\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"s3://bkt\","
+			  "\"wal\":{\"compression\":\"snappy\"},\"data\":{\"jobs\":2},"
+			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}"),
+		  "spec.backup.barmanObjectStore.data is accepted but not implemented by pgop yet "
+		  "(base backups to the object store)", true },
 		{ CLUSTER(",\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"s3://bkt\","
 			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}"),
 		  "spec.backup.target", false },
