@@ -95,6 +95,18 @@ static char *rfc3339_ms(int64_t ms)
 	return api_time_rfc3339(ms / 1000);
 }
 
+/* The archiver as the instance reports it (instance/status.c): the last
+ * archived WAL and when, the files waiting, the store's error. */
+static void archive_fields(json_object *st, json_object *doc)
+{
+	set_str(st, "lastArchivedWAL", op_json_key_str(doc, "lastArchivedWAL"));
+	set_str(st, "lastArchivedWALTime", op_json_key_str(doc, "lastArchivedWALTime"));
+	int64_t ready = 0;
+	if (op_json_key_i64(doc, "readyWALs", &ready) == 1)
+		op_jset(st, "readyWALs", op_jint(ready));
+	set_str(st, "archiveError", op_json_key_str(doc, "archiveError"));
+}
+
 json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v,
 			      json_object *primary_doc, int64_t now_ms, bool full)
 {
@@ -124,6 +136,7 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 		op_jset(st, "timeline", op_jint(tli));
 	op_jset(st, "pendingRestart", op_jbool(op_json_key_bool(doc, "pendingRestart")));
 	set_str(st, "node", op_json_str_at(v->pod, "spec.nodeName"));
+	archive_fields(st, doc);
 	if (v->seen_ms > 0) {
 		_cleanup_free_ char *t = rfc3339_ms(v->seen_ms);
 		set_str(st, "lastSeen", t);

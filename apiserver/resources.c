@@ -62,6 +62,12 @@ static const struct as_column instance_cols[] = {
 	{ "Pending Restart", "boolean", "", 1, "status.pendingRestart", AS_CELL_BOOL,
 	  "A changed parameter waits for a restart" },
 	{ "Node", "string", "", 1, "status.node", AS_CELL_STR, "Node of the Pod" },
+	{ "Archived WAL", "string", "", 1, "status.lastArchivedWAL", AS_CELL_STR,
+	  "Last WAL file archived to the object store" },
+	{ "Archived", "string", "", 1, "status.lastArchivedWALTime", AS_CELL_SEEN,
+	  "Age of the last archived WAL file" },
+	{ "WAL Waiting", "integer", "", 1, "status.readyWALs", AS_CELL_INT,
+	  "WAL files waiting to be archived" },
 	{ "Last Seen", "string", "", 0, "status.lastSeen", AS_CELL_SEEN,
 	  "Age of the last successful /pg/status answer" },
 };
@@ -130,6 +136,14 @@ static const char instance_schema[] =
 	"\"pendingRestart\":{\"type\":\"boolean\",\"description\":\"A changed parameter waits "
 	"for a restart.\"},"
 	"\"node\":{\"type\":\"string\",\"description\":\"Node of the Pod.\"},"
+	"\"lastArchivedWAL\":{\"type\":\"string\",\"description\":\"Last WAL file "
+	"archived to the object store (pg_stat_archiver).\"},"
+	"\"lastArchivedWALTime\":{\"type\":\"string\",\"description\":\"When (RFC "
+	"3339).\"},"
+	"\"readyWALs\":{\"type\":\"integer\",\"description\":\"WAL files waiting to be "
+	"archived.\"},"
+	"\"archiveError\":{\"type\":\"string\",\"description\":\"Why WAL is not "
+	"archived: the object store's own error of the last failed archive.\"},"
 	"\"lastSeen\":{\"type\":\"string\",\"description\":\"Last successful answer (RFC "
 	"3339).\"},"
 	"\"error\":{\"type\":\"string\",\"description\":\"Why the last fetch failed.\"}}}}}";

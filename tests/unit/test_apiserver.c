@@ -537,6 +537,21 @@ static void test_live_objects(void **state)
 	assert_string_equal(op_json_str_at(i3, "status.error"), "GET /pg/status: Timeout");
 	assert_non_null(op_json_str_at(i3, "status.lastSeen"));
 	assert_null(op_json_at(i3, "status.lagSeconds")); /* no WAL flowing: no seconds */
+	assert_null(op_json_at(i3, "status.lastArchivedWAL")); /* nothing said: omitted */
+	/* the archiver as the instance reports it */
+	json_object *da = parse("{\"isPrimary\":true,\"lastArchivedWAL\":\"000000020000000000000007\","
+				"\"lastArchivedWALTime\":\"2026-12-02T11:59:00Z\",\"readyWALs\":3,"
+				"\"archiveError\":\"PUT s3://b/k: 403 AccessDenied\"}");
+	struct as_inst_view va = { .pod = p1, .doc = da, .reachable = true, .seen_ms = now };
+	json_object *ia = as_live_instance(cl, &va, da, now, false);
+	assert_string_equal(op_json_str_at(ia, "status.lastArchivedWAL"), "000000020000000000000007");
+	assert_string_equal(op_json_str_at(ia, "status.lastArchivedWALTime"),
+			    "2026-12-02T11:59:00Z");
+	assert_int_equal(json_object_get_int64(op_json_at(ia, "status.readyWALs")), 3);
+	assert_string_equal(op_json_str_at(ia, "status.archiveError"),
+			    "PUT s3://b/k: 403 AccessDenied");
+	json_object_put(ia);
+	json_object_put(da);
 
 	json_object *lc = as_live_cluster(cl, v, 3, now, false);
 	assert_string_equal(op_json_str_at(lc, "kind"), "LiveCluster");
