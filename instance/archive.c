@@ -60,7 +60,7 @@ int inst_archive_config_render(const struct inst_archive_input *in, struct op_bu
 				  "spec.backup.barmanObjectStore.s3Credentials: pgop needs "
 				  "accessKeyId and secretAccessKey (inheritFromIAMRole is not "
 				  "supported)");
-	const char *comp;
+	const char *comp = NULL;
 	int r = compression(s, &comp, err);
 	if (r < 0)
 		return r;
