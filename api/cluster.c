@@ -282,15 +282,19 @@ static void dec_backup(struct api_dec *d, json_object *o, const char *p, struct 
 	b->has_volume_snapshot = api_dec_obj(d, o, p, "volumeSnapshot") != NULL;
 }
 
-static void dec_plugins(struct api_dec *d, json_object *spec, const char *p,
-			struct api_cluster_spec *s)
+/* spec[key]: an array of objects, decoded one by one by fn into a new array
+ * (owned by the caller) of elements of size bytes; an element that is not an
+ * object is an error at its index. *ret_n counts the decoded elements. */
+static void *dec_obj_array(struct api_dec *d, json_object *spec, const char *p, const char *key,
+			   size_t size, size_t *ret_n,
+			   void (*fn)(struct api_dec *, json_object *, const char *, void *))
 {
-	json_object *a = api_dec_arr(d, spec, p, "plugins");
+	json_object *a = api_dec_arr(d, spec, p, key);
 	if (!a)
-		return;
-	_cleanup_free_ char *ap = api_dec_join(p, "plugins");
+		return NULL;
+	_cleanup_free_ char *ap = api_dec_join(p, key);
 	size_t n = json_object_array_length(a);
-	s->plugins = op_calloc(n ? n : 1, sizeof(*s->plugins));
+	char *v = op_calloc(n ? n : 1, size);
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(a, i);
 		_cleanup_free_ char *ep = api_dec_index(ap, i);
@@ -298,8 +302,21 @@ static void dec_plugins(struct api_dec *d, json_object *spec, const char *p,
 			api_dec_error(d, ep, "expected object, got %s", op_json_type_name(e));
 			continue;
 		}
-		dec_plugin(d, e, ep, &s->plugins[s->n_plugins++]);
+		fn(d, e, ep, v + (*ret_n)++ * size);
 	}
+	return v;
+}
+
+static void dec_plugin_elem(struct api_dec *d, json_object *o, const char *p, void *x)
+{
+	dec_plugin(d, o, p, x);
+}
+
+static void dec_plugins(struct api_dec *d, json_object *spec, const char *p,
+			struct api_cluster_spec *s)
+{
+	s->plugins = dec_obj_array(d, spec, p, "plugins", sizeof(*s->plugins), &s->n_plugins,
+				   dec_plugin_elem);
 }
 
 static void dec_ext_plugin(struct api_dec *d, json_object *o, const char *p,
@@ -322,24 +339,17 @@ static void dec_external_cluster(struct api_dec *d, json_object *o, const char *
 	SUB(o, p, "plugin", dec_ext_plugin, e);
 }
 
+static void dec_external_cluster_elem(struct api_dec *d, json_object *o, const char *p, void *x)
+{
+	dec_external_cluster(d, o, p, x);
+}
+
 static void dec_external_clusters(struct api_dec *d, json_object *spec, const char *p,
 				  struct api_cluster_spec *s)
 {
-	json_object *a = api_dec_arr(d, spec, p, "externalClusters");
-	if (!a)
-		return;
-	_cleanup_free_ char *ap = api_dec_join(p, "externalClusters");
-	size_t n = json_object_array_length(a);
-	s->external_clusters = op_calloc(n ? n : 1, sizeof(*s->external_clusters));
-	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(a, i);
-		_cleanup_free_ char *ep = api_dec_index(ap, i);
-		if (!e || !json_object_is_type(e, json_type_object)) {
-			api_dec_error(d, ep, "expected object, got %s", op_json_type_name(e));
-			continue;
-		}
-		dec_external_cluster(d, e, ep, &s->external_clusters[s->n_external_clusters++]);
-	}
+	s->external_clusters = dec_obj_array(d, spec, p, "externalClusters",
+					     sizeof(*s->external_clusters),
+					     &s->n_external_clusters, dec_external_cluster_elem);
 }
 
 static void dec_resources(struct api_dec *d, json_object *o, const char *p,
