@@ -116,3 +116,142 @@ objstore_stop() {
 		OBJSTORE_PID=
 	fi
 }
+
+# ---- the same store as a Pod in the e2e cluster (control plane + node agent) ----------
+# For the Cluster tests (WAL archiving, backups, recovery): versitygw runs as a Pod
+# (image name neither pgop nor postgres, so the node agent runs its command as given: the
+# cached binary by its absolute path) behind a Service `versitygw` port 7070, TLS with a
+# CA made here (SANs: the Service's DNS names and its ClusterIP), the root credentials
+# generated per run and given to the Pod through env secretKeyRef (never in its argv),
+# posix backend on an emptyDir, one bucket. Needs e2e_up + e2e_agent_up.
+#
+#   objstore_pod_up DIR NS [BUCKET]   # DIR: an empty host directory the test owns; NS:
+#                                     # an existing namespace for the store
+#   ...  $OBJSTORE_ENDPOINT (https://versitygw.NS.svc:7070: what Pods use),
+#        $OBJSTORE_HOST_ENDPOINT (https://<ClusterIP>:7070: what the host uses; the
+#        agent's nft output chain DNATs it), $OBJSTORE_BUCKET, $OBJSTORE_CA,
+#        $OBJSTORE_CREDS / $OBJSTORE_ACCESS_FILE / $OBJSTORE_SECRET_FILE (as objstore_start),
+#        $OBJSTORE_NS, $OBJSTORE_POD (versitygw), $OBJSTORE_SECRET (the Secret in NS:
+#        tls.crt, tls.key, ROOT_ACCESS_KEY_ID, ROOT_SECRET_ACCESS_KEY)
+#   objstore_pod_client_secrets NS CREDS CA   # in NS (a Cluster's namespace): Secret CREDS
+#                                     # with ACCESS_KEY_ID / ACCESS_SECRET_KEY, Secret CA
+#                                     # with ca.crt (samples/cluster-backup-s3.yaml's keys)
+#   objstore_pod_s3 TOOL ARGS...      # tests/e2e/tools/pgop-s3 against the Pod, from the host
+# The Pod, Service and Secret go with NS (the test deletes it); DIR is the test's.
+# Secrets are made --from-file (values never in kubectl's argv).
+
+# objstore_pod_pki DIR NS CLUSTERIP: DIR/ca.crt, ca.key, server.crt, server.key for the
+# Service versitygw in NS.
+objstore_pod_pki() {
+	local d=$1 ns=$2 ip=$3 san
+	san="DNS:versitygw.$ns.svc,DNS:versitygw.$ns.svc.cluster.local,DNS:versitygw.$ns,DNS:versitygw,IP:$ip"
+	(
+		umask 077
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+			-subj "/CN=pgop-e2e-objstore-ca" -keyout "$d/ca.key" -out "$d/ca.crt" \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+			-subj "/CN=versitygw.$ns.svc" -keyout "$d/server.key" -out "$d/server.csr"
+		printf '%s\n' "subjectAltName=$san" "extendedKeyUsage=serverAuth" \
+			"keyUsage=critical,digitalSignature" >"$d/server.ext"
+		openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+			-CAcreateserial -days 2 -extfile "$d/server.ext" -out "$d/server.crt"
+	) >/dev/null 2>&1 || { e2e_log "objstore: openssl failed"; return 1; }
+	chmod 0644 "$d/ca.crt"
+}
+
+objstore_pod_up() {
+	local dir ns=$2 bucket=${3:-pgop-e2e} bin ip
+	dir=$(realpath "$1")
+	bin=$(objstore_bin) || { e2e_log "objstore: versitygw not built"; return 1; }
+	mkdir -p "$dir/pki"
+	OBJSTORE_DIR=$dir OBJSTORE_NS=$ns OBJSTORE_BUCKET=$bucket OBJSTORE_POD=versitygw
+	OBJSTORE_SECRET=versitygw OBJSTORE_CA=$dir/pki/ca.crt OBJSTORE_DATA=
+	OBJSTORE_ACCESS_FILE=$dir/access_key OBJSTORE_SECRET_FILE=$dir/secret_key
+	OBJSTORE_CREDS=$dir/credentials
+	(
+		umask 077
+		openssl rand -hex 10 | tr a-f A-F >"$OBJSTORE_ACCESS_FILE"
+		openssl rand -base64 30 | tr -d '\n/+=' >"$OBJSTORE_SECRET_FILE"
+		echo >>"$OBJSTORE_SECRET_FILE"
+		cat "$OBJSTORE_ACCESS_FILE" "$OBJSTORE_SECRET_FILE" >"$OBJSTORE_CREDS"
+		# the values without a newline, for Secrets made --from-file (not argv)
+		mkdir -p "$dir/keys"
+		printf %s "$(cat "$OBJSTORE_ACCESS_FILE")" >"$dir/keys/access"
+		printf %s "$(cat "$OBJSTORE_SECRET_FILE")" >"$dir/keys/secret"
+	)
+	# the Service first: its ClusterIP goes into the certificate (the host's endpoint)
+	kubectl -n "$ns" apply -f - >/dev/null <<-EOS || { e2e_log "objstore: cannot create the Service"; return 1; }
+	apiVersion: v1
+	kind: Service
+	metadata: {name: versitygw}
+	spec:
+	  selector: {app: versitygw}
+	  ports: [{name: s3, port: 7070, targetPort: 7070}]
+	EOS
+	ip=$(kubectl -n "$ns" get service versitygw -o jsonpath='{.spec.clusterIP}')
+	[ -n "$ip" ] || { e2e_log "objstore: the Service has no ClusterIP"; return 1; }
+	objstore_pod_pki "$dir/pki" "$ns" "$ip" || return 1
+	kubectl -n "$ns" create secret generic "$OBJSTORE_SECRET" \
+		--from-file=tls.crt="$dir/pki/server.crt" --from-file=tls.key="$dir/pki/server.key" \
+		--from-file=ROOT_ACCESS_KEY_ID="$dir/keys/access" \
+		--from-file=ROOT_SECRET_ACCESS_KEY="$dir/keys/secret" >/dev/null ||
+		{ e2e_log "objstore: cannot create the Secret"; return 1; }
+	kubectl -n "$ns" apply -f - >/dev/null <<-EOS || { e2e_log "objstore: cannot create the Pod"; return 1; }
+	apiVersion: v1
+	kind: Pod
+	metadata:
+	  name: versitygw
+	  labels: {app: versitygw}
+	spec:
+	  containers:
+	    - name: versitygw
+	      image: versity/versitygw:v1.8.0
+	      command: [$bin/versitygw, --port, ":7070", --cert, /tls/tls.crt, --key, /tls/tls.key,
+	                --quiet, posix, /data]
+	      env:
+	        - name: ROOT_ACCESS_KEY_ID
+	          valueFrom: {secretKeyRef: {name: $OBJSTORE_SECRET, key: ROOT_ACCESS_KEY_ID}}
+	        - name: ROOT_SECRET_ACCESS_KEY
+	          valueFrom: {secretKeyRef: {name: $OBJSTORE_SECRET, key: ROOT_SECRET_ACCESS_KEY}}
+	      ports: [{containerPort: 7070, name: s3}]
+	      readinessProbe:
+	        tcpSocket: {port: 7070}
+	        periodSeconds: 2
+	      volumeMounts:
+	        - {name: tls, mountPath: /tls, readOnly: true}
+	        - {name: data, mountPath: /data}
+	  volumes:
+	    - name: tls
+	      secret: {secretName: $OBJSTORE_SECRET, items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]}
+	    - name: data
+	      emptyDir: {}
+	EOS
+	OBJSTORE_ENDPOINT=https://versitygw.$ns.svc:7070
+	OBJSTORE_HOST_ENDPOINT=https://$ip:7070
+	export OBJSTORE_DIR OBJSTORE_NS OBJSTORE_BUCKET OBJSTORE_POD OBJSTORE_SECRET OBJSTORE_CA \
+		OBJSTORE_DATA OBJSTORE_ACCESS_FILE OBJSTORE_SECRET_FILE OBJSTORE_CREDS OBJSTORE_ENDPOINT \
+		OBJSTORE_HOST_ENDPOINT
+	e2e_wait_for "[ \"\$(kubectl -n $ns get pod versitygw -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]" 60 ||
+		{ e2e_log "objstore: versitygw Pod not Ready: $(kubectl -n "$ns" get pod versitygw -o jsonpath='{.status}')"; return 1; }
+	# the Service's rule follows the ready endpoint (the agent re-renders within a second)
+	e2e_wait_for "curl -s -o /dev/null --max-time 2 --cacert '$OBJSTORE_CA' '$OBJSTORE_HOST_ENDPOINT/'" 30 ||
+		{ e2e_log "objstore: $OBJSTORE_HOST_ENDPOINT does not answer over TLS"; return 1; }
+	OBJSTORE_ENDPOINT=$OBJSTORE_HOST_ENDPOINT objstore_curl -f -X PUT "$OBJSTORE_HOST_ENDPOINT/$bucket" >/dev/null ||
+		{ e2e_log "objstore: cannot create bucket $bucket"; return 1; }
+	e2e_log "objstore: versitygw Pod $ns/versitygw, $OBJSTORE_ENDPOINT (host: $OBJSTORE_HOST_ENDPOINT), bucket $bucket, CA $OBJSTORE_CA"
+}
+
+objstore_pod_client_secrets() { # NS CREDS CA
+	kubectl -n "$1" create secret generic "$2" \
+		--from-file=ACCESS_KEY_ID="$OBJSTORE_DIR/keys/access" \
+		--from-file=ACCESS_SECRET_KEY="$OBJSTORE_DIR/keys/secret" >/dev/null &&
+		kubectl -n "$1" create secret generic "$3" --from-file=ca.crt="$OBJSTORE_CA" >/dev/null
+}
+
+objstore_pod_s3() { # TOOL ARGS...
+	local tool=$1
+	shift
+	"$tool" --endpoint "$OBJSTORE_HOST_ENDPOINT" --bucket "$OBJSTORE_BUCKET" \
+		--creds "$OBJSTORE_CREDS" --ca "$OBJSTORE_CA" "$@"
+}
