@@ -5,7 +5,9 @@
 # (charts/pgop, certificate.mode=self: pgop makes its own CA and serving certificate and
 # registers its webhooks), then show kube-apiserver refusing an invalid Cluster with
 # pgop's message, admitting a valid one with pgop's defaults, and the reconciler bringing
-# that sample Cluster (a primary and two streaming replicas) to a healthy state.
+# that sample Cluster (a primary and two streaming replicas, samples/cluster-backup-s3.yaml)
+# to a healthy state, archiving its WAL to an S3 object store (versitygw as a Pod, TLS with
+# its own CA) until the condition ContinuousArchiving is True.
 #
 #   scripts/demo.sh            leave everything running; prints how to use and stop it
 #   scripts/demo.sh --down     tear everything down at the end
@@ -28,13 +30,15 @@ scripts/setup-deps.sh >/dev/null
 
 say "building pgop and the node agent ($build)"
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
-ninja -C "$build" -j"$(nproc)" pgop pgop-node-agent >"$build.log" 2>&1 ||
+ninja -C "$build" -j"$(nproc)" pgop pgop-node-agent pgop-s3 >"$build.log" 2>&1 ||
 	{ tail -20 "$build.log" >&2; echo "build failed (log: $build.log)" >&2; exit 1; }
 export PGOP_BIN=$build/cmd/pgop PGOP_BUILD_DIR=$build
 
 say "upstream Kubernetes binaries (tests/e2e/build-k8s.sh; ~6 min on a cold cache)"
 # progress lines (step, elapsed time, log path) go to stderr; stdout is the bin dir
 tests/e2e/build-k8s.sh >/dev/null
+say "the S3 object store's binary, versitygw (tests/e2e/build-objstore.sh; ~6 min on a cold cache)"
+tests/e2e/build-objstore.sh >/dev/null
 
 . tests/e2e/lib.sh
 if e2e_ready; then
@@ -60,6 +64,21 @@ kubectl -n pgop-system get secrets pgop-pgop-ca pgop-pgop-tls
 echo "installed and ready in $((SECONDS - t_install)) s"
 
 kubectl create namespace demo --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+say "an S3 object store: versitygw as a Pod, Service versitygw.objstore.svc:7070 over TLS (its own CA)"
+# shellcheck source=/dev/null
+. tests/e2e/objstore_lib.sh
+kubectl create namespace objstore --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+s3dir=$PGOP_E2E_STATE/demo-objstore
+rm -rf "$s3dir" && mkdir -p "$s3dir"
+if ! kubectl -n objstore get pod versitygw >/dev/null 2>&1; then
+	objstore_pod_up "$s3dir" objstore backups || { echo "versitygw did not start" >&2; exit 1; }
+else
+	echo "versitygw already running in namespace objstore"
+fi
+# the sample's Secrets: the store's keys and its CA, in the Cluster's namespace
+kubectl -n demo delete secret objstore-credentials objstore-ca --ignore-not-found >/dev/null
+objstore_pod_client_secrets demo objstore-credentials objstore-ca ||
+	{ echo "cannot create the object store's Secrets" >&2; exit 1; }
 say "an invalid Cluster: kube-apiserver refuses it with pgop's message"
 bad=$(mktemp)
 cat >"$bad" <<'EOF'
@@ -79,8 +98,8 @@ if kubectl apply -f "$bad"; then
 fi
 rm -f "$bad"
 
-say "a valid Cluster (samples/cluster-example.yaml): admitted with pgop's defaults"
-sample=${PGOP_DEMO_SAMPLE:-$top/samples/cluster-example.yaml}
+say "a valid Cluster (samples/cluster-backup-s3.yaml: 3 instances, WAL archived to the store)"
+sample=${PGOP_DEMO_SAMPLE:-$top/samples/cluster-backup-s3.yaml}
 kubectl -n demo apply -f "$sample"
 name=$(kubectl -n demo get -f "$sample" -o jsonpath='{.metadata.name}')
 kubectl -n demo get cluster "$name" -o jsonpath='{"imageName: "}{.spec.imageName}{"\nbootstrap: "}{.spec.bootstrap}{"\n"}'
@@ -101,6 +120,25 @@ done
 echo "healthy in $((SECONDS - t_create)) s"
 kubectl -n demo get clusters
 kubectl -n demo get pods,svc,pvc,secrets -l cnpg.io/cluster="$name"
+
+if [ -n "$(kubectl -n demo get cluster "$name" -o jsonpath='{.spec.backup.barmanObjectStore.destinationPath}')" ]; then
+	say "continuous WAL archiving: a WAL switch on the primary, then condition ContinuousArchiving"
+	primary=$(kubectl -n demo get cluster "$name" -o jsonpath='{.status.currentPrimary}')
+	"$PGOP_BUILD_DIR/tests/e2e/agent/pgop-node-agent" --state-dir "$PGOP_E2E_STATE/agent" exec \
+		"demo/$primary" -c postgres -- psql -h /controller/run -U postgres -d postgres -Atc \
+		"select pg_walfile_name(pg_switch_wal())" || true
+	t_arch=$SECONDS
+	until [ "$(kubectl -n demo get cluster "$name" -o jsonpath='{.status.conditions[?(@.type=="ContinuousArchiving")].status}')" = True ]; do
+		if [ $((SECONDS - t_arch)) -gt 120 ]; then
+			echo "ContinuousArchiving is not True after 120 s:" >&2
+			kubectl -n demo get cluster "$name" -o jsonpath='{.status.conditions}' >&2
+			exit 1
+		fi
+		sleep 2
+	done
+	kubectl -n demo get cluster "$name" -o jsonpath='{range .status.conditions[?(@.type=="ContinuousArchiving")]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
+	objstore_pod_s3 "$PGOP_BUILD_DIR/tests/e2e/tools/pgop-s3" list pgop/ 2>/dev/null | head -5 || true
+fi
 
 say "helm test pgop (pgop selftest through the API server)"
 helm test pgop -n pgop-system | grep -E "^(TEST SUITE|Phase)" | awk '!seen[$0]++' || true
