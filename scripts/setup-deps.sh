@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install (when missing) everything pgop needs to build, test and run its local control
 # plane: the Debian packages (the tests call jq, curl, openssl, certtool, psql,
-# pg_basebackup, setpriv, nsenter, unshare, flock, ip, ss, nft, timeout) and, when the
+# pg_basebackup, setpriv, nsenter, unshare, flock, ip, ss, nft, timeout; bench/backup.sh
+# /usr/bin/time and pgbench, which comes with postgresql-15) and, when the
 # upstream Kubernetes binaries or the S3 store are not cached yet, a Go toolchain to build
 # them (tests/e2e/build-k8s.sh, tests/e2e/build-objstore.sh). Idempotent: a machine that has them all is left alone.
 # Exits non-zero when something cannot be installed (a missing prerequisite is an error
@@ -15,7 +16,7 @@ pkgs=(
 	zlib1g-dev libbz2-dev liblzma-dev liblz4-dev libzstd-dev
 	postgresql-15 postgresql-client-15
 	clang libclang-rt-14-dev
-	iproute2 nftables util-linux procps psmisc coreutils jq tar
+	iproute2 nftables util-linux procps psmisc coreutils jq tar time
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -19,11 +19,12 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$E2E_DIR/objstore_lib.sh"
+. "$E2E_DIR/wal_lib.sh"
 
 PGOP_BIN=${1:-${PGOP_BIN:-}}
 [[ -x $PGOP_BIN ]] || e2e_fail "pgop binary not found (argument 1 or PGOP_BIN)"
 PGOP_BIN=$(realpath "$PGOP_BIN")
-PGBIN=/usr/lib/postgresql/15/bin
+PGBIN=$WAL_PGBIN
 [[ -x $PGBIN/initdb ]] || e2e_fail "PostgreSQL 15 binaries are required (scripts/setup-deps.sh)"
 id postgres >/dev/null 2>&1 || e2e_fail "the postgres OS user is required"
 [[ $(id -u) -eq 0 ]] || e2e_skip "must run as root (setpriv to postgres)"
@@ -54,61 +55,36 @@ cleanup() {
 	if [[ ${KEEP_TMP:-0} != 1 ]]; then rm -rf "$T"; fi
 }
 trap cleanup EXIT
-AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-as_pg() { "${AS_PG[@]}" "$@"; }
+as_pg() { wal_as_pg "$@"; }
 ms() { date +%s%3N; }
 
 objstore_start "$T/s3" || e2e_fail "versitygw did not start"
 cp "$PGOP_BIN" "$T/pgop"
 PGOP=$T/pgop
-mkdir -p "$T/cred"
-cp "$OBJSTORE_ACCESS_FILE" "$T/cred/access" && cp "$OBJSTORE_SECRET_FILE" "$T/cred/secret"
-cp "$OBJSTORE_CA" "$T/cred/ca.crt"
+wal_init "$T" || e2e_fail "credentials"
 echo wrong-secret >"$T/cred/wrong"
-chown -R postgres:postgres "$T/cred" && chmod 0600 "$T"/cred/*
-DEST=s3://$OBJSTORE_BUCKET/backups/pgop
-STORE=$OBJSTORE_DATA/$OBJSTORE_BUCKET/backups/pgop # versitygw posix: one file per object
-
-# cfg FILE SERVER COMPRESSION [MAXPARALLEL [SECRETFILE [PGDATA [STATE]]]]: a config (0600, postgres's)
-cfg() {
-	local f=$1 server=$2 comp=$3 par=${4:-1} secret=${5:-$T/cred/secret} pgdata=${6:-} state=${7:-$T/state-$2}
-	local pgline=
-	[[ -n $pgdata ]] && pgline="\"pgdata\":\"$pgdata\","
-	mkdir -p "$state" && chown postgres:postgres "$state"
-	cat >"$f" <<EOF
-{"destinationPath":"$DEST","serverName":"$server","endpointURL":"$OBJSTORE_ENDPOINT",
- "accessKeyIdFile":"$T/cred/access","secretAccessKeyFile":"$secret",
- "endpointCAFile":"$T/cred/ca.crt","walCompression":"$comp","maxParallel":$par,
- $pgline "stateDir":"$state"}
-EOF
-	chown postgres:postgres "$f" && chmod 0600 "$f"
-}
-suffix() { case $1 in gzip) echo .gz ;; bzip2) echo .bz2 ;; xz) echo .xz ;; lz4) echo .lz4 ;; zstd) echo .zst ;; *) echo ;; esac; }
-barman_env() {
-	env AWS_ACCESS_KEY_ID="$(cat "$T/cred/access")" AWS_SECRET_ACCESS_KEY="$(cat "$T/cred/secret")" \
-		AWS_CA_BUNDLE="$T/cred/ca.crt" AWS_DEFAULT_REGION=us-east-1 "$@"
-}
+chown postgres:postgres "$T/cred/wrong" && chmod 0600 "$T/cred/wrong"
+DEST=$WAL_DEST
+STORE=$WAL_STORE
+cfg() { wal_cfg "$@"; }
+suffix() { wal_suffix "$@"; }
+barman_env() { wal_barman_env "$@"; }
 no_crash() { # RC LOGFILE
 	[[ $1 -lt 128 ]] && ! grep -qE "Sanitizer|runtime error" "$2"
 }
 
 # ---- a PostgreSQL 15 archiving through pgop -----------------------------------
-PORT=$((20000 + RANDOM % 20000))
-mkdir -p "$T/sock" "$T/pg1" "$T/pg2" "$T/logs" && chown postgres:postgres "$T/sock" "$T/pg1" "$T/pg2" "$T/logs"
-chmod 0700 "$T/pg1" "$T/pg2"
-as_pg "$PGBIN/initdb" -D "$T/pg1" -U postgres -A trust >"$T/initdb1.log" 2>&1 || e2e_fail "initdb"
+mkdir -p "$T/pg2" "$T/logs" && chown postgres:postgres "$T/pg2" "$T/logs"
+chmod 0700 "$T/pg2"
+wal_pg_init "$T/pg1" "$T/initdb1.log" || e2e_fail "initdb"
 cfg "$T/wal.json" pg1 gzip
 cat >>"$T/pg1/postgresql.conf" <<EOF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$T/sock'
-archive_mode = on
 archive_command = '$PGOP instance wal-archive --config $T/wal.json %p'
 wal_keep_size = '2GB'
 max_wal_size = '2GB'
 EOF
 as_pg "$PGBIN/pg_ctl" -D "$T/pg1" -l "$T/logs/pg1.log" -w start >/dev/null || { tail -20 "$T/logs/pg1.log"; e2e_fail "postgres start"; }
-psql1() { as_pg psql -h "$T/sock" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -Atqc "$1"; }
+psql1() { wal_psql "$1"; }
 SYSID1=$(as_pg "$PGBIN/pg_controldata" "$T/pg1" | awk -F': *' '/system identifier/ { print $2 }')
 psql1 "CREATE TABLE t(id int, v text)"
 
