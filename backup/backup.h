@@ -262,6 +262,62 @@ OP_MUST_CHECK int bk_backup_info_render(const struct bk_backup_info *bi, struct 
 OP_MUST_CHECK int bk_backup_info_parse(const char *text, size_t len, struct bk_backup_info *ret,
 				       struct op_err *err);
 
+/* ---- base backups: PGDATA as a streamed tar ----
+ * The tar barman-cloud-backup writes for PGDATA (CloudBackupUploader
+ * ._backup_data_files): a POSIX tar (pax) of the directory walked top-down,
+ * entries named as os.walk/tarfile name them ("./PG_VERSION" at the top,
+ * "base/1/112" below), minus barman's exclusions (postgres_plumbing.py
+ * PGDATA_EXCLUDE_LIST + EXCLUDE_LIST: the contents of pg_wal, pg_xlog, log,
+ * pg_log, pg_dynshmem, pg_notify, pg_replslot, pg_serial, pg_stat_tmp,
+ * pg_snapshots, pg_subtrans; postmaster.pid/.opts, pgsql_tmp*,
+ * pg_internal.init, recovery.conf, standby.signal, *.tmp of the server,
+ * temporary relations), then global/pg_control last, then backup_label
+ * (the text pg_backup_stop returned). Symbolic links to directories are
+ * left out as os.walk leaves them (tablespaces travel in their own tar),
+ * except a pg_wal link, written as an empty directory so the restored
+ * PGDATA has one. A file that vanishes during the walk is skipped; one that
+ * shrinks is padded with zeros to its size in the header (postgres's WAL
+ * replay repairs both, as barman's TarFileIgnoringTruncate relies on). */
+struct bk_tar_opts {
+	const char *pgdata;       /* borrowed: the directory */
+	const char *backup_label; /* borrowed: added as ./backup_label; NULL: none */
+	enum bk_compression compression; /* none, gzip, bzip2, lz4 */
+	size_t part_size;         /* upload part (0: BK_TAR_PART_DEFAULT) */
+};
+/* S3 allows 10,000 parts: 64 MiB parts carry a tar of 625 GiB; one part
+ * buffer is the memory an upload holds. */
+#define BK_TAR_PART_DEFAULT (64u * 1024 * 1024)
+
+struct bk_tar_stats {
+	uint64_t files, dirs, symlinks, skipped; /* skipped: vanished or special files */
+	uint64_t data_bytes;   /* file contents read */
+	uint64_t tar_bytes;    /* the tar before compression */
+	uint64_t stored_bytes; /* what was uploaded (compressed) */
+};
+
+struct bk_tar_stream;
+/* A pull stream of the compressed tar: each read walks as far as needed to
+ * fill the caller's buffer, holding one 64 KiB chunk of a file and the
+ * compressor's state, never the tar. *ret owned by the caller
+ * (bk_tar_stream_free); opts and its strings borrowed until then. */
+OP_MUST_CHECK int bk_tar_stream_new(const struct bk_tar_opts *opts, struct bk_tar_stream **ret,
+				    struct op_err *err);
+/* An os_read_fn (ud: the stream): bytes, 0 at the end, -errno on failure
+ * (bk_tar_stream_finish says what failed). */
+ssize_t bk_tar_stream_read(void *ud, void *buf, size_t len);
+/* After the last read: 0, or the failure the reads met (err says which
+ * file). ret (optional) filled on success. */
+OP_MUST_CHECK int bk_tar_stream_finish(struct bk_tar_stream *s, struct bk_tar_stats *ret,
+				       struct op_err *err);
+void bk_tar_stream_free(struct bk_tar_stream *s); /* NULL accepted */
+
+/* Streams opts->pgdata's tar to base/<backup_id>/data.tar[suffix] of cfg's
+ * destination (os_put_from_reader: multipart in part_size pieces, aborted
+ * on failure; nothing is written to disk). ret (optional) on success. */
+OP_MUST_CHECK int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
+				       const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
+				       struct op_err *err);
+
 /* ---- the commands ---- */
 
 /* archive_command: stores the WAL file at path (%p, relative to PGDATA or

@@ -21,6 +21,9 @@
 #define BK_DL_LZMA_SONAME "liblzma.so.5"  /* liblzma5 (xz) */
 #define BK_DL_LZ4_SONAME "liblz4.so.1"    /* liblz4-1 (lz4 frame) */
 #define BK_DL_ZSTD_SONAME "libzstd.so.1"  /* libzstd1 (zstd) */
+/* libarchive13: base backup tars (tar.c), read back by tests and restore */
+#define BK_DL_ARCHIVE_SONAME "libarchive.so.13"
+extern struct op_dl_lib bk_dl_archive;
 extern struct op_dl_lib bk_dl_zlib, bk_dl_bz2, bk_dl_lzma, bk_dl_lz4, bk_dl_zstd;
 /* The library comp needs; NULL for none (and snappy, never coded). */
 struct op_dl_lib *bk_codec_lib(enum bk_compression comp);
