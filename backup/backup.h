@@ -166,6 +166,158 @@ int bk_sysid_from_pg_control(const void *data, size_t len, uint64_t *ret, struct
 OP_MUST_CHECK
 int bk_sysid_from_wal(const void *data, size_t len, uint64_t *ret, struct op_err *err);
 
+/* ---- base backups: barman-cloud's layout and backup.info (pure) ----
+ * As barman-cloud-backup 3.19.1 writes them (barman/cloud.py
+ * CloudBackupUploader, barman/infofile.py BackupInfo):
+ *   <prefix>/<server>/base/<backupId>/backup.info
+ *   <prefix>/<server>/base/<backupId>/data.tar[.gz|.bz2|.lz4|.snappy]
+ *   <prefix>/<server>/base/<backupId>/<tablespace oid>.tar[...]
+ * The backup id is the start time, strftime("%Y%m%dT%H%M%S"). Tars are
+ * compressed whole (tarfile "w|gz", "w|bz2"; lz4 and snappy by barman's own
+ * stream compressor); barman-cloud-backup offers no xz or zstd for them and
+ * barman-cloud-restore recognises only these suffixes. */
+#define BK_BACKUP_ID_LEN 15                   /* 20240102T030405 */
+#define BK_BACKUP_INFO_MAX (1024u * 1024)     /* a backup.info read or written */
+#define BK_BACKUP_INFO_NAME "backup.info"
+
+/* Formats epoch seconds (UTC) as a backup id into ret[BK_BACKUP_ID_LEN + 1]. */
+OP_MUST_CHECK int bk_backup_id_format(int64_t epoch_s, char ret[BK_BACKUP_ID_LEN + 1]);
+/* True for "YYYYMMDDTHHMMSS" with a plausible date and time. */
+bool bk_backup_id_valid(const char *id);
+/* "<prefix>/<server>/base/" (the prefix part omitted when empty) into out. */
+OP_MUST_CHECK int bk_base_prefix(const struct bk_config *cfg, struct op_buf *out);
+/* The tar name barman gives a compression: "data" -> "data.tar.gz" into
+ * out. -ENOTSUP (err says why) for xz and zstd, which barman cannot restore. */
+OP_MUST_CHECK int bk_backup_tar_name(const char *name, enum bk_compression comp,
+				     struct op_buf *out, struct op_err *err);
+/* The object key of file (BK_BACKUP_INFO_NAME, a tar name) of backup id. */
+OP_MUST_CHECK int bk_backup_key(const struct bk_config *cfg, const char *id, const char *file,
+				struct op_buf *out, struct op_err *err);
+
+enum bk_backup_status {
+	BK_STATUS_EMPTY, /* barman's default */
+	BK_STATUS_STARTED,
+	BK_STATUS_WAITING_FOR_WALS,
+	BK_STATUS_DONE,
+	BK_STATUS_SYNCING,
+	BK_STATUS_FAILED,
+};
+const char *bk_backup_status_name(enum bk_backup_status s); /* "DONE", ... */
+
+/* An optional integer (barman's None when !set). */
+struct bk_opt_int {
+	bool set;
+	int64_t v;
+};
+/* An optional timezone-aware time: Python's str(datetime), e.g.
+ * "2024-01-02 03:04:05.123456+00:00" (no fraction when it is 0). */
+struct bk_time {
+	bool set;
+	int64_t epoch_us;     /* microseconds since 1970-01-01 UTC */
+	int32_t utc_offset_s; /* the offset it is written with */
+};
+struct bk_tablespace {
+	char *name;     /* owned */
+	uint32_t oid;
+	char *location; /* owned */
+};
+
+/* Every field of barman's BackupInfo; NULL / !set is Python's None. The
+ * backup id itself is no field: it is the directory name. */
+struct bk_backup_info {
+	/* all strings owned, NULL for None; one line each (no CR/LF) except
+	 * backup_label, written as a Python string literal */
+	char *backup_label, *backup_name, *begin_wal, *begin_xlog, *end_wal, *end_xlog;
+	char *children_backup_ids, *compression, *config_file, *hba_file, *ident_file;
+	char *data_checksums, *encryption, *error, *mode, *parent_backup_id, *pgdata;
+	char *server_name, *summarize_wal, *systemid;
+	/* Python literals kept verbatim (owned, NULL for None): dicts and lists
+	 * pgop writes itself or never interprets */
+	char *copy_stats, *included_files, *snapshots_info;
+	struct bk_opt_int begin_offset, end_offset, size, deduplicated_size, cluster_size;
+	struct bk_opt_int timeline, version, xlog_segment_size;
+	struct bk_time begin_time, end_time;
+	enum bk_backup_status status;
+	struct bk_tablespace *tablespaces; /* owned, n_tablespaces of them; NULL for None */
+	size_t n_tablespaces;
+};
+
+/* A fresh info as barman's BackupInfo(): status EMPTY, xlog_segment_size
+ * 16 MiB, everything else None. */
+void bk_backup_info_init(struct bk_backup_info *bi);
+void bk_backup_info_done(struct bk_backup_info *bi); /* frees every member */
+
+/* Renders bi as barman's save() does: "key=value\n" for every field in
+ * sorted order, None for an absent one (backup_name and snapshots_info are
+ * left out when absent). -EINVAL (err names the field) for a line break in
+ * a one-line field; -EMSGSIZE past out's cap. */
+OP_MUST_CHECK int bk_backup_info_render(const struct bk_backup_info *bi, struct op_buf *out,
+					struct op_err *err);
+/* Parses a backup.info (at most BK_BACKUP_INFO_MAX bytes) as barman's load()
+ * does: blank and '#' lines skipped, "key = value" stripped, "None" is
+ * absent, later lines win, unknown keys ignored (written by a newer barman).
+ * A naive time (no offset) is taken as UTC. -EBADMSG (err names the line)
+ * for anything malformed. On success *ret owns everything; on failure
+ * nothing. */
+OP_MUST_CHECK int bk_backup_info_parse(const char *text, size_t len, struct bk_backup_info *ret,
+				       struct op_err *err);
+
+/* ---- base backups: PGDATA as a streamed tar ----
+ * The tar barman-cloud-backup writes for PGDATA (CloudBackupUploader
+ * ._backup_data_files): a POSIX tar (pax) of the directory walked top-down,
+ * entries named as os.walk/tarfile name them ("./PG_VERSION" at the top,
+ * "base/1/112" below), minus barman's exclusions (postgres_plumbing.py
+ * PGDATA_EXCLUDE_LIST + EXCLUDE_LIST: the contents of pg_wal, pg_xlog, log,
+ * pg_log, pg_dynshmem, pg_notify, pg_replslot, pg_serial, pg_stat_tmp,
+ * pg_snapshots, pg_subtrans; postmaster.pid/.opts, pgsql_tmp*,
+ * pg_internal.init, recovery.conf, standby.signal, *.tmp of the server,
+ * temporary relations), then global/pg_control last, then backup_label
+ * (the text pg_backup_stop returned). Symbolic links to directories are
+ * left out as os.walk leaves them (tablespaces travel in their own tar),
+ * except a pg_wal link, written as an empty directory so the restored
+ * PGDATA has one. A file that vanishes during the walk is skipped; one that
+ * shrinks is padded with zeros to its size in the header (postgres's WAL
+ * replay repairs both, as barman's TarFileIgnoringTruncate relies on). */
+struct bk_tar_opts {
+	const char *pgdata;       /* borrowed: the directory */
+	const char *backup_label; /* borrowed: added as ./backup_label; NULL: none */
+	enum bk_compression compression; /* none, gzip, bzip2, lz4 */
+	size_t part_size;         /* upload part (0: BK_TAR_PART_DEFAULT) */
+};
+/* S3 allows 10,000 parts: 64 MiB parts carry a tar of 625 GiB; one part
+ * buffer is the memory an upload holds. */
+#define BK_TAR_PART_DEFAULT (64u * 1024 * 1024)
+
+struct bk_tar_stats {
+	uint64_t files, dirs, symlinks, skipped; /* skipped: vanished or special files */
+	uint64_t data_bytes;   /* file contents read */
+	uint64_t tar_bytes;    /* the tar before compression */
+	uint64_t stored_bytes; /* what was uploaded (compressed) */
+};
+
+struct bk_tar_stream;
+/* A pull stream of the compressed tar: each read walks as far as needed to
+ * fill the caller's buffer, holding one 64 KiB chunk of a file and the
+ * compressor's state, never the tar. *ret owned by the caller
+ * (bk_tar_stream_free); opts and its strings borrowed until then. */
+OP_MUST_CHECK int bk_tar_stream_new(const struct bk_tar_opts *opts, struct bk_tar_stream **ret,
+				    struct op_err *err);
+/* An os_read_fn (ud: the stream): bytes, 0 at the end, -errno on failure
+ * (bk_tar_stream_finish says what failed). */
+ssize_t bk_tar_stream_read(void *ud, void *buf, size_t len);
+/* After the last read: 0, or the failure the reads met (err says which
+ * file). ret (optional) filled on success. */
+OP_MUST_CHECK int bk_tar_stream_finish(struct bk_tar_stream *s, struct bk_tar_stats *ret,
+				       struct op_err *err);
+void bk_tar_stream_free(struct bk_tar_stream *s); /* NULL accepted */
+
+/* Streams opts->pgdata's tar to base/<backup_id>/data.tar[suffix] of cfg's
+ * destination (os_put_from_reader: multipart in part_size pieces, aborted
+ * on failure; nothing is written to disk). ret (optional) on success. */
+OP_MUST_CHECK int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
+				       const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
+				       struct op_err *err);
+
 /* ---- the commands ---- */
 
 /* archive_command: stores the WAL file at path (%p, relative to PGDATA or

@@ -2,6 +2,8 @@
 #ifndef PGOP_BACKUP_INTERNAL_H
 #define PGOP_BACKUP_INTERNAL_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "backup/backup.h"
@@ -19,6 +21,9 @@
 #define BK_DL_LZMA_SONAME "liblzma.so.5"  /* liblzma5 (xz) */
 #define BK_DL_LZ4_SONAME "liblz4.so.1"    /* liblz4-1 (lz4 frame) */
 #define BK_DL_ZSTD_SONAME "libzstd.so.1"  /* libzstd1 (zstd) */
+/* libarchive13: base backup tars (tar.c), read back by tests and restore */
+#define BK_DL_ARCHIVE_SONAME "libarchive.so.13"
+extern struct op_dl_lib bk_dl_archive;
 extern struct op_dl_lib bk_dl_zlib, bk_dl_bz2, bk_dl_lzma, bk_dl_lz4, bk_dl_zstd;
 /* The library comp needs; NULL for none (and snappy, never coded). */
 struct op_dl_lib *bk_codec_lib(enum bk_compression comp);
@@ -65,5 +70,21 @@ int bk_download(struct os_client *c, const char *key, enum bk_compression comp, 
 /* The empty-archive check (archive.c's first call into a destination). */
 OP_MUST_CHECK
 int bk_check_archive(struct os_client *c, const struct bk_config *cfg, struct op_err *err);
+
+/* ---- pylit.c: the Python literals of backup.info ---- */
+/* repr(s) for a UTF-8 string s appended to out; -EINVAL for invalid UTF-8. */
+OP_MUST_CHECK int bk_py_repr_str(const char *s, struct op_buf *out);
+/* A cursor over a literal's text: [p, end), both borrowed. */
+struct bk_pylit {
+	const char *p, *end;
+};
+void bk_pylit_ws(struct bk_pylit *c);
+/* Skips blanks, then consumes ch when it is next. */
+bool bk_pylit_eat(struct bk_pylit *c, char ch);
+/* A str literal ('...' or "...", Python's escapes) decoded into out as
+ * UTF-8; -EBADMSG when malformed or holding NUL. */
+OP_MUST_CHECK int bk_pylit_str(struct bk_pylit *c, struct op_buf *out);
+/* A decimal integer <= max; -EBADMSG, -ERANGE. */
+OP_MUST_CHECK int bk_pylit_uint(struct bk_pylit *c, uint64_t max, uint64_t *ret);
 
 #endif
