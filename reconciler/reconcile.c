@@ -1110,6 +1110,20 @@ static void reclone_events(struct rc_run *r, const struct inventory *inv)
 	}
 }
 
+/* The condition of this type in the status read at the start (borrowed), or NULL. */
+static json_object *old_condition(const struct status_base *b, const char *type)
+{
+	json_object *conds = b->status ? op_json_at(b->status, "conditions") : NULL;
+	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds);
+	     i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		if (str_eq(op_json_str_at(c, "type"), type))
+			return c;
+	}
+	return NULL;
+}
+
 /* An Event when the set of instances waiting for a restart grows or changes. */
 static void pending_restart_event(struct rc_run *r, const struct status_base *b)
 {
@@ -1118,20 +1132,29 @@ static void pending_restart_event(struct rc_run *r, const struct status_base *b)
 	_cleanup_free_ char *msg = rc_status_pending_message(&r->want);
 	if (!msg)
 		return;
-	const char *old = NULL;
-	json_object *conds = b->status ? op_json_at(b->status, "conditions") : NULL;
-	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
-			   i < json_object_array_length(conds);
-	     i++) {
-		json_object *c = json_object_array_get_idx(conds, i);
-		if (str_eq(op_json_str_at(c, "type"), "PendingRestart") &&
-		    str_eq(op_json_str_at(c, "status"), "True"))
-			old = op_json_str_at(c, "message");
-	}
+	json_object *c = old_condition(b, "PendingRestart");
+	const char *old = str_eq(op_json_str_at(c, "status"), "True") ? op_json_str_at(c, "message")
+								       : NULL;
 	if (!str_eq(old, msg))
 		rc_event(r, "Warning", "PendingRestart", "%s: rolling restart once the cluster is "
 			 "healthy (replicas first, then the primary by primaryUpdateStrategy/Method)",
 			 msg);
+}
+
+/* Events when WAL archiving starts failing (or fails for another reason:
+ * the store's own error) and when it works again, so `kubectl describe`
+ * shows what the condition ContinuousArchiving says. */
+static void archiving_event(struct rc_run *r, const struct status_base *b)
+{
+	const struct rc_status *w = &r->want;
+	json_object *c = old_condition(b, "ContinuousArchiving");
+	const char *was = op_json_str_at(c, "status");
+	if (w->archiving == RC_ARCH_FAILING &&
+	    !(str_eq(was, "False") && str_eq(op_json_str_at(c, "message"), w->archiving_msg)))
+		rc_event(r, "Warning", "ContinuousArchivingFailing", "%s (postgres keeps the WAL "
+			 "until it is archived)", w->archiving_msg);
+	else if (w->archiving == RC_ARCH_OK && str_eq(was, "False"))
+		rc_event(r, "Normal", "ContinuousArchivingSuccess", "WAL archiving works again");
 }
 
 static int reconcile_valid(struct rc_run *r, struct status_base *b)
@@ -1162,6 +1185,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		ret = rc_rollout_step(r, inv.v, inv.n, inv.pods);
 	fill_instances_status(r, &inv);
 	pending_restart_event(r, b);
+	archiving_event(r, b);
 	reclone_events(r, &inv);
 	bool status_error = false;
 	if (ret == 0) {

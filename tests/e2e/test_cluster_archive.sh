@@ -121,6 +121,10 @@ aerr=$(pgst archiveError)
 e2e_assert_contains "$aerr" SignatureDoesNotMatch "the primary's archiveError"
 e2e_assert_contains "$(cond message)" "$aerr" "condition message holds archiveError"
 e2e_assert_ne "" "$(pgst lastFailedWAL)" "lastFailedWAL"
+# kubectl describe shows it too: a Warning Event with the store's error
+e2e_wait_for "k get events --field-selector reason=ContinuousArchivingFailing,involvedObject.name=$C -o jsonpath='{.items[*].message}' | grep -q SignatureDoesNotMatch" 30 ||
+	e2e_fail "no Warning Event ContinuousArchivingFailing naming the store's error"
+e2e_assert_eq Warning "$(k get events --field-selector reason=ContinuousArchivingFailing,involvedObject.name=$C -o jsonpath='{.items[0].type}')" "Event type"
 # three more segments while it fails: each stays ready (.ready) in pg_wal
 for i in 1 2 3; do outage+=("$(switch)"); done
 e2e_wait_for "[ \"\$(pgst readyWALs)\" -ge 3 ]" 30 1 || e2e_fail "readyWALs '$(pgst readyWALs)' after 3 segment switches while archiving fails"
@@ -147,6 +151,8 @@ done
 true_s=$(($(date +%s) - tfix))
 echo "METRIC archive_fixed_key_to_condition_true_s=$true_s"
 e2e_assert_eq ContinuousArchivingSuccess "$(cond reason)" "ContinuousArchiving reason after the fix"
+e2e_wait_for "k get events --field-selector reason=ContinuousArchivingSuccess,involvedObject.name=$C -o name | grep -q ." 30 ||
+	e2e_fail "no Event ContinuousArchivingSuccess once archiving works again"
 e2e_wait_for "[ \"\$(pgst readyWALs)\" = 0 ]" 60 1 || e2e_fail "readyWALs still '$(pgst readyWALs)' 60 s after the condition turned True"
 for s in "${outage[@]}"; do
 	stored "$s" || e2e_fail "$s (switched during the outage) not in the store after the catch-up"
