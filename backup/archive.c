@@ -16,6 +16,7 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/log.h"
 
 struct job {
@@ -173,7 +174,7 @@ static int archive_run(const struct bk_config *cfg, const char *path, struct op_
 		return rc;
 	_cleanup_free_ char *status = op_asprintf("%s/archive_status", dirname(dcopy));
 	_cleanup_free_ char *markers = op_asprintf("%s/" BK_MARKERS_DIR, cfg->state_dir);
-	if ((rc = bk_mkdir_p(markers, 0700, err)) < 0)
+	if ((rc = op_mkdir_p(markers, 0700, err)) < 0)
 		return rc;
 	markers_prune(markers, status);
 	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX);

@@ -49,8 +49,6 @@ OP_MUST_CHECK int bk_client_new(const struct bk_config *cfg, const struct bk_sec
 
 /* path's contents into out (its cap applies; -EFBIG past it). */
 OP_MUST_CHECK int bk_read_file(const char *path, struct op_buf *out, struct op_err *err);
-/* mkdir -p with mode for the directories it creates. */
-OP_MUST_CHECK int bk_mkdir_p(const char *path, mode_t mode, struct op_err *err);
 /* A bk_sink_fn writing everything to the fd *(int *)ud. */
 OP_MUST_CHECK int bk_sink_to_fd(void *ud, const void *buf, size_t len);
 /* Writes data to path atomically (temp file + rename), mode 0600. */

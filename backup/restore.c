@@ -15,6 +15,7 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/log.h"
 
 struct fetch {
@@ -179,7 +180,7 @@ int bk_wal_restore(const struct bk_config *cfg, const char *walname, const char 
 		return move_file(spooled, dest, err);
 	bool prefetch = cfg->max_parallel > 1 && w.kind == BK_WAL_SEGMENT;
 	if (prefetch) {
-		if ((rc = bk_mkdir_p(spool, 0700, err)) < 0)
+		if ((rc = op_mkdir_p(spool, 0700, err)) < 0)
 			return rc;
 		spool_prune(spool, walname);
 	}

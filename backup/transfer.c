@@ -16,22 +16,6 @@
 /* Compressed WAL can be a little larger than the WAL (incompressible data). */
 #define BK_STORED_MAX (BK_WAL_MAX_BYTES + BK_WAL_MAX_BYTES / 64 + 1024 * 1024)
 
-int bk_mkdir_p(const char *path, mode_t mode, struct op_err *err)
-{
-	_cleanup_free_ char *p = op_strdup(path);
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s != '\0')
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return op_err_set(err, -errno, "mkdir %s: %s", p, strerror(errno));
-		*s = c;
-		if (!c)
-			return 0;
-	}
-}
-
 static int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

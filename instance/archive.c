@@ -12,6 +12,7 @@
 #include "backup/backup.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/json.h"
 
 char *inst_archive_config_path(const struct inst_paths *p)
@@ -125,7 +126,7 @@ int inst_archive_sync(const struct inst_paths *p, const struct api_cluster *c, s
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *state = inst_archive_state_dir(p);
-	if ((r = inst_mkdir_p(state, 0700, err)) < 0)
+	if ((r = op_mkdir_p(state, 0700, err)) < 0)
 		return r;
 	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	struct inst_archive_input in = { .cluster = c, .paths = p, .region = region };

@@ -21,6 +21,7 @@
 #include "api/names.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/log.h"
 
 /* A growing argv; strings owned. */
@@ -116,8 +117,8 @@ static int runtime_dirs(const struct inst_paths *p, struct op_err *err)
 {
 	_cleanup_free_ char *run = op_asprintf("%s/run", p->controller_dir);
 	_cleanup_free_ char *log = op_asprintf("%s/log", p->controller_dir);
-	int r = inst_mkdir_p(run, 0700, err);
-	return r ? r : inst_mkdir_p(log, 0700, err);
+	int r = op_mkdir_p(run, 0700, err);
+	return r ? r : op_mkdir_p(log, 0700, err);
 }
 
 /* Sets one role's password from a SCRAM verifier computed client-side. */

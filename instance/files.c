@@ -9,6 +9,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 
 bool inst_path_exists(const char *path)
 {
@@ -86,22 +87,6 @@ int inst_write_if_changed(const char *path, const char *data, size_t len, mode_t
 	return r ? r : 1;
 }
 
-int inst_mkdir_p(const char *path, mode_t mode, struct op_err *err)
-{
-	_cleanup_free_ char *p = op_strdup(path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return op_err_set(err, -errno, "mkdir \"%s\": %s", p, strerror(errno));
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return op_err_set(err, -errno, "mkdir \"%s\": %s", p, strerror(errno));
-	return 0;
-}
-
 /* source under certs_dir -> file under controller_dir/certificates */
 static const struct {
 	const char *src, *dst;
@@ -118,7 +103,7 @@ static const struct {
 int inst_sync_certificates(const struct inst_paths *p, struct op_err *err)
 {
 	_cleanup_free_ char *dir = op_asprintf("%s/certificates", p->controller_dir);
-	int r = inst_mkdir_p(dir, 0700, err);
+	int r = op_mkdir_p(dir, 0700, err);
 	if (r)
 		return r;
 	int changed = 0;

@@ -31,8 +31,6 @@ int inst_read_file(const char *path, size_t max, struct op_buf *out, struct op_e
 OP_MUST_CHECK int inst_write_if_changed(const char *path, const char *data, size_t len, mode_t mode,
 					struct op_err *err);
 bool inst_path_exists(const char *path);
-/* mkdir -p with mode for the missing components. */
-OP_MUST_CHECK int inst_mkdir_p(const char *path, mode_t mode, struct op_err *err);
 /* Copies the mounted certificates (certs_dir/{server,ca,replication}) into
  * controller_dir/certificates with mode 0600. Missing replication files are
  * skipped. Returns 1 when anything changed, 0 when not. */

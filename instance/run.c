@@ -46,6 +46,7 @@
 #include "instance/pglog.h"
 #include "kube/watch.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/json.h"
 #include "support/log.h"
 
@@ -1089,8 +1090,8 @@ static int run_prepare_dirs(struct run_ctx *x, struct op_err *err)
 	    (r = inst_paths_locate(&x->located.paths, x->rn.cluster, true, &x->bindir, err)) ||
 	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err)))
 		return r;
-	r = inst_mkdir_p(run, 0700, err);
-	r = r ? r : inst_mkdir_p(log, 0700, err);
+	r = op_mkdir_p(run, 0700, err);
+	r = r ? r : op_mkdir_p(log, 0700, err);
 	if (r)
 		return r;
 	struct op_err le = OP_ERR_INIT;

@@ -20,6 +20,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 
 static char dir[] = "/tmp/pgop-test-instance-XXXXXX";
 
@@ -46,7 +47,7 @@ static void put(const char *rel, const char *content)
 	char *p = path(rel);
 	char *slash = strrchr(p, '/');
 	*slash = '\0';
-	assert_int_equal(inst_mkdir_p(p, 0755, NULL), 0);
+	assert_int_equal(op_mkdir_p(p, 0755, NULL), 0);
 	*slash = '/';
 	assert_int_equal(inst_write_file(p, content, strlen(content), 0644, NULL), 0);
 	free(p);
@@ -79,8 +80,8 @@ static void test_write_and_modes(void **state)
 	char *p = path("a/b/c/file");
 	struct op_err err = OP_ERR_INIT;
 	char *d = path("a/b/c");
-	assert_int_equal(inst_mkdir_p(d, 0700, &err), 0);
-	assert_int_equal(inst_mkdir_p(d, 0700, &err), 0); /* idempotent */
+	assert_int_equal(op_mkdir_p(d, 0700, &err), 0);
+	assert_int_equal(op_mkdir_p(d, 0700, &err), 0); /* idempotent */
 	assert_int_equal(inst_write_file(p, "one", 3, 0600, &err), 0);
 	assert_int_equal(mode_of("a/b/c/file"), 0600);
 	char *s = slurp("a/b/c/file");
@@ -227,7 +228,7 @@ static void test_copy_self(void **state)
 	char *dest = path("bin/pgop");
 	char *d = path("bin");
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(inst_mkdir_p(d, 0755, &err), 0);
+	assert_int_equal(op_mkdir_p(d, 0755, &err), 0);
 	assert_int_equal(inst_copy_self(dest, &err), 0);
 	assert_int_equal(mode_of("bin/pgop"), 0755);
 	struct stat a, b;

@@ -22,6 +22,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/json.h"
 
 static char dir[] = "/tmp/pgop-test-pgbin-XXXXXX";
@@ -38,7 +39,7 @@ static void write_exec(const char *path, const char *content)
 static char *fake_bindir(const char *name, const char *version, const char *skip)
 {
 	char *d = op_asprintf("%s/%s", dir, name);
-	assert_int_equal(inst_mkdir_p(d, 0755, NULL), 0);
+	assert_int_equal(op_mkdir_p(d, 0755, NULL), 0);
 	for (size_t i = 0; i < OP_ARRAY_SIZE(progs); i++) {
 		if (skip && strcmp(skip, progs[i]) == 0)
 			continue;
@@ -129,7 +130,7 @@ static void test_path_through_symlink(void **state)
 {
 	char *d18 = fake_bindir("pg18", "18.0", NULL);
 	char *links = op_asprintf("%s/links", dir);
-	assert_int_equal(inst_mkdir_p(links, 0755, NULL), 0);
+	assert_int_equal(op_mkdir_p(links, 0755, NULL), 0);
 	char *src = op_asprintf("%s/postgres", d18);
 	char *lnk = op_asprintf("%s/postgres", links);
 	assert_int_equal(symlink(src, lnk), 0);
@@ -184,7 +185,7 @@ static void test_paths_locate(void **state)
 {
 	char *d16 = fake_bindir("loc16", "16.2", NULL);
 	char *pgdata = op_asprintf("%s/pgdata", dir);
-	assert_int_equal(inst_mkdir_p(pgdata, 0700, NULL), 0);
+	assert_int_equal(op_mkdir_p(pgdata, 0700, NULL), 0);
 	char *ver = op_asprintf("%s/PG_VERSION", pgdata);
 	assert_int_equal(inst_write_file(ver, "15\n", 3, 0600, NULL), 0);
 	char *old_path = op_strdup(getenv("PATH"));

@@ -22,6 +22,7 @@
 #include "instance/internal.h"
 #include "instance/pglog.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/log.h"
 #include "test_tmpdir.h"
 
@@ -107,7 +108,7 @@ static void test_fifo(void **state)
 	op_log_set_fd(fileno(cap));
 	op_log_set_level(OP_LOG_INFO);
 	char *logdir = at("log");
-	assert_int_equal(inst_mkdir_p(logdir, 0700, NULL), 0);
+	assert_int_equal(op_mkdir_p(logdir, 0700, NULL), 0);
 	/* an older manager's regular file is replaced */
 	put("log/postgres.csv", "old records\n");
 

@@ -24,6 +24,7 @@
 #include "support/alloc.h"
 
 #include "test_tmpdir.h"
+#include "support/file.h"
 
 /* A failed init: initdb ran (PG_VERSION, base/, pg_wal -> the WAL volume),
  * then the process was killed. */
@@ -53,7 +54,7 @@ static void test_absent_and_empty(void **state)
 	struct inst_paths p = { .pgdata = pg };
 	struct op_err err = OP_ERR_INIT;
 	assert_int_equal(inst_pgdata_reclaim(&p, "c-1", &err), 0);
-	assert_int_equal(inst_mkdir_p(pg, 0700, NULL), 0);
+	assert_int_equal(op_mkdir_p(pg, 0700, NULL), 0);
 	assert_int_equal(inst_pgdata_reclaim(&p, "c-1", &err), 0);
 	assert_true(exists("absent")); /* the directory itself stays */
 	free(pg);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "support/file.h"
+
 static char dir[] = "/tmp/pgop-test-XXXXXX";
 
 static int setup(void **state)
@@ -36,7 +38,7 @@ static void put(const char *rel, const char *content)
 	char *p = at(rel);
 	char *slash = strrchr(p, '/');
 	*slash = '\0';
-	assert_int_equal(inst_mkdir_p(p, 0700, NULL), 0);
+	assert_int_equal(op_mkdir_p(p, 0700, NULL), 0);
 	*slash = '/';
 	assert_int_equal(inst_write_file(p, content, strlen(content), 0600, NULL), 0);
 	free(p);
