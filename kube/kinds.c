@@ -56,6 +56,9 @@ const struct kube_kind kube_kinds[KUBE_K__COUNT] = {
 					  "SubjectAccessReview", false },
 	[KUBE_K_TOKENREVIEWS] = { "authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
 				  false },
+	[KUBE_K_BACKUPS] = { "postgresql.cnpg.io", "v1", "backups", "Backup", true },
+	[KUBE_K_SCHEDULEDBACKUPS] = { "postgresql.cnpg.io", "v1", "scheduledbackups",
+				     "ScheduledBackup", true },
 };
 
 const struct kube_kind *kube_kind_lookup(const char *name)

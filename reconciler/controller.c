@@ -61,6 +61,8 @@ static const struct {
 	[RC_INF_PVCS] = { KUBE_K_PVCS, true, keep_pvcs, NULL },
 	[RC_INF_SERVICES] = { KUBE_K_SERVICES, true, keep_services, NULL },
 	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets, NULL },
+	[RC_INF_BACKUPS] = { KUBE_K_BACKUPS, false, keep_all, NULL },
+	[RC_INF_SCHEDULED_BACKUPS] = { KUBE_K_SCHEDULEDBACKUPS, false, keep_all, NULL },
 };
 
 static const char *label_of(json_object *obj, const char *key)
@@ -178,8 +180,11 @@ struct handler_ctx {
 static void enqueue_for(struct rc_controller *c, enum rc_inf kind, json_object *obj)
 {
 	const char *ns = kube_obj_namespace(obj);
+	/* a Cluster's own objects carry its label; its Backups and
+	 * ScheduledBackups name it in spec.cluster.name (reconciler/backup.c) */
 	const char *name = kind == RC_INF_CLUSTERS ? kube_obj_name(obj)
-						   : label_of(obj, RC_LABEL_CLUSTER);
+			   : inf_table[kind].owned ? label_of(obj, RC_LABEL_CLUSTER)
+						   : op_json_str_at(obj, "spec.cluster.name");
 	if (!ns || !name)
 		return;
 	_cleanup_free_ char *key = op_asprintf("%s/%s", ns, name);
@@ -196,7 +201,7 @@ static void on_update(void *ud, json_object *old_obj, json_object *new_obj)
 {
 	struct handler_ctx *h = ud;
 	enqueue_for(h->c, h->kind, new_obj);
-	if (h->kind != RC_INF_CLUSTERS) { /* a relabelled object leaves its old Cluster */
+	if (inf_table[h->kind].owned) { /* a relabelled object leaves its old Cluster */
 		const char *a = label_of(old_obj, RC_LABEL_CLUSTER);
 		const char *b = label_of(new_obj, RC_LABEL_CLUSTER);
 		if (a && (!b || strcmp(a, b) != 0))

@@ -23,6 +23,8 @@ enum rc_inf {
 	RC_INF_PVCS,
 	RC_INF_SERVICES,
 	RC_INF_SECRETS,
+	RC_INF_BACKUPS,           /* keyed by spec.cluster.name (reconciler/backup.c) */
+	RC_INF_SCHEDULED_BACKUPS, /* the same */
 	RC_INF__COUNT
 };
 
@@ -325,5 +327,16 @@ bool rc_memo_leaf_get(struct rc_run *r, unsigned slot, const char *rv, uint64_t 
 /* Records crt (PEM, verified by the caller) as leaf `slot` at rv for want. */
 OP_MUST_CHECK int rc_memo_leaf_set(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
 				   const char *crt, int64_t *ret_not_after);
+
+
+/* backup.c (layer 3) - the Cluster's Backups: starts new ones on their target
+ * instance, polls running ones, fails what cannot run here, and fills
+ * r->want's lastSuccessfulBackup/lastFailedBackup/LastBackupSucceeded. v: the
+ * instances this reconcile asked (borrowed). */
+OP_MUST_CHECK int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n);
+/* The objects of kind (RC_INF_BACKUPS, RC_INF_SCHEDULED_BACKUPS) in ns whose
+ * spec.cluster.name is cluster: a new owned array of owned copies. */
+json_object *rc_backups_of(struct rc_controller *ctl, enum rc_inf kind, const char *ns,
+			   const char *cluster);
 
 #endif

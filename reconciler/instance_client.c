@@ -138,6 +138,7 @@ struct xfer {
 	struct op_buf body;
 	char errbuf[CURL_ERROR_SIZE];
 	bool done; /* finished, or abandoned (rc_fetch_opts.abandon) */
+	bool raw;  /* rc_fetch_opts.raw */
 };
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
@@ -173,7 +174,16 @@ static void finish(struct xfer *x, CURLcode code)
 	json_object *st = NULL;
 	struct op_err err = OP_ERR_INIT;
 	if (http != 200) {
-		_cleanup_free_ char *m = op_asprintf("%s: HTTP %ld", x->what, http);
+		/* a raw answer's own words ({"error": ...}) say more than the code */
+		const char *why = NULL;
+		if (x->raw && op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH,
+					    &st, &err) >= 0)
+			why = op_json_key_str(st, "error");
+		_cleanup_free_ char *m = op_asprintf("%s: HTTP %ld%s%.512s", x->what, http,
+						     why ? ": " : "", why ? why : "");
+		if (st)
+			json_object_put(st);
+		st = NULL;
 		set_error(in, m);
 		/* 503 {"restarting": true}: postgres (re)starts in place (instance/server.c) */
 		bool restarting = false;
@@ -187,7 +197,9 @@ static void finish(struct xfer *x, CURLcode code)
 		return;
 	}
 	if (op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH, &st, &err) < 0 ||
-	    rc_instance_parse_status(in, st, &err) < 0) {
+	    (x->raw && !json_object_is_type(st, json_type_object) &&
+	     op_err_set(&err, -EBADMSG, "not a JSON object") < 0) ||
+	    (!x->raw && rc_instance_parse_status(in, st, &err) < 0)) {
 		_cleanup_free_ char *m = op_asprintf("%s: %s", x->what, err.msg);
 		set_error(in, m);
 	} else {
@@ -342,6 +354,7 @@ static int fetch_add(struct fetch *f, struct op_err *err)
 		struct rc_instance *in = &f->v[i];
 		f->xs[i].in = in;
 		f->xs[i].what = f->what;
+		f->xs[i].raw = f->o.raw;
 		f->xs[i].body = OP_BUF_INIT(RC_STATUS_BODY_MAX);
 		in->has_status = false;
 		in->restarting = false;

@@ -46,6 +46,9 @@ struct rc_fetch_opts {
 	unsigned port;     /* 0 = 8000 (tests use others) */
 	const char *path;  /* NULL = "/pg/status"; may carry a query */
 	bool post;         /* POST (empty body) instead of GET: /pg/cut */
+	/* The answer is any JSON object, not a /pg/status: kept whole in
+	 * rc_instance.doc with has_status set, nothing else parsed (/pg/backup). */
+	bool raw;
 	/* Asked about each instance still being fetched, about every 100 ms:
 	 * true gives it up at once (its error says so). NULL = never. A fetch
 	 * begun just before the primary watch saw the primary go would otherwise

@@ -480,6 +480,9 @@ void rc_status_done(struct rc_status *s)
 	free(s->sync);
 	free(s->max_lag);
 	free(s->archiving_msg);
+	free(s->last_successful_backup);
+	free(s->last_failed_backup);
+	free(s->backup_msg);
 	*s = (struct rc_status){ 0 };
 }
 
@@ -699,11 +702,25 @@ static json_object *archiving_condition(json_object *old, const struct rc_status
 			 w->archiving_msg, now);
 }
 
+/* LastBackupSucceeded as w says (owned), old's copy (KEEP), or NULL. */
+static json_object *backup_condition(json_object *old, const struct rc_status *w, int64_t now)
+{
+	json_object *c = NULL;
+	if (w->backup_cond == RC_BACKUP_COND_KEEP) {
+		if (old && json_object_deep_copy(old, &c, NULL) != 0)
+			op_oom(0);
+		return c;
+	}
+	bool ok = w->backup_cond == RC_BACKUP_COND_OK;
+	return condition(old, "LastBackupSucceeded", ok,
+			 ok ? "LastBackupSucceeded" : "LastBackupFailed", w->backup_msg, now);
+}
+
 static json_object *conditions(json_object *cur, const struct rc_status *w, int64_t now)
 {
 	json_object *old = cur ? op_json_at(cur, "conditions") : NULL;
 	json_object *arr = op_jarr();
-	json_object *old_ready = NULL, *old_pending = NULL, *old_arch = NULL;
+	json_object *old_ready = NULL, *old_pending = NULL, *old_arch = NULL, *old_backup = NULL;
 	if (json_object_is_type(old, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(old); i++) {
 			json_object *c = json_object_array_get_idx(old, i);
@@ -723,6 +740,13 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 					op_jpush(arr, a);
 				continue;
 			}
+			if (str_eq(type, "LastBackupSucceeded")) { /* the same */
+				old_backup = c;
+				json_object *a = backup_condition(old_backup, w, now);
+				if (a)
+					op_jpush(arr, a);
+				continue;
+			}
 			json_object *copy = NULL;
 			if (json_object_deep_copy(c, &copy, NULL) == 0)
 				op_jpush(arr, copy);
@@ -730,6 +754,9 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 	}
 	json_object *fresh = old_arch ? NULL : archiving_condition(NULL, w, now);
 	if (fresh) /* a new one goes before Ready, and stays there */
+		op_jpush(arr, fresh);
+	fresh = old_backup ? NULL : backup_condition(NULL, w, now);
+	if (fresh)
 		op_jpush(arr, fresh);
 	op_jpush(arr, condition(old_ready, "Ready", w->ready,
 			     w->ready ? "ClusterIsReady" : "ClusterIsNotReady",
@@ -779,6 +806,10 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 	if (w->n_sync_standbys)
 		diff_set(p, cur, "synchronousStandbys",
 			 strv_json(w->sync_standbys, w->n_sync_standbys));
+	if (w->last_successful_backup)
+		diff_set(p, cur, "lastSuccessfulBackup", op_jstr(w->last_successful_backup));
+	if (w->last_failed_backup)
+		diff_set(p, cur, "lastFailedBackup", op_jstr(w->last_failed_backup));
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? op_jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

@@ -195,6 +195,13 @@ enum rc_archiving {
  * first archive or failure. *ret_msg owned (NULL for KEEP/NONE). */
 enum rc_archiving rc_archiving_decide(json_object *primary_doc, bool configured, char **ret_msg);
 
+/* Condition LastBackupSucceeded, as CloudNativePG sets it. */
+enum rc_backup_cond {
+	RC_BACKUP_COND_KEEP,   /* no finished Backup seen: the condition read back stays */
+	RC_BACKUP_COND_OK,     /* True, LastBackupSucceeded */
+	RC_BACKUP_COND_FAILED, /* False, LastBackupFailed, the message says which and why */
+};
+
 struct rc_status {
 	char *phase;
 	char *phase_reason;
@@ -233,6 +240,11 @@ struct rc_status {
 	 * True/False with archiving_msg */
 	enum rc_archiving archiving;
 	char *archiving_msg;
+	/* from the Cluster's finished Backups (reconciler/backup.c): RFC 3339
+	 * times, NULL = keep what was read; condition LastBackupSucceeded */
+	char *last_successful_backup, *last_failed_backup;
+	enum rc_backup_cond backup_cond;
+	char *backup_msg;
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */
