@@ -92,19 +92,20 @@ static json_object *kvs_object(const struct api_kvs *kvs)
 	return o;
 }
 
-/* The Secret keys the WAL archive's object store names, one volume each
- * holding just that key as the file api_barman_file_name(f), under
- * /run/pgop/secrets/barman-<file>/ (api/cluster.h: the instance manager's
- * wal-archive reads them there at each call). */
-static void add_barman_volumes(const struct api_cluster *c, json_object *vols, json_object *mounts)
+/* The Secret keys object store s names, one volume each holding just that
+ * key as the file api_barman_file_name(f), under /run/pgop/secrets/<prefix>-<file>/
+ * (api/cluster.h): prefix "barman" for the WAL archive's store (wal-archive
+ * reads them there at each call), "recovery" for the store a recovery
+ * bootstraps from (its bootstrap Pod only). */
+static void add_store_volumes(const struct api_barman_store *s, const char *prefix,
+			      json_object *vols, json_object *mounts)
 {
-	const struct api_barman_store *s = api_cluster_wal_store(c);
 	for (int f = 0; s && f < API_BARMAN_FILE__COUNT; f++) {
 		const struct api_secret_ref *ref = api_barman_file_ref(s, f);
 		if (!ref)
 			continue;
 		const char *file = api_barman_file_name(f);
-		_cleanup_free_ char *name = op_asprintf("barman-%s", file);
+		_cleanup_free_ char *name = op_asprintf("%s-%s", prefix, file);
 		_cleanup_free_ char *path = op_asprintf("/run/pgop/secrets/%s", name);
 		json_object *v = vol_secret(name, ref->name, ref->key);
 		json_object *item = json_object_array_get_idx(op_json_at(v, "secret.items"), 0);
@@ -131,8 +132,8 @@ char *rc_archive_volumes(const struct api_cluster *c)
 }
 
 /* Volumes and mounts shared by the instance Pod and its bootstrap Pod. */
-static void add_volumes(const struct api_cluster *c, int64_t serial, json_object *spec,
-			json_object *mounts)
+static void add_volumes(const struct api_cluster *c, int64_t serial, bool recovering,
+			json_object *spec, json_object *mounts)
 {
 	const char *cn = c->metadata.name;
 	_cleanup_free_ char *pvc = api_pgdata_pvc_name(cn, serial);
@@ -166,7 +167,9 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	}
 	op_jpush(vols, vol_secret("app", s_app, NULL));
 	op_jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
-	add_barman_volumes(c, vols, mounts);
+	add_store_volumes(api_cluster_wal_store(c), "barman", vols, mounts);
+	if (recovering)
+		add_store_volumes(api_cluster_recovery_store(c), "recovery", vols, mounts);
 	op_jset(spec, "volumes", vols);
 }
 
@@ -227,13 +230,13 @@ static void major_args(json_object *cmd, const struct api_cluster *c, const stru
 /* The pod spec of an instance (command NULL) or of a bootstrap Pod (command
  * given). */
 static json_object *pod_spec(const struct api_cluster *c, const struct rc_settings *s,
-			     int64_t serial, json_object *command)
+			     int64_t serial, json_object *command, bool recovering)
 {
 	const char *image = s && s->operator_image ? s->operator_image : "pgop:latest";
 	json_object *spec = op_jobj();
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
 	json_object *mounts = op_jarr();
-	add_volumes(c, serial, spec, mounts);
+	add_volumes(c, serial, recovering, spec, mounts);
 
 	json_object *init = op_jobj();
 	op_jsets(init, "name", "bootstrap-controller");
@@ -353,7 +356,7 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	if (*vols)
 		op_jsets(op_jchild(m, "annotations"), RC_ANN_ARCHIVE_VOLUMES, vols);
 	op_jset(o, "metadata", m);
-	op_jset(o, "spec", pod_spec(c, s, serial, NULL));
+	op_jset(o, "spec", pod_spec(c, s, serial, NULL, false));
 	*ret = o;
 	return 0;
 }
@@ -433,7 +436,8 @@ int rc_build_bootstrap_pod(const struct api_cluster *c, const struct rc_settings
 	op_jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
 	op_jsets(labels, RC_LABEL_JOB_ROLE, rc_job_role_name(role));
 	op_jset(o, "metadata", m);
-	json_object *ps = pod_spec(c, s, serial, cmd);
+	/* the first instance of a recovery restores from its source's store */
+	json_object *ps = pod_spec(c, s, serial, cmd, role == RC_JOB_INITDB);
 	/* a failed attempt is retried in place, with the kubelet's back-off
 	 * (the Job's backoffLimit is RC_BOOTSTRAP_RESTARTS in the reconciler) */
 	op_jsets(ps, "restartPolicy", "OnFailure");
