@@ -267,7 +267,7 @@ static int put_entry(struct extract *x, struct archive *a, struct archive_entry 
 	else
 		rc = put_file(x, a, dir, name, archive_entry_perm(e), archive_entry_size(e), err);
 	close(dir);
-	return rc < 0 ? op_err_prefix(err, "tar entry %s: ", raw) : 0;
+	return rc < 0 ? op_err_prefix(err, "tar entry %s", raw) : 0;
 }
 
 int bk_restore_tar_fd(int fd, const struct bk_restore_opts *opts, struct bk_restore_stats *ret,

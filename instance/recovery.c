@@ -400,7 +400,7 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	r = bk_config_load(src->config, &cfg, err);
 	if (r) {
 		inst_recovery_target_done(&t);
-		return op_err_prefix(err, "recovery source: ");
+		return op_err_prefix(err, "recovery source");
 	}
 	char id[BK_BACKUP_ID_LEN + 1];
 	struct bk_restore_stats st;
