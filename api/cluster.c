@@ -649,6 +649,32 @@ const char *api_barman_file_name(enum api_barman_file f)
 	return (unsigned)f < API_BARMAN_FILE__COUNT ? barman_file_names[f] : "unknown";
 }
 
+static const char *const recovery_file_volumes[API_BARMAN_FILE__COUNT] = {
+	[API_BARMAN_ACCESS_KEY_ID] = "recovery-access-key-id",
+	[API_BARMAN_SECRET_ACCESS_KEY] = "recovery-secret-access-key",
+	[API_BARMAN_SESSION_TOKEN] = "recovery-session-token",
+	[API_BARMAN_REGION] = "recovery-region",
+	[API_BARMAN_ENDPOINT_CA] = "recovery-endpoint-ca",
+};
+
+const char *api_recovery_file_volume(enum api_barman_file f)
+{
+	return (unsigned)f < API_BARMAN_FILE__COUNT ? recovery_file_volumes[f] : "recovery-unknown";
+}
+
+const struct api_external_cluster *api_cluster_recovery_source(const struct api_cluster *c)
+{
+	const struct api_recovery *r = &c->spec.bootstrap.recovery;
+	if (!r->present || !r->source)
+		return NULL;
+	for (size_t i = 0; i < c->spec.n_external_clusters; i++) {
+		const struct api_external_cluster *x = &c->spec.external_clusters[i];
+		if (x->name && !strcmp(x->name, r->source))
+			return x->barman_object_store ? x : NULL;
+	}
+	return NULL;
+}
+
 const struct api_secret_ref *api_barman_file_ref(const struct api_barman_store *s,
 						 enum api_barman_file f)
 {

@@ -329,6 +329,18 @@ const char *api_barman_file_name(enum api_barman_file f);
 const struct api_secret_ref *api_barman_file_ref(const struct api_barman_store *s,
 						 enum api_barman_file f);
 
+/* The recovery source's store (spec.bootstrap.recovery.source naming an
+ * externalClusters[] entry with barmanObjectStore): its Secret keys are
+ * mounted like the archive's, each as volume "recovery-<file>" holding the
+ * file <file> (api_barman_file_name), at <secrets dir>/recovery-<file>/<file>;
+ * `pgop instance init` reads them there to restore. This returns the volume
+ * (and directory) name: "recovery-access-key-id", ... (static). */
+const char *api_recovery_file_volume(enum api_barman_file f);
+/* The externalClusters[] entry spec.bootstrap.recovery.source names when it
+ * has a barmanObjectStore (borrowed), NULL otherwise. Its server name is
+ * barmanObjectStore.serverName, else the entry's name (CloudNativePG). */
+const struct api_external_cluster *api_cluster_recovery_source(const struct api_cluster *c);
+
 /* Effective replication slot prefix (spec value or "_cnpg_"); borrowed. */
 const char *api_cluster_slot_prefix(const struct api_cluster *c);
 

@@ -345,4 +345,112 @@ OP_MUST_CHECK int bk_archive_error_read(const char *state_dir, char **ret);
 OP_MUST_CHECK int bk_wal_restore(const struct bk_config *cfg, const char *walname, const char *dest,
 				 struct op_err *err);
 
+/* ---- base backups: the catalog and the choice of a recovery's backup ----
+ * (catalog.c) Every <prefix>/<server>/base/<id>/backup.info of a store,
+ * parsed; the choice barman-cloud-restore and CloudNativePG make for a
+ * recovery target (the latest DONE backup, by end time, ending at or before
+ * the target). Usable for retention too: each entry keeps the whole info
+ * (begin_wal/end_wal, begin/end times, status, timeline). */
+#define BK_CATALOG_MAX 10000u /* backups of one server listed at most */
+
+struct bk_catalog_entry {
+	char id[BK_BACKUP_ID_LEN + 1];
+	uint64_t size;              /* the backup.info object's size */
+	bool ok;                    /* backup.info read and parsed */
+	struct bk_backup_info info; /* owned; meaningful when ok */
+	char *error;                /* owned; why not ok (the store's or the parser's words) */
+};
+struct bk_catalog {
+	struct bk_catalog_entry *v; /* owned, n entries, sorted by id (= begin time) */
+	size_t n;
+};
+/* Lists and parses every backup.info of cfg's server (one LIST, one GET of at
+ * most BK_BACKUP_INFO_MAX bytes each). A backup.info missing, too large or
+ * unparsable is an entry with !ok and its reason (logged as a warning), not a
+ * failure; the store unreachable or refusing is. *ret owned (bk_catalog_free). */
+OP_MUST_CHECK int bk_catalog_list(const struct bk_config *cfg, struct bk_catalog *ret,
+				  struct op_err *err);
+/* The same with a client the caller owns (borrowed). */
+OP_MUST_CHECK int bk_catalog_list_client(struct os_client *c, const struct bk_config *cfg,
+					 struct bk_catalog *ret, struct op_err *err);
+void bk_catalog_free(struct bk_catalog *cat); /* the contents; NULL accepted */
+/* A client for cfg's store, the credentials read from their files now. *ret owned. */
+OP_MUST_CHECK int bk_client_open(const struct bk_config *cfg, struct os_client **ret,
+				 struct op_err *err);
+
+enum bk_target_kind {
+	BK_TARGET_NONE,      /* the end of the archived WAL */
+	BK_TARGET_TIME,      /* recovery_target_time */
+	BK_TARGET_LSN,       /* recovery_target_lsn */
+	BK_TARGET_XID,       /* recovery_target_xid */
+	BK_TARGET_NAME,      /* recovery_target_name (a restore point) */
+	BK_TARGET_IMMEDIATE, /* recovery_target = 'immediate' */
+};
+/* What the choice needs. */
+struct bk_selection {
+	enum bk_target_kind kind;
+	int64_t time_us;       /* BK_TARGET_TIME: epoch microseconds, UTC */
+	uint64_t lsn;          /* BK_TARGET_LSN */
+	uint32_t tli;          /* a numeric target timeline; 0: latest/current (no filter) */
+	const char *backup_id; /* borrowed; non-NULL: exactly this one (must be DONE) */
+};
+/* The backup a recovery to s starts from: with backup_id that backup (-ENOENT
+ * when absent, -EINVAL when not DONE or unparsable); else among the DONE
+ * backups (on a timeline <= s->tli when set) the one with the latest end
+ * time that ends at or before the target: end_time <= time, end_xlog <= lsn;
+ * for xid, name, immediate and none, the latest. -ENOENT (err says which
+ * case) when there is none. *ret borrowed from cat. */
+OP_MUST_CHECK int bk_catalog_select(const struct bk_catalog *cat, const struct bk_selection *s,
+				    const struct bk_catalog_entry **ret, struct op_err *err);
+/* The first recoverability point: the begin time of the oldest DONE backup
+ * (epoch microseconds). -ENOENT when there is none. */
+OP_MUST_CHECK int bk_catalog_first_point(const struct bk_catalog *cat, int64_t *ret_us);
+
+/* "X/Y" (1-8 hex digits each, as pg_lsn prints it) into *ret; -EINVAL. */
+OP_MUST_CHECK int bk_lsn_parse(const char *s, uint64_t *ret);
+/* A recovery target time: RFC 3339 ("2024-01-02T03:04:05.5Z", "+02:00") or
+ * PostgreSQL's timestamptz text ("2024-01-02 03:04:05.123456+02", "+0530",
+ * seconds optional); no offset means UTC. Epoch microseconds; -EINVAL. */
+OP_MUST_CHECK int bk_target_time_parse(const char *s, int64_t *ret_us);
+/* The normalised form written for postgres: "YYYY-MM-DD HH:MM:SS.ffffff+00". */
+#define BK_TARGET_TIME_LEN 29
+OP_MUST_CHECK int bk_target_time_format(int64_t epoch_us, char ret[BK_TARGET_TIME_LEN + 1]);
+
+/* ---- base backups: restore (restore_base.c) ----
+ * base/<id>/data.tar[.gz|.bz2|.lz4] streamed: GET -> bk_codec decoder ->
+ * a socket pair -> libarchive's tar reader -> files under a directory.
+ * Never the whole tar in memory nor on disk. Every entry's path is checked
+ * before anything is written: absolute paths, "..", devices, FIFOs and
+ * symbolic or hard links leaving the directory are refused (-EPERM naming
+ * the entry); no component is ever followed through a link (openat with
+ * O_NOFOLLOW at every level), so an earlier entry cannot redirect a later
+ * one. Modes kept (permission bits only: no set-id bits), owner not
+ * changed (the caller's), entry and total sizes capped. */
+#define BK_RESTORE_ENTRY_MAX (64ull << 30)    /* one file (relation segments are 1 GiB) */
+#define BK_RESTORE_TOTAL_MAX (64ull << 40)    /* a whole PGDATA */
+#define BK_RESTORE_ENTRIES_MAX 20000000u      /* entries of one tar */
+#define BK_RESTORE_TIMEOUT_MS (24L * 3600 * 1000) /* the whole download (stalls: 60 s) */
+struct bk_restore_opts {
+	const char *target;     /* borrowed: an existing, empty directory */
+	uint64_t max_entry;     /* 0: BK_RESTORE_ENTRY_MAX */
+	uint64_t max_total;     /* 0: BK_RESTORE_TOTAL_MAX (file contents) */
+	long timeout_ms;        /* 0: BK_RESTORE_TIMEOUT_MS */
+};
+struct bk_restore_stats {
+	uint64_t files, dirs, symlinks, hardlinks, bytes; /* bytes: file contents written */
+	uint64_t stored_bytes;  /* what was downloaded */
+	char tar_name[32];      /* "data.tar.gz" */
+};
+/* Extracts an uncompressed tar read from fd (borrowed) under opts->target as
+ * described above (tests, and the second half of bk_restore_base). */
+OP_MUST_CHECK int bk_restore_tar_fd(int fd, const struct bk_restore_opts *opts,
+				    struct bk_restore_stats *ret, struct op_err *err);
+/* Restores backup id's PGDATA tar from cfg's store into opts->target. The
+ * tar's compression is found from its object name (data.tar, .gz, .bz2,
+ * .lz4); a backup with tablespaces (info->tablespaces, or <oid>.tar objects)
+ * is -ENOTSUP. ret (optional) on success. */
+OP_MUST_CHECK int bk_restore_base(const struct bk_config *cfg, const char *id,
+				  const struct bk_restore_opts *opts, struct bk_restore_stats *ret,
+				  struct op_err *err);
+
 #endif

@@ -1,6 +1,6 @@
 /* backup/dl_archive.c - libarchive through op_dl (support/dl.h): the table
  * of every archive_* function pgop calls (backup/tar.c writes base backup
- * tars; the read side is for reading them back), and their wrappers. A
+ * tars; the read side, backup/restore_base.c, extracts them), and their wrappers. A
  * function returning a status fails with ARCHIVE_FATAL, a constructor with
  * NULL, a count with -1.
  *
@@ -33,6 +33,8 @@
 	F(struct archive *, archive_read_new, (void), (), NULL)                                    \
 	F(int, archive_read_support_format_tar, (struct archive * a), (a), ARCHIVE_FATAL)          \
 	F(int, archive_read_support_filter_all, (struct archive * a), (a), ARCHIVE_FATAL)          \
+	F(int, archive_read_open_fd, (struct archive * a, int fd, size_t block), (a, fd, block),   \
+	  ARCHIVE_FATAL)                                                                           \
 	F(int, archive_read_open_memory, (struct archive * a, const void *buf, size_t len),        \
 	  (a, buf, len), ARCHIVE_FATAL)                                                            \
 	F(int, archive_read_next_header, (struct archive * a, struct archive_entry * *e), (a, e),  \
@@ -53,6 +55,7 @@
 	V(archive_entry_set_gid, (struct archive_entry * e, la_int64_t g), (e, g))                 \
 	F(const char *, archive_entry_pathname, (struct archive_entry * e), (e), NULL)             \
 	F(const char *, archive_entry_symlink, (struct archive_entry * e), (e), NULL)              \
+	F(const char *, archive_entry_hardlink, (struct archive_entry * e), (e), NULL)             \
 	F(__LA_MODE_T, archive_entry_filetype, (struct archive_entry * e), (e), 0)                 \
 	F(__LA_MODE_T, archive_entry_perm, (struct archive_entry * e), (e), 0)                     \
 	F(la_int64_t, archive_entry_size, (struct archive_entry * e), (e), 0)

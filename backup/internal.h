@@ -85,4 +85,14 @@ OP_MUST_CHECK int bk_pylit_str(struct bk_pylit *c, struct op_buf *out);
 /* A decimal integer <= max; -EBADMSG, -ERANGE. */
 OP_MUST_CHECK int bk_pylit_uint(struct bk_pylit *c, uint64_t max, uint64_t *ret);
 
+/* ---- restore_base.c: tar entry names (pure) ---- */
+/* name normalised into out (leading "./", "." and empty components dropped):
+ * 1 when it is the directory itself, 0 below it, -EPERM absolute or "..",
+ * -ENAMETOOLONG. */
+OP_MUST_CHECK int bk_entry_path(const char *name, char *out, size_t outlen);
+/* Whether a symbolic link at path (normalised) pointing to target stays
+ * inside the directory (relative, never above the top lexically). */
+bool bk_link_inside(const char *path, const char *target);
+
+
 #endif

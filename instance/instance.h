@@ -244,4 +244,73 @@ OP_MUST_CHECK
 int inst_status_fetch(const char *url, const char *cert, const char *key, struct op_buf *out,
 		      struct op_err *err);
 
+/* ------------------------------------------------------------------------ */
+/* Recovery from a barman object store (instance/recovery.c)                 */
+/* ------------------------------------------------------------------------ */
+
+/* A recovery target validated and normalised (recovery.c): nothing of the
+ * spec reaches postgresql.conf otherwise. Strings owned. */
+struct inst_recovery_target {
+	int kind;          /* enum bk_target_kind (backup/backup.h) */
+	char *value;       /* time "YYYY-MM-DD HH:MM:SS.ffffff+00", LSN "X/Y", xid
+			    * digits, restore point name; NULL for none/immediate */
+	int64_t time_us;   /* the time's epoch microseconds */
+	uint64_t lsn;
+	bool inclusive;    /* !exclusive */
+	char *timeline;    /* "latest", "current" or digits (default "latest") */
+	uint32_t tli;      /* the numeric timeline, 0 otherwise */
+};
+/* From the spec's recoveryTarget (t may be NULL: end of WAL). -EINVAL with
+ * err naming the field (spec.bootstrap.recovery.recoveryTarget.targetTime,
+ * ...) for a value postgres would refuse or that cannot be written safely,
+ * or for two targets at once. */
+OP_MUST_CHECK int inst_recovery_target_parse(const struct api_recovery_target *t,
+					     struct inst_recovery_target *ret, struct op_err *err);
+void inst_recovery_target_done(struct inst_recovery_target *t);
+
+/* The recovery settings file (pure): restore_command running
+ * `<pgop> instance wal-restore --config <config> %f %p` (both paths quoted
+ * for the shell, then as a configuration string), the target,
+ * recovery_target_inclusive, recovery_target_timeline and
+ * recovery_target_action = 'promote'. Appends to out. */
+OP_MUST_CHECK int inst_recovery_conf_render(const char *pgop, const char *config,
+					    const struct inst_recovery_target *t,
+					    struct op_buf *out, struct op_err *err);
+/* Appends value as a PostgreSQL configuration string: '...' with ' and \
+ * doubled; -EINVAL for control characters (a line break would end the
+ * setting). */
+OP_MUST_CHECK int inst_conf_quote(const char *value, struct op_buf *out);
+
+/* Where the base backup and the WAL come from. All borrowed. */
+struct inst_recovery_source {
+	const char *config;    /* the wal-restore configuration (backup/backup.h's JSON,
+				* mode 0600) of the SOURCE store */
+	const char *backup_id; /* NULL or "latest": chosen for the target (catalog) */
+};
+/* After promotion, before the stop: the roles, passwords... (NULL: none). */
+typedef int (*inst_recovery_hook)(void *ud, const char *sockdir, unsigned port,
+				  struct op_err *err);
+struct inst_recovery_opts {
+	const struct api_recovery_target *target; /* borrowed; NULL: end of WAL */
+	const char *pgop;         /* this binary for restore_command; NULL: /proc/self/exe */
+	unsigned timeout_s;       /* recovery (WAL replay) at most; 0: INST_RECOVERY_TIMEOUT_S */
+	unsigned port;            /* the temporary postmaster's; 0: INST_PG_PORT */
+	const char *sockdir;      /* its socket directory; NULL: <controller dir>/run */
+	inst_recovery_hook after_promote;
+	void *ud;
+};
+#define INST_RECOVERY_TIMEOUT_S (24u * 3600)
+#define INST_RECOVERY_CONF "pgop-recovery.conf"
+/* Restores into p->pgdata (absent or empty): the backup chosen (catalog), its
+ * tar extracted, INST_RECOVERY_CONF and recovery.signal written, a
+ * temporary postmaster started with config_file = that file (which includes
+ * postgresql.conf, then sets the recovery) and archive_command failing (no
+ * WAL reaches the source; .ready files stay for the real archiver), waited
+ * on until it promoted (progress logged every 10 s; a postmaster that exits
+ * is its error), the hook, a fast stop, the settings file removed. Sets
+ * p->pg_bindir/pg_major from PG_VERSION when unset (*ret_bindir owned). */
+OP_MUST_CHECK int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
+			       const struct inst_recovery_opts *o, char **ret_bindir,
+			       struct op_err *err);
+
 #endif

@@ -1,0 +1,526 @@
+/* backup/restore_base.c - a base backup's PGDATA tar extracted from the store,
+ * streamed: a thread GETs base/<id>/data.tar[suffix] through the bk_codec
+ * decoder into one end of a socket pair (send with MSG_NOSIGNAL: a reader
+ * that stops early makes the GET fail with EPIPE, no signal), the caller's
+ * thread reads the other end with libarchive's tar reader (pax, GNU and
+ * ustar headers: what Python's tarfile and pgop's tar.c write) and writes
+ * each entry itself under the target directory. Memory: the socket's
+ * buffer, libarchive's block, one 64 KiB chunk, the decoder's state.
+ *
+ * Path safety (what a hostile tar must not do): entry names are relative,
+ * without "..", resolved one component at a time with openat(O_NOFOLLOW |
+ * O_DIRECTORY) from the target's descriptor, files opened O_NOFOLLOW, so
+ * nothing is written through a symbolic link whatever the tar created
+ * before; symbolic links must stay inside the target lexically, hard links
+ * must name an entry inside it; devices and FIFOs are refused. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "backup/internal.h"
+#include "support/alloc.h"
+#include "support/log.h"
+
+#define CHUNK (64u * 1024)
+#define NAME_MAX_DEPTH 64
+
+/* ---- names (pure) ---- */
+
+/* Normalises a tar entry name into out (PATH_MAX): leading "./" and empty
+ * or "." components dropped. 1 when it names the target itself, 0 for a
+ * path below it, -EPERM for an absolute name or a ".." component. */
+int bk_entry_path(const char *name, char *out, size_t outlen)
+{
+	if (!name || name[0] == '/')
+		return -EPERM;
+	size_t n = 0;
+	int depth = 0;
+	for (const char *p = name; *p;) {
+		const char *e = strchrnul(p, '/');
+		size_t l = (size_t)(e - p);
+		if (l == 2 && p[0] == '.' && p[1] == '.')
+			return -EPERM;
+		if (l > 0 && !(l == 1 && p[0] == '.')) {
+			if (n + l + 2 > outlen || ++depth > NAME_MAX_DEPTH)
+				return -ENAMETOOLONG;
+			if (n)
+				out[n++] = '/';
+			memcpy(out + n, p, l);
+			n += l;
+		}
+		p = *e ? e + 1 : e;
+	}
+	out[n] = '\0';
+	return n == 0 ? 1 : 0;
+}
+
+/* Whether a symbolic link at path (normalised) with target stays inside the
+ * directory: relative, and never above the top when resolved lexically. */
+bool bk_link_inside(const char *path, const char *target)
+{
+	if (!target || !*target || target[0] == '/')
+		return false;
+	int depth = 0; /* directories of path above the link */
+	for (const char *p = path; (p = strchr(p, '/')); p++)
+		depth++;
+	for (const char *p = target; *p;) {
+		const char *e = strchrnul(p, '/');
+		size_t l = (size_t)(e - p);
+		if (l == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return false;
+		} else if (l > 0 && !(l == 1 && p[0] == '.')) {
+			depth++;
+		}
+		p = *e ? e + 1 : e;
+	}
+	return true;
+}
+
+/* ---- writing entries ---- */
+
+struct extract {
+	int root;                      /* the target directory (owned) */
+	const struct bk_restore_opts *o; /* borrowed */
+	struct bk_restore_stats st;
+	char *buf;                     /* owned: CHUNK */
+};
+
+/* The directory holding path's last component, opened without following a
+ * link at any level (created 0700 when absent); *ret_name points into path. */
+static int open_parent(struct extract *x, char *path, const char **ret_name, int *ret_fd)
+{
+	int fd = dup(x->root);
+	if (fd < 0)
+		return -errno;
+	char *p = path;
+	for (char *slash; (slash = strchr(p, '/')); p = slash + 1) {
+		*slash = '\0';
+		if (mkdirat(fd, p, 0700) < 0 && errno != EEXIST) {
+			int e = -errno;
+			*slash = '/';
+			close(fd);
+			return e;
+		}
+		int nfd = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = nfd < 0 ? (errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno) : 0;
+		*slash = '/';
+		close(fd);
+		if (nfd < 0)
+			return e;
+		fd = nfd;
+	}
+	*ret_name = p;
+	*ret_fd = fd;
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w, len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int put_file(struct extract *x, struct archive *a, int dir, const char *name,
+		    mode_t mode, int64_t size, struct op_err *err)
+{
+	uint64_t max_entry = x->o->max_entry ? x->o->max_entry : BK_RESTORE_ENTRY_MAX;
+	uint64_t max_total = x->o->max_total ? x->o->max_total : BK_RESTORE_TOTAL_MAX;
+	if (size < 0 || (uint64_t)size > max_entry)
+		return op_err_set(err, -EFBIG, "%lld bytes: larger than the cap (%llu)",
+				  (long long)size, (unsigned long long)max_entry);
+	if (x->st.bytes + (uint64_t)size > max_total)
+		return op_err_set(err, -EFBIG, "the restored files pass the cap (%llu bytes)",
+				  (unsigned long long)max_total);
+	/* O_NOFOLLOW: never through a link an earlier entry made */
+	int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			(mode & 0777) | 0600);
+	if (fd < 0)
+		return op_err_set(err, errno == ELOOP ? -EPERM : -errno, "create: %s",
+				  errno == ELOOP ? "a symbolic link is in the way" : strerror(errno));
+	int rc = 0;
+	uint64_t got = 0;
+	for (;;) {
+		la_ssize_t n = archive_read_data(a, x->buf, CHUNK);
+		if (n < 0) {
+			rc = op_err_set(err, -EBADMSG, "tar: %s", archive_error_string(a));
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((got += (uint64_t)n) > (uint64_t)size) {
+			rc = op_err_set(err, -EBADMSG, "more data than its header says");
+			break;
+		}
+		if ((rc = write_all(fd, x->buf, (size_t)n)) < 0) {
+			op_err_set(err, rc, "write: %s", strerror(-rc));
+			break;
+		}
+	}
+	if (rc == 0 && fchmod(fd, mode & 0777) < 0)
+		rc = op_err_set(err, -errno, "chmod: %s", strerror(errno));
+	if (close(fd) < 0 && rc == 0)
+		rc = op_err_set(err, -errno, "close: %s", strerror(errno));
+	if (rc == 0) {
+		x->st.files++;
+		x->st.bytes += got;
+	}
+	return rc;
+}
+
+static int put_dir(struct extract *x, int dir, const char *name, mode_t mode, struct op_err *err)
+{
+	if (mkdirat(dir, name, 0700) < 0 && errno != EEXIST)
+		return op_err_set(err, -errno, "mkdir: %s", strerror(errno));
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return op_err_set(err, -EPERM, "not a directory (a link or a file is in the way)");
+	/* the owner keeps rwx: later entries go inside */
+	int rc = fchmod(fd, (mode & 0777) | 0700) < 0 ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return op_err_set(err, rc, "chmod: %s", strerror(-rc));
+	x->st.dirs++;
+	return 0;
+}
+
+static int put_link(struct extract *x, int dir, const char *path, const char *name,
+		    struct archive_entry *e, bool hard, struct op_err *err)
+{
+	const char *target = hard ? archive_entry_hardlink(e) : archive_entry_symlink(e);
+	char norm[PATH_MAX];
+	if (hard) {
+		if (!target || bk_entry_path(target, norm, sizeof(norm)) != 0)
+			return op_err_set(err, -EPERM, "hard link to %s leaves the directory",
+					  target ? target : "(none)");
+		const char *tname;
+		int tdir;
+		int rc = open_parent(x, norm, &tname, &tdir);
+		if (rc < 0)
+			return op_err_set(err, rc, "hard link to %s: %s", target, strerror(-rc));
+		/* no AT_SYMLINK_FOLLOW: a link to a symbolic link links the link */
+		rc = linkat(tdir, tname, dir, name, 0) < 0 ? -errno : 0;
+		close(tdir);
+		if (rc < 0)
+			return op_err_set(err, rc, "hard link to %s: %s", target, strerror(-rc));
+		x->st.hardlinks++;
+		return 0;
+	}
+	if (!bk_link_inside(path, target))
+		return op_err_set(err, -EPERM, "symbolic link to %s leaves the directory",
+				  target ? target : "(none)");
+	if (symlinkat(target, dir, name) < 0)
+		return op_err_set(err, -errno, "symlink: %s", strerror(errno));
+	x->st.symlinks++;
+	return 0;
+}
+
+/* One entry: its name checked, then written by its type. */
+static int put_entry(struct extract *x, struct archive *a, struct archive_entry *e,
+		     struct op_err *err)
+{
+	const char *raw = archive_entry_pathname(e);
+	char path[PATH_MAX];
+	int kind = bk_entry_path(raw, path, sizeof(path));
+	mode_t type = archive_entry_filetype(e);
+	const char *hl = archive_entry_hardlink(e);
+	if (kind < 0)
+		return op_err_set(err, -EPERM, "tar entry %s: %s", raw ? raw : "(no name)",
+				  kind == -EPERM ? "absolute or with \"..\": refused"
+						 : "name too long or too deep");
+	if (kind == 1) /* "." or "./": the target itself */
+		return type == AE_IFDIR ? 0
+					: op_err_set(err, -EPERM, "tar entry %s: not a directory", raw);
+	if (!hl && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+		return op_err_set(err, -EPERM, "tar entry %s: a device, FIFO or socket: refused",
+				  raw);
+	const char *name;
+	int dir;
+	int rc = open_parent(x, path, &name, &dir);
+	if (rc < 0)
+		return op_err_set(err, rc, "tar entry %s: %s", raw,
+				  rc == -EPERM ? "a parent is a link or a file: refused"
+					       : strerror(-rc));
+	if (hl)
+		rc = put_link(x, dir, path, name, e, true, err);
+	else if (type == AE_IFLNK)
+		rc = put_link(x, dir, path, name, e, false, err);
+	else if (type == AE_IFDIR)
+		rc = put_dir(x, dir, name, archive_entry_perm(e), err);
+	else
+		rc = put_file(x, a, dir, name, archive_entry_perm(e), archive_entry_size(e), err);
+	close(dir);
+	return rc < 0 ? op_err_prefix(err, "tar entry %s", raw) : 0;
+}
+
+int bk_restore_tar_fd(int fd, const struct bk_restore_opts *opts, struct bk_restore_stats *ret,
+		      struct op_err *err)
+{
+	int rc = op_dl_load(&bk_dl_archive, err);
+	if (rc < 0)
+		return rc;
+	struct extract x = { .o = opts };
+	x.root = open(opts->target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (x.root < 0)
+		return op_err_set(err, -errno, "%s: %s", opts->target, strerror(errno));
+	struct archive *a = archive_read_new();
+	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
+	    archive_read_open_fd(a, fd, CHUNK) != ARCHIVE_OK) {
+		rc = op_err_set(err, -EBADMSG, "tar: %s",
+				a ? archive_error_string(a) : "libarchive: out of memory");
+		goto out;
+	}
+	x.buf = op_malloc(CHUNK);
+	for (uint64_t n = 0;; n++) {
+		struct archive_entry *e;
+		int r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+			rc = op_err_set(err, -EBADMSG, "tar: %s", archive_error_string(a));
+			break;
+		}
+		if (n == BK_RESTORE_ENTRIES_MAX) {
+			rc = op_err_set(err, -EFBIG, "tar: more than %u entries", BK_RESTORE_ENTRIES_MAX);
+			break;
+		}
+		if ((rc = put_entry(&x, a, e, err)) < 0)
+			break;
+	}
+out:
+	if (a)
+		archive_read_free(a);
+	free(x.buf);
+	close(x.root);
+	if (rc == 0 && ret)
+		*ret = x.st;
+	return rc;
+}
+
+/* ---- the download ---- */
+
+struct producer {
+	struct os_client *client; /* borrowed */
+	const char *key;          /* borrowed */
+	enum bk_compression comp;
+	int fd;                   /* owned: the writing end, closed when done */
+	uint64_t max;             /* decoded bytes at most */
+	struct bk_codec *codec;
+	uint64_t stored;
+	int rc;
+	struct op_err err;
+};
+
+static int sink_send(void *ud, const void *buf, size_t len)
+{
+	int fd = *(int *)ud;
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w, len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int produce_write(void *ud, const void *buf, size_t len)
+{
+	struct producer *p = ud;
+	p->stored += len;
+	return bk_codec_write(p->codec, buf, len, &p->err);
+}
+
+static void *produce(void *ud)
+{
+	struct producer *p = ud;
+	struct op_err gerr = OP_ERR_INIT;
+	p->rc = bk_codec_new(p->comp, true, p->max, sink_send, &p->fd, &p->codec, &p->err);
+	if (p->rc == 0) {
+		p->rc = os_get(p->client, p->key, produce_write, p, UINT64_MAX, NULL, &gerr);
+		if (p->rc < 0 && !op_err_isset(&p->err))
+			op_err_set(&p->err, p->rc, "%s", gerr.msg);
+	}
+	if (p->rc == 0)
+		p->rc = bk_codec_finish(p->codec, &p->err);
+	bk_codec_free(p->codec);
+	shutdown(p->fd, SHUT_WR);
+	close(p->fd);
+	return NULL;
+}
+
+/* Reads what is left of the stream (the tar's trailing blocks). */
+static void drain(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		;
+}
+
+struct objects {
+	const char *dir; /* borrowed: "<base>/<id>/" */
+	size_t dir_len;
+	char tar[32];    /* the data tar's name, "" when absent */
+	enum bk_compression comp;
+	char other[64];  /* another tar (a tablespace's), "" when none */
+};
+
+static const struct {
+	const char *suffix;
+	enum bk_compression comp;
+} tar_suffixes[] = {
+	{ ".tar", BK_COMP_NONE },   { ".tar.gz", BK_COMP_GZIP },
+	{ ".tar.bz2", BK_COMP_BZIP2 }, { ".tar.lz4", BK_COMP_LZ4 },
+	{ ".tar.snappy", BK_COMP_SNAPPY },
+};
+
+static int object_entry(void *ud, const struct os_list_entry *e)
+{
+	struct objects *o = ud;
+	if (e->is_prefix || strncmp(e->key, o->dir, o->dir_len) != 0)
+		return 0;
+	const char *name = e->key + o->dir_len;
+	for (size_t i = 0; i < OP_ARRAY_SIZE(tar_suffixes); i++) {
+		const char *dot = strchr(name, '.');
+		if (!dot || strcmp(dot, tar_suffixes[i].suffix) != 0)
+			continue;
+		if (!strncmp(name, "data.", 5) && strlen(name) < sizeof(o->tar)) {
+			strcpy(o->tar, name);
+			o->comp = tar_suffixes[i].comp;
+		} else if (!o->other[0]) {
+			snprintf(o->other, sizeof(o->other), "%s", name);
+		}
+	}
+	return 0;
+}
+
+/* The data tar of backup id (its name and compression). */
+static int find_tar(struct os_client *c, const struct bk_config *cfg, const char *id,
+		    struct objects *ret, struct op_err *err)
+{
+	struct op_buf dir = OP_BUF_INIT(OS_KEY_MAX + 1);
+	int rc = bk_backup_key(cfg, id, BK_BACKUP_INFO_NAME, &dir, err);
+	if (rc < 0)
+		return rc;
+	op_buf_truncate(&dir, dir.len - strlen(BK_BACKUP_INFO_NAME));
+	struct objects o = { .dir = op_buf_str(&dir), .dir_len = dir.len };
+	struct os_list_opts lo = { .prefix = o.dir, .max_entries = 100000 };
+	rc = os_list(c, &lo, object_entry, &o, err);
+	if (rc >= 0 && !o.tar[0])
+		rc = op_err_set(err, -ENOENT, "backup %s: no data.tar in s3://%s/%s", id,
+				cfg->dest.bucket, o.dir);
+	else if (rc >= 0 && o.other[0])
+		rc = op_err_set(err, -ENOTSUP, "backup %s has tablespaces (%s): restoring them "
+				"is not supported yet", id, o.other);
+	else if (rc >= 0 && o.comp == BK_COMP_SNAPPY)
+		rc = op_err_set(err, -ENOTSUP, "backup %s: %s: snappy is not supported", id, o.tar);
+	op_buf_done(&dir);
+	if (rc < 0)
+		return rc;
+	o.dir = NULL;
+	*ret = o;
+	return 0;
+}
+
+/* A client for the whole download: a transfer may take hours; a stall of
+ * 60 s below 1 KiB/s still ends it. */
+static int restore_client(const struct bk_config *cfg, long timeout_ms, struct os_client **ret,
+			  struct op_err *err)
+{
+	struct bk_secrets s;
+	int rc = bk_secrets_load(cfg, &s, err);
+	if (rc < 0)
+		return rc;
+	struct os_config oc = {
+		.endpoint = cfg->endpoint_url, .region = cfg->region, .bucket = cfg->dest.bucket,
+		.access_key = op_buf_str(&s.access), .secret_key = op_buf_str(&s.secret),
+		.session_token = s.token.len ? op_buf_str(&s.token) : NULL,
+		.ca_pem = s.ca.len ? s.ca.data : NULL, .ca_pem_len = s.ca.len,
+		.transfer_timeout_ms = timeout_ms ? timeout_ms : BK_RESTORE_TIMEOUT_MS,
+	};
+	rc = os_client_new(&oc, ret, err);
+	bk_secrets_done(&s);
+	return rc;
+}
+
+/* GET in a thread into one end of a socket pair, extraction from the other. */
+static int stream_extract(struct os_client *c, const char *key, enum bk_compression comp,
+			  const struct bk_restore_opts *opts, struct bk_restore_stats *st,
+			  struct op_err *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return op_err_set(err, -errno, "socketpair: %s", strerror(errno));
+	uint64_t total = opts->max_total ? opts->max_total : BK_RESTORE_TOTAL_MAX;
+	struct producer p = { .client = c, .key = key, .comp = comp, .fd = sv[1],
+			      .max = total + total / 16 + (64u << 20), .err = OP_ERR_INIT };
+	pthread_t th;
+	int rc = pthread_create(&th, NULL, produce, &p);
+	if (rc != 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return op_err_set(err, -rc, "thread: %s", strerror(rc));
+	}
+	struct op_err xerr = OP_ERR_INIT;
+	rc = bk_restore_tar_fd(sv[0], opts, st, &xerr);
+	if (rc == 0)
+		drain(sv[0]);
+	shutdown(sv[0], SHUT_RDWR); /* a producer still sending fails with EPIPE */
+	pthread_join(th, NULL);
+	close(sv[0]);
+	st->stored_bytes = p.stored;
+	/* the download's failure explains a truncated tar better than the tar does */
+	if (p.rc < 0 && (rc == 0 || rc == -EBADMSG))
+		return op_err_set(err, p.rc, "GET s3://%s/%s: %s", os_client_bucket(c), key,
+				  p.err.msg);
+	if (rc < 0)
+		return op_err_set(err, rc, "%s", xerr.msg);
+	return 0;
+}
+
+int bk_restore_base(const struct bk_config *cfg, const char *id, const struct bk_restore_opts *opts,
+		    struct bk_restore_stats *ret, struct op_err *err)
+{
+	struct os_client *c = NULL;
+	int rc = restore_client(cfg, opts->timeout_ms, &c, err);
+	struct objects o;
+	if (rc == 0)
+		rc = find_tar(c, cfg, id, &o, err);
+	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
+	if (rc == 0)
+		rc = bk_backup_key(cfg, id, o.tar, &key, err);
+	struct bk_restore_stats st = { 0 };
+	if (rc == 0) {
+		op_log_info("restoring base backup", "backup", id, "object", op_buf_str(&key),
+			    "target", opts->target);
+		rc = stream_extract(c, op_buf_str(&key), o.comp, opts, &st, err);
+	}
+	if (rc == 0) {
+		snprintf(st.tar_name, sizeof(st.tar_name), "%s", o.tar);
+		if (ret)
+			*ret = st;
+	}
+	op_buf_done(&key);
+	os_client_free(c);
+	return rc;
+}
