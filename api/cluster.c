@@ -623,19 +623,6 @@ const struct api_barman_store *api_cluster_wal_store(const struct api_cluster *c
 	return s && (s->has_s3_credentials || s->s3.inherit_from_iam_role) ? s : NULL;
 }
 
-const struct api_barman_store *api_cluster_recovery_store(const struct api_cluster *c)
-{
-	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
-	if (!rec->present || !rec->source)
-		return NULL;
-	for (size_t i = 0; i < c->spec.n_external_clusters; i++) {
-		const struct api_external_cluster *e = &c->spec.external_clusters[i];
-		if (e->name && strcmp(e->name, rec->source) == 0)
-			return e->barman_object_store;
-	}
-	return NULL;
-}
-
 static const char *const barman_file_names[API_BARMAN_FILE__COUNT] = {
 	[API_BARMAN_ACCESS_KEY_ID] = "access-key-id",
 	[API_BARMAN_SECRET_ACCESS_KEY] = "secret-access-key",

@@ -305,9 +305,6 @@ const char *api_barman_server_name(const struct api_cluster *c,
 /* The object store of WAL archiving: spec.backup.barmanObjectStore with S3
  * credentials (or the IAM role), NULL otherwise (borrowed). */
 const struct api_barman_store *api_cluster_wal_store(const struct api_cluster *c);
-/* The object store bootstrap.recovery.source names: that externalClusters[]
- * entry's barmanObjectStore (borrowed), NULL when there is none. */
-const struct api_barman_store *api_cluster_recovery_store(const struct api_cluster *c);
 
 /* The Secret keys a barman object store names, as the instance Pod sees them:
  * the reconciler mounts each as volume "barman-<file>" holding just that key

@@ -168,8 +168,9 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, bool recove
 	op_jpush(vols, vol_secret("app", s_app, NULL));
 	op_jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
 	add_store_volumes(api_cluster_wal_store(c), "barman", vols, mounts);
-	if (recovering)
-		add_store_volumes(api_cluster_recovery_store(c), "recovery", vols, mounts);
+	const struct api_external_cluster *src = recovering ? api_cluster_recovery_source(c) : NULL;
+	if (src) /* the names api_recovery_file_volume gives */
+		add_store_volumes(src->barman_object_store, "recovery", vols, mounts);
 	op_jset(spec, "volumes", vols);
 }
 
