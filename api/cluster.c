@@ -684,3 +684,55 @@ const char *api_barman_server_name(const struct api_cluster *c,
 		return store->server_name;
 	return c ? c->metadata.name : NULL;
 }
+
+/* ---- shared with backup.c (decode.h) ---- */
+
+void api_dec_metadata(struct api_dec *d, json_object *o, const char *p, struct api_metadata *m)
+{
+	dec_metadata(d, o, p, m);
+}
+
+void api_dec_secret_ref(struct api_dec *d, json_object *o, const char *p,
+			struct api_secret_ref *r)
+{
+	dec_secret_ref(d, o, p, r);
+}
+
+void api_dec_s3_credentials(struct api_dec *d, json_object *o, const char *p,
+			    struct api_barman_store *b)
+{
+	dec_s3_credentials(d, o, p, b);
+}
+
+void api_dec_barman_store(struct api_dec *d, json_object *obj, const char *path, const char *key,
+			  struct api_barman_store **ret)
+{
+	dec_barman_store(d, obj, path, key, ret);
+}
+
+struct api_barman_store *api_barman_store_free(struct api_barman_store *b)
+{
+	return barman_store_free(b);
+}
+
+void api_secret_ref_done(struct api_secret_ref *r)
+{
+	secret_ref_done(r);
+	r->name = r->key = NULL;
+}
+
+void api_s3_credentials_done(struct api_s3_credentials *s3)
+{
+	api_secret_ref_done(&s3->access_key_id);
+	api_secret_ref_done(&s3->secret_access_key);
+	api_secret_ref_done(&s3->region);
+	api_secret_ref_done(&s3->session_token);
+}
+
+void api_metadata_done(struct api_metadata *m)
+{
+	free(m->name), free(m->namespace_), free(m->uid), free(m->resource_version);
+	api_kvs_done(&m->labels);
+	api_kvs_done(&m->annotations);
+	memset(m, 0, sizeof(*m));
+}

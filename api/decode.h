@@ -46,4 +46,21 @@ void api_dec_kvs(struct api_dec *d, json_object *obj, const char *path, const ch
 
 void api_kvs_done(struct api_kvs *kvs);
 
+/* Decoders shared by cluster.c and backup.c (defined in cluster.c). */
+void api_dec_metadata(struct api_dec *d, json_object *o, const char *p, struct api_metadata *m);
+void api_dec_secret_ref(struct api_dec *d, json_object *o, const char *p,
+			struct api_secret_ref *r);
+/* s3Credentials into b->s3 (sets b->has_s3_credentials). */
+void api_dec_s3_credentials(struct api_dec *d, json_object *o, const char *p,
+			    struct api_barman_store *b);
+/* obj.key as a barman object store: *ret (owned, api_barman_store_free)
+ * allocated when present. */
+void api_dec_barman_store(struct api_dec *d, json_object *obj, const char *path, const char *key,
+			  struct api_barman_store **ret);
+/* Frees a store and everything in it; accepts NULL; returns NULL. */
+struct api_barman_store *api_barman_store_free(struct api_barman_store *b);
+void api_secret_ref_done(struct api_secret_ref *r);
+void api_s3_credentials_done(struct api_s3_credentials *s3);
+void api_metadata_done(struct api_metadata *m);
+
 #endif

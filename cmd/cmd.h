@@ -22,8 +22,8 @@ int cmd_selftest(int argc, char **argv);
 /* `pgop version` (cmd/main.c). */
 int cmd_version(int argc, char **argv);
 
-/* `pgop crd [-o yaml|json]`: prints the Cluster CustomResourceDefinition
- * (cmd/crd.c). */
+/* `pgop crd [--kind K] [-o yaml|json] [--output-dir DIR]`: prints or writes
+ * the CustomResourceDefinitions (cmd/crd.c). */
 int cmd_crd(int argc, char **argv);
 
 /* `pgop instance init|join|run|status`, `pgop bootstrap DEST` (cmd/instance.c). */

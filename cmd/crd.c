@@ -1,10 +1,11 @@
-/* cmd/crd.c - `pgop crd`: print the Cluster CRD generated from openapi/. */
+/* cmd/crd.c - `pgop crd`: print (or write) the CRDs generated from openapi/. */
 #include "cmd/cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "openapi/openapi.h"
 #include "support/alloc.h"
@@ -21,29 +22,61 @@ static const struct {
 };
 
 static const char crd_usage[] =
-	"Usage: pgop crd [-o yaml|json]\n"
-	"Prints the postgresql.cnpg.io Cluster CustomResourceDefinition generated from\n"
-	"openapi/cluster.schema.yaml (the content of crd/postgresql.cnpg.io_clusters.yaml).\n"
-	"  -o, --output FORMAT   yaml (default) or json\n"
-	"  -h, --help            this help\n";
+	"Usage: pgop crd [--kind KIND] [-o yaml|json] [--output-dir DIR]\n"
+	"Prints the CustomResourceDefinitions generated from openapi/<kind>.schema.yaml:\n"
+	"Cluster, Backup, ScheduledBackup (postgresql.cnpg.io) and ObjectStore\n"
+	"(barmancloud.cnpg.io); YAML documents separated by ---, or a JSON List.\n"
+	"  -k, --kind KIND        only this kind (kind, plural or plural.group)\n"
+	"  -o, --output FORMAT    yaml (default) or json\n"
+	"  -d, --output-dir DIR   write DIR/<group>_<plural>.yaml for each kind (YAML;\n"
+	"                         what `ninja gen-crd` does for crd/ and charts/pgop/crds/)\n"
+	"  -h, --help             this help\n";
 
-static int render(enum crd_format format, struct op_buf *out, struct op_err *err)
+/* Writes each kind's (or k's) CRD as DIR/<group>_<plural>.yaml, through a
+ * temporary file renamed into place. 0 or 1 (logged). */
+static int write_dir(const char *dir, const struct oa_kind *only)
 {
-	return format == CRD_YAML ? oa_render_crd(out, err) : oa_render_crd_json(out, err);
+	for (size_t i = 0; i < oa_kind_count(); i++) {
+		const struct oa_kind *k = oa_kind_at(i);
+		if (only && k != only)
+			continue;
+		_cleanup_(op_buf_donep) struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
+		struct op_err err = OP_ERR_INIT;
+		if (oa_kind_render_crd(k, &out, &err) < 0) {
+			op_log_error("cannot render the CRD", "kind", k->kind, "error", err.msg);
+			return 1;
+		}
+		_cleanup_free_ char *name = oa_kind_crd_file(k);
+		_cleanup_free_ char *path = op_asprintf("%s/%s", dir, name);
+		_cleanup_free_ char *tmp = op_asprintf("%s.tmp", path);
+		FILE *f = fopen(tmp, "w");
+		bool ok = f && fwrite(op_buf_str(&out), 1, out.len, f) == out.len;
+		ok = f && fclose(f) == 0 && ok;
+		if (!ok || rename(tmp, path) != 0) {
+			op_log_error("cannot write the CRD", "path", path, "error", strerror(errno));
+			unlink(tmp);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int cmd_crd(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "kind", required_argument, NULL, 'k' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "output-dir", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum crd_format format = CRD_YAML;
+	const struct oa_kind *kind = NULL;
+	const char *dir = NULL;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:o:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': {
 			size_t i;
@@ -58,6 +91,16 @@ int cmd_crd(int argc, char **argv)
 			format = crd_formats[i].format;
 			break;
 		}
+		case 'k':
+			kind = oa_kind_find(optarg);
+			if (!kind) {
+				fprintf(stderr, "pgop crd: unknown kind \"%s\"\n%s", optarg, crd_usage);
+				return 2;
+			}
+			break;
+		case 'd':
+			dir = optarg;
+			break;
 		case 'h':
 			fputs(crd_usage, stdout);
 			return 0;
@@ -71,9 +114,11 @@ int cmd_crd(int argc, char **argv)
 		return 2;
 	}
 
+	if (dir)
+		return write_dir(dir, kind);
 	_cleanup_(op_buf_donep) struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
 	struct op_err err = OP_ERR_INIT;
-	if (render(format, &out, &err) < 0) {
+	if (oa_render_crds(kind, format == CRD_JSON, &out, &err) < 0) {
 		op_log_error("cannot render the CRD", "error", err.msg);
 		return 1;
 	}

@@ -18,7 +18,7 @@ static const struct subcommand subcommands[] = {
 	  "run the operator: admission webhooks over HTTPS, health and metrics" },
 	{ "validate", cmd_validate,
 	  "run admission (defaulting + validation) on manifests, offline" },
-	{ "crd", cmd_crd, "print the Cluster CustomResourceDefinition" },
+	{ "crd", cmd_crd, "print the CustomResourceDefinitions (Cluster, Backup, ScheduledBackup, ObjectStore)" },
 	{ "selftest", cmd_selftest,
 	  "check through the API server that admission refuses and admits as pgop does" },
 	{ "instance", cmd_instance, "instance manager: init, join, run (PID 1), status" },

@@ -461,36 +461,162 @@ static void test_crd_render_json(void **state)
 	op_buf_done(&out);
 }
 
-/* The committed crd/ file is exactly what the generator produces. */
-static void test_crd_file_not_stale(void **state)
+/* One kind's committed crd/ file (and the chart's copy) is exactly what the
+ * generator produces. */
+static void check_kind_file(const struct oa_kind *k)
 {
-	(void)state;
 	struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
 	struct op_err err = OP_ERR_INIT;
-	if (oa_render_crd(&out, &err) < 0)
-		fail_msg("%s", err.msg);
+	if (oa_kind_render_crd(k, &out, &err) < 0)
+		fail_msg("%s: %s", k->kind, err.msg);
+	_cleanup_free_ char *name = oa_kind_crd_file(k);
+	_cleanup_free_ char *file = op_asprintf("%s/crd/%s", PGOP_SOURCE_DIR, name);
+	_cleanup_free_ char *chart_file =
+		op_asprintf("%s/charts/pgop/crds/%s", PGOP_SOURCE_DIR, name);
 	size_t len = 0;
-	_cleanup_free_ char *committed = read_file(CRD_FILE, &len);
+	_cleanup_free_ char *committed = read_file(file, &len);
 	if (!committed)
-		fail_msg("cannot read %s: run `ninja gen-crd`", CRD_FILE);
+		fail_msg("cannot read %s: run `ninja gen-crd`", file);
 	if (len != out.len || memcmp(committed, op_buf_str(&out), len) != 0) {
 		size_t i = 0;
 		while (i < len && i < out.len && committed[i] == op_buf_str(&out)[i])
 			i++;
-		fail_msg("%s is stale (first difference at byte %zu): run `ninja gen-crd`", CRD_FILE,
-			 i);
+		fail_msg("%s is stale (first difference at byte %zu): run `ninja gen-crd`", file, i);
 	}
 	size_t clen = 0;
-	_cleanup_free_ char *chart = read_file(CHART_CRD_FILE, &clen);
+	_cleanup_free_ char *chart = read_file(chart_file, &clen);
 	if (!chart || clen != len || memcmp(chart, committed, len) != 0)
-		fail_msg("%s differs from %s: run `ninja gen-crd`", CHART_CRD_FILE, CRD_FILE);
+		fail_msg("%s differs from %s: run `ninja gen-crd`", chart_file, file);
 	/* and it reads back to the same object */
 	json_object *back = NULL, *crd = NULL;
 	assert_int_equal(oa_yaml_parse(committed, len, &back, &err), 0);
-	assert_int_equal(oa_crd_json(&crd, &err), 0);
+	assert_int_equal(oa_kind_crd_json(k, &crd, &err), 0);
 	assert_true(json_object_equal(back, crd));
 	json_object_put(back);
 	json_object_put(crd);
+	op_buf_done(&out);
+}
+
+static void test_crd_file_not_stale(void **state)
+{
+	(void)state;
+	assert_string_equal(CRD_FILE, PGOP_SOURCE_DIR "/crd/postgresql.cnpg.io_clusters.yaml");
+	assert_string_equal(CHART_CRD_FILE,
+			    PGOP_SOURCE_DIR "/charts/pgop/crds/postgresql.cnpg.io_clusters.yaml");
+	assert_int_equal(oa_kind_count(), 4);
+	for (size_t i = 0; i < oa_kind_count(); i++)
+		check_kind_file(oa_kind_at(i));
+	/* no stray generated file: crd/ holds exactly one YAML file per kind */
+	DIR *dh = opendir(PGOP_SOURCE_DIR "/crd");
+	assert_non_null(dh);
+	size_t yamls = 0;
+	for (struct dirent *e; (e = readdir(dh));) {
+		size_t n = strlen(e->d_name);
+		yamls += n > 5 && strcmp(e->d_name + n - 5, ".yaml") == 0;
+	}
+	closedir(dh);
+	assert_int_equal(yamls, oa_kind_count());
+}
+
+/* The other kinds: names, columns, subresources, the fields of CloudNativePG
+ * 1.27/1.28 and plugin-barman-cloud. */
+static void test_crd_backup_kinds(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *find, *crd_name, *kind, *cols[6];
+		const char *fields[12];
+	} cases[] = {
+		{ "Backup", "backups.postgresql.cnpg.io", "Backup",
+		  { "Age", "Cluster", "Method", "Phase", "Error" },
+		  { "spec.cluster.name", "spec.target", "spec.method", "spec.pluginConfiguration.name",
+		    "spec.online", "spec.onlineConfiguration.waitForArchive", "status.backupId",
+		    "status.instanceID.podName", "status.s3Credentials.accessKeyId.name",
+		    "status.snapshotBackupStatus.elements.[].name", "status.backupLabelFile",
+		    "status.pluginMetadata" } },
+		{ "scheduledbackups", "scheduledbackups.postgresql.cnpg.io", "ScheduledBackup",
+		  { "Age", "Cluster", "Last Backup" },
+		  { "spec.schedule", "spec.suspend", "spec.immediate", "spec.cluster.name",
+		    "spec.backupOwnerReference", "spec.target", "spec.method", "spec.online",
+		    "spec.onlineConfiguration", "spec.pluginConfiguration.parameters",
+		    "status.lastCheckTime", "status.nextScheduleTime" } },
+		{ "objectstores.barmancloud.cnpg.io", "objectstores.barmancloud.cnpg.io",
+		  "ObjectStore", { "Age" },
+		  { "spec.configuration.destinationPath", "spec.configuration.s3Credentials",
+		    "spec.configuration.wal.maxParallel", "spec.configuration.data.jobs",
+		    "spec.retentionPolicy", "spec.instanceSidecarConfiguration.env",
+		    "spec.instanceSidecarConfiguration.retentionPolicyIntervalSeconds",
+		    "status.serverRecoveryWindow" } },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
+		const struct oa_kind *k = oa_kind_find(cases[i].find);
+		assert_non_null(k);
+		_cleanup_(op_json_putp) json_object *crd = NULL;
+		struct op_err err = OP_ERR_INIT;
+		if (oa_kind_crd_json(k, &crd, &err) < 0)
+			fail_msg("%s", err.msg);
+		assert_string_equal(op_json_str_at(crd, "metadata.name"), cases[i].crd_name);
+		assert_string_equal(op_json_str_at(crd, "spec.names.kind"), cases[i].kind);
+		json_object *v = json_object_array_get_idx(op_json_at(crd, "spec.versions"), 0);
+		assert_non_null(op_json_at(v, "subresources.status"));
+		assert_null(op_json_at(v, "subresources.scale"));
+		json_object *pc = op_json_at(v, "additionalPrinterColumns");
+		size_t n = 0;
+		while (n < 6 && cases[i].cols[n])
+			n++;
+		assert_int_equal(json_object_array_length(pc), n);
+		for (size_t j = 0; j < n; j++)
+			assert_string_equal(op_json_str_at(json_object_array_get_idx(pc, j), "name"),
+					    cases[i].cols[j]);
+		json_object *s = op_json_at(v, "schema.openAPIV3Schema");
+		for (size_t j = 0; j < 12 && cases[i].fields[j]; j++)
+			if (!node_at(s, cases[i].fields[j]))
+				fail_msg("%s: no %s", cases[i].kind, cases[i].fields[j]);
+	}
+	/* enums and defaults that admission also checks */
+	const struct oa_kind *b = oa_kind_find("backup");
+	_cleanup_(op_json_putp) json_object *s = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(oa_kind_schema(b, &s, &err), 0);
+	assert_int_equal(json_object_array_length(op_json_at(node_at(s, "spec.method"), "enum")), 3);
+	assert_string_equal(op_json_str_at(node_at(s, "spec.method"), "default"),
+			    "barmanObjectStore");
+	const char *const needles[] = { "self == oldSelf" };
+	assert_true(has_rule(node_at(s, "spec"), needles, 1));
+	_cleanup_(op_json_putp) json_object *sb = NULL;
+	assert_int_equal(oa_kind_schema(oa_kind_find("ScheduledBackup"), &sb, &err), 0);
+	assert_string_equal(op_json_str_at(node_at(sb, "spec.backupOwnerReference"), "default"),
+			    "none");
+	/* ObjectStore.spec.configuration is the Cluster's barmanObjectStore */
+	_cleanup_(op_json_putp) json_object *os = NULL, *cl = cluster_schema();
+	assert_int_equal(oa_kind_schema(oa_kind_find("objectstore"), &os, &err), 0);
+	assert_true(json_object_equal(op_json_at(node_at(os, "spec.configuration"), "properties"),
+				      op_json_at(node_at(cl, "spec.backup.barmanObjectStore"),
+						 "properties")));
+	/* lookups */
+	assert_null(oa_kind_find("nope"));
+	assert_null(oa_kind_find(NULL));
+	assert_ptr_equal(oa_kind_find("CLUSTERS"), oa_kind_at(0));
+	assert_null(oa_kind_at(oa_kind_count()));
+}
+
+/* `pgop crd`: every kind, YAML documents or a JSON List. */
+static void test_crd_render_all(void **state)
+{
+	(void)state;
+	struct op_buf out = OP_BUF_INIT(OA_MAX_DOC);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(oa_render_crds(NULL, 0, &out, &err), 0);
+	_cleanup_(op_json_putp) json_object *docs = NULL;
+	size_t docs_n = 0; /* each document starts with "---" */
+	for (const char *p = op_buf_str(&out); (p = strstr(p, "---\n")); p += 4)
+		docs_n++;
+	assert_int_equal(docs_n, oa_kind_count());
+	op_buf_reset(&out);
+	assert_int_equal(oa_render_crds(NULL, 1, &out, &err), 0);
+	assert_int_equal(op_json_parse(op_buf_str(&out), out.len, 0, &docs, &err), 0);
+	assert_string_equal(op_json_str_at(docs, "kind"), "List");
+	assert_int_equal(json_object_array_length(op_json_at(docs, "items")), oa_kind_count());
 	op_buf_done(&out);
 }
 
@@ -676,6 +802,8 @@ int main(void)
 		cmocka_unit_test(test_crd_shape),
 		cmocka_unit_test(test_crd_render_json),
 		cmocka_unit_test(test_crd_file_not_stale),
+		cmocka_unit_test(test_crd_backup_kinds),
+		cmocka_unit_test(test_crd_render_all),
 		cmocka_unit_test(test_samples_conform),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
