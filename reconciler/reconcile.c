@@ -1184,7 +1184,8 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	if (ret == 0)
 		ret = rc_rollout_step(r, inv.v, inv.n, inv.pods);
 	fill_instances_status(r, &inv);
-	if (ret == 0 && rc_backups_step(r, inv.v, inv.n) < 0) { /* the Cluster goes on */
+	if (ret == 0 && (rc_scheduled_backups_step(r) < 0 ||
+			 rc_backups_step(r, inv.v, inv.n) < 0)) { /* the Cluster goes on */
 		op_log_warn("backups: reconcile failed", "cluster", r->key, "error", r->err->msg);
 		op_err_clear(r->err);
 		rc_requeue(r, REQUEUE_WAIT_STATUS_MS);
