@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/backup.h"
 #include "api/timestamp.h"
 #include "backup/backup.h"
 #include "kube/kube.h"
@@ -150,29 +151,55 @@ static int call_instance(struct rc_run *r, const struct rc_instance *target, con
 	return ret;
 }
 
-/* The object store fields CloudNativePG copies into a Backup's status. */
-static void store_fields(json_object *st, const struct api_cluster *c,
-			 const struct api_barman_store *s)
+static void ref_copy(struct api_secret_ref *dst, const struct api_secret_ref *src)
 {
-	op_jsets(st, "destinationPath", s->destination_path);
-	if (s->endpoint_url)
-		op_jsets(st, "endpointURL", s->endpoint_url);
-	op_jsets(st, "serverName", api_barman_server_name(c, s));
+	dst->name = src->name ? op_strdup(src->name) : NULL;
+	dst->key = src->key ? op_strdup(src->key) : NULL;
+}
+
+/* The running status of a Backup started on `in` with backup id `id`, with
+ * the store and its Secret references, as CloudNativePG records them (a
+ * recovery from this Backup reads them: bootstrap.recovery.backup.name). */
+static json_object *running_status(struct rc_run *r, const struct api_barman_store *s,
+				   const struct rc_instance *in, const char *id)
+{
+	struct api_backup_status st = {
+		.phase = API_BACKUP_PHASE_RUNNING,
+		.method = op_strdup(api_backup_method_name(API_BACKUP_METHOD_BARMAN)),
+		.has_online = true,
+		.online = true,
+		.backup_id = op_strdup(id),
+		.started_at = r->now,
+		.destination_path = op_strdup(s->destination_path),
+		.endpoint_url = s->endpoint_url ? op_strdup(s->endpoint_url) : NULL,
+		.server_name = op_strdup(api_barman_server_name(r->c, s)),
+		.has_s3_credentials = s->has_s3_credentials,
+	};
+	st.instance_id.pod_name = op_strdup(in->name);
+	ref_copy(&st.endpoint_ca, &s->endpoint_ca);
+	ref_copy(&st.s3.access_key_id, &s->s3.access_key_id);
+	ref_copy(&st.s3.secret_access_key, &s->s3.secret_access_key);
+	ref_copy(&st.s3.region, &s->s3.region);
+	ref_copy(&st.s3.session_token, &s->s3.session_token);
+	json_object *o = api_backup_status_json(&st);
+	api_backup_status_done(&st);
+	return o;
 }
 
 /* Starts Backup b (borrowed) of the Cluster. */
 static int start(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *b)
 {
 	const char *name = kube_obj_name(b);
-	const char *method = op_json_str_at(b, "spec.method");
-	if (!method || !*method)
-		method = "barmanObjectStore";
-	if (str_eq(method, "volumeSnapshot"))
+	const char *method_text = op_json_str_at(b, "spec.method");
+	enum api_backup_method m = api_backup_method_parse(method_text);
+	const char *method = api_backup_method_name(m);
+	if (m == API_BACKUP_METHOD_VOLUME_SNAPSHOT)
 		return fail(r, name, method, "method volumeSnapshot needs CSI volume snapshots, "
 			    "which this Kubernetes does not have: use barmanObjectStore");
-	if (!str_eq(method, "barmanObjectStore"))
-		return fail(r, name, method, "method %.64s is not supported by pgop "
-			    "(barmanObjectStore)", method);
+	if (m != API_BACKUP_METHOD_BARMAN)
+		return fail(r, name, method_text ? method_text : "?",
+			    "method %.64s is not supported by pgop (barmanObjectStore)",
+			    method_text ? method_text : "?");
 	const struct api_barman_store *s = api_cluster_wal_store(r->c);
 	if (!s)
 		return fail(r, name, method, "cluster %s has no spec.backup.barmanObjectStore "
@@ -198,19 +225,10 @@ static int start(struct rc_run *r, const struct rc_instance *v, size_t n, json_o
 		return 0;
 	}
 	json_object_put(doc);
-	json_object *st = op_jobj();
-	op_jsets(st, "phase", PHASE_RUNNING);
-	op_jsets(st, "method", method);
-	op_jset(st, "online", op_jbool(true));
-	op_jsets(st, "backupId", id);
-	op_jsets(op_jchild(st, "instanceID"), "podName", in->name);
-	_cleanup_free_ char *t = now_rfc3339(r);
-	op_jsets(st, "startedAt", t);
-	store_fields(st, r->c, s);
 	rc_event(r, "Normal", "BackupStarted", "backup %s started on %s (%s, id %s)", name,
 		 in->name, in->is_primary ? "primary" : "standby", id);
 	rc_requeue(r, BACKUP_POLL_MS);
-	return patch_status(r, name, st);
+	return patch_status(r, name, running_status(r, s, in, id));
 }
 
 /* The fields of the instance's GET /pg/backup answer a finished Backup's
@@ -318,10 +336,10 @@ int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n)
 		json_object *b = json_object_array_get_idx(list, i);
 		if (op_json_at(b, "metadata.deletionTimestamp"))
 			continue;
-		const char *phase = op_json_str_at(b, "status.phase");
-		if (!phase || !*phase || str_eq(phase, "pending"))
+		enum api_backup_phase ph = api_backup_phase_parse(op_json_str_at(b, "status.phase"));
+		if (ph == API_BACKUP_PHASE_NONE || ph == API_BACKUP_PHASE_PENDING)
 			ret = r->ca.cert_pem ? start(r, v, n, b) : 0;
-		else if (str_eq(phase, PHASE_RUNNING) || str_eq(phase, "started"))
+		else if (api_backup_phase_in_progress(ph))
 			ret = poll(r, v, n, b);
 	}
 	summarise(r, list);
