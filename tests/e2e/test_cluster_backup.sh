@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# e2e-timeout: 1500
+# Base backups, scheduled backups and recovery of a Cluster on an object store in the
+# cluster (issue 25's acceptance):
+#   1. versitygw as a Pod over TLS (objstore_lib.sh); pgop from its Helm chart;
+#      samples/cluster-backup-s3.yaml (3 instances, gzip WAL) pointed at it; rows in a
+#      ledger table;
+#   2. a Backup (the default method and target): completed, taken on a standby (not
+#      the primary), with begin/end WAL and LSNs, backupId, the store in its status; the
+#      Cluster's lastSuccessfulBackup and condition LastBackupSucceeded True;
+#   3. barman-cloud 3.19.1's barman-cloud-backup-list lists it (DONE, same begin WAL),
+#      and barman-cloud-restore + barman-cloud-wal-restore (restore_command) bring up a
+#      local PostgreSQL 15 with exactly the rows committed before the backup ended;
+#   4. a new Cluster bootstraps with bootstrap.recovery from that store
+#      (externalClusters[].barmanObjectStore): healthy, exactly the same rows, and a
+#      second one to a point in time between two rows (recoveryTarget.targetTime);
+#   5. method volumeSnapshot: the Backup fails with why (no CSI snapshots), at once;
+#   6. a ScheduledBackup with immediate: one Backup at creation, completed;
+#      suspended, no more Backups though its schedule fires every second; resumed, more.
+# METRIC: seconds from the Backup's creation to completed; recovery Cluster to healthy.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$E2E_DIR/objstore_lib.sh"
+. "$E2E_DIR/wal_lib.sh"
+
+[ -z "${1:-}" ] || PGOP_BIN=$1
+[[ $(id -u) -eq 0 ]] || e2e_skip "must run as root (setpriv to postgres)"
+BARMAN=$("$E2E_DIR/build-barman.sh" | tail -n 1) || e2e_fail "barman-cloud not installed"
+e2e_up
+e2e_agent_up
+# shellcheck source=cluster_lib.sh
+. "$(dirname "$0")/cluster_lib.sh"
+cluster_setup backup
+osns=
+local_pg=
+backup_cleanup() {
+	local rc=$?
+	[ -z "$local_pg" ] || wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -m immediate stop >/dev/null 2>&1 || true
+	if [ $rc -ne 0 ]; then
+		e2e_log "--- backups"
+		k get backups,scheduledbackups -o wide >&2 || true
+		k get backups -o json | jq -c '.items[] | {n: .metadata.name, s: .status}' >&2 || true
+	fi
+	[ -z "$osns" ] || kubectl delete namespace "$osns" --wait=false >/dev/null 2>&1 || true
+	(exit $rc)
+	cluster_cleanup
+}
+trap backup_cleanup EXIT
+osns=$(e2e_ns objstore)
+objstore_pod_up "$tmp/s3" "$osns" backups || e2e_fail "versitygw Pod did not start"
+cluster_crd
+cluster_helm_install
+objstore_pod_client_secrets "$ns" objstore-credentials objstore-ca || e2e_fail "client Secrets"
+C=cluster-backup-s3
+t0=$(date +%s)
+sed -e "s|https://versitygw.objstore.svc:7070|$OBJSTORE_ENDPOINT|" "$SAMPLES/cluster-backup-s3.yaml" |
+	k apply -f - >/dev/null
+wait_healthy 3 600
+primary=$(status currentPrimary)
+e2e_log "healthy, primary $primary ($(($(date +%s) - t0)) s)"
+sql "$primary" "create table ledger (id int primary key, at timestamptz default clock_timestamp())" >/dev/null
+sql "$primary" "insert into ledger (id) select generate_series(1, 1000)" >/dev/null
+
+bst() { k get backup "$1" -o jsonpath="{.status.$2}" 2>/dev/null; }
+wait_backup() { # NAME TIMEOUT: until completed (fails the test on failed)
+	local deadline=$(($(date +%s) + $2)) phase
+	while :; do
+		phase=$(bst "$1" phase)
+		[ "$phase" = completed ] && return 0
+		[ "$phase" = failed ] && e2e_fail "backup $1 failed: $(bst "$1" error)"
+		[ "$(date +%s)" -lt "$deadline" ] || e2e_fail "backup $1 not completed after $2 s (phase '$phase')"
+		sleep 2
+	done
+}
+
+# ---- 2. a Backup, from a standby ----------------------------------------------------
+tb=$(date +%s)
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata: {name: first}
+spec: {cluster: {name: $C}}
+EOF
+wait_backup first 300
+echo "METRIC backup_first_completed_s=$(($(date +%s) - tb))"
+pod=$(bst first instanceID.podName)
+e2e_assert_ne "" "$pod" "status.instanceID.podName"
+e2e_assert_ne "$primary" "$pod" "prefer-standby: the backup ran on a standby"
+id=$(bst first backupId)
+e2e_assert_match "$id" '^[0-9]{8}T[0-9]{6}$' "status.backupId"
+for f in beginWal endWal; do e2e_assert_match "$(bst first $f)" '^[0-9A-F]{24}$' "status.$f"; done
+for f in beginLSN endLSN; do e2e_assert_match "$(bst first $f)" '^[0-9A-F]+/[0-9A-F]+$' "status.$f"; done
+e2e_assert_eq "s3://backups/pgop" "$(bst first destinationPath)" "status.destinationPath"
+e2e_assert_eq "$C" "$(bst first serverName)" "status.serverName"
+e2e_assert_ne "" "$(bst first stoppedAt)" "status.stoppedAt"
+e2e_wait_for "[ -n \"\$(status lastSuccessfulBackup)\" ]" 30 || e2e_fail "no lastSuccessfulBackup"
+cond() { k get cluster $C -o jsonpath="{.status.conditions[?(@.type==\"$1\")].$2}"; }
+e2e_wait_for "[ \"\$(cond LastBackupSucceeded status)\" = True ]" 30 ||
+	e2e_fail "condition LastBackupSucceeded '$(cond LastBackupSucceeded status)': $(cond LastBackupSucceeded message)"
+e2e_log "backup first: $id on $pod, WAL $(bst first beginWal)..$(bst first endWal), LSN $(bst first beginLSN)..$(bst first endLSN)"
+# rows committed after the backup: a recovery to the end of the WAL has them too
+sql "$primary" "insert into ledger (id) select generate_series(1001, 1500)" >/dev/null
+sql "$primary" "select pg_switch_wal()" >/dev/null
+want_sum=$(sql "$primary" "select count(*) || ':' || sum(id) from ledger")
+
+# ---- 3. barman-cloud lists and restores it ------------------------------------------
+WAL_DIR=$tmp/barman
+wal_init "$WAL_DIR" || e2e_fail "credentials for barman-cloud"
+barman() { wal_barman_env "$BARMAN/$1" --endpoint-url "$OBJSTORE_HOST_ENDPOINT" "${@:2}"; }
+list=$(barman barman-cloud-backup-list --format json s3://backups/pgop "$C") ||
+	e2e_fail "barman-cloud-backup-list failed: $list"
+e2e_assert_eq DONE "$(jq -r --arg id "$id" '.backups_list[] | select(.backup_id == $id) | .status' <<<"$list")" \
+	"barman-cloud-backup-list: $id DONE"
+e2e_assert_eq "$(bst first beginWal)" "$(jq -r --arg id "$id" '.backups_list[] | select(.backup_id == $id) | .begin_wal' <<<"$list")" \
+	"barman-cloud-backup-list: begin_wal"
+local_pg=$tmp/restored
+mkdir -p "$local_pg" && chown postgres:postgres "$local_pg" && chmod 0700 "$local_pg"
+chown -R postgres:postgres "$WAL_DIR"
+export -f wal_barman_env
+wal_as_pg env AWS_ACCESS_KEY_ID="$(cat "$WAL_DIR/cred/access")" \
+	bash -c 'AWS_SECRET_ACCESS_KEY=$(cat "$0") AWS_CA_BUNDLE="$1" AWS_DEFAULT_REGION=us-east-1 \
+		"$2/barman-cloud-restore" --endpoint-url "$3" s3://backups/pgop "$4" "$5" "$6"' \
+	"$WAL_DIR/cred/secret" "$WAL_DIR/cred/ca.crt" "$BARMAN" "$OBJSTORE_HOST_ENDPOINT" "$C" "$id" "$local_pg" ||
+	e2e_fail "barman-cloud-restore failed"
+WAL_PG_PORT=$((20000 + RANDOM % 20000))
+WAL_PG_SOCK=$tmp/sock
+mkdir -p "$WAL_PG_SOCK" && chown postgres:postgres "$WAL_PG_SOCK"
+cat >"$tmp/restore.sh" <<EOF
+#!/bin/sh
+AWS_ACCESS_KEY_ID=\$(cat $WAL_DIR/cred/access) AWS_SECRET_ACCESS_KEY=\$(cat $WAL_DIR/cred/secret) \\
+AWS_CA_BUNDLE=$WAL_DIR/cred/ca.crt AWS_DEFAULT_REGION=us-east-1 \\
+exec $BARMAN/barman-cloud-wal-restore --endpoint-url $OBJSTORE_HOST_ENDPOINT s3://backups/pgop $C "\$1" "\$2"
+EOF
+chmod 755 "$tmp/restore.sh"
+# the restored PGDATA holds the instance's configuration, written for its Pod (its
+# certificates, /controller paths): a local server gets a configuration of its own
+cat >"$local_pg/postgresql.conf" <<EOF
+port = $WAL_PG_PORT
+listen_addresses = ''
+unix_socket_directories = '$WAL_PG_SOCK'
+hba_file = '$local_pg/pg_hba.local'
+ident_file = '$local_pg/pg_ident.local'
+restore_command = '$tmp/restore.sh %f %p'
+recovery_target_action = 'promote'
+EOF
+: >"$local_pg/postgresql.auto.conf"
+printf 'local all all trust\n' >"$local_pg/pg_hba.local"
+: >"$local_pg/pg_ident.local"
+touch "$local_pg/recovery.signal"
+chown -R postgres:postgres "$local_pg"
+wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -l "$tmp/restored.log" -w -t 300 \
+	start >/dev/null ||
+	{ tail -n 30 "$tmp/restored.log" >&2; e2e_fail "the barman-cloud-restored PostgreSQL did not start"; }
+e2e_wait_for "[ \"\$(wal_psql 'select pg_is_in_recovery()')\" = f ]" 300 ||
+	{ tail -n 30 "$tmp/restored.log" >&2; e2e_fail "barman-cloud-restored PostgreSQL still in recovery"; }
+e2e_assert_eq "$want_sum" "$(wal_psql "select count(*) || ':' || sum(id) from ledger")" \
+	"barman-cloud-restore + barman-cloud-wal-restore: the same rows"
+wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -m fast stop >/dev/null
+local_pg=
+
+# ---- 4. pgop recovers a new Cluster from the store -----------------------------------
+recovery_cluster() { # NAME [TARGET-YAML]
+	k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: $1}
+spec:
+  instances: 1
+  storage: {size: 1Gi}
+  bootstrap:
+    recovery:
+      source: origin
+${2:-}
+  externalClusters:
+    - name: origin
+      barmanObjectStore:
+        destinationPath: s3://backups/pgop
+        endpointURL: $OBJSTORE_ENDPOINT
+        endpointCA: {name: objstore-ca, key: ca.crt}
+        serverName: $C
+        s3Credentials:
+          accessKeyId: {name: objstore-credentials, key: ACCESS_KEY_ID}
+          secretAccessKey: {name: objstore-credentials, key: ACCESS_SECRET_KEY}
+        wal: {compression: gzip}
+EOF
+}
+tr0=$(date +%s)
+recovery_cluster restored
+C=restored wait_healthy 1 600
+echo "METRIC recovery_cluster_healthy_s=$(($(date +%s) - tr0))"
+e2e_assert_eq "$want_sum" "$(sql restored-1 "select count(*) || ':' || sum(id) from ledger")" \
+	"the recovered Cluster has the same rows"
+# a point in time between two rows
+sql "$primary" "insert into ledger (id) values (2001)" >/dev/null
+sleep 1
+tt=$(sql "$primary" "select to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
+sleep 1
+sql "$primary" "insert into ledger (id) values (2002)" >/dev/null
+sql "$primary" "select pg_switch_wal()" >/dev/null
+e2e_wait_for "[ \"\$(k get cluster $C -o jsonpath='{.status.conditions[?(@.type==\"ContinuousArchiving\")].status}')\" = True ]" 60 || true
+sleep 5
+recovery_cluster pitr "      recoveryTarget: {targetTime: \"$tt\"}"
+C=pitr wait_healthy 1 600
+e2e_assert_eq "1:0" "$(sql pitr-1 "select count(*) filter (where id = 2001) || ':' || count(*) filter (where id = 2002) from ledger")" \
+	"recovery to $tt: row 2001 in, row 2002 out"
+
+# ---- 5. volumeSnapshot: refused in the Backup's status -------------------------------
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata: {name: snap}
+spec: {cluster: {name: $C}, method: volumeSnapshot}
+EOF
+e2e_wait_for "[ \"\$(bst snap phase)\" = failed ]" 30 || e2e_fail "volumeSnapshot backup phase '$(bst snap phase)'"
+e2e_assert_contains "$(bst snap error)" "CSI" "volumeSnapshot: the error says why"
+
+# ---- 6. ScheduledBackup: immediate, suspend, resume ----------------------------------
+count_sched() { k get backups -l cnpg.io/scheduled-backup=nightly -o name | wc -l; }
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: ScheduledBackup
+metadata: {name: nightly}
+spec: {cluster: {name: $C}, schedule: "0 0 0 1 1 *", immediate: true, backupOwnerReference: self}
+EOF
+e2e_wait_for "[ \"\$(count_sched)\" -ge 1 ]" 30 || e2e_fail "immediate: no Backup created"
+b1=$(k get backups -l cnpg.io/scheduled-backup=nightly -o jsonpath='{.items[0].metadata.name}')
+wait_backup "$b1" 300
+e2e_assert_eq 1 "$(count_sched)" "immediate: exactly one Backup"
+e2e_assert_ne "" "$(k get scheduledbackup nightly -o jsonpath='{.status.lastScheduleTime}')" "lastScheduleTime"
+e2e_assert_contains "$(k get scheduledbackup nightly -o jsonpath='{.status.nextScheduleTime}')" "-01-01T00:00:00" "nextScheduleTime"
+k patch scheduledbackup nightly --type merge -p '{"spec":{"suspend":true,"schedule":"*/2 * * * * *"}}' >/dev/null
+sleep 10
+e2e_assert_eq 1 "$(count_sched)" "suspended: no new Backup in 10 s of a 2-second schedule"
+k patch scheduledbackup nightly --type merge -p '{"spec":{"suspend":false}}' >/dev/null
+e2e_wait_for "[ \"\$(count_sched)\" -ge 2 ]" 60 || e2e_fail "resumed: no new Backup"
+e2e_log "scheduled backups: $(count_sched) after resuming"
+e2e_log "PASS"
