@@ -319,18 +319,12 @@ int bk_catalog_select(const struct bk_catalog *cat, const struct bk_selection *s
 
 int bk_catalog_first_point(const struct bk_catalog *cat, int64_t *ret_us)
 {
-	bool found = false;
-	int64_t first = 0;
-	for (size_t i = 0; i < cat->n; i++) {
+	for (size_t i = 0; i < cat->n; i++) { /* sorted by id: the oldest first */
 		const struct bk_catalog_entry *x = &cat->v[i];
-		if (!x->ok || x->info.status != BK_STATUS_DONE || !x->info.begin_time.set)
-			continue;
-		if (!found || x->info.begin_time.epoch_us < first)
-			first = x->info.begin_time.epoch_us;
-		found = true;
+		if (x->ok && x->info.status == BK_STATUS_DONE && x->info.end_time.set) {
+			*ret_us = x->info.end_time.epoch_us;
+			return 0;
+		}
 	}
-	if (!found)
-		return -ENOENT;
-	*ret_us = first;
-	return 0;
+	return -ENOENT;
 }

@@ -99,18 +99,6 @@ bool bk_retention_wal_deletable(const struct bk_retention_backup *backups, size_
 	return strcmp(walname, until->info->begin_wal) < 0; /* barman compares names */
 }
 
-bool bk_first_recoverability_point(const struct bk_retention_backup *backups, size_t n,
-				   int64_t *ret_us)
-{
-	for (size_t k = 0; k < n; k++) {
-		if (done(&backups[k]) && backups[k].info->end_time.set) {
-			*ret_us = backups[k].info->end_time.epoch_us;
-			return true;
-		}
-	}
-	return false;
-}
-
 void bk_retention_result_done(struct bk_retention_result *r)
 {
 	for (size_t i = 0; i < r->n_deleted; i++)

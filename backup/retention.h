@@ -62,11 +62,6 @@ void bk_retention_report(const struct bk_retention_backup *backups, size_t n, in
 bool bk_retention_wal_deletable(const struct bk_retention_backup *backups, size_t n,
 				const bool *gone, size_t del, const char *walname);
 
-/* The first recoverability point: the end time of the oldest DONE backup
- * (epoch microseconds); false when there is none. */
-bool bk_first_recoverability_point(const struct bk_retention_backup *backups, size_t n,
-				   int64_t *ret_us);
-
 /* What bk_retention_apply deleted (ids and counts), for the Event. */
 struct bk_retention_result {
 	char **deleted_ids; /* owned, n_deleted of them, oldest first */

@@ -166,6 +166,7 @@ struct inst_pg_status {
 	char *last_archived_wal, *last_archived_wal_time, *last_failed_wal, *last_failed_wal_time;
 	int64_t archiver_failed_count, ready_wals;
 	char *archive_error;
+	char *backup_catalog; /* owned JSON object text (instance/catalog.c), or NULL */
 };
 
 void inst_pg_status_done(struct inst_pg_status *s);

@@ -326,6 +326,25 @@ void inst_state_set_started(struct inst_state *st, bool started);
 void inst_state_set_archive_error(struct inst_state *st, const char *msg);
 /* pg_rewind (or the re-clone after it) runs: /pg/status says so. */
 void inst_state_set_rewinding(struct inst_state *st, bool v);
+/* The backup catalog's looks (instance/catalog.c), owned by the state
+ * (borrowed from it; lives as long as st). */
+struct inst_catalog *inst_state_catalog(struct inst_state *st);
+
+/* ---- catalog.c: the store's backups, retention (the primary only) ---- */
+#define INST_CATALOG_EVERY_S 300
+struct inst_catalog;
+struct inst_catalog *inst_catalog_new(void); /* owned: inst_catalog_free */
+void inst_catalog_free(struct inst_catalog *c); /* waits for a running look; NULL ok */
+/* From the supervisor's tick: starts a look in the background when one is due
+ * and this is the primary. cfg_path: the WAL archive's configuration file
+ * (NULL: the Cluster archives nowhere); retention: spec.backup.retentionPolicy
+ * or NULL. Both copied. */
+void inst_catalog_tick(struct inst_catalog *c, bool primary, const char *cfg_path,
+		       const char *retention);
+/* Asks for a look at the next tick (a base backup just ended). */
+void inst_catalog_poke(struct inst_catalog *c);
+/* The last look as a JSON object's text (owned), NULL before the first. */
+char *inst_catalog_json(struct inst_catalog *c);
 /* postgres stopped by the lease (fenced): the probes still answer. */
 void inst_state_set_fenced(struct inst_state *st, bool v);
 /* pg_rewind exited with rewind_status and the data was cloned again from host

@@ -914,6 +914,11 @@ static void archive_tick(struct runner *rn)
 	free(rn->archive_why);
 	rn->archive_why = why ? op_strdup(why) : NULL;
 	inst_state_set_archive_error(rn->st, why);
+	/* the store's backups and retention, on the primary, once archiving is set up */
+	bool configured = api_cluster_wal_store(rn->cluster) && !why;
+	_cleanup_free_ char *cfg = configured ? inst_archive_config_path(&rn->o->paths) : NULL;
+	inst_catalog_tick(inst_state_catalog(rn->st), rn->primary, cfg,
+			  rn->cluster->spec.backup.retention_policy);
 }
 
 static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)

@@ -38,6 +38,7 @@ struct inst_state {
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
 	char *archive_error; /* owned: why WAL is not archived (inst_state_set_archive_error) */
+	struct inst_catalog *catalog; /* owned; immutable pointer (its own lock) */
 	/* its own lock; immutable pointer */
 	struct inst_cut cut; /* the WAL receiver cut (instance/cut.c) */
 };
@@ -67,6 +68,7 @@ struct inst_state *inst_state_new(const struct inst_run_opts *o)
 	st->sockdir = op_asprintf("%s/run", o->paths.controller_dir ? o->paths.controller_dir
 								     : INST_CONTROLLER_DIR);
 	make_session_id(st->session_id, sizeof(st->session_id));
+	st->catalog = inst_catalog_new();
 	inst_cut_init(&st->cut);
 	return st;
 }
@@ -78,6 +80,7 @@ void inst_state_free(struct inst_state *st)
 	api_cluster_free(st->pending);
 	free(st->reclone_source);
 	free(st->archive_error);
+	inst_catalog_free(st->catalog);
 	free(st->sockdir);
 	inst_cut_destroy(&st->cut);
 	pthread_mutex_destroy(&st->lock);
@@ -185,6 +188,7 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 	}
 	s.archive_error = st->archive_error ? op_strdup(st->archive_error) : NULL;
 	pthread_mutex_unlock(&st->lock);
+	s.backup_catalog = inst_catalog_json(st->catalog);
 	int r = 0;
 	if (!rewinding) {
 		PGconn *c = NULL;
@@ -212,6 +216,11 @@ void inst_state_set_started(struct inst_state *st, bool started)
 	pthread_mutex_lock(&st->lock);
 	st->started = started;
 	pthread_mutex_unlock(&st->lock);
+}
+
+struct inst_catalog *inst_state_catalog(struct inst_state *st)
+{
+	return st->catalog;
 }
 
 void inst_state_set_rewinding(struct inst_state *st, bool v)

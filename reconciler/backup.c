@@ -328,6 +328,43 @@ static void summarise(struct rc_run *r, json_object *list)
 	}
 }
 
+/* The primary's view of the store (its /pg/status backupCatalog,
+ * instance/catalog.c): the first recoverability point, the newest backup the
+ * store holds, and an Event once per retention run that deleted anything. */
+static void catalog(struct rc_run *r, const struct rc_instance *v, size_t n)
+{
+	json_object *cat = NULL;
+	for (size_t i = 0; i < n && !cat; i++)
+		if (v[i].has_status && v[i].is_primary && v[i].doc)
+			cat = op_json_at(v[i].doc, "backupCatalog");
+	if (!json_object_is_type(cat, json_type_object))
+		return;
+	struct rc_status *w = &r->want;
+	const char *frp = op_json_key_str(cat, "firstRecoverabilityPoint");
+	if (frp && api_time_parse(frp, &(int64_t){ 0 }) == 0) {
+		free(w->first_recoverability_point);
+		w->first_recoverability_point = op_strdup(frp);
+	}
+	const char *last = op_json_key_str(cat, "lastSuccessfulBackup");
+	if (last && api_time_parse(last, &(int64_t){ 0 }) == 0 &&
+	    (!w->last_successful_backup || strcmp(last, w->last_successful_backup) > 0)) {
+		free(w->last_successful_backup);
+		w->last_successful_backup = op_strdup(last);
+	}
+	json_object *ret = op_json_at(cat, "retention");
+	const char *at = op_json_key_str(ret, "at");
+	if (!at || !rc_note_report(r->ctl, r->key, "retention", at))
+		return;
+	json_object *ids = op_json_at(ret, "deleted");
+	const char *txt = ids ? json_object_to_json_string_ext(ids, JSON_C_TO_STRING_PLAIN) : "[]";
+	int64_t wals = 0;
+	if (op_json_key_i64(ret, "walsDeleted", &wals) < 0)
+		wals = 0;
+	rc_event(r, "Normal", "RetentionPolicyApplied", "%.64s: deleted backups %.1024s and %lld "
+		 "WAL files they alone needed", op_json_key_str(ret, "policy") ?
+		 op_json_key_str(ret, "policy") : "retention policy", txt, (long long)wals);
+}
+
 int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n)
 {
 	json_object *list = rc_backups_of(r->ctl, RC_INF_BACKUPS, r->ns, r->name);
@@ -343,6 +380,7 @@ int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n)
 			ret = poll(r, v, n, b);
 	}
 	summarise(r, list);
+	catalog(r, v, n);
 	json_object_put(list);
 	return ret;
 }

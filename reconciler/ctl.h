@@ -167,12 +167,14 @@ void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size
  * from the status becomes the set (after an operator restart or a leader
  * change, before the primary answered). */
 void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size_t *n);
-/* True the first time Cluster key's instance pod reports the re-clone id
- * (its sessionID and time, rc_reclone_report): the caller records the Event
- * RewindFailedRecloned. One id is remembered per pod, by this process only
- * (an operator restart reports a still-running manager's re-clone once
- * more). Thread-safe (mu). */
-bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, const char *id);
+/* True the first time Cluster key's subject reports id, for an Event recorded
+ * once: an instance pod's re-clone (subject the pod, id its sessionID and
+ * time, rc_reclone_report: RewindFailedRecloned), the primary's last
+ * retention run (subject "retention", id its time: backup.c). One id is
+ * remembered per subject, by this process only (an operator restart reports
+ * the last one once more). Thread-safe (mu). */
+bool rc_note_report(struct rc_controller *c, const char *key, const char *subject,
+		    const char *id);
 /* Counts reconciles in a row of Cluster key where no Ready instance answered
  * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
  * non-failing call resets the count and returns 0. Thread-safe (mu). */

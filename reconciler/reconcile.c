@@ -1101,7 +1101,7 @@ static void reclone_events(struct rc_run *r, const struct inventory *inv)
 			continue;
 		_cleanup_free_ char *id = op_asprintf("%s %s", rep.session_id ? rep.session_id : "",
 						      rep.time);
-		if (rc_note_reclone(r->ctl, r->key, in->name, id))
+		if (rc_note_report(r->ctl, r->key, in->name, id))
 			rc_event(r, "Warning", "RewindFailedRecloned",
 				 "pg_rewind failed on %s (exit status %lld): re-cloned it from %s "
 				 "at %s",

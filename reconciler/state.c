@@ -203,7 +203,7 @@ void rc_sync_set_get(struct rc_controller *c, const char *key, char ***ret, size
 	pthread_mutex_unlock(&c->mu);
 }
 
-bool rc_note_reclone(struct rc_controller *c, const char *key, const char *pod, const char *id)
+bool rc_note_report(struct rc_controller *c, const char *key, const char *pod, const char *id)
 {
 	_cleanup_free_ char *entry = op_asprintf("%s\t%s", pod, id);
 	size_t plen = strlen(pod);

@@ -482,6 +482,7 @@ void rc_status_done(struct rc_status *s)
 	free(s->archiving_msg);
 	free(s->last_successful_backup);
 	free(s->last_failed_backup);
+	free(s->first_recoverability_point);
 	free(s->backup_msg);
 	*s = (struct rc_status){ 0 };
 }
@@ -810,6 +811,8 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 		diff_set(p, cur, "lastSuccessfulBackup", op_jstr(w->last_successful_backup));
 	if (w->last_failed_backup)
 		diff_set(p, cur, "lastFailedBackup", op_jstr(w->last_failed_backup));
+	if (w->first_recoverability_point)
+		diff_set(p, cur, "firstRecoverabilityPoint", op_jstr(w->first_recoverability_point));
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? op_jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

@@ -243,6 +243,7 @@ struct rc_status {
 	/* from the Cluster's finished Backups (reconciler/backup.c): RFC 3339
 	 * times, NULL = keep what was read; condition LastBackupSucceeded */
 	char *last_successful_backup, *last_failed_backup;
+	char *first_recoverability_point; /* the primary's backupCatalog; NULL = keep */
 	enum rc_backup_cond backup_cond;
 	char *backup_msg;
 };

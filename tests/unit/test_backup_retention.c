@@ -104,10 +104,6 @@ static void test_report(void **state)
 	assert_int_equal(v[3], BK_RETAIN_OBSOLETE);
 	assert_int_equal(v[4], BK_RETAIN_VALID);
 
-	int64_t frp;
-	assert_true(bk_first_recoverability_point(f.b, f.n, &frp));
-	assert_int_equal(frp, NOW_US - 40 * DAY_US);
-	assert_false(bk_first_recoverability_point(f.b, 0, &frp));
 	done(&f);
 }
 

@@ -1029,18 +1029,18 @@ static void test_reclone_memory(void **state)
 	struct fake f = { .clusters = "[]" };
 	struct env e;
 	env_start(&e, &f, NULL);
-	assert_true(rc_note_reclone(e.rc, "db/c", "c-1", "s1 t1"));
-	assert_false(rc_note_reclone(e.rc, "db/c", "c-1", "s1 t1")); /* the next reconciles */
-	assert_true(rc_note_reclone(e.rc, "db/c", "c-2", "s2 t1"));
-	assert_false(rc_note_reclone(e.rc, "db/c", "c-1", "s1 t1"));
-	assert_true(rc_note_reclone(e.rc, "db/other", "c-1", "s1 t1"));
+	assert_true(rc_note_report(e.rc, "db/c", "c-1", "s1 t1"));
+	assert_false(rc_note_report(e.rc, "db/c", "c-1", "s1 t1")); /* the next reconciles */
+	assert_true(rc_note_report(e.rc, "db/c", "c-2", "s2 t1"));
+	assert_false(rc_note_report(e.rc, "db/c", "c-1", "s1 t1"));
+	assert_true(rc_note_report(e.rc, "db/other", "c-1", "s1 t1"));
 	/* c-1's manager restarted and re-cloned again */
-	assert_true(rc_note_reclone(e.rc, "db/c", "c-1", "s3 t2"));
-	assert_false(rc_note_reclone(e.rc, "db/c", "c-1", "s3 t2"));
-	assert_false(rc_note_reclone(e.rc, "db/c", "c-2", "s2 t1"));
+	assert_true(rc_note_report(e.rc, "db/c", "c-1", "s3 t2"));
+	assert_false(rc_note_report(e.rc, "db/c", "c-1", "s3 t2"));
+	assert_false(rc_note_report(e.rc, "db/c", "c-2", "s2 t1"));
 	/* a pod name that is a prefix of another is its own pod */
-	assert_true(rc_note_reclone(e.rc, "db/c", "c-", "s1 t1"));
-	assert_false(rc_note_reclone(e.rc, "db/c", "c-2", "s2 t1"));
+	assert_true(rc_note_report(e.rc, "db/c", "c-", "s1 t1"));
+	assert_false(rc_note_report(e.rc, "db/c", "c-2", "s2 t1"));
 	env_stop(&e);
 }
 
