@@ -1,4 +1,4 @@
-/* webhooks/rules_spec.h - internal to webhooks/: the V1-V56 rule functions
+/* webhooks/rules_spec.h - internal to webhooks/: the V1-V57 rule functions
  * (defined in rules_spec_<area>.c, listed in order by rules_spec.c) and the
  * small read-only helpers they share (rules_spec_util.c).
  *
