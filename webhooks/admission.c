@@ -3,7 +3,8 @@
  *
  * A broken envelope (not JSON, wrong apiVersion/kind, no request.uid, no
  * usable object) is -EINVAL, which the HTTP layer turns into 400. A request
- * for another resource kind is answered allowed=false. Denials mirror CNPG's
+ * for another kind than the route's (enum wh_resource) is answered
+ * allowed=false. Denials mirror CNPG's
  * apierrors.NewInvalid: status.code 422, reason Invalid, details.causes[].
  */
 #include <errno.h>
@@ -20,8 +21,6 @@
 
 #define REVIEW_API_VERSION "admission.k8s.io/v1"
 #define REVIEW_KIND "AdmissionReview"
-#define CLUSTER_GROUP "postgresql.cnpg.io"
-#define CLUSTER_KIND "Cluster"
 
 static void put_warnings(json_object *resp, const struct wh_result *res)
 {
@@ -45,11 +44,13 @@ static void deny(json_object *resp, int code, const char *reason, const char *me
 	op_jset(resp, "status", st);
 }
 
-/* CNPG apierrors.NewInvalid(GroupKind{postgresql.cnpg.io, Cluster}, name, errs). */
-static int deny_invalid(json_object *resp, const char *name, const struct wh_result *res)
+/* CNPG apierrors.NewInvalid(GroupKind{group, kind}, name, errs). */
+static int deny_invalid(json_object *resp, enum wh_resource rs, const char *name,
+			const struct wh_result *res)
 {
+	const char *group = wh_resource_group(rs), *kind = wh_resource_kind(rs);
 	_cleanup_(op_buf_donep) struct op_buf msg = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	int r = op_buf_addf(&msg, "%s.%s \"%s\" is invalid: ", CLUSTER_KIND, CLUSTER_GROUP, name);
+	int r = op_buf_addf(&msg, "%s.%s \"%s\" is invalid: ", kind, group, name);
 	json_object *causes = op_jarr();
 	for (size_t i = 0; i < res->n_errors; i++) {
 		const struct wh_issue *e = &res->errors[i];
@@ -68,7 +69,7 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 	if (r < 0) { /* message past OP_BUF_MAX_SMALL: keep the head, causes have it all */
 		op_buf_reset(&msg);
 		r = op_buf_addf(&msg, "%s.%s \"%s\" is invalid: %zu errors (see details.causes)",
-				CLUSTER_KIND, CLUSTER_GROUP, name, res->n_errors);
+				kind, group, name, res->n_errors);
 		if (r < 0) {
 			json_object_put(causes);
 			return r;
@@ -76,8 +77,8 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 	}
 	json_object *details = op_jobj();
 	op_jsets(details, "name", name);
-	op_jsets(details, "group", CLUSTER_GROUP);
-	op_jsets(details, "kind", CLUSTER_KIND);
+	op_jsets(details, "group", group);
+	op_jsets(details, "kind", kind);
 	op_jset(details, "causes", causes);
 	json_object *st = op_jobj();
 	op_jsets(st, "apiVersion", "v1");
@@ -94,11 +95,12 @@ static int deny_invalid(json_object *resp, const char *name, const struct wh_res
 }
 
 /* object is the request's own (modified in place: nothing reads it after). */
-static int do_mutate(json_object *resp, json_object *object, struct op_err *err)
+static int do_mutate(json_object *resp, enum wh_resource rs, json_object *object,
+		     struct op_err *err)
 {
 	_cleanup_(op_buf_donep) struct op_buf patch = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	size_t n_ops = 0;
-	int r = wh_default_text(object, &patch, &n_ops, err);
+	int r = wh_default_resource_text((int)rs, object, &patch, &n_ops, err);
 	if (r < 0) {
 		op_err_prefix(err, "request.object");
 		return r == -EMSGSIZE ? op_err_set(err, r, "patch too large") : r;
@@ -114,17 +116,17 @@ static int do_mutate(json_object *resp, json_object *object, struct op_err *err)
 	return 0;
 }
 
-static int do_validate(json_object *resp, json_object *request, json_object *object,
-		       json_object *old)
+static int do_validate(json_object *resp, enum wh_resource rs, json_object *request,
+		       json_object *object, json_object *old)
 {
 	struct wh_result res = { 0 };
-	wh_validate(object, old, &res);
+	wh_validate_resource(rs, object, old, &res);
 	int r = 0;
 	if (res.n_errors) {
 		const char *name = wh_str(object, "metadata.name");
 		if (!name)
 			name = wh_str(request, "name");
-		r = deny_invalid(resp, name ? name : "", &res);
+		r = deny_invalid(resp, rs, name ? name : "", &res);
 	} else {
 		op_jset(resp, "allowed", op_jbool(1));
 	}
@@ -133,8 +135,9 @@ static int do_validate(json_object *resp, json_object *request, json_object *obj
 	return r;
 }
 
-/* Decodes and answers the request; fills the "response" object. */
-static int review(enum wh_kind kind, json_object *root, json_object *resp, struct op_err *err)
+/* Decodes and answers the request to rs's webhook; fills the "response" object. */
+static int review(enum wh_kind kind, enum wh_resource rs, json_object *root, json_object *resp,
+		  struct op_err *err)
 {
 	const char *av = wh_str(root, "apiVersion"), *k = wh_str(root, "kind");
 	if (!av || strcmp(av, REVIEW_API_VERSION) != 0)
@@ -165,11 +168,11 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 	if (!rk || !json_object_is_type(rk, json_type_object))
 		return op_err_set(err, -EINVAL, "request.kind: expected object");
 	const char *group = wh_str(rk, "group"), *rkind = wh_str(rk, "kind");
-	if (!group || strcmp(group, CLUSTER_GROUP) != 0 || !rkind ||
-	    strcmp(rkind, CLUSTER_KIND) != 0) {
+	if (!group || strcmp(group, wh_resource_group(rs)) != 0 || !rkind ||
+	    strcmp(rkind, wh_resource_kind(rs)) != 0) {
 		_cleanup_free_ char *m = op_asprintf(
-			"this webhook only admits %s.%s objects, got %s.%s", CLUSTER_KIND,
-			CLUSTER_GROUP, rkind ? rkind : "?", group ? group : "?");
+			"this webhook only admits %s.%s objects, got %s.%s", wh_resource_kind(rs),
+			wh_resource_group(rs), rkind ? rkind : "?", group ? group : "?");
 		deny(resp, 400, "BadRequest", m);
 		return 0;
 	}
@@ -186,8 +189,8 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 					  op_json_type_name(old));
 	}
 	if (kind == WH_MUTATE)
-		return do_mutate(resp, obj, err);
-	int r = do_validate(resp, req, obj, old);
+		return do_mutate(resp, rs, obj, err);
+	int r = do_validate(resp, rs, req, obj, old);
 	if (r < 0)
 		return op_err_set(err, r, "cannot build the admission response");
 	return 0;
@@ -196,6 +199,14 @@ static int review(enum wh_kind kind, json_object *root, json_object *resp, struc
 int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_buf *resp,
 		     struct op_err *err)
 {
+	return wh_handle_review_resource(kind, WH_RES_CLUSTER, body, len, resp, err);
+}
+
+int wh_handle_review_resource(enum wh_kind kind, enum wh_resource rs, const char *body, size_t len,
+			      struct op_buf *resp, struct op_err *err)
+{
+	if ((unsigned)rs >= WH_RES__COUNT)
+		return op_err_set(err, -EINVAL, "no webhook for resource %d", (int)rs);
 	if (len > OP_BUF_MAX_HTTP_BODY)
 		return op_err_set(err, -EINVAL, "AdmissionReview too large (%zu bytes, max %u)", len,
 				  OP_BUF_MAX_HTTP_BODY);
@@ -213,7 +224,7 @@ int wh_handle_review(enum wh_kind kind, const char *body, size_t len, struct op_
 	op_jsets(out, "apiVersion", wh_str(root, "apiVersion"));
 	op_jsets(out, "kind", wh_str(root, "kind"));
 	op_jset(out, "response", response);
-	r = review(kind, root, response, err);
+	r = review(kind, rs, root, response, err);
 	if (r < 0)
 		return r;
 	size_t n = 0;

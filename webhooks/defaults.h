@@ -23,4 +23,9 @@ void wh_defaults_apply(json_object *cluster, bool preserve_user_fixed);
 OP_MUST_CHECK int wh_default_text(json_object *cluster, struct op_buf *patch, size_t *ret_n_ops,
 				  struct op_err *err);
 
+/* The same for any admitted kind (kinds.c): obj (an object) defaulted in
+ * place, the patch appended to patch as text. */
+OP_MUST_CHECK int wh_default_resource_text(int resource, json_object *obj, struct op_buf *patch,
+					   size_t *ret_n_ops, struct op_err *err);
+
 #endif

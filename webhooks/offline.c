@@ -15,13 +15,11 @@
 #include "support/json.h"
 #include "support/yaml.h"
 
-#define CLUSTER_GROUP "postgresql.cnpg.io/"
-
 struct run {
 	bool json;
 	enum wh_kind review_kind;
 	FILE *out, *diag;          /* borrowed */
-	json_object *old_clusters; /* owned array of defaulted Clusters from the old files */
+	json_object *old_objects;  /* owned array of defaulted objects from the old files */
 	json_object *results;      /* owned array (json mode) */
 	struct wh_offline_summary sum;
 };
@@ -81,12 +79,10 @@ static int load_docs(const char *path, json_object **ret, struct op_err *err)
 	return 0;
 }
 
-static bool is_cluster(json_object *d)
+/* The kind admission knows d as (wh_resource_of), or -ENOENT. */
+static int resource_of(json_object *d)
 {
-	const char *kind = op_json_str_at(d, "kind");
-	const char *api = op_json_str_at(d, "apiVersion");
-	return kind && api && strcmp(kind, "Cluster") == 0 &&
-	       strncmp(api, CLUSTER_GROUP, strlen(CLUSTER_GROUP)) == 0;
+	return json_object_is_type(d, json_type_object) ? wh_resource_of(d) : -ENOENT;
 }
 
 static bool is_review(json_object *d)
@@ -107,23 +103,26 @@ static const char *name_of(json_object *d)
 	return n && *n ? n : "(unnamed)";
 }
 
+/* The old object of the same kind, namespace and name as d, or NULL. */
 static json_object *find_old(struct run *run, json_object *d)
 {
-	for (size_t i = 0; run->old_clusters && i < json_object_array_length(run->old_clusters);
+	for (size_t i = 0; run->old_objects && i < json_object_array_length(run->old_objects);
 	     i++) {
-		json_object *o = json_object_array_get_idx(run->old_clusters, i);
-		if (strcmp(name_of(o), name_of(d)) == 0 && strcmp(ns_of(o), ns_of(d)) == 0)
+		json_object *o = json_object_array_get_idx(run->old_objects, i);
+		if (resource_of(o) == resource_of(d) && strcmp(name_of(o), name_of(d)) == 0 &&
+		    strcmp(ns_of(o), ns_of(d)) == 0)
 			return o;
 	}
 	return NULL;
 }
 
-/* Loads and defaults the Clusters of the old files into run->old_clusters.
- * -errno with err = "FILE: why" when a file or one of its Clusters is unusable. */
+/* Loads and defaults the admitted objects of the old files into
+ * run->old_objects. -errno with err = "FILE: why" when a file or one of its
+ * objects is unusable. */
 static int load_old(struct run *run, const char *const *files, size_t n_files,
 		    struct op_err *err)
 {
-	run->old_clusters = op_jarr();
+	run->old_objects = op_jarr();
 	for (size_t f = 0; f < n_files; f++) {
 		_cleanup_(op_json_putp) json_object *docs = NULL;
 		int r = load_docs(files[f], &docs, err);
@@ -133,15 +132,16 @@ static int load_old(struct run *run, const char *const *files, size_t n_files,
 		}
 		for (size_t i = 0; i < json_object_array_length(docs); i++) {
 			json_object *d = json_object_array_get_idx(docs, i);
-			if (!is_cluster(d))
+			int rs = resource_of(d);
+			if (rs < 0)
 				continue;
 			json_object *patch = NULL;
-			if (wh_default(d, &patch, err) < 0) {
+			if (wh_default_resource((enum wh_resource)rs, d, &patch, err) < 0) {
 				op_err_prefix(err, "%s: %s/%s", files[f], ns_of(d), name_of(d));
 				return -EINVAL;
 			}
 			json_object_put(patch);
-			op_jpush(run->old_clusters, json_object_get(d));
+			op_jpush(run->old_objects, json_object_get(d));
 		}
 	}
 	return 0;
@@ -162,7 +162,9 @@ static void report_skip(struct run *run, const char *file, json_object *d)
 	const char *kind = op_json_str_at(d, "kind");
 	run->sum.skipped++;
 	if (!run->json) {
-		fprintf(run->out, "%s: %s/%s: skipped (%s is not a postgresql.cnpg.io Cluster)\n",
+		fprintf(run->out,
+			"%s: %s/%s: skipped (%s is not a kind pgop admits: Cluster, Backup, "
+			"ScheduledBackup, ObjectStore)\n",
 			file, ns_of(d), name_of(d), kind ? kind : "a document without kind");
 		return;
 	}
@@ -171,8 +173,8 @@ static void report_skip(struct run *run, const char *file, json_object *d)
 	op_jpush(run->results, o);
 }
 
-static void report_cluster(struct run *run, const char *file, json_object *d, bool update,
-			   const struct wh_result *res)
+static void report_object(struct run *run, const char *file, json_object *d,
+			  enum wh_resource rs, bool update, const struct wh_result *res)
 {
 	bool ok = res->n_errors == 0;
 	if (ok)
@@ -193,7 +195,7 @@ static void report_cluster(struct run *run, const char *file, json_object *d, bo
 				res->warnings[i]);
 		return;
 	}
-	json_object *o = result_base(file, d, "Cluster");
+	json_object *o = result_base(file, d, wh_resource_kind(rs));
 	op_jset(o, "operation", op_jstr(update ? "UPDATE" : "CREATE"));
 	op_jset(o, "admitted", op_jbool(ok));
 	json_object *errs = op_jarr();
@@ -226,11 +228,11 @@ static void report_input_error(struct run *run, const char *file, const char *wh
 	op_jpush(run->results, o);
 }
 
-static void check_cluster(struct run *run, const char *file, json_object *d)
+static void check_object(struct run *run, const char *file, json_object *d, enum wh_resource rs)
 {
 	struct op_err err = OP_ERR_INIT;
 	json_object *patch = NULL;
-	if (wh_default(d, &patch, &err) < 0) {
+	if (wh_default_resource(rs, d, &patch, &err) < 0) {
 		_cleanup_free_ char *what = op_asprintf("%s/%s", ns_of(d), name_of(d));
 		report_input_error(run, file, what, err.msg);
 		return;
@@ -238,8 +240,8 @@ static void check_cluster(struct run *run, const char *file, json_object *d)
 	json_object_put(patch);
 	json_object *old = find_old(run, d);
 	struct wh_result res = { 0 };
-	wh_validate(d, old, &res);
-	report_cluster(run, file, d, old != NULL, &res);
+	wh_validate_resource(rs, d, old, &res);
+	report_object(run, file, d, rs, old != NULL, &res);
 	wh_result_done(&res);
 }
 
@@ -291,10 +293,11 @@ static void check_file(struct run *run, const char *file)
 	}
 	for (size_t i = 0; i < json_object_array_length(docs); i++) {
 		json_object *d = json_object_array_get_idx(docs, i);
+		int rs = resource_of(d);
 		if (!json_object_is_type(d, json_type_object))
 			report_input_error(run, file, NULL, "a document is not an object");
-		else if (is_cluster(d))
-			check_cluster(run, file, d);
+		else if (rs >= 0)
+			check_object(run, file, d, (enum wh_resource)rs);
 		else if (is_review(d))
 			check_review(run, file, d);
 		else
@@ -345,7 +348,7 @@ int wh_validate_files(const struct wh_offline_opts *opts, FILE *out,
 		if (ret_sum)
 			*ret_sum = run.sum;
 	}
-	json_object_put(run.old_clusters);
+	json_object_put(run.old_objects);
 	json_object_put(run.results);
 	return r;
 }

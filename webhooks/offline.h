@@ -2,10 +2,11 @@
  * on manifest files instead of HTTPS requests.
  *
  * Reads YAML or JSON files (several documents each, `kind: List` expanded),
- * and for every postgresql.cnpg.io Cluster runs what the API server would:
- * the mutating webhook's defaults (wh_default), then validation (wh_validate;
- * UPDATE rules too when an old file holds a Cluster of the same
- * namespace/name, itself defaulted first). An AdmissionReview document is
+ * and for every object of a kind admission knows (Cluster, Backup,
+ * ScheduledBackup, ObjectStore: enum wh_resource) runs what the API server
+ * would: the mutating webhook's defaults (wh_default_resource), then
+ * validation (wh_validate_resource; UPDATE rules too when an old file holds
+ * an object of the same kind and namespace/name, itself defaulted first). An AdmissionReview document is
  * answered exactly as the HTTPS endpoint would (wh_handle_review with
  * review_kind). Other kinds are listed as skipped.
  *
@@ -25,7 +26,7 @@
 struct wh_offline_opts {
 	const char *const *files;     /* manifests to check; "-" is stdin */
 	size_t n_files;
-	const char *const *old_files; /* stored objects: a Cluster found here by
+	const char *const *old_files; /* stored objects: one found here by kind and
 				       * namespace/name is checked as an UPDATE */
 	size_t n_old_files;
 	bool json;                    /* one JSON document on out instead of text lines */

@@ -10,7 +10,7 @@
 #include "webhooks/webhooks.h"
 
 struct wh_ctx {
-	json_object *obj;     /* borrowed: the new Cluster, already defaulted */
+	json_object *obj;     /* borrowed: the new object (a Cluster, a Backup...), already defaulted */
 	json_object *spec;    /* borrowed: obj.spec (an object, maybe empty) */
 	json_object *old;     /* borrowed: the old Cluster on UPDATE, else NULL */
 	json_object *old_spec;/* borrowed: old.spec on UPDATE, else NULL */
@@ -28,11 +28,22 @@ struct wh_rule {
 /* Rule tables, each defined in its own rules_*.c, run in this order by validate.c. */
 extern const struct wh_rule wh_rules_safety[];    /* P1-P2 (rules_safety.c), always */
 extern const size_t wh_rules_safety_count;
-extern const struct wh_rule wh_rules_spec[];      /* V1-V56 (rules_spec*.c) */
+extern const struct wh_rule wh_rules_spec[];      /* V1-V57 (rules_spec*.c) */
 extern const size_t wh_rules_spec_count;
 extern const struct wh_rule wh_rules_update[];    /* U1-U9 (rules_update.c) */
 extern const size_t wh_rules_update_count;
 extern const struct wh_rule wh_rules_warnings[];  /* W1-W9 (rules_warnings.c) */
 extern const size_t wh_rules_warnings_count;
+
+/* The other kinds' tables (rules_backup.c), run by kinds.c: errors, then
+ * UPDATE rules, then warnings. */
+extern const struct wh_rule wh_rules_backup[];    /* Backup: B1-B6, BW1 */
+extern const size_t wh_rules_backup_count;
+extern const struct wh_rule wh_rules_scheduled_backup[]; /* S1-S2, B1-B5, SW1-SW2 */
+extern const size_t wh_rules_scheduled_backup_count;
+extern const struct wh_rule wh_rules_object_store[]; /* O1-O4, OW1-OW2 */
+extern const size_t wh_rules_object_store_count;
+/* Defaults of Backup / ScheduledBackup (BD1, SD1), applied in place. */
+void wh_backup_defaults_apply(json_object *obj, bool scheduled);
 
 #endif

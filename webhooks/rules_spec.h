@@ -1,4 +1,4 @@
-/* webhooks/rules_spec.h - internal to webhooks/: the V1-V56 rule functions
+/* webhooks/rules_spec.h - internal to webhooks/: the V1-V57 rule functions
  * (defined in rules_spec_<area>.c, listed in order by rules_spec.c) and the
  * small read-only helpers they share (rules_spec_util.c).
  *
@@ -68,6 +68,14 @@ bool wh_is_label_value(const char *s);
 /* Validates a metav1.LabelSelector at path; records errors in res. */
 void wh_check_label_selector(json_object *sel, const char *path, struct wh_result *res);
 
+/* A barmanObjectStore at path (a Cluster's, or an ObjectStore's
+ * spec.configuration): V51 location, V52 parallelism, V53 codecs, V54
+ * serverName (rules_spec_backup.c). */
+void wh_check_barman_store(json_object *store, const char *path, struct wh_result *res);
+/* V28's credentials check of the barmanObjectStore at path: one and only one
+ * of s3/azure/google credentials, each complete (rules_spec_replica.c). */
+void wh_check_store_credentials(json_object *store, const char *path, struct wh_result *res);
+
 /* ---- rule functions, one per V rule (admission-rules.md §4) ---- */
 #define WH_RULE_FN(name) void name(const struct wh_ctx *ctx, struct wh_result *res)
 /* rules_spec_bootstrap.c */
@@ -133,5 +141,6 @@ WH_RULE_FN(wh_v53_store_codecs);
 WH_RULE_FN(wh_v54_store_server_name);
 WH_RULE_FN(wh_v55_recovery_backup_name);
 WH_RULE_FN(wh_v56_plugin_names);
+WH_RULE_FN(wh_v57_backup_target);
 
 #endif

@@ -10,6 +10,7 @@
  *   V54 serverName is one safe object-key segment
  *   V55 bootstrap.recovery.backup.name is a Backup's name (DNS-1123)
  *   V56 spec.plugins[].name unique
+ *   V57 spec.backup.target is primary or prefer-standby
  *
  * V51-V54 apply to every barmanObjectStore: spec.backup's and each
  * spec.externalClusters[i]'s. Recovery targets are V10 (rules_spec_bootstrap.c).
@@ -198,6 +199,14 @@ WH_RULE_FN(wh_v54_store_server_name)
 	for_each_store(ctx, check_server_name, res);
 }
 
+void wh_check_barman_store(json_object *store, const char *path, struct wh_result *res)
+{
+	check_s3_location(store, path, res);
+	check_parallel(store, path, res);
+	check_codecs(store, path, res);
+	check_server_name(store, path, res);
+}
+
 /* ---- V55 recovery.backup.name ---- */
 
 WH_RULE_FN(wh_v55_recovery_backup_name)
@@ -206,7 +215,11 @@ WH_RULE_FN(wh_v55_recovery_backup_name)
 	if (!b)
 		return;
 	const char *name = wh_str(b, "name");
-	if (!wh_is_dns1123_subdomain(name))
+	if (name && strchr(name, '/'))
+		wh_result_error(res, "spec.bootstrap.recovery.backup.name",
+				"a Backup in another namespace cannot be used: name a Backup "
+				"in the Cluster's namespace, without \"namespace/\"");
+	else if (!wh_is_dns1123_subdomain(name))
 		wh_result_error(res, "spec.bootstrap.recovery.backup.name",
 				"must be the name of a Backup in the Cluster's namespace (a "
 				"DNS-1123 subdomain: lower case alphanumerics, '-' and '.')");
@@ -229,4 +242,14 @@ WH_RULE_FN(wh_v56_plugin_names)
 			break;
 		}
 	}
+}
+
+/* ---- V57 spec.backup.target ---- */
+
+WH_RULE_FN(wh_v57_backup_target)
+{
+	static const char *const targets[] = { "primary", "prefer-standby" };
+	const char *t = wh_str(ctx->spec, "backup.target");
+	if (t && *t && !one_of(t, targets, OP_ARRAY_SIZE(targets)))
+		wh_result_unsupported(res, "spec.backup.target", targets, OP_ARRAY_SIZE(targets));
 }

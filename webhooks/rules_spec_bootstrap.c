@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "support/alloc.h"
@@ -233,6 +234,30 @@ static bool tli_valid(const char *s)
 
 #define RT_PATH "spec.bootstrap.recovery.recoveryTarget"
 
+/* The names of the targets set, "targetLSN and targetTime", into buf. */
+static const char *set_targets(char *buf, size_t len, bool immediate, const char *lsn,
+			       const char *name, const char *xid, const char *time)
+{
+	const char *set[5];
+	size_t n = 0;
+	if (immediate)
+		set[n++] = "targetImmediate";
+	if (lsn)
+		set[n++] = "targetLSN";
+	if (name)
+		set[n++] = "targetName";
+	if (xid)
+		set[n++] = "targetXID";
+	if (time)
+		set[n++] = "targetTime";
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+					i == 0 ? "" : (i + 1 == n ? " and " : ", "), set[i]);
+	return buf;
+}
+
 WH_RULE_FN(wh_v10_recovery_target)
 {
 	json_object *recovery = wh_obj(ctx->spec, "bootstrap.recovery");
@@ -244,8 +269,10 @@ WH_RULE_FN(wh_v10_recovery_target)
 	const char *lsn = wh_nstr(rt, "targetLSN"), *name = wh_nstr(rt, "targetName");
 	const char *xid = wh_nstr(rt, "targetXID"), *time = wh_nstr(rt, "targetTime");
 	int targets = immediate + !!lsn + !!name + !!xid + !!time;
+	char names[128];
 	if (targets > 1)
-		wh_result_error(res, RT_PATH, "Recovery target options are mutually exclusive");
+		wh_result_error(res, RT_PATH, "Recovery target options are mutually exclusive: %s",
+				set_targets(names, sizeof(names), immediate, lsn, name, xid, time));
 	if (lsn && !lsn_valid(lsn))
 		wh_result_error(res, RT_PATH ".targetLSN", "Invalid TargetLSN");
 	if (time && !target_time_valid(time))

@@ -149,25 +149,32 @@ static void check_gcs(json_object *gcs, const char *path, struct wh_result *res)
 					   "must not be provided");
 }
 
-WH_RULE_FN(wh_v28_backup_configuration)
+void wh_check_store_credentials(json_object *bos, const char *path, struct wh_result *res)
 {
-	json_object *bos = wh_obj(ctx->spec, "backup.barmanObjectStore");
-	if (!bos)
-		return;
 	json_object *s3 = wh_obj(bos, "s3Credentials"), *az = wh_obj(bos, "azureCredentials");
 	json_object *gcs = wh_obj(bos, "googleCredentials");
 	int n = !!s3 + !!az + !!gcs;
 	if (n != 1)
-		wh_result_error(res, "spec.backup.barmanObjectStore",
+		wh_result_error(res, path,
 				"%s credentials. One and only one of azureCredentials, "
 				"s3Credentials and googleCredentials are required",
 				n == 0 ? "missing" : "too many");
+	_cleanup_free_ char *s3p = op_asprintf("%s.s3Credentials", path);
+	_cleanup_free_ char *azp = op_asprintf("%s.azureCredentials", path);
+	_cleanup_free_ char *gcsp = op_asprintf("%s.googleCredentials", path);
 	if (s3)
-		check_s3(s3, "spec.backup.barmanObjectStore.s3Credentials", res);
+		check_s3(s3, s3p, res);
 	if (az)
-		check_azure(az, "spec.backup.barmanObjectStore.azureCredentials", res);
+		check_azure(az, azp, res);
 	if (gcs)
-		check_gcs(gcs, "spec.backup.barmanObjectStore.googleCredentials", res);
+		check_gcs(gcs, gcsp, res);
+}
+
+WH_RULE_FN(wh_v28_backup_configuration)
+{
+	json_object *bos = wh_obj(ctx->spec, "backup.barmanObjectStore");
+	if (bos)
+		wh_check_store_credentials(bos, "spec.backup.barmanObjectStore", res);
 }
 
 WH_RULE_FN(wh_v29_retention_policy)

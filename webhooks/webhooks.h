@@ -1,4 +1,5 @@
-/* webhooks/webhooks.h - admission for postgresql.cnpg.io/v1 Cluster.
+/* webhooks/webhooks.h - admission for postgresql.cnpg.io/v1 Cluster, Backup
+ * and ScheduledBackup, and barmancloud.cnpg.io/v1 ObjectStore.
  *
  * Admission is a pure function of (old, new): no network I/O, no locks, no
  * globals besides the read-only operator settings. The rules mirror
@@ -11,6 +12,9 @@
  *   defaults.c    D1-D14: defaulting, returned as a JSONPatch
  *   validate.c    the driver: bypass annotation, then every rule table in order
  *   rules_*.c     validation rules, one static const table per file (rules.h)
+ *   kinds.c       the admitted kinds (enum wh_resource): defaulting and the
+ *                 validation driver of Backup, ScheduledBackup, ObjectStore
+ *   rules_backup.c their rules (B, S, O and their warnings)
  *   offline.c     `pgop validate`: the pipeline on manifest files (offline.h)
  *   http.c        the HTTPS handlers and route rows (http.h)
  *   guard.c       wh_guard, the reconciler's admission guard
@@ -27,6 +31,23 @@
 
 enum wh_op { WH_OP_CREATE = 1, WH_OP_UPDATE = 2 };
 enum wh_kind { WH_MUTATE, WH_VALIDATE };
+
+/* The kinds admission knows (docs/admission-rules.md). */
+enum wh_resource {
+	WH_RES_CLUSTER = 0,      /* postgresql.cnpg.io Cluster */
+	WH_RES_BACKUP,           /* postgresql.cnpg.io Backup */
+	WH_RES_SCHEDULED_BACKUP, /* postgresql.cnpg.io ScheduledBackup */
+	WH_RES_OBJECT_STORE,     /* barmancloud.cnpg.io ObjectStore */
+	WH_RES__COUNT,
+};
+/* Group and kind of r ("postgresql.cnpg.io", "Backup"). Static. */
+const char *wh_resource_group(enum wh_resource r);
+const char *wh_resource_kind(enum wh_resource r);
+/* The resource of group/kind, or -ENOENT when pgop does not admit it. */
+int wh_resource_find(const char *group, const char *kind);
+/* The resource of an object from its apiVersion ("<group>/<version>") and
+ * kind; -ENOENT when none. obj borrowed. */
+int wh_resource_of(json_object *obj);
 
 /* The kind of a field error, as Kubernetes' field.ErrorType (apimachinery
  * pkg/util/validation/field): it decides the words of the message and the
@@ -112,7 +133,25 @@ OP_MUST_CHECK int wh_default(json_object *cluster, json_object **ret_patch, stru
  * Returns the number of errors (0 = admitted). */
 int wh_validate(json_object *cluster, json_object *old, struct wh_result *res);
 
-/* Handles one AdmissionReview request body for the mutate or validate path.
+/* Defaulting of any admitted kind (wh_default for a Cluster): obj modified
+ * in place, *ret_patch the owned JSONPatch. 0 or -EINVAL (not an object). */
+OP_MUST_CHECK int wh_default_resource(enum wh_resource r, json_object *obj,
+				      json_object **ret_patch, struct op_err *err);
+/* Validation of any admitted kind (wh_validate for a Cluster): obj and old
+ * (NULL on CREATE) borrowed, already defaulted; findings in res. Returns the
+ * number of errors. */
+int wh_validate_resource(enum wh_resource r, json_object *obj, json_object *old,
+			 struct wh_result *res);
+
+/* Handles one AdmissionReview for the webhook of resource r (its route): a
+ * request for another kind is answered allowed=false, 400. Otherwise as
+ * wh_handle_review. */
+OP_MUST_CHECK
+int wh_handle_review_resource(enum wh_kind kind, enum wh_resource r, const char *body, size_t len,
+			      struct op_buf *resp, struct op_err *err);
+
+/* Handles one AdmissionReview request body for the Cluster's mutate or
+ * validate path (wh_handle_review_resource with WH_RES_CLUSTER).
  * On success writes the AdmissionReview response into resp and returns 0 (HTTP
  * 200; a denied object is still 200 with allowed=false). Returns -EINVAL when
  * the body is not a usable AdmissionReview (HTTP 400; err names the field),

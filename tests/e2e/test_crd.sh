@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # e2e-timeout: 300
-# The generated Cluster CRD (crd/postgresql.cnpg.io_clusters.yaml) against a REAL
-# kube-apiserver: it is accepted and Established, `kubectl explain` reads our
-# descriptions, the schema defaults apply, the CEL rules reject what they must, the
-# status and scale subresources and printer columns work, and every Cluster of pgop's
-# samples/ (plus the CloudNativePG corpus when PGOP_SHARED_DIR is set) passes a
-# server-side dry run with strict field validation.
+# The generated CRDs (crd/*.yaml: Cluster, Backup, ScheduledBackup, ObjectStore)
+# against a REAL kube-apiserver: they are accepted and Established, `kubectl explain`
+# reads our descriptions, the schema defaults apply, the CEL rules reject what they
+# must, the status and scale subresources and printer columns work (`kubectl get
+# backups` shows CloudNativePG's columns), and every Cluster, Backup, ScheduledBackup
+# and ObjectStore of pgop's samples/ (plus the CloudNativePG corpus when
+# PGOP_SHARED_DIR is set) passes a server-side dry run with strict field validation.
 #
 # Self-contained: its own etcd and kube-apiserver on loopback (token auth,
 # AlwaysAllow) in a temp dir, killed on exit; it does not use the shared control
@@ -24,6 +25,7 @@ top=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 
 CRD=$top/crd/postgresql.cnpg.io_clusters.yaml
+CRDS=("$top"/crd/*.yaml)
 SAMPLES=$top/samples
 SHARED_SAMPLES=${PGOP_SHARED_DIR:+$PGOP_SHARED_DIR/samples/cnpg}
 ETCD_PORT=${PGOP_CRD_ETCD_PORT:-23790}
@@ -47,12 +49,19 @@ for d in "${PGOP_E2E_BIN:-}" "${PGOP_CACHE:-$HOME/.cache/pgop}"/bin-k8s-*; do
 done
 [ -n "$bin" ] || skip "etcd, kube-apiserver and kubectl are not built (run tests/e2e/build-k8s.sh)"
 [ -f "$CRD" ] || e2e_fail "$CRD is missing (ninja gen-crd)"
-# `pgop crd` prints exactly the committed file (when the binary is built)
+[ ${#CRDS[@]} -eq 4 ] || e2e_fail "expected 4 CRDs in crd/, found ${#CRDS[@]}"
+# `pgop crd` prints exactly the committed files (when the binary is built)
 if [ -x "${PGOP_BIN:-}" ]; then
-	"$PGOP_BIN" crd | cmp -s - "$CRD" || e2e_fail "pgop crd differs from $CRD: run ninja gen-crd"
-	{ "$PGOP_BIN" crd -o json | jq -e '.spec.names.kind == "Cluster"' >/dev/null ||
-		e2e_fail "pgop crd -o json"; }
-	e2e_log "pgop crd matches $CRD"
+	"$PGOP_BIN" crd --kind Cluster | cmp -s - "$CRD" || e2e_fail "pgop crd differs from $CRD: run ninja gen-crd"
+	"$PGOP_BIN" crd --kind Backup | cmp -s - "$top/crd/postgresql.cnpg.io_backups.yaml" ||
+		e2e_fail "pgop crd --kind Backup differs from crd/: run ninja gen-crd"
+	{ "$PGOP_BIN" crd --kind Cluster -o json | jq -e '.spec.names.kind == "Cluster"' >/dev/null ||
+		e2e_fail "pgop crd --kind Cluster -o json"; }
+	{ "$PGOP_BIN" crd -o json | jq -e '.kind == "List" and (.items | length) == 4' >/dev/null ||
+		e2e_fail "pgop crd -o json: a List of the 4 CRDs"; }
+	[ "$("$PGOP_BIN" crd | grep -c '^kind: CustomResourceDefinition')" -eq 4 ] ||
+		e2e_fail "pgop crd: 4 CRDs"
+	e2e_log "pgop crd matches crd/"
 fi
 for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT"; do
 	if ss -Hltn "sport = :$p" | grep -q .; then e2e_fail "port $p is in use"; fi
@@ -120,9 +129,15 @@ e2e_wait_for "k get --raw /readyz" 90 ||
 	{ tail -30 "$tmp/apiserver.log" >&2; e2e_fail "kube-apiserver did not become ready"; }
 e2e_log "kube-apiserver $(k version -o json | sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | tail -1) ready on 127.0.0.1:$API_PORT"
 
-# 1. the CRD is accepted (structural, CEL compiles within cost limits) and Established
-out=$(k apply -f "$CRD" 2>&1) || e2e_fail "CRD rejected: $out"
-e2e_log "applied: $out"
+# 1. the CRDs are accepted (structural, CEL compiles within cost limits) and Established
+for f in "${CRDS[@]}"; do
+	out=$(k apply -f "$f" 2>&1) || e2e_fail "CRD $(basename "$f") rejected: $out"
+	e2e_log "applied: $out"
+done
+for c in backups.postgresql.cnpg.io scheduledbackups.postgresql.cnpg.io objectstores.barmancloud.cnpg.io; do
+	e2e_wait_for "k get crd $c -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
+		e2e_fail "CRD $c not Established: $(k get crd "$c" -o jsonpath='{.status.conditions}')"
+done
 # (not `kubectl wait`: right after the create it can read a status without conditions
 # and fail with "accessor error: <nil>" instead of waiting)
 e2e_wait_for "k get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}' | grep -qx True" 60 ||
@@ -243,10 +258,76 @@ if out=$(k patch -n "$N" cluster real --type=merge -p '{"spec":{"serviceAccountN
 	e2e_fail "serviceAccountName changed"
 fi
 e2e_assert_contains "$out" "serviceAccountName is immutable" "immutability message"
-e2e_assert_eq clusters "$(k api-resources --categories=cnpg -o name | sed 's/\..*//')" "category cnpg"
+e2e_assert_eq "backups clusters scheduledbackups" \
+	"$(k api-resources --categories=cnpg -o name | sed 's/\..*//' | sort | tr '\n' ' ' | sed 's/ $//')" "category cnpg"
 e2e_log "scale, status, printer columns, immutability, category OK"
 
-# 6. every Cluster of samples/ (top level: samples/invalid/ is for admission, some of it
+# 5b. Backup, ScheduledBackup, ObjectStore: printer columns, status subresource, schema
+# defaults, enums and patterns, Backup spec immutability (CloudNativePG's CEL rule)
+cat >"$tmp/backup.yaml" <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata: {name: b1}
+spec: {cluster: {name: real}}
+EOF
+k apply -n "$N" -f "$tmp/backup.yaml" >/dev/null || e2e_fail "create backup b1"
+e2e_assert_eq barmanObjectStore "$(k get -n "$N" backup b1 -o jsonpath='{.spec.method}')" "Backup method default"
+k patch -n "$N" backup b1 --subresource=status --type=merge \
+	-p '{"status":{"phase":"failed","error":"volumeSnapshot is not supported","backupId":"20261207T051230","startedAt":"2026-12-07T05:12:30Z","instanceID":{"podName":"real-1"}}}' \
+	>/dev/null || e2e_fail "backup status subresource patch"
+hdr=$(k get -n "$N" backups | head -1)
+e2e_assert_match "$hdr" "^NAME +AGE +CLUSTER +METHOD +PHASE +ERROR *$" "backup printer columns"
+row=$(k get -n "$N" backups --no-headers)
+e2e_assert_match "$row" "^b1 +[0-9a-z]+ +real +barmanObjectStore +failed +volumeSnapshot is not supported *$" "backup row"
+if out=$(k patch -n "$N" backup b1 --type=merge -p '{"spec":{"cluster":{"name":"other"}}}' 2>&1); then
+	e2e_fail "Backup spec changed"
+fi
+e2e_assert_contains "$out" "BackupSpec is immutable once set" "Backup spec immutability"
+cat >"$tmp/sb.yaml" <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: ScheduledBackup
+metadata: {name: nightly}
+spec: {schedule: "0 0 0 * * *", cluster: {name: real}}
+EOF
+k apply -n "$N" -f "$tmp/sb.yaml" >/dev/null || e2e_fail "create scheduledbackup"
+e2e_assert_eq none "$(k get -n "$N" scheduledbackup nightly -o jsonpath='{.spec.backupOwnerReference}')" "backupOwnerReference default"
+k patch -n "$N" scheduledbackup nightly --subresource=status --type=merge \
+	-p '{"status":{"lastScheduleTime":"2026-12-07T00:00:00Z","nextScheduleTime":"2026-12-08T00:00:00Z"}}' \
+	>/dev/null || e2e_fail "scheduledbackup status patch"
+hdr=$(k get -n "$N" scheduledbackups | head -1)
+e2e_assert_match "$hdr" "^NAME +AGE +CLUSTER +LAST BACKUP *$" "scheduledbackup printer columns"
+rejects_doc() { # NAME YAML MESSAGE-PART
+	local out f=$tmp/$1.yaml
+	printf '%s\n' "$2" >"$f"
+	if out=$(dry "$f"); then e2e_fail "$1: accepted, expected rejection"; fi
+	e2e_assert_contains "$out" "$3" "$1 rejection message"
+	e2e_log "rejected as expected: $1"
+}
+rejects_doc backup-bad-method "apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata: {name: bm}
+spec: {cluster: {name: real}, method: tape}" 'spec.method: Unsupported value: "tape"'
+rejects_doc backup-no-cluster "apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata: {name: bn}
+spec: {method: plugin}" "spec.cluster: Required value"
+rejects_doc sb-bad-owner "apiVersion: postgresql.cnpg.io/v1
+kind: ScheduledBackup
+metadata: {name: so}
+spec: {schedule: '@daily', cluster: {name: real}, backupOwnerReference: me}" 'spec.backupOwnerReference: Unsupported value: "me"'
+rejects_doc store-bad-retention "apiVersion: barmancloud.cnpg.io/v1
+kind: ObjectStore
+metadata: {name: os}
+spec: {retentionPolicy: 30days, configuration: {destinationPath: 's3://b', s3Credentials: {inheritFromIAMRole: true}}}" "spec.retentionPolicy: Invalid value"
+rejects_doc store-unknown-field "apiVersion: barmancloud.cnpg.io/v1
+kind: ObjectStore
+metadata: {name: os}
+spec: {configuration: {destinationPath: 's3://b', notAField: 1}}" "unknown field"
+out=$(k explain backup.status.backupId) || e2e_fail "kubectl explain backup"
+e2e_assert_contains "$out" "barman" "explain backup.status.backupId"
+e2e_log "Backup, ScheduledBackup, ObjectStore: columns, status, defaults, enums, immutability OK"
+
+# 6. every Cluster, Backup, ScheduledBackup and ObjectStore of samples/ (top level: samples/invalid/ is for admission, some of it
 # is refused by the CEL rules too) and of the optional CloudNativePG corpus
 [ -d "$SAMPLES" ] || e2e_fail "samples not found in $SAMPLES"
 if [ -n "$SHARED_SAMPLES" ] && [ ! -d "$SHARED_SAMPLES" ]; then
@@ -259,7 +340,7 @@ while IFS= read -r file; do
 	rm -f "$tmp"/samples/doc.*
 	awk -v out="$tmp/samples/doc." 'BEGIN{n=0} /^---/{n++; next} {print > (out n)}' "$file"
 	for doc in "$tmp"/samples/doc.*; do
-		grep -q '^kind: Cluster *$' "$doc" || continue
+		grep -Eq '^kind: (Cluster|Backup|ScheduledBackup|ObjectStore) *$' "$doc" || continue
 		total=$((total + 1))
 		if out=$(dry "$doc"); then
 			ok=$((ok + 1))
@@ -273,10 +354,10 @@ while IFS= read -r file; do
 	done
 done < <({ find "$SAMPLES" -maxdepth 1 -name '*.yaml'
 	[ -z "$SHARED_SAMPLES" ] || find "$SHARED_SAMPLES" -name '*.yaml'; } | sort)
-e2e_log "samples: $ok of $total Cluster documents admitted (known bad: $KNOWN_BAD)"
+e2e_log "samples: $ok of $total Cluster, Backup, ScheduledBackup and ObjectStore documents admitted (known bad: $KNOWN_BAD)"
 if [ ${#bad[@]} -gt 0 ]; then
 	printf '  %s\n' "${bad[@]}" >&2
-	e2e_fail "${#bad[@]} sample Cluster(s) rejected"
+	e2e_fail "${#bad[@]} sample document(s) rejected"
 fi
 repo=$(find "$SAMPLES" -maxdepth 1 -name '*.yaml' -exec cat {} + | grep -c '^kind: Cluster *$')
 [ "$repo" -ge 7 ] || e2e_fail "only $repo Cluster documents in $SAMPLES"

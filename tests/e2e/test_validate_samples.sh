@@ -2,10 +2,11 @@
 # e2e-timeout: 120
 # `pgop validate` on every sample manifest of samples/ (plus the CloudNativePG
 # corpus, dc/ included, when PGOP_SHARED_DIR names a directory holding
-# samples/cnpg): every Cluster must be admitted (exit 0), the other kinds listed
-# as skipped. Also checks the JSON output agrees, that every samples/invalid/
-# Cluster is denied with exit 1 naming the field of its "# pgop-denied:" line, and
-# that a known-bad Cluster is denied with exit 1 naming the field.
+# samples/cnpg): every Cluster, Backup, ScheduledBackup and ObjectStore must be
+# admitted (exit 0), the other kinds listed as skipped. Also checks the JSON output
+# agrees, that every samples/invalid/ document is denied with exit 1 naming the field
+# of its "# pgop-denied:" line, that a known-bad Cluster is denied with exit 1 naming
+# the field, and that a Backup's spec may not change (--old: UPDATE).
 #
 # Usage: tests/e2e/test_validate_samples.sh [PGOP_BINARY]   (default $PGOP_BIN)
 # Builds nothing. Prints "N passed, N failed"; exits non-zero on any failure.
@@ -41,10 +42,13 @@ else
 	grep -v ': admitted$\|: skipped\|: warning: ' "$tmp/out.txt" | head -40
 	head -20 "$tmp/err.txt"
 fi
-clusters=$(cat "${files[@]}" | grep -c '^kind: Cluster$')
+clusters=$(cat "${files[@]}" | grep -Ec '^kind: (Cluster|Backup|ScheduledBackup|ObjectStore)$')
 admitted=$(grep -c ': admitted$' "$tmp/out.txt")
-[ "$admitted" -eq "$clusters" ] && pass "one 'admitted' line per Cluster ($admitted)" ||
-	fail "one 'admitted' line per Cluster: $admitted admitted, $clusters in the files"
+[ "$admitted" -eq "$clusters" ] && pass "one 'admitted' line per admitted kind ($admitted)" ||
+	fail "one 'admitted' line per admitted kind: $admitted admitted, $clusters in the files"
+[ "$(cat "$samples"/*.yaml | grep -Ec '^kind: (Backup|ScheduledBackup|ObjectStore)$')" -ge 3 ] &&
+	pass "samples hold a Backup, a ScheduledBackup and an ObjectStore" ||
+	fail "samples hold a Backup, a ScheduledBackup and an ObjectStore"
 others=$(cat "${files[@]}" | grep -c '^kind: ')
 skipped=$(grep -c ': skipped (' "$tmp/out.txt")
 [ "$skipped" -eq $((others - clusters)) ] && pass "other kinds listed as skipped ($skipped)" ||
@@ -115,6 +119,24 @@ if [ "$rc_create" -eq 0 ] && [ "$rc" -eq 1 ] && grep -q '"operation": "UPDATE"' 
 	pass "--old makes it an UPDATE: shrinking storage is denied (CREATE alone admitted)"
 else
 	fail "--old makes it an UPDATE (create exit $rc_create, update exit $rc: $out)"
+fi
+# UPDATE of a Backup: its spec is immutable (B6); the CREATE alone is admitted.
+cat >"$tmp/b-old.yaml" <<'YAML'
+apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata:
+  name: b1
+spec:
+  cluster:
+    name: pg
+YAML
+sed 's/name: pg/name: other/' "$tmp/b-old.yaml" >"$tmp/b-new.yaml"
+out=$("$PGOP" validate -f "$tmp/b-new.yaml" --old "$tmp/b-old.yaml" 2>/dev/null)
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "b-new.yaml: default/b1: spec: Forbidden: BackupSpec is immutable once set" <<<"$out"; then
+	pass "a Backup's spec is immutable (--old)"
+else
+	fail "a Backup's spec is immutable (exit $rc: $out)"
 fi
 printf 'kind: [unterminated\n' >"$tmp/broken.yaml"
 "$PGOP" validate -f "$tmp/broken.yaml" >/dev/null 2>&1

@@ -21,7 +21,10 @@
 /* Cluster documents in REPO_SAMPLES_DIR (top level) and in REPO_INVALID_SAMPLES_DIR:
  * update with the files (samples/README.md lists them). */
 #define REPO_SAMPLE_CLUSTERS 8
-#define REPO_INVALID_SAMPLE_CLUSTERS 15
+#define REPO_INVALID_SAMPLE_CLUSTERS 16
+/* Backup, ScheduledBackup and ObjectStore samples (one document per file) */
+#define REPO_SAMPLE_OTHERS 3
+#define REPO_INVALID_SAMPLE_OTHERS 4
 /* The CloudNativePG corpus holds at least this many Cluster documents. */
 #define CNPG_SAMPLE_CLUSTERS_MIN 60
 

@@ -525,7 +525,8 @@ static void test_samples_parse(void **state)
 	size_t files = check_samples_in(REPO_SAMPLES_DIR, &clusters);
 	files += check_samples_in(REPO_INVALID_SAMPLES_DIR, &clusters);
 	assert_int_equal(clusters, REPO_SAMPLE_CLUSTERS + REPO_INVALID_SAMPLE_CLUSTERS);
-	assert_int_equal(files, clusters); /* one Cluster per file */
+	/* one Cluster, Backup, ScheduledBackup or ObjectStore per file */
+	assert_int_equal(files, clusters + REPO_SAMPLE_OTHERS + REPO_INVALID_SAMPLE_OTHERS);
 	const char *shared = samples_shared_dir();
 	if (!shared)
 		return;

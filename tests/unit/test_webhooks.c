@@ -22,11 +22,15 @@ static char *b64decode(const char *s)
 	"\"object\":" obj ",\"oldObject\":" old ",\"dryRun\":false}}"
 #define CKIND "{\"group\":\"postgresql.cnpg.io\",\"version\":\"v1\",\"kind\":\"Cluster\"}"
 
-/* Runs a review; returns the parsed response (owned) or NULL with *ret_rc set. */
-static json_object *review(enum wh_kind kind, const char *body, int *ret_rc, struct op_err *err)
+/* Runs a review on resource rs's webhook; returns the parsed response
+ * (owned) or NULL with *ret_rc set. */
+static json_object *review_rs(enum wh_kind kind, enum wh_resource rs, const char *body,
+			      int *ret_rc, struct op_err *err)
 {
 	struct op_buf resp = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
-	int r = wh_handle_review(kind, body, strlen(body), &resp, err);
+	int r = rs == WH_RES_CLUSTER ? wh_handle_review(kind, body, strlen(body), &resp, err)
+				     : wh_handle_review_resource(kind, rs, body, strlen(body),
+								 &resp, err);
 	*ret_rc = r;
 	json_object *out = NULL;
 	if (r == 0)
@@ -35,6 +39,11 @@ static json_object *review(enum wh_kind kind, const char *body, int *ret_rc, str
 		assert_int_equal(resp.len, 0);
 	op_buf_done(&resp);
 	return out;
+}
+
+static json_object *review(enum wh_kind kind, const char *body, int *ret_rc, struct op_err *err)
+{
+	return review_rs(kind, WH_RES_CLUSTER, body, ret_rc, err);
 }
 
 static void test_review_mutate_patch(void **state)
@@ -212,19 +221,27 @@ static void test_review_response_cap(void **state)
 #define SAMPLE_MAX (1024u * 1024)
 
 struct sample_stats {
-	int clusters, denied, with_warnings, unsupported_warnings;
+	int clusters, others, denied, with_warnings, unsupported_warnings;
 };
 
 /* One AdmissionReview round: returns the response object (owned). */
+/* A review of obj on the webhook of its kind (wh_resource_of; a Cluster's
+ * when obj has none we know). */
 static json_object *review_obj(enum wh_kind kind, const char *op, json_object *obj,
 			       json_object *old)
 {
+	int rs = wh_resource_of(obj);
+	if (rs < 0)
+		rs = WH_RES_CLUSTER;
+	_cleanup_free_ char *rkind =
+		op_asprintf("{\"group\":\"%s\",\"version\":\"v1\",\"kind\":\"%s\"}",
+			    wh_resource_group((enum wh_resource)rs), wh_resource_kind((enum wh_resource)rs));
 	_cleanup_free_ char *body = op_asprintf(
-		REVIEW("%s", CKIND, "%s", "%s"), op, json_object_to_json_string(obj),
+		REVIEW("%s", "%s", "%s", "%s"), rkind, op, json_object_to_json_string(obj),
 		old ? json_object_to_json_string(old) : "null");
 	int rc;
 	struct op_err err = OP_ERR_INIT;
-	json_object *out = review(kind, body, &rc, &err);
+	json_object *out = review_rs(kind, (enum wh_resource)rs, body, &rc, &err);
 	if (rc != 0)
 		fail_msg("review failed: %s", err.msg);
 	return out;
@@ -263,7 +280,10 @@ static void admit_sample(const char *file, json_object *doc, struct sample_stats
 		json_object_put(out);
 	}
 	json_object_put(obj);
-	st->clusters++;
+	if (wh_resource_of(doc) == WH_RES_CLUSTER)
+		st->clusters++;
+	else
+		st->others++;
 }
 
 /* Reads a sample file (at most SAMPLE_MAX bytes) into an owned NUL-terminated buffer. */
@@ -312,6 +332,8 @@ static void admit_dir(const char *dir, bool recurse, struct sample_stats *st)
 			const char *kind = str_at(doc, "kind");
 			if (kind && strcmp(kind, "Cluster") == 0)
 				admit_sample(e->d_name, doc, st);
+			else if (wh_resource_of(doc) >= 0)
+				admit_sample(e->d_name, doc, st); /* counted as others */
 		}
 		json_object_put(docs);
 	}
@@ -327,6 +349,7 @@ static void test_samples_through_admission(void **state)
 		      "warnings\n",
 		      st.clusters, st.denied, st.with_warnings, st.unsupported_warnings);
 	assert_int_equal(st.clusters, REPO_SAMPLE_CLUSTERS);
+	assert_int_equal(st.others, REPO_SAMPLE_OTHERS);
 	assert_int_equal(st.denied, 0);
 	/* cluster-accepted-not-implemented.yaml: spec.monitoring and spec.managed;
 	 * cluster-backup-s3.yaml: spec.backup */
@@ -381,10 +404,15 @@ static void test_invalid_samples_denied(void **state)
 		assert_int_equal(op_yaml_parse_docs(data, len, NULL, &docs, &err), 1);
 		json_object *doc = json_object_array_get_idx(docs, 0);
 		json_object *out = review_obj(WH_MUTATE, "CREATE", doc, NULL), *obj = NULL;
-		_cleanup_free_ char *ptxt = b64decode(str_at(out, "response.patch"));
-		json_object *patch = parse(ptxt);
-		assert_int_equal(wh_patch_apply(doc, patch, &obj, NULL), 0);
-		json_object_put(patch);
+		const char *p64 = str_at(out, "response.patch");
+		if (p64) {
+			_cleanup_free_ char *ptxt = b64decode(p64);
+			json_object *patch = parse(ptxt);
+			assert_int_equal(wh_patch_apply(doc, patch, &obj, NULL), 0);
+			json_object_put(patch);
+		} else {
+			obj = json_object_get(doc);
+		}
 		json_object_put(out);
 		out = review_obj(WH_VALIDATE, "CREATE", obj, NULL);
 		if (json_object_get_boolean(at(out, "response.allowed")))
@@ -402,7 +430,7 @@ static void test_invalid_samples_denied(void **state)
 		checked++;
 	}
 	closedir(d);
-	assert_int_equal(checked, REPO_INVALID_SAMPLE_CLUSTERS);
+	assert_int_equal(checked, REPO_INVALID_SAMPLE_CLUSTERS + REPO_INVALID_SAMPLE_OTHERS);
 }
 
 int main(void)
