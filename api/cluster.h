@@ -160,6 +160,7 @@ struct api_barman_store {
 /* spec.backup */
 struct api_backup {
 	struct api_barman_store *barman; /* barmanObjectStore; NULL when absent */
+	bool barman_from_plugin;         /* barman is the plugin's ObjectStore (api/plugin.h) */
 	char *retention_policy;          /* "30d"; NULL when absent */
 	char *target;                    /* default: "prefer-standby" */
 	bool has_volume_snapshot;        /* volumeSnapshot set */
@@ -214,6 +215,7 @@ struct api_external_cluster {
 	struct api_kvs connection_parameters; /* values are strings */
 	struct api_secret_ref ssl_cert, ssl_key, ssl_root_cert, password;
 	struct api_barman_store *barman_object_store; /* NULL when absent */
+	bool store_from_plugin; /* barman_object_store is the plugin's ObjectStore (api/plugin.h) */
 	struct api_plugin *plugin;                    /* NULL when absent */
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/plugin.h"
 #include "backup/backup.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
@@ -119,6 +120,10 @@ int inst_archive_sync(const struct inst_paths *p, const struct api_cluster *c, s
 	if (!s) {
 		if (unlink(path) < 0 && errno != ENOENT)
 			return op_err_set(err, -errno, "%s: cannot remove: %s", path, strerror(errno));
+		if (api_cluster_archives_wal(c)) /* the plugin's ObjectStore is not resolved */
+			return op_err_set(err, -ENOENT, "spec.plugins: the %s plugin's ObjectStore "
+					  "%s cannot be read", API_BARMAN_PLUGIN,
+					  api_plugin_object_name(api_cluster_barman_plugin(c)) ?: "?");
 		return 0;
 	}
 	_cleanup_free_ char *region = NULL;

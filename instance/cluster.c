@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "api/plugin.h"
 #include "api/timestamp.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
@@ -37,6 +38,27 @@ static int load_file(const char *path, json_object **ret, struct op_err *err)
 	return 0;
 }
 
+/* api_object_store_fn: GET objectstores/<name> in the Cluster's namespace
+ * (the Role grants exactly those names, reconciler/objects.c). */
+static json_object *object_store(void *ud, const char *name)
+{
+	const struct inst_source *src = ud;
+	json_object *obj = NULL;
+	struct op_err e = OP_ERR_INIT;
+	if (!src->kube || kube_get(src->kube, KUBE_OBJECTSTORES, src->ns, name, &obj, &e) < 0) {
+		op_log_warn("cannot read the ObjectStore", "name", name, "error",
+			    src->kube ? e.msg : "no API server (cluster file)");
+		return NULL;
+	}
+	return obj;
+}
+
+int inst_cluster_resolve_plugins(const struct inst_source *src, struct api_cluster *c,
+				 struct op_err *err)
+{
+	return api_cluster_resolve_plugins(c, object_store, (void *)src, err);
+}
+
 int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 		      struct op_err *err)
 {
@@ -45,7 +67,11 @@ int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 				  : kube_get(src->kube, KUBE_CLUSTERS, src->ns, src->name, &obj, err);
 	if (r)
 		return r;
-	return api_cluster_decode(obj, NULL, ret, err);
+	r = api_cluster_decode(obj, NULL, ret, err);
+	struct op_err pe = OP_ERR_INIT;
+	if (r == 0 && inst_cluster_resolve_plugins(src, *ret, &pe) < 0)
+		op_log_warn("the barman-cloud plugin's ObjectStore cannot be used", "error", pe.msg);
+	return r;
 }
 
 int inst_cluster_patch_status(const struct inst_source *src, const char *patch,

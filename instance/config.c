@@ -14,6 +14,7 @@
 
 #include "api/names.h"
 #include "api/pgparams.h"
+#include "api/plugin.h"
 #include "instance/instance.h"
 #include "support/alloc.h"
 
@@ -206,7 +207,7 @@ static const char *archive_mode(const struct api_cluster *c)
 static int archive_command(const struct inst_config_input *in, struct op_buf *out,
 			   struct op_err *err)
 {
-	if (!api_cluster_wal_store(in->cluster))
+	if (!api_cluster_archives_wal(in->cluster))
 		return 0;
 	const char *cd = cdir(in);
 	_cleanup_free_ char *self = in->pgop_path ? NULL : op_asprintf("%s/pgop", cd);

@@ -74,7 +74,13 @@ struct inst_source {
 					 * no retries (the lease read, the SIGTERM handover) */
 	const char *ns, *name;          /* borrowed */
 };
-/* Loads the Cluster (file: JSON or YAML, one document). *ret owned. */
+/* The barman-cloud plugin form resolved on c (api/plugin.h) with GETs of its
+ * ObjectStores through src->kube; -ENOENT/-EINVAL (err says which) when one
+ * cannot be used. */
+OP_MUST_CHECK int inst_cluster_resolve_plugins(const struct inst_source *src,
+					       struct api_cluster *c, struct op_err *err);
+/* Loads the Cluster (file: JSON or YAML, one document), the plugin form
+ * resolved (a failure logged: the store stays unconfigured). *ret owned. */
 OP_MUST_CHECK int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 				    struct op_err *err);
 /* Merge-patches clusters/status (file source: logged and ignored). */

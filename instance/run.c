@@ -40,6 +40,7 @@
 
 #include "api/fence.h"
 #include "api/names.h"
+#include "api/plugin.h"
 #include "api/timestamp.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
@@ -176,6 +177,8 @@ struct runner {
 	char *self;                  /* owned: this binary (/proc/self/exe), for
 				      * archive_command; NULL = <controller>/pgop */
 	char *archive_why;           /* owned: the last archive_sync error logged */
+	int64_t plugins_ms;          /* when the plugin form was last resolved (ms); 0 = now */
+	char *plugins_why;           /* owned: why it could not be, last logged */
 };
 
 static void pg_drop(struct runner *rn)
@@ -883,13 +886,30 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 	return 0;
 }
 
+/* The plugin form's ObjectStores are read again this often (they have no
+ * watch here; a changed store is used within this). */
+#define PLUGIN_REFRESH_MS 30000
+
 static void take_cluster(struct runner *rn)
 {
 	struct api_cluster *c = inst_state_take_cluster(rn->st);
 	if (c) {
 		api_cluster_free(rn->cluster);
 		rn->cluster = c;
+		rn->plugins_ms = 0;
 	}
+	int64_t now = api_time_now_us() / 1000;
+	if (!api_cluster_barman_plugin(rn->cluster) && !rn->plugins_why)
+		return;
+	if (rn->plugins_ms && now - rn->plugins_ms < PLUGIN_REFRESH_MS)
+		return;
+	rn->plugins_ms = now;
+	struct op_err e = OP_ERR_INIT;
+	int r = inst_cluster_resolve_plugins(rn->src, rn->cluster, &e);
+	if (r < 0 && (!rn->plugins_why || strcmp(rn->plugins_why, e.msg) != 0))
+		op_log_error("the barman-cloud plugin's ObjectStore cannot be used", "error", e.msg);
+	free(rn->plugins_why);
+	rn->plugins_why = r < 0 ? op_strdup(e.msg) : NULL;
 }
 
 /* The full tick: the newest Cluster, the certificates copied (the status
@@ -1284,6 +1304,7 @@ static void run_ctx_done(struct run_ctx *x)
 	free(x->bindir);
 	free(x->rn.self);
 	free(x->rn.archive_why);
+	free(x->rn.plugins_why);
 }
 
 int inst_run(const struct inst_run_opts *o_in, struct op_err *err)

@@ -59,6 +59,7 @@ const struct kube_kind kube_kinds[KUBE_K__COUNT] = {
 	[KUBE_K_BACKUPS] = { "postgresql.cnpg.io", "v1", "backups", "Backup", true },
 	[KUBE_K_SCHEDULEDBACKUPS] = { "postgresql.cnpg.io", "v1", "scheduledbackups",
 				     "ScheduledBackup", true },
+	[KUBE_K_OBJECTSTORES] = { "barmancloud.cnpg.io", "v1", "objectstores", "ObjectStore", true },
 };
 
 const struct kube_kind *kube_kind_lookup(const char *name)

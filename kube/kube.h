@@ -152,6 +152,7 @@ enum kube_kind_id {
 	KUBE_K_TOKENREVIEWS,         /* create only: authentication.k8s.io/v1 */
 	KUBE_K_BACKUPS,              /* postgresql.cnpg.io/v1 Backup */
 	KUBE_K_SCHEDULEDBACKUPS,     /* postgresql.cnpg.io/v1 ScheduledBackup */
+	KUBE_K_OBJECTSTORES,         /* barmancloud.cnpg.io/v1 ObjectStore */
 	KUBE_K__COUNT
 };
 
@@ -185,6 +186,7 @@ extern const struct kube_kind kube_kinds[KUBE_K__COUNT];
 #define KUBE_CLUSTERS KUBE_KIND(KUBE_K_CLUSTERS)
 #define KUBE_BACKUPS KUBE_KIND(KUBE_K_BACKUPS)
 #define KUBE_SCHEDULEDBACKUPS KUBE_KIND(KUBE_K_SCHEDULEDBACKUPS)
+#define KUBE_OBJECTSTORES KUBE_KIND(KUBE_K_OBJECTSTORES)
 #define KUBE_CRDS KUBE_KIND(KUBE_K_CRDS)
 #define KUBE_STORAGECLASSES KUBE_KIND(KUBE_K_STORAGECLASSES)
 #define KUBE_NAMESPACES KUBE_KIND(KUBE_K_NAMESPACES)

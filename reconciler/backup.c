@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "api/backup.h"
+#include "api/plugin.h"
 #include "api/timestamp.h"
 #include "backup/backup.h"
 #include "kube/kube.h"
@@ -161,11 +162,11 @@ static void ref_copy(struct api_secret_ref *dst, const struct api_secret_ref *sr
  * the store and its Secret references, as CloudNativePG records them (a
  * recovery from this Backup reads them: bootstrap.recovery.backup.name). */
 static json_object *running_status(struct rc_run *r, const struct api_barman_store *s,
-				   const struct rc_instance *in, const char *id)
+				   const struct rc_instance *in, const char *id, const char *method)
 {
 	struct api_backup_status st = {
 		.phase = API_BACKUP_PHASE_RUNNING,
-		.method = op_strdup(api_backup_method_name(API_BACKUP_METHOD_BARMAN)),
+		.method = op_strdup(method),
 		.has_online = true,
 		.online = true,
 		.backup_id = op_strdup(id),
@@ -196,10 +197,18 @@ static int start(struct rc_run *r, const struct rc_instance *v, size_t n, json_o
 	if (m == API_BACKUP_METHOD_VOLUME_SNAPSHOT)
 		return fail(r, name, method, "method volumeSnapshot needs CSI volume snapshots, "
 			    "which this Kubernetes does not have: use barmanObjectStore");
-	if (m != API_BACKUP_METHOD_BARMAN)
+	const char *plugin = op_json_str_at(b, "spec.pluginConfiguration.name");
+	if (m == API_BACKUP_METHOD_PLUGIN && (!plugin || strcmp(plugin, API_BARMAN_PLUGIN) != 0))
+		return fail(r, name, method, "plugin %.64s is not served by pgop (only %s, in "
+			    "process)", plugin ? plugin : "(none)", API_BARMAN_PLUGIN);
+	if (m != API_BACKUP_METHOD_BARMAN && m != API_BACKUP_METHOD_PLUGIN)
 		return fail(r, name, method_text ? method_text : "?",
-			    "method %.64s is not supported by pgop (barmanObjectStore)",
+			    "method %.64s is not supported by pgop (barmanObjectStore, plugin)",
 			    method_text ? method_text : "?");
+	if (m == API_BACKUP_METHOD_PLUGIN && !r->c->spec.backup.barman_from_plugin)
+		return fail(r, name, method, "cluster %s archives with no %s plugin%s%s", r->name,
+			    API_BARMAN_PLUGIN, r->plugin_error ? ": " : "",
+			    r->plugin_error ? r->plugin_error : "");
 	const struct api_barman_store *s = api_cluster_wal_store(r->c);
 	if (!s)
 		return fail(r, name, method, "cluster %s has no spec.backup.barmanObjectStore "
@@ -228,7 +237,7 @@ static int start(struct rc_run *r, const struct rc_instance *v, size_t n, json_o
 	rc_event(r, "Normal", "BackupStarted", "backup %s started on %s (%s, id %s)", name,
 		 in->name, in->is_primary ? "primary" : "standby", id);
 	rc_requeue(r, BACKUP_POLL_MS);
-	return patch_status(r, name, running_status(r, s, in, id));
+	return patch_status(r, name, running_status(r, s, in, id, method));
 }
 
 /* The fields of the instance's GET /pg/backup answer a finished Backup's

@@ -63,6 +63,7 @@ static const struct {
 	[RC_INF_SECRETS] = { KUBE_K_SECRETS, true, keep_secrets, NULL },
 	[RC_INF_BACKUPS] = { KUBE_K_BACKUPS, false, keep_all, NULL },
 	[RC_INF_SCHEDULED_BACKUPS] = { KUBE_K_SCHEDULEDBACKUPS, false, keep_all, NULL },
+	[RC_INF_OBJECT_STORES] = { KUBE_K_OBJECTSTORES, false, keep_all, NULL },
 };
 
 static const char *label_of(json_object *obj, const char *key)
@@ -177,9 +178,30 @@ struct handler_ctx {
 	enum rc_inf kind;
 };
 
+/* An ObjectStore names no Cluster (theirs name it, api/plugin.h): every
+ * Cluster of its namespace looks again (they change rarely). */
+static void enqueue_namespace(struct rc_controller *c, const char *ns)
+{
+	struct kube_informer *inf = rc_informer(c, RC_INF_CLUSTERS, ns);
+	json_object *all = inf ? kube_informer_list(inf, ns) : NULL;
+	for (size_t i = 0; all && i < json_object_array_length(all); i++) {
+		const char *name = kube_obj_name(json_object_array_get_idx(all, i));
+		_cleanup_free_ char *key = op_asprintf("%s/%s", ns, name ? name : "");
+		if (name)
+			rc_queue_add(c->q, key);
+	}
+	if (all)
+		json_object_put(all);
+}
+
 static void enqueue_for(struct rc_controller *c, enum rc_inf kind, json_object *obj)
 {
 	const char *ns = kube_obj_namespace(obj);
+	if (kind == RC_INF_OBJECT_STORES) {
+		if (ns)
+			enqueue_namespace(c, ns);
+		return;
+	}
 	/* a Cluster's own objects carry its label; its Backups and
 	 * ScheduledBackups name it in spec.cluster.name (reconciler/backup.c) */
 	const char *name = kind == RC_INF_CLUSTERS ? kube_obj_name(obj)

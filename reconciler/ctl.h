@@ -25,6 +25,7 @@ enum rc_inf {
 	RC_INF_SECRETS,
 	RC_INF_BACKUPS,           /* keyed by spec.cluster.name (reconciler/backup.c) */
 	RC_INF_SCHEDULED_BACKUPS, /* the same */
+	RC_INF_OBJECT_STORES,     /* every Cluster of the namespace (api/plugin.h) */
 	RC_INF__COUNT
 };
 
@@ -55,6 +56,7 @@ struct rc_cluster_state {
 	char *key;
 	char *uid;
 	bool rbac_done;              /* SA/Role/RoleBinding created for uid */
+	char *rbac_rules;            /* owned: the Role's rules last written or confirmed */
 	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* CA the client cert was issued from */
 	struct pki_pair client;      /* operator client certificate */
 	int64_t client_checked;      /* when client was last verified against ca_fp (wall s) */
@@ -254,6 +256,8 @@ struct rc_run {
 				 * most once per reconcile (rc_secret_full); NULL until then */
 	struct pki_pair client; /* owned: operator client certificate */
 	long requeue_ms;        /* smallest requeue asked for; 0 = none */
+	char *plugin_error;     /* owned: why the barman-cloud plugin's ObjectStore cannot be
+				 * used (api_cluster_resolve_plugins), or NULL */
 	int64_t cut_deadline_ms; /* "pending" decided on replicas' cuts: the patch must
 				  * return before this (monotonic ms, cut.c); 0 = none */
 	struct op_err *err;

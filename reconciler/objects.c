@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "reconciler/internal.h"
+#include "api/plugin.h"
 #include "reconciler/objects.h"
 #include "support/alloc.h"
 #include "support/base64.h"
@@ -320,6 +321,22 @@ json_object *rc_build_role(const struct api_cluster *c)
 	 * reconciler rules (charts/pgop/templates/rbac.yaml) are its upper bound. */
 	op_jpush(rules, rule("postgresql.cnpg.io", clusters, 1, get_watch, 2, names, 1));
 	op_jpush(rules, rule("postgresql.cnpg.io", status, 1, get_patch, 2, names, 1));
+	/* the plugin form (api/plugin.h): GET of the ObjectStores it names, which
+	 * the instance manager resolves itself (instance/cluster.c) */
+	const char *stores[1 + 64];
+	size_t ns = 0;
+	const struct api_plugin *p = api_cluster_barman_plugin(c);
+	if (p && p->is_wal_archiver && api_plugin_object_name(p))
+		stores[ns++] = api_plugin_object_name(p);
+	for (size_t i = 0; i < c->spec.n_external_clusters && ns < OP_ARRAY_SIZE(stores); i++) {
+		const struct api_plugin *x = c->spec.external_clusters[i].plugin;
+		if (api_plugin_is_barman(x) && api_plugin_object_name(x))
+			stores[ns++] = api_plugin_object_name(x);
+	}
+	static const char *const objectstores[] = { API_OBJECT_STORES_RESOURCE };
+	static const char *const get[] = { "get" };
+	if (ns)
+		op_jpush(rules, rule("barmancloud.cnpg.io", objectstores, 1, get, 1, stores, ns));
 	op_jset(o, "rules", rules);
 	return o;
 }

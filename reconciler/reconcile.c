@@ -7,6 +7,7 @@
 
 #include "api/fence.h"
 #include "api/names.h"
+#include "api/plugin.h"
 #include "api/timestamp.h"
 #include "kube/leader.h"
 #include "reconciler/ctl.h"
@@ -679,6 +680,11 @@ static void fill_instances_status(struct rc_run *r, struct inventory *inv)
 	free(w->archiving_msg);
 	w->archiving = rc_archiving_decide(p && p->has_status && p->is_primary ? p->doc : NULL,
 					   api_cluster_wal_store(r->c) != NULL, &w->archiving_msg);
+	if (r->plugin_error && api_cluster_barman_plugin(r->c)) { /* its ObjectStore is wrong */
+		free(w->archiving_msg);
+		w->archiving = RC_ARCH_FAILING;
+		w->archiving_msg = op_strdup(r->plugin_error);
+	}
 	free(w->selector);
 	w->selector = op_asprintf("%s=%s,%s=instance", RC_LABEL_CLUSTER, r->name,
 				  RC_LABEL_POD_ROLE);
@@ -1240,6 +1246,13 @@ static char *type_errors_reason(const struct api_errors *errs)
 	return op_buf_take(&b, NULL);
 }
 
+/* api_object_store_fn: the cached ObjectStore (owned copy) of the Cluster's namespace. */
+static json_object *object_store(void *ud, const char *name)
+{
+	const struct rc_run *r = ud;
+	return rc_cache_get(r->ctl, RC_INF_OBJECT_STORES, r->ns, name);
+}
+
 int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_ms,
 		 struct op_err *err)
 {
@@ -1292,6 +1305,12 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 	r.name = r.c->metadata.name;
 	if (str_eq(r.want.phase, RC_PHASE_INVALID))
 		set_phase(&r, NULL, NULL);
+	struct op_err perr = OP_ERR_INIT;
+	if (api_cluster_resolve_plugins(r.c, object_store, &r, &perr) < 0) {
+		r.plugin_error = op_strdup(perr.msg);
+		op_log_warn("the barman-cloud plugin's ObjectStore cannot be used", "cluster", key,
+			    "error", perr.msg);
+	}
 	ret = reconcile_valid(&r, &b);
 	int w = write_status(&r, &b);
 	if (ret == 0 && w < 0)
@@ -1303,6 +1322,7 @@ out:
 	rc_status_done(&r.want);
 	pki_pair_done(&r.ca);
 	pki_pair_done(&r.client);
+	free(r.plugin_error);
 	if (r.secrets)
 		json_object_put(r.secrets);
 	if (b.status)

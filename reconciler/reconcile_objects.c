@@ -355,6 +355,8 @@ static void state_check_uid(struct rc_cluster_state *s, const char *uid)
 	free(s->uid);
 	s->uid = uid ? op_strdup(uid) : NULL;
 	s->rbac_done = false;
+	free(s->rbac_rules);
+	s->rbac_rules = NULL;
 	s->ca_fp[0] = '\0';
 	pki_pair_done(&s->client);
 	rc_strv_free(&s->sync_set, &s->n_sync_set); /* another Cluster's primary reported it */
@@ -484,6 +486,35 @@ int rc_ensure_user_secrets(struct rc_run *r)
 
 /* ------------------------------------------------------------- RBAC */
 
+/* The Role's rules follow the Cluster (the plugin's ObjectStores): once
+ * created, a Role whose cached rules differ from these is patched. */
+static int ensure_role_rules(struct rc_run *r, json_object *role, bool created)
+{
+	const char *rules = json_object_to_json_string_ext(op_json_at(role, "rules"),
+							   JSON_C_TO_STRING_PLAIN);
+	pthread_mutex_lock(&r->ctl->mu);
+	struct rc_cluster_state *s = rc_state_get(r->ctl, r->key);
+	bool same = s->rbac_rules && rules && strcmp(s->rbac_rules, rules) == 0;
+	pthread_mutex_unlock(&r->ctl->mu);
+	if (same || !rules)
+		return 0;
+	int ret = 0;
+	if (!created) { /* made before (this process's start, or its rules changed) */
+		_cleanup_free_ char *patch = op_asprintf("{\"rules\":%s}", rules);
+		struct op_err e = OP_ERR_INIT;
+		ret = kube_patch(r->ctl->kc, KUBE_ROLES, r->ns, kube_obj_name(role),
+				 KUBE_PATCH_MERGE, patch, NULL, &e);
+		if (ret < 0)
+			return op_err_set(r->err, ret, "updating the instances' Role: %s", e.msg);
+	}
+	pthread_mutex_lock(&r->ctl->mu);
+	s = rc_state_get(r->ctl, r->key);
+	free(s->rbac_rules);
+	s->rbac_rules = op_strdup(rules);
+	pthread_mutex_unlock(&r->ctl->mu);
+	return 0;
+}
+
 int rc_ensure_rbac(struct rc_run *r)
 {
 	pthread_mutex_lock(&r->ctl->mu);
@@ -491,17 +522,21 @@ int rc_ensure_rbac(struct rc_run *r)
 	state_check_uid(s, r->c->metadata.uid);
 	bool done = s->rbac_done;
 	pthread_mutex_unlock(&r->ctl->mu);
-	if (done)
-		return 0;
 	json_object *objs[3] = { rc_build_service_account(r->c), rc_build_role(r->c),
 				 rc_build_role_binding(r->c) };
 	const struct kube_kind *kinds[3] = { KUBE_SERVICEACCOUNTS, KUBE_ROLES, KUBE_ROLEBINDINGS };
 	int ret = 0;
-	for (size_t i = 0; i < 3; i++) {
+	bool role_created = false;
+	for (size_t i = 0; i < 3 && !done; i++) {
 		if (ret >= 0)
 			ret = rc_create(r, kinds[i], objs[i]);
-		json_object_put(objs[i]);
+		if (i == 1 && ret > 0)
+			role_created = true;
 	}
+	if (ret >= 0)
+		ret = ensure_role_rules(r, objs[1], role_created);
+	for (size_t i = 0; i < 3; i++)
+		json_object_put(objs[i]);
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&r->ctl->mu);

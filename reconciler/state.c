@@ -119,6 +119,7 @@ void rc_state_done(struct rc_cluster_state *s)
 {
 	free(s->key);
 	free(s->uid);
+	free(s->rbac_rules);
 	rc_strv_free(&s->silent, &s->n_silent);
 	rc_strv_free(&s->lost, &s->n_lost);
 	free(s->watch);

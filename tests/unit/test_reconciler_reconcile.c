@@ -32,7 +32,7 @@
 /* Fixture objects served by LIST, per collection path suffix. */
 struct fake {
 	const char *clusters, *pods, *pvcs, *secrets, *services; /* JSON arrays */
-	const char *backups, *scheduled;                         /* JSON arrays */
+	const char *backups, *scheduled, *object_stores;         /* JSON arrays */
 	const char *secrets_listed; /* the Cluster's Secrets by label, when not `secrets` */
 };
 
@@ -80,6 +80,7 @@ static void h_api(struct ts *s, const struct ts_req *req, struct ts_resp *r)
 			{ "/backups", "Backup", offsetof(struct fake, backups) },
 			{ "/scheduledbackups", "ScheduledBackup",
 			  offsetof(struct fake, scheduled) },
+			{ "/objectstores", "ObjectStore", offsetof(struct fake, object_stores) },
 		};
 		if (f->secrets_listed && ends_with(req->path, "/secrets") &&
 		    strstr(req->query, "labelSelector=cnpg.io/cluster=c")) {
