@@ -39,8 +39,11 @@ static char **field(struct bk_config *c, size_t offset)
 
 static int known_key(const char *k)
 {
-	if (strcmp(k, "walCompression") == 0 || strcmp(k, "maxParallel") == 0)
-		return 1;
+	static const char *const others[] = { "walCompression", "maxParallel", "dataCompression",
+					      "immediateCheckpoint", "jobs" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(others); i++)
+		if (strcmp(k, others[i]) == 0)
+			return 1;
 	for (size_t i = 0; i < OP_ARRAY_SIZE(str_keys); i++)
 		if (strcmp(k, str_keys[i].key) == 0)
 			return 1;
@@ -64,6 +67,38 @@ static int parse_strings(json_object *root, struct bk_config *c, struct op_err *
 			return op_err_set(err, -EINVAL, "config: %s: empty or too long", str_keys[i].key);
 		*field(c, str_keys[i].offset) = op_strdup(s);
 	}
+	return 0;
+}
+
+/* dataCompression, immediateCheckpoint, jobs: what base backups read. */
+static int parse_data(json_object *root, struct bk_config *c, struct op_err *err)
+{
+	json_object *v;
+	c->jobs = 1;
+	if (json_object_object_get_ex(root, "jobs", &v)) {
+		int64_t n;
+		if (op_json_to_i64(v, &n) != 1 || n < 1 || n > BK_MAX_PARALLEL)
+			return op_err_set(err, -EINVAL, "config: jobs: expected an integer 1..%d",
+					  BK_MAX_PARALLEL);
+		c->jobs = (unsigned)n;
+	}
+	if (json_object_object_get_ex(root, "immediateCheckpoint", &v)) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return op_err_set(err, -EINVAL, "config: immediateCheckpoint: expected a "
+					  "boolean, got %s", op_json_type_name(v));
+		c->immediate_checkpoint = json_object_get_boolean(v);
+	}
+	if (!json_object_object_get_ex(root, "dataCompression", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return op_err_set(err, -EINVAL, "config: dataCompression: expected string, got %s",
+				  op_json_type_name(v));
+	if (bk_compression_parse(json_object_get_string(v), &c->data_compression, err) < 0)
+		return op_err_prefix(err, "config: dataCompression");
+	if (c->data_compression == BK_COMP_XZ || c->data_compression == BK_COMP_ZSTD)
+		return op_err_set(err, -ENOTSUP, "config: dataCompression: %s is not supported for "
+				  "base backups (none, gzip, bzip2, lz4)",
+				  bk_compression_name(c->data_compression));
 	return 0;
 }
 
@@ -116,6 +151,8 @@ int bk_config_parse(const char *json, size_t len, struct bk_config *ret, struct 
 	rc = parse_strings(root, &c, err);
 	if (rc == 0)
 		rc = parse_others(root, &c, err);
+	if (rc == 0)
+		rc = parse_data(root, &c, err);
 	if (rc < 0) {
 		bk_config_done(&c);
 		return rc;

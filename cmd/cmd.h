@@ -32,5 +32,8 @@ int cmd_bootstrap(int argc, char **argv);
 /* `pgop instance wal-archive|wal-restore` (cmd/wal.c; argv[0] is the
  * sub-subcommand): the exit code, or -1 when argv[0] is neither. */
 int cmd_instance_wal(int argc, char **argv);
+/* `pgop instance backup` (cmd/backup.c; argv[0] is the sub-subcommand): the
+ * exit code, or -1 when argv[0] is not "backup". */
+int cmd_instance_backup(int argc, char **argv);
 
 #endif
