@@ -128,7 +128,9 @@ void bk_codec_free(struct bk_codec *c); /* NULL accepted */
  *                                      (archive_command runs in PGDATA)
  *   "stateDir": "/controller/run"      required: markers and the restore spool
  *   "dataCompression": "gzip",         optional: base backups' data.tar: none
- *                                      (default), gzip, bzip2, lz4
+ *                                      (default), gzip, bzip2, lz4 (snappy, xz and
+ *                                      zstd are accepted here and refused by the
+ *                                      backup: WAL archiving must not stop for them)
  *   "immediateCheckpoint": false,      optional: pg_backup_start(fast)
  *   "jobs": 2                          optional: 1..BK_MAX_PARALLEL (accepted;
  *                                      parts are uploaded one at a time)

@@ -282,8 +282,7 @@ static int bb_copy(struct bb *b, struct op_err *err)
 	int64_t now = api_time_now_us();
 	free(b->bi.copy_stats);
 	b->bi.copy_stats = copy_stats((double)(now - b->started_us) / 1e6);
-	b->bi.size = (struct bk_opt_int){ true, (int64_t)stats.stored_bytes };
-	b->bi.deduplicated_size = b->bi.size;
+	/* size and deduplicated_size stay None, as barman-cloud-backup leaves them */
 	b->st->size = (int64_t)stats.stored_bytes;
 	b->bi.status = BK_STATUS_DONE;
 	return bk_backup_info_upload(&b->cfg, b->id, &b->bi, err);
