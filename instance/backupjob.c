@@ -252,9 +252,11 @@ struct inst_backup_job *inst_backup_job_new(const struct inst_paths *p, const ch
 					    unsigned port, const char *pod_name)
 {
 	struct inst_backup_job *j = op_calloc(1, sizeof(*j));
+	struct inst_paths paths = *p;
+	inst_paths_default(&paths);
 	pthread_mutex_init(&j->lock, NULL);
-	j->config_path = inst_archive_config_path(p);
-	j->state_path = op_asprintf("%s/run/%s", p->controller_dir, INST_BACKUP_STATE_FILE);
+	j->config_path = inst_archive_config_path(&paths);
+	j->state_path = op_asprintf("%s/run/%s", paths.controller_dir, INST_BACKUP_STATE_FILE);
 	j->sockdir = op_strdup(sockdir);
 	j->pod_name = pod_name ? op_strdup(pod_name) : NULL;
 	j->port = port;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #undef malloc
@@ -200,12 +201,70 @@ static void test_config_data_keys(void **state)
 	}
 }
 
+/* backup-state.json: what a restarted manager answers; one left running by
+ * a process that died is failed; a POST without archiving configured is
+ * refused saying why, a bad name before anything. */
+static void test_job_state(void **state)
+{
+	char dir[] = "/tmp/pgop-bbjob-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char run[64], file[96];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	assert_int_equal(mkdir(run, 0700), 0);
+	snprintf(file, sizeof(file), "%s/" INST_BACKUP_STATE_FILE, run);
+	struct inst_paths p = { .pgdata = "/nonexistent", .controller_dir = dir };
+	struct inst_backup_job *j = inst_backup_job_new(&p, run, 5432, "pg-1");
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(inst_backup_job_json(j, &b), -ENOENT);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_backup_job_start(j, "Bad_Name", NULL, &err), -EINVAL);
+	err = OP_ERR_INIT;
+	assert_int_equal(inst_backup_job_start(j, "ok", "2024", &err), -EINVAL);
+	err = OP_ERR_INIT;
+	int r = inst_backup_job_start(j, "ok", NULL, &err);
+	assert_true(r < 0 && r != -EINVAL && r != -EBUSY);
+	assert_non_null(strstr(err.msg, "WAL archiving is not configured"));
+	inst_backup_job_free(j);
+
+	const char *running = "{\"name\":\"b1\",\"backupId\":\"20261207T041939\","
+			      "\"phase\":\"running\",\"beginWal\":\"000000010000000000000004\"}";
+	struct op_err werr = OP_ERR_INIT;
+	assert_int_equal(inst_write_file(file, running, strlen(running), 0600, &werr), 0);
+	j = inst_backup_job_new(&p, run, 5432, "pg-1");
+	assert_int_equal(inst_backup_job_json(j, &b), 0);
+	struct inst_backup_status s;
+	assert_int_equal(inst_backup_status_parse(b.data, b.len, &s, NULL), 0);
+	assert_string_equal(s.phase, "failed");
+	assert_string_equal(s.error, "instance manager restarted");
+	assert_string_equal(s.begin_wal, "000000010000000000000004");
+	assert_non_null(s.stopped_at);
+	inst_backup_status_done(&s);
+	/* the same name again answers it (1), nothing is started */
+	assert_int_equal(inst_backup_job_start(j, "b1", NULL, NULL), 1);
+	inst_backup_job_free(j);
+	/* saved as failed: a third manager reads failed from the file */
+	op_buf_reset(&b);
+	assert_int_equal(inst_read_file(file, OP_BUF_MAX_SMALL, &b, NULL), 0);
+	assert_non_null(strstr(op_buf_str(&b), "\"phase\":\"failed\""));
+	/* garbage in the file: ignored, no backup known */
+	assert_int_equal(inst_write_file(file, "{garbage", 8, 0600, &werr), 0);
+	j = inst_backup_job_new(&p, run, 5432, NULL);
+	op_buf_reset(&b);
+	assert_int_equal(inst_backup_job_json(j, &b), -ENOENT);
+	inst_backup_job_free(j);
+	op_buf_done(&b);
+	char cmd[96];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_json), cmocka_unit_test(test_names),
 		cmocka_unit_test(test_routes),	    cmocka_unit_test(test_lsn),
 		cmocka_unit_test(test_py_list),	    cmocka_unit_test(test_config_data_keys),
+		cmocka_unit_test(test_job_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
