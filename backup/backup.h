@@ -127,6 +127,13 @@ void bk_codec_free(struct bk_codec *c); /* NULL accepted */
  *   "pgdata": "/var/lib/postgresql/data/pgdata",  optional: the working directory
  *                                      (archive_command runs in PGDATA)
  *   "stateDir": "/controller/run"      required: markers and the restore spool
+ *   "dataCompression": "gzip",         optional: base backups' data.tar: none
+ *                                      (default), gzip, bzip2, lz4 (snappy, xz and
+ *                                      zstd are accepted here and refused by the
+ *                                      backup: WAL archiving must not stop for them)
+ *   "immediateCheckpoint": false,      optional: pg_backup_start(fast)
+ *   "jobs": 2                          optional: 1..BK_MAX_PARALLEL (accepted;
+ *                                      parts are uploaded one at a time)
  * }
  * Credentials live in their own files (read at each use, so rotated Secrets
  * are picked up), never in argv, the environment or this file. Unknown keys
@@ -139,6 +146,10 @@ struct bk_config {
 	enum bk_compression compression;
 	unsigned max_parallel;
 	struct os_dest dest; /* destination_path parsed */
+	/* base backups (instance/basebackup.c) */
+	enum bk_compression data_compression; /* none, gzip, bzip2, lz4 */
+	bool immediate_checkpoint;
+	unsigned jobs; /* 1 when absent */
 };
 
 /* Parses the JSON text. On failure nothing is owned by *ret. */
@@ -278,9 +289,17 @@ OP_MUST_CHECK int bk_backup_info_parse(const char *text, size_t len, struct bk_b
  * PGDATA has one. A file that vanishes during the walk is skipped; one that
  * shrinks is padded with zeros to its size in the header (postgres's WAL
  * replay repairs both, as barman's TarFileIgnoringTruncate relies on). */
+/* Called once the walk and global/pg_control are in the tar, before
+ * ./backup_label: where an online backup calls pg_backup_stop, whose label
+ * only exists then. 0 with *ret_label (borrowed from ud until the stream is
+ * freed; NULL: no backup_label) or -errno with err set (the tar fails). */
+typedef int (*bk_tar_label_fn)(void *ud, const char **ret_label, struct op_err *err);
 struct bk_tar_opts {
 	const char *pgdata;       /* borrowed: the directory */
 	const char *backup_label; /* borrowed: added as ./backup_label; NULL: none */
+	bk_tar_label_fn label_fn; /* optional: asked for the label instead of backup_label */
+	void *label_ud;           /* borrowed: label_fn's */
+	const _Atomic bool *cancel; /* borrowed, optional: true makes the next read -ECANCELED */
 	enum bk_compression compression; /* none, gzip, bzip2, lz4 */
 	size_t part_size;         /* upload part (0: BK_TAR_PART_DEFAULT) */
 };
@@ -407,8 +426,6 @@ OP_MUST_CHECK int bk_catalog_select(const struct bk_catalog *cat, const struct b
  * consistent only once replayed to its end). -ENOENT when there is none. */
 OP_MUST_CHECK int bk_catalog_first_point(const struct bk_catalog *cat, int64_t *ret_us);
 
-/* "X/Y" (1-8 hex digits each, as pg_lsn prints it) into *ret; -EINVAL. */
-OP_MUST_CHECK int bk_lsn_parse(const char *s, uint64_t *ret);
 /* A recovery target time: RFC 3339 ("2024-01-02T03:04:05.5Z", "+02:00") or
  * PostgreSQL's timestamptz text ("2024-01-02 03:04:05.123456+02", "+0530",
  * seconds optional); no offset means UTC. Epoch microseconds; -EINVAL. */
@@ -453,5 +470,23 @@ OP_MUST_CHECK int bk_restore_tar_fd(int fd, const struct bk_restore_opts *opts,
 OP_MUST_CHECK int bk_restore_base(const struct bk_config *cfg, const char *id,
 				  const struct bk_restore_opts *opts, struct bk_restore_stats *ret,
 				  struct op_err *err);
+
+/* ---- base backups: what an online backup needs besides the tar ---- */
+
+/* A pg_lsn text ("16/B374D848") as a 64-bit position; -EINVAL otherwise. */
+OP_MUST_CHECK int bk_lsn_parse(const char *text, uint64_t *ret);
+/* barman's location_to_xlogfile_name_offset: the WAL file holding lsn on
+ * timeline tli (ret_name, 25 bytes) and lsn's offset in it, for a segment
+ * size that is a power of two from 1 MiB to 1 GiB; -EINVAL otherwise. */
+OP_MUST_CHECK int bk_lsn_to_wal(uint64_t lsn, uint32_t tli, uint64_t seg_size, char ret_name[25],
+				uint64_t *ret_offset);
+/* Renders bi and PUTs it as base/<backup_id>/backup.info of cfg's
+ * destination (credentials read now). */
+OP_MUST_CHECK int bk_backup_info_upload(const struct bk_config *cfg, const char *backup_id,
+					const struct bk_backup_info *bi, struct op_err *err);
+
+/* Python's repr() of a list of str, "['a', 'b']" ("[]" for none), appended
+ * to out (backup.info's included_files); -EINVAL for invalid UTF-8. */
+OP_MUST_CHECK int bk_py_repr_strv(const char *const *v, size_t n, struct op_buf *out);
 
 #endif

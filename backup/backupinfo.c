@@ -565,3 +565,43 @@ int bk_backup_key(const struct bk_config *cfg, const char *id, const char *file,
 	return rc < 0 ? op_err_set(err, rc, "object key for backup %s too long or invalid", id)
 		      : 0;
 }
+
+int bk_lsn_parse(const char *text, uint64_t *ret)
+{
+	if (!text)
+		return -EINVAL;
+	size_t hi_n = strspn(text, "0123456789ABCDEFabcdef");
+	if (hi_n < 1 || hi_n > 8 || text[hi_n] != '/')
+		return -EINVAL;
+	const char *lo = text + hi_n + 1;
+	size_t lo_n = strspn(lo, "0123456789ABCDEFabcdef");
+	if (lo_n < 1 || lo_n > 8 || lo[lo_n] != '\0')
+		return -EINVAL;
+	uint64_t hi = strtoull(text, NULL, 16), low = strtoull(lo, NULL, 16);
+	*ret = hi << 32 | low;
+	return 0;
+}
+
+int bk_lsn_to_wal(uint64_t lsn, uint32_t tli, uint64_t seg_size, char ret_name[25],
+		  uint64_t *ret_offset)
+{
+	if (seg_size < (1u << 20) || seg_size > (1u << 30) || (seg_size & (seg_size - 1)))
+		return -EINVAL;
+	uint32_t log = (uint32_t)(lsn >> 32);
+	uint64_t seg = (lsn & 0xFFFFFFFFu) / seg_size;
+	snprintf(ret_name, 25, "%08X%08X%08X", tli, log, (uint32_t)seg);
+	*ret_offset = lsn & (seg_size - 1);
+	return 0;
+}
+
+int bk_py_repr_strv(const char *const *v, size_t n, struct op_buf *out)
+{
+	int rc = op_buf_adds(out, "[");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (i)
+			rc = op_buf_adds(out, ", ");
+		if (rc == 0)
+			rc = bk_py_repr_str(v[i], out);
+	}
+	return rc ? rc : op_buf_adds(out, "]");
+}

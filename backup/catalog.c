@@ -151,21 +151,6 @@ void bk_catalog_free(struct bk_catalog *cat)
 
 /* ---- recovery targets (pure) ---- */
 
-int bk_lsn_parse(const char *s, uint64_t *ret)
-{
-	if (!s)
-		return -EINVAL;
-	const char *slash = strchr(s, '/');
-	size_t hi = slash ? (size_t)(slash - s) : 0;
-	size_t lo = slash ? strlen(slash + 1) : 0;
-	if (!slash || hi < 1 || hi > 8 || lo < 1 || lo > 8 ||
-	    strspn(s, "0123456789abcdefABCDEF") != hi ||
-	    strspn(slash + 1, "0123456789abcdefABCDEF") != lo)
-		return -EINVAL;
-	*ret = (strtoull(s, NULL, 16) << 32) | strtoull(slash + 1, NULL, 16);
-	return 0;
-}
-
 static int ndigits(const char **p, int n, int *ret)
 {
 	int v = 0;

@@ -39,8 +39,11 @@ static char **field(struct bk_config *c, size_t offset)
 
 static int known_key(const char *k)
 {
-	if (strcmp(k, "walCompression") == 0 || strcmp(k, "maxParallel") == 0)
-		return 1;
+	static const char *const others[] = { "walCompression", "maxParallel", "dataCompression",
+					      "immediateCheckpoint", "jobs" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(others); i++)
+		if (strcmp(k, others[i]) == 0)
+			return 1;
 	for (size_t i = 0; i < OP_ARRAY_SIZE(str_keys); i++)
 		if (strcmp(k, str_keys[i].key) == 0)
 			return 1;
@@ -65,6 +68,39 @@ static int parse_strings(json_object *root, struct bk_config *c, struct op_err *
 		*field(c, str_keys[i].offset) = op_strdup(s);
 	}
 	return 0;
+}
+
+/* dataCompression, immediateCheckpoint, jobs: what base backups read. */
+static int parse_data(json_object *root, struct bk_config *c, struct op_err *err)
+{
+	json_object *v;
+	c->jobs = 1;
+	if (json_object_object_get_ex(root, "jobs", &v)) {
+		int64_t n;
+		if (op_json_to_i64(v, &n) != 1 || n < 1 || n > BK_MAX_PARALLEL)
+			return op_err_set(err, -EINVAL, "config: jobs: expected an integer 1..%d",
+					  BK_MAX_PARALLEL);
+		c->jobs = (unsigned)n;
+	}
+	if (json_object_object_get_ex(root, "immediateCheckpoint", &v)) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return op_err_set(err, -EINVAL, "config: immediateCheckpoint: expected a "
+					  "boolean, got %s", op_json_type_name(v));
+		c->immediate_checkpoint = json_object_get_boolean(v);
+	}
+	if (!json_object_object_get_ex(root, "dataCompression", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return op_err_set(err, -EINVAL, "config: dataCompression: expected string, got %s",
+				  op_json_type_name(v));
+	const char *name = json_object_get_string(v);
+	if (strcmp(name, "snappy") == 0) { /* refused by the backup itself, not the WAL archive */
+		c->data_compression = BK_COMP_SNAPPY;
+		return 0;
+	}
+	if (bk_compression_parse(name, &c->data_compression, err) < 0)
+		return op_err_prefix(err, "config: dataCompression");
+	return 0; /* xz and zstd: refused by the backup (bk_tar_stream_new), not here */
 }
 
 static int parse_others(json_object *root, struct bk_config *c, struct op_err *err)
@@ -116,6 +152,8 @@ int bk_config_parse(const char *json, size_t len, struct bk_config *ret, struct 
 	rc = parse_strings(root, &c, err);
 	if (rc == 0)
 		rc = parse_others(root, &c, err);
+	if (rc == 0)
+		rc = parse_data(root, &c, err);
 	if (rc < 0) {
 		bk_config_done(&c);
 		return rc;

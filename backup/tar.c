@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fts.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -373,6 +374,11 @@ static int step(struct bk_tar_stream *s)
 		return s->rc;
 	case ST_LABEL:
 		s->state = ST_CLOSE;
+		if (s->opts.label_fn) { /* pg_backup_stop: the label exists only now */
+			int rc = s->opts.label_fn(s->opts.label_ud, &s->opts.backup_label, &s->err);
+			if (rc < 0)
+				return fail(s, rc);
+		}
 		if (!s->opts.backup_label)
 			return 0;
 		return write_label(s);
@@ -443,6 +449,10 @@ int bk_tar_stream_new(const struct bk_tar_opts *opts, struct bk_tar_stream **ret
 ssize_t bk_tar_stream_read(void *ud, void *buf, size_t len)
 {
 	struct bk_tar_stream *s = ud;
+	if (s->rc == 0 && s->opts.cancel && atomic_load(s->opts.cancel)) {
+		op_err_set(&s->err, -ECANCELED, "tar of %s: cancelled", s->opts.pgdata);
+		fail(s, -ECANCELED);
+	}
 	while (s->rc == 0 && s->pend_off == s->pending.len && s->state != ST_DONE) {
 		op_buf_reset(&s->pending);
 		s->pend_off = 0;
@@ -522,5 +532,27 @@ int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 	bk_secrets_done(&sec);
 	op_buf_done(&key);
 	op_buf_done(&name);
+	return rc;
+}
+
+int bk_backup_info_upload(const struct bk_config *cfg, const char *backup_id,
+			  const struct bk_backup_info *bi, struct op_err *err)
+{
+	struct op_buf key = OP_BUF_INIT(OP_BUF_MAX_SMALL), text = OP_BUF_INIT(BK_BACKUP_INFO_MAX);
+	struct bk_secrets sec = { 0 };
+	struct os_client *c = NULL;
+	int rc = bk_backup_key(cfg, backup_id, BK_BACKUP_INFO_NAME, &key, err);
+	if (rc == 0)
+		rc = bk_backup_info_render(bi, &text, err);
+	if (rc == 0)
+		rc = bk_secrets_load(cfg, &sec, err);
+	if (rc == 0)
+		rc = bk_client_new(cfg, &sec, &c, err);
+	if (rc == 0)
+		rc = os_put(c, op_buf_str(&key), text.data, text.len, err);
+	os_client_free(c);
+	bk_secrets_done(&sec);
+	op_buf_done(&text);
+	op_buf_done(&key);
 	return rc;
 }

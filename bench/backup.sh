@@ -2,7 +2,7 @@
 # Benchmark (not a test): pgop's WAL archiving and restoring against barman-cloud 3.19.1
 # (what CloudNativePG runs), side by side in one run on one store: versitygw over TLS on
 # loopback (tests/e2e/objstore_lib.sh), a local PostgreSQL 15 run as the postgres user
-# (tests/e2e/wal_lib.sh; no Kubernetes). Base backups are not built yet (issue 25).
+# (tests/e2e/wal_lib.sh; no Kubernetes).
 #  1. archive: BENCH_SEGMENTS real 16 MB segments (a pgbench load's), one call per segment
 #     as archive_command makes them, pgop `instance wal-archive` and
 #     `barman-cloud-wal-archive` interleaved, per compression (BENCH_COMPRESSIONS): wall ms
@@ -17,12 +17,17 @@
 #     drain; then the same with barman-cloud-wal-archive (BENCH_LOAD_BARMAN=1), run by a root
 #     helper the archive_command hands each segment to (postgres cannot execute the venv
 #     under /root; ~20 ms polling added per segment).
+#  4. base backups (BENCH_PARTS has "base"): a pgbench database of BENCH_BASE_SCALE (70,
+#     ~1 GB), `pgop instance backup` and `barman-cloud-backup -J 2` per compression
+#     (BENCH_BASE_COMPRESSIONS, "none gzip lz4"): wall s, MB/s of the database, CPU s, peak
+#     RSS, stored MB; `barman-cloud-restore` of each backup (wall s).
 # Prints METRIC name=value lines and a table; ratios are pgop/barman. Nothing is asserted.
 #   bench/backup.sh [PGOP_BIN]    (default build/cmd/pgop, built when missing)
 # Variables: BENCH_SEGMENTS (20), BENCH_LOAD_SECONDS (60), BENCH_CLIENTS (4, pgbench),
 # BENCH_SCALE (10, pgbench -i), BENCH_COMPRESSIONS ("gzip none lz4 zstd"; gzip is needed
 # for maxParallel 4 and the load), BENCH_LOAD_BARMAN (1), BENCH_DRAIN_SECONDS (120),
-# BENCH_TIMEOUT (2400: the whole run), KEEP_TMP=1 keeps the temp dir. Needs root.
+# BENCH_TIMEOUT (2400: the whole run), BENCH_PARTS ("wal base"), BENCH_BASE_SCALE (70),
+# BENCH_BASE_COMPRESSIONS ("none gzip lz4"), KEEP_TMP=1 keeps the temp dir. Needs root.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/tests/e2e/lib.sh"
@@ -36,6 +41,7 @@ SCALE=${BENCH_SCALE:-10}
 LOAD_BARMAN=${BENCH_LOAD_BARMAN:-1}
 DRAIN=${BENCH_DRAIN_SECONDS:-120}
 COMPS=${BENCH_COMPRESSIONS:-gzip none lz4 zstd}
+PARTS=${BENCH_PARTS:-wal base}
 MAXT=${BENCH_TIMEOUT:-2400}
 CALL_T=180 # seconds allowed to one archive or restore call
 
@@ -115,6 +121,83 @@ EOF
 timeout 90 "${WAL_AS_PG[@]}" "$WAL_PGBIN/pg_ctl" -D "$PG" -l "$T/logs/pg.log" -w -t 60 start >/dev/null ||
 	{ tail -20 "$T/logs/pg.log"; e2e_fail "postgres start"; }
 PGBENCH=("${WAL_AS_PG[@]}" env PGHOST="$WAL_PG_SOCK" PGPORT="$WAL_PG_PORT" PGUSER=postgres PGDATABASE=postgres "$WAL_PGBIN/pgbench")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%.2f", a / b; else printf "-" }'; }
+TABLE=$T/table
+row() { printf '%-34s %12s %12s %12s\n' "$@" >>"$TABLE"; }
+row "" "pgop" "barman" "pgop/barman"
+set_archive_command() {
+	pgsql "ALTER SYSTEM SET archive_command = '$1'" && pgsql "ALTER SYSTEM SET wal_keep_size = 0" &&
+		pgsql "SELECT pg_reload_conf()" >/dev/null && sleep 1
+}
+
+# ---- 4. base backups ---------------------------------------------------------------------
+# A pgbench database of BENCH_BASE_SCALE (70: ~1 GB) archiving through pgop (none; both
+# backups wait for their end WAL in pg_backup_stop), then per compression
+# (BENCH_BASE_COMPRESSIONS) `pgop instance backup` and `barman-cloud-backup` (-J 2, its
+# default in CloudNativePG) on the same store: wall, CPU (user+sys of the process tree),
+# peak RSS, MB/s of the database's size; barman-cloud-restore of each (wall).
+base_part() {
+	local scale=${BENCH_BASE_SCALE:-70} comps=${BENCH_BASE_COMPRESSIONS:-none gzip lz4} comp id n w c r f
+	wal_cfg "$T/base.json" base none 1 "" "$PG"
+	set_archive_command "$PGOP instance wal-archive --config $T/base.json %p" || e2e_fail "archive_command"
+	e2e_log "base: pgbench -i -s $scale"
+	timeout 3600 "${PGBENCH[@]}" -i -q -s "$scale" >"$T/logs/pgbench-base.log" 2>&1 || e2e_fail "pgbench -i -s $scale"
+	pgsql "CHECKPOINT" >/dev/null
+	local db_bytes
+	db_bytes=$(pgsql "SELECT sum(pg_database_size(datname)) FROM pg_database")
+	metric base_db_mb "$((db_bytes / 1048576))"
+	local i=0 flag
+	for comp in $comps; do
+		i=$((i + 1))
+		id=$(date -u -d "@$(($(date +%s) - 7200 + i))" +%Y%m%dT%H%M%S)
+		jq --arg c "$comp" '. + {dataCompression: $c, immediateCheckpoint: true}' "$T/base.json" >"$T/base-$comp.json"
+		chown postgres:postgres "$T/base-$comp.json" && chmod 0600 "$T/base-$comp.json"
+		e2e_log "base: pgop instance backup ($comp)"
+		CALL_T=3600 timed "base-pgop-$comp" "${WAL_AS_PG[@]}" "$PGOP" instance backup --config "$T/base-$comp.json" \
+			--name "bench-$comp" --id "$id" --socket-dir "$WAL_PG_SOCK" --port "$WAL_PG_PORT" ||
+			e2e_log "base: pgop backup ($comp) failed: $(tail -n 2 "$T/m/base-pgop-$comp.log")"
+		flag=
+		case $comp in gzip) flag=--gzip ;; bzip2) flag=--bzip2 ;; lz4) flag=--lz4 ;; esac
+		e2e_log "base: barman-cloud-backup ($comp)"
+		CALL_T=3600 wal_barman_env timed "base-barman-$comp" "$BARMAN/barman-cloud-backup" --endpoint-url "$OBJSTORE_ENDPOINT" \
+			-h "$WAL_PG_SOCK" -p "$WAL_PG_PORT" -U postgres --immediate-checkpoint -J 2 ${flag:+"$flag"} \
+			"$WAL_DEST" base-barman ||
+			e2e_log "base: barman-cloud-backup ($comp) failed: $(tail -n 2 "$T/m/base-barman-$comp.log")"
+		metric "base_pgop_${comp}_stored_mb" "$(($(du -sb "$WAL_STORE/base/base/$id" 2>/dev/null | cut -f1) / 1048576))"
+		local bid
+		bid=$(ls -t "$WAL_STORE/base-barman/base" 2>/dev/null | head -n 1)
+		metric "base_barman_${comp}_stored_mb" "$(($(du -sb "$WAL_STORE/base-barman/base/$bid" 2>/dev/null | cut -f1) / 1048576))"
+		pgsql "SELECT pg_switch_wal()" >/dev/null
+		rm -rf "$T/r-pgop" "$T/r-barman"
+		CALL_T=3600 wal_barman_env timed "base-restore-pgop-$comp" "$BARMAN/barman-cloud-restore" --endpoint-url "$OBJSTORE_ENDPOINT" \
+			"$WAL_DEST" base "$id" "$T/r-pgop"
+		CALL_T=3600 wal_barman_env timed "base-restore-barman-$comp" "$BARMAN/barman-cloud-restore" --endpoint-url "$OBJSTORE_ENDPOINT" \
+			"$WAL_DEST" base-barman "$bid" "$T/r-barman"
+		rm -rf "$T/r-pgop" "$T/r-barman"
+		for who in pgop barman; do
+			read -r n w c r f < <(stats "base-$who-$comp")
+			metric "base_${who}_${comp}_s" "$(awk -v w="$w" 'BEGIN { printf "%.1f", w / 1000 }')"
+			metric "base_${who}_${comp}_mb_per_s" "$(awk -v w="$w" -v b="$db_bytes" 'BEGIN { printf "%.1f", w ? b / 1048576 / (w / 1000) : 0 }')"
+			metric "base_${who}_${comp}_cpu_s" "$(awk -v c="$c" 'BEGIN { printf "%.1f", c / 1000 }')"
+			metric "base_${who}_${comp}_rss_mb" "$(awk -v r="$r" 'BEGIN { printf "%.1f", r / 1024 }')"
+			metric "base_${who}_${comp}_failed" "$f"
+			read -r n w c r f < <(stats "base-restore-$who-$comp")
+			metric "base_restore_${who}_${comp}_s" "$(awk -v w="$w" 'BEGIN { printf "%.1f", w / 1000 }')"
+		done
+	done
+	set_archive_command /bin/true
+	for comp in $comps; do
+		for k in s mb_per_s cpu_s rss_mb stored_mb; do
+			p=${MET[base_pgop_${comp}_$k]:--} b=${MET[base_barman_${comp}_$k]:--}
+			row "base $comp: $k" "$p" "$b" "$(ratio "$p" "$b")"
+		done
+		p=${MET[base_restore_pgop_${comp}_s]:--} b=${MET[base_restore_barman_${comp}_s]:--}
+		row "base $comp: barman-cloud-restore s" "$p" "$b" "$(ratio "$p" "$b")"
+	done
+}
+
+# ---- 1.-3. WAL archiving and restoring ----------------------------------------------------
+wal_parts() {
 
 e2e_log "pgbench -i -s $SCALE"
 timeout 600 "${PGBENCH[@]}" -i -q -s "$SCALE" >"$T/logs/pgbench-init.log" 2>&1 || e2e_fail "pgbench -i"
@@ -224,10 +307,6 @@ one() {
 	metric "${k}_peak_rss_mb" "$M"
 	((f == 0)) || metric "${k}_failed_calls" "$f"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%.2f", a / b; else printf "-" }'; }
-TABLE=$T/table
-row() { printf '%-34s %12s %12s %12s\n' "$@" >>"$TABLE"; }
-row "" "pgop" "barman" "pgop/barman"
 for op in arch rest; do
 	for comp in $COMPS; do
 		one "$op-pgop-$comp"
@@ -304,10 +383,6 @@ wait_for_ready() { # COUNT SECONDS: until at most COUNT .ready files are left
 	done
 	return 1
 }
-set_archive_command() {
-	pgsql "ALTER SYSTEM SET archive_command = '$1'" && pgsql "ALTER SYSTEM SET wal_keep_size = 0" &&
-		pgsql "SELECT pg_reload_conf()" >/dev/null && sleep 1
-}
 HZ=$(getconf CLK_TCK)
 wal_cfg "$T/load-pgop.json" load-pgop gzip 4 "" "$PG"
 set_archive_command "$PGOP instance wal-archive --config $T/load-pgop.json %p" || e2e_fail "archive_command"
@@ -370,7 +445,11 @@ for k in wal_mb_per_s tps ready_max ready_median drain_s archived cpu_ms_per_seg
 	p=${MET[load_pgop_$k]:--} b=${MET[load_barman_$k]:--}
 	row "load ${LOAD}s: $k" "$p" "$b" "$([[ $k == cpu_ms_per_segment ]] && ratio "$p" "$b")"
 done
+} # wal_parts
+
+[[ $PARTS == *wal* ]] && wal_parts
+[[ $PARTS == *base* ]] && base_part
 echo
-echo "WAL archive/restore, $N segments of 16 MB ($(nproc) cores), versitygw over TLS on loopback, one call per segment"
+echo "pgop vs barman-cloud 3.19.1 ($(nproc) cores), versitygw over TLS on loopback; WAL: $N segments of 16 MB, one call per segment; base: a pgbench database of scale ${BENCH_BASE_SCALE:-70}"
 cat "$TABLE"
 echo "targets (issue 25): archive rate >= 10x barman's, CPU <= 1/10; lag under load < 2 segments"

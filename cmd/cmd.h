@@ -35,5 +35,8 @@ int cmd_instance_wal(int argc, char **argv);
 /* `pgop instance restore` (cmd/restore.c; argv[0] is the sub-subcommand):
  * the exit code, or -1 when argv[0] is not "restore". */
 int cmd_instance_restore(int argc, char **argv);
+/* `pgop instance backup` (cmd/backup.c; argv[0] is the sub-subcommand): the
+ * exit code, or -1 when argv[0] is not "backup". */
+int cmd_instance_backup(int argc, char **argv);
 
 #endif

@@ -240,7 +240,7 @@ int cmd_instance(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		FILE *out = argc < 2 ? stderr : stdout;
-		fputs("Usage: pgop instance init|join|run|status|wal-archive|wal-restore|restore [flags]\n", out);
+		fputs("Usage: pgop instance init|join|run|status|wal-archive|wal-restore|restore|backup [flags]\n", out);
 		return argc < 2 ? 2 : 0;
 	}
 	int wal = cmd_instance_wal(argc - 1, argv + 1); /* cmd/wal.c */
@@ -249,6 +249,9 @@ int cmd_instance(int argc, char **argv)
 	int restore = cmd_instance_restore(argc - 1, argv + 1); /* cmd/restore.c */
 	if (restore >= 0)
 		return restore;
+	int bk = cmd_instance_backup(argc - 1, argv + 1); /* cmd/backup.c */
+	if (bk >= 0)
+		return bk;
 	for (size_t i = 0; i < OP_ARRAY_SIZE(subs); i++) {
 		if (strcmp(argv[1], subs[i].name) != 0)
 			continue;

@@ -2,7 +2,8 @@
  * manager: the configuration file `pgop instance wal-archive` reads (the
  * format of backup/backup.h), rendered from spec.backup.barmanObjectStore and
  * the credential files the reconciler mounts (api/cluster.h,
- * api_barman_file_*): the file holds their paths, never a secret, and
+ * api_barman_file_*) and, for base backups (basebackup.c), data.compression,
+ * immediateCheckpoint and jobs: the file holds their paths, never a secret, and
  * wal-archive reads them at each call, so a rotated Secret is used without a
  * restart. And the archive's last error, for /pg/status. */
 #include <errno.h>
@@ -91,6 +92,12 @@ int inst_archive_config_render(const struct inst_archive_input *in, struct op_bu
 	}
 	op_jsets(o, "walCompression", comp);
 	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
+	if (s->data.compression && *s->data.compression)
+		op_jsets(o, "dataCompression", s->data.compression);
+	if (s->data.immediate_checkpoint)
+		op_jset(o, "immediateCheckpoint", op_jbool(true));
+	if (s->data.jobs > 0 && s->data.jobs <= BK_MAX_PARALLEL)
+		op_jset(o, "jobs", op_jint(s->data.jobs));
 	op_jsets(o, "pgdata", p->pgdata);
 	_cleanup_free_ char *state = inst_archive_state_dir(p);
 	op_jsets(o, "stateDir", state);

@@ -9,13 +9,16 @@
  * the primary, LSNs and replication state, and answering it costs a database
  * connection; and for the cut (a replica stops streaming from a primary that
  * neither it nor the operator can reach, instance/cut.c), the one endpoint that
- * changes state. Role changes go through Cluster.status (targetPrimary), never
+ * changes state; and for base backups (POST starts one, GET reports it:
+ * instance/backupjob.c), which read the data and write to the object store.
+ * Role changes go through Cluster.status (targetPrimary), never
  * over HTTP. The probes stay open and answer from the supervisor's flags. */
 static const struct {
 	const char *method, *path;
 	bool protected_; /* needs a CA-signed clientAuth cert with CN pgop-operator */
 } routes[] = {
-	{ "GET", "/pg/status", true }, { "POST", "/pg/cut", true }, { "GET", "/healthz", false },
+	{ "GET", "/pg/status", true }, { "POST", "/pg/cut", true },
+	{ "POST", "/pg/backup", true }, { "GET", "/pg/backup", true }, { "GET", "/healthz", false },
 	{ "GET", "/readyz", false },   { "GET", "/startupz", false },
 };
 

@@ -2,7 +2,7 @@
  * instance manager sees them (issue 25: retention and the first
  * recoverability point).
  *
- * A background look, at most one at a time, every INST_CATALOG_EVERY_S and
+ * A background look, at most one at a time, every INST_CATALOG_EVERY_S (60 s) and
  * soon after it is poked (a base backup just ended), on the primary only (one
  * instance deletes, the operator reads the primary): it lists the backups of
  * the WAL archive's store (bk_catalog_list), applies

@@ -313,5 +313,57 @@ struct inst_recovery_opts {
 OP_MUST_CHECK int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 			       const struct inst_recovery_opts *o, char **ret_bindir,
 			       struct op_err *err);
+/* ------------------------------------------------------------------------ */
+/* Base backups (basebackup.c: the engine; backupjob.c: POST/GET /pg/backup)  */
+/* ------------------------------------------------------------------------ */
+
+/* What GET /pg/backup answers and backup-state.json keeps. Every string
+ * OWNED, NULL = omitted; timeline and size 0 = omitted. phase: "running",
+ * "completed" or "failed"; times RFC 3339 (api/timestamp.h); LSNs as
+ * postgres prints them; WAL names of 24 hex. */
+struct inst_backup_status {
+	char *name, *backup_id, *phase, *begin_wal, *end_wal, *begin_lsn, *end_lsn;
+	char *started_at, *stopped_at, *error, *pod_name;
+	char *destination_path, *server_name, *endpoint_url;
+	int64_t timeline, size;
+};
+void inst_backup_status_done(struct inst_backup_status *s);
+/* {"name","backupId","phase","beginWal","endWal","beginLSN","endLSN",
+ * "startedAt","stoppedAt","error","instanceID":{"podName"},
+ * "destinationPath","serverName","endpointURL","timeline","size"} appended
+ * to out (absent members left out). */
+OP_MUST_CHECK int inst_backup_status_to_json(const struct inst_backup_status *s,
+					     struct op_buf *out);
+/* Parses that JSON (unknown members ignored, wrong types refused). *ret
+ * owns everything on success, nothing on failure. */
+OP_MUST_CHECK int inst_backup_status_parse(const char *json, size_t len,
+					   struct inst_backup_status *ret, struct op_err *err);
+/* A Kubernetes object name: DNS-1123 subdomain, 1..253 bytes. */
+bool inst_backup_name_valid(const char *name);
+
+#define INST_BACKUP_START_TIMEOUT_S 3600 /* pg_backup_start: a spread checkpoint */
+#define INST_BACKUP_STOP_TIMEOUT_S 600   /* pg_backup_stop waiting for the archive */
+#define INST_BACKUP_QUERY_TIMEOUT_S 60   /* every other statement */
+struct inst_backup_opts {
+	const char *config_path;   /* borrowed: the wal-archive configuration (backup.h) */
+	const char *name;          /* borrowed: the Backup's name (backup.info backup_name) */
+	const char *backup_id;     /* borrowed: YYYYMMDDTHHMMSS; NULL = now (UTC) */
+	const char *sockdir;       /* borrowed: postgres's socket directory */
+	unsigned port;             /* 0 = INST_PG_PORT */
+	const char *pod_name;      /* borrowed, may be NULL: instanceID.podName */
+	unsigned stop_timeout_s;   /* 0 = INST_BACKUP_STOP_TIMEOUT_S */
+	const _Atomic bool *cancel; /* borrowed, may be NULL: true stops the upload */
+	/* called (ud = progress_ud) with the status once the backup started and
+	 * at its end; s borrowed for the call */
+	void (*progress)(void *ud, const struct inst_backup_status *s);
+	void *progress_ud;
+};
+/* An online base backup of the local postgres (primary or standby) into
+ * the configuration's destination, barman-cloud's layout: backup.info
+ * STARTED, data.tar streamed, pg_backup_stop, backup.info DONE (or FAILED
+ * with its error). 0 only when DONE. *ret (always filled, owned by the
+ * caller: inst_backup_status_done) says how it went either way. */
+OP_MUST_CHECK int inst_backup_run(const struct inst_backup_opts *o,
+				  struct inst_backup_status *ret, struct op_err *err);
 
 #endif

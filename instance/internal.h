@@ -337,7 +337,7 @@ void inst_state_set_rewinding(struct inst_state *st, bool v);
 struct inst_catalog *inst_state_catalog(struct inst_state *st);
 
 /* ---- catalog.c: the store's backups, retention (the primary only) ---- */
-#define INST_CATALOG_EVERY_S 300
+#define INST_CATALOG_EVERY_S 60
 struct inst_catalog;
 struct inst_catalog *inst_catalog_new(void); /* owned: inst_catalog_free */
 void inst_catalog_free(struct inst_catalog *c); /* waits for a running look; NULL ok */
@@ -385,5 +385,27 @@ bool inst_state_started(struct inst_state *st);
 void inst_state_request(struct inst_state *st, enum inst_request req);
 /* The WAL receiver cut (borrowed, lives as long as st) and its environment. */
 struct inst_cut *inst_state_cut(struct inst_state *st, struct inst_cut_env *ret_env);
+
+/* ---- backupjob.c: POST/GET /pg/backup (one base backup at a time) ---- */
+#define INST_BACKUP_STATE_FILE "backup-state.json" /* in <controller>/run */
+struct inst_backup_job;
+/* The job of `run`: the wal-archive configuration and the state file of p
+ * (borrowed for the call), postgres's socket directory and port, the pod
+ * (copied). The saved state is loaded: one left running is now failed
+ * ("instance manager restarted"). Owned by the caller (inst_backup_job_free). */
+struct inst_backup_job *inst_backup_job_new(const struct inst_paths *p, const char *sockdir,
+					    unsigned port, const char *pod_name);
+/* Starts the backup name (id NULL: the start time) in a thread: 0 started,
+ * 1 name is the running or last one already (nothing started), -EINVAL bad
+ * name or id, -EBUSY another one runs (err names it), another -errno when
+ * WAL archiving is not configured (err says why). name and id copied. */
+OP_MUST_CHECK int inst_backup_job_start(struct inst_backup_job *j, const char *name,
+					const char *id, struct op_err *err);
+/* The running or last backup's status JSON appended to out; -ENOENT none. */
+OP_MUST_CHECK int inst_backup_job_json(struct inst_backup_job *j, struct op_buf *out);
+/* Cancels a running upload (the tar's next read fails), joins, frees. */
+void inst_backup_job_free(struct inst_backup_job *j);
+/* The options `run` was started with (borrowed, lives as long as st). */
+const struct inst_run_opts *inst_state_run_opts(const struct inst_state *st);
 
 #endif

@@ -63,6 +63,7 @@ struct inst_server {
 	struct inst_state *st;     /* borrowed */
 	pthread_mutex_t lock;      /* serialises reloads */
 	struct op_conns conns;     /* every connection of every daemon, with its deadline */
+	struct inst_backup_job *backup; /* owned: POST/GET /pg/backup */
 };
 
 static void pems_done(struct daemon_pems *p)
@@ -228,6 +229,34 @@ static enum MHD_Result on_cut(struct MHD_Connection *conn, struct inst_server *s
 	return res;
 }
 
+/* POST /pg/backup?name=<Backup>&id=<YYYYMMDDTHHMMSS>: 202 started, 200 the
+ * same Backup already (running or done), 400 bad argument, 409 another one
+ * runs or WAL archiving is not configured; the body is the status. GET
+ * /pg/backup: 200 the running or last backup's status, 404 none yet. */
+static enum MHD_Result on_backup(struct MHD_Connection *conn, struct inst_server *srv,
+				 const char *method)
+{
+	struct op_err err = OP_ERR_INIT;
+	int r = 1;
+	if (strcmp(method, "POST") == 0) {
+		const char *name = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name");
+		const char *id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "id");
+		r = inst_backup_job_start(srv->backup, name, id && *id ? id : NULL, &err);
+		if (r == -EINVAL)
+			return reply_error(conn, 400, err.msg);
+		if (r < 0)
+			return reply_error(conn, 409, err.msg);
+	}
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int j = inst_backup_job_json(srv->backup, &b);
+	enum MHD_Result res = j == -ENOENT ? reply_error(conn, 404, "no backup yet")
+			      : j < 0	   ? reply_error(conn, 500, "backup status too large")
+					   : reply(conn, r == 0 ? 202 : 200, "application/json",
+						   op_buf_str(&b), b.len);
+	op_buf_done(&b);
+	return res;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -275,6 +304,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 						 : reply_text(conn, 503, "not ready");
 	if (strcmp(url, "/pg/cut") == 0)
 		return on_cut(conn, srv);
+	if (strcmp(url, "/pg/backup") == 0)
+		return on_backup(conn, srv, method);
 	if (strcmp(url, "/pg/status") == 0) {
 		struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 		struct op_err err = OP_ERR_INIT;
@@ -389,6 +420,9 @@ int inst_server_start(const char *listen, const char *cert_file, const char *key
 	srv->files[1] = op_strdup(key_file);
 	srv->files[2] = op_strdup(ca_file);
 	pthread_mutex_init(&srv->lock, NULL);
+	const struct inst_run_opts *o = inst_state_run_opts(st);
+	srv->backup = inst_backup_job_new(&o->paths, inst_state_sockdir(st), o->port,
+					  o->pod_name);
 	int r = parse_listen(listen ? listen : INST_STATUS_LISTEN, &srv->addr, err);
 	for (int i = 0; r == 0 && i < 3; i++)
 		file_sig(srv->files[i], &srv->sig[i]);
@@ -469,6 +503,7 @@ void inst_server_free(struct inst_server *srv)
 	if (srv->d)
 		MHD_stop_daemon(srv->d);
 	op_conns_done(&srv->conns); /* after the daemons: no connection is left */
+	inst_backup_job_free(srv->backup); /* after the daemons: no request uses it */
 	pems_done(&srv->pems);
 	for (int i = 0; i < 3; i++)
 		free(srv->files[i]);

@@ -73,6 +73,11 @@ struct inst_state *inst_state_new(const struct inst_run_opts *o)
 	return st;
 }
 
+const struct inst_run_opts *inst_state_run_opts(const struct inst_state *st)
+{
+	return st->o;
+}
+
 void inst_state_free(struct inst_state *st)
 {
 	if (!st)

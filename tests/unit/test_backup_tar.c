@@ -232,11 +232,81 @@ static void test_gzip_and_errors(void **state)
 	put("global/pg_control", "CONTROL", 0600);
 }
 
+/* label_fn: asked once, after global/pg_control (which is in the tar by
+ * then), for the label pg_backup_stop would give. */
+struct label_call {
+	int calls;
+	size_t bytes_before; /* what the stream had produced when asked */
+	int fail;
+};
+
+static int give_label(void *ud, const char **ret, struct op_err *err)
+{
+	struct label_call *c = ud;
+	c->calls++;
+	if (c->fail)
+		return op_err_set(err, -ETIMEDOUT, "pg_backup_stop: canceling statement due to "
+				  "statement timeout");
+	*ret = "START WAL LOCATION: 0/2\n";
+	return 0;
+}
+
+static void test_label_fn(void **state)
+{
+	struct label_call call = { 0 };
+	struct bk_tar_opts o = { .pgdata = root, .label_fn = give_label, .label_ud = &call };
+	struct bk_tar_stream *s;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(bk_tar_stream_new(&o, &s, &err), 0);
+	struct op_buf tar = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	char buf[777];
+	ssize_t n;
+	while ((n = bk_tar_stream_read(s, buf, sizeof(buf))) > 0)
+		assert_int_equal(op_buf_add(&tar, buf, (size_t)n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(bk_tar_stream_finish(s, NULL, &err), 0);
+	bk_tar_stream_free(s);
+	assert_int_equal(call.calls, 1);
+	struct seen seen;
+	read_back(&tar, &seen); /* checks backup_label's text */
+	check(&seen);
+	op_buf_done(&tar);
+
+	/* the stop fails: the tar fails with its error, nothing after it */
+	call = (struct label_call){ .fail = 1 };
+	assert_int_equal(bk_tar_stream_new(&o, &s, &err), 0);
+	while ((n = bk_tar_stream_read(s, buf, sizeof(buf))) > 0)
+		;
+	assert_int_equal(n, -ETIMEDOUT);
+	err = OP_ERR_INIT;
+	assert_int_equal(bk_tar_stream_finish(s, NULL, &err), -ETIMEDOUT);
+	assert_non_null(strstr(err.msg, "pg_backup_stop"));
+	bk_tar_stream_free(s);
+}
+
+static void test_cancel(void **state)
+{
+	_Atomic bool cancel = false;
+	struct bk_tar_opts o = { .pgdata = root, .backup_label = "x", .cancel = &cancel };
+	struct bk_tar_stream *s;
+	assert_int_equal(bk_tar_stream_new(&o, &s, NULL), 0);
+	char buf[512];
+	assert_true(bk_tar_stream_read(s, buf, sizeof(buf)) > 0);
+	cancel = true;
+	assert_int_equal(bk_tar_stream_read(s, buf, sizeof(buf)), -ECANCELED);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(bk_tar_stream_finish(s, NULL, &err), -ECANCELED);
+	assert_non_null(strstr(err.msg, "cancelled"));
+	bk_tar_stream_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_gzip_and_errors),
+		cmocka_unit_test(test_label_fn),
+		cmocka_unit_test(test_cancel),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
