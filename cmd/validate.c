@@ -24,7 +24,7 @@ static const struct cmd_flag validate_flags[] = {
 	{ "file", 'f', CMD_FLAG_STRINGS, offsetof(struct validate_opts, files), 0, "FILE",
 	  "manifest to check, YAML or JSON, '-' for stdin (repeatable, required)" },
 	{ "old", 0, CMD_FLAG_STRINGS, offsetof(struct validate_opts, old_files), 0, "FILE",
-	  "stored objects: a Cluster found here by namespace/name is checked as an UPDATE" },
+	  "stored objects: one found here by kind and namespace/name is checked as an UPDATE" },
 	{ "output", 'o', CMD_FLAG_STRING, offsetof(struct validate_opts, output), 0, "FORMAT",
 	  "text (default) or json" },
 	{ "webhook", 0, CMD_FLAG_STRING, offsetof(struct validate_opts, webhook), 0, "KIND",
@@ -34,7 +34,8 @@ static const struct cmd_flag validate_flags[] = {
 
 static const char validate_usage[] =
 	"Usage: pgop validate -f FILE [-f FILE...] [FILE...] [--old FILE] [-o text|json]\n"
-	"Runs the Cluster admission webhooks (defaults, then validation) on manifests.\n"
+	"Runs the admission webhooks (defaults, then validation) on manifests: Cluster,\n"
+	"Backup, ScheduledBackup (postgresql.cnpg.io) and ObjectStore (barmancloud.cnpg.io).\n"
 	"Exit status: 0 all admitted, 1 some object denied, 2 usage or input errors.\n\nFlags:\n";
 
 int cmd_validate(int argc, char **argv)

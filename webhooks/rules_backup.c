@@ -164,22 +164,32 @@ static WH_RULE_FN(s2_owner_reference)
 				      OP_ARRAY_SIZE(owner_refs));
 }
 
-static WH_RULE_FN(sw_schedule)
+/* spec.schedule parsed, or NULL (S1 reported why). */
+static bool parsed_schedule(const struct wh_ctx *ctx, struct api_cron *ret)
 {
 	const char *s = wh_nstr(ctx->spec, "schedule");
+	return s && api_cron_parse(s, ret, NULL) == 0;
+}
+
+static WH_RULE_FN(sw1_five_fields)
+{
 	struct api_cron c;
-	if (!s || api_cron_parse(s, &c, NULL) < 0)
-		return;
-	if (c.n_fields == 5) /* SW1: CloudNativePG's words */
+	if (parsed_schedule(ctx, &c) && c.n_fields == 5) /* CloudNativePG's words */
 		wh_result_warn(res, "Schedule parameter may not have the right number of arguments "
 				    "(usually six arguments are needed)");
+}
+
+static WH_RULE_FN(sw2_never_fires)
+{
+	struct api_cron c;
 	int64_t next = 0;
-	/* SW2: a fixed instant, so the verdict does not depend on the clock */
-	if (api_cron_next(&c, 0, &next) == -ENOENT &&
-	    api_cron_next(&c, 4 * 365 * 86400, &next) == -ENOENT) /* from 1974 too */
+	/* fixed instants, so the verdict does not depend on the clock: 1970 and 1974
+	 * (each looks five years ahead, so every leap day is within reach) */
+	if (parsed_schedule(ctx, &c) && api_cron_next(&c, 0, &next) == -ENOENT &&
+	    api_cron_next(&c, 4 * 365 * 86400, &next) == -ENOENT)
 		wh_result_warn(res, "spec.schedule: \"%s\" never fires (no date matches it): no "
 				    "Backup will be created",
-			       s);
+			       wh_nstr(ctx->spec, "schedule"));
 }
 
 /* ---- O rules (ObjectStore) ---- */
@@ -263,8 +273,8 @@ const struct wh_rule wh_rules_scheduled_backup[] = {
 	{ "S1", CU, s1_schedule },      { "B1", CU, b1_cluster_name },
 	{ "B2", CU, b2_method },        { "B3", CU, b3_target },
 	{ "B4", CU, b4_plugin },        { "B5", CU, b5_online },
-	{ "S2", CU, s2_owner_reference }, { "SW1", CU, sw_schedule },
-	{ "BW1", CU, bw1_volume_snapshot },
+	{ "S2", CU, s2_owner_reference }, { "SW1", CU, sw1_five_fields },
+	{ "SW2", CU, sw2_never_fires },   { "BW1", CU, bw1_volume_snapshot },
 };
 const size_t wh_rules_scheduled_backup_count = OP_ARRAY_SIZE(wh_rules_scheduled_backup);
 

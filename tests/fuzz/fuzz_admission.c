@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_admission.c - arbitrary bytes as an AdmissionReview request
- * body, through both webhook paths (mutate and validate), exactly as the HTTPS
- * server hands them over.
+ * body, through every webhook route (mutate and validate of Cluster, Backup,
+ * ScheduledBackup; validate of ObjectStore), exactly as the HTTPS server hands
+ * them over.
  *
  * Invariants checked besides memory safety (ASan/UBSan):
  *   - success means a JSON response that echoes apiVersion/kind and carries
@@ -46,13 +47,13 @@ static void check_response(const struct op_buf *resp)
 	json_object_put(o);
 }
 
-static void one(enum wh_kind kind, const char *body, size_t len)
+static void one(enum wh_kind kind, enum wh_resource rs, const char *body, size_t len)
 {
 	struct op_buf resp = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	struct op_buf again = OP_BUF_INIT(OP_BUF_MAX_HTTP_BODY);
 	struct op_err err = OP_ERR_INIT, err2 = OP_ERR_INIT;
-	int r = wh_handle_review(kind, body, len, &resp, &err);
-	int r2 = wh_handle_review(kind, body, len, &again, &err2);
+	int r = wh_handle_review_resource(kind, rs, body, len, &resp, &err);
+	int r2 = wh_handle_review_resource(kind, rs, body, len, &again, &err2);
 	if (r != r2)
 		abort();
 	if (r == 0) {
@@ -77,8 +78,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(body, data, size);
 	body[size] = '\0';
-	one(WH_MUTATE, body, size);
-	one(WH_VALIDATE, body, size);
+	for (int rs = 0; rs < WH_RES__COUNT; rs++) {
+		if (rs != WH_RES_OBJECT_STORE)
+			one(WH_MUTATE, (enum wh_resource)rs, body, size);
+		one(WH_VALIDATE, (enum wh_resource)rs, body, size);
+	}
 	free(body);
 	return 0;
 }

@@ -717,11 +717,20 @@ static int check_sample_file(json_object *schema, const char *dir, const char *n
 		json_object *o = NULL;
 		struct op_err err = OP_ERR_INIT;
 		int r = oa_yaml_parse(doc, strlen(doc), &o, &err);
-		if (r == 0 && o && strcmp(op_json_str_at(o, "kind") ?: "", "Cluster") == 0) {
-			(*clusters)++;
+		const char *kind = r == 0 && o ? op_json_str_at(o, "kind") : NULL;
+		const struct oa_kind *k = kind ? oa_kind_find(kind) : NULL;
+		if (k && strcmp(k->kind, kind) == 0) {
+			/* Clusters against schema; the other kinds against their own */
+			_cleanup_(op_json_putp) json_object *own = NULL;
+			struct op_err kerr = OP_ERR_INIT;
+			if (strcmp(kind, "Cluster") == 0)
+				(*clusters)++;
+			else if (oa_kind_schema(k, &own, &kerr) < 0)
+				fail_msg("%s: %s", kind, kerr.msg);
 			struct op_buf why = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 			json_object *spec = op_json_at(o, "spec");
-			if (conform(spec, op_json_at(schema, "properties.spec"), "spec", &why) < 0) {
+			if (conform(spec, op_json_at(own ? own : schema, "properties.spec"), "spec",
+				    &why) < 0) {
 				print_message("%s: %s\n", name, op_buf_str(&why));
 				bad++;
 			}
@@ -767,7 +776,8 @@ static int conform_dir(json_object *schema, const char *dir, const char *const *
 	return clusters;
 }
 
-/* pgop's samples/ (valid and invalid/) conform to the schema; with PGOP_SHARED_DIR set, so does the
+/* pgop's samples/ (valid and invalid/) conform to the schema (Backup, ScheduledBackup and
+ * ObjectStore samples to theirs); with PGOP_SHARED_DIR set, so does the
  * CloudNativePG corpus (but for the file its own CRD rejects as well). */
 static void test_samples_conform(void **state)
 {

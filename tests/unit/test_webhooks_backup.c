@@ -5,6 +5,7 @@
 #include "webhooks_test_util.h"
 
 #include "webhooks/http.h"
+#include "webhooks/rules.h"
 
 /* A document of kind/apiVersion with spec (single quotes for double). */
 static json_object *make(const char *api, const char *kind, const char *meta, const char *spec)
@@ -387,9 +388,41 @@ static void test_cluster_backup_rules(void **state)
 	}
 }
 
+/* The tables: ids in docs/admission-rules.md §11's order; B6 on UPDATE only. */
+static void test_tables(void **state)
+{
+	(void)state;
+	static const char *const b[] = { "B1", "B2", "B3", "B4", "B5", "B6", "BW1" };
+	static const char *const sb[] = { "S1", "B1", "B2", "B3", "B4",
+					  "B5", "S2", "SW1", "SW2", "BW1" };
+	static const char *const os[] = { "O1", "O2", "O3", "O4", "OW1", "OW2" };
+	const struct {
+		const struct wh_rule *rules;
+		size_t n;
+		const char *const *ids;
+		size_t n_ids;
+	} tables[] = {
+		{ wh_rules_backup, wh_rules_backup_count, b, OP_ARRAY_SIZE(b) },
+		{ wh_rules_scheduled_backup, wh_rules_scheduled_backup_count, sb, OP_ARRAY_SIZE(sb) },
+		{ wh_rules_object_store, wh_rules_object_store_count, os, OP_ARRAY_SIZE(os) },
+	};
+	for (size_t t = 0; t < OP_ARRAY_SIZE(tables); t++) {
+		assert_int_equal(tables[t].n, tables[t].n_ids);
+		for (size_t i = 0; i < tables[t].n; i++) {
+			assert_string_equal(tables[t].rules[i].id, tables[t].ids[i]);
+			assert_non_null(tables[t].rules[i].fn);
+			unsigned want = strcmp(tables[t].ids[i], "B6") == 0
+						? WH_OP_UPDATE
+						: (WH_OP_CREATE | WH_OP_UPDATE);
+			assert_int_equal(tables[t].rules[i].ops, want);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tables),
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_backup_immutable),

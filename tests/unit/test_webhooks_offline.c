@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #undef malloc
@@ -125,6 +126,58 @@ static void test_old_makes_update(void **state)
 	free(diag);
 }
 
+/* One multi-document file: a Cluster, a Backup, a bad ScheduledBackup, an
+ * ObjectStore and a ConfigMap; each admitted kind judged, the rest skipped.
+ * With the same file as --old, a changed Backup spec is an UPDATE denial. */
+static void test_backup_kinds_multidoc(void **state)
+{
+	char path[] = "/tmp/pgop-offline-XXXXXX.yaml", old_path[] = "/tmp/pgop-offline-XXXXXX.yaml";
+	static const char head[] =
+		"apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {name: pg}\n"
+		"spec: {instances: 1, storage: {size: 1Gi}}\n---\n"
+		"apiVersion: postgresql.cnpg.io/v1\nkind: ScheduledBackup\nmetadata: {name: s}\n"
+		"spec: {schedule: '0 0 0 * * 8', cluster: {name: pg}}\n---\n"
+		"apiVersion: barmancloud.cnpg.io/v1\nkind: ObjectStore\nmetadata: {name: o}\n"
+		"spec: {configuration: {destinationPath: 's3://bkt', s3Credentials: "
+		"{inheritFromIAMRole: true}}}\n---\n"
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n"
+		"apiVersion: postgresql.cnpg.io/v1\nkind: Backup\nmetadata: {name: b}\n";
+	const char *specs[2] = { "spec: {cluster: {name: pg}}\n", "spec: {cluster: {name: pg2}}\n" };
+	char *paths[2] = { path, old_path };
+	for (int i = 0; i < 2; i++) {
+		int fd = mkstemps(paths[i], 5);
+		assert_true(fd >= 0);
+		FILE *f = fdopen(fd, "w");
+		assert_non_null(f);
+		fputs(head, f);
+		fputs(specs[i], f);
+		fclose(f);
+	}
+	const char *files[] = { path }, *old[] = { old_path };
+	struct wh_offline_summary sum = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	char *out = NULL, *diag = NULL;
+	assert_int_equal(run(files, 1, NULL, 0, false, &sum, &out, &diag, &err), 0);
+	assert_int_equal(sum.admitted, 3);
+	assert_int_equal(sum.denied, 1);
+	assert_int_equal(sum.skipped, 1);
+	if (!strstr(out, "default/s: spec.schedule: Invalid value: \"0 0 0 * * 8\": day-of-week "
+			 "field \"8\""))
+		fail_msg("no schedule denial: %s", out);
+	assert_non_null(strstr(out, "default/c: skipped (ConfigMap is not a kind pgop admits"));
+	free(out);
+	free(diag);
+	/* old file: the Backup named b had cluster pg2; now pg: B6 */
+	assert_int_equal(run(files, 1, old, 1, false, &sum, &out, &diag, &err), 0);
+	if (!strstr(out, "default/b: spec: Forbidden: BackupSpec is immutable once set"))
+		fail_msg("no B6 denial: %s", out);
+	assert_int_equal(sum.denied, 2);
+	free(out);
+	free(diag);
+	unlink(path);
+	unlink(old_path);
+}
+
 static void test_unreadable_inputs(void **state)
 {
 	/* an unreadable manifest is an input error, the run goes on */
@@ -158,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_names_field_text),
 		cmocka_unit_test(test_invalid_names_field_json),
 		cmocka_unit_test(test_old_makes_update),
+		cmocka_unit_test(test_backup_kinds_multidoc),
 		cmocka_unit_test(test_unreadable_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
