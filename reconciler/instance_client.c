@@ -205,6 +205,8 @@ static void finish(struct xfer *x, CURLcode code)
 	} else {
 		free(in->error);
 		in->error = NULL;
+		if (x->raw) /* a /pg/status sets it when parsed */
+			in->has_status = true;
 		if (in->doc)
 			json_object_put(in->doc);
 		in->doc = TAKE_PTR(st); /* kept for the live API (apiserver/) */
