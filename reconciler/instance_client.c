@@ -450,11 +450,9 @@ int rc_fetch_statuses(const char *ca_pem, const struct pki_pair *client, struct 
 	if (r < 0)
 		return r;
 	f.xs = op_calloc(n, sizeof(*f.xs));
-	/* for the error messages: a POST (the cut) by its path without the query;
-	 * a GET is the status whatever path a test points it at */
+	/* for the error messages: the method and the path without the query */
 	const char *path = f.o.path ? f.o.path : "/pg/status";
-	f.what = f.o.post ? op_asprintf("POST %.*s", (int)strcspn(path, "?"), path)
-			  : op_strdup("GET /pg/status");
+	f.what = op_asprintf("%s %.*s", f.o.post ? "POST" : "GET", (int)strcspn(path, "?"), path);
 	if (!f.m)
 		r = op_err_set(err, -ENOMEM, "curl_multi_init failed");
 	if (r == 0)

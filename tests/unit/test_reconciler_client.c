@@ -22,6 +22,7 @@
 #undef free
 
 #include "reconciler/instance_client.h"
+#include "support/json.h"
 #include "support/alloc.h"
 #include "support/http_server.h"
 
@@ -80,6 +81,21 @@ static int h_peer(void *ud, const struct op_http_request *req, struct op_http_re
 	return op_buf_adds(&rep->body, "{\"isPrimary\":true,\"timeLineID\":1}");
 }
 static const struct op_http_route r_peer[] = { { "GET", "/pg/status", h_peer } };
+
+/* instance/backupjob.c's answers: the job as JSON, 409 while another runs */
+static int h_backup(void *ud, const struct op_http_request *req, struct op_http_reply *rep,
+		    struct op_err *err)
+{
+	const char *name = op_http_query(req, "name");
+	if (name && strcmp(name, "busy") == 0) {
+		rep->status = 409;
+		return op_buf_adds(&rep->body, "{\"error\":\"backup other is running\"}");
+	}
+	if (name && strcmp(name, "list") == 0)
+		return op_buf_adds(&rep->body, "[1]");
+	return op_buf_adds(&rep->body, "{\"name\":\"b\",\"phase\":\"running\"}");
+}
+static const struct op_http_route r_backup[] = { { "GET", "/pg/backup", h_backup } };
 
 static const struct op_http_route r_restarting[] = { { "GET", "/pg/status", h_restarting } };
 static const struct op_http_route r_unavailable[] = { { "GET", "/pg/status", h_unavailable } };
@@ -194,7 +210,7 @@ static void test_fetch_ok_and_failures(void **state)
 	o.port = op_http_server_port(good);
 	o.path = "/nope";
 	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, NULL, v, 1, &o, &err), 0);
-	assert_string_equal(v[0].error, "GET /pg/status: HTTP 404");
+	assert_string_equal(v[0].error, "GET /nope: HTTP 404");
 
 	/* 503 "restarting": no status, but the reconciler knows postgres restarts in
 	 * place; a plain 503 (or the next answer) clears it */
@@ -225,6 +241,32 @@ static void test_fetch_ok_and_failures(void **state)
 	op_http_server_free(good);
 	op_http_server_free(bad);
 	op_http_server_free(junk);
+}
+
+/* raw: any JSON object is the answer (POST /pg/backup), kept whole; an
+ * error status carries the answer's own words. */
+static void test_fetch_raw(void **state)
+{
+	struct fixture *f = *state;
+	struct op_http_server *srv = serve(&f->server, r_backup);
+	struct rc_instance v = { .name = op_strdup("c-2"), .ip = op_strdup("127.0.0.1") };
+	struct op_err err = OP_ERR_INIT;
+	struct rc_fetch_opts o = { .timeout_ms = 2000, .port = op_http_server_port(srv),
+				   .path = "/pg/backup?name=b&id=20261207T050000",
+				   .raw = true };
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 1);
+	assert_true(v.has_status);
+	assert_false(v.is_primary); /* nothing parsed as a status */
+	assert_string_equal(op_json_str_at(v.doc, "phase"), "running");
+	o.path = "/pg/backup?name=busy&id=20261207T050000";
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 0);
+	assert_false(v.has_status);
+	assert_string_equal(v.error, "GET /pg/backup: HTTP 409: backup other is running");
+	o.path = "/pg/backup?name=list&id=20261207T050000";
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 0);
+	assert_non_null(strstr(v.error, "not a JSON object"));
+	rc_instance_done(&v);
+	op_http_server_free(srv);
 }
 
 /* A silent instance (not known to answer) is asked only after a bare TCP
@@ -426,6 +468,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_client_cert),
 		cmocka_unit_test(test_fetch_ok_and_failures),
+		cmocka_unit_test(test_fetch_raw),
 		cmocka_unit_test(test_silent_tcp_probe_first),
 		cmocka_unit_test(test_fetch_abandon),
 		cmocka_unit_test(test_pool_keeps_connections),
