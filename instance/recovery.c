@@ -30,6 +30,7 @@
 #include "instance/internal.h"
 #include "support/alloc.h"
 #include "support/file.h"
+#include "support/json.h"
 #include "support/log.h"
 
 #define FIELD "spec.bootstrap.recovery.recoveryTarget."
@@ -325,6 +326,22 @@ static int stop_postgres(pid_t pid, struct op_err *err)
 	return op_err_set(err, -ETIMEDOUT, "postgres did not stop within 120 s");
 }
 
+/* With a separate WAL volume (walStorage): pg_wal, restored as an empty
+ * directory (barman leaves its contents out), becomes the link to it. */
+static int place_waldir(const struct inst_paths *p, struct op_err *err)
+{
+	if (!p->waldir)
+		return 0;
+	_cleanup_free_ char *wal = op_asprintf("%s/pg_wal", p->pgdata);
+	if (rmdir(wal) < 0 && errno != ENOENT)
+		return op_err_set(err, -errno, "%s: %s (the backup's pg_wal is not empty)", wal,
+				  strerror(errno));
+	int r = op_mkdir_p(p->waldir, 0700, err);
+	if (r == 0 && symlink(p->waldir, wal) < 0)
+		r = op_err_set(err, -errno, "symlink %s: %s", wal, strerror(errno));
+	return r;
+}
+
 /* The settings file and recovery.signal. */
 static int write_settings(const struct inst_paths *p, const struct inst_recovery_source *src,
 			  const struct inst_recovery_target *t, const char *pgop,
@@ -419,6 +436,9 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	}
 	bk_config_done(&cfg);
 	r = r ? r : inst_paths_locate(p, NULL, true, ret_bindir, err);
+	r = r ? r : place_waldir(p, err);
+	if (r == 0 && o->before_start)
+		r = o->before_start(o->ud, NULL, 0, err);
 	r = r ? r : write_settings(p, src, &t, o->pgop, err);
 	inst_recovery_target_done(&t);
 	r = r ? r : run_recovery(p, o, err);
@@ -426,4 +446,89 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	if (r == 0 && unlink(conf) < 0)
 		r = op_err_set(err, -errno, "%s: %s", conf, strerror(errno));
 	return r;
+}
+
+/* ---- the recovery source of a Cluster (spec.bootstrap.recovery) ---- */
+
+char *inst_recovery_source_path(const struct inst_paths *p)
+{
+	return op_asprintf("%s/run/recovery-source.json", p->controller_dir);
+}
+
+/* <secrets dir>/recovery-<file>/<file> (owned). */
+static char *recovery_file(const struct inst_paths *p, enum api_barman_file f)
+{
+	return op_asprintf("%s/%s/%s", p->secrets_dir, api_recovery_file_volume(f),
+			   api_barman_file_name(f));
+}
+
+int inst_recovery_source_render(const struct inst_paths *p, const struct api_cluster *c,
+				const char *region, struct op_buf *out, struct op_err *err)
+{
+	const struct api_external_cluster *x = api_cluster_recovery_source(c);
+	if (!x)
+		return op_err_set(err, -ENOENT, "spec.bootstrap.recovery.source: no externalClusters "
+				  "entry with a barmanObjectStore is named %s",
+				  c->spec.bootstrap.recovery.source ? c->spec.bootstrap.recovery.source
+								    : "(none)");
+	const struct api_barman_store *s = x->barman_object_store;
+	if (!api_barman_file_ref(s, API_BARMAN_ACCESS_KEY_ID) ||
+	    !api_barman_file_ref(s, API_BARMAN_SECRET_ACCESS_KEY))
+		return op_err_set(err, -ENOTSUP, "externalClusters %s: barmanObjectStore.s3Credentials "
+				  "needs accessKeyId and secretAccessKey (inheritFromIAMRole is not "
+				  "supported)", x->name);
+	json_object *o = op_jobj();
+	op_jsets(o, "destinationPath", s->destination_path);
+	/* CloudNativePG: the store's serverName, else the external cluster's name */
+	op_jsets(o, "serverName", s->server_name && *s->server_name ? s->server_name : x->name);
+	if (s->endpoint_url && *s->endpoint_url)
+		op_jsets(o, "endpointURL", s->endpoint_url);
+	if (region && *region)
+		op_jsets(o, "region", region);
+	static const struct {
+		enum api_barman_file f;
+		const char *key;
+	} files[] = {
+		{ API_BARMAN_ACCESS_KEY_ID, "accessKeyIdFile" },
+		{ API_BARMAN_SECRET_ACCESS_KEY, "secretAccessKeyFile" },
+		{ API_BARMAN_SESSION_TOKEN, "sessionTokenFile" },
+		{ API_BARMAN_ENDPOINT_CA, "endpointCAFile" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
+		if (!api_barman_file_ref(s, files[i].f))
+			continue;
+		_cleanup_free_ char *path = recovery_file(p, files[i].f);
+		op_jsets(o, files[i].key, path);
+	}
+	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
+	op_jsets(o, "pgdata", p->pgdata);
+	_cleanup_free_ char *state = op_asprintf("%s/run/recovery-wal", p->controller_dir);
+	op_jsets(o, "stateDir", state);
+	int r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return r ? op_err_set(err, r, "recovery source configuration too large") : 0;
+}
+
+int inst_recovery_source_write(const struct inst_paths *p, const struct api_cluster *c,
+			       char **ret_path, struct op_err *err)
+{
+	const struct api_external_cluster *x = api_cluster_recovery_source(c);
+	_cleanup_free_ char *region = NULL;
+	if (x && api_barman_file_ref(x->barman_object_store, API_BARMAN_REGION)) {
+		int r = inst_read_secret(p, api_recovery_file_volume(API_BARMAN_REGION),
+					 api_barman_file_name(API_BARMAN_REGION), &region, err);
+		if (r < 0)
+			return r;
+	}
+	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = inst_recovery_source_render(p, c, region, &conf, err);
+	_cleanup_free_ char *state = op_asprintf("%s/run/recovery-wal", p->controller_dir);
+	r = r ? r : op_mkdir_p(state, 0700, err);
+	_cleanup_free_ char *path = inst_recovery_source_path(p);
+	r = r ? r : inst_write_file(path, op_buf_str(&conf), conf.len, 0600, err);
+	if (r < 0)
+		return r;
+	*ret_path = TAKE_PTR(path);
+	return 0;
 }
