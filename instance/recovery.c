@@ -260,6 +260,13 @@ static int64_t now_s(void)
 	return ts.tv_sec;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* One look at the recovering postmaster: 1 promoted, 0 not yet. */
 static int poll_recovery(const char *sock, unsigned port, int64_t *next_log, int64_t t0)
 {
@@ -425,14 +432,16 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	umask(077);
 	r = choose_backup(&cfg, src, &t, id, err);
 	r = r ? r : empty_pgdata(p->pgdata, err);
-	int64_t t0 = now_s();
+	int64_t t0 = now_ms();
 	r = r ? r : bk_restore_base(&cfg, id, &ro, &st, err);
 	if (r == 0) {
 		_cleanup_free_ char *files = op_asprintf("%llu", (unsigned long long)st.files);
 		_cleanup_free_ char *bytes = op_asprintf("%llu", (unsigned long long)st.bytes);
-		_cleanup_free_ char *secs = op_asprintf("%lld", (long long)(now_s() - t0));
+		_cleanup_free_ char *ms = op_asprintf("%lld", (long long)(now_ms() - t0));
+		_cleanup_free_ char *stored = op_asprintf("%llu",
+							  (unsigned long long)st.stored_bytes);
 		op_log_info("base backup restored", "backup", id, "tar", st.tar_name, "files", files,
-			    "bytes", bytes, "seconds", secs);
+			    "bytes", bytes, "downloaded", stored, "ms", ms);
 	}
 	bk_config_done(&cfg);
 	r = r ? r : inst_paths_locate(p, NULL, true, ret_bindir, err);
