@@ -218,6 +218,10 @@ static int choose_backup(const struct bk_config *cfg, const struct inst_recovery
 	int r = bk_catalog_list(cfg, &cat, err);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; i < cat.n; i++)
+		if (!cat.v[i].ok)
+			op_log_warn("base backup skipped", "backup", cat.v[i].id, "reason",
+				    cat.v[i].error);
 	bool named = src->backup_id && *src->backup_id && strcmp(src->backup_id, "latest");
 	struct bk_selection sel = { .kind = (enum bk_target_kind)t->kind, .time_us = t->time_us,
 				    .lsn = t->lsn, .tli = t->tli,
