@@ -402,8 +402,10 @@ struct bk_selection {
  * case) when there is none. *ret borrowed from cat. */
 OP_MUST_CHECK int bk_catalog_select(const struct bk_catalog *cat, const struct bk_selection *s,
 				    const struct bk_catalog_entry **ret, struct op_err *err);
-/* The first recoverability point: the begin time of the oldest DONE backup
- * (epoch microseconds). -ENOENT when there is none. */
+/* The first recoverability point: the end time of the oldest DONE backup
+ * (epoch microseconds; a recovery cannot stop before a backup is consistent,
+ * CloudNativePG's FirstRecoverabilityPoint; the same as retention.h's
+ * bk_first_recoverability_point on the catalog). -ENOENT when there is none. */
 OP_MUST_CHECK int bk_catalog_first_point(const struct bk_catalog *cat, int64_t *ret_us);
 
 /* "X/Y" (1-8 hex digits each, as pg_lsn prints it) into *ret; -EINVAL. */

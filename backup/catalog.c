@@ -318,10 +318,10 @@ int bk_catalog_first_point(const struct bk_catalog *cat, int64_t *ret_us)
 	int64_t first = 0;
 	for (size_t i = 0; i < cat->n; i++) {
 		const struct bk_catalog_entry *x = &cat->v[i];
-		if (!x->ok || x->info.status != BK_STATUS_DONE || !x->info.begin_time.set)
+		if (!x->ok || x->info.status != BK_STATUS_DONE || !x->info.end_time.set)
 			continue;
-		if (!found || x->info.begin_time.epoch_us < first)
-			first = x->info.begin_time.epoch_us;
+		if (!found || x->info.end_time.epoch_us < first)
+			first = x->info.end_time.epoch_us;
 		found = true;
 	}
 	if (!found)

@@ -105,10 +105,10 @@ static void test_select(void **state)
 	s.backup_id = "20990101T000000";
 	assert_int_equal(bk_catalog_select(&c, &s, &e, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "no such backup"));
-	/* the first recoverability point: the oldest DONE backup's begin */
+	/* the first recoverability point: the oldest DONE backup's end */
 	int64_t first;
 	assert_int_equal(bk_catalog_first_point(&c, &first), 0);
-	assert_int_equal(first, S(100));
+	assert_int_equal(first, S(200));
 	bk_catalog_free(&c);
 	struct bk_catalog empty = { 0 };
 	assert_int_equal(bk_catalog_first_point(&empty, &first), -ENOENT);
