@@ -20,6 +20,7 @@
 #include "backup/backup.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/json.h"
 
 static int parse(const struct api_recovery_target *a, struct inst_recovery_target *t,
 		 struct op_err *err)
@@ -159,6 +160,78 @@ static void test_contract(void **state)
 	}
 }
 
+static struct api_cluster *cluster(const char *json)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(json, strlen(json), 64, &o, &err), 0);
+	struct api_cluster *c = NULL;
+	if (api_cluster_decode(o, NULL, &c, &err))
+		fail_msg("decode: %s", err.msg);
+	json_object_put(o);
+	return c;
+}
+
+#define REC_CLUSTER(store)                                                                         \
+	"{\"metadata\":{\"name\":\"new\"},\"spec\":{\"bootstrap\":{\"recovery\":{\"source\":"      \
+	"\"origin\"}},\"externalClusters\":[{\"name\":\"other\"},{\"name\":\"origin\","           \
+	"\"barmanObjectStore\":" store "}]}}"
+
+/* the source configuration: what wal-restore and the catalog read */
+static void test_source_render(void **state)
+{
+	struct inst_paths p = { .pgdata = "/var/lib/postgresql/data/pgdata" };
+	inst_paths_default(&p);
+	struct api_cluster *c = cluster(REC_CLUSTER(
+		"{\"destinationPath\":\"s3://bucket/p\",\"endpointURL\":\"https://s3:9000\","
+		"\"endpointCA\":{\"name\":\"ca\",\"key\":\"ca.crt\"},\"s3Credentials\":{"
+		"\"accessKeyId\":{\"name\":\"s\",\"key\":\"A\"},\"secretAccessKey\":{\"name\":\"s\","
+		"\"key\":\"S\"}},\"wal\":{\"maxParallel\":4}}"));
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_recovery_source_render(&p, c, "eu-west-1", &b, &err), 0);
+	struct bk_config cfg;
+	if (bk_config_parse(b.data, b.len, &cfg, &err))
+		fail_msg("%s", err.msg);
+	assert_string_equal(cfg.server_name, "origin"); /* no serverName: the entry's name */
+	assert_string_equal(cfg.destination_path, "s3://bucket/p");
+	assert_string_equal(cfg.region, "eu-west-1");
+	assert_string_equal(cfg.access_key_file,
+			    INST_SECRETS_DIR "/recovery-access-key-id/access-key-id");
+	assert_string_equal(cfg.secret_key_file,
+			    INST_SECRETS_DIR "/recovery-secret-access-key/secret-access-key");
+	assert_string_equal(cfg.ca_file, INST_SECRETS_DIR "/recovery-endpoint-ca/endpoint-ca");
+	assert_null(cfg.session_token_file);
+	assert_int_equal(cfg.max_parallel, 4);
+	assert_string_equal(cfg.state_dir, INST_CONTROLLER_DIR "/run/recovery-wal");
+	bk_config_done(&cfg);
+	op_buf_done(&b);
+	api_cluster_free(c);
+	/* serverName wins */
+	c = cluster(REC_CLUSTER("{\"destinationPath\":\"s3://bucket\",\"serverName\":\"old\","
+				"\"s3Credentials\":{\"accessKeyId\":{\"name\":\"s\",\"key\":\"A\"},"
+				"\"secretAccessKey\":{\"name\":\"s\",\"key\":\"S\"}}}"));
+	b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(inst_recovery_source_render(&p, c, NULL, &b, &err), 0);
+	assert_non_null(strstr(op_buf_str(&b), "\"serverName\":\"old\""));
+	op_buf_done(&b);
+	api_cluster_free(c);
+	/* the IAM role: not supported; no such source */
+	c = cluster(REC_CLUSTER("{\"destinationPath\":\"s3://bucket\",\"s3Credentials\":"
+				"{\"inheritFromIAMRole\":true}}"));
+	b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(inst_recovery_source_render(&p, c, NULL, &b, &err), -ENOTSUP);
+	api_cluster_free(c);
+	c = cluster("{\"metadata\":{\"name\":\"new\"},\"spec\":{\"bootstrap\":{\"recovery\":"
+		    "{\"source\":\"nowhere\"}}}}");
+	err = OP_ERR_INIT;
+	assert_int_equal(inst_recovery_source_render(&p, c, NULL, &b, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "nowhere"));
+	assert_null(api_cluster_recovery_source(c));
+	op_buf_done(&b);
+	api_cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_quote),
 		cmocka_unit_test(test_contract),
+		cmocka_unit_test(test_source_render),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
