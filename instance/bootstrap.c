@@ -369,7 +369,8 @@ static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths 
 			      const struct api_cluster *c, struct op_err *err)
 {
 	_cleanup_free_ char *cfg = NULL;
-	int r = inst_recovery_source_write(p, c, &cfg, err);
+	int r = inst_recovery_archive_check(c, err);
+	r = r ? r : inst_recovery_source_write(p, c, &cfg, err);
 	if (r)
 		return r;
 	const struct api_recovery *rec = &c->spec.bootstrap.recovery;

@@ -79,6 +79,12 @@ char *inst_recovery_source_path(const struct inst_paths *p);
 OP_MUST_CHECK int inst_recovery_source_render(const struct inst_paths *p,
 					      const struct api_cluster *c, const char *region,
 					      struct op_buf *out, struct op_err *err);
+/* -EEXIST (err says why) when the Cluster's own WAL archive
+ * (spec.backup.barmanObjectStore) is the recovery source's destination and
+ * server name: the recovered cluster, with the source's system identifier,
+ * would archive into the archive it comes from (CloudNativePG refuses a
+ * non-empty archive at bootstrap). 0 otherwise. */
+OP_MUST_CHECK int inst_recovery_archive_check(const struct api_cluster *c, struct op_err *err);
 /* Renders it (the region read from its mounted file) into
  * inst_recovery_source_path, mode 0600; *ret_path owned. */
 OP_MUST_CHECK int inst_recovery_source_write(const struct inst_paths *p,

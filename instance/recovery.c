@@ -523,6 +523,35 @@ int inst_recovery_source_render(const struct inst_paths *p, const struct api_clu
 	return r ? op_err_set(err, r, "recovery source configuration too large") : 0;
 }
 
+/* destinationPath without trailing slashes equal */
+static bool same_destination(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	while (la > 0 && a[la - 1] == '/')
+		la--;
+	while (lb > 0 && b[lb - 1] == '/')
+		lb--;
+	return la == lb && !strncmp(a, b, la);
+}
+
+int inst_recovery_archive_check(const struct api_cluster *c, struct op_err *err)
+{
+	const struct api_external_cluster *x = api_cluster_recovery_source(c);
+	const struct api_barman_store *own = api_cluster_wal_store(c);
+	if (!x || !own || !own->destination_path || !x->barman_object_store->destination_path)
+		return 0;
+	const struct api_barman_store *s = x->barman_object_store;
+	const char *src_server = s->server_name && *s->server_name ? s->server_name : x->name;
+	const char *own_server = api_barman_server_name(c, own);
+	if (!own_server || strcmp(src_server, own_server) ||
+	    !same_destination(s->destination_path, own->destination_path))
+		return 0;
+	return op_err_set(err, -EEXIST, "spec.backup.barmanObjectStore archives into the recovery "
+			  "source (%s, server %s): the recovered cluster would write into the "
+			  "archive it comes from; set another destinationPath or serverName",
+			  s->destination_path, src_server);
+}
+
 int inst_recovery_source_write(const struct inst_paths *p, const struct api_cluster *c,
 			       char **ret_path, struct op_err *err)
 {

@@ -232,6 +232,41 @@ static void test_source_render(void **state)
 	api_cluster_free(c);
 }
 
+static void test_archive_check(void **state)
+{
+	static const char *const creds =
+		"\"s3Credentials\":{\"accessKeyId\":{\"name\":\"s\",\"key\":\"A\"},"
+		"\"secretAccessKey\":{\"name\":\"s\",\"key\":\"S\"}}";
+	static const struct {
+		const char *own_dest, *own_server, *src_dest, *src_server;
+		int want;
+	} cases[] = {
+		{ "s3://bucket/p", NULL, "s3://bucket/p/", NULL, 0 },    /* new vs origin */
+		{ "s3://bucket/p", "origin", "s3://bucket/p/", NULL, -EEXIST },
+		{ "s3://bucket/p", "x", "s3://bucket/p", "x", -EEXIST },
+		{ "s3://bucket/q", "x", "s3://bucket/p", "x", 0 },
+		{ "s3://bucket/p", NULL, "s3://bucket/p", "new", -EEXIST },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
+		char own_sn[64] = "", src_sn[64] = "";
+		if (cases[i].own_server)
+			snprintf(own_sn, sizeof(own_sn), "\"serverName\":\"%s\",", cases[i].own_server);
+		if (cases[i].src_server)
+			snprintf(src_sn, sizeof(src_sn), "\"serverName\":\"%s\",", cases[i].src_server);
+		char *json = op_asprintf(
+			"{\"metadata\":{\"name\":\"new\"},\"spec\":{\"backup\":{\"barmanObjectStore\":"
+			"{\"destinationPath\":\"%s\",%s%s}},\"bootstrap\":{\"recovery\":{\"source\":"
+			"\"origin\"}},\"externalClusters\":[{\"name\":\"origin\",\"barmanObjectStore\":"
+			"{\"destinationPath\":\"%s\",%s%s}}]}}",
+			cases[i].own_dest, own_sn, creds, cases[i].src_dest, src_sn, creds);
+		struct api_cluster *c = cluster(json);
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(inst_recovery_archive_check(c, &err), cases[i].want);
+		api_cluster_free(c);
+		free(json);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_quote),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_source_render),
+		cmocka_unit_test(test_archive_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
