@@ -385,7 +385,7 @@ struct bk_catalog {
 };
 /* Lists and parses every backup.info of cfg's server (one LIST, one GET of at
  * most BK_BACKUP_INFO_MAX bytes each). A backup.info missing, too large or
- * unparsable is an entry with !ok and its reason (logged as a warning), not a
+ * unparsable is an entry with !ok and its reason (the caller logs it), not a
  * failure; the store unreachable or refusing is. *ret owned (bk_catalog_free). */
 OP_MUST_CHECK int bk_catalog_list(const struct bk_config *cfg, struct bk_catalog *ret,
 				  struct op_err *err);

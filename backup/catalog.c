@@ -15,7 +15,6 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
-#include "support/log.h"
 
 int bk_client_open(const struct bk_config *cfg, struct os_client **ret, struct op_err *err)
 {
@@ -117,10 +116,6 @@ int bk_catalog_list_client(struct os_client *c, const struct bk_config *cfg,
 		bk_catalog_free(&l.cat);
 		return rc;
 	}
-	for (size_t i = 0; i < l.cat.n; i++)
-		if (!l.cat.v[i].ok)
-			op_log_warn("base backup skipped", "backup", l.cat.v[i].id, "reason",
-				    l.cat.v[i].error);
 	*ret = l.cat;
 	return 0;
 }

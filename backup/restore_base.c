@@ -181,6 +181,12 @@ static int put_file(struct extract *x, struct archive *a, int dir, const char *n
 	if (rc == 0) {
 		x->st.files++;
 		x->st.bytes += got;
+		if ((x->st.bytes >> 30) != ((x->st.bytes - got) >> 30)) { /* each GiB */
+			char b[24], f[24];
+			snprintf(b, sizeof(b), "%llu", (unsigned long long)x->st.bytes);
+			snprintf(f, sizeof(f), "%llu", (unsigned long long)x->st.files);
+			op_log_info("restoring the base backup", "bytes", b, "files", f);
+		}
 	}
 	return rc;
 }

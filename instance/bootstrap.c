@@ -1,5 +1,6 @@
 /* instance/bootstrap.c - `pgop instance init` (initdb + roles + application
- * database) and `pgop instance join` (pg_basebackup + standby settings:
+ * database; with spec.bootstrap.recovery a restore from the source's object
+ * store instead, instance/recovery.c) and `pgop instance join` (pg_basebackup + standby settings:
  * inst_clone_standby, which `run` reuses when pg_rewind cannot work,
  * instance/reclone.c).
  *
@@ -315,6 +316,78 @@ static int prepare_new_instance(struct inst_paths *p, const char *cluster_file,
 	return 0;
 }
 
+/* ---- spec.bootstrap.recovery: restore instead of initdb ---- */
+
+struct recovered {
+	const struct inst_init_opts *o; /* borrowed */
+	const struct inst_paths *p;     /* borrowed */
+	const struct api_cluster *c;    /* borrowed */
+};
+
+/* After the tar: the Cluster's configuration files replace the backup's. */
+static int recovered_config(void *ud, const char *sockdir, unsigned port, struct op_err *err)
+{
+	struct recovered *rc = ud;
+	return write_config(rc->p, rc->c, rc->o->pod_name, INST_PG_PORT, false, err);
+}
+
+/* After the promotion (CloudNativePG's recovery bootstrap): the replication
+ * role (a source that was no CloudNativePG cluster lacks it), the owner's
+ * password from the application Secret when that role exists
+ * (recovery.owner, else recovery.database, else "app"), the superuser's. */
+static int recovered_roles(void *ud, const char *sockdir, unsigned port, struct op_err *err)
+{
+	struct recovered *rc = ud;
+	const struct api_recovery *rec = &rc->c->spec.bootstrap.recovery;
+	const char *owner = rec->owner ? rec->owner : rec->database ? rec->database : "app";
+	_cleanup_(inst_pqfinishp) PGconn *conn = NULL;
+	int r = inst_pg_connect(sockdir, port, "postgres", &conn, err);
+	_cleanup_free_ char *has_repl = NULL, *has_owner = NULL;
+	const char *params[] = { owner };
+	r = r ? r : inst_pg_value(conn, "SELECT count(*) FROM pg_roles WHERE rolname = "
+				  "'streaming_replica'", 0, NULL, &has_repl, err);
+	if (r == 0 && has_repl && !strcmp(has_repl, "0"))
+		r = inst_pg_exec(conn, "CREATE ROLE streaming_replica WITH REPLICATION LOGIN", 0,
+				 NULL, NULL, err);
+	r = r ? r : inst_pg_value(conn, "SELECT count(*) FROM pg_roles WHERE rolname = $1", 1,
+				  params, &has_owner, err);
+	if (r)
+		return r;
+	_cleanup_free_ char *app_pw = NULL;
+	if (has_owner && strcmp(has_owner, "0") &&
+	    inst_read_secret(rc->p, "app", "password", &app_pw, NULL) == 0 && *app_pw)
+		r = set_password(conn, owner, app_pw, err);
+	if (r == 0 && rc->c->spec.enable_superuser_access) {
+		_cleanup_free_ char *su_pw = NULL;
+		r = inst_read_secret(rc->p, "superuser", "password", &su_pw, err);
+		r = r ? r : set_password(conn, "postgres", su_pw, err);
+	}
+	return r;
+}
+
+static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths *p,
+			      const struct api_cluster *c, struct op_err *err)
+{
+	_cleanup_free_ char *cfg = NULL;
+	int r = inst_recovery_archive_check(c, err);
+	r = r ? r : inst_recovery_source_write(p, c, &cfg, err);
+	if (r)
+		return r;
+	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
+	struct recovered ud = { .o = o, .p = p, .c = c };
+	struct inst_recovery_source src = { .config = cfg, .backup_id = rec->target.backup_id };
+	struct inst_recovery_opts ro = { .target = rec->has_recovery_target ? &rec->target : NULL,
+					 .before_start = recovered_config,
+					 .after_promote = recovered_roles, .ud = &ud };
+	_cleanup_free_ char *bindir = NULL;
+	op_log_info("bootstrap from a backup", "source", rec->source, "pgdata", p->pgdata);
+	r = inst_recover(p, &src, &ro, &bindir, err);
+	r = r ? r : inst_marker_write(p->pgdata, o->pod_name, err);
+	if (r == 0)
+		op_log_info("instance recovered", "pgdata", p->pgdata, "pod", o->pod_name);
+	return r;
+}
+
 int inst_init(const struct inst_init_opts *o, struct op_err *err)
 {
 	struct inst_paths paths = o->paths;
@@ -325,6 +398,8 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 				     o->cluster_name, o->pod_name, &c, &bindir, err);
 	if (r)
 		return r < 0 ? r : 0;
+	if (c->spec.bootstrap.recovery.present)
+		return init_from_recovery(o, &paths, c, err);
 	umask(077);
 	struct argv_b a = { 0 };
 	argv_add(&a, "initdb");

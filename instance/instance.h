@@ -297,8 +297,11 @@ struct inst_recovery_opts {
 	unsigned timeout_s;       /* recovery (WAL replay) at most; 0: INST_RECOVERY_TIMEOUT_S */
 	unsigned port;            /* the temporary postmaster's; 0: INST_PG_PORT */
 	const char *sockdir;      /* its socket directory; NULL: <controller dir>/run */
+	/* after the tar is extracted, before postgres starts (the Cluster's
+	 * configuration files; sockdir NULL, port 0); NULL: none */
+	inst_recovery_hook before_start;
 	inst_recovery_hook after_promote;
-	void *ud;
+	void *ud; /* passed to both */
 };
 #define INST_RECOVERY_TIMEOUT_S (24u * 3600)
 #define INST_RECOVERY_CONF "pgop-recovery.conf"

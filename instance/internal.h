@@ -66,6 +66,31 @@ OP_MUST_CHECK int inst_archive_sync(const struct inst_paths *p, const struct api
  * the last one succeeded or none ran, -errno when unreadable. */
 OP_MUST_CHECK int inst_archive_error(const struct inst_paths *p, char **ret);
 
+/* ---- recovery.c: a Cluster's recovery source ---- */
+/* <controller>/run/recovery-source.json (owned). */
+char *inst_recovery_source_path(const struct inst_paths *p);
+/* The wal-restore configuration (backup/backup.h's JSON) of the store
+ * spec.bootstrap.recovery.source names: its destination, the server name
+ * (barmanObjectStore.serverName, else the external cluster's name), endpoint,
+ * region (the value read from its file; NULL = none), the credential files
+ * as mounted (<secrets dir>/recovery-<file>/<file>, api_recovery_file_volume),
+ * PGDATA, the state directory <controller>/run/recovery-wal. -ENOENT when no
+ * such source, -ENOTSUP without access keys. Appends to out. */
+OP_MUST_CHECK int inst_recovery_source_render(const struct inst_paths *p,
+					      const struct api_cluster *c, const char *region,
+					      struct op_buf *out, struct op_err *err);
+/* -EEXIST (err says why) when the Cluster's own WAL archive
+ * (spec.backup.barmanObjectStore) is the recovery source's destination and
+ * server name: the recovered cluster, with the source's system identifier,
+ * would archive into the archive it comes from (CloudNativePG refuses a
+ * non-empty archive at bootstrap). 0 otherwise. */
+OP_MUST_CHECK int inst_recovery_archive_check(const struct api_cluster *c, struct op_err *err);
+/* Renders it (the region read from its mounted file) into
+ * inst_recovery_source_path, mode 0600; *ret_path owned. */
+OP_MUST_CHECK int inst_recovery_source_write(const struct inst_paths *p,
+					     const struct api_cluster *c, char **ret_path,
+					     struct op_err *err);
+
 /* ---- cluster.c ---- */
 struct inst_source {
 	const char *cluster_file;       /* borrowed; NULL = API server */

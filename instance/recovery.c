@@ -30,6 +30,7 @@
 #include "instance/internal.h"
 #include "support/alloc.h"
 #include "support/file.h"
+#include "support/json.h"
 #include "support/log.h"
 
 #define FIELD "spec.bootstrap.recovery.recoveryTarget."
@@ -217,6 +218,10 @@ static int choose_backup(const struct bk_config *cfg, const struct inst_recovery
 	int r = bk_catalog_list(cfg, &cat, err);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; i < cat.n; i++)
+		if (!cat.v[i].ok)
+			op_log_warn("base backup skipped", "backup", cat.v[i].id, "reason",
+				    cat.v[i].error);
 	bool named = src->backup_id && *src->backup_id && strcmp(src->backup_id, "latest");
 	struct bk_selection sel = { .kind = (enum bk_target_kind)t->kind, .time_us = t->time_us,
 				    .lsn = t->lsn, .tli = t->tli,
@@ -257,6 +262,13 @@ static int64_t now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* One look at the recovering postmaster: 1 promoted, 0 not yet. */
@@ -323,6 +335,22 @@ static int stop_postgres(pid_t pid, struct op_err *err)
 	kill(pid, SIGQUIT);
 	waitpid(pid, NULL, 0);
 	return op_err_set(err, -ETIMEDOUT, "postgres did not stop within 120 s");
+}
+
+/* With a separate WAL volume (walStorage): pg_wal, restored as an empty
+ * directory (barman leaves its contents out), becomes the link to it. */
+static int place_waldir(const struct inst_paths *p, struct op_err *err)
+{
+	if (!p->waldir)
+		return 0;
+	_cleanup_free_ char *wal = op_asprintf("%s/pg_wal", p->pgdata);
+	if (rmdir(wal) < 0 && errno != ENOENT)
+		return op_err_set(err, -errno, "%s: %s (the backup's pg_wal is not empty)", wal,
+				  strerror(errno));
+	int r = op_mkdir_p(p->waldir, 0700, err);
+	if (r == 0 && symlink(p->waldir, wal) < 0)
+		r = op_err_set(err, -errno, "symlink %s: %s", wal, strerror(errno));
+	return r;
 }
 
 /* The settings file and recovery.signal. */
@@ -408,17 +436,22 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	umask(077);
 	r = choose_backup(&cfg, src, &t, id, err);
 	r = r ? r : empty_pgdata(p->pgdata, err);
-	int64_t t0 = now_s();
+	int64_t t0 = now_ms();
 	r = r ? r : bk_restore_base(&cfg, id, &ro, &st, err);
 	if (r == 0) {
 		_cleanup_free_ char *files = op_asprintf("%llu", (unsigned long long)st.files);
 		_cleanup_free_ char *bytes = op_asprintf("%llu", (unsigned long long)st.bytes);
-		_cleanup_free_ char *secs = op_asprintf("%lld", (long long)(now_s() - t0));
+		_cleanup_free_ char *ms = op_asprintf("%lld", (long long)(now_ms() - t0));
+		_cleanup_free_ char *stored = op_asprintf("%llu",
+							  (unsigned long long)st.stored_bytes);
 		op_log_info("base backup restored", "backup", id, "tar", st.tar_name, "files", files,
-			    "bytes", bytes, "seconds", secs);
+			    "bytes", bytes, "downloaded", stored, "ms", ms);
 	}
 	bk_config_done(&cfg);
 	r = r ? r : inst_paths_locate(p, NULL, true, ret_bindir, err);
+	r = r ? r : place_waldir(p, err);
+	if (r == 0 && o->before_start)
+		r = o->before_start(o->ud, NULL, 0, err);
 	r = r ? r : write_settings(p, src, &t, o->pgop, err);
 	inst_recovery_target_done(&t);
 	r = r ? r : run_recovery(p, o, err);
@@ -426,4 +459,118 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	if (r == 0 && unlink(conf) < 0)
 		r = op_err_set(err, -errno, "%s: %s", conf, strerror(errno));
 	return r;
+}
+
+/* ---- the recovery source of a Cluster (spec.bootstrap.recovery) ---- */
+
+char *inst_recovery_source_path(const struct inst_paths *p)
+{
+	return op_asprintf("%s/run/recovery-source.json", p->controller_dir);
+}
+
+/* <secrets dir>/recovery-<file>/<file> (owned). */
+static char *recovery_file(const struct inst_paths *p, enum api_barman_file f)
+{
+	return op_asprintf("%s/%s/%s", p->secrets_dir, api_recovery_file_volume(f),
+			   api_barman_file_name(f));
+}
+
+int inst_recovery_source_render(const struct inst_paths *p, const struct api_cluster *c,
+				const char *region, struct op_buf *out, struct op_err *err)
+{
+	const struct api_external_cluster *x = api_cluster_recovery_source(c);
+	if (!x)
+		return op_err_set(err, -ENOENT, "spec.bootstrap.recovery.source: no externalClusters "
+				  "entry with a barmanObjectStore is named %s",
+				  c->spec.bootstrap.recovery.source ? c->spec.bootstrap.recovery.source
+								    : "(none)");
+	const struct api_barman_store *s = x->barman_object_store;
+	if (!api_barman_file_ref(s, API_BARMAN_ACCESS_KEY_ID) ||
+	    !api_barman_file_ref(s, API_BARMAN_SECRET_ACCESS_KEY))
+		return op_err_set(err, -ENOTSUP, "externalClusters %s: barmanObjectStore.s3Credentials "
+				  "needs accessKeyId and secretAccessKey (inheritFromIAMRole is not "
+				  "supported)", x->name);
+	json_object *o = op_jobj();
+	op_jsets(o, "destinationPath", s->destination_path);
+	/* CloudNativePG: the store's serverName, else the external cluster's name */
+	op_jsets(o, "serverName", s->server_name && *s->server_name ? s->server_name : x->name);
+	if (s->endpoint_url && *s->endpoint_url)
+		op_jsets(o, "endpointURL", s->endpoint_url);
+	if (region && *region)
+		op_jsets(o, "region", region);
+	static const struct {
+		enum api_barman_file f;
+		const char *key;
+	} files[] = {
+		{ API_BARMAN_ACCESS_KEY_ID, "accessKeyIdFile" },
+		{ API_BARMAN_SECRET_ACCESS_KEY, "secretAccessKeyFile" },
+		{ API_BARMAN_SESSION_TOKEN, "sessionTokenFile" },
+		{ API_BARMAN_ENDPOINT_CA, "endpointCAFile" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
+		if (!api_barman_file_ref(s, files[i].f))
+			continue;
+		_cleanup_free_ char *path = recovery_file(p, files[i].f);
+		op_jsets(o, files[i].key, path);
+	}
+	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
+	op_jsets(o, "pgdata", p->pgdata);
+	_cleanup_free_ char *state = op_asprintf("%s/run/recovery-wal", p->controller_dir);
+	op_jsets(o, "stateDir", state);
+	int r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return r ? op_err_set(err, r, "recovery source configuration too large") : 0;
+}
+
+/* destinationPath without trailing slashes equal */
+static bool same_destination(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	while (la > 0 && a[la - 1] == '/')
+		la--;
+	while (lb > 0 && b[lb - 1] == '/')
+		lb--;
+	return la == lb && !strncmp(a, b, la);
+}
+
+int inst_recovery_archive_check(const struct api_cluster *c, struct op_err *err)
+{
+	const struct api_external_cluster *x = api_cluster_recovery_source(c);
+	const struct api_barman_store *own = api_cluster_wal_store(c);
+	if (!x || !own || !own->destination_path || !x->barman_object_store->destination_path)
+		return 0;
+	const struct api_barman_store *s = x->barman_object_store;
+	const char *src_server = s->server_name && *s->server_name ? s->server_name : x->name;
+	const char *own_server = api_barman_server_name(c, own);
+	if (!own_server || strcmp(src_server, own_server) ||
+	    !same_destination(s->destination_path, own->destination_path))
+		return 0;
+	return op_err_set(err, -EEXIST, "spec.backup.barmanObjectStore archives into the recovery "
+			  "source (%s, server %s): the recovered cluster would write into the "
+			  "archive it comes from; set another destinationPath or serverName",
+			  s->destination_path, src_server);
+}
+
+int inst_recovery_source_write(const struct inst_paths *p, const struct api_cluster *c,
+			       char **ret_path, struct op_err *err)
+{
+	const struct api_external_cluster *x = api_cluster_recovery_source(c);
+	_cleanup_free_ char *region = NULL;
+	if (x && api_barman_file_ref(x->barman_object_store, API_BARMAN_REGION)) {
+		int r = inst_read_secret(p, api_recovery_file_volume(API_BARMAN_REGION),
+					 api_barman_file_name(API_BARMAN_REGION), &region, err);
+		if (r < 0)
+			return r;
+	}
+	_cleanup_(op_buf_donep) struct op_buf conf = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int r = inst_recovery_source_render(p, c, region, &conf, err);
+	_cleanup_free_ char *state = op_asprintf("%s/run/recovery-wal", p->controller_dir);
+	r = r ? r : op_mkdir_p(state, 0700, err);
+	_cleanup_free_ char *path = inst_recovery_source_path(p);
+	r = r ? r : inst_write_file(path, op_buf_str(&conf), conf.len, 0600, err);
+	if (r < 0)
+		return r;
+	*ret_path = TAKE_PTR(path);
+	return 0;
 }

@@ -50,7 +50,7 @@ T=$(mktemp -d /tmp/pgop-rec.XXXXXX)
 chmod 755 "$T"
 cleanup() {
 	local d
-	for d in "$T"/pg1 "$RS"/r-*; do
+	for d in "$T"/pg1 "$RS"/r-* "$T"/boot/pgdata; do
 		[[ -f $d/postmaster.pid ]] && wal_as_pg "$PGBIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1
 	done
 	objstore_stop
@@ -246,6 +246,53 @@ done
 check "hostile tars: nothing written outside PGDATA" \
 	bash -c "test -z \"\$(ls -A '$T/outside')\" && test ! -e '$T/x' && test ! -e '$RS/x' && test ! -e '$T/abs'"
 grep -h '"restore failed"' "$T"/logs/r-evil-*.log | head -n 7 | sed 's/^/    /' >&2
+
+# ---- pgop instance init with spec.bootstrap.recovery ------------------------------------
+# the Cluster names the source as an externalClusters entry with barmanObjectStore; the
+# credentials as the reconciler mounts them (<secrets>/recovery-<file>/<file>)
+B=$T/boot
+mkdir -p "$B/certs/server" "$B/certs/ca" "$B/secrets/recovery-access-key-id" \
+	"$B/secrets/recovery-secret-access-key" "$B/secrets/recovery-endpoint-ca" "$B/secrets/app"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=rec-rw" \
+	-keyout "$B/certs/server/tls.key" -out "$B/certs/server/tls.crt" >/dev/null 2>&1
+cp "$B/certs/server/tls.crt" "$B/certs/ca/ca.crt"
+cp "$T/cred/access" "$B/secrets/recovery-access-key-id/access-key-id"
+cp "$T/cred/secret" "$B/secrets/recovery-secret-access-key/secret-access-key"
+cp "$T/cred/ca.crt" "$B/secrets/recovery-endpoint-ca/endpoint-ca"
+printf 'app-pw' >"$B/secrets/app/password"
+cat >"$B/cluster.json" <<JSON
+{"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster",
+ "metadata":{"name":"rec","namespace":"default","resourceVersion":"1"},
+ "spec":{"instances":1,"imageName":"ghcr.io/cloudnative-pg/postgresql:15",
+  "bootstrap":{"recovery":{"source":"origin","recoveryTarget":{"targetXID":"$XID5","exclusive":true}}},
+  "externalClusters":[{"name":"origin","barmanObjectStore":{"destinationPath":"$DEST",
+    "serverName":"pg1","endpointURL":"$OBJSTORE_ENDPOINT",
+    "endpointCA":{"name":"ca","key":"ca.crt"},
+    "s3Credentials":{"accessKeyId":{"name":"creds","key":"ACCESS_KEY_ID"},
+      "secretAccessKey":{"name":"creds","key":"ACCESS_SECRET_KEY"}}}}],
+  "storage":{"size":"1Gi"}},
+ "status":{"instanceNames":["rec-1"],"targetPrimary":"rec-1","currentPrimary":""}}
+JSON
+chown -R postgres:postgres "$B" && chmod -R go-rwx "$B/secrets" "$B/certs"
+as_pg "$PGOP" instance init --pgdata "$B/pgdata" --controller-dir "$B/controller" \
+	--certs-dir "$B/certs" --secrets-dir "$B/secrets" --cluster-file "$B/cluster.json" \
+	--pod-name rec-1 --cluster-name rec --pg-bindir "$PGBIN" >"$T/logs/r-boot.log" 2>&1
+rc=$?
+check "instance init from a backup (targetXID $XID5, exclusive) exits 0" test "$rc" = 0 ||
+	tail -n 20 "$T/logs/r-boot.log" >&2
+check "instance init: the source configuration names the mounted recovery-<file> files" \
+	grep -q "$B/secrets/recovery-secret-access-key/secret-access-key" "$B/controller/run/recovery-source.json"
+check "instance init: the marker names the pod" grep -q "rec-1" "$B/pgdata/pgop-bootstrapped"
+check "instance init: the Cluster's configuration, no recovery settings left" \
+	bash -c "grep -q 'custom.conf' '$B/pgdata/postgresql.conf' && test ! -e '$B/pgdata/pgop-recovery.conf'"
+got=$(rows "$B/pgdata")
+check "instance init: rows 1,2,3,4 (got ${got:-none})" test "$got" = "1,2,3,4"
+as_pg "$PGBIN/pg_ctl" -D "$B/pgdata" -l "$T/logs/boot-verify2.log" \
+	-o "-c port=$VPORT -c unix_socket_directories=$T/sock -c archive_mode=off -c listen_addresses=''" \
+	-w start >/dev/null
+check "instance init: streaming_replica created" test "$(as_pg psql -h "$T/sock" -p "$VPORT" \
+	-U postgres -d postgres -Atqc "SELECT count(*) FROM pg_roles WHERE rolname = 'streaming_replica'")" = 1
+as_pg "$PGBIN/pg_ctl" -D "$B/pgdata" -m fast -w stop >/dev/null
 
 # ---- timeline 2 --------------------------------------------------------------------------
 # the end-of-WAL restore was promoted to timeline 2: it archives into the source (same
