@@ -122,3 +122,61 @@ int api_cluster_resolve_plugins(struct api_cluster *c, api_object_store_fn get, 
 	}
 	return ret;
 }
+
+static void ref_copy(struct api_secret_ref *dst, const struct api_secret_ref *src)
+{
+	dst->name = src->name ? op_strdup(src->name) : NULL;
+	dst->key = src->key ? op_strdup(src->key) : NULL;
+}
+
+/* The store a completed Backup's status records (owned). */
+static struct api_barman_store *store_of(const struct api_backup_status *st)
+{
+	struct api_barman_store *s = op_calloc(1, sizeof(*s));
+	s->destination_path = op_strdup(st->destination_path);
+	s->endpoint_url = st->endpoint_url ? op_strdup(st->endpoint_url) : NULL;
+	s->server_name = st->server_name ? op_strdup(st->server_name) : NULL;
+	ref_copy(&s->endpoint_ca, &st->endpoint_ca);
+	s->has_s3_credentials = st->has_s3_credentials;
+	ref_copy(&s->s3.access_key_id, &st->s3.access_key_id);
+	ref_copy(&s->s3.secret_access_key, &st->s3.secret_access_key);
+	ref_copy(&s->s3.region, &st->s3.region);
+	ref_copy(&s->s3.session_token, &st->s3.session_token);
+	s->s3.inherit_from_iam_role = st->s3.inherit_from_iam_role;
+	return s;
+}
+
+int api_cluster_use_backup(struct api_cluster *c, json_object *obj, struct op_err *err)
+{
+	struct api_recovery *rec = &c->spec.bootstrap.recovery;
+	const char *name = rec->backup_name;
+	_cleanup_(api_backup_obj_freep) struct api_backup_obj *b = NULL;
+	struct op_err de = OP_ERR_INIT;
+	if (api_backup_obj_decode(obj, NULL, &b, &de) < 0)
+		return op_err_set(err, -EINVAL, "spec.bootstrap.recovery.backup.name: Backup %s: %s",
+				  name, de.msg);
+	const struct api_backup_status *st = &b->status;
+	if (st->phase != API_BACKUP_PHASE_COMPLETED || !st->backup_id || !st->destination_path)
+		return op_err_set(err, -EINVAL, "spec.bootstrap.recovery.backup.name: Backup %s is "
+				  "not a completed object-store backup (phase %s)", name,
+				  api_backup_phase_name(st->phase));
+	if (!st->server_name && !b->spec.cluster_name)
+		return op_err_set(err, -EINVAL, "spec.bootstrap.recovery.backup.name: Backup %s "
+				  "names no server", name);
+	struct api_barman_store *s = store_of(st);
+	if (!s->server_name) /* CloudNativePG: the Cluster the Backup was taken of */
+		s->server_name = op_strdup(b->spec.cluster_name);
+	size_t n = c->spec.n_external_clusters;
+	c->spec.external_clusters = op_realloc(c->spec.external_clusters,
+					       (n + 1) * sizeof(*c->spec.external_clusters));
+	struct api_external_cluster *e = &c->spec.external_clusters[n];
+	memset(e, 0, sizeof(*e));
+	e->name = op_asprintf("backup/%s", name);
+	e->barman_object_store = s;
+	c->spec.n_external_clusters = n + 1;
+	free(rec->source);
+	rec->source = op_strdup(e->name);
+	if (!rec->target.backup_id)
+		rec->target.backup_id = op_strdup(st->backup_id);
+	return 0;
+}

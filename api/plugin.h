@@ -50,4 +50,14 @@ typedef json_object *(*api_object_store_fn)(void *ud, const char *name);
 OP_MUST_CHECK int api_cluster_resolve_plugins(struct api_cluster *c, api_object_store_fn get,
 					      void *ud, struct op_err *err);
 
+/* bootstrap.recovery.backup.name: the Backup (obj, borrowed: the object as
+ * the API server returns it) becomes the recovery source, as if an
+ * externalClusters[] entry named "backup/<name>" (no real entry can have a
+ * slash) held the store its status records (destinationPath, endpointURL,
+ * endpointCA, serverName, s3Credentials), and recoveryTarget.backupID is its
+ * backupId unless one was given. -EINVAL (err names the Backup and why) when
+ * it is not a completed object-store backup of this namespace. */
+OP_MUST_CHECK int api_cluster_use_backup(struct api_cluster *c, json_object *obj,
+					 struct op_err *err);
+
 #endif

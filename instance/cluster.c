@@ -59,6 +59,24 @@ int inst_cluster_resolve_plugins(const struct inst_source *src, struct api_clust
 	return api_cluster_resolve_plugins(c, object_store, (void *)src, err);
 }
 
+/* bootstrap.recovery.backup.name: the Backup (GET, the Role grants that one)
+ * as the recovery source (api_cluster_use_backup). It matters only while the
+ * Cluster is not bootstrapped: a failure is logged, not returned (a running
+ * instance must not stop because its origin Backup was deleted since). */
+static int recovery_backup(const struct inst_source *src, struct api_cluster *c,
+			   struct op_err *err)
+{
+	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
+	if (!rec->present || !rec->backup_name || rec->source || !src->kube)
+		return 0;
+	_cleanup_(op_json_putp) json_object *b = NULL;
+	int r = kube_get(src->kube, KUBE_BACKUPS, src->ns, rec->backup_name, &b, err);
+	if (r < 0)
+		return op_err_prefix(err, "spec.bootstrap.recovery.backup.name: Backup %s: ",
+				     rec->backup_name);
+	return api_cluster_use_backup(c, b, err);
+}
+
 int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 		      struct op_err *err)
 {
@@ -71,6 +89,8 @@ int inst_cluster_load(const struct inst_source *src, struct api_cluster **ret,
 	struct op_err pe = OP_ERR_INIT;
 	if (r == 0 && inst_cluster_resolve_plugins(src, *ret, &pe) < 0)
 		op_log_warn("the barman-cloud plugin's ObjectStore cannot be used", "error", pe.msg);
+	if (r == 0 && recovery_backup(src, *ret, &pe) < 0) /* init then says it has no source */
+		op_log_error("the recovery's Backup cannot be used", "error", pe.msg);
 	return r;
 }
 

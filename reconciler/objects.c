@@ -333,8 +333,14 @@ json_object *rc_build_role(const struct api_cluster *c)
 		if (api_plugin_is_barman(x) && api_plugin_object_name(x))
 			stores[ns++] = api_plugin_object_name(x);
 	}
-	static const char *const objectstores[] = { API_OBJECT_STORES_RESOURCE };
 	static const char *const get[] = { "get" };
+	/* bootstrap.recovery.backup.name: GET of that Backup (instance/cluster.c) */
+	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
+	static const char *const backups[] = { "backups" };
+	const char *bname[] = { rec->backup_name };
+	if (rec->present && rec->backup_name)
+		op_jpush(rules, rule("postgresql.cnpg.io", backups, 1, get, 1, bname, 1));
+	static const char *const objectstores[] = { API_OBJECT_STORES_RESOURCE };
 	if (ns)
 		op_jpush(rules, rule("barmancloud.cnpg.io", objectstores, 1, get, 1, stores, ns));
 	op_jset(o, "rules", rules);

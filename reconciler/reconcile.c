@@ -1253,6 +1253,27 @@ static json_object *object_store(void *ud, const char *name)
 	return rc_cache_get(r->ctl, RC_INF_OBJECT_STORES, r->ns, name);
 }
 
+/* bootstrap.recovery.backup.name: the Backup's store becomes the recovery
+ * source (api_cluster_use_backup), so the bootstrap Pod mounts its Secret
+ * keys; the instance manager reads the Backup itself and fails with the same
+ * words when it cannot be used. */
+static void recovery_backup(struct rc_run *r)
+{
+	const struct api_recovery *rec = &r->c->spec.bootstrap.recovery;
+	if (!rec->present || !rec->backup_name || rec->source)
+		return;
+	json_object *b = rc_cache_get(r->ctl, RC_INF_BACKUPS, r->ns, rec->backup_name);
+	struct op_err e = OP_ERR_INIT;
+	if (!b)
+		op_err_set(&e, -ENOENT, "spec.bootstrap.recovery.backup.name: Backup %s does not "
+			   "exist", rec->backup_name);
+	if (!b || api_cluster_use_backup(r->c, b, &e) < 0)
+		op_log_warn("recovery: the Backup cannot be used", "cluster", r->key, "error",
+			    e.msg);
+	if (b)
+		json_object_put(b);
+}
+
 int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_ms,
 		 struct op_err *err)
 {
@@ -1311,6 +1332,7 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 		op_log_warn("the barman-cloud plugin's ObjectStore cannot be used", "cluster", key,
 			    "error", perr.msg);
 	}
+	recovery_backup(&r);
 	ret = reconcile_valid(&r, &b);
 	int w = write_status(&r, &b);
 	if (ret == 0 && w < 0)
