@@ -13,7 +13,8 @@
 #      local PostgreSQL 15 with exactly the rows committed before the backup ended;
 #   4. a new Cluster bootstraps with bootstrap.recovery from that store
 #      (externalClusters[].barmanObjectStore): healthy, exactly the same rows, and a
-#      second one to a point in time between two rows (recoveryTarget.targetTime);
+#      second one to a point in time between two rows (recoveryTarget.targetTime), a
+#      third from the Backup object (bootstrap.recovery.backup.name);
 #   5. method volumeSnapshot: the Backup fails with why (no CSI snapshots), at once;
 #   6. a ScheduledBackup with immediate: one Backup at creation, completed;
 #      suspended, no more Backups though its schedule fires every second; resumed, more.
@@ -213,6 +214,22 @@ recovery_cluster pitr "      recoveryTarget: {targetTime: \"$tt\"}"
 C=pitr wait_healthy 1 600
 e2e_assert_eq "1:0" "$(sql pitr-1 "select count(*) filter (where id = 2001) || ':' || count(*) filter (where id = 2002) from ledger")" \
 	"recovery to $tt: row 2001 in, row 2002 out"
+
+# from the Backup object (bootstrap.recovery.backup.name): its status names the store
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: frombackup}
+spec:
+  instances: 1
+  storage: {size: 1Gi}
+  bootstrap:
+    recovery:
+      backup: {name: first}
+EOF
+C=frombackup wait_healthy 1 600
+e2e_assert_eq "1" "$(sql frombackup-1 "select count(*) from ledger where id = 2002")" \
+	"recovery from Backup first to the end of the WAL: the last row is there"
 
 # ---- 5. volumeSnapshot: refused in the Backup's status -------------------------------
 k apply -f - >/dev/null <<EOF
