@@ -17,7 +17,11 @@
 #      third from the Backup object (bootstrap.recovery.backup.name);
 #   5. method volumeSnapshot: the Backup fails with why (no CSI snapshots), at once;
 #   6. a ScheduledBackup with immediate: one Backup at creation, completed;
-#      suspended, no more Backups though its schedule fires every second; resumed, more.
+#      suspended, no more Backups though its schedule fires every second; resumed, more;
+#   7. retention (the sample's 30d): two backups written into the store as 60 and 40 days
+#      old; the primary's manager deletes the 60-day one and the WAL only it needed, keeps
+#      the 40-day one (recovering to 30 days ago starts there), records an Event, and the
+#      Cluster's firstRecoverabilityPoint is the 40-day one's end.
 # METRIC: seconds from the Backup's creation to completed; recovery Cluster to healthy.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -261,4 +265,52 @@ e2e_assert_eq 1 "$(count_sched)" "suspended: no new Backup in 10 s of a 2-second
 k patch scheduledbackup nightly --type merge -p '{"spec":{"suspend":false}}' >/dev/null
 e2e_wait_for "[ \"\$(count_sched)\" -ge 2 ]" 60 || e2e_fail "resumed: no new Backup"
 e2e_log "scheduled backups: $(count_sched) after resuming"
+k patch scheduledbackup nightly --type merge -p '{"spec":{"suspend":true}}' >/dev/null
+
+# ---- 7. retention (retentionPolicy: 30d): two backups made to look 60 and 40 days old --
+C=cluster-backup-s3
+S3=${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/tools/pgop-s3
+[ -x "$S3" ] || e2e_fail "pgop-s3 not built: $S3"
+s3() { objstore_pod_s3 "$S3" "$@"; }
+BASE=pgop/$C/base
+fake_backup() { # DAYS-AGO BEGIN-WAL: prints the backup id
+	local at id t
+	at=$(($(date +%s) - $1 * 86400))
+	id=$(date -u -d "@$at" +%Y%m%dT%H%M%S)
+	t=$(date -u -d "@$at" '+%Y-%m-%d %H:%M:%S+00:00')
+	printf '%s\n' "backup_label=None" "begin_time=$t" "begin_wal=$2" "begin_xlog=0/1000028" \
+		"end_time=$t" "end_wal=$2" "end_xlog=0/1000100" "mode=concurrent" \
+		"server_name=$C" "status=DONE" "timeline=1" "version=150000" \
+		"xlog_segment_size=16777216" | s3 put "$BASE/$id/backup.info" >/dev/null ||
+		e2e_fail "cannot write $BASE/$id/backup.info"
+	echo tar | s3 put "$BASE/$id/data.tar" >/dev/null
+	echo "$id"
+}
+old60=$(fake_backup 60 000000010000000000000001)
+old40=$(fake_backup 40 000000010000000000000003)
+W=pgop/$C/wals/0000000100000000
+for n in 1 2 3; do
+	s3 head "$W/00000001000000000000000$n.gz" >/dev/null 2>&1 ||
+		echo wal | s3 put "$W/00000001000000000000000$n.gz" >/dev/null
+done
+e2e_log "retention: fake backups $old60 (60 days) and $old40 (40 days) in the store"
+tr0=$(date +%s)
+e2e_wait_for "! s3 list '$BASE/$old60/' | grep -q ." 180 3 ||
+	e2e_fail "retention did not delete $old60 within 180 s"
+echo "METRIC retention_applied_s=$(($(date +%s) - tr0))"
+e2e_assert_contains "$(s3 list "$BASE/$old40/")" "backup.info" "$old40 (the newest older than 30 days) is kept"
+e2e_assert_contains "$(s3 list "$BASE/$id/")" "backup.info" "backup first is kept"
+wals=$(s3 list "$W/")
+for n in 1 2; do
+	! grep -q "00000001000000000000000$n.gz" <<<"$wals" ||
+		e2e_fail "WAL 00000001000000000000000$n (needed only by $old60) not deleted"
+done
+e2e_assert_contains "$wals" "000000010000000000000003.gz" "WAL from $old40's begin is kept"
+e2e_assert_contains "$wals" "$(bst first beginWal).gz" "backup first's WAL is kept"
+e2e_wait_for "k get events --field-selector reason=RetentionPolicyApplied,involvedObject.name=$C -o jsonpath='{.items[*].message}' | grep -q $old60" 60 ||
+	e2e_fail "no Event RetentionPolicyApplied naming $old60"
+frp=$(date -u -d "@$(($(date +%s) - 40 * 86400))" +%Y-%m-%d)
+e2e_wait_for "[ \"\$(status firstRecoverabilityPoint | cut -c1-10)\" = $frp ]" 90 ||
+	e2e_fail "firstRecoverabilityPoint '$(status firstRecoverabilityPoint)', want $old40's end ($frp)"
+e2e_log "retention: $old60 and its WAL deleted, firstRecoverabilityPoint $(status firstRecoverabilityPoint)"
 e2e_log "PASS"
