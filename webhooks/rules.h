@@ -41,7 +41,7 @@ extern const struct wh_rule wh_rules_backup[];    /* Backup: B1-B6, BW1 */
 extern const size_t wh_rules_backup_count;
 extern const struct wh_rule wh_rules_scheduled_backup[]; /* S1, B1-B5, S2, SW1-SW2, BW1 */
 extern const size_t wh_rules_scheduled_backup_count;
-extern const struct wh_rule wh_rules_object_store[]; /* O1-O4, OW1-OW2 */
+extern const struct wh_rule wh_rules_object_store[]; /* O1-O4, OW1 */
 extern const size_t wh_rules_object_store_count;
 /* Defaults of Backup / ScheduledBackup (BD1, SD1), applied in place. */
 void wh_backup_defaults_apply(json_object *obj, bool scheduled);

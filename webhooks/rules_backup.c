@@ -19,7 +19,6 @@
  *   O3  spec.configuration location, parallelism, codecs, serverName (V51-V54)
  *   O4  spec.retentionPolicy matches ^[1-9][0-9]*[dwm]$
  *   OW1 spec.instanceSidecarConfiguration is accepted and ignored
- *   OW2 spec.retentionPolicy is not enforced yet
  * B1-B5 apply to Backup and ScheduledBackup alike (CloudNativePG
  * backup_webhook.go and scheduledbackup_webhook.go).
  */
@@ -250,15 +249,6 @@ static WH_RULE_FN(ow1_sidecar)
 				    "pgop runs no barman-cloud sidecar");
 }
 
-/* Not implemented yet: remove with the retention engine. */
-static WH_RULE_FN(ow2_retention)
-{
-	const char *p = wh_nstr(ctx->spec, "retentionPolicy");
-	if (p)
-		wh_result_warn(res, "spec.retentionPolicy: not implemented in pgop yet: backups "
-				    "past it are not deleted");
-}
-
 /* ---- tables ---- */
 
 const struct wh_rule wh_rules_backup[] = {
@@ -280,6 +270,6 @@ const size_t wh_rules_scheduled_backup_count = OP_ARRAY_SIZE(wh_rules_scheduled_
 
 const struct wh_rule wh_rules_object_store[] = {
 	{ "O1", CU, o1_configuration }, { "O2", CU, o2_credentials }, { "O3", CU, o3_store },
-	{ "O4", CU, o4_retention },     { "OW1", CU, ow1_sidecar },   { "OW2", CU, ow2_retention },
+	{ "O4", CU, o4_retention },     { "OW1", CU, ow1_sidecar },
 };
 const size_t wh_rules_object_store_count = OP_ARRAY_SIZE(wh_rules_object_store);

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "api/plugin.h"
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
@@ -172,14 +173,12 @@ static const struct unsupported_field {
 	const char *what;     /* what pgop does not do yet */
 	const char *inactive; /* a string value that asks for nothing (a default), or NULL */
 } unsupported_fields[] = {
-	/* spec.backup.barmanObjectStore archives WAL (instance/archive.c); base
-	 * backups (the Backup and ScheduledBackup kinds) are not there yet */
-	{ NULL, "spec.backup.barmanObjectStore.data", "base backups to the object store", NULL },
 	{ NULL, "spec.backup.volumeSnapshot", "backups by volume snapshots", NULL },
-	{ NULL, "spec.backup.retentionPolicy", "deleting backups past the retention policy", NULL },
-	{ NULL, "spec.backup.target", "choosing the instance that takes backups",
-	  "prefer-standby" },
-	{ NULL, "spec.plugins", "CNPG-I plugins", NULL },
+	/* backups, WAL archiving, retention and recovery (spec.backup, Backup,
+	 * ScheduledBackup, bootstrap.recovery) are built (docs/internals/backup.md);
+	 * of the CNPG-I plugins, barman-cloud is served in process (api/plugin.h) */
+	{ "spec.plugins", "name", "CNPG-I plugins other than " API_BARMAN_PLUGIN,
+	  API_BARMAN_PLUGIN },
 	{ NULL, "spec.monitoring", "metrics and monitoring queries", NULL },
 	{ NULL, "spec.managed", "managed roles and services", NULL },
 	{ NULL, "spec.tablespaces", "tablespaces", NULL },
@@ -195,21 +194,15 @@ static const struct unsupported_field {
 	{ NULL, "spec.postgresql.extensions", "extension images", NULL },
 	{ NULL, "spec.postgresql.syncReplicaElectionConstraint",
 	  "synchronous replica election constraints", NULL },
-	{ NULL, "spec.bootstrap.recovery", "bootstrap by recovery", NULL },
-	{ NULL, "spec.bootstrap.recovery.backup", "recovery from a Backup", NULL },
-	{ NULL, "spec.bootstrap.recovery.source", "recovery from an external cluster's object store",
-	  NULL },
 	{ NULL, "spec.bootstrap.recovery.volumeSnapshots", "recovery from volume snapshots", NULL },
-	{ NULL, "spec.bootstrap.recovery.recoveryTarget", "point-in-time recovery", NULL },
 	{ NULL, "spec.bootstrap.initdb.import", "importing databases", NULL },
 	/* user-provided certificates: pgop issues its own from <c>-ca */
 	{ NULL, "spec.certificates.serverCASecret", "user-provided certificates", NULL },
 	{ NULL, "spec.certificates.serverTLSSecret", "user-provided certificates", NULL },
 	{ NULL, "spec.certificates.replicationTLSSecret", "user-provided certificates", NULL },
 	{ NULL, "spec.certificates.clientCASecret", "user-provided certificates", NULL },
-	{ "spec.externalClusters", "barmanObjectStore",
-	  "recovery and replica clusters from an object store", NULL },
-	{ "spec.externalClusters", "plugin", "CNPG-I plugins", NULL },
+	{ "spec.externalClusters", "plugin.name", "CNPG-I plugins other than " API_BARMAN_PLUGIN,
+	  API_BARMAN_PLUGIN },
 };
 
 /* Rows under every barmanObjectStore (spec.backup's and each external

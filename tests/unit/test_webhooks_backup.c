@@ -197,9 +197,10 @@ static void test_warnings(void **state)
 		{ O, "{'instanceSidecarConfiguration':{},'configuration':{'destinationPath':'s3://b',"
 		     "'s3Credentials':{'inheritFromIAMRole':true}}}",
 		  "instanceSidecarConfiguration is accepted and ignored" },
-		{ O, "{'retentionPolicy':'4w','configuration':{'destinationPath':'s3://b',"
-		     "'s3Credentials':{'inheritFromIAMRole':true}}}",
-		  "spec.retentionPolicy: not implemented in pgop yet" },
+		{ O, "{'retentionPolicy':'4w','configuration':{'destinationPath':'s3://bkt',"
+		     "'s3Credentials':{'accessKeyId':{'name':'c','key':'i'},"
+		     "'secretAccessKey':{'name':'c','key':'s'}}}}",
+		  NULL }, /* enforced: no warning */
 		/* V51's placeholder warning on an ObjectStore too */
 		{ O, "{'configuration':{'destinationPath':'s3://BUCKET_NAME/x',"
 		     "'s3Credentials':{'inheritFromIAMRole':true}}}",
@@ -395,7 +396,7 @@ static void test_tables(void **state)
 	static const char *const b[] = { "B1", "B2", "B3", "B4", "B5", "B6", "BW1" };
 	static const char *const sb[] = { "S1", "B1", "B2", "B3", "B4",
 					  "B5", "S2", "SW1", "SW2", "BW1" };
-	static const char *const os[] = { "O1", "O2", "O3", "O4", "OW1", "OW2" };
+	static const char *const os[] = { "O1", "O2", "O3", "O4", "OW1" };
 	const struct {
 		const struct wh_rule *rules;
 		size_t n;
