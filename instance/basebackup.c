@@ -77,11 +77,10 @@ static int bb_connect(struct bb *b, struct op_err *err)
 	return r < 0 ? r : set_timeout(b, INST_BACKUP_QUERY_TIMEOUT_S, err);
 }
 
-static int set_str(char **dst, PGresult *res, int col)
+static void set_str(char **dst, PGresult *res, int col)
 {
 	free(*dst);
 	*dst = PQgetisnull(res, 0, col) ? NULL : op_strdup(PQgetvalue(res, 0, col));
-	return 0;
 }
 
 static int64_t col_i64(PGresult *res, int col)
@@ -266,9 +265,10 @@ static int bb_stop(void *ud, const char **ret_label, struct op_err *err)
 static char *copy_stats(double seconds)
 {
 	return op_asprintf("{'total_time': %.6f, 'number_of_workers': 1, 'analysis_time': 0, "
-			   "'analysis_time_per_item': {}, 'copy_time_per_item': {}, "
-			   "'serialized_copy_time_per_item': {}, 'copy_time': %.6f, "
-			   "'serialized_copy_time': %.6f}", seconds, seconds, seconds);
+			   "'analysis_time_per_item': {'data': 0}, 'copy_time_per_item': "
+			   "{'data': %.6f}, 'serialized_copy_time_per_item': {'data': %.6f}, "
+			   "'copy_time': %.6f, 'serialized_copy_time': %.6f}",
+			   seconds, seconds, seconds, seconds, seconds);
 }
 
 static int bb_copy(struct bb *b, struct op_err *err)

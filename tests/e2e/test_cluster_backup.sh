@@ -114,8 +114,9 @@ want_sum=$(sql "$primary" "select count(*) || ':' || sum(id) from ledger")
 WAL_DIR=$tmp/barman
 wal_init "$WAL_DIR" || e2e_fail "credentials for barman-cloud"
 barman() { wal_barman_env "$BARMAN/$1" --endpoint-url "$OBJSTORE_HOST_ENDPOINT" "${@:2}"; }
-list=$(barman barman-cloud-backup-list --format json s3://backups/pgop "$C") ||
-	e2e_fail "barman-cloud-backup-list failed: $list"
+list=$(barman barman-cloud-backup-list --format json s3://backups/pgop "$C" 2>"$tmp/list.err") ||
+	e2e_fail "barman-cloud-backup-list failed: $list $(cat "$tmp/list.err")"
+e2e_log "barman-cloud-backup-list: $(jq -c '[.backups_list[] | {backup_id, status}]' <<<"$list" 2>&1) $(head -c 600 "$tmp/list.err")"
 e2e_assert_eq DONE "$(jq -r --arg id "$id" '.backups_list[] | select(.backup_id == $id) | .status' <<<"$list")" \
 	"barman-cloud-backup-list: $id DONE"
 e2e_assert_eq "$(bst first beginWal)" "$(jq -r --arg id "$id" '.backups_list[] | select(.backup_id == $id) | .begin_wal' <<<"$list")" \
