@@ -7,7 +7,8 @@
 # pgop's message, admitting a valid one with pgop's defaults, and the reconciler bringing
 # that sample Cluster (a primary and two streaming replicas, samples/cluster-backup-s3.yaml)
 # to a healthy state, archiving its WAL to an S3 object store (versitygw as a Pod, TLS with
-# its own CA) until the condition ContinuousArchiving is True.
+# its own CA) until the condition ContinuousArchiving is True, then takes a base backup
+# (a Backup) and waits until it completed.
 #
 #   scripts/demo.sh            leave everything running; prints how to use and stop it
 #   scripts/demo.sh --down     tear everything down at the end
@@ -138,6 +139,27 @@ if [ -n "$(kubectl -n demo get cluster "$name" -o jsonpath='{.spec.backup.barman
 	done
 	kubectl -n demo get cluster "$name" -o jsonpath='{range .status.conditions[?(@.type=="ContinuousArchiving")]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 	objstore_pod_s3 "$PGOP_BUILD_DIR/tests/e2e/tools/pgop-s3" list pgop/ 2>/dev/null | head -5 || true
+
+	say "a base backup (kind Backup): taken on a standby, streamed to the store"
+	kubectl -n demo apply -f - <<-EOB
+	apiVersion: postgresql.cnpg.io/v1
+	kind: Backup
+	metadata: {name: $name-demo}
+	spec: {cluster: {name: $name}}
+	EOB
+	t_bk=$SECONDS
+	until [ "$(kubectl -n demo get backup "$name-demo" -o jsonpath='{.status.phase}')" = completed ]; do
+		if [ "$(kubectl -n demo get backup "$name-demo" -o jsonpath='{.status.phase}')" = failed ] ||
+			[ $((SECONDS - t_bk)) -gt 300 ]; then
+			echo "the Backup did not complete:" >&2
+			kubectl -n demo get backup "$name-demo" -o jsonpath='{.status}' >&2
+			exit 1
+		fi
+		sleep 2
+	done
+	echo "completed in $((SECONDS - t_bk)) s"
+	kubectl -n demo get backups
+	kubectl -n demo get backup "$name-demo" -o jsonpath='{"backupId "}{.status.backupId}{" on "}{.status.instanceID.podName}{", WAL "}{.status.beginWal}{".."}{.status.endWal}{"\n"}'
 fi
 
 say "helm test pgop (pgop selftest through the API server)"
