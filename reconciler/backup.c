@@ -38,10 +38,8 @@
 #define BACKUP_POLL_MS 3000
 #define BACKUP_CALL_TIMEOUT_MS 5000
 
-/* CloudNativePG's BackupPhase values this file writes. */
-#define PHASE_RUNNING "running"
-#define PHASE_COMPLETED "completed"
-#define PHASE_FAILED "failed"
+#define PHASE_COMPLETED api_backup_phase_name(API_BACKUP_PHASE_COMPLETED)
+#define PHASE_FAILED api_backup_phase_name(API_BACKUP_PHASE_FAILED)
 
 static bool str_eq(const char *a, const char *b)
 {
