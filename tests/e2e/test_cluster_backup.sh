@@ -164,11 +164,12 @@ printf 'local all all trust\n' >"$local_pg/pg_hba.local"
 : >"$local_pg/pg_ident.local"
 touch "$local_pg/recovery.signal"
 chown -R postgres:postgres "$local_pg"
-wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -l "$tmp/restored.log" -w -t 300 \
+mkdir -p "$tmp/pglog" && chown postgres:postgres "$tmp/pglog"
+wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -l "$tmp/pglog/restored.log" -w -t 300 \
 	start >/dev/null ||
-	{ tail -n 30 "$tmp/restored.log" >&2; e2e_fail "the barman-cloud-restored PostgreSQL did not start"; }
+	{ tail -n 30 "$tmp/pglog/restored.log" >&2; e2e_fail "the barman-cloud-restored PostgreSQL did not start"; }
 e2e_wait_for "[ \"\$(wal_psql 'select pg_is_in_recovery()')\" = f ]" 300 ||
-	{ tail -n 30 "$tmp/restored.log" >&2; e2e_fail "barman-cloud-restored PostgreSQL still in recovery"; }
+	{ tail -n 30 "$tmp/pglog/restored.log" >&2; e2e_fail "barman-cloud-restored PostgreSQL still in recovery"; }
 e2e_assert_eq "$want_sum" "$(wal_psql "select count(*) || ':' || sum(id) from ledger")" \
 	"barman-cloud-restore + barman-cloud-wal-restore: the same rows"
 wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -m fast stop >/dev/null
