@@ -21,7 +21,10 @@
 #   7. retention (the sample's 30d): two backups written into the store as 60 and 40 days
 #      old; the primary's manager deletes the 60-day one and the WAL only it needed, keeps
 #      the 40-day one (recovering to 30 days ago starts there), records an Event, and the
-#      Cluster's firstRecoverabilityPoint is the 40-day one's end.
+#      Cluster's firstRecoverabilityPoint is the 40-day one's end;
+#   8. the object store stopped (SIGSTOP) for 60 s under writes: ContinuousArchiving
+#      False, nothing lost (every segment archived after it returns, condition True), and a
+#      recovery to a time inside the outage has exactly the rows before it.
 # METRIC: seconds from the Backup's creation to completed; recovery Cluster to healthy.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -315,4 +318,43 @@ frp=$(date -u -d "@$(($(date +%s) - 40 * 86400))" +%Y-%m-%d)
 e2e_wait_for "[ \"\$(status firstRecoverabilityPoint | cut -c1-10)\" = $frp ]" 90 ||
 	e2e_fail "firstRecoverabilityPoint '$(status firstRecoverabilityPoint)', want $old40's end ($frp)"
 e2e_log "retention: $old60 and its WAL deleted, firstRecoverabilityPoint $(status firstRecoverabilityPoint)"
+
+# ---- 8. the object store stopped for 60 s under writes ---------------------------------
+vpid=$(cat "$AGENT_STATE/run/${osns}_versitygw_versitygw.pid" 2>/dev/null) || e2e_fail "versitygw's pid"
+primary=$(status currentPrimary)
+write_switch() { sql "$primary" "insert into ledger (id) values ($1); select pg_walfile_name(pg_switch_wal())"; }
+kill -STOP "$vpid"
+t_stop=$(date +%s)
+row=3000 last=
+in_time=
+while (($(date +%s) - t_stop < 60)); do
+	row=$((row + 1))
+	last=$(write_switch $row | tail -n 1)
+	# a time inside the outage, between two committed rows
+	if [ -z "$in_time" ] && (($(date +%s) - t_stop >= 20)); then
+		sleep 1
+		in_time=$(sql "$primary" "select to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
+		in_row=$row
+		sleep 1
+	fi
+	[ -n "${false_s:-}" ] || [ "$(cond ContinuousArchiving status)" != False ] ||
+		false_s=$(($(date +%s) - t_stop))
+	sleep 3
+done
+kill -CONT "$vpid"
+[ -n "${false_s:-}" ] || e2e_fail "ContinuousArchiving not False during a 60 s store outage ('$(cond ContinuousArchiving status)')"
+echo "METRIC outage_condition_false_s=$false_s"
+e2e_log "store stopped 60 s: ContinuousArchiving False after ${false_s} s: $(cond ContinuousArchiving message)"
+t_cont=$(date +%s)
+e2e_wait_for "[ \"\$(sql $primary 'select last_archived_wal from pg_stat_archiver')\" \\> '$last' ] || [ \"\$(sql $primary 'select last_archived_wal from pg_stat_archiver')\" = '$last' ]" 180 2 ||
+	e2e_fail "archiving did not catch up to $last within 180 s of the store's return"
+echo "METRIC outage_catch_up_s=$(($(date +%s) - t_cont))"
+e2e_wait_for "[ \"\$(cond ContinuousArchiving status)\" = True ]" 120 ||
+	e2e_fail "ContinuousArchiving not True again: $(cond ContinuousArchiving message)"
+e2e_log "caught up to $last in $(($(date +%s) - t_cont)) s; recovering to $in_time (inside the outage, after row $in_row)"
+recovery_cluster outage "      recoveryTarget: {targetTime: \"$in_time\"}"
+C=outage wait_healthy 1 600
+e2e_assert_eq "$((in_row - 3000)):0" \
+	"$(sql outage-1 "select count(*) filter (where id between 3001 and $in_row) || ':' || count(*) filter (where id > $in_row and id < 4000) from ledger")" \
+	"recovery to a time inside the outage: every row before it, none after"
 e2e_log "PASS"
