@@ -162,6 +162,11 @@ ident_file = '$local_pg/pg_ident.local'
 restore_command = '$tmp/restore.sh %f %p'
 recovery_target_action = 'promote'
 EOF
+# the settings a standby of that primary needs at least as high as the primary's
+for p in max_connections max_worker_processes max_wal_senders max_prepared_transactions \
+	max_locks_per_transaction; do
+	echo "$p = $(sql "$primary" "show $p")" >>"$local_pg/postgresql.conf"
+done
 : >"$local_pg/postgresql.auto.conf"
 printf 'local all all trust\n' >"$local_pg/pg_hba.local"
 : >"$local_pg/pg_ident.local"
