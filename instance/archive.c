@@ -27,11 +27,43 @@ char *inst_archive_state_dir(const struct inst_paths *p)
 	return op_asprintf("%s/run/wal", p->controller_dir);
 }
 
-/* <secrets dir>/barman-<file>/<file> (owned). */
-static char *barman_file(const struct inst_paths *p, enum api_barman_file f)
+/* <secrets dir>/<prefix>-<file>/<file> (owned): the mount contract of
+ * api/cluster.h ("barman" for the archive's store, "recovery" for a
+ * recovery source's, api_recovery_file_volume). */
+static char *store_file(const struct inst_paths *p, const char *prefix, enum api_barman_file f)
 {
 	const char *n = api_barman_file_name(f);
-	return op_asprintf("%s/barman-%s/%s", p->secrets_dir, n, n);
+	return op_asprintf("%s/%s-%s/%s", p->secrets_dir, prefix, n, n);
+}
+
+json_object *inst_store_config_new(const struct inst_paths *p, const struct api_barman_store *s,
+				   const char *server, const char *region, const char *prefix)
+{
+	json_object *o = op_jobj();
+	op_jsets(o, "destinationPath", s->destination_path);
+	op_jsets(o, "serverName", server);
+	if (s->endpoint_url && *s->endpoint_url)
+		op_jsets(o, "endpointURL", s->endpoint_url);
+	if (region && *region)
+		op_jsets(o, "region", region);
+	static const struct {
+		enum api_barman_file f;
+		const char *key;
+	} files[] = {
+		{ API_BARMAN_ACCESS_KEY_ID, "accessKeyIdFile" },
+		{ API_BARMAN_SECRET_ACCESS_KEY, "secretAccessKeyFile" },
+		{ API_BARMAN_SESSION_TOKEN, "sessionTokenFile" },
+		{ API_BARMAN_ENDPOINT_CA, "endpointCAFile" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
+		if (!api_barman_file_ref(s, files[i].f))
+			continue;
+		_cleanup_free_ char *path = store_file(p, prefix, files[i].f);
+		op_jsets(o, files[i].key, path);
+	}
+	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
+	op_jsets(o, "pgdata", p->pgdata);
+	return o;
 }
 
 /* walCompression from wal.compression: what wal-archive writes. */
@@ -68,37 +100,15 @@ int inst_archive_config_render(const struct inst_archive_input *in, struct op_bu
 	if (r < 0)
 		return r;
 	const struct inst_paths *p = in->paths;
-	json_object *o = op_jobj();
-	op_jsets(o, "destinationPath", s->destination_path);
-	op_jsets(o, "serverName", api_barman_server_name(in->cluster, s));
-	if (s->endpoint_url && *s->endpoint_url)
-		op_jsets(o, "endpointURL", s->endpoint_url);
-	if (in->region && *in->region)
-		op_jsets(o, "region", in->region);
-	static const struct {
-		enum api_barman_file f;
-		const char *key;
-	} files[] = {
-		{ API_BARMAN_ACCESS_KEY_ID, "accessKeyIdFile" },
-		{ API_BARMAN_SECRET_ACCESS_KEY, "secretAccessKeyFile" },
-		{ API_BARMAN_SESSION_TOKEN, "sessionTokenFile" },
-		{ API_BARMAN_ENDPOINT_CA, "endpointCAFile" },
-	};
-	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
-		if (!api_barman_file_ref(s, files[i].f))
-			continue;
-		_cleanup_free_ char *path = barman_file(p, files[i].f);
-		op_jsets(o, files[i].key, path);
-	}
+	json_object *o = inst_store_config_new(p, s, api_barman_server_name(in->cluster, s),
+					       in->region, "barman");
 	op_jsets(o, "walCompression", comp);
-	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
 	if (s->data.compression && *s->data.compression)
 		op_jsets(o, "dataCompression", s->data.compression);
 	if (s->data.immediate_checkpoint)
 		op_jset(o, "immediateCheckpoint", op_jbool(true));
 	if (s->data.jobs > 0 && s->data.jobs <= BK_MAX_PARALLEL)
 		op_jset(o, "jobs", op_jint(s->data.jobs));
-	op_jsets(o, "pgdata", p->pgdata);
 	_cleanup_free_ char *state = inst_archive_state_dir(p);
 	op_jsets(o, "stateDir", state);
 	r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |

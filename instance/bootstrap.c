@@ -250,11 +250,11 @@ static int configure_new_instance(const struct inst_init_opts *o, const struct a
 			   &idb->post_init_application_sql, "postInitApplicationSQL", err);
 }
 
-/* Stops a postmaster we started: fast shutdown, then immediate after 60 s. */
-static int stop_child(pid_t pid, struct op_err *err)
+/* Stops a postmaster we started: fast shutdown, then immediate after timeout_s. */
+int inst_stop_postgres(pid_t pid, unsigned timeout_s, struct op_err *err)
 {
 	kill(pid, SIGINT);
-	for (int i = 0; i < 600; i++) {
+	for (unsigned i = 0; i < timeout_s * 10; i++) {
 		int st;
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		if (w == pid)
@@ -265,7 +265,7 @@ static int stop_child(pid_t pid, struct op_err *err)
 	}
 	kill(pid, SIGQUIT);
 	waitpid(pid, NULL, 0);
-	return op_err_set(err, -ETIMEDOUT, "postgres did not stop within 60 s");
+	return op_err_set(err, -ETIMEDOUT, "postgres did not stop within %u s", timeout_s);
 }
 
 int inst_load_for(const char *cluster_file, const char *kubeconfig, const char *ns,
@@ -457,7 +457,7 @@ int inst_init(const struct inst_init_opts *o, struct op_err *err)
 	r = inst_pg_wait_ready(sock, port, 60, err);
 	r = r ? r : configure_new_instance(o, c, port, err);
 	struct op_err stop_err = OP_ERR_INIT;
-	int rs = stop_child(pid, &stop_err);
+	int rs = inst_stop_postgres(pid, 60, &stop_err);
 	if (r)
 		return r;
 	if (rs)

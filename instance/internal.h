@@ -64,6 +64,15 @@ OP_MUST_CHECK int inst_archive_sync(const struct inst_paths *p, const struct api
 				    struct op_err *err);
 /* The store's error of the last failed wal-archive (1, *ret owned), 0 when
  * the last one succeeded or none ran, -errno when unreadable. */
+/* A fast stop (SIGINT) of the postgres child pid, waited for at most
+ * timeout_s, then SIGQUIT: 0 when it exited cleanly. */
+OP_MUST_CHECK int inst_stop_postgres(pid_t pid, unsigned timeout_s, struct op_err *err);
+/* The store part of a wal-archive/wal-restore configuration (backup/backup.h's
+ * JSON, owned): destination, server, endpoint, region, the credential files at
+ * <secrets dir>/<prefix>-<file>/<file> (the mount contract: "barman" for the
+ * archive's store, "recovery" for a recovery source's), maxParallel, pgdata. */
+json_object *inst_store_config_new(const struct inst_paths *p, const struct api_barman_store *s,
+				   const char *server, const char *region, const char *prefix);
 OP_MUST_CHECK int inst_archive_error(const struct inst_paths *p, char **ret);
 
 /* ---- recovery.c: a Cluster's recovery source ---- */

@@ -320,22 +320,6 @@ static int wait_promoted(pid_t pid, const char *sock, unsigned port, unsigned ti
 	}
 }
 
-/* Fast shutdown, immediate after 120 s. */
-static int stop_postgres(pid_t pid, struct op_err *err)
-{
-	kill(pid, SIGINT);
-	for (int i = 0; i < 1200; i++) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) && WEXITSTATUS(st) == 0
-				       ? 0
-				       : op_err_set(err, -EIO, "postgres exited with status %d", st);
-		usleep(100 * 1000);
-	}
-	kill(pid, SIGQUIT);
-	waitpid(pid, NULL, 0);
-	return op_err_set(err, -ETIMEDOUT, "postgres did not stop within 120 s");
-}
 
 /* With a separate WAL volume (walStorage): pg_wal, restored as an empty
  * directory (barman leaves its contents out), becomes the link to it. */
@@ -411,7 +395,7 @@ static int run_recovery(const struct inst_paths *p, const struct inst_recovery_o
 	if (o->after_promote)
 		r = o->after_promote(o->ud, sock, port, err);
 	struct op_err stop_err = OP_ERR_INIT;
-	int rs = stop_postgres(pid, &stop_err);
+	int rs = inst_stop_postgres(pid, 120, &stop_err);
 	if (r)
 		return r;
 	return rs ? op_err_set(err, rs, "%s", stop_err.msg) : 0;
@@ -469,11 +453,6 @@ char *inst_recovery_source_path(const struct inst_paths *p)
 }
 
 /* <secrets dir>/recovery-<file>/<file> (owned). */
-static char *recovery_file(const struct inst_paths *p, enum api_barman_file f)
-{
-	return op_asprintf("%s/%s/%s", p->secrets_dir, api_recovery_file_volume(f),
-			   api_barman_file_name(f));
-}
 
 int inst_recovery_source_render(const struct inst_paths *p, const struct api_cluster *c,
 				const char *region, struct op_buf *out, struct op_err *err)
@@ -490,31 +469,10 @@ int inst_recovery_source_render(const struct inst_paths *p, const struct api_clu
 		return op_err_set(err, -ENOTSUP, "externalClusters %s: barmanObjectStore.s3Credentials "
 				  "needs accessKeyId and secretAccessKey (inheritFromIAMRole is not "
 				  "supported)", x->name);
-	json_object *o = op_jobj();
-	op_jsets(o, "destinationPath", s->destination_path);
 	/* CloudNativePG: the store's serverName, else the external cluster's name */
-	op_jsets(o, "serverName", s->server_name && *s->server_name ? s->server_name : x->name);
-	if (s->endpoint_url && *s->endpoint_url)
-		op_jsets(o, "endpointURL", s->endpoint_url);
-	if (region && *region)
-		op_jsets(o, "region", region);
-	static const struct {
-		enum api_barman_file f;
-		const char *key;
-	} files[] = {
-		{ API_BARMAN_ACCESS_KEY_ID, "accessKeyIdFile" },
-		{ API_BARMAN_SECRET_ACCESS_KEY, "secretAccessKeyFile" },
-		{ API_BARMAN_SESSION_TOKEN, "sessionTokenFile" },
-		{ API_BARMAN_ENDPOINT_CA, "endpointCAFile" },
-	};
-	for (size_t i = 0; i < OP_ARRAY_SIZE(files); i++) {
-		if (!api_barman_file_ref(s, files[i].f))
-			continue;
-		_cleanup_free_ char *path = recovery_file(p, files[i].f);
-		op_jsets(o, files[i].key, path);
-	}
-	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
-	op_jsets(o, "pgdata", p->pgdata);
+	json_object *o = inst_store_config_new(p, s, s->server_name && *s->server_name
+							     ? s->server_name : x->name,
+					       region, "recovery");
 	_cleanup_free_ char *state = op_asprintf("%s/run/recovery-wal", p->controller_dir);
 	op_jsets(o, "stateDir", state);
 	int r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
