@@ -231,6 +231,11 @@ static int start(struct rc_run *r, const struct rc_instance *v, size_t n, json_o
 		rc_requeue(r, BACKUP_POLL_MS);
 		return 0;
 	}
+	/* the instance's own id: a POST repeated for the same Backup (our first
+	 * status patch not seen yet) answers with the backup already running */
+	const char *took = op_json_key_str(doc, "backupId");
+	if (took && bk_backup_id_valid(took))
+		snprintf(id, sizeof(id), "%s", took);
 	json_object_put(doc);
 	rc_event(r, "Normal", "BackupStarted", "backup %s started on %s (%s, id %s)", name,
 		 in->name, in->is_primary ? "primary" : "standby", id);

@@ -173,7 +173,7 @@ static void finish(struct xfer *x, CURLcode code)
 	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &http);
 	json_object *st = NULL;
 	struct op_err err = OP_ERR_INIT;
-	if (http != 200) {
+	if (x->raw ? http < 200 || http > 299 : http != 200) { /* raw: 202 Accepted too */
 		/* a raw answer's own words ({"error": ...}) say more than the code */
 		const char *why = NULL;
 		if (x->raw && op_json_parse(op_buf_str(&x->body), x->body.len, OP_JSON_MAX_DEPTH,

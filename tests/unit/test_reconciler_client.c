@@ -93,6 +93,7 @@ static int h_backup(void *ud, const struct op_http_request *req, struct op_http_
 	}
 	if (name && strcmp(name, "list") == 0)
 		return op_buf_adds(&rep->body, "[1]");
+	rep->status = 202; /* started (instance/server.c) */
 	return op_buf_adds(&rep->body, "{\"name\":\"b\",\"phase\":\"running\"}");
 }
 static const struct op_http_route r_backup[] = { { "GET", "/pg/backup", h_backup } };
