@@ -310,11 +310,12 @@ e2e_wait_for "! s3 list '$BASE/$old60/' | grep -q ." 180 3 ||
 echo "METRIC retention_applied_s=$(($(date +%s) - tr0))"
 e2e_assert_contains "$(s3 list "$BASE/$old40/")" "backup.info" "$old40 (the newest older than 30 days) is kept"
 e2e_assert_contains "$(s3 list "$BASE/$id/")" "backup.info" "backup first is kept"
-wals=$(s3 list "$W/")
+# the backup goes first (backup.info last), then the WAL only it needed
 for n in 1 2; do
-	! grep -q "00000001000000000000000$n.gz" <<<"$wals" ||
+	e2e_wait_for "! s3 list '$W/' | grep -q 00000001000000000000000$n.gz" 30 1 ||
 		e2e_fail "WAL 00000001000000000000000$n (needed only by $old60) not deleted"
 done
+wals=$(s3 list "$W/")
 e2e_assert_contains "$wals" "000000010000000000000003.gz" "WAL from $old40's begin is kept"
 e2e_assert_contains "$wals" "$(bst first beginWal).gz" "backup first's WAL is kept"
 e2e_wait_for "k get events --field-selector reason=RetentionPolicyApplied,involvedObject.name=$C -o jsonpath='{.items[*].message}' | grep -q $old60" 60 ||
