@@ -385,7 +385,7 @@ int inst_backup_run(const struct inst_backup_opts *o, struct inst_backup_status 
 	ret->end_lsn = b.bi.end_xlog ? op_strdup(b.bi.end_xlog) : NULL;
 	ret->stopped_at = bb_time_str(api_time_now_us());
 	bb_progress(&b);
-	inst_pqfinishp(&b.pg); /* before the stop: aborts the backup in postgres */
+	inst_pqfinishp(&b.pg); /* a backup not stopped yet is aborted by postgres */
 	free(b.label);
 	bk_backup_info_done(&b.bi);
 	bk_config_done(&b.cfg);

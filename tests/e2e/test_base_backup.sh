@@ -25,7 +25,15 @@ set -uo pipefail
 PGOP_BIN=${1:-${PGOP_BIN:-}}
 [[ -x $PGOP_BIN ]] || e2e_fail "pgop binary not found (argument 1 or PGOP_BIN)"
 PGOP_BIN=$(realpath "$PGOP_BIN")
-PGBIN=$WAL_PGBIN
+# BB_PGBIN: another major's bin directory (e.g. a relocatable 14 or 17 tree; its lib/
+# goes on LD_LIBRARY_PATH); pgbench stays 15's. BB_HTTP=0 leaves out the status-server
+# part (`pgop instance run` finds the Cluster image's major, 15).
+PGBIN=${BB_PGBIN:-$WAL_PGBIN}
+PGBENCH_BIN=/usr/lib/postgresql/15/bin/pgbench
+if [[ -n ${BB_PGBIN:-} ]]; then
+	WAL_PGBIN=$PGBIN
+	export LD_LIBRARY_PATH=$PGBIN/../lib
+fi
 [[ -x $PGBIN/initdb ]] || e2e_fail "PostgreSQL 15 binaries are required (scripts/setup-deps.sh)"
 id postgres >/dev/null 2>&1 || e2e_fail "the postgres OS user is required"
 [[ $(id -u) -eq 0 ]] || e2e_skip "must run as root (setpriv to postgres)"
@@ -95,7 +103,7 @@ P1=$WAL_PG_PORT
 SOCK=$WAL_PG_SOCK
 psql_at() { as_pg psql -h "$SOCK" -p "$1" -U postgres -d postgres -v ON_ERROR_STOP=1 -Atqc "$2"; }
 psql1() { psql_at "$P1" "$1"; }
-as_pg "$PGBIN/pgbench" -h "$SOCK" -p "$P1" -U postgres -i -s "$SCALE" -q postgres >"$T/pgbench-init.log" 2>&1 ||
+as_pg "$PGBENCH_BIN" -h "$SOCK" -p "$P1" -U postgres -i -s "$SCALE" -q postgres >"$T/pgbench-init.log" 2>&1 ||
 	e2e_fail "pgbench -i"
 psql1 "CREATE TABLE marker(id int PRIMARY KEY, v text)"
 MARK=0
@@ -193,7 +201,7 @@ for comp in none gzip bzip2 lz4; do
 	load=
 	if [[ $comp == gzip ]]; then # online: pgbench writes during the whole backup
 		H0=$(psql1 "SELECT count(*) FROM pgbench_history")
-		"${WAL_AS_PG[@]}" "$PGBIN/pgbench" -h "$SOCK" -p "$P1" -U postgres -c 2 -T 600 postgres >"$T/pgbench-load.log" 2>&1 &
+		"${WAL_AS_PG[@]}" "$PGBENCH_BIN" -h "$SOCK" -p "$P1" -U postgres -c 2 -T 600 postgres >"$T/pgbench-load.log" 2>&1 &
 		load=$! # setpriv execs pgbench: its pid
 		PIDS+=("$load")
 		sleep 1
@@ -397,7 +405,7 @@ http_part() {
 	CURL=(curl -sS --max-time 10 --cacert "$T/pki/ca.crt")
 	OP=(--cert "$T/pki/operator.crt" --key "$T/pki/operator.key")
 	local URL=https://127.0.0.1:$SH/pg/backup
-	as_pg "$PGBIN/pgbench" -h "$I/controller/run" -p "$PH" -U postgres -i -s "$SCALE" -q app >"$T/http-pgbench.log" 2>&1
+	as_pg "$PGBENCH_BIN" -h "$I/controller/run" -p "$PH" -U postgres -i -s "$SCALE" -q app >"$T/http-pgbench.log" 2>&1
 	code() { "${CURL[@]}" -o "$T/http.out" -w '%{http_code}' "$@"; }
 	check "http: POST /pg/backup without a client certificate: 401" test "$(code -X POST "$URL?name=h1")" = 401
 	check "http: another CN: 403" test "$(code --cert "$T/pki/intruder.crt" --key "$T/pki/intruder.key" -X POST "$URL?name=h1")" = 403
