@@ -205,11 +205,12 @@ static int delete_wals(struct os_client *c, const struct bk_retention_backup *ba
 			sel.v = op_realloc(sel.v, sel.cap * sizeof(*sel.v));
 		}
 		sel.v[sel.n++] = wals->v[i]; /* borrowed */
-		wals->v[i][0] = '\0';         /* gone for the next backup's pass */
 	}
 	int r = delete_keys(c, sel.v, sel.n, err);
 	if (r == 0)
 		*count += sel.n;
+	for (size_t i = 0; r == 0 && i < sel.n; i++)
+		sel.v[i][0] = '\0'; /* gone: skipped by the next backup's pass */
 	free(sel.v);
 	return r;
 }
