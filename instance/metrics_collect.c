@@ -18,6 +18,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ struct inst_metrics {
 	char *cluster;        /* owned */
 	int64_t ttl_ms;
 	bool disable_default, primary, fenced, up_hint;
+	_Atomic bool paused;  /* read without the lock by collect() */
 	char **custom_files;  /* owned paths of the custom query files */
 	size_t n_custom;
 	pthread_mutex_t scrape; /* everything below: one collection at a time */
@@ -787,7 +789,7 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 	m->deadline_ms = t0 + m->budget_ms;
 	m->collections++;
 	struct op_err cerr = OP_ERR_INIT;
-	int r = v.fenced ? -ESHUTDOWN : 0;
+	int r = v.fenced || atomic_load(&m->paused) ? -ESHUTDOWN : 0;
 	if (!r && !m->conn)
 		r = connect_db(m, "postgres", &m->conn, &cerr);
 	r = r ? r : core_query(m, &k, &cerr);
@@ -930,6 +932,18 @@ void inst_metrics_update(struct inst_metrics *m, const struct inst_metrics_view 
 		add_refs(m, "secret", mo->custom_secrets, mo->n_custom_secrets);
 	}
 	pthread_mutex_unlock(&m->lock);
+}
+
+void inst_metrics_pause(struct inst_metrics *m, bool paused)
+{
+	atomic_store(&m->paused, paused);
+	if (!paused)
+		return;
+	pthread_mutex_lock(&m->scrape); /* a collection running ends within its budget */
+	if (m->conn)
+		PQfinish(m->conn);
+	m->conn = NULL;
+	pthread_mutex_unlock(&m->scrape);
 }
 
 int inst_metrics_ensure_role(PGconn *conn, struct op_err *err)

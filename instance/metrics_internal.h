@@ -151,6 +151,10 @@ OP_MUST_CHECK int inst_metrics_new(const struct inst_metrics_opts *o, struct ins
 				   struct op_err *err);
 void inst_metrics_free(struct inst_metrics *m);
 void inst_metrics_update(struct inst_metrics *m, const struct inst_metrics_view *v);
+/* Paused: the kept connection is closed (after a collection running, at most
+ * its budget) and none is opened (postgres stops: a session of the exporter
+ * would hold a smart shutdown); cnpg_collector_up is 0 meanwhile. */
+void inst_metrics_pause(struct inst_metrics *m, bool paused);
 /* One scrape: the whole exposition into out. Serialised (one collection at
  * a time); waits at most wait_ms for another to finish (-EBUSY). */
 OP_MUST_CHECK int inst_metrics_scrape(struct inst_metrics *m, unsigned wait_ms,

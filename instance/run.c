@@ -209,6 +209,8 @@ static bool is_standby_dir(const char *pgdata)
 static int start_pg(struct runner *rn, struct op_err *err)
 {
 	pg_drop(rn);
+	if (rn->metrics)
+		inst_metrics_pause(rn->metrics, false);
 	int r = inst_start_postgres(rn->o->paths.pg_bindir, rn->o->paths.pgdata, NULL, &rn->pid,
 				    err);
 	if (r)
@@ -247,6 +249,8 @@ enum stop_mode {
 static void stop_pg(struct runner *rn, enum stop_mode mode)
 {
 	pg_drop(rn); /* a session of ours would hold a smart shutdown */
+	if (rn->metrics)
+		inst_metrics_pause(rn->metrics, true); /* and the exporter's */
 	if (rn->pid <= 0)
 		return;
 	int status;
