@@ -167,6 +167,7 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, json_object
 	op_jpush(vols, vol_secret("app", s_app, NULL));
 	op_jpush(mounts, mount("app", "/run/pgop/secrets/app", true));
 	add_barman_volumes(c, vols, mounts);
+	rc_monitoring_volumes(c, vols, mounts);
 	op_jset(spec, "volumes", vols);
 }
 
@@ -267,6 +268,7 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 		op_jset(p, "containerPort", op_jint(STATUS_PORT));
 		op_jsets(p, "protocol", "TCP");
 		op_jpush(ports, p);
+		op_jpush(ports, rc_metrics_port());
 		op_jset(pg, "ports", ports);
 		/* Startup and readiness are probed every second and every 2 s (CNPG:
 		 * 10 s): a restarted container (its instance manager killed) is back
