@@ -7,8 +7,9 @@
 # query metrics by name and labels, `promtool check metrics`, a custom query's
 # metric, a broken custom query (error metrics, the others keep flowing), a
 # query that runs past the statement timeout, read-only transactions, the
-# cache (metricsQueriesTTL), 404/405, concurrent scrapes, and a replica
-# (pg_replication lag / in_recovery / streaming_replicas from both sides).
+# cache (metricsQueriesTTL), 404/405, concurrent scrapes, a replica
+# (pg_replication lag / in_recovery / streaming_replicas from both sides), and
+# a real Prometheus (tests/e2e/build-prometheus.sh) scraping both instances.
 # Usage: test_metrics_local.sh [PGOP_BIN]. Prints "N passed, N failed".
 set -uo pipefail
 
@@ -318,6 +319,33 @@ check "primary: streaming_replicas 1 and pg_stat_replication of $C-2" bash -c "
 	grep -q '^cnpg_pg_replication_streaming_replicas 1$' '$T/m4.txt' &&
 	grep -q '^cnpg_pg_stat_replication_replay_diff_bytes{usename=\"streaming_replica\",application_name=\"$C-2\"' '$T/m4.txt'"
 check "replica exposition passes promtool" promtool_ok "$T/r.txt"
+
+# ---- a real Prometheus scrapes both instances (loopback, static targets) ----
+PP=$((base + 6))
+mkdir -p "$T/prom"
+cat >"$T/prom/prometheus.yml" <<EOF
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: pgop-instances
+    static_configs: [{targets: ["127.0.0.1:$M1", "127.0.0.1:$M2"]}]
+EOF
+"$PROM_BIN/prometheus" --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" \
+	--web.listen-address="127.0.0.1:$PP" >"$T/prom/log" 2>&1 &
+PIDS+=($!)
+promq() { # promq QUERY: the result vector as "instance value" lines
+	curl -sS --max-time 5 "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1" |
+		jq -r '.data.result[] | "\(.metric.instance) \(.value[1])"' | sort
+}
+targets_up() { test "$(promq 'up == 1' | wc -l)" = 2; }
+e2e_wait_for targets_up 60 || tail -5 "$T/prom/log" >&2
+check "Prometheus: both instance targets up" targets_up
+both_up() { test "$(promq 'cnpg_collector_up == 1' | wc -l)" = 2; }
+e2e_wait_for both_up 15
+check "Prometheus: cnpg_collector_up 1 for both" both_up
+check "Prometheus: in_recovery 1 for the replica only (matches the roles)" \
+	test "$(promq cnpg_pg_replication_in_recovery)" = "$(printf '127.0.0.1:%s 0\n127.0.0.1:%s 1' "$M1" "$M2")"
+check "Prometheus: replication lag of the replica is a number" \
+	test "$(promq "cnpg_pg_replication_lag{instance=\"127.0.0.1:$M2\"} >= 0" | wc -l)" = 1
 
 echo "$PASS passed, $FAIL failed"
 [[ $FAIL -eq 0 ]]
