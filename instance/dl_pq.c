@@ -36,6 +36,7 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	F(PGPing, PQping, (const char *conninfo), (conninfo), PQPING_NO_ATTEMPT)                   \
 	F(char *, PQresultErrorMessage, (const PGresult *r), (r), not_loaded)                      \
 	F(ExecStatusType, PQresultStatus, (const PGresult *r), (r), PGRES_FATAL_ERROR)             \
+	F(int, PQsendQuery, (PGconn * c, const char *q), (c, q), 0)                                \
 	F(int, PQsendQueryParams,                                                                  \
 	  (PGconn * c, const char *q, int n, const Oid *types, const char *const *values,          \
 	   const int *lengths, const int *formats, int result_format),                             \

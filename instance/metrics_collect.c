@@ -33,6 +33,7 @@
 
 #define STMT_TIMEOUT_MS 5000
 #define MAX_TARGET_DBS 64
+#define MAX_POOL 8 /* kept connections to target databases; others connect per run */
 
 /* collection_errors_total{collector}: CloudNativePG's labels. */
 enum coll { C_UP, C_QUERIES, C_ARCHIVE, C_WALSET, C_VERSION, C_WALSTAT, C_SYNC, C_N };
@@ -62,6 +63,11 @@ struct inst_metrics {
 	size_t n_custom;
 	pthread_mutex_t scrape; /* everything below: one collection at a time */
 	PGconn *conn;           /* the default database, kept between scrapes */
+	struct {                /* other target databases' connections, kept too */
+		char *db;       /* owned */
+		PGconn *c;      /* owned; NULL = to connect */
+	} pool[MAX_POOL];
+	size_t n_pool;
 	struct inst_mq_set defaults, custom;
 	bool custom_loaded;
 	uint64_t custom_sig;
@@ -92,16 +98,15 @@ static void trim_msg(const char *m, struct op_err *err, int code)
 
 /* ---- statements against a deadline ---- */
 
-/* Sends sql (one statement, no parameters) and waits for its result until
- * m->deadline_ms. *ret owned (TUPLES_OK or COMMAND_OK). -ETIMEDOUT: the
- * connection is no longer usable (the caller drops it). */
-static int exec_deadline(struct inst_metrics *m, PGconn *c, const char *sql, PGresult **ret,
-			 struct op_err *err)
+/* Sends sql and waits for its results until m->deadline_ms: one statement
+ * through the extended protocol (queries from files: no second statement can
+ * ride along), or, with simple, our own constant statements in one round
+ * trip. *ret owned: the last result (TUPLES_OK or COMMAND_OK); the first
+ * failed one is the error. -ETIMEDOUT: the connection is no longer usable
+ * (the caller drops it). */
+/* Waits until a result can be taken without blocking, or the deadline. */
+static int wait_ready(struct inst_metrics *m, PGconn *c, struct op_err *err)
 {
-	if (!PQsendQueryParams(c, sql, 0, NULL, NULL, NULL, NULL, 0)) {
-		trim_msg(PQerrorMessage(c), err, -EIO);
-		return -EIO;
-	}
 	while (PQisBusy(c)) {
 		int64_t left = m->deadline_ms - now_ms();
 		if (left <= 0)
@@ -114,21 +119,51 @@ static int exec_deadline(struct inst_metrics *m, PGconn *c, const char *sql, PGr
 			return -EIO;
 		}
 	}
-	PGresult *res = PQgetResult(c), *extra;
-	while ((extra = PQgetResult(c))) /* one statement: nothing, but drain */
-		PQclear(extra);
-	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-		trim_msg(res ? PQresultErrorMessage(res) : PQerrorMessage(c), err, -EIO);
-		if (res)
-			PQclear(res);
+	return 0;
+}
+
+static int exec_sql(struct inst_metrics *m, PGconn *c, const char *sql, bool simple,
+		    PGresult **ret, struct op_err *err)
+{
+	int sent = simple ? PQsendQuery(c, sql)
+			  : PQsendQueryParams(c, sql, 0, NULL, NULL, NULL, NULL, 0);
+	if (!sent) {
+		trim_msg(PQerrorMessage(c), err, -EIO);
 		return -EIO;
 	}
-	if (ret)
+	PGresult *res = NULL, *next;
+	int r = 0;
+	for (;;) {
+		int w = wait_ready(m, c, err);
+		if (w) {
+			if (res)
+				PQclear(res);
+			return w == -EIO ? -ETIMEDOUT : w; /* the connection is dropped */
+		}
+		if (!(next = PQgetResult(c)))
+			break;
+		ExecStatusType st = PQresultStatus(next);
+		if (!r && st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+			trim_msg(PQresultErrorMessage(next), err, -EIO);
+			r = -EIO;
+		}
+		if (res)
+			PQclear(res);
+		res = next;
+	}
+	if (!r && !res)
+		r = op_err_set(err, -EIO, "no result");
+	if (!r && ret)
 		*ret = res;
-	else
+	else if (res)
 		PQclear(res);
-	return 0;
+	return r;
+}
+
+static int exec_deadline(struct inst_metrics *m, PGconn *c, const char *sql, PGresult **ret,
+			 struct op_err *err)
+{
+	return exec_sql(m, c, sql, false, ret, err);
 }
 
 /* BEGIN READ ONLY with this collection's statement timeout. */
@@ -138,14 +173,12 @@ static int begin_ro(struct inst_metrics *m, PGconn *c, struct op_err *err)
 	if (left < 20)
 		return op_err_set(err, -ETIMEDOUT, "collection budget exhausted");
 	int64_t t = left < STMT_TIMEOUT_MS ? left : STMT_TIMEOUT_MS;
-	int r = exec_deadline(m, c, "BEGIN READ ONLY", NULL, err);
-	char sql[96];
-	snprintf(sql, sizeof(sql), "SET LOCAL statement_timeout = %lld", (long long)t);
-	r = r ? r : exec_deadline(m, c, sql, NULL, err);
-	r = r ? r
-	      : exec_deadline(m, c, "SET LOCAL search_path = pg_catalog, public, pg_temp", NULL,
-			      err);
-	return r;
+	char sql[192];
+	snprintf(sql, sizeof(sql),
+		 "BEGIN READ ONLY; SET LOCAL statement_timeout = %lld; "
+		 "SET LOCAL search_path = pg_catalog, public, pg_temp",
+		 (long long)t);
+	return exec_sql(m, c, sql, true, NULL, err);
 }
 
 static void end_tx(struct inst_metrics *m, PGconn **c, int r)
@@ -289,12 +322,31 @@ static int run_on_db(struct inst_metrics *m, const struct inst_mq *q, const char
 			return op_err_set(err, -ECONNREFUSED, "not connected");
 		return run_query(m, &m->conn, q, fams, err);
 	}
-	PGconn *c = NULL;
-	int r = connect_db(m, db, &c, err);
-	r = r ? r : run_query(m, &c, q, fams, err);
-	if (c)
-		PQfinish(c);
+	size_t i = 0;
+	while (i < m->n_pool && strcmp(m->pool[i].db, db) != 0)
+		i++;
+	if (i == m->n_pool && m->n_pool < MAX_POOL)
+		m->pool[m->n_pool++].db = op_strdup(db);
+	PGconn *tmp = NULL, **c = i < m->n_pool ? &m->pool[i].c : &tmp;
+	int r = *c ? 0 : connect_db(m, db, c, err);
+	r = r ? r : run_query(m, c, q, fams, err);
+	if (tmp)
+		PQfinish(tmp);
 	return r;
+}
+
+/* Closes every kept connection (under the scrape lock). */
+static void drop_conns(struct inst_metrics *m)
+{
+	if (m->conn)
+		PQfinish(m->conn);
+	m->conn = NULL;
+	for (size_t i = 0; i < m->n_pool; i++) {
+		if (m->pool[i].c)
+			PQfinish(m->pool[i].c);
+		free(m->pool[i].db);
+	}
+	m->n_pool = 0;
 }
 
 struct dbs { /* the '*' expansion, listed once per collection */
@@ -877,8 +929,7 @@ void inst_metrics_free(struct inst_metrics *m)
 {
 	if (!m)
 		return;
-	if (m->conn)
-		PQfinish(m->conn);
+	drop_conns(m);
 	for (size_t i = 0; i < m->n_qc; i++) {
 		qcache_clear(&m->qc[i]);
 		free(m->qc[i].key);
@@ -940,9 +991,7 @@ void inst_metrics_pause(struct inst_metrics *m, bool paused)
 	if (!paused)
 		return;
 	pthread_mutex_lock(&m->scrape); /* a collection running ends within its budget */
-	if (m->conn)
-		PQfinish(m->conn);
-	m->conn = NULL;
+	drop_conns(m);
 	pthread_mutex_unlock(&m->scrape);
 }
 
