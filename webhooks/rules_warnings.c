@@ -180,7 +180,11 @@ static const struct unsupported_field {
 	{ NULL, "spec.backup.target", "choosing the instance that takes backups",
 	  "prefer-standby" },
 	{ NULL, "spec.plugins", "CNPG-I plugins", NULL },
-	{ NULL, "spec.monitoring", "metrics and monitoring queries", NULL },
+	/* spec.monitoring: the exporter on :9187 (instance/metrics_*.c, default
+	 * and custom queries, TTL, TLS) is there; the PodMonitor is not */
+	{ NULL, "spec.monitoring.enablePodMonitor", "PodMonitor resources", NULL },
+	{ NULL, "spec.monitoring.podMonitorMetricRelabelings", "PodMonitor resources", NULL },
+	{ NULL, "spec.monitoring.podMonitorRelabelings", "PodMonitor resources", NULL },
 	{ NULL, "spec.managed", "managed roles and services", NULL },
 	{ NULL, "spec.tablespaces", "tablespaces", NULL },
 	{ NULL, "spec.replica", "replica clusters", NULL },

@@ -294,7 +294,9 @@ static void test_warnings(void **state)
 		{ CLUSTER(",\"plugins\":[{\"name\":\"barman-cloud.cloudnative-pg.io\"}]"),
 		  "spec.plugins is accepted but not implemented", true },
 		{ CLUSTER(",\"monitoring\":{\"customQueriesConfigMap\":[{\"name\":\"q\",\"key\":\"k\"}]}"),
-		  "spec.monitoring is accepted but not implemented", true },
+		  "spec.monitoring", false }, /* implemented: the exporter (issue 27) */
+		{ CLUSTER(",\"monitoring\":{\"enablePodMonitor\":true}"),
+		  "spec.monitoring.enablePodMonitor is accepted but not implemented", true },
 		{ CLUSTER(",\"monitoring\":{\"disableDefaultQueries\":false,\"enablePodMonitor\":false}"),
 		  "spec.monitoring is accepted", false },
 		{ CLUSTER(",\"managed\":{\"roles\":[{\"name\":\"r\"}]}"),
