@@ -128,6 +128,10 @@ struct rc_controller {
 
 #define RC_TRIM_EVERY_MS 60000
 
+/* metrics_clusters.c: per-Cluster gauges from the informer cache and
+ * controller-runtime's names for the reconcile counts (issue 27). */
+OP_MUST_CHECK int rc_controller_render_cluster_metrics(struct rc_controller *c, struct op_buf *out);
+
 /* state.c - the shared state every file may use: the informer caches, the
  * stats, the per-Cluster states and what reconciles note in them. */
 /* Informer of kind for namespace ns (borrowed), or NULL when ns is not watched. */
