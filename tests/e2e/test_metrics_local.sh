@@ -9,7 +9,8 @@
 # query that runs past the statement timeout, read-only transactions, the
 # cache (metricsQueriesTTL), 404/405, concurrent scrapes, a replica
 # (pg_replication lag / in_recovery / streaming_replicas from both sides), and
-# a real Prometheus (tests/e2e/build-prometheus.sh) scraping both instances.
+# a real Prometheus (tests/e2e/build-prometheus.sh) scraping both instances,
+# then the replica again with spec.monitoring.tls.enabled (HTTPS only).
 # Usage: test_metrics_local.sh [PGOP_BIN]. Prints "N passed, N failed".
 set -uo pipefail
 
@@ -302,6 +303,7 @@ check "TTL 1h: the second scrape is a cache hit" bash -c "
 	--metrics-listen "127.0.0.1:$M2" --monitoring-dir "$T/mon" --primary-host 127.0.0.1 --primary-port "$P1" \
 	>"$T/run2.log" 2>&1 &
 PIDS+=($!)
+RUN2=$!
 sed -i 's/"metricsQueriesTTL":"1h"/"metricsQueriesTTL":"0s"/' "$T/cluster.json"
 rep_up() { scrape "$M2" | grep -q '^cnpg_pg_replication_is_wal_receiver_up 1$'; }
 e2e_wait_for rep_up 60 || tail -20 "$T/run2.log" >&2
@@ -346,6 +348,20 @@ check "Prometheus: in_recovery 1 for the replica only (matches the roles)" \
 	test "$(promq cnpg_pg_replication_in_recovery)" = "$(printf '127.0.0.1:%s 0\n127.0.0.1:%s 1' "$M1" "$M2")"
 check "Prometheus: replication lag of the replica is a number" \
 	test "$(promq "cnpg_pg_replication_lag{instance=\"127.0.0.1:$M2\"} >= 0" | wc -l)" = 1
+
+# ---- TLS (spec.monitoring.tls.enabled): the replica started again with it ----
+kill -TERM "$RUN2"
+for _ in $(seq 1 100); do kill -0 "$RUN2" 2>/dev/null || break; sleep 0.1; done
+sed -i 's/"monitoring":{/"monitoring":{"tls":{"enabled":true},/' "$T/cluster.json"
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(common 2) --port "$P2" --status-listen "127.0.0.1:$S2" \
+	--metrics-listen "127.0.0.1:$M2" --monitoring-dir "$T/mon" --primary-host 127.0.0.1 --primary-port "$P1" \
+	>"$T/run2b.log" 2>&1 &
+PIDS+=($!)
+tls_up() { "${CURL[@]}" --cacert "$T/pki/ca.crt" "https://127.0.0.1:$M2/metrics" | grep -q '^cnpg_collector_up{cluster="mtest"} 1$'; }
+e2e_wait_for tls_up 60 || tail -5 "$T/run2b.log" >&2
+check "TLS: /metrics over HTTPS with the instance's server certificate" tls_up
+check "TLS: plain HTTP is refused" bash -c "! curl -s --max-time 5 http://127.0.0.1:$M2/metrics | grep -q cnpg_collector_up"
 
 echo "$PASS passed, $FAIL failed"
 [[ $FAIL -eq 0 ]]
