@@ -171,6 +171,9 @@ int inst_metrics_server_start(const char *listen, const char *cert_file, const c
 			      struct inst_metrics *m, struct inst_metrics_server **ret,
 			      struct op_err *err);
 uint16_t inst_metrics_server_port(struct inst_metrics_server *s);
+/* TLS: serves the certificate files again when they changed (1), 0 same or
+ * plain HTTP; on an error the old pair keeps being served. Main thread. */
+OP_MUST_CHECK int inst_metrics_server_reload(struct inst_metrics_server *s, struct op_err *err);
 void inst_metrics_server_free(struct inst_metrics_server *s);
 
 #endif

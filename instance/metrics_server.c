@@ -3,9 +3,9 @@
  * Its own listener, apart from the status server on :8000: plain HTTP and
  * unauthenticated by default, as public as CloudNativePG's exporter (the
  * numbers are about the server, not its data); TLS with the instance's server
- * certificate when spec.monitoring.tls.enabled (read at start: a rotated
- * certificate is served after the next restart of the manager - see
- * docs/internals/metrics.md, known gaps).
+ * certificate when spec.monitoring.tls.enabled; a rotated certificate is
+ * picked up at the supervisor's next tick (inst_metrics_server_reload: the
+ * listening socket handed to a new daemon, as the status server does).
  *
  * Abuse: 16 connections, 4 per client IP (one thread each), 10 s idle, a
  * request must arrive whole within 10 s (support/http_conns.h). Scrapes
@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "instance/internal.h"
 #include "instance/metrics_internal.h"
@@ -38,6 +39,9 @@ struct inst_metrics_server {
 	struct MHD_Daemon *d;
 	struct inst_metrics *m; /* borrowed */
 	char *cert, *key;       /* owned PEMs (TLS), must outlive d */
+	char *cert_file, *key_file; /* owned; NULL = plain HTTP */
+	struct stat sig[2];     /* of the files when last loaded */
+	struct sockaddr_in sa;
 	struct op_conns conns;
 };
 
@@ -166,7 +170,7 @@ static int load_pem(const char *path, char **ret, struct op_err *err)
 	return 0;
 }
 
-static struct MHD_Daemon *start_daemon(struct inst_metrics_server *s, struct sockaddr_in *sa)
+static struct MHD_Daemon *start_daemon(struct inst_metrics_server *s, int listen_fd)
 {
 	bool tls = s->cert != NULL;
 	struct MHD_OptionItem opts[] = {
@@ -176,7 +180,8 @@ static struct MHD_Daemon *start_daemon(struct inst_metrics_server *s, struct soc
 		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
 		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s },
-		{ MHD_OPTION_SOCK_ADDR, 0, sa },
+		{ listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
+		  listen_fd >= 0 ? listen_fd : 0, listen_fd >= 0 ? NULL : &s->sa },
 		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->cert },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, s->key },
 		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITY },
@@ -195,15 +200,18 @@ int inst_metrics_server_start(const char *listen, const char *cert_file, const c
 	struct inst_metrics_server *s = op_calloc(1, sizeof(*s));
 	s->m = m;
 	op_conns_init(&s->conns, (uint64_t)REQUEST_S * 1000000000u);
-	struct sockaddr_in sa;
 	const char *l = listen ? listen : INST_METRICS_LISTEN;
-	int r = parse_listen(l, &sa, err);
+	int r = parse_listen(l, &s->sa, err);
 	if (!r && cert_file && key_file) {
+		s->cert_file = op_strdup(cert_file);
+		s->key_file = op_strdup(key_file);
+		stat(cert_file, &s->sig[0]);
+		stat(key_file, &s->sig[1]);
 		r = load_pem(cert_file, &s->cert, err);
 		r = r ? r : load_pem(key_file, &s->key, err);
 	}
 	if (!r) {
-		s->d = start_daemon(s, &sa);
+		s->d = start_daemon(s, -1);
 		if (!s->d)
 			r = op_err_set(err, -EADDRINUSE, "metrics server: cannot listen on %s%s", l,
 				       s->cert ? " (TLS)" : "");
@@ -232,5 +240,55 @@ void inst_metrics_server_free(struct inst_metrics_server *s)
 	op_conns_done(&s->conns);
 	free(s->cert);
 	free(s->key);
+	free(s->cert_file);
+	free(s->key_file);
 	free(s);
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int inst_metrics_server_reload(struct inst_metrics_server *s, struct op_err *err)
+{
+	struct stat now[2] = { 0 };
+	if (!s->cert_file || stat(s->cert_file, &now[0]) || stat(s->key_file, &now[1]) ||
+	    (same_file(&now[0], &s->sig[0]) && same_file(&now[1], &s->sig[1])))
+		return 0;
+	char *cert = NULL, *key = NULL;
+	int r = load_pem(s->cert_file, &cert, err);
+	r = r ? r : load_pem(s->key_file, &key, err);
+	if (r) { /* a half-written pair: retried at the next tick */
+		free(cert);
+		free(key);
+		return r;
+	}
+	MHD_socket fd = MHD_quiesce_daemon(s->d);
+	if (fd == MHD_INVALID_SOCKET) {
+		free(cert);
+		free(key);
+		return op_err_set(err, -EIO, "metrics server: cannot quiesce");
+	}
+	char *old_cert = s->cert, *old_key = s->key;
+	s->cert = cert, s->key = key;
+	struct MHD_Daemon *nd = start_daemon(s, fd);
+	if (!nd) { /* a pair gnutls refuses: keep serving the old one */
+		s->cert = old_cert, s->key = old_key;
+		nd = start_daemon(s, fd);
+		free(cert);
+		free(key);
+		if (!nd)
+			op_log_error("metrics server: lost the listening socket");
+		MHD_stop_daemon(s->d);
+		s->d = nd;
+		return op_err_set(err, -EBADMSG, "metrics server: the new certificate was refused");
+	}
+	MHD_stop_daemon(s->d);
+	s->d = nd;
+	free(old_cert);
+	free(old_key);
+	memcpy(s->sig, now, sizeof(now));
+	return 1;
 }

@@ -178,6 +178,7 @@ struct runner {
 				      * archive_command; NULL = <controller>/pgop */
 	char *archive_why;           /* owned: the last archive_sync error logged */
 	struct inst_metrics *metrics; /* borrowed (run_ctx); NULL = no exporter */
+	struct inst_metrics_server *msrv; /* borrowed (run_ctx); NULL = no exporter */
 	bool metrics_role_ok;        /* cnpg_metrics_exporter checked on this primary */
 };
 
@@ -943,6 +944,9 @@ static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 	op_err_clear(&e);
 	if (srv && inst_server_reload(srv, &e) < 0)
 		op_log_warn("status server certificate not reloaded, retrying", "error", e.msg);
+	op_err_clear(&e);
+	if (rn->msrv && inst_metrics_server_reload(rn->msrv, &e) < 0)
+		op_log_warn("metrics server certificate not reloaded, retrying", "error", e.msg);
 	bool changed = false;
 	op_err_clear(&e);
 	archive_tick(rn);
@@ -1143,6 +1147,7 @@ static int run_start_metrics(struct run_ctx *x, const char *cert, const char *ke
 	if (r)
 		return r;
 	x->rn.metrics = x->metrics;
+	x->rn.msrv = x->msrv;
 	op_log_info("metrics exporter listening", "listen",
 		    o->metrics_listen ? o->metrics_listen : INST_METRICS_LISTEN, "tls",
 		    tls ? "true" : "false");

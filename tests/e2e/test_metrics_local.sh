@@ -185,7 +185,7 @@ CURL=(curl -sS --max-time 20)
 PIDS+=($!)
 e2e_wait_for "curl -skf https://127.0.0.1:$S1/readyz" 60 || tail -20 "$T/run1.log" >&2
 scrape() { "${CURL[@]}" "http://127.0.0.1:$1/metrics"; }
-has_up() { scrape "$M1" | grep -q "^cnpg_collector_up{cluster=\"$C\"} 1$"; }
+has_up() { grep -q "^cnpg_collector_up{cluster=\"$C\"} 1$" <<<"$(scrape "$M1")"; }
 e2e_wait_for has_up 30
 t0=$(date +%s%N)
 scrape "$M1" >"$T/m1.txt"
@@ -200,10 +200,9 @@ check "Content-Type is the text format 0.0.4" \
 # parse error ("error while ...") or any other finding fails.
 promtool_ok() { # promtool_ok FILE
 	"$PROM_BIN/promtool" check metrics <"$1" >"$1.lint" 2>&1
-	! grep -vE '(should (not )?have "_(total|count)" suffix|should be written in .snake_case.)' "$1.lint" |
-		grep -q . && ! grep -q '^error' "$1.lint"
+	test -z "$(grep -vE '(should (not )?have "_(total|count)" suffix|should be written in .snake_case.)' "$1.lint")"
 }
-no_dup_series() { ! grep -v '^#' "$1" | sed 's/ [^ ]*$//' | sort | uniq -d | grep -q .; }
+no_dup_series() { test -z "$(grep -v '^#' "$1" | sed 's/ [^ ]*$//' | sort | uniq -d)"; }
 check "promtool check metrics accepts the exposition" promtool_ok "$T/m1.txt"
 check "no series twice" no_dup_series "$T/m1.txt"
 check "cnpg_collector_up{cluster} 1" grep -q "^cnpg_collector_up{cluster=\"$C\"} 1$" "$T/m1.txt"
@@ -305,7 +304,7 @@ check "TTL 1h: the second scrape is a cache hit" bash -c "
 PIDS+=($!)
 RUN2=$!
 sed -i 's/"metricsQueriesTTL":"1h"/"metricsQueriesTTL":"0s"/' "$T/cluster.json"
-rep_up() { scrape "$M2" | grep -q '^cnpg_pg_replication_is_wal_receiver_up 1$'; }
+rep_up() { grep -q '^cnpg_pg_replication_is_wal_receiver_up 1$' <<<"$(scrape "$M2")"; }
 e2e_wait_for rep_up 60 || tail -20 "$T/run2.log" >&2
 scrape "$M2" >"$T/r.txt"
 check "replica: in_recovery 1, WAL receiver up, lag reported" bash -c "
@@ -314,7 +313,7 @@ check "replica: in_recovery 1, WAL receiver up, lag reported" bash -c "
 	grep -qE '^cnpg_pg_replication_lag [0-9]' '$T/r.txt'"
 check "replica: no primary-only query (pg_stat_replication), no sync_replicas" bash -c "
 	! grep -q '^cnpg_pg_stat_replication_' '$T/r.txt' && ! grep -q '^cnpg_collector_sync_replicas' '$T/r.txt'"
-prim_sees() { scrape "$M1" | grep -q '^cnpg_pg_replication_streaming_replicas 1$'; }
+prim_sees() { grep -q '^cnpg_pg_replication_streaming_replicas 1$' <<<"$(scrape "$M1")"; }
 e2e_wait_for prim_sees 20
 scrape "$M1" >"$T/m4.txt"
 check "primary: streaming_replicas 1 and pg_stat_replication of $C-2" bash -c "
@@ -358,10 +357,36 @@ sed -i 's/"monitoring":{/"monitoring":{"tls":{"enabled":true},/' "$T/cluster.jso
 	--metrics-listen "127.0.0.1:$M2" --monitoring-dir "$T/mon" --primary-host 127.0.0.1 --primary-port "$P1" \
 	>"$T/run2b.log" 2>&1 &
 PIDS+=($!)
-tls_up() { "${CURL[@]}" --cacert "$T/pki/ca.crt" "https://127.0.0.1:$M2/metrics" | grep -q '^cnpg_collector_up{cluster="mtest"} 1$'; }
+tls_up() { # the whole body first: grep -q closing the pipe early fails curl (pipefail)
+	local body
+	body=$("${CURL[@]}" --cacert "$T/pki/ca.crt" "https://127.0.0.1:$M2/metrics") &&
+		grep -q '^cnpg_collector_up{cluster="mtest"} 1$' <<<"$body"
+}
 e2e_wait_for tls_up 60 || tail -5 "$T/run2b.log" >&2
 check "TLS: /metrics over HTTPS with the instance's server certificate" tls_up
 check "TLS: plain HTTP is refused" bash -c "! curl -s --max-time 5 http://127.0.0.1:$M2/metrics | grep -q cnpg_collector_up"
+
+# the server certificate rotated (same CA, new key): served at the next tick
+served_fp() {
+	openssl s_client -connect "127.0.0.1:$M2" </dev/null 2>/dev/null |
+		openssl x509 -noout -fingerprint -sha256 2>/dev/null
+}
+old_fp=$(served_fp)
+(
+	cd "$T/pki" || exit 1
+	certtool --generate-privkey --key-type=ecdsa --outfile server2.key 2>/dev/null
+	certtool --generate-certificate --load-privkey server2.key --load-ca-certificate ca.crt \
+		--load-ca-privkey ca.key --template server.tmpl --outfile server2.crt 2>/dev/null
+)
+new_fp=$(openssl x509 -noout -fingerprint -sha256 -in "$T/pki/server2.crt")
+cp "$T/pki/server2.key" "$T/certs/server/tls.key.new" && cp "$T/pki/server2.crt" "$T/certs/server/tls.crt.new"
+mv "$T/certs/server/tls.key.new" "$T/certs/server/tls.key" && mv "$T/certs/server/tls.crt.new" "$T/certs/server/tls.crt"
+chown -R postgres: "$T/certs"
+rotated() { test "$(served_fp)" = "$new_fp"; }
+e2e_wait_for rotated 15
+check "TLS: a rotated server certificate is served without a restart" \
+	bash -c "test -n '$old_fp' -a '$old_fp' != '$new_fp' && test \"\$(openssl s_client -connect 127.0.0.1:$M2 </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256)\" = '$new_fp'"
+check "TLS: still scraping after the rotation" tls_up
 
 echo "$PASS passed, $FAIL failed"
 [[ $FAIL -eq 0 ]]
