@@ -15,6 +15,7 @@
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
 PGOP_BIN=${1:-${PGOP_BIN:-}}
 [[ -x $PGOP_BIN ]] || e2e_fail "pgop binary not found (argument 1 or PGOP_BIN)"
@@ -25,7 +26,7 @@ done
 [[ -x /usr/lib/postgresql/15/bin/initdb ]] || e2e_fail "PostgreSQL 15 binaries are required"
 id postgres >/dev/null 2>&1 || e2e_fail "the postgres OS user is required"
 [[ $(id -u) -eq 0 ]] || e2e_skip "must run as root (setpriv to postgres)"
-PROM_BIN=$("$(dirname "$0")/build-prometheus.sh") || e2e_fail "promtool could not be built"
+PROM_BIN=$("$REPO/tests/e2e/build-prometheus.sh") || e2e_fail "promtool could not be built"
 
 PASS=0
 FAIL=0
@@ -320,6 +321,22 @@ check "primary: streaming_replicas 1 and pg_stat_replication of $C-2" bash -c "
 	grep -q '^cnpg_pg_replication_streaming_replicas 1$' '$T/m4.txt' &&
 	grep -q '^cnpg_pg_stat_replication_replay_diff_bytes{usename=\"streaming_replica\",application_name=\"$C-2\"' '$T/m4.txt'"
 check "replica exposition passes promtool" promtool_ok "$T/r.txt"
+# CloudNativePG's Grafana dashboard (shipped by the chart) finds every cnpg_*
+# metric it queries (the primary with its replica, and the replica)
+dash_names() {
+	grep -o 'cnpg_[a-zA-Z0-9_]*[a-zA-Z0-9]' "$REPO/charts/pgop/files/grafana-dashboard.json" |
+		grep -v '^cnpg_pg_stat$' | sort -u
+}
+dash_missing() {
+	local n missing=""
+	for n in $(dash_names); do
+		grep -qE "^$n( |\{)" "$T/m4.txt" "$T/r.txt" || missing="$missing $n"
+	done
+	[[ -z $missing ]] || e2e_log "not exported:$missing"
+	[[ -z $missing && $(dash_names | wc -l) -gt 30 ]]
+}
+check "every cnpg_* metric of CloudNativePG's Grafana dashboard is exported" dash_missing
+
 
 # ---- a real Prometheus scrapes both instances (loopback, static targets) ----
 PP=$((base + 6))

@@ -4,7 +4,8 @@
 # with tests/e2e/rules/alerts_test.yaml (each alert fires on its condition and
 # not on healthy series), and the PrometheusRule the chart renders
 # (monitoring.prometheusRule.enabled) carrying the same groups, which promtool
-# accepts too. Usage: test_metrics_rules.sh [PGOP_BIN] (unused). Prints "N passed, N failed".
+# accepts too; the Grafana dashboard ConfigMap (monitoring.grafanaDashboard.create).
+# Usage: test_metrics_rules.sh [PGOP_BIN] (unused). Prints "N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,5 +42,10 @@ check "the rendered PrometheusRule's groups pass promtool check rules" \
 check "the rendered rules are the tested rules (7 alerts)" \
 	test "$(grep -c 'alert: PGOP' "$T/groups.yaml")" = 7
 check "no PrometheusRule unless enabled" bash -c "! '$HELM' template t '$ROOT/charts/pgop' 2>/dev/null | grep -q 'kind: PrometheusRule'"
+"$HELM" template t "$ROOT/charts/pgop" --set monitoring.grafanaDashboard.create=true \
+	--show-only templates/monitoring.yaml >"$T/dash.yaml" 2>>"$T/helm.err"
+check "the chart's Grafana dashboard ConfigMap holds CloudNativePG's dashboard (valid JSON)" \
+	bash -c "grep -q '^    grafana_dashboard: \"1\"$' '$T/dash.yaml' &&
+		test \"\$(sed -n '/^  cnp.json: |-$/,\$p' '$T/dash.yaml' | tail -n +2 | sed 's/^    //' | jq -r .title)\" = CloudNativePG"
 echo "$PASS passed, $FAIL failed"
 [[ $FAIL -eq 0 ]]
