@@ -53,6 +53,8 @@ struct rc_cluster_state {
 	char *key;
 	char *uid;
 	bool rbac_done;              /* SA/Role/RoleBinding created for uid */
+	bool podmonitor_created;     /* podmonitor.c: the PodMonitor exists (we created it) */
+	int64_t podmonitor_at;       /* podmonitor.c: last attempt (wall s), 0 = none due */
 	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* CA the client cert was issued from */
 	struct pki_pair client;      /* operator client certificate */
 	int64_t client_checked;      /* when client was last verified against ca_fp (wall s) */
@@ -275,6 +277,9 @@ OP_MUST_CHECK
 int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv);
 /* Deletes (background propagation); absent is success. */
 OP_MUST_CHECK int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
+/* podmonitor.c: the PodMonitor of spec.monitoring.enablePodMonitor (never fails
+ * the reconcile: a missing CRD is a Warning Event, retried every minute). */
+void rc_ensure_podmonitor(struct rc_run *r);
 /* Merge-patches metadata.labels key=value pairs (NULL-terminated list). */
 OP_MUST_CHECK
 int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)

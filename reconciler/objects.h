@@ -89,6 +89,8 @@ char *rc_archive_volumes(const struct api_cluster *c);
  * "metrics" (owned), and spec.monitoring's custom query ConfigMaps/Secrets as
  * optional volumes mounted under /run/pgop/monitoring (appended). */
 json_object *rc_metrics_port(void);
+/* podmonitor.c: the Cluster's PodMonitor (owned). */
+json_object *rc_build_podmonitor(const struct api_cluster *c);
 void rc_monitoring_volumes(const struct api_cluster *c, json_object *vols, json_object *mounts);
 
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying

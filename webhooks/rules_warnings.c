@@ -181,10 +181,10 @@ static const struct unsupported_field {
 	  "prefer-standby" },
 	{ NULL, "spec.plugins", "CNPG-I plugins", NULL },
 	/* spec.monitoring: the exporter on :9187 (instance/metrics_*.c, default
-	 * and custom queries, TTL, TLS) is there; the PodMonitor is not */
-	{ NULL, "spec.monitoring.enablePodMonitor", "PodMonitor resources", NULL },
-	{ NULL, "spec.monitoring.podMonitorMetricRelabelings", "PodMonitor resources", NULL },
-	{ NULL, "spec.monitoring.podMonitorRelabelings", "PodMonitor resources", NULL },
+	 * and custom queries, TTL, TLS) and the PodMonitor (reconciler/podmonitor.c)
+	 * are there; the PodMonitor's relabelings are not */
+	{ NULL, "spec.monitoring.podMonitorMetricRelabelings", "PodMonitor relabelings", NULL },
+	{ NULL, "spec.monitoring.podMonitorRelabelings", "PodMonitor relabelings", NULL },
 	{ NULL, "spec.managed", "managed roles and services", NULL },
 	{ NULL, "spec.tablespaces", "tablespaces", NULL },
 	{ NULL, "spec.replica", "replica clusters", NULL },

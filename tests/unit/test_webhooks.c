@@ -328,9 +328,9 @@ static void test_samples_through_admission(void **state)
 		      st.clusters, st.denied, st.with_warnings, st.unsupported_warnings);
 	assert_int_equal(st.clusters, REPO_SAMPLE_CLUSTERS);
 	assert_int_equal(st.denied, 0);
-	/* cluster-accepted-not-implemented.yaml: spec.monitoring.enablePodMonitor and spec.managed;
+	/* cluster-accepted-not-implemented.yaml: spec.managed (its enablePodMonitor is implemented);
 	 * cluster-backup-s3.yaml: spec.backup */
-	assert_int_equal(st.unsupported_warnings, 3);
+	assert_int_equal(st.unsupported_warnings, 2);
 	const char *shared = samples_shared_dir();
 	if (!shared)
 		return;

@@ -295,8 +295,10 @@ static void test_warnings(void **state)
 		  "spec.plugins is accepted but not implemented", true },
 		{ CLUSTER(",\"monitoring\":{\"customQueriesConfigMap\":[{\"name\":\"q\",\"key\":\"k\"}]}"),
 		  "spec.monitoring", false }, /* implemented: the exporter (issue 27) */
-		{ CLUSTER(",\"monitoring\":{\"enablePodMonitor\":true}"),
-		  "spec.monitoring.enablePodMonitor is accepted but not implemented", true },
+		{ CLUSTER(",\"monitoring\":{\"enablePodMonitor\":true}"), "accepted but not implemented",
+		  false }, /* implemented (CloudNativePG's deprecation warning still fires) */
+		{ CLUSTER(",\"monitoring\":{\"podMonitorRelabelings\":[{\"action\":\"keep\"}]}"),
+		  "spec.monitoring.podMonitorRelabelings is accepted but not implemented", true },
 		{ CLUSTER(",\"monitoring\":{\"disableDefaultQueries\":false,\"enablePodMonitor\":false}"),
 		  "spec.monitoring is accepted", false },
 		{ CLUSTER(",\"managed\":{\"roles\":[{\"name\":\"r\"}]}"),
