@@ -11,9 +11,10 @@
 # served by the Go module proxy this project can reach (403 "not available"),
 # so the side-by-side run of the issue is not possible here; see
 # docs/internals/metrics.md.
-# Usage: bench/metrics.sh [PGOP_BIN]   (BENCH_SCRAPES=300, KEEP_TMP=1)
+# Usage: bench/metrics.sh [PGOP_BIN]   (BENCH_SCRAPES=300, BENCH_TTL=0s, KEEP_TMP=1)
 set -uo pipefail
 N=${BENCH_SCRAPES:-300}
+TTL=${BENCH_TTL:-0s} # metricsQueriesTTL: 0s runs every query at every scrape
 PGOP_BIN=$(realpath "${1:-build/cmd/pgop}")
 [[ $(id -u) -eq 0 ]] || { echo "bench/metrics.sh: must run as root" >&2; exit 2; }
 T=$(mktemp -d /tmp/pgop-bench-metrics.XXXXXX)
@@ -50,7 +51,7 @@ cat >"$T/cluster.json" <<EOF
  "metadata":{"name":"$C","namespace":"default","resourceVersion":"1"},
  "spec":{"instances":1,"imageName":"ghcr.io/cloudnative-pg/postgresql:15",
   "bootstrap":{"initdb":{"database":"app","owner":"app"}},
-  "monitoring":{"metricsQueriesTTL":"0s"}, "storage":{"size":"1Gi"}},
+  "monitoring":{"metricsQueriesTTL":"$TTL"}, "storage":{"size":"1Gi"}},
  "status":{"instanceNames":["$C-1"],"targetPrimary":"$C-1","currentPrimary":""}}
 EOF
 cp "$PGOP_BIN" "$T/pgop"
@@ -80,7 +81,7 @@ done >"$T/lat.txt"
 c1=$(cpu "$PID") b1=$(cpu "$backend")
 sort -n "$T/lat.txt" >"$T/lat.sorted"
 pct() { awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100); if (i < 1) i = 1; printf "%.2f", v[i] * 1000 }' "$T/lat.sorted"; }
-echo "METRIC scrapes=$N"
+echo "METRIC scrapes=$N metrics_queries_ttl=$TTL"
 echo "METRIC exposition_lines=$(wc -l <"$T/one.txt") exposition_bytes=$(wc -c <"$T/one.txt")"
 echo "METRIC latency_ms_p50=$(pct 50) latency_ms_p99=$(pct 99) latency_ms_max=$(pct 100)"
 echo "METRIC manager_cpu_ms_per_scrape=$(awk -v a="$c0" -v b="$c1" -v t="$tck" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1000 / t / n }')"

@@ -490,11 +490,14 @@ struct core { /* what one collection learnt */
 #define CORE_SQL                                                                                   \
 	"SELECT pg_catalog.current_setting('server_version_num'), pg_catalog.pg_is_in_recovery(), " \
 	"pg_catalog.current_setting('synchronous_standby_names'), "                                \
-	"(SELECT setting FROM pg_catalog.pg_settings WHERE name = 'wal_segment_size'), "           \
-	"(SELECT setting FROM pg_catalog.pg_settings WHERE name = 'min_wal_size'), "               \
-	"(SELECT setting FROM pg_catalog.pg_settings WHERE name = 'max_wal_size'), "               \
-	"(SELECT setting FROM pg_catalog.pg_settings WHERE name = 'wal_keep_size'), "              \
-	"(SELECT setting FROM pg_catalog.pg_settings WHERE name = 'max_slot_wal_keep_size')"
+	"s.seg, s.min, s.max, s.keep, s.slots FROM (SELECT "                                         \
+	"max(setting) FILTER (WHERE name = 'wal_segment_size') AS seg, "                           \
+	"max(setting) FILTER (WHERE name = 'min_wal_size') AS min, "                               \
+	"max(setting) FILTER (WHERE name = 'max_wal_size') AS max, "                               \
+	"max(setting) FILTER (WHERE name = 'wal_keep_size') AS keep, "                             \
+	"max(setting) FILTER (WHERE name = 'max_slot_wal_keep_size') AS slots "                    \
+	"FROM pg_catalog.pg_settings WHERE name IN ('wal_segment_size', 'min_wal_size', "          \
+	"'max_wal_size', 'wal_keep_size', 'max_slot_wal_keep_size')) s"
 #define WALSTAT_SQL                                                                                \
 	"SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full, wal_write, wal_sync, "          \
 	"wal_write_time, wal_sync_time, stats_reset FROM pg_catalog.pg_stat_wal"
