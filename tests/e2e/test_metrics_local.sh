@@ -20,7 +20,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PGOP_BIN=${1:-${PGOP_BIN:-}}
 [[ -x $PGOP_BIN ]] || e2e_fail "pgop binary not found (argument 1 or PGOP_BIN)"
 PGOP_BIN=$(realpath "$PGOP_BIN")
-for tool in certtool curl setpriv jq psql; do
+for tool in certtool curl setpriv jq psql openssl; do
 	command -v "$tool" >/dev/null || e2e_fail "$tool is required (scripts/setup-deps.sh installs it)"
 done
 [[ -x /usr/lib/postgresql/15/bin/initdb ]] || e2e_fail "PostgreSQL 15 binaries are required"
