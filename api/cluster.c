@@ -377,6 +377,32 @@ static void dec_image_catalog(struct api_dec *d, json_object *o, const char *p,
 	I64(o, p, "major", &s->image_catalog_major);
 }
 
+static void dec_key_ref_elem(struct api_dec *d, json_object *o, const char *p, void *x)
+{
+	dec_secret_ref(d, o, p, x);
+}
+
+static void dec_monitoring_tls(struct api_dec *d, json_object *o, const char *p,
+			       struct api_monitoring *m)
+{
+	BOOL(o, p, "enabled", &m->tls_enabled);
+}
+
+static void dec_monitoring(struct api_dec *d, json_object *o, const char *p,
+			   struct api_monitoring *m)
+{
+	BOOL(o, p, "disableDefaultQueries", &m->disable_default_queries);
+	BOOL(o, p, "enablePodMonitor", &m->enable_pod_monitor);
+	STR(o, p, "metricsQueriesTTL", &m->metrics_queries_ttl);
+	SUB(o, p, "tls", dec_monitoring_tls, m);
+	m->custom_configmaps = dec_obj_array(d, o, p, "customQueriesConfigMap",
+					     sizeof(*m->custom_configmaps),
+					     &m->n_custom_configmaps, dec_key_ref_elem);
+	m->custom_secrets = dec_obj_array(d, o, p, "customQueriesSecret",
+					  sizeof(*m->custom_secrets), &m->n_custom_secrets,
+					  dec_key_ref_elem);
+}
+
 static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct api_cluster_spec *s)
 {
 	I64(o, p, "instances", &s->instances);
@@ -411,6 +437,7 @@ static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct ap
 	STR(o, p, "serviceAccountName", &s->service_account_name);
 	SUB(o, p, "backup", dec_backup, s);
 	dec_plugins(d, o, p, s);
+	SUB(o, p, "monitoring", dec_monitoring, &s->monitoring);
 }
 
 static void dec_instances_status(struct api_dec *d, json_object *o, const char *p,
@@ -595,6 +622,14 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 	for (size_t i = 0; i < s->n_plugins; i++)
 		plugin_done(&s->plugins[i]);
 	free(s->plugins);
+	struct api_monitoring *mo = &s->monitoring;
+	free(mo->metrics_queries_ttl);
+	for (size_t i = 0; i < mo->n_custom_configmaps; i++)
+		secret_ref_done(&mo->custom_configmaps[i]);
+	free(mo->custom_configmaps);
+	for (size_t i = 0; i < mo->n_custom_secrets; i++)
+		secret_ref_done(&mo->custom_secrets[i]);
+	free(mo->custom_secrets);
 	api_kvs_done(&s->resources.requests);
 	api_kvs_done(&s->resources.limits);
 	free(s->affinity.pod_anti_affinity_type), free(s->affinity.topology_key);

@@ -231,6 +231,18 @@ struct api_affinity {
 	bool has_tolerations, has_node_affinity;
 };
 
+/* spec.monitoring (CloudNativePG's MonitoringConfiguration). */
+struct api_monitoring {
+	bool disable_default_queries;   /* default: false */
+	bool enable_pod_monitor;        /* default: false */
+	bool tls_enabled;               /* tls.enabled; default: false */
+	char *metrics_queries_ttl;      /* a Go duration ("30s"); NULL = unset (no cache) */
+	struct api_secret_ref *custom_configmaps; /* customQueriesConfigMap[]: name + key */
+	size_t n_custom_configmaps;
+	struct api_secret_ref *custom_secrets;    /* customQueriesSecret[]: name + key */
+	size_t n_custom_secrets;
+};
+
 struct api_cluster_spec {
 	int64_t instances;         /* default: 1 */
 	char *image_name;
@@ -265,6 +277,7 @@ struct api_cluster_spec {
 	struct api_backup backup; /* meaningful when has_backup */
 	struct api_plugin *plugins; /* spec.plugins, n_plugins entries */
 	size_t n_plugins;
+	struct api_monitoring monitoring;
 };
 
 struct api_cluster_status {

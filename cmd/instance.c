@@ -28,7 +28,7 @@ struct instance_opts {
 	/* join / run */
 	const char *primary_host;
 	unsigned primary_port, port, stop_timeout;
-	const char *status_listen;
+	const char *status_listen, *metrics_listen, *monitoring_dir;
 	/* status */
 	const char *url, *cert, *key;
 };
@@ -86,6 +86,10 @@ static const struct cmd_flag run_flags[] = {
 	{ "port", 0, CMD_FLAG_UINT, OPT(port), 65535, "PORT", "PostgreSQL port (default 5432)" },
 	{ "status-listen", 0, CMD_FLAG_STRING, OPT(status_listen), 0, "ADDR:PORT",
 	  "status server (default " INST_STATUS_LISTEN ")" },
+	{ "metrics-listen", 0, CMD_FLAG_STRING, OPT(metrics_listen), 0, "ADDR:PORT",
+	  "Prometheus exporter, GET /metrics (default 0.0.0.0:9187; \"off\": none)" },
+	{ "monitoring-dir", 0, CMD_FLAG_STRING, OPT(monitoring_dir), 0, "DIR",
+	  "custom query files: DIR/configmap|secret/<name>/<key> (default /run/pgop/monitoring)" },
 	{ "primary-host", 0, CMD_FLAG_STRING, OPT(primary_host), 0, "HOST",
 	  "primary for pg_rewind (default <cluster>-rw)" },
 	{ "primary-port", 0, CMD_FLAG_UINT, OPT(primary_port), 65535, "PORT", "default 5432" },
@@ -193,6 +197,8 @@ static int do_run(struct instance_opts *o)
 				    .cluster_name = o->cluster_name, .namespace_ = o->namespace_,
 				    .pod_name = o->pod_name, .port = o->port,
 				    .status_listen = o->status_listen,
+				    .metrics_listen = o->metrics_listen,
+				    .monitoring_dir = o->monitoring_dir,
 				    .primary_host = o->primary_host,
 				    .primary_port = o->primary_port,
 				    .stop_timeout_s = o->stop_timeout };

@@ -23,15 +23,25 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	  (PGconn * c, const char *q, int n, const Oid *types, const char *const *values,          \
 	   const int *lengths, const int *formats, int result_format),                             \
 	  (c, q, n, types, values, lengths, formats, result_format), NULL)                         \
+	F(int, PQconsumeInput, (PGconn * c), (c), 0)                                               \
+	F(char *, PQfname, (const PGresult *r, int col), (r, col), NULL)                           \
 	V(PQfinish, (PGconn * c), (c))                                                             \
 	V(PQfreemem, (void *p), (p))                                                               \
 	F(int, PQgetisnull, (const PGresult *r, int row, int col), (r, row, col), 1)               \
+	F(PGresult *, PQgetResult, (PGconn * c), (c), NULL)                                        \
 	F(char *, PQgetvalue, (const PGresult *r, int row, int col), (r, row, col), NULL)          \
+	F(int, PQisBusy, (PGconn * c), (c), 0)                                                     \
 	F(int, PQnfields, (const PGresult *r), (r), 0)                                             \
 	F(int, PQntuples, (const PGresult *r), (r), 0)                                             \
 	F(PGPing, PQping, (const char *conninfo), (conninfo), PQPING_NO_ATTEMPT)                   \
 	F(char *, PQresultErrorMessage, (const PGresult *r), (r), not_loaded)                      \
 	F(ExecStatusType, PQresultStatus, (const PGresult *r), (r), PGRES_FATAL_ERROR)             \
+	F(int, PQsendQuery, (PGconn * c, const char *q), (c, q), 0)                                \
+	F(int, PQsendQueryParams,                                                                  \
+	  (PGconn * c, const char *q, int n, const Oid *types, const char *const *values,          \
+	   const int *lengths, const int *formats, int result_format),                             \
+	  (c, q, n, types, values, lengths, formats, result_format), 0)                            \
+	F(int, PQsocket, (const PGconn *c), (c), -1)                                               \
 	F(ConnStatusType, PQstatus, (const PGconn *c), (c), CONNECTION_BAD)
 
 enum { PQ_FNS(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N) PQ_FNS_COUNT };

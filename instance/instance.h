@@ -225,6 +225,8 @@ struct inst_run_opts {
 	const char *cluster_name, *namespace_, *pod_name;
 	unsigned port;              /* 0 = 5432 */
 	const char *status_listen;  /* NULL = INST_STATUS_LISTEN */
+	const char *metrics_listen; /* exporter; NULL = 0.0.0.0:9187, "off" = none */
+	const char *monitoring_dir; /* custom query files; NULL = /run/pgop/monitoring */
 	const char *primary_host;   /* for pg_rewind/standby config; NULL = <c>-rw */
 	unsigned primary_port;      /* 0 = 5432 */
 	unsigned stop_timeout_s;    /* smart shutdown before fast; 0 = spec.smartShutdownTimeout */

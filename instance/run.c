@@ -43,6 +43,7 @@
 #include "api/plugin.h"
 #include "api/timestamp.h"
 #include "instance/internal.h"
+#include "instance/metrics_internal.h"
 #include "instance/lease.h"
 #include "instance/pglog.h"
 #include "kube/watch.h"
@@ -179,6 +180,9 @@ struct runner {
 	char *archive_why;           /* owned: the last archive_sync error logged */
 	int64_t plugins_ms;          /* when the plugin form was last resolved (ms); 0 = now */
 	char *plugins_why;           /* owned: why it could not be, last logged */
+	struct inst_metrics *metrics; /* borrowed (run_ctx); NULL = no exporter */
+	struct inst_metrics_server *msrv; /* borrowed (run_ctx); NULL = no exporter */
+	bool metrics_role_ok;        /* cnpg_metrics_exporter checked on this primary */
 };
 
 static void pg_drop(struct runner *rn)
@@ -209,6 +213,8 @@ static bool is_standby_dir(const char *pgdata)
 static int start_pg(struct runner *rn, struct op_err *err)
 {
 	pg_drop(rn);
+	if (rn->metrics)
+		inst_metrics_pause(rn->metrics, false);
 	int r = inst_start_postgres(rn->o->paths.pg_bindir, rn->o->paths.pgdata, NULL, &rn->pid,
 				    err);
 	if (r)
@@ -247,6 +253,8 @@ enum stop_mode {
 static void stop_pg(struct runner *rn, enum stop_mode mode)
 {
 	pg_drop(rn); /* a session of ours would hold a smart shutdown */
+	if (rn->metrics)
+		inst_metrics_pause(rn->metrics, true); /* and the exporter's */
 	if (rn->pid <= 0)
 		return;
 	int status;
@@ -822,6 +830,16 @@ static int primary_tick(struct runner *rn, PGconn *conn, struct op_err *err)
 			return r;
 		current = rn->cluster->status.current_primary; /* replaced by the patch */
 	}
+	if (rn->metrics && !rn->metrics_role_ok) {
+		struct op_err me_err = OP_ERR_INIT;
+		int m = inst_metrics_ensure_role(conn, &me_err);
+		if (m < 0)
+			op_log_warn("metrics: role cnpg_metrics_exporter not ready", "error",
+				    me_err.msg);
+		else if (m > 0)
+			op_log_info("metrics: role cnpg_metrics_exporter created");
+		rn->metrics_role_ok = m >= 0;
+	}
 	if ((!current || strcmp(current, me) == 0 || !*current) &&
 	    time(NULL) - rn->last_slots >= 5) {
 		rn->last_slots = time(NULL);
@@ -951,6 +969,9 @@ static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 	op_err_clear(&e);
 	if (srv && inst_server_reload(srv, &e) < 0)
 		op_log_warn("status server certificate not reloaded, retrying", "error", e.msg);
+	op_err_clear(&e);
+	if (rn->msrv && inst_metrics_server_reload(rn->msrv, &e) < 0)
+		op_log_warn("metrics server certificate not reloaded, retrying", "error", e.msg);
 	bool changed = false;
 	op_err_clear(&e);
 	archive_tick(rn);
@@ -1059,6 +1080,8 @@ struct run_ctx {
 	struct inst_pglog pglog;
 	struct watcher w;
 	struct inst_server *srv;      /* owned; NULL until started */
+	struct inst_metrics *metrics; /* owned; NULL = no exporter */
+	struct inst_metrics_server *msrv; /* owned; NULL = no exporter */
 };
 
 static void run_ctx_init(struct run_ctx *x)
@@ -1126,6 +1149,36 @@ static int run_prepare_dirs(struct run_ctx *x, struct op_err *err)
 	return r < 0 ? r : 0;
 }
 
+/* Start-up 3b: the Prometheus exporter (instance/metrics_server.c), TLS
+ * with the server certificate when spec.monitoring.tls.enabled. */
+static int run_start_metrics(struct run_ctx *x, const char *cert, const char *key,
+			     struct op_err *err)
+{
+	const struct inst_run_opts *o = &x->located;
+	if (o->metrics_listen && strcmp(o->metrics_listen, "off") == 0)
+		return 0;
+	_cleanup_free_ char *sock = op_asprintf("%s/run", o->paths.controller_dir);
+	struct inst_metrics_opts mo = { .sockdir = sock, .port = o->port,
+					.pgdata = o->paths.pgdata,
+					.monitoring_dir = o->monitoring_dir };
+	int r = inst_metrics_new(&mo, &x->metrics, err);
+	if (r)
+		return r;
+	struct inst_metrics_view v = { .cluster = x->rn.cluster };
+	inst_metrics_update(x->metrics, &v);
+	bool tls = x->rn.cluster->spec.monitoring.tls_enabled;
+	r = inst_metrics_server_start(o->metrics_listen, tls ? cert : NULL, tls ? key : NULL,
+				      x->metrics, &x->msrv, err);
+	if (r)
+		return r;
+	x->rn.metrics = x->metrics;
+	x->rn.msrv = x->msrv;
+	op_log_info("metrics exporter listening", "listen",
+		    o->metrics_listen ? o->metrics_listen : INST_METRICS_LISTEN, "tls",
+		    tls ? "true" : "false");
+	return 0;
+}
+
 /* Start-up 3: the status server, with the certificates just copied. */
 static int run_start_server(struct run_ctx *x, struct op_err *err)
 {
@@ -1139,7 +1192,7 @@ static int run_start_server(struct run_ctx *x, struct op_err *err)
 		return r;
 	op_log_info("status server listening", "listen",
 		    o->status_listen ? o->status_listen : INST_STATUS_LISTEN);
-	return 0;
+	return run_start_metrics(x, cert, key, err);
 }
 
 /* Start-up 4: a former primary (no standby.signal) whose Cluster names
@@ -1213,6 +1266,17 @@ static void shutdown_on_signal(struct runner *rn, int sig)
 	op_log_info("postgres stopped, exiting");
 }
 
+/* What the exporter shows about the supervisor: the Cluster (TTL, custom
+ * queries), fencing. */
+static void metrics_view(struct runner *rn)
+{
+	if (!rn->metrics)
+		return;
+	struct inst_metrics_view v = { .cluster = rn->cluster, .primary = rn->primary,
+				       .fenced = rn->lease.fenced, .postgres_up = rn->conn != NULL };
+	inst_metrics_update(rn->metrics, &v);
+}
+
 /* The tick: a fenced primary waits for a fresh read of the Cluster
  * (lease_fenced_tick); a full tick (certificates, configuration render +
  * reload, promotion, demotion, slots: tick()) when due; otherwise the lease
@@ -1220,6 +1284,7 @@ static void shutdown_on_signal(struct runner *rn, int sig)
 static int loop_step(struct runner *rn, struct inst_server *srv, bool fast, struct op_err *e)
 {
 	int64_t now = inst_lease_now();
+	metrics_view(rn);
 	if (rn->lease.fenced) {
 		take_cluster(rn);
 		return lease_fenced_tick(rn, e);
@@ -1293,6 +1358,8 @@ static void run_ctx_done(struct run_ctx *x)
 {
 	pg_drop(&x->rn);
 	watcher_stop(&x->w);
+	inst_metrics_server_free(x->msrv); /* before the exporter it serves */
+	inst_metrics_free(x->metrics);
 	inst_server_free(x->srv);
 	if (x->rn.pid > 0)
 		stop_pg(&x->rn, STOP_FAST);

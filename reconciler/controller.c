@@ -164,6 +164,8 @@ int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out)
 	if (!r)
 		r = render_gauge(out, "pgop_leader", "1 while this replica reconciles (holds the Lease).",
 				 leading(c) ? 1 : 0);
+	if (!r)
+		r = rc_controller_render_cluster_metrics(c, out);
 	if (!r && c->kc)
 		r = kube_client_render_metrics(c->kc, out);
 	if (!r && c->rec)

@@ -57,6 +57,8 @@ struct rc_cluster_state {
 	char *uid;
 	bool rbac_done;              /* SA/Role/RoleBinding created for uid */
 	char *rbac_rules;            /* owned: the Role's rules last written or confirmed */
+	bool podmonitor_created;     /* podmonitor.c: the PodMonitor exists (we created it) */
+	int64_t podmonitor_at;       /* podmonitor.c: last attempt (wall s), 0 = none due */
 	char ca_fp[PKI_FINGERPRINT_HEX + 1]; /* CA the client cert was issued from */
 	struct pki_pair client;      /* operator client certificate */
 	int64_t client_checked;      /* when client was last verified against ca_fp (wall s) */
@@ -131,6 +133,10 @@ struct rc_controller {
 };
 
 #define RC_TRIM_EVERY_MS 60000
+
+/* metrics_clusters.c: per-Cluster gauges from the informer cache and
+ * controller-runtime's names for the reconcile counts (issue 27). */
+OP_MUST_CHECK int rc_controller_render_cluster_metrics(struct rc_controller *c, struct op_buf *out);
 
 /* state.c - the shared state every file may use: the informer caches, the
  * stats, the per-Cluster states and what reconciles note in them. */
@@ -279,6 +285,9 @@ OP_MUST_CHECK
 int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv);
 /* Deletes (background propagation); absent is success. */
 OP_MUST_CHECK int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
+/* podmonitor.c: the PodMonitor of spec.monitoring.enablePodMonitor (never fails
+ * the reconcile: a missing CRD is a Warning Event, retried every minute). */
+void rc_ensure_podmonitor(struct rc_run *r);
 /* Merge-patches metadata.labels key=value pairs (NULL-terminated list). */
 OP_MUST_CHECK
 int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)

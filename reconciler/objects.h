@@ -85,6 +85,13 @@ const char *rc_pg_image(const struct api_cluster *c, const struct rc_settings *s
 /* "<file>=<secret>/<key>;..." of the WAL archive's credential volumes
  * (api_barman_file_ref), "" when none. Owned. */
 char *rc_archive_volumes(const struct api_cluster *c);
+/* objects_monitoring.c (issue 27): the exporter's container port 9187
+ * "metrics" (owned), and spec.monitoring's custom query ConfigMaps/Secrets as
+ * optional volumes mounted under /run/pgop/monitoring (appended). */
+json_object *rc_metrics_port(void);
+/* podmonitor.c: the Cluster's PodMonitor (owned). */
+json_object *rc_build_podmonitor(const struct api_cluster *c);
+void rc_monitoring_volumes(const struct api_cluster *c, json_object *vols, json_object *mounts);
 
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
  * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */

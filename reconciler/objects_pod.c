@@ -171,6 +171,7 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, bool recove
 	const struct api_external_cluster *src = recovering ? api_cluster_recovery_source(c) : NULL;
 	if (src) /* the names api_recovery_file_volume gives */
 		add_store_volumes(src->barman_object_store, "recovery", vols, mounts);
+	rc_monitoring_volumes(c, vols, mounts);
 	op_jset(spec, "volumes", vols);
 }
 
@@ -271,6 +272,7 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 		op_jset(p, "containerPort", op_jint(STATUS_PORT));
 		op_jsets(p, "protocol", "TCP");
 		op_jpush(ports, p);
+		op_jpush(ports, rc_metrics_port());
 		op_jset(pg, "ports", ports);
 		/* Startup and readiness are probed every second and every 2 s (CNPG:
 		 * 10 s): a restarted container (its instance manager killed) is back

@@ -1083,6 +1083,8 @@ static int ensure_objects(struct rc_run *r)
 		ret = rc_ensure_rbac(r);
 	if (ret == 0)
 		ret = rc_ensure_services(r);
+	if (ret == 0)
+		rc_ensure_podmonitor(r); /* podmonitor.c: never fails the reconcile */
 	if (ret == 0) {
 		struct op_err e = OP_ERR_INIT;
 		struct op_err *saved = r->err;

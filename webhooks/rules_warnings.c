@@ -179,7 +179,11 @@ static const struct unsupported_field {
 	 * of the CNPG-I plugins, barman-cloud is served in process (api/plugin.h) */
 	{ "spec.plugins", "name", "CNPG-I plugins other than " API_BARMAN_PLUGIN,
 	  API_BARMAN_PLUGIN },
-	{ NULL, "spec.monitoring", "metrics and monitoring queries", NULL },
+	/* spec.monitoring: the exporter on :9187 (instance/metrics_*.c, default
+	 * and custom queries, TTL, TLS) and the PodMonitor (reconciler/podmonitor.c)
+	 * are there; the PodMonitor's relabelings are not */
+	{ NULL, "spec.monitoring.podMonitorMetricRelabelings", "PodMonitor relabelings", NULL },
+	{ NULL, "spec.monitoring.podMonitorRelabelings", "PodMonitor relabelings", NULL },
 	{ NULL, "spec.managed", "managed roles and services", NULL },
 	{ NULL, "spec.tablespaces", "tablespaces", NULL },
 	{ NULL, "spec.replica", "replica clusters", NULL },

@@ -945,6 +945,12 @@ static void test_workers_follow_the_leader_gate(void **state)
 		       sample(t, "pgop_reconcile_total{result=\"requeue\"}") +
 		       sample(t, "pgop_reconcile_total{result=\"error\"}");
 	assert_true(total >= 1);
+	/* controller-runtime's names count the same (metrics_clusters.c) */
+	assert_true(sample(t, "controller_runtime_reconcile_total{controller=\"cluster\",result=\"success\"}") +
+			    sample(t, "controller_runtime_reconcile_total{controller=\"cluster\",result=\"requeue\"}") +
+			    sample(t, "controller_runtime_reconcile_total{controller=\"cluster\",result=\"error\"}") >=
+		    total);
+	assert_non_null(strstr(t, "# TYPE pgop_cluster_instances gauge\n"));
 	assert_true(sample(t, "pgop_reconcile_duration_seconds_count{result=\"requeue\"}") +
 			    sample(t, "pgop_reconcile_duration_seconds_count{result=\"success\"}") +
 			    sample(t, "pgop_reconcile_duration_seconds_count{result=\"error\"}") ==

@@ -299,7 +299,11 @@ static void test_warnings(void **state)
 		  "spec.plugins[1].name is accepted but not implemented by pgop yet (CNPG-I plugins "
 		  "other than barman-cloud.cloudnative-pg.io)", true },
 		{ CLUSTER(",\"monitoring\":{\"customQueriesConfigMap\":[{\"name\":\"q\",\"key\":\"k\"}]}"),
-		  "spec.monitoring is accepted but not implemented", true },
+		  "spec.monitoring", false }, /* implemented: the exporter (issue 27) */
+		{ CLUSTER(",\"monitoring\":{\"enablePodMonitor\":true}"), "accepted but not implemented",
+		  false }, /* implemented (CloudNativePG's deprecation warning still fires) */
+		{ CLUSTER(",\"monitoring\":{\"podMonitorRelabelings\":[{\"action\":\"keep\"}]}"),
+		  "spec.monitoring.podMonitorRelabelings is accepted but not implemented", true },
 		{ CLUSTER(",\"monitoring\":{\"disableDefaultQueries\":false,\"enablePodMonitor\":false}"),
 		  "spec.monitoring is accepted", false },
 		{ CLUSTER(",\"managed\":{\"roles\":[{\"name\":\"r\"}]}"),

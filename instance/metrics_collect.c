@@ -1,0 +1,1022 @@
+/* instance/metrics_collect.c - the live collection behind GET /metrics.
+ *
+ * One collection at a time (scrape lock; a second scrape waits, bounded).
+ * PostgreSQL is reached over the unix socket as cnpg_metrics_exporter (peer,
+ * pg_monitor, no superuser: CloudNativePG's role), with
+ * default_transaction_read_only on; every statement runs in a READ ONLY
+ * transaction with SET LOCAL statement_timeout, is sent with the extended
+ * protocol (one statement, no "COMMIT; ..." escape) and is awaited with
+ * poll() against the collection's deadline (budget_ms): a postgres that stops
+ * answering costs one budget and a reconnection, never a hung scrape.
+ *
+ * Query results are cached per query for metricsQueriesTTL (default 30 s) or
+ * the query's cache_seconds; errors too (CloudNativePG caches the whole set).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "instance/internal.h"
+#include "instance/metrics_internal.h"
+#include "support/alloc.h"
+#include "support/log.h"
+#include "support/metrics.h"
+
+#define STMT_TIMEOUT_MS 5000
+#define MAX_TARGET_DBS 64
+#define MAX_POOL 8 /* kept connections to target databases; others connect per run */
+
+/* collection_errors_total{collector}: CloudNativePG's labels. */
+enum coll { C_UP, C_QUERIES, C_ARCHIVE, C_WALSET, C_VERSION, C_WALSTAT, C_SYNC, C_N };
+static const char *const coll_names[C_N] = {
+	"Collect.up",	       "Collect.cnpg",	     "Collect.PgWALArchiveStats",
+	"Collect.PGWalSettings", "Collect.PGVersion", "Collect.PGWALStat",
+	"Collect.SynchronousStandbys",
+};
+
+struct qcache { /* one query's last run */
+	char *key;      /* owned */
+	int64_t at_ms;  /* monotonic */
+	char *error;    /* owned; NULL = it worked */
+	struct inst_mfams fams;
+	bool used;      /* still in the effective set */
+};
+
+struct inst_metrics {
+	char *sockdir, *pgdata, *mondir, *user; /* owned copies */
+	unsigned port, budget_ms;
+	pthread_mutex_t lock; /* the view below */
+	char *cluster;        /* owned */
+	int64_t ttl_ms;
+	bool disable_default, primary, fenced, up_hint;
+	_Atomic bool paused;  /* read without the lock by collect() */
+	char **custom_files;  /* owned paths of the custom query files */
+	size_t n_custom;
+	pthread_mutex_t scrape; /* everything below: one collection at a time */
+	PGconn *conn;           /* the default database, kept between scrapes */
+	struct {                /* other target databases' connections, kept too */
+		char *db;       /* owned */
+		PGconn *c;      /* owned; NULL = to connect */
+	} pool[MAX_POOL];
+	size_t n_pool;
+	struct inst_mq_set defaults, custom;
+	bool custom_loaded;
+	uint64_t custom_sig;
+	char **file_errors; /* owned: custom files that could not be loaded */
+	size_t n_file_errors;
+	struct qcache *qc;
+	size_t n_qc;
+	uint64_t collections, coll_errors[C_N], cache_hits;
+	bool cache_miss;
+	int64_t last_update_s;
+	int64_t deadline_ms; /* of the collection running */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void trim_msg(const char *m, struct op_err *err, int code)
+{
+	size_t len = m ? strlen(m) : 0;
+	while (len && (m[len - 1] == '\n' || m[len - 1] == ' '))
+		len--;
+	op_err_set(err, code, "%.*s", (int)len, m ? m : "");
+}
+
+/* ---- statements against a deadline ---- */
+
+/* Sends sql and waits for its results until m->deadline_ms: one statement
+ * through the extended protocol (queries from files: no second statement can
+ * ride along), or, with simple, our own constant statements in one round
+ * trip. *ret owned: the last result (TUPLES_OK or COMMAND_OK); the first
+ * failed one is the error. -ETIMEDOUT: the connection is no longer usable
+ * (the caller drops it). */
+/* Waits until a result can be taken without blocking, or the deadline. */
+static int wait_ready(struct inst_metrics *m, PGconn *c, struct op_err *err)
+{
+	while (PQisBusy(c)) {
+		int64_t left = m->deadline_ms - now_ms();
+		if (left <= 0)
+			return op_err_set(err, -ETIMEDOUT, "no answer within the collection budget");
+		struct pollfd p = { .fd = PQsocket(c), .events = POLLIN };
+		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+			return op_err_set(err, -errno, "poll: %s", strerror(errno));
+		if (!PQconsumeInput(c)) {
+			trim_msg(PQerrorMessage(c), err, -EIO);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static int exec_sql(struct inst_metrics *m, PGconn *c, const char *sql, bool simple,
+		    PGresult **ret, struct op_err *err)
+{
+	int sent = simple ? PQsendQuery(c, sql)
+			  : PQsendQueryParams(c, sql, 0, NULL, NULL, NULL, NULL, 0);
+	if (!sent) {
+		trim_msg(PQerrorMessage(c), err, -EIO);
+		return -EIO;
+	}
+	PGresult *res = NULL, *next;
+	int r = 0;
+	for (;;) {
+		int w = wait_ready(m, c, err);
+		if (w) {
+			if (res)
+				PQclear(res);
+			return w == -EIO ? -ETIMEDOUT : w; /* the connection is dropped */
+		}
+		if (!(next = PQgetResult(c)))
+			break;
+		ExecStatusType st = PQresultStatus(next);
+		if (!r && st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+			trim_msg(PQresultErrorMessage(next), err, -EIO);
+			r = -EIO;
+		}
+		if (res)
+			PQclear(res);
+		res = next;
+	}
+	if (!r && !res)
+		r = op_err_set(err, -EIO, "no result");
+	if (!r && ret)
+		*ret = res;
+	else if (res)
+		PQclear(res);
+	return r;
+}
+
+static int exec_deadline(struct inst_metrics *m, PGconn *c, const char *sql, PGresult **ret,
+			 struct op_err *err)
+{
+	return exec_sql(m, c, sql, false, ret, err);
+}
+
+/* BEGIN READ ONLY with this collection's statement timeout. */
+static int begin_ro(struct inst_metrics *m, PGconn *c, struct op_err *err)
+{
+	int64_t left = m->deadline_ms - now_ms();
+	if (left < 20)
+		return op_err_set(err, -ETIMEDOUT, "collection budget exhausted");
+	int64_t t = left < STMT_TIMEOUT_MS ? left : STMT_TIMEOUT_MS;
+	char sql[192];
+	snprintf(sql, sizeof(sql),
+		 "BEGIN READ ONLY; SET LOCAL statement_timeout = %lld; "
+		 "SET LOCAL search_path = pg_catalog, public, pg_temp",
+		 (long long)t);
+	return exec_sql(m, c, sql, true, NULL, err);
+}
+
+static void end_tx(struct inst_metrics *m, PGconn **c, int r)
+{
+	if (*c && (r == -ETIMEDOUT || exec_deadline(m, *c, "ROLLBACK", NULL, NULL))) {
+		PQfinish(*c); /* stuck or broken: a fresh one next time */
+		*c = NULL;
+	}
+}
+
+static int connect_db(struct inst_metrics *m, const char *db, PGconn **ret, struct op_err *err)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%u", m->port ? m->port : INST_PG_PORT);
+	const char *keys[] = { "host", "port", "user", "dbname", "application_name",
+			       "connect_timeout", "options", NULL };
+	const char *vals[] = { m->sockdir, port, m->user, db, "cnpg_metrics_exporter", "2",
+			       "-c default_transaction_read_only=on", NULL };
+	int r = op_dl_load(&inst_dl_pq, err);
+	if (r < 0)
+		return r;
+	PGconn *c = PQconnectdbParams(keys, vals, 0);
+	if (!c)
+		return op_err_set(err, -ENOMEM, "libpq: out of memory");
+	if (PQstatus(c) != CONNECTION_OK) {
+		trim_msg(PQerrorMessage(c), err, -ECONNREFUSED);
+		PQfinish(c);
+		return -ECONNREFUSED;
+	}
+	*ret = c;
+	return 0;
+}
+
+/* ---- one query ---- */
+
+/* Runs q (predicate first) on c into fams. */
+static int run_query(struct inst_metrics *m, PGconn **c, const struct inst_mq *q,
+		     struct inst_mfams *fams, struct op_err *err)
+{
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	int r = begin_ro(m, *c, err);
+	if (!r && q->predicate_query) {
+		r = exec_deadline(m, *c, q->predicate_query, &res, err);
+		bool go = !r && PQntuples(res) > 0 && PQnfields(res) > 0 && !PQgetisnull(res, 0, 0) &&
+			  strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		if (!r && !go) {
+			end_tx(m, c, 0);
+			return 0;
+		}
+		PQclear(res);
+		res = NULL;
+	}
+	r = r ? r : exec_deadline(m, *c, q->query, &res, err);
+	if (!r) {
+		size_t nc = (size_t)PQnfields(res), nr = (size_t)PQntuples(res);
+		const char **cols = op_calloc(nc + 1, sizeof(*cols));
+		const char **cells = op_calloc(nc * nr + 1, sizeof(*cells));
+		for (size_t i = 0; i < nc; i++)
+			cols[i] = PQfname(res, (int)i);
+		for (size_t row = 0; row < nr; row++)
+			for (size_t i = 0; i < nc; i++)
+				cells[row * nc + i] = PQgetisnull(res, (int)row, (int)i)
+							      ? NULL
+							      : PQgetvalue(res, (int)row, (int)i);
+		r = inst_mq_render(q, INST_METRICS_PREFIX, nc, cols, nr, cells, fams, err);
+		free(cols);
+		free(cells);
+	}
+	end_tx(m, c, r);
+	return r;
+}
+
+/* The databases a '*' or glob target matches: those the role may connect to. */
+static int list_dbs(struct inst_metrics *m, char ***ret, size_t *ret_n, struct op_err *err)
+{
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	int r = begin_ro(m, m->conn, err);
+	r = r ? r
+	      : exec_deadline(m, m->conn,
+			      "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn AND "
+			      "NOT datistemplate AND "
+			      "pg_catalog.has_database_privilege(datname, 'CONNECT') ORDER BY 1",
+			      &res, err);
+	end_tx(m, &m->conn, r);
+	if (r)
+		return r;
+	size_t n = (size_t)PQntuples(res);
+	if (n > MAX_TARGET_DBS)
+		n = MAX_TARGET_DBS;
+	char **v = op_calloc(n + 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = op_strdup(PQgetvalue(res, (int)i, 0));
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+
+/* ---- the query set and its cache ---- */
+
+static struct qcache *qcache_get(struct inst_metrics *m, const char *key)
+{
+	for (size_t i = 0; i < m->n_qc; i++)
+		if (strcmp(m->qc[i].key, key) == 0)
+			return &m->qc[i];
+	m->qc = op_realloc(m->qc, (m->n_qc + 1) * sizeof(*m->qc));
+	struct qcache *e = &m->qc[m->n_qc++];
+	memset(e, 0, sizeof(*e));
+	e->key = op_strdup(key);
+	return e;
+}
+
+static void qcache_clear(struct qcache *e)
+{
+	inst_mfams_done(&e->fams);
+	free(e->error);
+	e->error = NULL;
+}
+
+/* Drops the entries of queries no longer in the set. */
+static void qcache_sweep(struct inst_metrics *m)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < m->n_qc; i++) {
+		if (m->qc[i].used) {
+			m->qc[k++] = m->qc[i];
+			continue;
+		}
+		qcache_clear(&m->qc[i]);
+		free(m->qc[i].key);
+	}
+	m->n_qc = k;
+}
+
+/* Runs q on one database (the kept connection for "postgres"). */
+static int run_on_db(struct inst_metrics *m, const struct inst_mq *q, const char *db,
+		     struct inst_mfams *fams, struct op_err *err)
+{
+	if (strcmp(db, "postgres") == 0) {
+		if (!m->conn)
+			return op_err_set(err, -ECONNREFUSED, "not connected");
+		return run_query(m, &m->conn, q, fams, err);
+	}
+	size_t i = 0;
+	while (i < m->n_pool && strcmp(m->pool[i].db, db) != 0)
+		i++;
+	if (i == m->n_pool && m->n_pool < MAX_POOL)
+		m->pool[m->n_pool++].db = op_strdup(db);
+	PGconn *tmp = NULL, **c = i < m->n_pool ? &m->pool[i].c : &tmp;
+	int r = *c ? 0 : connect_db(m, db, c, err);
+	r = r ? r : run_query(m, c, q, fams, err);
+	if (tmp)
+		PQfinish(tmp);
+	return r;
+}
+
+/* Closes every kept connection (under the scrape lock). */
+static void drop_conns(struct inst_metrics *m)
+{
+	if (m->conn)
+		PQfinish(m->conn);
+	m->conn = NULL;
+	for (size_t i = 0; i < m->n_pool; i++) {
+		if (m->pool[i].c)
+			PQfinish(m->pool[i].c);
+		free(m->pool[i].db);
+	}
+	m->n_pool = 0;
+}
+
+struct dbs { /* the '*' expansion, listed once per collection */
+	char **v;
+	size_t n;
+	bool listed;
+};
+
+static void dbs_done(struct dbs *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		free(d->v[i]);
+	free(d->v);
+}
+
+/* q on each of its target databases; the first error is q's. */
+static void run_targets(struct inst_metrics *m, const struct inst_mq *q, struct dbs *dbs,
+			struct qcache *e)
+{
+	struct op_err err = OP_ERR_INIT;
+	if (q->n_targets == 0) {
+		if (run_on_db(m, q, "postgres", &e->fams, &err))
+			e->error = op_strdup(err.msg);
+		return;
+	}
+	for (size_t t = 0; t < q->n_targets; t++) {
+		const char *pat = q->targets[t];
+		bool glob = strpbrk(pat, "*?[") != NULL;
+		if (glob && !dbs->listed) {
+			dbs->listed = true;
+			if (list_dbs(m, &dbs->v, &dbs->n, &err) && !e->error)
+				e->error = op_strdup(err.msg);
+		}
+		size_t n = glob ? dbs->n : 1;
+		for (size_t i = 0; i < n; i++) {
+			const char *db = glob ? dbs->v[i] : pat;
+			if (glob && fnmatch(pat, db, 0) != 0)
+				continue;
+			op_err_clear(&err);
+			if (run_on_db(m, q, db, &e->fams, &err) && !e->error) {
+				char msg[OP_ERR_MSG_MAX + 160];
+				snprintf(msg, sizeof(msg), "on db %.128s: %s", db, err.msg);
+				e->error = op_strdup(msg);
+			}
+		}
+	}
+}
+
+/* Whether q runs here: primary-only queries, runonserver against v. */
+static bool applies(const struct inst_mq *q, bool primary, const unsigned v[3])
+{
+	if (q->primary && !primary)
+		return false;
+	return !q->runonserver || inst_semver_match(q->runonserver, v) == 1;
+}
+
+/* A cheap signature of the custom files (path, inode, size, mtime): they
+ * are read and parsed again only when it changes. */
+static uint64_t files_sig(char **files, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		uint64_t v[4] = { 0 };
+		if (stat(files[i], &st) == 0)
+			v[0] = st.st_ino, v[1] = (uint64_t)st.st_size,
+			v[2] = (uint64_t)st.st_mtim.tv_sec, v[3] = (uint64_t)st.st_mtim.tv_nsec;
+		for (const char *p = files[i]; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ull;
+		for (int k = 0; k < 4; k++)
+			h = (h ^ v[k]) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* Reads the custom query files into m->custom when they changed; a file
+ * that cannot be read or parsed is kept as an error (its queries are not
+ * run: the others are). */
+static void load_custom(struct inst_metrics *m, char **files, size_t n)
+{
+	uint64_t sig = files_sig(files, n);
+	if (m->custom_loaded && sig == m->custom_sig)
+		return;
+	inst_mq_set_done(&m->custom);
+	for (size_t i = 0; i < m->n_file_errors; i++)
+		free(m->file_errors[i]);
+	m->n_file_errors = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct op_buf b = OP_BUF_INIT(INST_MQ_MAX_FILE);
+		struct op_err err = OP_ERR_INIT;
+		int r = inst_read_file(files[i], INST_MQ_MAX_FILE, &b, &err);
+		r = r ? r : inst_mq_parse(op_buf_str(&b), b.len, files[i], &m->custom, &err);
+		if (r) {
+			op_log_warn("metrics: custom queries not loaded", "file", files[i], "error",
+				    err.msg);
+			m->file_errors = op_realloc(m->file_errors,
+						    (m->n_file_errors + 1) * sizeof(char *));
+			m->file_errors[m->n_file_errors++] = op_strdup(err.msg);
+		}
+		op_buf_done(&b);
+	}
+	m->custom_sig = sig;
+	m->custom_loaded = true;
+}
+
+/* The queries to run, borrowed: the defaults (unless disabled), each custom
+ * query replacing a default of the same key or appended. *ret owned array. */
+static size_t effective_set(struct inst_metrics *m, bool disable_default,
+			    const struct inst_mq ***ret)
+{
+	size_t n = 0;
+	const struct inst_mq **v =
+		op_calloc(m->defaults.n + m->custom.n + 1, sizeof(*v));
+	for (size_t i = 0; !disable_default && i < m->defaults.n; i++)
+		v[n++] = &m->defaults.q[i];
+	for (size_t i = 0; i < m->custom.n; i++) {
+		size_t k = 0;
+		while (k < n && strcmp(v[k]->key, m->custom.q[i].key) != 0)
+			k++;
+		v[k] = &m->custom.q[i];
+		if (k == n)
+			n++;
+	}
+	*ret = v;
+	return n;
+}
+
+/* ---- the collector's own metrics (cnpg_collector_*) ---- */
+
+struct core { /* what one collection learnt */
+	bool up, error;
+	unsigned v[3];       /* semver of the server: major.0.minor (CloudNativePG's) */
+	bool primary;
+	double sync;         /* requested synchronous standbys; NAN = not reported */
+	double wal_seg, min_wal, max_wal, keep_wal, slots_max; /* settings (MB but wal_seg) */
+	char *walstat[9];    /* pg_stat_wal's columns (owned), last = stats_reset */
+	size_t n_walstat;
+	double dur_up;
+};
+
+#define CORE_SQL                                                                                   \
+	"SELECT pg_catalog.current_setting('server_version_num'), pg_catalog.pg_is_in_recovery(), " \
+	"pg_catalog.current_setting('synchronous_standby_names'), "                                \
+	"s.seg, s.min, s.max, s.keep, s.slots FROM (SELECT "                                         \
+	"max(setting) FILTER (WHERE name = 'wal_segment_size') AS seg, "                           \
+	"max(setting) FILTER (WHERE name = 'min_wal_size') AS min, "                               \
+	"max(setting) FILTER (WHERE name = 'max_wal_size') AS max, "                               \
+	"max(setting) FILTER (WHERE name = 'wal_keep_size') AS keep, "                             \
+	"max(setting) FILTER (WHERE name = 'max_slot_wal_keep_size') AS slots "                    \
+	"FROM pg_catalog.pg_settings WHERE name IN ('wal_segment_size', 'min_wal_size', "          \
+	"'max_wal_size', 'wal_keep_size', 'max_slot_wal_keep_size')) s"
+#define WALSTAT_SQL                                                                                \
+	"SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full, wal_write, wal_sync, "          \
+	"wal_write_time, wal_sync_time, stats_reset FROM pg_catalog.pg_stat_wal"
+#define WALSTAT18_SQL                                                                              \
+	"SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full, stats_reset "                   \
+	"FROM pg_catalog.pg_stat_wal"
+
+static double cell_num(PGresult *res, int col)
+{
+	double v = NAN;
+	if (!PQgetisnull(res, 0, col) && inst_metrics_parse_value(PQgetvalue(res, 0, col), &v))
+		v = NAN;
+	return v;
+}
+
+/* "ANY 2 (a,b)" / "FIRST 1 (...)" -> 2 / 1; "" -> 0; else -1 (CloudNativePG). */
+static double sync_number(const char *s)
+{
+	if (!s || !*s)
+		return 0;
+	const char *p = strncmp(s, "ANY ", 4) == 0 ? s + 4 : strncmp(s, "FIRST ", 6) == 0 ? s + 6 : NULL;
+	char *end;
+	long n = p ? strtol(p, &end, 10) : -1;
+	return p && end != p && strncmp(end, " (", 2) == 0 ? (double)n : -1;
+}
+
+static void core_settings(PGresult *res, struct core *k)
+{
+	long num = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	k->v[0] = (unsigned)(num / 10000), k->v[1] = 0, k->v[2] = (unsigned)(num % 100);
+	k->primary = strcmp(PQgetvalue(res, 0, 1), "t") != 0;
+	k->sync = k->primary ? sync_number(PQgetvalue(res, 0, 2)) : NAN;
+	k->wal_seg = cell_num(res, 3);
+	k->min_wal = cell_num(res, 4);
+	k->max_wal = cell_num(res, 5);
+	k->keep_wal = cell_num(res, 6);
+	k->slots_max = cell_num(res, 7);
+}
+
+/* The settings and pg_stat_wal over the kept connection. */
+static int core_query(struct inst_metrics *m, struct core *k, struct op_err *err)
+{
+	_cleanup_(inst_pqclearp) PGresult *res = NULL, *wal = NULL;
+	int r = begin_ro(m, m->conn, err);
+	r = r ? r : exec_deadline(m, m->conn, CORE_SQL, &res, err);
+	if (!r && PQntuples(res) == 1 && PQnfields(res) == 8)
+		core_settings(res, k);
+	else if (!r)
+		r = op_err_set(err, -EIO, "unexpected settings row");
+	if (!r && k->v[0] >= 14) {
+		r = exec_deadline(m, m->conn, k->v[0] >= 18 ? WALSTAT18_SQL : WALSTAT_SQL, &wal, err);
+		if (r) {
+			m->coll_errors[C_WALSTAT]++;
+			k->error = true;
+		} else if (PQntuples(wal) == 1) {
+			k->n_walstat = (size_t)PQnfields(wal) <= 9 ? (size_t)PQnfields(wal) : 9;
+			for (size_t i = 0; i < k->n_walstat; i++)
+				k->walstat[i] = op_strdup(PQgetisnull(wal, 0, (int)i)
+								  ? ""
+								  : PQgetvalue(wal, 0, (int)i));
+		}
+		r = 0; /* pg_stat_wal is one collector among others */
+	}
+	end_tx(m, &m->conn, r);
+	return r;
+}
+
+/* Files in pg_wal (24 hex digits) and pg_wal/archive_status (.ready, .done). */
+static int count_wal(const char *pgdata, double *segs, double *ready, double *done)
+{
+	char path[4096];
+	*segs = *ready = *done = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		snprintf(path, sizeof(path), "%s/pg_wal%s", pgdata, pass ? "/archive_status" : "");
+		DIR *d = opendir(path);
+		if (!d)
+			return -errno;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			const char *n = e->d_name;
+			size_t len = strlen(n);
+			if (pass == 0)
+				*segs += len == 24 && strspn(n, "0123456789ABCDEF") == 24;
+			else if (len > 6 && strcmp(n + len - 6, ".ready") == 0)
+				*ready += 1;
+			else if (len > 5 && strcmp(n + len - 5, ".done") == 0)
+				*done += 1;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+static int put(struct inst_mfams *f, const char *name, const char *type, const char *help,
+	       const char *labels, double v)
+{
+	struct inst_mfam *fam = inst_mfams_get(f, name, type, help);
+	return fam ? inst_mfam_sample(fam, labels, v) : -EINVAL;
+}
+
+/* k="v" (v escaped), a second pair when k2 is set, into buf (n bytes). */
+static const char *lbl(char *buf, size_t n, const char *k, const char *v, const char *k2,
+		       const char *v2)
+{
+	struct op_buf b = OP_BUF_INIT(n - 1);
+	int r = op_buf_addf(&b, "%s=\"", k);
+	r = r ? r : op_metrics_label_value(&b, v ? v : "");
+	r = r ? r : op_buf_addc(&b, '"');
+	if (k2) {
+		r = r ? r : op_buf_addf(&b, ",%s=\"", k2);
+		r = r ? r : op_metrics_label_value(&b, v2 ? v2 : "");
+		r = r ? r : op_buf_addc(&b, '"');
+	}
+	snprintf(buf, n, "%s", r ? "" : op_buf_str(&b));
+	op_buf_done(&b);
+	return buf;
+}
+
+#define G(name, help, labels, v) r = r ? r : put(f, "cnpg_collector_" name, "gauge", help, labels, v)
+#define MB (1024.0 * 1024.0)
+
+static int emit_wal(struct inst_mfams *f, const struct core *k, const char *pgdata,
+		    uint64_t *errors)
+{
+	static const char *const names[] = { "wal_records", "wal_fpi", "wal_bytes",
+					     "wal_buffers_full", "wal_write", "wal_sync",
+					     "wal_write_time", "wal_sync_time" };
+	char l[512], name[96];
+	int r = 0;
+	double segs, ready, done;
+	if (count_wal(pgdata, &segs, &ready, &done) == 0) {
+		const char *h = "Number of WAL segments in the 'pg_wal/archive_status' directory "
+				"(ready, done)";
+		G("pg_wal_archive_status", h, lbl(l, sizeof(l), "value", "ready", NULL, NULL), ready);
+		G("pg_wal_archive_status", h, lbl(l, sizeof(l), "value", "done", NULL, NULL), done);
+		const char *hw = "Total size in bytes of WAL segments in the 'pg_wal' directory "
+				 " computed as (wal_segment_size * count)";
+		const struct {
+			const char *v;
+			double x;
+		} w[] = {
+			{ "count", segs },
+			{ "size", segs * k->wal_seg },
+			{ "min", k->min_wal * MB / k->wal_seg },
+			{ "max", k->max_wal * MB / k->wal_seg },
+			{ "keep", k->keep_wal * MB / k->wal_seg },
+			{ "slots_max", k->slots_max < 0 ? NAN : k->slots_max * MB / k->wal_seg },
+			{ "volume_size", NAN },
+			{ "volume_max", NAN },
+		};
+		for (size_t i = 0; i < OP_ARRAY_SIZE(w); i++)
+			G("pg_wal", hw, lbl(l, sizeof(l), "value", w[i].v, NULL, NULL), w[i].x);
+	} else {
+		errors[C_ARCHIVE]++;
+		errors[C_WALSET]++;
+	}
+	const char *reset = k->n_walstat ? k->walstat[k->n_walstat - 1] : "";
+	for (size_t i = 0; !r && k->n_walstat && i + 1 < k->n_walstat; i++) {
+		double v = NAN;
+		if (inst_metrics_parse_value(k->walstat[i], &v))
+			continue;
+		snprintf(name, sizeof(name), "cnpg_collector_%s", names[i]);
+		r = put(f, name, "gauge", "pg_stat_wal (PostgreSQL 14+; write and sync until 17).",
+			lbl(l, sizeof(l), "stats_reset", reset, NULL, NULL), v);
+	}
+	return r;
+}
+
+static int emit_core(struct inst_metrics *m, struct inst_mfams *f, const struct core *k,
+		     const char *cluster, bool fenced, double dur_queries)
+{
+	char l[512], full[32];
+	int r = 0;
+	if (!r)
+		r = put(f, "cnpg_collector_collections_total", "counter",
+			"Total number of times PostgreSQL was accessed for metrics.", NULL,
+			(double)m->collections);
+	G("last_collection_error", "1 if the last collection ended with error, 0 otherwise.", NULL,
+	  k->error);
+	for (int i = 0; !r && i < C_N; i++)
+		if (m->coll_errors[i])
+			r = put(f, "cnpg_collector_collection_errors_total", "counter",
+				"Total errors occurred accessing PostgreSQL for metrics.",
+				lbl(l, sizeof(l), "collector", coll_names[i], NULL, NULL),
+				(double)m->coll_errors[i]);
+	G("up", "1 if PostgreSQL is up, 0 otherwise.", lbl(l, sizeof(l), "cluster", cluster, NULL, NULL),
+	  k->up);
+	G("manual_switchover_required", "1 if a manual switchover is required, 0 otherwise", NULL, 0);
+	G("collection_duration_seconds", "Collection time duration in seconds",
+	  lbl(l, sizeof(l), "collector", "Collect.up", NULL, NULL), k->dur_up);
+	if (dur_queries >= 0)
+		G("collection_duration_seconds", "Collection time duration in seconds",
+		  lbl(l, sizeof(l), "collector", "Collect.cnpg", NULL, NULL), dur_queries);
+	if (k->up && k->primary)
+		G("sync_replicas", "Number of requested synchronous replicas (synchronous_standby_names)",
+		  lbl(l, sizeof(l), "value", "observed", NULL, NULL), k->sync);
+	G("replica_mode", "1 if the cluster is in replica mode, 0 otherwise", NULL, 0);
+	if (k->up)
+		r = r ? r : emit_wal(f, k, m->pgdata, m->coll_errors);
+	if (k->up) {
+		snprintf(full, sizeof(full), "%u.%u", k->v[0], k->v[2]);
+		G("postgres_version", "Postgres version",
+		  lbl(l, sizeof(l), "full", full, "cluster", cluster), strtod(full, NULL));
+	}
+	G("first_recoverability_point",
+	  "The first point of recoverability for the cluster as a unix timestamp (Deprecated)", NULL, 0);
+	G("last_available_backup_timestamp",
+	  "The last available backup as a unix timestamp (Deprecated)", NULL, 0);
+	G("last_failed_backup_timestamp", "The last failed backup as a unix timestamp (Deprecated)",
+	  NULL, 0);
+	G("fencing_on", "1 if the instance is fenced, 0 otherwise", NULL, fenced);
+	G("nodes_used", "NodesUsed represents the count of distinct nodes accommodating the "
+			"instances. A value of '-1' suggests that the metric is not available.",
+	  NULL, -1);
+	return r;
+}
+#undef G
+
+/* ---- the queries' collection (CloudNativePG's "cnpg" QueriesCollector) ---- */
+
+/* Runs the queries whose cache expired. Returns the seconds it took, or -1
+ * when every result came from the cache. */
+static double update_queries(struct inst_metrics *m, bool primary, const unsigned v[3],
+			     int64_t ttl_ms, bool disable_default, char **files, size_t n_files)
+{
+	int64_t t0 = now_ms();
+	load_custom(m, files, n_files);
+	const struct inst_mq **qs = NULL;
+	size_t n = effective_set(m, disable_default, &qs);
+	struct dbs dbs = { 0 };
+	bool ran = false;
+	for (size_t i = 0; i < m->n_qc; i++)
+		m->qc[i].used = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct inst_mq *q = qs[i];
+		struct qcache *e = qcache_get(m, q->key);
+		e->used = true;
+		int64_t ttl = q->cache_seconds ? (int64_t)q->cache_seconds * 1000 : ttl_ms;
+		if (e->at_ms && t0 - e->at_ms < ttl)
+			continue;
+		qcache_clear(e);
+		e->at_ms = t0 ? t0 : 1;
+		ran = true;
+		if (applies(q, primary, v))
+			run_targets(m, q, &dbs, e);
+		if (e->error)
+			op_log_warn("metrics: query failed", "query", q->key, "error", e->error);
+	}
+	qcache_sweep(m);
+	dbs_done(&dbs);
+	free(qs);
+	if (ran) {
+		m->cache_miss = true;
+		m->cache_hits = 0;
+		m->last_update_s = (int64_t)time(NULL);
+		return (double)(now_ms() - t0) / 1000.0;
+	}
+	m->cache_miss = false;
+	m->cache_hits++;
+	return -1;
+}
+
+/* cnpg_errors_total{errorUserQueries}, cnpg_last_error, the cache gauges. */
+static int emit_query_status(struct inst_metrics *m, struct inst_mfams *f, bool *ret_error)
+{
+	char l[768], msg[600];
+	int r = 0;
+	bool any = false;
+	for (size_t i = 0; !r && i < m->n_file_errors + m->n_qc; i++) {
+		bool file = i < m->n_file_errors;
+		const char *e = file ? m->file_errors[i] : m->qc[i - m->n_file_errors].error;
+		if (!e)
+			continue;
+		any = true;
+		if (file)
+			snprintf(msg, sizeof(msg), "%.580s", e);
+		else
+			snprintf(msg, sizeof(msg), "%.64s: %.520s", m->qc[i - m->n_file_errors].key, e);
+		r = put(f, "cnpg_errors_total", "counter",
+			"Total errors occurred performing user queries.",
+			lbl(l, sizeof(l), "errorUserQueries", msg, NULL, NULL), 1);
+	}
+	r = r ? r : put(f, "cnpg_last_error", "gauge",
+			"1 if the last collection ended with error, 0 otherwise.", NULL, any);
+	r = r ? r : put(f, "cnpg_last_update_timestamp", "gauge",
+			"Timestamp of the last metrics update.", NULL, (double)m->last_update_s);
+	r = r ? r : put(f, "cnpg_cache_hits", "gauge",
+			"Total number of hits for the current cache.", NULL, (double)m->cache_hits);
+	r = r ? r : put(f, "cnpg_cache_miss", "gauge",
+			"Indicator: 1 if metrics were recomputed on last update (cache miss), 0 if "
+			"cache used.",
+			NULL, m->cache_miss);
+	*ret_error = any;
+	return r;
+}
+
+/* ---- one scrape ---- */
+
+struct view_copy {
+	char *cluster;
+	int64_t ttl_ms;
+	bool disable_default, fenced, up_hint;
+	char **files;
+	size_t n_files;
+};
+
+static void view_take(struct inst_metrics *m, struct view_copy *v)
+{
+	pthread_mutex_lock(&m->lock);
+	v->cluster = op_strdup(m->cluster ? m->cluster : "");
+	v->ttl_ms = m->ttl_ms;
+	v->disable_default = m->disable_default;
+	v->fenced = m->fenced;
+	v->up_hint = m->up_hint;
+	v->n_files = m->n_custom;
+	v->files = op_calloc(m->n_custom + 1, sizeof(char *));
+	for (size_t i = 0; i < m->n_custom; i++)
+		v->files[i] = op_strdup(m->custom_files[i]);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void view_done(struct view_copy *v)
+{
+	free(v->cluster);
+	for (size_t i = 0; i < v->n_files; i++)
+		free(v->files[i]);
+	free(v->files);
+}
+
+static void core_done(struct core *k)
+{
+	for (size_t i = 0; i < k->n_walstat; i++)
+		free(k->walstat[i]);
+}
+
+/* Under the scrape lock: the collection and the rendering. */
+static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *err)
+{
+	struct view_copy v = { 0 };
+	view_take(m, &v);
+	struct core k = { .sync = NAN };
+	struct inst_mfams core = { 0 }, status = { 0 };
+	int64_t t0 = now_ms();
+	m->deadline_ms = t0 + m->budget_ms;
+	m->collections++;
+	struct op_err cerr = OP_ERR_INIT;
+	int r = v.fenced || atomic_load(&m->paused) ? -ESHUTDOWN : 0;
+	if (!r && !m->conn)
+		r = connect_db(m, "postgres", &m->conn, &cerr);
+	r = r ? r : core_query(m, &k, &cerr);
+	k.up = r == 0;
+	k.dur_up = (double)(now_ms() - t0) / 1000.0;
+	if (r && r != -ESHUTDOWN) {
+		m->coll_errors[C_UP]++;
+		k.error = true;
+		op_log_debug("metrics: postgres not reachable", "error", cerr.msg);
+	}
+	double dq = -1;
+	if (k.up)
+		dq = update_queries(m, k.primary, k.v, v.ttl_ms, v.disable_default, v.files,
+				    v.n_files);
+	bool qerr = false;
+	r = emit_query_status(m, &status, &qerr);
+	k.error |= qerr; /* pgop: a failed query also sets cnpg_collector_last_collection_error */
+	r = r ? r : emit_core(m, &core, &k, v.cluster, v.fenced, dq);
+	size_t nsets = 0;
+	const struct inst_mfams **sets = op_calloc(m->n_qc + 2, sizeof(*sets));
+	sets[nsets++] = &core;
+	for (size_t i = 0; k.up && i < m->n_qc; i++)
+		sets[nsets++] = &m->qc[i].fams;
+	sets[nsets++] = &status;
+	r = r ? r : inst_mfams_render(sets, nsets, out);
+	free(sets);
+	inst_mfams_done(&core);
+	inst_mfams_done(&status);
+	core_done(&k);
+	view_done(&v);
+	return r ? op_err_set(err, r, "metrics: the exposition is too large") : 0;
+}
+
+int inst_metrics_scrape(struct inst_metrics *m, unsigned wait_ms, struct op_buf *out,
+			struct op_err *err)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L)
+		until.tv_sec++, until.tv_nsec -= 1000000000L;
+	if (pthread_mutex_timedlock(&m->scrape, &until) != 0)
+		return op_err_set(err, -EBUSY, "another collection is still running");
+	int r = collect(m, out, err);
+	pthread_mutex_unlock(&m->scrape);
+	return r;
+}
+
+/* ---- life cycle ---- */
+
+int inst_metrics_new(const struct inst_metrics_opts *o, struct inst_metrics **ret,
+		     struct op_err *err)
+{
+	struct inst_metrics *m = op_calloc(1, sizeof(*m));
+	m->sockdir = op_strdup(o->sockdir);
+	m->pgdata = op_strdup(o->pgdata);
+	m->mondir = op_strdup(o->monitoring_dir ? o->monitoring_dir : INST_MONITORING_DIR);
+	m->user = op_strdup(o->user ? o->user : "cnpg_metrics_exporter");
+	m->port = o->port;
+	m->budget_ms = o->budget_ms ? o->budget_ms : 10000;
+	m->ttl_ms = INST_METRICS_DEFAULT_TTL_MS;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->scrape, NULL);
+	int r = inst_mq_parse(inst_default_queries_data, inst_default_queries_data_len,
+			      "default queries", &m->defaults, err);
+	if (r) {
+		inst_metrics_free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+static void custom_files_free(struct inst_metrics *m)
+{
+	for (size_t i = 0; i < m->n_custom; i++)
+		free(m->custom_files[i]);
+	free(m->custom_files);
+	m->custom_files = NULL;
+	m->n_custom = 0;
+}
+
+void inst_metrics_free(struct inst_metrics *m)
+{
+	if (!m)
+		return;
+	drop_conns(m);
+	for (size_t i = 0; i < m->n_qc; i++) {
+		qcache_clear(&m->qc[i]);
+		free(m->qc[i].key);
+	}
+	free(m->qc);
+	for (size_t i = 0; i < m->n_file_errors; i++)
+		free(m->file_errors[i]);
+	free(m->file_errors);
+	inst_mq_set_done(&m->defaults);
+	inst_mq_set_done(&m->custom);
+	custom_files_free(m);
+	free(m->cluster), free(m->sockdir), free(m->pgdata), free(m->mondir), free(m->user);
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->scrape);
+	free(m);
+}
+
+/* <mondir>/<kind>/<name>/<key> for each reference. */
+static void add_refs(struct inst_metrics *m, const char *kind, const struct api_secret_ref *refs,
+		     size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!refs[i].name || !refs[i].key)
+			continue;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s/%s/%s", m->mondir, kind, refs[i].name,
+			 refs[i].key);
+		m->custom_files = op_realloc(m->custom_files, (m->n_custom + 1) * sizeof(char *));
+		m->custom_files[m->n_custom++] = op_strdup(path);
+	}
+}
+
+void inst_metrics_update(struct inst_metrics *m, const struct inst_metrics_view *v)
+{
+	pthread_mutex_lock(&m->lock);
+	m->fenced = v->fenced;
+	m->primary = v->primary;
+	m->up_hint = v->postgres_up;
+	const struct api_cluster *c = v->cluster;
+	if (c) {
+		free(m->cluster);
+		m->cluster = op_strdup(c->metadata.name ? c->metadata.name : "");
+		const struct api_monitoring *mo = &c->spec.monitoring;
+		int64_t ttl = INST_METRICS_DEFAULT_TTL_MS;
+		if (mo->metrics_queries_ttl && inst_go_duration_ms(mo->metrics_queries_ttl, &ttl))
+			ttl = INST_METRICS_DEFAULT_TTL_MS;
+		m->ttl_ms = ttl;
+		m->disable_default = mo->disable_default_queries;
+		custom_files_free(m);
+		add_refs(m, "configmap", mo->custom_configmaps, mo->n_custom_configmaps);
+		add_refs(m, "secret", mo->custom_secrets, mo->n_custom_secrets);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void inst_metrics_pause(struct inst_metrics *m, bool paused)
+{
+	atomic_store(&m->paused, paused);
+	if (!paused)
+		return;
+	pthread_mutex_lock(&m->scrape); /* a collection running ends within its budget */
+	drop_conns(m);
+	pthread_mutex_unlock(&m->scrape);
+}
+
+int inst_metrics_ensure_role(PGconn *conn, struct op_err *err)
+{
+	_cleanup_free_ char *ok = NULL;
+	int r = inst_pg_value(conn,
+			      "SELECT COALESCE((SELECT rolcanlogin AND rolinherit AND NOT rolsuper AND "
+			      "NOT rolcreatedb AND NOT rolcreaterole AND NOT rolreplication AND NOT "
+			      "rolbypassrls AND pg_catalog.pg_has_role(oid, 'pg_monitor', 'member') "
+			      "FROM pg_catalog.pg_roles WHERE rolname = 'cnpg_metrics_exporter'), "
+			      "false)::text",
+			      0, NULL, &ok, err);
+	if (r || (ok && strcmp(ok, "true") == 0))
+		return r;
+	r = inst_pg_exec(conn,
+			 "DO $$BEGIN "
+			 "IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = "
+			 "'cnpg_metrics_exporter') THEN CREATE ROLE cnpg_metrics_exporter; END IF; "
+			 "ALTER ROLE cnpg_metrics_exporter WITH LOGIN INHERIT NOSUPERUSER NOCREATEDB "
+			 "NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD NULL; "
+			 "GRANT pg_monitor TO cnpg_metrics_exporter; END$$",
+			 0, NULL, NULL, err);
+	return r ? r : 1;
+}
