@@ -55,6 +55,15 @@ void inst_catalog_free(struct inst_catalog *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_lock(&c->mu);
+	bool running = c->running;
+	pthread_mutex_unlock(&c->mu);
+	if (running) {
+		/* a look waits on the store (its own timeouts, up to minutes): the
+		 * manager is exiting, it must not wait for it; the look keeps c */
+		pthread_detach(c->th);
+		return;
+	}
 	if (c->joinable)
 		pthread_join(c->th, NULL);
 	free(c->json);

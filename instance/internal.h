@@ -374,7 +374,9 @@ struct inst_catalog *inst_state_catalog(struct inst_state *st);
 #define INST_CATALOG_EVERY_S 60
 struct inst_catalog;
 struct inst_catalog *inst_catalog_new(void); /* owned: inst_catalog_free */
-void inst_catalog_free(struct inst_catalog *c); /* waits for a running look; NULL ok */
+/* NULL ok. A look still running is detached and keeps c (the manager is
+ * exiting: it never waits on the store). */
+void inst_catalog_free(struct inst_catalog *c);
 /* From the supervisor's tick: starts a look in the background when one is due
  * and this is the primary. cfg_path: the WAL archive's configuration file
  * (NULL: the Cluster archives nowhere); retention: spec.backup.retentionPolicy
