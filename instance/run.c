@@ -1150,7 +1150,8 @@ static int run_prepare_dirs(struct run_ctx *x, struct op_err *err)
 }
 
 /* Start-up 3b: the Prometheus exporter (instance/metrics_server.c), TLS
- * with the server certificate when spec.monitoring.tls.enabled. */
+ * with the server certificate when spec.monitoring.tls.enabled. A port it
+ * cannot listen on is logged, and the manager runs on without it. */
 static int run_start_metrics(struct run_ctx *x, const char *cert, const char *key,
 			     struct op_err *err)
 {
@@ -1167,10 +1168,15 @@ static int run_start_metrics(struct run_ctx *x, const char *cert, const char *ke
 	struct inst_metrics_view v = { .cluster = x->rn.cluster };
 	inst_metrics_update(x->metrics, &v);
 	bool tls = x->rn.cluster->spec.monitoring.tls_enabled;
+	struct op_err me = OP_ERR_INIT;
 	r = inst_metrics_server_start(o->metrics_listen, tls ? cert : NULL, tls ? key : NULL,
-				      x->metrics, &x->msrv, err);
-	if (r)
-		return r;
+				      x->metrics, &x->msrv, &me);
+	if (r) { /* no metrics is no reason to leave postgres unsupervised */
+		op_log_error("metrics exporter not started: postgres runs without it", "error",
+			     me.msg);
+		x->msrv = NULL;
+		return 0;
+	}
 	x->rn.metrics = x->metrics;
 	x->rn.msrv = x->msrv;
 	op_log_info("metrics exporter listening", "listen",
