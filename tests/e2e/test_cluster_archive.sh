@@ -38,6 +38,7 @@ archive_cleanup() {
 		tail -n 20 "$AGENT_STATE/logs/${osns}_versitygw_versitygw.log" >&2 2>/dev/null || true
 	fi
 	[ -z "$osns" ] || kubectl delete namespace "$osns" --wait=false >/dev/null 2>&1 || true
+	set +e # a failing (exit) under set -e would end the trap before the cleanup
 	(exit $rc)
 	cluster_cleanup
 }

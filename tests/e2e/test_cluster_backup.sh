@@ -50,6 +50,7 @@ backup_cleanup() {
 		k get backups -o json | jq -c '.items[] | {n: .metadata.name, s: .status}' >&2 || true
 	fi
 	[ -z "$osns" ] || kubectl delete namespace "$osns" --wait=false >/dev/null 2>&1 || true
+	set +e # a failing (exit) under set -e would end the trap before the cleanup
 	(exit $rc)
 	cluster_cleanup
 }
@@ -82,6 +83,9 @@ wait_backup() { # NAME TIMEOUT: until completed (fails the test on failed)
 }
 
 # ---- 2. a Backup, from a standby ----------------------------------------------------
+# prefer-standby takes the primary while no standby streams yet: wait for them
+e2e_wait_for "[ \"\$(sql $primary 'select count(*) from pg_stat_replication where state = \$\$streaming\$\$')\" -ge 2 ]" 60 ||
+	e2e_fail "the standbys do not stream from $primary"
 tb=$(date +%s)
 k apply -f - >/dev/null <<EOF
 apiVersion: postgresql.cnpg.io/v1

@@ -32,6 +32,7 @@ plugin_cleanup() {
 		k get backups -o json | jq -c '.items[] | {n: .metadata.name, s: .status}' >&2 || true
 	fi
 	[ -z "$osns" ] || kubectl delete namespace "$osns" --wait=false >/dev/null 2>&1 || true
+	set +e # a failing (exit) under set -e would end the trap before the cleanup
 	(exit $rc)
 	cluster_cleanup
 }
@@ -85,6 +86,9 @@ e2e_wait_for "s3 list plugin/origin-v1/wals/${seg:0:16}/ | grep -q '$seg.zst'" 6
 e2e_log "archiving through the plugin form: $seg at s3://backups/plugin/origin-v1/wals/"
 
 # ---- 2. a Backup with method: plugin ---------------------------------------------------
+# prefer-standby takes the primary while no standby streams yet: wait for one
+e2e_wait_for "[ \"\$(sql $primary 'select count(*) from pg_stat_replication where state = \$\$streaming\$\$')\" -ge 1 ]" 60 ||
+	e2e_fail "no standby streams from $primary"
 tb=$(date +%s)
 k apply -f - >/dev/null <<EOF
 apiVersion: postgresql.cnpg.io/v1
