@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "instance/internal.h"
+#include "instance/mhd.h"
 #include "instance/metrics_internal.h"
 #include "support/alloc.h"
 #include "support/http_conns.h"
@@ -99,47 +100,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return res;
 }
 
-__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	if (op_buf_vaddf(&b, fmt, ap) == 0) {
-		while (b.len && b.data[b.len - 1] == '\n')
-			b.data[--b.len] = '\0';
-		op_log_debug("metrics server: libmicrohttpd", "detail", op_buf_str(&b));
-	}
-	op_buf_done(&b);
-}
-
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
-{
-	struct inst_metrics_server *s = cls;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		struct op_conn *c = op_calloc(1, sizeof(*c));
-		op_conns_add(&s->conns, c, ci ? ci->connect_fd : -1, op_conns_now_ns());
-		*socket_context = c;
-		return;
-	}
-	struct op_conn *c = *socket_context;
-	if (!c)
-		return;
-	op_conns_remove(&s->conns, c);
-	free(c);
-	*socket_context = NULL;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct inst_metrics_server *s = cls;
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (ci && ci->socket_context)
-		op_conns_done_request(&s->conns, ci->socket_context, op_conns_now_ns());
-}
-
 static int parse_listen(const char *listen, struct sockaddr_in *sa, struct op_err *err)
 {
 	const char *colon = strrchr(listen, ':');
@@ -177,9 +137,9 @@ static struct MHD_Daemon *start_daemon(struct inst_metrics_server *s, int listen
 		{ MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, MAX_CONN, NULL },
 		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, MAX_CONN_PER_IP, NULL },
-		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
-		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s },
-		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s },
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)inst_mhd_log, (void *)"metrics server" },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)inst_mhd_on_connection, &s->conns },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)inst_mhd_on_completed, &s->conns },
 		{ listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
 		  listen_fd >= 0 ? listen_fd : 0, listen_fd >= 0 ? NULL : &s->sa },
 		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->cert },

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "instance/internal.h"
+#include "instance/mhd.h"
 #include "support/alloc.h"
 #include "support/http_conns.h"
 #include "support/log.h"
@@ -320,50 +321,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return reply_error(conn, 404, "not found");
 }
 
-__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
-	if (op_buf_vaddf(&b, fmt, ap) == 0) {
-		while (b.len && b.data[b.len - 1] == '\n')
-			b.data[--b.len] = '\0';
-		op_log_debug("status server: libmicrohttpd", "detail", op_buf_str(&b));
-	}
-	op_buf_done(&b);
-}
-
-/* Registers each connection (socket context: its struct op_conn, owned). MHD
- * calls CLOSED before it closes the descriptor (see support/http_conns.h). */
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
-{
-	struct inst_server *srv = cls;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		struct op_conn *c = op_calloc(1, sizeof(*c));
-		op_conns_add(&srv->conns, c, ci ? ci->connect_fd : -1, op_conns_now_ns());
-		*socket_context = c;
-		return;
-	}
-	struct op_conn *c = *socket_context;
-	if (!c)
-		return;
-	op_conns_remove(&srv->conns, c);
-	free(c);
-	*socket_context = NULL;
-}
-
-/* A response is complete: the next request on the connection has its deadline. */
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct inst_server *srv = cls;
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (ci && ci->socket_context)
-		op_conns_done_request(&srv->conns, ci->socket_context, op_conns_now_ns());
-}
-
 static struct MHD_Daemon *start_daemon(struct inst_server *srv, const struct daemon_pems *p,
 				       int listen_fd)
 {
@@ -375,9 +332,9 @@ static struct MHD_Daemon *start_daemon(struct inst_server *srv, const struct dae
 		{ MHD_OPTION_CONNECTION_TIMEOUT, INST_SERVER_IDLE_S, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, INST_SERVER_MAX_CONN, NULL },
 		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, INST_SERVER_MAX_CONN_PER_IP, NULL },
-		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL },
-		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv },
-		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv },
+		{ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)inst_mhd_log, (void *)"status server" },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)inst_mhd_on_connection, &srv->conns },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)inst_mhd_on_completed, &srv->conns },
 		{ listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
 		  listen_fd >= 0 ? listen_fd : 0, listen_fd >= 0 ? NULL : &srv->addr },
 		{ MHD_OPTION_END, 0, NULL },
