@@ -8,20 +8,6 @@
 #include "support/alloc.h"
 #include "support/json.h"
 
-/* Shorthands: every decoder takes (d, obj, path) where path names obj. */
-#define STR(o, p, k, out) api_dec_str(d, o, p, k, out)
-#define I64(o, p, k, out) api_dec_i64(d, o, p, k, out)
-#define BOOL(o, p, k, out) api_dec_bool(d, o, p, k, out)
-
-/* Decodes obj.key as an object and calls fn(d, child, child_path, arg). */
-#define SUB(o, p, k, fn, arg)                                                                      \
-	do {                                                                                       \
-		json_object *_c = api_dec_obj(d, o, p, k);                                         \
-		if (_c) {                                                                          \
-			_cleanup_free_ char *_cp = api_dec_join(p, k);                             \
-			fn(d, _c, _cp, arg);                                                       \
-		}                                                                                  \
-	} while (0)
 
 static void dec_metadata(struct api_dec *d, json_object *o, const char *p, struct api_metadata *m)
 {

@@ -63,4 +63,19 @@ void api_secret_ref_done(struct api_secret_ref *r);
 void api_s3_credentials_done(struct api_s3_credentials *s3);
 void api_metadata_done(struct api_metadata *m);
 
+/* Shorthands for the decoders (a `struct api_dec *d` in scope): every one
+ * takes (obj, path, key) where path names obj. */
+#define STR(o, p, k, out) api_dec_str(d, o, p, k, out)
+#define I64(o, p, k, out) api_dec_i64(d, o, p, k, out)
+#define BOOL(o, p, k, out) api_dec_bool(d, o, p, k, out)
+/* Decodes obj.key as an object and calls fn(d, child, child_path, arg). */
+#define SUB(o, p, k, fn, arg)                                                                      \
+	do {                                                                                       \
+		json_object *_c = api_dec_obj(d, o, p, k);                                         \
+		if (_c) {                                                                          \
+			_cleanup_free_ char *_cp = api_dec_join(p, k);                             \
+			fn(d, _c, _cp, arg);                                                       \
+		}                                                                                  \
+	} while (0)
+
 #endif
