@@ -377,9 +377,8 @@ static void catalog(struct rc_run *r, const struct rc_instance *v, size_t n)
 		 op_json_key_str(ret, "policy") : "retention policy", txt, (long long)wals);
 }
 
-int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n)
+int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *list)
 {
-	json_object *list = rc_backups_of(r->ctl, RC_INF_BACKUPS, r->ns, r->name);
 	int ret = 0;
 	for (size_t i = 0; i < json_object_array_length(list) && ret == 0; i++) {
 		json_object *b = json_object_array_get_idx(list, i);
@@ -393,6 +392,5 @@ int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n)
 	}
 	summarise(r, list);
 	catalog(r, v, n);
-	json_object_put(list);
 	return ret;
 }

@@ -347,11 +347,14 @@ OP_MUST_CHECK int rc_memo_leaf_set(struct rc_run *r, unsigned slot, const char *
 /* backup.c (layer 3) - the Cluster's Backups: starts new ones on their target
  * instance, polls running ones, fails what cannot run here, and fills
  * r->want's lastSuccessfulBackup/lastFailedBackup/LastBackupSucceeded. v: the
- * instances this reconcile asked (borrowed). */
-OP_MUST_CHECK int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n);
+ * instances this reconcile asked; backups: the Cluster's Backups
+ * (rc_backups_of); both borrowed. */
+OP_MUST_CHECK int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n,
+				 json_object *backups);
 /* scheduled.c (layer 3) - the Cluster's ScheduledBackups: creates their
- * Backups when due and requeues for the next fire time. */
-OP_MUST_CHECK int rc_scheduled_backups_step(struct rc_run *r);
+ * Backups when due (one at a time: backups, borrowed, says which still run)
+ * and requeues for the next fire time. */
+OP_MUST_CHECK int rc_scheduled_backups_step(struct rc_run *r, json_object *backups);
 /* The objects of kind (RC_INF_BACKUPS, RC_INF_SCHEDULED_BACKUPS) in ns whose
  * spec.cluster.name is cluster: a new owned array of owned copies. */
 json_object *rc_backups_of(struct rc_controller *ctl, enum rc_inf kind, const char *ns,

@@ -1192,12 +1192,17 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	if (ret == 0)
 		ret = rc_rollout_step(r, inv.v, inv.n, inv.pods);
 	fill_instances_status(r, &inv);
-	if (ret == 0 && (rc_scheduled_backups_step(r) < 0 ||
-			 rc_backups_step(r, inv.v, inv.n) < 0)) { /* the Cluster goes on */
+	/* the Cluster's Backups, listed once for both steps (borrowed by them) */
+	json_object *backups = ret == 0 ? rc_backups_of(r->ctl, RC_INF_BACKUPS, r->ns, r->name)
+					: NULL;
+	if (ret == 0 && (rc_scheduled_backups_step(r, backups) < 0 ||
+			 rc_backups_step(r, inv.v, inv.n, backups) < 0)) { /* the Cluster goes on */
 		op_log_warn("backups: reconcile failed", "cluster", r->key, "error", r->err->msg);
 		op_err_clear(r->err);
 		rc_requeue(r, REQUEUE_WAIT_STATUS_MS);
 	}
+	if (backups)
+		json_object_put(backups);
 	pending_restart_event(r, b);
 	archiving_event(r, b);
 	reclone_events(r, &inv);

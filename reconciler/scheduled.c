@@ -121,26 +121,21 @@ static int one(struct rc_run *r, json_object *obj, json_object *backups, int64_t
 	return patch_status(r, s->metadata.name, &st);
 }
 
-int rc_scheduled_backups_step(struct rc_run *r)
+int rc_scheduled_backups_step(struct rc_run *r, json_object *backups)
 {
 	json_object *list = rc_backups_of(r->ctl, RC_INF_SCHEDULED_BACKUPS, r->ns, r->name);
-	json_object *backups = NULL;
 	int64_t next_ms = 0;
 	int ret = 0;
 	for (size_t i = 0; i < json_object_array_length(list) && ret == 0; i++) {
 		json_object *s = json_object_array_get_idx(list, i);
 		if (op_json_at(s, "metadata.deletionTimestamp"))
 			continue;
-		if (!backups)
-			backups = rc_backups_of(r->ctl, RC_INF_BACKUPS, r->ns, r->name);
 		ret = one(r, s, backups, &next_ms);
 	}
 	if (next_ms) {
 		long wait = (long)(next_ms - r->now_ms);
 		rc_requeue(r, wait < MIN_REQUEUE_MS ? MIN_REQUEUE_MS : wait);
 	}
-	if (backups)
-		json_object_put(backups);
 	json_object_put(list);
 	return ret;
 }
