@@ -38,6 +38,9 @@
 #define BK_CONFIG_DEFAULT "/controller/wal-archive.json"
 #define BK_CONFIG_MAX_BYTES (64u * 1024)
 #define BK_MAX_PARALLEL 32
+/* data.jobs when absent: barman-cloud-backup's own default (-J 2), which
+ * CloudNativePG users get */
+#define BK_JOBS_DEFAULT 2
 
 /* ---- WAL file names (pure) ---- */
 
@@ -132,8 +135,9 @@ void bk_codec_free(struct bk_codec *c); /* NULL accepted */
  *                                      zstd are accepted here and refused by the
  *                                      backup: WAL archiving must not stop for them)
  *   "immediateCheckpoint": false,      optional: pg_backup_start(fast)
- *   "jobs": 2                          optional: 1..BK_MAX_PARALLEL (accepted;
- *                                      parts are uploaded one at a time)
+ *   "jobs": 2                          optional: 1..BK_MAX_PARALLEL, parts of
+ *                                      base backups uploaded at once
+ *                                      (BK_JOBS_DEFAULT, barman-cloud-backup's -J)
  * }
  * Credentials live in their own files (read at each use, so rotated Secrets
  * are picked up), never in argv, the environment or this file. Unknown keys
@@ -149,7 +153,7 @@ struct bk_config {
 	/* base backups (instance/basebackup.c) */
 	enum bk_compression data_compression; /* none, gzip, bzip2, lz4 */
 	bool immediate_checkpoint;
-	unsigned jobs; /* 1 when absent */
+	unsigned jobs; /* BK_JOBS_DEFAULT when absent */
 };
 
 /* Parses the JSON text. On failure nothing is owned by *ret. */
@@ -301,11 +305,20 @@ struct bk_tar_opts {
 	void *label_ud;           /* borrowed: label_fn's */
 	const _Atomic bool *cancel; /* borrowed, optional: true makes the next read -ECANCELED */
 	enum bk_compression compression; /* none, gzip, bzip2, lz4 */
-	size_t part_size;         /* upload part (0: BK_TAR_PART_DEFAULT) */
+	size_t part_size;         /* upload part (0: bk_tar_part_size(jobs)) */
+	unsigned jobs;            /* parts uploaded at once (0: 1), <= BK_MAX_PARALLEL */
 };
-/* S3 allows 10,000 parts: 64 MiB parts carry a tar of 625 GiB; one part
- * buffer is the memory an upload holds. */
+/* The upload holds jobs + 1 part buffers (jobs uploading, one being read):
+ * BK_TAR_UPLOAD_MEM in all, so parts are BK_TAR_UPLOAD_MEM / (jobs + 1),
+ * at most BK_TAR_PART_DEFAULT and at least BK_TAR_PART_FLOOR. S3 allows
+ * 10,000 parts: 64 MiB parts (jobs 1) carry a tar of 625 GiB, 42 MiB (jobs
+ * 2) 416 GiB, 16 MiB (jobs 7 and more, which then hold (jobs + 1) x 16 MiB)
+ * 156 GiB. */
 #define BK_TAR_PART_DEFAULT (64u * 1024 * 1024)
+#define BK_TAR_PART_FLOOR (16u * 1024 * 1024)
+#define BK_TAR_UPLOAD_MEM (128u * 1024 * 1024)
+/* The part size of a tar uploaded with jobs parallel uploads (jobs >= 1). */
+size_t bk_tar_part_size(unsigned jobs);
 
 struct bk_tar_stats {
 	uint64_t files, dirs, symlinks, skipped; /* skipped: vanished or special files */
@@ -331,8 +344,9 @@ OP_MUST_CHECK int bk_tar_stream_finish(struct bk_tar_stream *s, struct bk_tar_st
 void bk_tar_stream_free(struct bk_tar_stream *s); /* NULL accepted */
 
 /* Streams opts->pgdata's tar to base/<backup_id>/data.tar[suffix] of cfg's
- * destination (os_put_from_reader: multipart in part_size pieces, aborted
- * on failure; nothing is written to disk). ret (optional) on success. */
+ * destination (os_put_from_reader_jobs: multipart in part_size pieces,
+ * opts->jobs of them uploaded at once while the next is read, aborted on
+ * failure; nothing is written to disk). ret (optional) on success. */
 OP_MUST_CHECK int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 				       const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
 				       struct op_err *err);

@@ -74,7 +74,7 @@ static int parse_strings(json_object *root, struct bk_config *c, struct op_err *
 static int parse_data(json_object *root, struct bk_config *c, struct op_err *err)
 {
 	json_object *v;
-	c->jobs = 1;
+	c->jobs = BK_JOBS_DEFAULT;
 	if (json_object_object_get_ex(root, "jobs", &v)) {
 		int64_t n;
 		if (op_json_to_i64(v, &n) != 1 || n < 1 || n > BK_MAX_PARALLEL)

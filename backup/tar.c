@@ -500,13 +500,42 @@ void bk_tar_stream_free(struct bk_tar_stream *s)
 	free(s);
 }
 
+size_t bk_tar_part_size(unsigned jobs)
+{
+	size_t part = BK_TAR_UPLOAD_MEM / ((size_t)(jobs ? jobs : 1) + 1);
+	return part > BK_TAR_PART_DEFAULT ? BK_TAR_PART_DEFAULT
+	       : part < BK_TAR_PART_FLOOR ? BK_TAR_PART_FLOOR
+					  : part;
+}
+
+/* The tar stream s to key with jobs clients of cfg (one per upload thread). */
+static int upload_stream(const struct bk_config *cfg, const struct bk_secrets *sec,
+			 const char *key, struct bk_tar_stream *s, const struct bk_tar_opts *opts,
+			 struct op_err *err)
+{
+	unsigned jobs = opts->jobs ? opts->jobs : 1;
+	if (jobs > BK_MAX_PARALLEL)
+		return op_err_set(err, -EINVAL, "base backup: jobs %u past %d", jobs, BK_MAX_PARALLEL);
+	struct os_client **cs = op_calloc(jobs, sizeof(*cs));
+	int rc = 0;
+	for (unsigned i = 0; rc == 0 && i < jobs; i++)
+		rc = bk_client_new(cfg, sec, &cs[i], err);
+	if (rc == 0) {
+		size_t part = opts->part_size ? opts->part_size : bk_tar_part_size(jobs);
+		rc = os_put_from_reader_jobs(cs, jobs, key, bk_tar_stream_read, s, part, NULL, err);
+	}
+	for (unsigned i = 0; i < jobs; i++)
+		os_client_free(cs[i]);
+	free(cs);
+	return rc;
+}
+
 int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 			 const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
 			 struct op_err *err)
 {
 	struct op_buf name = OP_BUF_INIT(OP_BUF_MAX_SMALL), key = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	struct bk_secrets sec = { 0 };
-	struct os_client *c = NULL;
 	struct bk_tar_stream *s = NULL;
 	int rc = bk_backup_tar_name("data", opts->compression, &name, err);
 	if (rc == 0)
@@ -514,21 +543,16 @@ int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 	if (rc == 0)
 		rc = bk_secrets_load(cfg, &sec, err);
 	if (rc == 0)
-		rc = bk_client_new(cfg, &sec, &c, err);
-	if (rc == 0)
 		rc = bk_tar_stream_new(opts, &s, err);
 	if (rc == 0) {
 		struct op_err put_err = OP_ERR_INIT;
-		size_t part = opts->part_size ? opts->part_size : BK_TAR_PART_DEFAULT;
-		rc = os_put_from_reader(c, op_buf_str(&key), bk_tar_stream_read, s, part, NULL,
-					&put_err);
+		rc = upload_stream(cfg, &sec, op_buf_str(&key), s, opts, &put_err);
 		int trc = bk_tar_stream_finish(s, ret, err); /* the walk's own failure first */
 		if (rc < 0 && trc == 0)
 			op_err_set(err, rc, "%s", put_err.msg);
 		rc = rc < 0 ? rc : trc;
 	}
 	bk_tar_stream_free(s);
-	os_client_free(c);
 	bk_secrets_done(&sec);
 	op_buf_done(&key);
 	op_buf_done(&name);

@@ -262,26 +262,27 @@ static int bb_stop(void *ud, const char **ret_label, struct op_err *err)
 }
 
 /* barman's CloudUploadController.statistics(), one worker, no analysis. */
-static char *copy_stats(double seconds)
+static char *copy_stats(double seconds, unsigned workers)
 {
-	return op_asprintf("{'total_time': %.6f, 'number_of_workers': 1, 'analysis_time': 0, "
+	return op_asprintf("{'total_time': %.6f, 'number_of_workers': %u, 'analysis_time': 0, "
 			   "'analysis_time_per_item': {'data': 0}, 'copy_time_per_item': "
 			   "{'data': %.6f}, 'serialized_copy_time_per_item': {'data': %.6f}, "
 			   "'copy_time': %.6f, 'serialized_copy_time': %.6f}",
-			   seconds, seconds, seconds, seconds, seconds);
+			   seconds, workers, seconds, seconds, seconds, seconds);
 }
 
 static int bb_copy(struct bb *b, struct op_err *err)
 {
 	struct bk_tar_opts t = { .pgdata = b->bi.pgdata, .label_fn = bb_stop, .label_ud = b,
-				 .cancel = b->o->cancel, .compression = b->cfg.data_compression };
+				 .cancel = b->o->cancel, .compression = b->cfg.data_compression,
+				 .jobs = b->cfg.jobs };
 	struct bk_tar_stats stats;
 	int r = bk_upload_pgdata_tar(&b->cfg, b->id, &t, &stats, err);
 	if (r < 0)
 		return r;
 	int64_t now = api_time_now_us();
 	free(b->bi.copy_stats);
-	b->bi.copy_stats = copy_stats((double)(now - b->started_us) / 1e6);
+	b->bi.copy_stats = copy_stats((double)(now - b->started_us) / 1e6, b->cfg.jobs ? b->cfg.jobs : 1);
 	/* size and deduplicated_size stay None, as barman-cloud-backup leaves them */
 	b->st->size = (int64_t)stats.stored_bytes;
 	b->bi.status = BK_STATUS_DONE;

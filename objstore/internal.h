@@ -129,4 +129,17 @@ OP_MUST_CHECK int os_xml_parse_delete(const char *body, size_t len, struct os_s3
 OP_MUST_CHECK int os_xml_parse_complete(const char *body, size_t len, struct os_s3_error *ret_error,
 					struct op_err *err);
 
+/* Multipart pieces for uploads from several threads (objstore/put_jobs.c):
+ * part number no (1-based) uploaded from memory, m only read (threads may
+ * share it), *ret_etag owned by the caller; and the part's ETag recorded in
+ * m (etag owned by m from then on; not thread-safe: under the caller's lock). */
+OP_MUST_CHECK
+int os_mpu_upload_part_no(struct os_client *c, const struct os_mpu *m, unsigned no,
+			  const void *data, size_t len, char **ret_etag, struct op_err *err);
+void os_mpu_set_etag(struct os_mpu *m, unsigned no, char *etag);
+/* Reads until buf (cap bytes) is full or the source ends (*ret_eof true):
+ * 0, or read's -errno. */
+OP_MUST_CHECK int os_read_full(os_read_fn read, void *ud, char *buf, size_t cap, size_t *ret_len,
+			       bool *ret_eof);
+
 #endif

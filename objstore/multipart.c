@@ -62,16 +62,18 @@ static int upload_query(const struct os_mpu *m, unsigned part, struct op_buf *q)
 	return rc ? rc : os_query_add(q, "uploadId", m->upload_id);
 }
 
-int os_mpu_upload_part(struct os_client *c, struct os_mpu *m, const void *data, size_t len,
-		       struct op_err *err)
+/* PUT-PART of part number no from memory; *ret_etag owned by the caller.
+ * Reads m (key, upload id), never changes it: threads may share m. */
+static int upload_part_no(struct os_client *c, const struct os_mpu *m, unsigned no,
+			  const void *data, size_t len, char **ret_etag, struct op_err *err)
 {
-	if (m->n >= OS_PARTS_MAX || len > OS_PART_MAX)
+	if (no > OS_PARTS_MAX || len > OS_PART_MAX)
 		return op_err_set(err, -EFBIG, "PUT-PART s3://%s/%.300s: past %u parts or 5 GiB",
 				  c->bucket, m->key, OS_PARTS_MAX);
 	struct op_buf q = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	char shown[OS_KEY_MAX + 32];
-	snprintf(shown, sizeof(shown), "%s (part %u)", m->key, m->n + 1);
-	int rc = upload_query(m, m->n + 1, &q);
+	snprintf(shown, sizeof(shown), "%s (part %u)", m->key, no);
+	int rc = upload_query(m, no, &q);
 	struct os_req r = { .op = "PUT-PART", .method = "PUT", .key = m->key, .shown = shown,
 			    .query = op_buf_str(&q), .body = data ? data : "", .body_len = len,
 			    .has_body = true, .long_transfer = true };
@@ -83,14 +85,44 @@ int os_mpu_upload_part(struct os_client *c, struct os_mpu *m, const void *data, 
 	if (rc == 0 && !r.info.etag[0])
 		rc = op_err_set(err, -EBADMSG, "PUT-PART s3://%s/%.300s: no ETag in the answer",
 				c->bucket, shown);
-	if (rc < 0)
-		return rc;
-	if (m->n == m->n_alloc) {
-		m->n_alloc = m->n_alloc ? 2 * m->n_alloc : 16;
-		m->etags = op_realloc(m->etags, m->n_alloc * sizeof(*m->etags));
+	if (rc == 0)
+		*ret_etag = op_strdup(r.info.etag);
+	return rc;
+}
+
+void os_mpu_set_etag(struct os_mpu *m, unsigned no, char *etag)
+{
+	if (no > m->n_alloc) {
+		unsigned n = m->n_alloc ? m->n_alloc : 16;
+		while (n < no)
+			n *= 2;
+		m->etags = op_realloc(m->etags, n * sizeof(*m->etags));
+		memset(m->etags + m->n_alloc, 0, (n - m->n_alloc) * sizeof(*m->etags));
+		m->n_alloc = n;
 	}
-	m->etags[m->n++] = op_strdup(r.info.etag);
-	return 0;
+	free(m->etags[no - 1]);
+	m->etags[no - 1] = etag;
+	if (no > m->n)
+		m->n = no;
+}
+
+int os_mpu_upload_part(struct os_client *c, struct os_mpu *m, const void *data, size_t len,
+		       struct op_err *err)
+{
+	char *etag = NULL;
+	int rc = upload_part_no(c, m, m->n + 1, data, len, &etag, err);
+	if (rc == 0)
+		os_mpu_set_etag(m, m->n + 1, etag);
+	return rc;
+}
+
+int os_mpu_upload_part_no(struct os_client *c, const struct os_mpu *m, unsigned no,
+			  const void *data, size_t len, char **ret_etag, struct op_err *err)
+{
+	if (no == 0)
+		return op_err_set(err, -EINVAL, "PUT-PART s3://%s/%.300s: part number 0",
+				  c->bucket, m->key);
+	return upload_part_no(c, m, no, data, len, ret_etag, err);
 }
 
 static int complete_body(const struct os_mpu *m, struct op_buf *b)
@@ -98,6 +130,8 @@ static int complete_body(const struct os_mpu *m, struct op_buf *b)
 	int rc = op_buf_adds(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?><CompleteMultipartUpload "
 				"xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
 	for (unsigned i = 0; rc == 0 && i < m->n; i++) {
+		if (!m->etags[i])
+			return -ENOENT;
 		rc = op_buf_addf(b, "<Part><PartNumber>%u</PartNumber><ETag>", i + 1);
 		if (rc == 0)
 			rc = os_xml_escape(b, m->etags[i]);
@@ -114,7 +148,13 @@ int os_mpu_complete(struct os_client *c, struct os_mpu *m, struct op_err *err)
 	const char *hdrs[] = { "Content-Type: application/xml", NULL };
 	int rc = m->n ? 0 : op_err_set(err, -EINVAL, "COMPLETE-MULTIPART s3://%s/%.300s: no part",
 					c->bucket, m->key);
-	if (rc == 0 && (upload_query(m, 0, &q) < 0 || complete_body(m, &body) < 0))
+	int brc = rc == 0 ? upload_query(m, 0, &q) : 0;
+	if (rc == 0 && brc == 0)
+		brc = complete_body(m, &body);
+	if (rc == 0 && brc == -ENOENT)
+		rc = op_err_set(err, -EINVAL, "COMPLETE-MULTIPART s3://%s/%.300s: a part is missing",
+				c->bucket, m->key);
+	else if (rc == 0 && brc < 0)
 		rc = op_err_set(err, -EMSGSIZE, "COMPLETE-MULTIPART s3://%s/%.300s: request too large",
 				c->bucket, m->key);
 	struct os_req r = { .op = "COMPLETE-MULTIPART", .method = "POST", .key = m->key,
@@ -149,8 +189,7 @@ int os_mpu_abort(struct os_client *c, struct os_mpu *m, struct op_err *err)
 	return rc;
 }
 
-/* Reads until buf is full or the source ends. */
-static int fill(os_read_fn read, void *ud, char *buf, size_t cap, size_t *ret_len, bool *ret_eof)
+int os_read_full(os_read_fn read, void *ud, char *buf, size_t cap, size_t *ret_len, bool *ret_eof)
 {
 	size_t len = 0;
 	*ret_eof = false;
@@ -179,7 +218,7 @@ static int upload_rest(struct os_client *c, struct os_mpu *m, os_read_fn read, v
 		if (rc < 0 || eof)
 			break;
 		*total += len;
-		if ((rc = fill(read, ud, buf, part, &len, &eof)) < 0) {
+		if ((rc = os_read_full(read, ud, buf, part, &len, &eof)) < 0) {
 			op_err_set(err, rc, "PUT s3://%s/%.300s: read failed", c->bucket, m->key);
 			break;
 		}
@@ -212,7 +251,7 @@ int os_put_from_reader(struct os_client *c, const char *key, os_read_fn read, vo
 	bool eof;
 	uint64_t total = 0;
 	struct os_mpu *m = NULL;
-	int rc = fill(read, ud, buf, part, &len, &eof);
+	int rc = os_read_full(read, ud, buf, part, &len, &eof);
 	if (rc < 0)
 		op_err_set(err, rc, "PUT s3://%s/%.300s: read failed", c->bucket, key);
 	else if (eof) /* fits in one request */

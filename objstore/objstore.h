@@ -194,4 +194,16 @@ OP_MUST_CHECK
 int os_put_from_reader(struct os_client *c, const char *key, os_read_fn read, void *ud,
 		       size_t part_size, uint64_t *ret_size, struct op_err *err);
 
+/* os_put_from_reader with up to n_clients parts in flight: this thread
+ * reads the next part while n_clients threads (one client each: a client is
+ * not thread-safe) upload the ones read, so reading, compressing and
+ * uploading overlap. Memory: n_clients + 1 part_size buffers, whatever the
+ * size of the stream. Parts are numbered in read order; any failure stops
+ * the reading, aborts the upload and is the one reported (the first).
+ * clients borrowed (n_clients >= 1, each used by one thread at a time). */
+OP_MUST_CHECK
+int os_put_from_reader_jobs(struct os_client *const *clients, unsigned n_clients, const char *key,
+			    os_read_fn read, void *ud, size_t part_size, uint64_t *ret_size,
+			    struct op_err *err);
+
 #endif

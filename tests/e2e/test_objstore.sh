@@ -89,6 +89,30 @@ if [ -z "$asan" ]; then
 		e2e_fail "multipart put peak RSS $put_rss kB (get: $get_rss kB): more than one part held"
 fi
 
+e2e_log "20 MB from stdin, 3 parts in flight at once (--jobs 3, 5 MiB parts)"
+t0=$(ms)
+s3 --stats --part-size 5 --jobs 3 put wals/big3 <"$tmp/big" 2>"$tmp/put3.stats"
+t1=$(ms)
+read -r size etag < <(s3 head wals/big3)
+e2e_assert_eq 20000000 "$size" "parallel multipart object size"
+[[ $etag == *-4\" ]] || e2e_fail "ETag $etag is not a 4-part multipart ETag"
+e2e_assert_eq "$(sha <"$tmp/big")" "$(s3 get wals/big3 | sha)" "sha256 of the parallel upload read back"
+put3_rss=$(sed -n 's/.*maxrss_kb=\([0-9]*\).*/\1/p' "$tmp/put3.stats")
+echo "METRIC objstore_multipart_20mb_put_jobs3_ms $((t1 - t0))"
+e2e_log "20 MB parallel put $((t1 - t0)) ms (peak RSS $put3_rss kB)"
+if [ -z "$asan" ]; then
+	# 4 part buffers (3 uploading, 1 being read) of 5 MiB, and 2 more clients
+	[ "$put3_rss" -lt $((get_rss + 4 * 5120 + 8192)) ] ||
+		e2e_fail "parallel put peak RSS $put3_rss kB (get: $get_rss kB): more than jobs + 1 parts held"
+fi
+e2e_log "a parallel upload to a bucket that does not exist fails, clearly"
+rc=0
+out=$("$TOOL" --endpoint "$OBJSTORE_ENDPOINT" --bucket no-such-bucket --creds "$OBJSTORE_CREDS" \
+	--ca "$OBJSTORE_CA" --part-size 5 --jobs 3 put wals/x <"$tmp/big" 2>&1) || rc=$?
+check_no_crash "$rc" "$out" "parallel put to a missing bucket"
+[ "$rc" -ne 0 ] && [[ $out == *NoSuchBucket* ]] ||
+	e2e_fail "parallel put to a missing bucket: rc $rc: $out"
+
 e2e_log "aborted multipart upload leaves nothing"
 s3 mpu-abort wals/aborted
 expect_error "404" "HEAD of the aborted upload's key" s3 head wals/aborted

@@ -149,8 +149,15 @@ static void test_config(void **state)
 	assert_int_equal(bk_config_parse(j, strlen(j), &cfg, NULL), 0);
 	assert_int_equal(cfg.compression, BK_COMP_NONE);
 	assert_int_equal(cfg.max_parallel, 1);
+	assert_int_equal(cfg.jobs, BK_JOBS_DEFAULT);
 	assert_null(cfg.session_token_file);
 	bk_config_done(&cfg);
+	/* the tar's part size: jobs + 1 buffers within BK_TAR_UPLOAD_MEM, floored */
+	assert_int_equal(bk_tar_part_size(0), BK_TAR_PART_DEFAULT);
+	assert_int_equal(bk_tar_part_size(1), BK_TAR_PART_DEFAULT);
+	assert_int_equal(bk_tar_part_size(3), BK_TAR_UPLOAD_MEM / 4);
+	assert_true(bk_tar_part_size(2) * 3 <= BK_TAR_UPLOAD_MEM);
+	assert_int_equal(bk_tar_part_size(BK_MAX_PARALLEL), BK_TAR_PART_FLOOR);
 
 	static const struct { const char *json, *msg; } bad[] = {
 		{ "", "config" },

@@ -164,7 +164,7 @@ static void test_config_data_keys(void **state)
 	assert_int_equal(bk_config_parse(j, strlen(j), &cfg, NULL), 0);
 	assert_int_equal(cfg.data_compression, BK_COMP_NONE);
 	assert_false(cfg.immediate_checkpoint);
-	assert_int_equal(cfg.jobs, 1);
+	assert_int_equal(cfg.jobs, BK_JOBS_DEFAULT);
 	bk_config_done(&cfg);
 	j = CFG ",\"dataCompression\":\"bzip2\",\"immediateCheckpoint\":true,\"jobs\":4}";
 	assert_int_equal(bk_config_parse(j, strlen(j), &cfg, NULL), 0);

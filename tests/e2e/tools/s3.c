@@ -1,8 +1,9 @@
 /* pgop-s3: a thin CLI over objstore/ for tests/e2e/test_objstore.sh.
  *
  *   pgop-s3 --endpoint URL --bucket B --creds FILE [--ca PEMFILE] [--region R]
- *           [--part-size MIB] [--max BYTES] [--page N] [--stats] CMD ARGS
- *   put KEY        stdin to KEY, streamed (multipart past one part)
+ *           [--part-size MIB] [--jobs N] [--max BYTES] [--page N] [--stats] CMD ARGS
+ *   put KEY        stdin to KEY, streamed (multipart past one part; --jobs N:
+ *                  N parts uploaded at once, os_put_from_reader_jobs)
  *   put-mem KEY    stdin read into memory (<= 64 MiB), one signed PUT
  *   get KEY        KEY to stdout (--max caps it)
  *   head KEY       prints "SIZE ETAG"
@@ -30,6 +31,7 @@
 struct opts {
 	struct os_config cfg;
 	size_t part_size;
+	unsigned jobs; /* put: parts uploaded at once (0: one at a time) */
 	uint64_t max;
 	unsigned page;
 	int stats;
@@ -165,11 +167,30 @@ static int cmd_put_many(struct os_client *c, const char *prefix, const char *cou
 	return rc;
 }
 
+/* put with o->jobs clients (c the first; the others made here). */
+static int cmd_put_jobs(struct os_client *c, struct opts *o, const char *key, struct op_err *err)
+{
+	struct os_client **cs = op_calloc(o->jobs, sizeof(*cs));
+	int rc = 0;
+	cs[0] = c;
+	for (unsigned i = 1; rc == 0 && i < o->jobs; i++)
+		rc = os_client_new(&o->cfg, &cs[i], err);
+	if (rc == 0)
+		rc = os_put_from_reader_jobs(cs, o->jobs, key, stdin_read, o, o->part_size, NULL,
+					     err);
+	for (unsigned i = 1; i < o->jobs; i++)
+		os_client_free(cs[i]);
+	free(cs);
+	return rc;
+}
+
 static int run(struct os_client *c, struct opts *o, int argc, char **argv, struct op_err *err)
 {
 	const char *cmd = argv[0], *key = argc > 1 ? argv[1] : NULL;
 	struct os_object_info info;
 	int rc;
+	if (!strcmp(cmd, "put") && key && o->jobs)
+		return cmd_put_jobs(c, o, key, err);
 	if (!strcmp(cmd, "put") && key)
 		return os_put_from_reader(c, key, stdin_read, o, o->part_size, NULL, err);
 	if (!strcmp(cmd, "put-mem") && key)
@@ -204,6 +225,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 		{ "endpoint", 1, 0, 'e' }, { "bucket", 1, 0, 'b' }, { "creds", 1, 0, 'c' },
 		{ "ca", 1, 0, 'a' },       { "region", 1, 0, 'r' }, { "part-size", 1, 0, 'p' },
 		{ "max", 1, 0, 'm' },      { "page", 1, 0, 'n' },   { "stats", 0, 0, 's' },
+		{ "jobs", 1, 0, 'j' },
 		{ 0, 0, 0, 0 },
 	};
 	int ch;
@@ -218,6 +240,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 		case 'm': o->max = strtoull(optarg, NULL, 10); break;
 		case 'n': o->page = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o->stats = 1; break;
+		case 'j': o->jobs = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: return -EINVAL;
 		}
 	}
