@@ -91,12 +91,12 @@ fi
 
 e2e_log "20 MB from stdin, 3 parts in flight at once (--jobs 3, 5 MiB parts)"
 t0=$(ms)
-s3 --stats --part-size 5 --jobs 3 put wals/big3 <"$tmp/big" 2>"$tmp/put3.stats"
+s3 --stats --part-size 5 --jobs 3 put par/big3 <"$tmp/big" 2>"$tmp/put3.stats"
 t1=$(ms)
-read -r size etag < <(s3 head wals/big3)
+read -r size etag < <(s3 head par/big3)
 e2e_assert_eq 20000000 "$size" "parallel multipart object size"
 [[ $etag == *-4\" ]] || e2e_fail "ETag $etag is not a 4-part multipart ETag"
-e2e_assert_eq "$(sha <"$tmp/big")" "$(s3 get wals/big3 | sha)" "sha256 of the parallel upload read back"
+e2e_assert_eq "$(sha <"$tmp/big")" "$(s3 get par/big3 | sha)" "sha256 of the parallel upload read back"
 put3_rss=$(sed -n 's/.*maxrss_kb=\([0-9]*\).*/\1/p' "$tmp/put3.stats")
 echo "METRIC objstore_multipart_20mb_put_jobs3_ms $((t1 - t0))"
 e2e_log "20 MB parallel put $((t1 - t0)) ms (peak RSS $put3_rss kB)"
@@ -108,7 +108,7 @@ fi
 e2e_log "a parallel upload to a bucket that does not exist fails, clearly"
 rc=0
 out=$("$TOOL" --endpoint "$OBJSTORE_ENDPOINT" --bucket no-such-bucket --creds "$OBJSTORE_CREDS" \
-	--ca "$OBJSTORE_CA" --part-size 5 --jobs 3 put wals/x <"$tmp/big" 2>&1) || rc=$?
+	--ca "$OBJSTORE_CA" --part-size 5 --jobs 3 put par/x <"$tmp/big" 2>&1) || rc=$?
 check_no_crash "$rc" "$out" "parallel put to a missing bucket"
 [ "$rc" -ne 0 ] && [[ $out == *NoSuchBucket* ]] ||
 	e2e_fail "parallel put to a missing bucket: rc $rc: $out"
@@ -126,7 +126,7 @@ e2e_assert_eq 1100 "$(s3 list many/ | sort -u | wc -l)" "keys listed in 1000-key
 e2e_assert_eq 1100 "$(s3 --page 100 list many/ | sort -u | wc -l)" "keys listed in 100-key pages"
 e2e_assert_eq "many/k000000 many/k001099" "$(s3 --page 7 list many/ | awk 'NR==1{a=$2} {b=$2} END{print a, b}')" \
 	"first and last key over 7-key pages"
-e2e_assert_eq "P dir/|P many/|P wals/" "$(s3 list '' / | paste -sd'|')" "common prefixes at the root"
+e2e_assert_eq "P dir/|P many/|P par/|P wals/" "$(s3 list '' / | paste -sd'|')" "common prefixes at the root"
 e2e_assert_eq "O wals/big 20000000" "$(s3 list wals/ /)" "objects under wals/ with a delimiter"
 
 e2e_log "DeleteObjects: 1000 keys, then 100"
