@@ -255,3 +255,34 @@ objstore_pod_s3() { # TOOL ARGS...
 	"$tool" --endpoint "$OBJSTORE_HOST_ENDPOINT" --bucket "$OBJSTORE_BUCKET" \
 		--creds "$OBJSTORE_CREDS" --ca "$OBJSTORE_CA" "$@"
 }
+
+# objstore_recovery_cluster NAME SERVER [RECOVERY-YAML]: a 1-instance Cluster NAME in $ns
+# (k() of cluster_lib.sh) bootstrapped by recovery from the Pod store's s3://BUCKET/pgop,
+# server SERVER, through externalClusters[].barmanObjectStore with the Secrets
+# objstore_pod_client_secrets made (objstore-credentials, objstore-ca), gzip WAL;
+# RECOVERY-YAML: more lines under bootstrap.recovery (6 spaces in, e.g. a recoveryTarget).
+objstore_recovery_cluster() {
+	k apply -f - >/dev/null <<EOR
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: $1}
+spec:
+  instances: 1
+  storage: {size: 1Gi}
+  bootstrap:
+    recovery:
+      source: origin
+${3:-}
+  externalClusters:
+    - name: origin
+      barmanObjectStore:
+        destinationPath: s3://$OBJSTORE_BUCKET/pgop
+        endpointURL: $OBJSTORE_ENDPOINT
+        endpointCA: {name: objstore-ca, key: ca.crt}
+        serverName: $2
+        s3Credentials:
+          accessKeyId: {name: objstore-credentials, key: ACCESS_KEY_ID}
+          secretAccessKey: {name: objstore-credentials, key: ACCESS_SECRET_KEY}
+        wal: {compression: gzip}
+EOR
+}

@@ -14,9 +14,14 @@
 #      store's error (SignatureDoesNotMatch) in its message, archiveError says it, the WAL
 #      stays in pg_wal (readyWALs > 0); the right key back: archiving catches up (every
 #      segment switched during the outage in the store, readyWALs 0, condition True),
-#      postgres never restarted (pg_postmaster_start_time unchanged on every instance).
+#      postgres never restarted (pg_postmaster_start_time unchanged on every instance);
+#   5. a destinationPath in a bucket that does not exist, then another CA in the Secret
+#      endpointCA names: each time ContinuousArchiving False with the store's own error
+#      (NoSuchBucket; TLS certificate verification) in its message and archiveError, the
+#      WAL kept in pg_wal, and once fixed the condition True and every segment stored; no
+#      container restarted, postgres never restarted.
 # METRIC: seconds from the bad key to condition False, from the fixed key to True,
-# segments caught up.
+# segments caught up; the same for the missing bucket and the wrong CA.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$E2E_DIR/objstore_lib.sh"
@@ -160,8 +165,67 @@ for s in "${outage[@]}"; do
 done
 echo "METRIC archive_segments_caught_up=${#missing[@]}"
 e2e_log "caught up: condition True ${true_s} s after the right key, ${#missing[@]} segments archived late, readyWALs 0, ${#outage[@]} outage segments in the store"
+
+# ---- 4. a missing bucket, then a wrong CA: each fails with the store's own words ------
+# break_then_fix NAME EXPECT-REGEX BREAK FIX: BREAK (a command) makes archiving fail:
+# condition False with EXPECT in its message and in the primary's archiveError, the
+# segments switched meanwhile kept in pg_wal; FIX: condition True again, each of them in
+# the store.
+break_then_fix() {
+	local name=$1 want=$2 t s seg kept=0
+	local -a segs=()
+	$3
+	t=$(date +%s)
+	until [ "$(cond status)" = False ]; do
+		(($(date +%s) - t < 60)) ||
+			e2e_fail "$name: condition not False in 60 s (message '$(cond message)', archiveError '$(pgst archiveError)')"
+		segs+=("$(switch)")
+		sleep 2
+	done
+	echo "METRIC archive_${name}_to_condition_false_s=$(($(date +%s) - t))"
+	e2e_log "$name: ContinuousArchiving False after $(($(date +%s) - t)) s: $(cond message)"
+	e2e_assert_eq ContinuousArchivingFailing "$(cond reason)" "$name: reason"
+	[[ $(cond message) =~ $want ]] || e2e_fail "$name: condition message '$(cond message)' does not match /$want/"
+	[[ $(pgst archiveError) =~ $want ]] || e2e_fail "$name: archiveError '$(pgst archiveError)' does not match /$want/"
+	segs+=("$(switch)")
+	seg=${segs[-1]}
+	e2e_wait_for "[ \"\$(pgst readyWALs)\" -ge 1 ]" 20 1 || e2e_fail "$name: readyWALs '$(pgst readyWALs)' while failing"
+	for s in "${segs[@]}"; do
+		stored "$s" && continue
+		in_pg_wal "$s" || e2e_fail "$name: $s neither in pg_wal nor in the store"
+		kept=$((kept + 1))
+	done
+	((kept >= 1)) || e2e_fail "$name: no segment waiting in pg_wal (the last: $seg)"
+	$4
+	t=$(date +%s)
+	until [ "$(cond status)" = True ]; do
+		(($(date +%s) - t < 90)) ||
+			e2e_fail "$name: condition not True 90 s after the fix (message '$(cond message)', readyWALs '$(pgst readyWALs)')"
+		segs+=("$(switch)")
+		sleep 2
+	done
+	echo "METRIC archive_${name}_fixed_to_condition_true_s=$(($(date +%s) - t))"
+	e2e_wait_for "[ \"\$(pgst readyWALs)\" = 0 ]" 60 1 || e2e_fail "$name: readyWALs '$(pgst readyWALs)' after the fix"
+	for s in "${segs[@]}"; do stored "$s" || e2e_fail "$name: $s not in the store after the fix"; done
+	e2e_log "$name: $kept segments kept in pg_wal, archived after the fix ($(($(date +%s) - t)) s)"
+}
+restarts() { k get pods -l cnpg.io/cluster=$C -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[*].restartCount} {end}'; }
+restarts0=$(restarts)
+dest=$(k get cluster $C -o jsonpath='{.spec.backup.barmanObjectStore.destinationPath}')
+set_dest() { k patch cluster $C --type merge -p "{\"spec\":{\"backup\":{\"barmanObjectStore\":{\"destinationPath\":\"$1\"}}}}" >/dev/null; }
+no_bucket() { set_dest "s3://missing-$(openssl rand -hex 4)/pgop"; }
+bucket_back() { set_dest "$dest"; }
+break_then_fix missing_bucket 'NoSuchBucket' no_bucket bucket_back
+# another CA in the Secret endpointCA names: the store's certificate fails verification
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=another-ca \
+	-keyout "$tmp/other-ca.key" -out "$tmp/other-ca.crt" >/dev/null 2>&1 || e2e_fail "openssl"
+set_ca() { k create secret generic objstore-ca --from-file=ca.crt="$1" --dry-run=client -o yaml | k replace -f - >/dev/null; }
+other_ca() { set_ca "$tmp/other-ca.crt"; }
+right_ca() { set_ca "$OBJSTORE_CA"; }
+break_then_fix wrong_ca 'TLS.*certificate' other_ca right_ca
+e2e_assert_eq "$restarts0" "$(restarts)" "container restart counts"
 for p in $C-1 $C-2 $C-3; do
-	e2e_assert_eq "${started[$p]}" "$(sql "$p" 'select pg_postmaster_start_time()')" "$p: postmaster start time (the rotated Secret needs no restart)"
+	e2e_assert_eq "${started[$p]}" "$(sql "$p" 'select pg_postmaster_start_time()')" "$p: postmaster start time (rotated Secrets and a new destination need no restart)"
 done
 e2e_assert_eq "$primary" "$(status currentPrimary)" "primary unchanged"
 e2e_log "PASS"

@@ -188,31 +188,7 @@ wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$local_pg" -m fast stop >/dev/null
 local_pg=
 
 # ---- 4. pgop recovers a new Cluster from the store -----------------------------------
-recovery_cluster() { # NAME [TARGET-YAML]
-	k apply -f - >/dev/null <<EOF
-apiVersion: postgresql.cnpg.io/v1
-kind: Cluster
-metadata: {name: $1}
-spec:
-  instances: 1
-  storage: {size: 1Gi}
-  bootstrap:
-    recovery:
-      source: origin
-${2:-}
-  externalClusters:
-    - name: origin
-      barmanObjectStore:
-        destinationPath: s3://backups/pgop
-        endpointURL: $OBJSTORE_ENDPOINT
-        endpointCA: {name: objstore-ca, key: ca.crt}
-        serverName: $C
-        s3Credentials:
-          accessKeyId: {name: objstore-credentials, key: ACCESS_KEY_ID}
-          secretAccessKey: {name: objstore-credentials, key: ACCESS_SECRET_KEY}
-        wal: {compression: gzip}
-EOF
-}
+recovery_cluster() { objstore_recovery_cluster "$1" cluster-backup-s3 "${2:-}"; } # NAME [TARGET-YAML]
 tr0=$(date +%s)
 recovery_cluster restored
 C=restored wait_healthy 1 600
