@@ -8,7 +8,7 @@
 #      Backup (from a standby); a segment switched and archived on timeline 1;
 #   2. the primary's Pod deleted: a standby promotes to timeline 2 and archives: a segment
 #      it switches is in the store (METRIC: seconds from the deletion);
-#   3. the store holds 00000002.history, the old timeline's last segment as
+#   3. the store holds 00000002.history(.gz), the old timeline's last segment as
 #      <segment>.partial.gz (postgres renames it at the promotion and archives it), and
 #      every segment from the last one archived before the failover to the last after:
 #      timeline 1's below the switch point, timeline 2's from it on (no gap);
@@ -141,7 +141,7 @@ last=$(sql "$new" "select pg_walfile_name(pg_switch_wal())")
 e2e_wait_for "stored $last" 60 1 || e2e_fail "$last not archived within 60 s"
 
 # ---- 3. the store: .history, .partial, no gap ------------------------------------------
-s3 get "$W/00000002.history" >"$tmp/tl2.history" || e2e_fail "$W/00000002.history not in the store"
+s3 get "$W/00000002.history.gz" | gunzip >"$tmp/tl2.history" || e2e_fail "$W/00000002.history.gz not in the store"
 # "1<TAB>X/Y<TAB>reason": timeline 1 ends at X/Y
 sw=$(awk '$1 == 1 { print $2 }' "$tmp/tl2.history")
 e2e_assert_match "$sw" '^[0-9A-F]+/[0-9A-F]+$' "switch point in 00000002.history"
