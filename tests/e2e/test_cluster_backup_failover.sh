@@ -151,7 +151,7 @@ name() { printf '%08X%08X%08X' "$1" $(($2 / 256)) $(($2 % 256)); } # TLI SEGNO
 segno() { echo $((16#${1:8:8} * 256 + 16#${1:16:8})); }
 if ((lo % 16777216 != 0)); then
 	stored "$(name 1 $sseg).partial" || e2e_fail "$(name 1 $sseg).partial.gz (timeline 1's last segment) not in the store: $(s3 list "$W/" | grep -i partial)"
-	e2e_log "$W/${sw}: timeline 1 ends in $(name 1 $sseg); $(name 1 $sseg).partial.gz is in the store"
+	e2e_log "switch point $sw: timeline 1 ends in $(name 1 $sseg); $(name 1 $sseg).partial.gz is in the store"
 fi
 n=0
 for ((i = $(segno "$before"); i <= $(segno "$last"); i++)); do
