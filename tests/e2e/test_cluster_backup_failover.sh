@@ -86,8 +86,8 @@ e2e_wait_for "[ -f '$spool/$bend' ]" 30 0.5 || e2e_fail "the local PostgreSQL di
 wal_as_pg "$WAL_PGBIN/pg_ctl" -D "$tmp/bsrc" -m fast -w stop >/dev/null
 local_pg=
 nb=0
-for f in $(ls "$spool" | sort); do
-	barman barman-cloud-wal-archive --gzip s3://backups/pgop barman-src "$spool/$f" 2>>"$tmp/bm-wal.log" ||
+for f in "$spool"/*; do # in name order: the segments as postgres archived them
+	barman barman-cloud-wal-archive --gzip s3://backups/pgop barman-src "$f" 2>>"$tmp/bm-wal.log" ||
 		{ cat "$tmp/bm-wal.log" >&2; e2e_fail "barman-cloud-wal-archive $f"; }
 	nb=$((nb + 1))
 done
