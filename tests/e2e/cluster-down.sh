@@ -6,7 +6,7 @@
 #     process carrying PGOP_E2E_OWNER=STATE in its environment),
 #   - network namespaces pgop-e2e-*, the bridge pgope2e0 and every link enslaved to it,
 #     host links pgope2e* / pe2e* / pgop-e2e*, links listed in STATE/agent/links, the
-#     nftables table pgop_e2e (any family), sysctls listed in STATE/agent/sysctl.restore,
+#     nftables tables pgop_e2e and pgop_e2e_<n> (any family), sysctls listed in STATE/agent/sysctl.restore,
 #   - mounts under STATE; then STATE itself (unless PGOP_E2E_KEEP_STATE=1).
 #
 # Usage: tests/e2e/cluster-down.sh [STATE_DIR]      (default /tmp/pgop-e2e)
@@ -108,6 +108,7 @@ signal_all() { # SIG PID...
 			kill "-$sig" -- "-$pid" 2>/dev/null
 		fi
 		kill "-$sig" "$pid" 2>/dev/null
+		kill -CONT "$pid" 2>/dev/null # a node a test stopped (e2e_node_stop)
 	done
 }
 
@@ -121,7 +122,7 @@ wait_gone() { # TIMEOUT
 
 # 1. The node agent first, so it does not restart pods we are about to kill.
 if [ -d "$S/agent" ]; then
-	mapfile -t agent < <(pids_from_files "$S"/agent/*.pid)
+	mapfile -t agent < <(pids_from_files "$S"/agent/*.pid "$S"/agent/nodes/*/agent.pid)
 	if ((${#agent[@]})); then
 		signal_all TERM "${agent[@]}"
 		sleep 1
@@ -164,12 +165,15 @@ if [ -f "$S/agent/sysctl.restore" ]; then
 		[ -e "/proc/sys/${k//.//}" ] && sysctl -q -w "$k=$v" >/dev/null 2>&1
 	done
 fi
+# "FAMILY NAME" lines: pgop_e2e and the other nodes' pgop_e2e_<n> (an agent killed with
+# SIGKILL leaves its tables)
 nft_tables() {
 	[ -n "$global" ] || return 0
-	nft list tables 2>/dev/null | awk -v t="$E2E_NFT_TABLE" '$1 == "table" && $3 == t {print $2}'
+	nft list tables 2>/dev/null |
+		awk -v t="$E2E_NFT_TABLE" '$1 == "table" && ($3 == t || $3 ~ "^" t "_[0-9]+$") {print $2, $3}'
 }
 if command -v nft >/dev/null; then
-	for fam in $(nft_tables); do nft delete table "$fam" "$E2E_NFT_TABLE"; done
+	nft_tables | while read -r fam tbl; do nft delete table "$fam" "$tbl"; done
 fi
 
 # 4. Mounts under S, deepest first.
@@ -190,7 +194,7 @@ mapfile -t pids < <(our_pids)
 for p in "${pids[@]}"; do left+=("process $p: $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | cut -c1-120)"); done
 for f in $(our_named_netns); do left+=("netns ${f##*/}"); done
 for l in $(links | sort -u); do left+=("link $l"); done
-for fam in $(nft_tables); do left+=("nft table $fam $E2E_NFT_TABLE"); done
+while read -r fam tbl; do left+=("nft table $fam $tbl"); done < <(nft_tables)
 for m in $(mounts); do left+=("mount $m"); done
 [ -z "${PGOP_E2E_KEEP_STATE:-}" ] && [ -e "$S" ] && left+=("directory $S")
 if ((${#left[@]})); then

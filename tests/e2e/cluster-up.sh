@@ -237,6 +237,7 @@ start kube-controller-manager kube-controller-manager \
 	--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
 	--cluster-name=pgop-e2e \
 	--leader-elect=false \
+	--node-monitor-period=2s --node-monitor-grace-period=20s \
 	--profiling=false ${PGOP_E2E_KCM_ARGS:-}
 wait_up kube-controller-manager 60 "curl -skf --max-time 3 https://127.0.0.1:$PGOP_E2E_KCM_PORT/healthz"
 

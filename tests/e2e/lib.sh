@@ -147,31 +147,169 @@ e2e_down() {
 	fi
 }
 
-# e2e_agent_up: make sure the node agent (tests/e2e/agent, pgop-node-agent) runs for this
-# control plane and its Node is Ready. Shared by all tests of a run like the control
-# plane: it is recorded in STATE/agent/agent.pid (so it is not a "stray") and stopped by
-# cluster-down.sh. Fails when the agent is not built (run.sh builds it). Call after e2e_up.
-# The command line is the contract with the agent; extra flags: PGOP_NODE_AGENT_ARGS.
-e2e_agent_up() {
-	local s=$PGOP_E2E_STATE bin pid
+# The local cluster's nodes: PGOP_E2E_NODES node agents (default 3), one per Node:
+# pgop-e2e-node (state STATE/agent, as with one node), pgop-e2e-node-2, pgop-e2e-node-3, ...
+# (state STATE/agent/nodes/<name>). They share STATE/agent/{run,logs,partition} (--shared-dir),
+# so `pgop-node-agent --state-dir STATE/agent exec|partition NS/POD` and the
+# STATE/agent/run/<ns>_<pod>_<container>.pid files work whatever node runs the pod.
+# A test that needs at least N nodes raises PGOP_E2E_NODES before e2e_agent_up (the extra
+# agents then stay for the rest of the run).
+: "${PGOP_E2E_NODES:=3}"
+export PGOP_E2E_NODES
+
+# e2e_node_names: the node names, one per line.
+e2e_node_names() {
+	local i
+	echo pgop-e2e-node
+	for ((i = 2; i <= PGOP_E2E_NODES; i++)); do echo "pgop-e2e-node-$i"; done
+}
+
+# e2e_node_dir NAME: the node agent's state dir.
+e2e_node_dir() {
+	if [ "$1" = pgop-e2e-node ]; then echo "$PGOP_E2E_STATE/agent"; else echo "$PGOP_E2E_STATE/agent/nodes/$1"; fi
+}
+
+# e2e_node_pid NAME: the node agent's PID, if it runs (stopped counts as running).
+e2e_node_pid() {
+	local f pid
+	f="$(e2e_node_dir "$1")/agent.pid"
+	pid=$(cat "$f" 2>/dev/null) || return 1
+	kill -0 "$pid" 2>/dev/null && ! e2e_is_zombie "$pid" && echo "$pid"
+}
+
+# e2e_node_ready NAME: 0 when the Node's Ready condition is True.
+e2e_node_ready() {
+	[ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# e2e_node_table NAME: the node's nftables table (ip and bridge families).
+e2e_node_table() {
+	local oct
+	oct=$(cat "$(e2e_node_dir "$1")/subnet" 2>/dev/null) || return 1
+	if [ "$oct" = 213 ]; then echo "$E2E_NFT_TABLE"; else echo "${E2E_NFT_TABLE}_$oct"; fi
+}
+
+# e2e_node_pod_pids NAME: PIDs of every process in the network namespace of a pod of the
+# node (containers, their children, exec'd commands).
+e2e_node_pod_pids() {
+	local d uid
+	for d in "$(e2e_node_dir "$1")"/pods/*/; do
+		[ -d "$d" ] || continue
+		uid=$(basename "$d")
+		uid=${uid//-/}
+		ip netns pids "$E2E_NETNS_PREFIX${uid:0:8}" 2>/dev/null
+	done
+}
+
+# e2e_agent_start NAME: start the node agent of NAME unless it runs (in its own session,
+# PGOP_E2E_OWNER=STATE, pid in DIR/agent.pid, log DIR/agent.log). Fails when not built.
+e2e_agent_start() {
+	local name=$1 s=$PGOP_E2E_STATE bin dir pid
 	bin=${PGOP_NODE_AGENT:-${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/agent/pgop-node-agent}
-	if [ -f "$s/agent/agent.pid" ] && kill -0 "$(cat "$s/agent/agent.pid")" 2>/dev/null; then
-		pid=$(cat "$s/agent/agent.pid")
-	else
-		if [ ! -x "$bin" ]; then
-			e2e_fail "node agent not built ($bin; tests/e2e/run.sh builds it: ninja -C BUILD_DIR pgop-node-agent)"
-		fi
-		mkdir -p "$s/agent"
-		e2e_log "starting the node agent (log: $s/agent/agent.log)"
-		# shellcheck disable=SC2086
-		PGOP_E2E_OWNER=$s setsid "$bin" --kubeconfig "$s/kubeconfig" --state-dir "$s/agent" \
-			--pgop-binary "${PGOP_BIN:-pgop}" ${PGOP_NODE_AGENT_ARGS:-} \
-			</dev/null >>"$s/agent/agent.log" 2>&1 &
-		pid=$!
-		echo "$pid" >"$s/agent/agent.pid"
-	fi
-	e2e_wait_for "kubectl get node ${PGOP_E2E_NODE:-pgop-e2e-node} -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True" 60 ||
-		e2e_fail "node ${PGOP_E2E_NODE:-pgop-e2e-node} not Ready (agent pid $pid, log $s/agent/agent.log)"
+	e2e_node_pid "$name" >/dev/null && return 0
+	[ -x "$bin" ] || e2e_fail "node agent not built ($bin; tests/e2e/run.sh builds it: ninja -C BUILD_DIR pgop-node-agent)"
+	dir=$(e2e_node_dir "$name")
+	mkdir -p "$dir"
+	e2e_log "starting the node agent of $name (log: $dir/agent.log)"
+	# shellcheck disable=SC2086
+	PGOP_E2E_OWNER=$s setsid "$bin" --kubeconfig "$s/kubeconfig" --state-dir "$dir" \
+		--shared-dir "$s/agent" --node-name "$name" \
+		--pgop-binary "${PGOP_BIN:-pgop}" ${PGOP_NODE_AGENT_ARGS:-} \
+		</dev/null >>"$dir/agent.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$dir/agent.pid"
+}
+
+# e2e_agent_up: make sure every node's agent runs for this control plane and its Node is
+# Ready (a node a previous test left stopped or cut is brought back). Shared by all tests
+# of a run like the control plane: the agents are recorded in their DIR/agent.pid (so
+# they are not "strays") and stopped by cluster-down.sh. Call after e2e_up. The command
+# line is the contract with the agent; extra flags: PGOP_NODE_AGENT_ARGS. The agents start
+# one after the other, so pgop-e2e-node gets 10.244.213.0/24, the next 214, ...
+e2e_agent_up() {
+	local name
+	while read -r name; do
+		e2e_node_thaw "$name"
+		rm -f "$PGOP_E2E_STATE/agent/partition/node.$name"
+		e2e_agent_start "$name"
+		e2e_wait_for "e2e_node_ready $name" 60 ||
+			e2e_fail "node $name not Ready (agent pid $(e2e_node_pid "$name"), log $(e2e_node_dir "$name")/agent.log)"
+	done < <(e2e_node_names)
+}
+
+# e2e_node_stop NAME: freeze the node: SIGSTOP to its agent (no heartbeats: the Node goes
+# NotReady after kube-controller-manager's --node-monitor-grace-period) and to every
+# process of its pods (they answer nothing; connections to them hang). The PIDs are kept
+# in DIR/stopped for e2e_node_start.
+e2e_node_stop() {
+	local name=$1 dir pid pass
+	dir=$(e2e_node_dir "$name")
+	pid=$(e2e_node_pid "$name") || e2e_fail "node $name: no agent running"
+	kill -STOP "$pid"
+	echo "$pid" >"$dir/stopped"
+	# twice: a process forked while the first pass ran is stopped by the second
+	for pass in 1 2; do
+		for pid in $(e2e_node_pod_pids "$name"); do
+			kill -STOP "$pid" 2>/dev/null && echo "$pid" >>"$dir/stopped"
+		done
+	done
+	e2e_log "node $name stopped ($(sort -u "$dir/stopped" | wc -l) processes frozen)"
+}
+
+# e2e_node_start NAME: bring a node back: a stopped one is thawed (pods first, then the
+# agent), a killed one gets its agent started again (it re-adopts its pods). Waits until
+# the Node is Ready.
+e2e_node_start() {
+	local name=$1
+	e2e_node_thaw "$name"
+	e2e_agent_start "$name"
+	e2e_wait_for "e2e_node_ready $name" 60 || e2e_fail "node $name not Ready again"
+	e2e_log "node $name started"
+}
+
+# e2e_node_thaw NAME: SIGCONT to what e2e_node_stop froze (pods first, then the agent).
+e2e_node_thaw() {
+	local dir pid
+	dir=$(e2e_node_dir "$1")
+	[ -f "$dir/stopped" ] || return 0
+	for pid in $(tac "$dir/stopped"); do kill -CONT "$pid" 2>/dev/null; done
+	rm -f "$dir/stopped"
+}
+
+# e2e_node_kill NAME: the node dies: SIGKILL to its agent and every process of its pods.
+# Its pods' network namespaces and volumes stay (the machine is off, not wiped);
+# e2e_node_start NAME boots it again.
+e2e_node_kill() {
+	local name=$1 dir pid pass
+	dir=$(e2e_node_dir "$name")
+	pid=$(e2e_node_pid "$name") && kill -KILL "$pid"
+	for pass in 1 2; do
+		for pid in $(e2e_node_pod_pids "$name"); do kill -KILL "$pid" 2>/dev/null; done
+	done
+	rm -f "$dir/stopped"
+	e2e_log "node $name killed"
+}
+
+# e2e_node_cut NAME / e2e_node_uncut NAME: cut the node's network as a whole and restore
+# it. While cut, nothing is routed between its pods and other nodes' pods, its pods reach
+# neither the API server nor the host, the API server and host clients do not reach them
+# through Services nor its kubelet port, and its agent makes no API calls (no heartbeats:
+# NotReady after the grace period; no Pod status, no deletions). Its own probes (host ->
+# pod IP) and host clients dialling a pod IP still get through, as with `partition`.
+# The mark is STATE/agent/partition/node.NAME; these wait (5 s) until the agent applied it.
+e2e_node_cut() {
+	local name=$1 table
+	table=$(e2e_node_table "$name") || e2e_fail "node $name: no subnet yet"
+	touch "$PGOP_E2E_STATE/agent/partition/node.$name"
+	e2e_wait_for "nft list chain ip $table node_cut" 5 0.1 || e2e_fail "node $name: cut not applied"
+	e2e_log "node $name cut off"
+}
+e2e_node_uncut() {
+	local name=$1 table
+	table=$(e2e_node_table "$name") || e2e_fail "node $name: no subnet yet"
+	rm -f "$PGOP_E2E_STATE/agent/partition/node.$name"
+	e2e_wait_for "! nft list chain ip $table node_cut" 5 0.1 || e2e_fail "node $name: cut not lifted"
+	e2e_log "node $name reconnected"
 }
 
 # e2e_ns PREFIX: create a fresh namespace and print its name.

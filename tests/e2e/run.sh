@@ -70,7 +70,9 @@ result() { # NAME STATUS SECONDS [SKIP REASON]
 strays() {
 	local f pid pg hostnet
 	declare -A infra=()
-	for f in "$S"/pids/*.pid "$S"/agent/*.pid; do [ -f "$f" ] && infra[$(cat "$f")]=1; done
+	for f in "$S"/pids/*.pid "$S"/agent/*.pid "$S"/agent/nodes/*/agent.pid; do
+		[ -f "$f" ] && infra[$(cat "$f")]=1
+	done
 	hostnet=$(readlink /proc/$$/ns/net)
 	while read -r f; do
 		pid=${f#/proc/}
@@ -161,6 +163,9 @@ cleanup() {
 	if [ -d "$S/agent" ]; then
 		mkdir -p "$LOGS/agent$sfx" &&
 			find "$S/agent" -maxdepth 2 -name '*.log' -exec cp {} "$LOGS/agent$sfx/" \; 2>/dev/null
+		for f in "$S"/agent/nodes/*/agent.log; do # the other nodes' agents
+			[ -f "$f" ] && cp "$f" "$LOGS/agent$sfx/agent-$(basename "$(dirname "$f")").log"
+		done
 	fi
 	"$here/cluster-down.sh" "$S" 9>&-
 }

@@ -31,9 +31,10 @@ spec:
     size: 1Gi
 YAML
 
-e2e_wait_for "[ -n \"\$(k get pvc $C-1 -o jsonpath='{.metadata.uid}')\" ]" 120 0.2 ||
-	e2e_fail "no PVC $C-1"
-pgdata=$AGENT_STATE/volumes/pvc-$(k get pvc "$C-1" -o jsonpath='{.metadata.uid}')/pgdata
+e2e_wait_for "[ -n \"\$(k get pvc $C-1 -o jsonpath='{.spec.volumeName}')\" ]" 120 0.2 ||
+	e2e_fail "no bound PVC $C-1"
+# the volume's directory on whichever node holds it (the PV's hostPath)
+pgdata=$(kubectl get pv "$(k get pvc "$C-1" -o jsonpath='{.spec.volumeName}')" -o jsonpath='{.spec.hostPath.path}')/pgdata
 
 # initdb is done once its temporary postmaster runs (postmaster.pid); kill the manager then.
 pid=

@@ -131,8 +131,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int port,
 				    struct op_err *err)
 {
-	_cleanup_free_ char *crt = op_asprintf("%s/kubelet.crt", state_dir);
-	_cleanup_free_ char *key = op_asprintf("%s/kubelet.key", state_dir);
+	/* per address: the node agents of one environment share state_dir (logs) */
+	_cleanup_free_ char *crt = op_asprintf("%s/kubelet-%s.crt", state_dir, ip);
+	_cleanup_free_ char *key = op_asprintf("%s/kubelet-%s.key", state_dir, ip);
 	_cleanup_free_ char *san = op_asprintf("subjectAltName=IP:%s", ip);
 	const char *gen[] = { "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
 			      "ec_paramgen_curve:P-256", "-nodes", "-days", "30", "-subj",

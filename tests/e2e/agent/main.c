@@ -1,6 +1,9 @@
 /* tests/e2e/agent/main.c - `pgop-node-agent`: flags, subcommands, main loop.
  *
  *   pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P [--node-name N]
+ *                   [--shared-dir SHARED]
+ *       one node; the agents of a multi-node environment share SHARED (run/, logs/,
+ *       partition/: the `--state-dir` of the subcommands below)
  *   pgop-node-agent [--state-dir D] exec NS/POD [-c CONTAINER] -- CMD...
  *   pgop-node-agent [--state-dir D] partition NS/POD on|off
  *       a node partition: NS/POD reaches neither the API server nor other Pods, they do
@@ -28,7 +31,7 @@
 
 struct opts {
 	const char *kubeconfig, *state_dir, *pgop_binary, *node_name, *log_level;
-	const char *scale_ns;
+	const char *scale_ns, *shared_dir;
 };
 
 static int partition_main(int argc, char **argv, const char *state_dir)
@@ -163,6 +166,17 @@ static bool heal_network(struct na_agent *a)
 	return true;
 }
 
+/* The node's network cut (SHARED/partition/node.<name>, lib.sh e2e_node_cut):
+ * no API calls from the main loop or the pod workers while it lasts (the
+ * nftables side is in na_nft_render). */
+static void cut_check(struct na_agent *a, const char *mark)
+{
+	bool cut = access(mark, F_OK) == 0;
+	if (atomic_exchange(&a->cut, cut) != cut)
+		op_log_warn(cut ? "node network cut: no API calls, subnet isolated"
+				: "node network restored");
+}
+
 /* An image's PostgreSQL major is "installed" when its bindir exists here. */
 static bool pg_major_installed(int major, void *userdata)
 {
@@ -176,7 +190,7 @@ static int run(struct opts *o)
 {
 	struct na_agent a = { 0 };
 	struct na_kubelet *kubelet = NULL;
-	_cleanup_free_ char *fs = NULL;
+	_cleanup_free_ char *fs = NULL, *cut_mark = NULL;
 	pthread_mutex_init(&a.mu, NULL);
 	struct op_err err = OP_ERR_INIT;
 	int rc = 1;
@@ -197,6 +211,12 @@ static int run(struct opts *o)
 	}
 	a.state_dir = op_strdup(exe);
 	a.net.state_dir = a.state_dir;
+	if (o->shared_dir && (na_mkdir_p(o->shared_dir, 0755, &err) < 0 ||
+			      !realpath(o->shared_dir, exe))) {
+		fprintf(stderr, "shared dir: %s\n", err.msg);
+		return 1;
+	}
+	a.shared_dir = op_strdup(exe); /* the state dir when there is no --shared-dir */
 	char pgop[PATH_MAX];
 	a.pgop_binary = op_strdup(realpath(o->pgop_binary, pgop) ? pgop : o->pgop_binary);
 	a.node_name = op_strdup(o->node_name ? o->node_name : NA_NODE_NAME_DEFAULT);
@@ -233,9 +253,14 @@ static int run(struct opts *o)
 		op_log_error("client", "error", err.msg);
 		goto out;
 	}
-	static const char *const dirs[] = { "pods", "volumes", "logs", "run", "partition" };
+	static const struct {
+		const char *name;
+		bool shared;
+	} dirs[] = { { "pods", false }, { "volumes", false }, { "logs", true }, { "run", true },
+		     { "partition", true } };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(dirs); i++) {
-		_cleanup_free_ char *d = op_asprintf("%s/%s", a.state_dir, dirs[i]);
+		_cleanup_free_ char *d = op_asprintf(
+			"%s/%s", dirs[i].shared ? a.shared_dir : a.state_dir, dirs[i].name);
 		if (na_mkdir_p(d, 0755, &err) < 0) {
 			op_log_error("state dir", "error", err.msg);
 			goto out;
@@ -246,8 +271,9 @@ static int run(struct opts *o)
 		goto out;
 	}
 	a.host_ip = op_asprintf("%s.1", na_pod_net);
-	op_log_info("pod network", "subnet", a.host_ip, "table", na_nft_table);
-	kubelet = na_kubelet_start(a.state_dir, a.host_ip, 10250, &err);
+	a.pod_cidr = op_asprintf("%s.0/%d", na_pod_net, NA_POD_PREFIXLEN);
+	op_log_info("pod network", "subnet", a.pod_cidr, "table", na_nft_table);
+	kubelet = na_kubelet_start(a.shared_dir, a.host_ip, 10250, &err);
 	if (!kubelet) {
 		op_log_warn("kubelet API (kubectl logs) unavailable", "error", err.msg);
 		op_err_clear(&err);
@@ -278,16 +304,24 @@ static int run(struct opts *o)
 	unsigned seen_pods = 0, seen_svcs = 0, seen_pvs = 0;
 	struct timespec part_mtime = { 0 };
 	char part_dir[PATH_MAX];
-	snprintf(part_dir, sizeof(part_dir), "%s/partition", a.state_dir);
+	snprintf(part_dir, sizeof(part_dir), "%s/partition", a.shared_dir);
+	cut_mark = op_asprintf("%s/node.%s", part_dir, a.node_name);
 	for (;;) {
 		int64_t now = na_now_ms();
-		if (now >= next_hb) {
+		struct stat pst;
+		bool parts_changed = stat(part_dir, &pst) == 0 &&
+				     (pst.st_mtim.tv_sec != part_mtime.tv_sec ||
+				      pst.st_mtim.tv_nsec != part_mtime.tv_nsec);
+		if (parts_changed)
+			cut_check(&a, cut_mark);
+		bool cut = atomic_load(&a.cut);
+		if (now >= next_hb && !cut) {
 			if (na_node_heartbeat(&a, &err) < 0) {
 				op_log_warn("node heartbeat", "error", err.msg);
 				op_err_clear(&err);
 				next_hb = now + 2000;
 			} else {
-				next_hb = now + 10000;
+				next_hb = now + NA_HEARTBEAT_MS;
 			}
 		}
 		if (now >= next_net) {
@@ -297,16 +331,12 @@ static int run(struct opts *o)
 		}
 		int64_t t1 = na_now_ms();
 		unsigned g = atomic_load(&a.gen_pods);
-		if (g != seen_pods || now >= next_pods) {
+		if ((g != seen_pods || now >= next_pods) && !cut) {
 			seen_pods = g;
 			na_pods_sync(&a);
 			next_pods = now + 10000;
 		}
 		int64_t t2 = na_now_ms();
-		struct stat pst;
-		bool parts_changed = stat(part_dir, &pst) == 0 &&
-				     (pst.st_mtim.tv_sec != part_mtime.tv_sec ||
-				      pst.st_mtim.tv_nsec != part_mtime.tv_nsec);
 		g = atomic_load(&a.gen_svcs);
 		if (g != seen_svcs || parts_changed || now >= next_svc) {
 			seen_svcs = g;
@@ -317,7 +347,7 @@ static int run(struct opts *o)
 		}
 		int64_t t3 = na_now_ms();
 		g = atomic_load(&a.gen_pvs);
-		if (g != seen_pvs || now >= next_pv) {
+		if ((g != seen_pvs || now >= next_pv) && !cut) {
 			seen_pvs = g;
 			na_provision(&a);
 			next_pv = now + 10000;
@@ -361,6 +391,8 @@ out:;
 	json_object_put(a.services);
 	free(a.last_nft);
 	free(a.state_dir);
+	free(a.shared_dir);
+	free(a.pod_cidr);
 	free(a.self_exe);
 	free(a.pgop_binary);
 	free(a.node_name);
@@ -385,6 +417,7 @@ int main(int argc, char **argv)
 		{ "node-name", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "scale-mode", required_argument, NULL, 'S' },
+		{ "shared-dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -399,9 +432,11 @@ int main(int argc, char **argv)
 		case 'n': o.node_name = optarg; break;
 		case 'l': o.log_level = optarg; break;
 		case 'S': o.scale_ns = optarg; break;
+		case 'D': o.shared_dir = optarg; break;
 		case 'h':
 			printf("pgop-node-agent --kubeconfig K --state-dir D --pgop-binary P "
-			       "[--node-name N] [--log-level L] [--scale-mode NS-GLOB]\n"
+			       "[--node-name N] [--shared-dir D] [--log-level L] "
+			       "[--scale-mode NS-GLOB]\n"
 			       "pgop-node-agent [--state-dir D] exec NS/POD [-c C] -- CMD...\n"
 			       "pgop-node-agent [--state-dir D] partition NS/POD on|off\n");
 			return 0;

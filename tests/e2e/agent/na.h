@@ -121,7 +121,12 @@ void na_svc_rules_add_one(struct na_svc_rules *r, const char *cluster_ip, const 
  * masquerade of service traffic from the pod network, and the partition
  * set (drop in forward/input for those addresses). */
 int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char *svc_cidr,
-		  const char *const *partitioned, size_t n_partitioned);
+		  const char *const *partitioned, size_t n_partitioned, bool cut);
+/* With cut, the same script also isolates this node's subnet: nothing routed
+ * between it and the other nodes' pods, nothing from its pods to the host (the
+ * API server), no Service traffic from the host to its pods, nothing to its
+ * kubelet port; an empty chain `node_cut` marks it (lib.sh waits for it).
+ * The node's own probes (host -> pod IP) still pass. */
 
 /* One /etc/hosts for a pod: localhost lines, the pod's own hostname,
  * and for every Service with a ClusterIP (JSON array, borrowed):
@@ -280,6 +285,7 @@ struct na_pod {
 	int64_t kill_deadline_ms;
 	char start_time[32];
 	char *last_status;    /* last status JSON sent */
+	int64_t status_sent_ms; /* when it was sent */
 	int64_t seen_ms, running_ms, next_refresh_ms;
 	char *hosts;          /* last hosts file written */
 	bool cond[4];         /* Initialized, ContainersReady, Ready, PodScheduled */
@@ -304,6 +310,10 @@ struct na_pod {
 	bool spec_checked, refused; /* na_podspec_check ran / refused the pod */
 };
 
+/* Node status + Lease renewal period (the kubelet renews its Lease every 10 s;
+ * shorter so that cluster-up.sh's --node-monitor-grace-period can be 20 s). */
+#define NA_HEARTBEAT_MS 5000
+
 /* The node's pod capacity under --scale-mode (otherwise the kubelet's 110). */
 #define NA_SCALE_MAX_PODS "5000"
 
@@ -313,7 +323,16 @@ struct na_agent {
 			       * (fnmatch) run without containers (pods.c); NULL = none */
 	struct kube_informer *pods, *svcs, *slices, *pvcs, *pvs;
 	char *state_dir, *node_name, *pgop_binary, *self_exe, *svc_cidr, *kubeconfig;
+	/* --shared-dir: run/, logs/ and partition/, shared by the node agents of one
+	 * environment (names are ns_pod[_container], unique cluster-wide), so
+	 * `exec`, `partition` and the tests find any pod's files in one place;
+	 * = state_dir for a single agent. pods/, volumes/, subnet stay per node. */
+	char *shared_dir;
 	char *host_ip;        /* bridge address, the node's InternalIP */
+	char *pod_cidr;       /* Node.spec.podCIDR: this node's 10.244.<n>.0/24 */
+	/* the node's network is cut (shared_dir/partition/node.<name>): the main
+	 * loop and the pod workers make no API calls, nftables isolate its subnet */
+	atomic_bool cut;
 	struct na_net net;
 	struct na_pod *pod_list;
 	bool ip_used[256];    /* guarded by mu */
@@ -357,7 +376,8 @@ void na_services_sync(struct na_agent *a);
 /* Writes the pod's hosts file now (before its first container starts). */
 void na_pod_hosts_write(struct na_agent *a, struct na_pod *p);
 /* kubelet.c: GET /containerLogs/<ns>/<pod>/<container>[?tailLines=N] on
- * ip:port over HTTPS (self-signed), for `kubectl logs`. */
+ * ip:port over HTTPS (self-signed), for `kubectl logs`: logs read from
+ * state_dir/logs (the shared dir), certificate state_dir/kubelet-<ip>.crt. */
 struct na_kubelet;
 struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int port,
 				    struct op_err *err);
@@ -367,7 +387,8 @@ void na_kubelet_stop(struct na_kubelet *k);
 int na_log_path(const char *state_dir, const char *url, struct op_buf *ret_path);
 /* The last n lines of b (n < 0: all). Borrowed pointer into b. */
 const char *na_tail_lines(const struct op_buf *b, long n);
-/* Partition state: STATE/partition/<ip> files. */
+/* Partition state: SHARED/partition/<ip> files (pods; `node.<name>` files,
+ * node cuts, are listed too and ignored by the IPv4 set). */
 int na_partition_list(const char *state_dir, char ***ret_ips, size_t *ret_n);
 
 #endif

@@ -23,8 +23,9 @@ static int node_create(struct na_agent *a, struct op_err *err)
 	_cleanup_free_ char *body = op_asprintf(
 		"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
 		"\"labels\":{\"kubernetes.io/hostname\":\"%s\",\"kubernetes.io/os\":\"linux\","
-		"\"kubernetes.io/arch\":\"amd64\"}},\"spec\":{}}",
-		a->node_name, a->node_name);
+		"\"kubernetes.io/arch\":\"amd64\"}},\"spec\":{\"podCIDR\":\"%s\","
+		"\"podCIDRs\":[\"%s\"]}}",
+		a->node_name, a->node_name, a->pod_cidr, a->pod_cidr);
 	json_object *obj = NULL;
 	int rc = op_json_parse(body, strlen(body), 8, &obj, err);
 	if (rc < 0)

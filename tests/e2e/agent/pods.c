@@ -178,7 +178,7 @@ static int pod_network(struct na_agent *a, struct na_pod *p, struct op_err *err)
 	if (rc < 0)
 		return rc;
 	/* for `pgop-node-agent partition NS/POD` */
-	_cleanup_free_ char *rundir = op_asprintf("%s/run", a->state_dir);
+	_cleanup_free_ char *rundir = op_asprintf("%s/run", a->shared_dir);
 	_cleanup_free_ char *ipf = op_asprintf("%s/%s_%s.ip", rundir, p->ns, p->name);
 	if ((rc = na_mkdir_p(rundir, 0755, err)) < 0)
 		return rc;
@@ -198,15 +198,23 @@ static void pod_teardown(struct na_agent *a, struct na_pod *p)
 	na_volumes_release(a, p);
 	if (na_rm_rf(vols, a->state_dir, &err) < 0 || na_rm_rf(p->dir, a->state_dir, &err) < 0)
 		op_log_warn("pod cleanup incomplete", "pod", p->name, "error", err.msg);
+	/* run/ is shared by the nodes: a Pod of the same name may run on another
+	 * node by now (this one was stopped while it was force-deleted); its
+	 * files say so by their address, not ours */
+	_cleanup_free_ char *ipf = op_asprintf("%s/run/%s_%s.ip", a->shared_dir, p->ns, p->name);
+	struct op_buf cur = OP_BUF_INIT(64);
+	bool ours = na_read_file(ipf, &cur, NULL) < 0 || !strcmp(op_buf_str(&cur), p->ip);
+	op_buf_done(&cur);
+	if (!ours)
+		return;
 	for (size_t i = 0; i < p->n_init + p->n_ctrs; i++) {
 		struct na_ctr *c = i < p->n_init ? &p->init[i] : &p->ctrs[i - p->n_init];
 		_cleanup_free_ char *pf =
-			op_asprintf("%s/run/%s_%s_%s.pid", a->state_dir, p->ns, p->name, c->name);
+			op_asprintf("%s/run/%s_%s_%s.pid", a->shared_dir, p->ns, p->name, c->name);
 		unlink(pf);
 	}
-	_cleanup_free_ char *pf = op_asprintf("%s/run/%s_%s.pid", a->state_dir, p->ns, p->name);
+	_cleanup_free_ char *pf = op_asprintf("%s/run/%s_%s.pid", a->shared_dir, p->ns, p->name);
 	unlink(pf);
-	_cleanup_free_ char *ipf = op_asprintf("%s/run/%s_%s.ip", a->state_dir, p->ns, p->name);
 	unlink(ipf);
 }
 
@@ -405,6 +413,8 @@ static void pod_refuse(struct na_agent *a, struct na_pod *p, struct na_refusal *
  * are gone (or were never started). */
 static void delete_now(struct na_agent *a, struct na_pod *p)
 {
+	if (atomic_load(&a->cut)) /* the node is cut off: again once it is back */
+		return;
 	struct kube_delete_opts o = { .grace_period_seconds = 0, .precondition_uid = p->uid };
 	struct op_err err = OP_ERR_INIT;
 	int rc = kube_delete(a->kc, KUBE_PODS, p->ns, p->name, &o, &err);

@@ -133,7 +133,7 @@ static bool exec_probe(struct na_agent *a, struct na_pod *p, struct na_ctr *c, j
 	const char **argv = op_calloc(n + 10, sizeof(*argv));
 	_cleanup_free_ char *t = op_asprintf("%lds", timeout_s);
 	_cleanup_free_ char *target = op_asprintf("%s/%s", p->ns, p->name);
-	_cleanup_free_ char *sd = op_asprintf("--state-dir=%s", a->state_dir);
+	_cleanup_free_ char *sd = op_asprintf("--state-dir=%s", a->shared_dir);
 	size_t k = 0;
 	argv[k++] = "timeout";
 	argv[k++] = "-s";

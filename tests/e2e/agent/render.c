@@ -234,7 +234,7 @@ static int render_set(struct op_buf *b, const char *const *partitioned, size_t n
 }
 
 int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char *svc_cidr,
-		  const char *const *partitioned, size_t n_partitioned)
+		  const char *const *partitioned, size_t n_partitioned, bool cut)
 {
 	int rc;
 	op_buf_reset(b);
@@ -257,18 +257,35 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 	    "ip saddr %s ct status dnat oifname \"" NA_BRIDGE "\" masquerade; }\n",
 	    net);
 	ADD("\tchain forward { type filter hook forward priority filter; policy accept; "
-	    "ip saddr @partitioned drop; ip daddr @partitioned drop; "
-	    "ip daddr %s reject; iifname \"" NA_BRIDGE "\" oifname != \"" NA_BRIDGE "\" drop; "
+	    "ip saddr @partitioned drop; ip daddr @partitioned drop; ");
+	/* a cut node: nothing routed between its subnet and the other nodes' (pods
+	 * of one node talk over the bridge, or through the host for a Service of
+	 * their own node: both ends in the subnet, allowed) */
+	if (cut)
+		ADD("ip saddr %s ip daddr != %s drop; ip daddr %s ip saddr != %s drop; ", net, net,
+		    net, net);
+	ADD("ip daddr %s reject; iifname \"" NA_BRIDGE "\" oifname != \"" NA_BRIDGE "\" drop; "
 	    "iifname != \"" NA_BRIDGE "\" oifname \"" NA_BRIDGE "\" drop; }\n",
 	    svc_cidr);
 	/* A partitioned pod is a partitioned node: its own kubelet (probes) and local clients
 	 * on the host still reach it, so only what the pod starts towards the host (the API
 	 * server) is dropped, established connections included. */
 	ADD("\tchain input { type filter hook input priority filter; policy accept; "
-	    "ip saddr @partitioned ct direction original drop; }\n");
+	    "ip saddr @partitioned ct direction original drop; ");
+	if (cut)
+		ADD("ip saddr %s ct direction original drop; ", net);
+	ADD("}\n");
 	ADD("\tchain filter_output { type filter hook output priority filter; policy accept; "
-	    "ip daddr %s reject; }\n",
+	    "ip daddr %s reject; ",
 	    svc_cidr);
+	/* a cut node: the API server (webhooks, aggregated APIs) and host clients do not
+	 * reach its pods through Services, nor the API server its kubelet */
+	if (cut)
+		ADD("ip daddr %s ct status dnat drop; ip daddr %s.1 tcp dport 10250 drop; ", net,
+		    na_pod_net);
+	ADD("}\n");
+	if (cut)
+		ADD("\tchain node_cut { }\n");
 	ADD("\tchain services {\n");
 	for (size_t i = 0; rules && i < rules->n; i++) {
 		const struct na_svc_rule *s = &rules->v[i];

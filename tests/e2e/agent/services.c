@@ -120,9 +120,10 @@ void na_services_sync(struct na_agent *a)
 	}
 	char **parts = NULL;
 	size_t np = 0;
-	na_partition_list(a->state_dir, &parts, &np);
+	na_partition_list(a->shared_dir, &parts, &np);
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_FILE);
-	if (na_nft_render(&b, &rules, a->svc_cidr, (const char *const *)parts, np) == 0 &&
+	if (na_nft_render(&b, &rules, a->svc_cidr, (const char *const *)parts, np,
+			  atomic_load(&a->cut)) == 0 &&
 	    (!a->last_nft || strcmp(a->last_nft, op_buf_str(&b)))) {
 		if (na_net_apply_nft(op_buf_str(&b), &err) < 0) {
 			op_log_warn("nftables", "error", err.msg);

@@ -440,7 +440,7 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
 	if ((rc = na_write_file(specf, text, strlen(text), 0600, err)) < 0)
 		goto out;
-	logdir = op_asprintf("%s/logs", a->state_dir);
+	logdir = op_asprintf("%s/logs", a->shared_dir);
 	logf =
 		op_asprintf("%s/%s_%s_%s.log", logdir, p->ns, p->name, c->name);
 	if ((rc = na_mkdir_p(logdir, 0755, err)) < 0)
@@ -493,7 +493,7 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	}
 	na_set_reason(&c->reason, NULL);
 	na_rfc3339(c->started_at);
-	rundir = op_asprintf("%s/run", a->state_dir);
+	rundir = op_asprintf("%s/run", a->shared_dir);
 	pf =
 		op_asprintf("%s/%s_%s_%s.pid", rundir, p->ns, p->name, c->name);
 	char pidtxt[16];

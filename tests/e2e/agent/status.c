@@ -108,6 +108,19 @@ static void condition(struct na_pod *p, json_object *conds, int idx, const char 
 	op_jpush(conds, c);
 }
 
+/* The Ready condition of the Pod as the API has it: 1, 0, -1 when absent. */
+static int api_ready(json_object *pod)
+{
+	json_object *conds = op_json_at(pod, "status.conditions");
+	for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = op_json_str_at(c, "type"), *s = op_json_str_at(c, "status");
+		if (t && s && !strcmp(t, "Ready"))
+			return !strcmp(s, "True");
+	}
+	return -1;
+}
+
 void na_pod_status(struct na_agent *a, struct na_pod *p)
 {
 	json_object *root = op_jobj(), *st = op_jobj();
@@ -150,7 +163,20 @@ void na_pod_status(struct na_agent *a, struct na_pod *p)
 	}
 	op_jset(root, "status", st);
 	const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+	/* Someone else changed our Ready condition (the node lifecycle controller marks
+	 * the Pods of a NotReady node not ready: after a stop or a cut of this node) ->
+	 * ours again; not while the informer has not yet caught up with our last patch */
+	int ar = api_ready(p->obj);
+	if (p->last_status && ar >= 0 && ar != (int)ready &&
+	    na_now_ms() - p->status_sent_ms > 2000) {
+		free(p->last_status);
+		p->last_status = NULL;
+	}
 	if (p->last_status && !strcmp(p->last_status, text)) {
+		json_object_put(root);
+		return;
+	}
+	if (atomic_load(&a->cut)) { /* the node is cut off: sent once it is back */
 		json_object_put(root);
 		return;
 	}
@@ -164,6 +190,7 @@ void na_pod_status(struct na_agent *a, struct na_pod *p)
 	} else {
 		free(p->last_status);
 		p->last_status = op_strdup(text);
+		p->status_sent_ms = na_now_ms();
 		if (!p->running_ms && !strcmp(phase, "Running")) {
 			p->running_ms = na_now_ms();
 			char ms[32];

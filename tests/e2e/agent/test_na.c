@@ -139,7 +139,7 @@ static void test_nft_render(void **state)
 	r.v[2].backends[1] = (struct na_backend){ op_strdup("10.244.213.4"), 5433 };
 	r.v[2].n_backends = 2;
 	const char *parts[] = { "10.244.213.7", "not-an-ip" };
-	assert_int_equal(na_nft_render(&b, &r, "10.213.0.0/16", parts, 2), 0);
+	assert_int_equal(na_nft_render(&b, &r, "10.213.0.0/16", parts, 2, false), 0);
 	const char *s = op_buf_str(&b);
 	assert_non_null(strstr(s, "delete table ip " NA_NFT_TABLE));
 	assert_non_null(strstr(s, "ip daddr 10.213.0.10 tcp dport 443 goto svc0"));
@@ -161,18 +161,34 @@ static void test_nft_render(void **state)
 	/* a second instance on the same host: its own subnet and table */
 	snprintf(na_pod_net, sizeof(na_pod_net), "10.244.214");
 	snprintf(na_nft_table, sizeof(na_nft_table), "pgop_e2e_214");
-	assert_int_equal(na_nft_render(&b, &r, "10.213.0.0/16", NULL, 0), 0);
+	assert_int_equal(na_nft_render(&b, &r, "10.213.0.0/16", NULL, 0, false), 0);
 	assert_non_null(strstr(op_buf_str(&b), "table ip pgop_e2e_214 {"));
 	assert_non_null(strstr(op_buf_str(&b), "delete table bridge pgop_e2e_214\n"));
 	assert_non_null(strstr(op_buf_str(&b), "ip saddr 10.244.214.0/24 jump services"));
 	assert_null(strstr(op_buf_str(&b), "table ip pgop_e2e {"));
+	assert_null(strstr(op_buf_str(&b), "node_cut"));
+	/* that node's network cut: its subnet isolated from the others and the host */
+	assert_int_equal(na_nft_render(&b, &r, "10.213.0.0/16", NULL, 0, true), 0);
+	s = op_buf_str(&b);
+	assert_non_null(strstr(s, "ip saddr 10.244.214.0/24 ip daddr != 10.244.214.0/24 drop; "
+				  "ip daddr 10.244.214.0/24 ip saddr != 10.244.214.0/24 drop;"));
+	assert_non_null(strstr(s, "ip saddr @partitioned ct direction original drop; "
+				  "ip saddr 10.244.214.0/24 ct direction original drop;"));
+	assert_non_null(strstr(s, "ip daddr 10.244.214.0/24 ct status dnat drop; "
+				  "ip daddr 10.244.214.1 tcp dport 10250 drop;"));
+	assert_non_null(strstr(s, "chain node_cut { }"));
+	if (geteuid() == 0 && access("/usr/sbin/nft", X_OK) == 0) {
+		const char *argv[] = { "nft", "-c", "-f", "-", NULL };
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(na_run(argv, s, NULL, &err), 0);
+	}
 	char ip[16];
 	assert_int_equal(na_pod_ip(9, ip), 0);
 	assert_string_equal(ip, "10.244.214.9");
 	snprintf(na_pod_net, sizeof(na_pod_net), "%s", NA_POD_NET);
 	snprintf(na_nft_table, sizeof(na_nft_table), "%s", NA_NFT_TABLE);
 	/* empty partition set renders without elements */
-	assert_int_equal(na_nft_render(&b, NULL, "10.213.0.0/16", NULL, 0), 0);
+	assert_int_equal(na_nft_render(&b, NULL, "10.213.0.0/16", NULL, 0, false), 0);
 	assert_non_null(strstr(op_buf_str(&b), "set partitioned { type ipv4_addr; }"));
 	op_buf_done(&b);
 	na_svc_rules_free(&r);
