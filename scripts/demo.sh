@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main command: build pgop, start a local Kubernetes control plane
-# (tests/e2e/cluster-up.sh: etcd, kube-apiserver, controller-manager, scheduler) and the
-# node agent that runs pods as local processes, install pgop with its Helm chart
+# (tests/e2e/cluster-up.sh: etcd, kube-apiserver, controller-manager, scheduler) and three
+# nodes (a node agent each, PGOP_E2E_NODES) that run pods as local processes, install pgop with its Helm chart
 # (charts/pgop, certificate.mode=self: pgop makes its own CA and serving certificate and
 # registers its webhooks), then show kube-apiserver refusing an invalid Cluster with
 # pgop's message, admitting a valid one with pgop's defaults, and the reconciler bringing
@@ -54,8 +54,9 @@ fi
 . "$PGOP_E2E_STATE/env"
 finish() { [ -z "$down" ] || tests/e2e/cluster-down.sh "$PGOP_E2E_STATE"; }
 trap finish EXIT
-say "starting the node agent"
+say "starting the node agents: $PGOP_E2E_NODES nodes (PGOP_E2E_NODES), each its own pod CIDR"
 e2e_agent_up
+kubectl get nodes -o custom-columns='NAME:.metadata.name,STATUS:.status.conditions[?(@.type=="Ready")].status,INTERNAL-IP:.status.addresses[0].address,POD-CIDR:.spec.podCIDR'
 
 say "helm install pgop charts/pgop -n pgop-system --wait"
 t_install=$SECONDS
@@ -120,7 +121,8 @@ until [ "$(kubectl -n demo get cluster "$name" -o jsonpath='{.status.phase}/{.st
 done
 echo "healthy in $((SECONDS - t_create)) s"
 kubectl -n demo get clusters
-kubectl -n demo get pods,svc,pvc,secrets -l cnpg.io/cluster="$name"
+kubectl -n demo get pods -o wide -l cnpg.io/cluster="$name" # NODE: where the scheduler put each
+kubectl -n demo get svc,pvc,secrets -l cnpg.io/cluster="$name"
 
 if [ -n "$(kubectl -n demo get cluster "$name" -o jsonpath='{.spec.backup.barmanObjectStore.destinationPath}')" ]; then
 	say "continuous WAL archiving: a WAL switch on the primary, then condition ContinuousArchiving"
