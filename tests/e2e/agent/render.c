@@ -275,8 +275,11 @@ int na_nft_render(struct op_buf *b, const struct na_svc_rules *rules, const char
 	if (cut)
 		ADD("ip saddr %s ct direction original drop; ", net);
 	ADD("}\n");
+	/* Pods of two nodes are on one bridge in two subnets: the host routes between them
+	 * and would send ICMP redirects ("reach it directly"), which a pod could follow to
+	 * bypass the forward chain (partitions, cuts) */
 	ADD("\tchain filter_output { type filter hook output priority filter; policy accept; "
-	    "ip daddr %s reject; ",
+	    "ip daddr %s reject; oifname \"" NA_BRIDGE "\" icmp type redirect drop; ",
 	    svc_cidr);
 	/* a cut node: the API server (webhooks, aggregated APIs) and host clients do not
 	 * reach its pods through Services, nor the API server its kubelet */

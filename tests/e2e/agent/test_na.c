@@ -150,6 +150,7 @@ static void test_nft_render(void **state)
 	assert_non_null(strstr(s, "elements = { 10.244.213.7 }"));
 	assert_null(strstr(s, "not-an-ip"));
 	assert_non_null(strstr(s, "ip daddr 10.213.0.0/16 reject"));
+	assert_non_null(strstr(s, "oifname \"pgope2e0\" icmp type redirect drop;"));
 	assert_non_null(strstr(s, "table bridge " NA_NFT_TABLE " {"));
 	/* the script is valid for this host's nft (check mode, changes nothing) */
 	if (geteuid() == 0 && access("/usr/sbin/nft", X_OK) == 0) {
