@@ -526,7 +526,12 @@ static void pod_sync(struct na_agent *a, struct na_pod *p)
 		p->net_ready = true;
 		na_pod_hosts_write(a, p);
 	}
-	if (!p->vols_ready || now >= p->next_refresh_ms) {
+	/* a cut node reads no Secrets, ConfigMaps or tokens: it keeps what it has, and a
+	 * pod without its volumes yet waits */
+	bool cut = atomic_load(&a->cut);
+	if (cut && !p->vols_ready)
+		return;
+	if ((!p->vols_ready || now >= p->next_refresh_ms) && !cut) {
 		op_err_clear(&err);
 		int64_t t0 = na_now_ms();
 		int vrc = na_volumes_setup(a, p, &err);
