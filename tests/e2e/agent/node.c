@@ -243,6 +243,9 @@ static void reclaim_one(struct na_agent *a, json_object *pv)
 		return;
 	struct op_err err = OP_ERR_INIT;
 	_cleanup_free_ char *guard = op_asprintf("%s/volumes", a->state_dir);
+	size_t gl = strlen(guard);
+	if (strncmp(path, guard, gl) || path[gl] != '/')
+		return; /* another node's volume: that node's agent reclaims it */
 	if (na_rm_rf(path, guard, &err) < 0) {
 		op_log_warn("reclaim", "volume", kube_obj_name(pv), "error", err.msg);
 		return;
