@@ -345,16 +345,6 @@ static void dec_resources(struct api_dec *d, json_object *o, const char *p,
 	api_dec_kvs(d, o, p, "limits", &r->limits, true);
 }
 
-static void dec_affinity(struct api_dec *d, json_object *o, const char *p, struct api_affinity *a)
-{
-	BOOL(o, p, "enablePodAntiAffinity", &a->enable_pod_anti_affinity);
-	STR(o, p, "podAntiAffinityType", &a->pod_anti_affinity_type);
-	STR(o, p, "topologyKey", &a->topology_key);
-	api_dec_kvs(d, o, p, "nodeSelector", &a->node_selector, false);
-	a->has_tolerations = api_dec_arr(d, o, p, "tolerations") != NULL;
-	a->has_node_affinity = api_dec_obj(d, o, p, "nodeAffinity") != NULL;
-}
-
 static void dec_image_catalog(struct api_dec *d, json_object *o, const char *p,
 			      struct api_cluster_spec *s)
 {
@@ -409,7 +399,10 @@ static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct ap
 	SUB(o, p, "certificates", dec_certificates, &s->certificates);
 	dec_external_clusters(d, o, p, s);
 	SUB(o, p, "resources", dec_resources, &s->resources);
-	SUB(o, p, "affinity", dec_affinity, &s->affinity);
+	SUB(o, p, "affinity", api_dec_affinity, &s->affinity);
+	s->topology_spread_constraints =
+		api_dec_copy(d, o, p, "topologySpreadConstraints", json_type_array);
+	SUB(o, p, "nodeMaintenanceWindow", api_dec_node_maintenance, &s->node_maintenance);
 	I64(o, p, "postgresUID", &s->postgres_uid);
 	I64(o, p, "postgresGID", &s->postgres_gid);
 	STR(o, p, "logLevel", &s->log_level);
@@ -461,6 +454,7 @@ static void set_crd_defaults(struct api_cluster_spec *s)
 	s->postgres_uid = 26;
 	s->postgres_gid = 26;
 	s->enable_pdb = true;
+	s->node_maintenance.reuse_pvc = true;
 	s->start_delay = 3600;
 	s->stop_delay = 1800;
 	s->smart_shutdown_timeout = 180;
@@ -618,8 +612,9 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 	free(mo->custom_secrets);
 	api_kvs_done(&s->resources.requests);
 	api_kvs_done(&s->resources.limits);
-	free(s->affinity.pod_anti_affinity_type), free(s->affinity.topology_key);
-	api_kvs_done(&s->affinity.node_selector);
+	api_affinity_done(&s->affinity);
+	if (s->topology_spread_constraints)
+		json_object_put(s->topology_spread_constraints);
 	free(s->log_level);
 	free(s->service_account_name);
 

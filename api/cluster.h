@@ -223,12 +223,29 @@ struct api_resources {
 	struct api_kvs requests, limits; /* quantity strings ("500m", "1Gi") */
 };
 
+/* spec.affinity (CloudNativePG's AffinityConfiguration; api/placement.c).
+ * The Kubernetes core types (tolerations, nodeAffinity, the additional pod
+ * (anti-)affinity) are passed through to the Pods unchanged, as CloudNativePG
+ * does: they are kept as OWNED deep copies (json_object_put), NULL when
+ * absent; the API server validates them against the CRD schema and again in
+ * the Pod. */
 struct api_affinity {
 	bool enable_pod_anti_affinity; /* default: true */
-	char *pod_anti_affinity_type;  /* "preferred" | "required" | NULL */
-	char *topology_key;
+	char *pod_anti_affinity_type;  /* "preferred" | "required" | NULL (= preferred, D4) */
+	char *topology_key;            /* NULL = "kubernetes.io/hostname" */
 	struct api_kvs node_selector;
 	bool has_tolerations, has_node_affinity;
+	json_object *tolerations;                  /* array */
+	json_object *node_affinity;                /* object (core/v1 NodeAffinity) */
+	json_object *additional_pod_affinity;      /* object (core/v1 PodAffinity) */
+	json_object *additional_pod_anti_affinity; /* object (core/v1 PodAntiAffinity) */
+};
+
+/* spec.nodeMaintenanceWindow (CloudNativePG's NodeMaintenanceWindow). */
+struct api_node_maintenance {
+	bool present;
+	bool in_progress; /* inProgress; default: false */
+	bool reuse_pvc;   /* reusePVC; default: true */
 };
 
 /* spec.monitoring (CloudNativePG's MonitoringConfiguration). */
@@ -267,6 +284,8 @@ struct api_cluster_spec {
 	int64_t postgres_uid, postgres_gid; /* default: 26 */
 	char *log_level;
 	bool enable_pdb; /* default: true */
+	json_object *topology_spread_constraints; /* owned array copy, NULL when absent */
+	struct api_node_maintenance node_maintenance; /* nodeMaintenanceWindow */
 	/* Delays in seconds (CRD defaults): startDelay 3600, stopDelay 1800,
 	 * smartShutdownTimeout 180, switchoverDelay 3600, failoverDelay 0;
 	 * livenessProbeTimeout 0 = unset. */
@@ -352,6 +371,12 @@ const char *api_recovery_file_volume(enum api_barman_file f);
  * has a barmanObjectStore (borrowed), NULL otherwise. Its server name is
  * barmanObjectStore.serverName, else the entry's name (CloudNativePG). */
 const struct api_external_cluster *api_cluster_recovery_source(const struct api_cluster *c);
+
+/* CloudNativePG's IsNodeMaintenanceWindowInProgress and IsReusePVCEnabled
+ * (api/placement.c): nodeMaintenanceWindow.inProgress, and its reusePVC
+ * (true when the window or the field is absent). */
+bool api_cluster_maintenance_in_progress(const struct api_cluster *c);
+bool api_cluster_reuse_pvc(const struct api_cluster *c);
 
 /* Effective replication slot prefix (spec value or "_cnpg_"); borrowed. */
 const char *api_cluster_slot_prefix(const struct api_cluster *c);

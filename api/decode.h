@@ -63,6 +63,17 @@ void api_secret_ref_done(struct api_secret_ref *r);
 void api_s3_credentials_done(struct api_s3_credentials *s3);
 void api_metadata_done(struct api_metadata *m);
 
+/* placement.c: spec.affinity into a (its JSON copies owned by a), and
+ * spec.nodeMaintenanceWindow into m; api_affinity_done frees a's contents. */
+void api_dec_affinity(struct api_dec *d, json_object *o, const char *p, struct api_affinity *a);
+void api_dec_node_maintenance(struct api_dec *d, json_object *o, const char *p,
+			      struct api_node_maintenance *m);
+void api_affinity_done(struct api_affinity *a);
+/* An owned deep copy of obj.key when it has JSON type t (an error recorded
+ * otherwise); NULL when absent, null or mistyped. */
+json_object *api_dec_copy(struct api_dec *d, json_object *obj, const char *path, const char *key,
+			  json_type t);
+
 /* Shorthands for the decoders (a `struct api_dec *d` in scope): every one
  * takes (obj, path, key) where path names obj. */
 #define STR(o, p, k, out) api_dec_str(d, o, p, k, out)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "reconciler/ctl.h"
+#include "reconciler/disruption.h"
 #include "reconciler/objects.h"
 #include "support/alloc.h"
 #include "support/json.h"
@@ -38,6 +39,8 @@ static const char *const keep_pods[] = { KEEP_META,
 					  * not the rest (~1 KB a Pod) */
 					 "status.conditions[].type",
 					 "status.conditions[].status",
+					 /* PodScheduled's Unschedulable (drain.c) */
+					 "status.conditions[].reason",
 					 "status.containerStatuses[].state.waiting",
 					 /* a bootstrap Pod's failed attempts */
 					 "status.containerStatuses[].restartCount",
@@ -50,6 +53,12 @@ static const char *const keep_services[] = { KEEP_META, "spec.selector", NULL };
  * the certificates were 8 of the 22 KB a Cluster cost at 1,000 Clusters
  * (docs/internals/memory.md). */
 static const char *const keep_secrets[] = { KEEP_META, NULL };
+/* PodDisruptionBudgets: what drain.c compares with the wanted ones. */
+static const char *const keep_pdbs[] = { KEEP_META, "spec.minAvailable", "spec.selector", NULL };
+/* Nodes: whether one is being drained (rc_node_draining), not their status
+ * (heartbeats: a Node changes every few seconds). */
+static const char *const keep_nodes[] = { "metadata.name", "metadata.resourceVersion",
+					  "spec.unschedulable", "spec.taints[].key", NULL };
 static const struct {
 	enum kube_kind_id kind;
 	bool owned;         /* label-selected objects that belong to a Cluster */
@@ -64,7 +73,15 @@ static const struct {
 	[RC_INF_BACKUPS] = { KUBE_K_BACKUPS, false, keep_all, NULL },
 	[RC_INF_SCHEDULED_BACKUPS] = { KUBE_K_SCHEDULEDBACKUPS, false, keep_all, NULL },
 	[RC_INF_OBJECT_STORES] = { KUBE_K_OBJECTSTORES, false, keep_all, NULL },
+	[RC_INF_PDBS] = { KUBE_K_PODDISRUPTIONBUDGETS, true, keep_pdbs, NULL },
+	[RC_INF_NODES] = { KUBE_K_NODES, false, keep_nodes, NULL },
 };
+
+/* Informers of kind k: one per watched namespace, one for cluster-scoped Nodes. */
+static size_t inf_count(const struct rc_controller *c, int k)
+{
+	return k == RC_INF_NODES ? 1 : c->n_inf_ns;
+}
 
 static const char *label_of(json_object *obj, const char *key)
 {
@@ -88,9 +105,18 @@ void rc_controller_stats(struct rc_controller *c, struct rc_controller_stats *re
 static bool leading(struct rc_controller *c);
 
 static const char *const result_names[RC_RESULT__N] = { "success", "requeue", "error" };
-static const char *const inf_names[RC_INF__COUNT] = { "clusters", "pods",
-						      "persistentvolumeclaims", "services",
-						      "secrets" };
+static const char *const inf_names[RC_INF__COUNT] = {
+	[RC_INF_CLUSTERS] = "clusters",
+	[RC_INF_PODS] = "pods",
+	[RC_INF_PVCS] = "persistentvolumeclaims",
+	[RC_INF_SERVICES] = "services",
+	[RC_INF_SECRETS] = "secrets",
+	[RC_INF_BACKUPS] = "backups",
+	[RC_INF_SCHEDULED_BACKUPS] = "scheduledbackups",
+	[RC_INF_OBJECT_STORES] = "objectstores",
+	[RC_INF_PDBS] = "poddisruptionbudgets",
+	[RC_INF_NODES] = "nodes",
+};
 
 static int render_gauge(struct op_buf *out, const char *name, const char *help, uint64_t v)
 {
@@ -146,7 +172,7 @@ int rc_controller_render_metrics(struct rc_controller *c, struct op_buf *out)
 				      "Objects in the controller's informer caches, by kind.");
 	for (size_t k = 0; !r && k < RC_INF__COUNT; k++) {
 		uint64_t n = 0;
-		for (size_t i = 0; i < c->n_inf_ns; i++)
+		for (size_t i = 0; i < inf_count(c, (int)k); i++)
 			n += c->inf[k] && c->inf[k][i] ? kube_informer_count(c->inf[k][i]) : 0;
 		snprintf(lb, sizeof(lb), "kind=\"%s\"", inf_names[k]);
 		r = op_metrics_sample(out, "pgop_informer_objects", lb, n);
@@ -196,8 +222,44 @@ static void enqueue_namespace(struct rc_controller *c, const char *ns)
 		json_object_put(all);
 }
 
+/* A Node that starts or stops being drained (rc_node_draining): the
+ * Clusters whose primary runs on it look again (a switchover away from it,
+ * the single instance's PDB). CloudNativePG's mapNodeToClusters. */
+static bool primary_on_node(void *ud, json_object *pod)
+{
+	const char *node = op_json_str_at(pod, "spec.nodeName");
+	const char *role = label_of(pod, RC_LABEL_INSTANCE_ROLE);
+	return node && strcmp(node, ud) == 0 && role && strcmp(role, RC_ROLE_PRIMARY) == 0;
+}
+
+static void enqueue_node(struct rc_controller *c, json_object *node)
+{
+	const char *name = kube_obj_name(node);
+	for (size_t i = 0; name && i < c->n_inf_ns; i++) {
+		struct kube_informer *inf = c->inf[RC_INF_PODS][i];
+		json_object *pods = inf ? kube_informer_list_filter(inf, c->n_ns ? c->ns[i] : NULL,
+								    primary_on_node, (void *)name)
+					: NULL;
+		for (size_t k = 0; pods && k < json_object_array_length(pods); k++) {
+			json_object *p = json_object_array_get_idx(pods, k);
+			const char *cl = label_of(p, RC_LABEL_CLUSTER);
+			_cleanup_free_ char *key = op_asprintf("%s/%s", kube_obj_namespace(p),
+							       cl ? cl : "");
+			if (cl && kube_obj_namespace(p))
+				rc_queue_add(c->q, key);
+		}
+		if (pods)
+			json_object_put(pods);
+	}
+}
+
 static void enqueue_for(struct rc_controller *c, enum rc_inf kind, json_object *obj)
 {
+	if (kind == RC_INF_NODES) {
+		if (rc_node_draining(obj))
+			enqueue_node(c, obj);
+		return;
+	}
 	const char *ns = kube_obj_namespace(obj);
 	if (kind == RC_INF_OBJECT_STORES) {
 		if (ns)
@@ -224,6 +286,11 @@ static void on_add(void *ud, json_object *obj)
 static void on_update(void *ud, json_object *old_obj, json_object *new_obj)
 {
 	struct handler_ctx *h = ud;
+	if (h->kind == RC_INF_NODES) { /* only when it starts or stops being drained */
+		if (rc_node_draining(old_obj) != rc_node_draining(new_obj))
+			enqueue_node(h->c, new_obj);
+		return;
+	}
 	enqueue_for(h->c, h->kind, new_obj);
 	if (inf_table[h->kind].owned) { /* a relabelled object leaves its old Cluster */
 		const char *a = label_of(old_obj, RC_LABEL_CLUSTER);
@@ -380,9 +447,9 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 		c->inf[k] = op_calloc(c->n_inf_ns, sizeof(struct kube_informer *));
 		struct kube_informer_handlers h = { .on_add = on_add, .on_update = on_update,
 						    .on_delete = on_delete, .userdata = &hs->ctx[k] };
-		for (size_t i = 0; i < c->n_inf_ns && r == 0; i++) {
+		for (size_t i = 0; i < inf_count(c, k) && r == 0; i++) {
 			struct kube_informer_opts io = {
-				.ns = c->n_ns ? c->ns[i] : NULL,
+				.ns = c->n_ns && k != RC_INF_NODES ? c->ns[i] : NULL,
 				.label_selector = inf_table[k].owned ? OWNED_SELECTOR : NULL,
 				.field_selector = inf_table[k].fields,
 				.keep = inf_table[k].keep,
@@ -426,7 +493,7 @@ static struct rc_controller_handlers *handlers_of(struct rc_controller *c)
 bool rc_controller_synced(struct rc_controller *c)
 {
 	for (int k = 0; k < RC_INF__COUNT; k++)
-		for (size_t i = 0; i < c->n_inf_ns; i++)
+		for (size_t i = 0; i < inf_count(c, k); i++)
 			if (!c->inf[k] || !c->inf[k][i] || !kube_informer_has_synced(c->inf[k][i]))
 				return false;
 	return true;

@@ -26,6 +26,9 @@ enum rc_inf {
 	RC_INF_BACKUPS,           /* keyed by spec.cluster.name (reconciler/backup.c) */
 	RC_INF_SCHEDULED_BACKUPS, /* the same */
 	RC_INF_OBJECT_STORES,     /* every Cluster of the namespace (api/plugin.h) */
+	RC_INF_PDBS,              /* the Clusters' PodDisruptionBudgets (drain.c) */
+	RC_INF_NODES,             /* cluster-scoped: one informer whatever the namespaces
+				   * (a node being drained, drain.c) */
 	RC_INF__COUNT
 };
 

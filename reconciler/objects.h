@@ -93,6 +93,19 @@ json_object *rc_metrics_port(void);
 json_object *rc_build_podmonitor(const struct api_cluster *c);
 void rc_monitoring_volumes(const struct api_cluster *c, json_object *vols, json_object *mounts);
 
+/* objects_placement.c: where the instance and bootstrap Pods run, as
+ * CloudNativePG renders it (pkg/specs/pods.go CreateAffinitySection). The
+ * generated pod anti-affinity (enablePodAntiAffinity, default true): a term
+ * on the labels cnpg.io/cluster In [<c>] and cnpg.io/podRole In [instance]
+ * over topologyKey (default kubernetes.io/hostname), required, or preferred
+ * with weight 100; additionalPodAntiAffinity's terms appended to it,
+ * additionalPodAffinity as podAffinity, nodeAffinity as is. NULL when there
+ * is nothing to say (owned otherwise). */
+json_object *rc_build_affinity(const struct api_cluster *c);
+/* Sets spec.affinity, tolerations, nodeSelector and topologySpreadConstraints
+ * (each only when the Cluster has one) on a pod spec (borrowed, modified). */
+void rc_pod_placement(const struct api_cluster *c, json_object *spec);
+
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
  * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */
 OP_MUST_CHECK

@@ -309,8 +309,7 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 		      ? c->spec.service_account_name
 		      : c->metadata.name);
 	op_jsets(spec, "hostname", pod);
-	if (c->spec.affinity.node_selector.n)
-		op_jset(spec, "nodeSelector", kvs_object(&c->spec.affinity.node_selector));
+	rc_pod_placement(c, spec); /* objects_placement.c: affinity, tolerations, nodeSelector */
 	int64_t stop = c->spec.stop_delay > 0 ? c->spec.stop_delay : 1800;
 	op_jset(spec, "terminationGracePeriodSeconds", op_jint(stop));
 	return spec;

@@ -11,6 +11,7 @@
 #include "api/timestamp.h"
 #include "kube/leader.h"
 #include "reconciler/ctl.h"
+#include "reconciler/disruption.h"
 #include "reconciler/instance_client.h"
 #include "reconciler/internal.h"
 #include "reconciler/objects.h"
@@ -1178,8 +1179,14 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		return 0;
 	struct inventory inv = { 0 };
 	inventory_load(r, &inv);
+	/* drains and PodDisruptionBudgets (reconciler/drain.c) */
+	rc_ensure_pdbs(r, inv.v, inv.n, inv.pods);
 	/* a primary restarting in place on purpose is not failing (rollout.h) */
 	ret = rc_rollout_holds(r, inv.v, inv.n, inv.pods) ? 0 : handle_failover(r, &inv);
+	if (ret == 0)
+		ret = rc_drain_step(r, inv.v, inv.n, inv.pods);
+	if (ret == 0)
+		ret = rc_unschedulable_step(r, inv.pods);
 	if (ret == 0) {
 		const char *primary = r->want.current_primary;
 		for (size_t i = 0; i < inv.n && ret >= 0 && primary && *primary; i++)

@@ -19,7 +19,7 @@
 
 struct kube_informer *rc_informer(struct rc_controller *c, enum rc_inf kind, const char *ns)
 {
-	if (c->n_ns == 0)
+	if (c->n_ns == 0 || kind == RC_INF_NODES) /* Nodes: one cluster-scoped informer */
 		return c->inf[kind][0];
 	for (size_t i = 0; i < c->n_ns; i++)
 		if (ns && strcmp(c->ns[i], ns) == 0)

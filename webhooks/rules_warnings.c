@@ -189,11 +189,11 @@ static const struct unsupported_field {
 	{ NULL, "spec.replica", "replica clusters", NULL },
 	{ NULL, "spec.projectedVolumeTemplate", "projected volumes", NULL },
 	{ NULL, "spec.imageCatalogRef", "image catalogs", NULL },
-	{ NULL, "spec.nodeMaintenanceWindow", "node maintenance windows", NULL },
+	/* placement (affinity, topologySpreadConstraints), PodDisruptionBudgets and
+	 * nodeMaintenanceWindow are built (reconciler/objects_placement.c, drain.c) */
 	{ NULL, "spec.serviceAccountTemplate", "service account templates", NULL },
 	{ NULL, "spec.ephemeralVolumeSource", "ephemeral volume sources", NULL },
 	{ NULL, "spec.podSelectorRefs", "pod selector references in pg_hba", NULL },
-	{ NULL, "spec.topologySpreadConstraints", "topology spread constraints", NULL },
 	{ NULL, "spec.postgresql.ldap", "LDAP authentication", NULL },
 	{ NULL, "spec.postgresql.extensions", "extension images", NULL },
 	{ NULL, "spec.postgresql.syncReplicaElectionConstraint",

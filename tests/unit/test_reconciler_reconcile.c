@@ -33,6 +33,7 @@
 struct fake {
 	const char *clusters, *pods, *pvcs, *secrets, *services; /* JSON arrays */
 	const char *backups, *scheduled, *object_stores;         /* JSON arrays */
+	const char *pdbs, *nodes;                                /* JSON arrays */
 	const char *secrets_listed; /* the Cluster's Secrets by label, when not `secrets` */
 };
 
@@ -81,6 +82,9 @@ static void h_api(struct ts *s, const struct ts_req *req, struct ts_resp *r)
 			{ "/scheduledbackups", "ScheduledBackup",
 			  offsetof(struct fake, scheduled) },
 			{ "/objectstores", "ObjectStore", offsetof(struct fake, object_stores) },
+			{ "/poddisruptionbudgets", "PodDisruptionBudget",
+			  offsetof(struct fake, pdbs) },
+			{ "/nodes", "Node", offsetof(struct fake, nodes) },
 		};
 		if (f->secrets_listed && ends_with(req->path, "/secrets") &&
 		    strstr(req->query, "labelSelector=cnpg.io/cluster=c")) {
@@ -275,8 +279,24 @@ static void test_fresh_cluster(void **state)
 	assert_true(count_req(e.s, "POST", "/namespaces/db/events") >= 2);
 	struct rc_controller_stats stats;
 	rc_controller_stats(e.rc, &stats);
-	assert_int_equal(stats.objects_created, 13); /* 5 secrets, SA/Role/RB, 3 services, PVC, bootstrap Pod */
+	/* 5 secrets, SA/Role/RB, 3 services, 2 PodDisruptionBudgets, PVC, bootstrap Pod */
+	assert_int_equal(stats.objects_created, 15);
 	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/secrets"), 5);
+	/* both PDBs, as CloudNativePG makes them for 3 instances (issue 26) */
+	assert_int_equal(count_req(e.s, "POST", "/namespaces/db/poddisruptionbudgets"), 2);
+	for (int k = 0; (k = find_req(e.s, k, "POST", "/namespaces/db/poddisruptionbudgets")) >= 0;
+	     k++) {
+		json_object *pdb = NULL;
+		const char *n = posted_name(e.s, k, &pdb);
+		bool prim = strcmp(n, "c-primary") == 0;
+		assert_true(prim || strcmp(n, "c") == 0);
+		assert_int_equal(json_object_get_int(op_json_at(pdb, "spec.minAvailable")), 1);
+		json_object *ml = op_json_at(pdb, "spec.selector.matchLabels");
+		assert_string_equal(json_object_get_string(json_object_object_get(
+					    ml, "cnpg.io/instanceRole")),
+				    prim ? "primary" : "replica");
+		json_object_put(pdb);
+	}
 	env_stop(&e);
 }
 

@@ -1,0 +1,137 @@
+/* reconciler/disruption.c - the pure decisions of drains and
+ * PodDisruptionBudgets (disruption.h). Layer 0: no I/O, no shared state. */
+#include <string.h>
+
+#include "reconciler/disruption.h"
+#include "reconciler/internal.h"
+#include "reconciler/objects.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+/* CloudNativePG's DefaultDrainTaints (internal/configuration). */
+static const char *const drain_taints[] = {
+	"node.kubernetes.io/unschedulable", /* Kubernetes' well-known unschedulable taint */
+	"ToBeDeletedByClusterAutoscaler",   /* the Cluster Autoscaler */
+	"karpenter.sh/disrupted",           /* Karpenter's termination controller */
+	"karpenter.sh/disruption",          /* Karpenter's disruption controller */
+};
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+bool rc_node_draining(json_object *node)
+{
+	if (!node)
+		return false;
+	json_object *u = op_json_at(node, "spec.unschedulable");
+	if (json_object_is_type(u, json_type_boolean) && json_object_get_boolean(u))
+		return true;
+	json_object *taints = op_json_at(node, "spec.taints");
+	for (size_t i = 0; json_object_is_type(taints, json_type_array) &&
+			   i < json_object_array_length(taints);
+	     i++) {
+		const char *key = op_json_str_at(json_object_array_get_idx(taints, i), "key");
+		for (size_t k = 0; key && k < OP_ARRAY_SIZE(drain_taints); k++)
+			if (strcmp(key, drain_taints[k]) == 0)
+				return true;
+	}
+	return false;
+}
+
+void rc_pdb_decide(const struct api_cluster *c, bool primary_draining, struct rc_pdb_want *ret)
+{
+	*ret = (struct rc_pdb_want){ 0 };
+	if (!c->spec.enable_pdb)
+		return;
+	const int64_t n = c->spec.instances;
+	ret->primary = true;
+	ret->replicas = n >= 3;
+	ret->replicas_min = n >= 3 ? n - 2 : 0;
+	if (api_cluster_maintenance_in_progress(c) && api_cluster_reuse_pvc(c)) {
+		ret->replicas = false;
+		if (n == 1)
+			ret->primary = false;
+	}
+	if (n == 1 && primary_draining)
+		ret->primary = false;
+}
+
+json_object *rc_build_pdb(const struct api_cluster *c, bool primary, int64_t min_available)
+{
+	const char *cn = c->metadata.name;
+	json_object *o = op_jobj();
+	op_jsets(o, "apiVersion", "policy/v1");
+	op_jsets(o, "kind", "PodDisruptionBudget");
+	json_object *m = op_jchild(o, "metadata");
+	_cleanup_free_ char *name = primary ? op_asprintf("%s-primary", cn) : op_strdup(cn);
+	op_jsets(m, "name", name);
+	op_jsets(m, "namespace", c->metadata.namespace_);
+	json_object *labels = op_jchild(m, "labels");
+	op_jsets(labels, RC_LABEL_CLUSTER, cn);
+	op_jsets(labels, "app.kubernetes.io/name", "postgresql");
+	op_jsets(labels, "app.kubernetes.io/instance", cn);
+	op_jsets(labels, "app.kubernetes.io/component", "database");
+	op_jsets(labels, "app.kubernetes.io/managed-by", "pgop");
+	op_jset(m, "ownerReferences", op_jpush(op_jarr(), rc_owner_ref(c)));
+	json_object *spec = op_jchild(o, "spec");
+	json_object *ml = op_jchild(op_jchild(spec, "selector"), "matchLabels");
+	op_jsets(ml, RC_LABEL_CLUSTER, cn);
+	op_jsets(ml, RC_LABEL_INSTANCE_ROLE, primary ? RC_ROLE_PRIMARY : RC_ROLE_REPLICA);
+	op_jset(spec, "minAvailable", op_jint(min_available));
+	return o;
+}
+
+static const char *const drain_names[] = {
+	[RC_DRAIN_NONE] = "none",
+	[RC_DRAIN_WAIT] = "wait",
+	[RC_DRAIN_SWITCHOVER] = "switchover",
+};
+
+const char *rc_drain_action_str(enum rc_drain_action a)
+{
+	return (unsigned)a < OP_ARRAY_SIZE(drain_names) ? drain_names[a] : "unknown";
+}
+
+void rc_drain_decide(const struct rc_instance *v, size_t n, const bool *draining,
+		     const char *current_primary, const char *target_primary,
+		     struct rc_drain_decision *ret)
+{
+	*ret = (struct rc_drain_decision){ .action = RC_DRAIN_NONE };
+	if (!current_primary || !*current_primary || !str_eq(current_primary, target_primary))
+		return; /* a switchover or failover is under way */
+	size_t p = n;
+	for (size_t i = 0; i < n; i++)
+		if (str_eq(v[i].name, current_primary))
+			p = i;
+	if (p == n || !draining[p] || !v[p].has_status || !v[p].is_primary ||
+	    v[p].pod_terminating)
+		return;
+	ret->action = RC_DRAIN_WAIT;
+	for (size_t i = 0; i < n; i++) {
+		const struct rc_instance *x = &v[i];
+		if (i == p || draining[i] || !x->pod_ready || x->pod_terminating ||
+		    !x->has_status || x->is_primary || !x->wal_receiver_active)
+			continue;
+		ret->action = RC_DRAIN_SWITCHOVER;
+		ret->target = x->name;
+		return;
+	}
+}
+
+bool rc_pod_unschedulable(json_object *pod)
+{
+	if (!str_eq(op_json_str_at(pod, "status.phase"), "Pending"))
+		return false;
+	json_object *conds = op_json_at(pod, "status.conditions");
+	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds);
+	     i++) {
+		json_object *c = json_object_array_get_idx(conds, i);
+		if (str_eq(op_json_str_at(c, "type"), "PodScheduled"))
+			return str_eq(op_json_str_at(c, "status"), "False") &&
+			       str_eq(op_json_str_at(c, "reason"), "Unschedulable");
+	}
+	return false;
+}

@@ -1,0 +1,192 @@
+/* reconciler/drain.c - the steps of drains and PodDisruptionBudgets
+ * (disruption.h): the Cluster's two PDBs, the switchover away from a node
+ * being drained, and nodeMaintenanceWindow's reusePVC false. Layer 3. */
+#include <errno.h>
+#include <string.h>
+
+#include "api/names.h"
+#include "api/timestamp.h"
+#include "reconciler/disruption.h"
+#include "reconciler/internal.h"
+#include "reconciler/objects.h"
+#include "reconciler/plan.h"
+#include "support/alloc.h"
+#include "support/json.h"
+#include "support/log.h"
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static json_object *pod_named(json_object *pods, const char *name)
+{
+	for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
+		json_object *p = json_object_array_get_idx(pods, i);
+		if (str_eq(kube_obj_name(p), name))
+			return p;
+	}
+	return NULL;
+}
+
+bool *rc_draining_nodes(struct rc_run *r, const struct rc_instance *v, size_t n,
+			json_object *pods)
+{
+	bool *out = op_calloc(n ? n : 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		const char *node = op_json_str_at(pod_named(pods, v[i].name), "spec.nodeName");
+		json_object *obj = node && *node ? rc_cache_get(r->ctl, RC_INF_NODES, NULL, node)
+						 : NULL;
+		out[i] = rc_node_draining(obj);
+		if (obj)
+			json_object_put(obj);
+	}
+	return out;
+}
+
+/* --------------------------------------------------------------- PDBs */
+
+/* One PDB: want (owned, NULL = must not exist) against the cache. */
+static int ensure_pdb(struct rc_run *r, const char *name, json_object *want)
+{
+	json_object *cur = rc_cache_get(r->ctl, RC_INF_PDBS, r->ns, name);
+	int ret = 0;
+	if (!want) {
+		if (cur && !op_json_at(cur, "metadata.deletionTimestamp")) {
+			ret = rc_delete(r, KUBE_PODDISRUPTIONBUDGETS, name);
+			if (ret > 0)
+				rc_event(r, "Normal", "DeletedPodDisruptionBudget",
+					 "PodDisruptionBudget %s is not needed now", name);
+		}
+	} else if (!cur) {
+		ret = rc_create(r, KUBE_PODDISRUPTIONBUDGETS, want);
+	} else if (!json_object_equal(op_json_at(want, "spec.minAvailable"),
+				      op_json_at(cur, "spec.minAvailable")) ||
+		   !json_object_equal(op_json_at(want, "spec.selector"),
+				      op_json_at(cur, "spec.selector"))) {
+		json_object *p = op_jobj();
+		json_object *spec = op_jchild(p, "spec");
+		op_jset(spec, "minAvailable",
+			json_object_get(op_json_at(want, "spec.minAvailable")));
+		op_jset(spec, "selector", json_object_get(op_json_at(want, "spec.selector")));
+		ret = kube_patch(r->ctl->kc, KUBE_PODDISRUPTIONBUDGETS, r->ns, name,
+				 KUBE_PATCH_MERGE,
+				 json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), NULL,
+				 r->err);
+		json_object_put(p);
+	}
+	if (cur)
+		json_object_put(cur);
+	if (want)
+		json_object_put(want);
+	return ret;
+}
+
+void rc_ensure_pdbs(struct rc_run *r, const struct rc_instance *v, size_t n,
+		    json_object *pods)
+{
+	_cleanup_free_ bool *draining = rc_draining_nodes(r, v, n, pods);
+	bool primary_draining = false;
+	for (size_t i = 0; i < n; i++)
+		if (str_eq(v[i].name, r->want.current_primary))
+			primary_draining = draining[i];
+	struct rc_pdb_want w;
+	rc_pdb_decide(r->c, primary_draining, &w);
+	_cleanup_free_ char *pname = op_asprintf("%s-primary", r->name);
+	struct op_err e = OP_ERR_INIT;
+	struct op_err *saved = r->err;
+	r->err = &e;
+	int ret = ensure_pdb(r, pname, w.primary ? rc_build_pdb(r->c, true, 1) : NULL);
+	if (ret >= 0)
+		ret = ensure_pdb(r, r->name,
+				 w.replicas ? rc_build_pdb(r->c, false, w.replicas_min) : NULL);
+	r->err = saved;
+	if (ret < 0) /* the Cluster goes on; looked at again at the next reconcile */
+		op_log_warn("PodDisruptionBudgets: reconcile failed", "cluster", r->key, "error",
+			    e.msg);
+}
+
+/* -------------------------------------------------------------- drain */
+
+static void set_str(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = s ? op_strdup(s) : NULL;
+}
+
+int rc_drain_step(struct rc_run *r, const struct rc_instance *v, size_t n,
+		  json_object *pods)
+{
+	struct rc_status *w = &r->want;
+	_cleanup_free_ bool *draining = rc_draining_nodes(r, v, n, pods);
+	struct rc_drain_decision d;
+	rc_drain_decide(v, n, draining, w->current_primary, w->target_primary, &d);
+	if (d.action == RC_DRAIN_NONE)
+		return 0;
+	if (d.action == RC_DRAIN_WAIT) {
+		static const char why[] = "the primary's node is being drained and no replica "
+					  "can take over yet";
+		if (!str_eq(w->phase_reason, why))
+			rc_event(r, "Warning", "DrainWaiting",
+				 "primary %s runs on a node being drained; no Ready streaming "
+				 "replica on another node to switch over to: its "
+				 "PodDisruptionBudget holds the eviction",
+				 w->current_primary);
+		set_str(&w->phase_reason, why);
+		rc_requeue(r, 2000);
+		return 0;
+	}
+	rc_event(r, "Normal", "SwitchingOver",
+		 "current primary %s is running on a node being drained, switching over to %s",
+		 w->current_primary, d.target);
+	op_log_info("drain: switching over", "cluster", r->key, "from", w->current_primary, "to",
+		    d.target);
+	_cleanup_free_ char *stamp = api_time_rfc3339_us(api_time_now_us());
+	set_str(&w->target_primary, d.target);
+	set_str(&w->target_since, stamp);
+	set_str(&w->phase, RC_PHASE_SWITCHOVER);
+	_cleanup_free_ char *reason = op_asprintf("switching over to %s: the primary's node is "
+						  "being drained",
+						  d.target);
+	set_str(&w->phase_reason, reason);
+	rc_requeue(r, 1000);
+	return 1;
+}
+
+/* ------------------------------------------------------ unschedulable */
+
+int rc_unschedulable_step(struct rc_run *r, json_object *pods)
+{
+	if (!api_cluster_maintenance_in_progress(r->c) || api_cluster_reuse_pvc(r->c))
+		return 0;
+	for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
+		json_object *p = json_object_array_get_idx(pods, i);
+		const char *name = kube_obj_name(p);
+		struct rc_instance in = { 0 };
+		if (rc_instance_from_pod(r->name, p, &in) < 0)
+			continue;
+		bool skip = in.pod_terminating || str_eq(name, r->want.current_primary) ||
+			    str_eq(name, r->want.target_primary) || !rc_pod_unschedulable(p);
+		int64_t serial = in.serial;
+		rc_instance_done(&in);
+		if (skip)
+			continue;
+		op_log_warn("deleting an unschedulable instance and its volumes", "cluster",
+			    r->key, "pod", name);
+		int ret = rc_delete(r, KUBE_PODS, name);
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Normal", "DeletePod", "Deleted unschedulable pod %s", name);
+		_cleanup_free_ char *data = api_pgdata_pvc_name(r->name, serial);
+		_cleanup_free_ char *wal = api_wal_pvc_name(r->name, serial);
+		ret = rc_delete(r, KUBE_PVCS, data);
+		if (ret >= 0 && r->c->spec.wal_storage.present)
+			ret = rc_delete(r, KUBE_PVCS, wal);
+		if (ret < 0)
+			return ret;
+		rc_event(r, "Normal", "DeletePVCs", "Deleted unschedulable pod %s PVCs", name);
+		rc_requeue(r, 1000);
+		return 1;
+	}
+	return 0;
+}
