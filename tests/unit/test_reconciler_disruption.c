@@ -1,0 +1,383 @@
+/* Unit tests: where the instances run and what may disrupt them (issue 26):
+ * the rendered placement of instance and bootstrap Pods
+ * (reconciler/objects_placement.c, as CloudNativePG's CreateAffinitySection),
+ * the PodDisruptionBudgets (rc_pdb_decide, rc_build_pdb), a node being
+ * drained (rc_node_draining), the drain switchover (rc_drain_decide) and an
+ * unschedulable Pod (rc_pod_unschedulable). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
+
+#include "api/cluster.h"
+#include "reconciler/disruption.h"
+#include "reconciler/objects.h"
+#include "support/alloc.h"
+#include "support/json.h"
+
+static json_object *parse(const char *txt)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(txt, strlen(txt), 64, &o, &err), 0);
+	return o;
+}
+
+/* A Cluster "c" in "db" with these spec fields after instances/storage. */
+static struct api_cluster *cluster(int instances, const char *extra)
+{
+	_cleanup_free_ char *txt = op_asprintf(
+		"{\"metadata\":{\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u\"},\"spec\":{"
+		"\"instances\":%d,\"storage\":{\"size\":\"1Gi\"}%s}}",
+		instances, extra);
+	json_object *o = parse(txt);
+	struct api_cluster *c = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(api_cluster_decode(o, NULL, &c, &err), 0);
+	json_object_put(o);
+	return c;
+}
+
+static void assert_json(json_object *got, const char *want_txt)
+{
+	json_object *want = parse(want_txt);
+	if (!json_object_equal(got, want))
+		fail_msg("got %s\nwant %s",
+			 got ? json_object_to_json_string_ext(got, JSON_C_TO_STRING_PLAIN) : "NULL",
+			 json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN));
+	json_object_put(want);
+}
+
+#define TERM(key)                                                                                  \
+	"{\"labelSelector\":{\"matchExpressions\":[{\"key\":\"cnpg.io/cluster\",\"operator\":"    \
+	"\"In\",\"values\":[\"c\"]},{\"key\":\"cnpg.io/podRole\",\"operator\":\"In\",\"values\":" \
+	"[\"instance\"]}]},\"topologyKey\":\"" key "\"}"
+
+/* The affinity section, row by row against CloudNativePG's pods_test.go cases. */
+static void test_affinity_rendering(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *spec, *want; /* want NULL: no affinity */
+	} rows[] = {
+		{ "default: preferred, weight 100, hostname", "",
+		  "{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+		  "\"weight\":100,\"podAffinityTerm\":" TERM("kubernetes.io/hostname") "}]}}" },
+		{ "required over a zone",
+		  ",\"affinity\":{\"podAntiAffinityType\":\"required\",\"topologyKey\":"
+		  "\"topology.kubernetes.io/zone\"}",
+		  "{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":["
+		  TERM("topology.kubernetes.io/zone") "]}}" },
+		{ "disabled", ",\"affinity\":{\"enablePodAntiAffinity\":false}", NULL },
+		{ "an unknown type renders nothing (admission refuses it)",
+		  ",\"affinity\":{\"podAntiAffinityType\":\"sometimes\"}", NULL },
+		{ "disabled, with node affinity and additional terms",
+		  ",\"affinity\":{\"enablePodAntiAffinity\":false,\"nodeAffinity\":{"
+		  "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+		  "\"matchExpressions\":[{\"key\":\"disk\",\"operator\":\"In\",\"values\":[\"ssd\"]}]}]}},"
+		  "\"additionalPodAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+		  "\"weight\":5,\"podAffinityTerm\":{\"topologyKey\":\"zone\"}}]},"
+		  "\"additionalPodAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":["
+		  "{\"topologyKey\":\"rack\"}]}}",
+		  "{\"podAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+		  "\"weight\":5,\"podAffinityTerm\":{\"topologyKey\":\"zone\"}}]},"
+		  "\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":["
+		  "{\"topologyKey\":\"rack\"}]},"
+		  "\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+		  "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"disk\",\"operator\":"
+		  "\"In\",\"values\":[\"ssd\"]}]}]}}}" },
+		{ "additional anti-affinity appended after the generated term",
+		  ",\"affinity\":{\"additionalPodAntiAffinity\":{"
+		  "\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":1,"
+		  "\"podAffinityTerm\":{\"topologyKey\":\"rack\"}}],"
+		  "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"zone\"}]}}",
+		  "{\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+		  "\"weight\":100,\"podAffinityTerm\":" TERM("kubernetes.io/hostname") "},{\"weight\":1,"
+		  "\"podAffinityTerm\":{\"topologyKey\":\"rack\"}}],"
+		  "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"zone\"}]}}" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		struct api_cluster *c = cluster(3, rows[i].spec);
+		json_object *a = rc_build_affinity(c);
+		if (!rows[i].want && a)
+			fail_msg("%s: got %s, want none", rows[i].what,
+				 json_object_to_json_string(a));
+		if (rows[i].want)
+			assert_json(a, rows[i].want);
+		if (a)
+			json_object_put(a);
+		api_cluster_free(c);
+	}
+}
+
+/* The instance Pod and both bootstrap Pods carry the same placement. */
+static void test_pods_placement(void **state)
+{
+	(void)state;
+	struct api_cluster *c = cluster(
+		3, ",\"affinity\":{\"podAntiAffinityType\":\"required\",\"nodeSelector\":{"
+		   "\"disk\":\"ssd\"},\"tolerations\":[{\"key\":\"dedicated\",\"operator\":"
+		   "\"Equal\",\"value\":\"pg\",\"effect\":\"NoSchedule\"}]},"
+		   "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+		   "\"whenUnsatisfiable\":\"DoNotSchedule\"}]");
+	static const struct rc_settings s = { .operator_image = "pgop:test" };
+	struct op_err err = OP_ERR_INIT;
+	json_object *pods[3] = { 0 };
+	assert_int_equal(rc_build_pod(c, &s, 2, "replica", &pods[0], &err), 0);
+	assert_int_equal(rc_build_bootstrap_pod(c, &s, 1, RC_JOB_INITDB, &pods[1], &err), 0);
+	assert_int_equal(rc_build_bootstrap_pod(c, &s, 2, RC_JOB_JOIN, &pods[2], &err), 0);
+	for (size_t i = 0; i < 3; i++) {
+		json_object *spec = op_json_at(pods[i], "spec");
+		assert_json(op_json_at(spec, "affinity"),
+			    "{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":["
+			    TERM("kubernetes.io/hostname") "]}}");
+		assert_json(op_json_at(spec, "nodeSelector"), "{\"disk\":\"ssd\"}");
+		assert_json(op_json_at(spec, "tolerations"),
+			    "[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"pg\","
+			    "\"effect\":\"NoSchedule\"}]");
+		assert_json(op_json_at(spec, "topologySpreadConstraints"),
+			    "[{\"maxSkew\":1,\"topologyKey\":\"zone\",\"whenUnsatisfiable\":"
+			    "\"DoNotSchedule\"}]");
+		json_object_put(pods[i]);
+	}
+	api_cluster_free(c);
+	/* nothing asked: only the default anti-affinity */
+	c = cluster(1, "");
+	assert_int_equal(rc_build_pod(c, &s, 1, "primary", &pods[0], &err), 0);
+	json_object *spec = op_json_at(pods[0], "spec");
+	assert_non_null(op_json_at(spec, "affinity.podAntiAffinity"));
+	assert_null(op_json_at(spec, "nodeSelector"));
+	assert_null(op_json_at(spec, "tolerations"));
+	assert_null(op_json_at(spec, "topologySpreadConstraints"));
+	json_object_put(pods[0]);
+	api_cluster_free(c);
+}
+
+static void test_maintenance_window_decode(void **state)
+{
+	(void)state;
+	struct api_cluster *c = cluster(3, "");
+	assert_false(api_cluster_maintenance_in_progress(c));
+	assert_true(api_cluster_reuse_pvc(c));
+	api_cluster_free(c);
+	c = cluster(3, ",\"nodeMaintenanceWindow\":{\"inProgress\":true}");
+	assert_true(api_cluster_maintenance_in_progress(c));
+	assert_true(api_cluster_reuse_pvc(c)); /* CNPG's default */
+	api_cluster_free(c);
+	c = cluster(3, ",\"nodeMaintenanceWindow\":{\"inProgress\":true,\"reusePVC\":false}");
+	assert_true(api_cluster_maintenance_in_progress(c));
+	assert_false(api_cluster_reuse_pvc(c));
+	api_cluster_free(c);
+}
+
+/* rc_pdb_decide: CloudNativePG's reconcilePodDisruptionBudget, plus the
+ * single instance on a drained node. */
+static void test_pdb_decide(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		int instances;
+		const char *spec;
+		bool draining;
+		bool primary, replicas;
+		int64_t min;
+	} rows[] = {
+		{ "3 instances: both, one replica at a time", 3, "", false, true, true, 1 },
+		{ "5 instances: 3 of 4 replicas available", 5, "", false, true, true, 3 },
+		{ "2 instances: no replicas' PDB (CNPG: fewer than 3)", 2, "", false, true, false, 0 },
+		{ "1 instance: the primary's", 1, "", false, true, false, 0 },
+		{ "1 instance on a drained node: none, the drain goes on", 1, "", true, false, false, 0 },
+		{ "3 instances, primary drained: both still (switch over first)", 3, "", true, true,
+		  true, 1 },
+		{ "enablePDB false: none", 3, ",\"enablePDB\":false", false, false, false, 0 },
+		{ "maintenance, reusePVC: no replicas' PDB", 3,
+		  ",\"nodeMaintenanceWindow\":{\"inProgress\":true}", false, true, false, 0 },
+		{ "maintenance, reusePVC, single instance: none", 1,
+		  ",\"nodeMaintenanceWindow\":{\"inProgress\":true}", false, false, false, 0 },
+		{ "maintenance without reusePVC: both (CNPG)", 3,
+		  ",\"nodeMaintenanceWindow\":{\"inProgress\":true,\"reusePVC\":false}", false, true,
+		  true, 1 },
+		{ "a window not in progress changes nothing", 1,
+		  ",\"nodeMaintenanceWindow\":{\"inProgress\":false}", false, true, false, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		struct api_cluster *c = cluster(rows[i].instances, rows[i].spec);
+		struct rc_pdb_want w;
+		rc_pdb_decide(c, rows[i].draining, &w);
+		if (w.primary != rows[i].primary || w.replicas != rows[i].replicas ||
+		    (w.replicas && w.replicas_min != rows[i].min))
+			fail_msg("%s: got primary %d replicas %d min %lld", rows[i].what, w.primary,
+				 w.replicas, (long long)w.replicas_min);
+		api_cluster_free(c);
+	}
+}
+
+static void test_pdb_objects(void **state)
+{
+	(void)state;
+	struct api_cluster *c = cluster(5, "");
+	json_object *p = rc_build_pdb(c, true, 1);
+	assert_json(p, "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
+		       "\"metadata\":{\"name\":\"c-primary\",\"namespace\":\"db\",\"labels\":{"
+		       "\"cnpg.io/cluster\":\"c\",\"app.kubernetes.io/name\":\"postgresql\","
+		       "\"app.kubernetes.io/instance\":\"c\",\"app.kubernetes.io/component\":"
+		       "\"database\",\"app.kubernetes.io/managed-by\":\"pgop\"},"
+		       "\"ownerReferences\":[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":"
+		       "\"Cluster\",\"name\":\"c\",\"uid\":\"u\",\"controller\":true,"
+		       "\"blockOwnerDeletion\":true}]},\"spec\":{\"selector\":{\"matchLabels\":{"
+		       "\"cnpg.io/cluster\":\"c\",\"cnpg.io/instanceRole\":\"primary\"}},"
+		       "\"minAvailable\":1}}");
+	json_object_put(p);
+	p = rc_build_pdb(c, false, 3);
+	assert_string_equal(op_json_str_at(p, "metadata.name"), "c");
+	assert_int_equal(json_object_get_int(op_json_at(p, "spec.minAvailable")), 3);
+	assert_string_equal(json_object_get_string(json_object_object_get(
+				    op_json_at(p, "spec.selector.matchLabels"), "cnpg.io/instanceRole")),
+			    "replica");
+	json_object_put(p);
+	api_cluster_free(c);
+}
+
+static void test_node_draining(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *node;
+		bool draining;
+	} rows[] = {
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{}}", false },
+		{ "{\"spec\":{\"unschedulable\":true}}", true },                   /* kubectl cordon */
+		{ "{\"spec\":{\"unschedulable\":false}}", false },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"node.kubernetes.io/unschedulable\","
+		  "\"effect\":\"NoSchedule\"}]}}", true },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"ToBeDeletedByClusterAutoscaler\"}]}}", true },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"karpenter.sh/disrupted\"}]}}", true },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"karpenter.sh/disruption\"}]}}", true },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"node.kubernetes.io/not-ready\"}]}}", false },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"dedicated\",\"value\":\"pg\"}]}}", false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		json_object *n = parse(rows[i].node);
+		if (rc_node_draining(n) != rows[i].draining)
+			fail_msg("%s: want draining %d", rows[i].node, rows[i].draining);
+		json_object_put(n);
+	}
+	assert_false(rc_node_draining(NULL));
+}
+
+/* name, ready, status, primary, terminating, walReceiver */
+#define I(nm, rdy, st, prim, term, wr)                                                             \
+	{ .name = (char *)(nm), .pod_ready = (rdy), .has_status = (st), .is_primary = (prim),    \
+	  .pod_terminating = (term), .wal_receiver_active = (wr) }
+
+/* rc_drain_decide: the primary on a node being drained hands over to the
+ * most advanced streaming replica on another node, whatever its serial. */
+static void test_drain_decide(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		struct rc_instance v[3]; /* sorted: most advanced first */
+		bool draining[3];
+		const char *current, *target;
+		enum rc_drain_action action;
+		const char *to;
+	} rows[] = {
+		{ "no node drained",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 0, 0, 0 }, "c-1", "c-1", RC_DRAIN_NONE, NULL },
+		{ "a replica's node drained: nothing (its PDB paces it)",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 0, 1, 0 }, "c-1", "c-1", RC_DRAIN_NONE, NULL },
+		{ "primary c-1 drained: the most advanced replica",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 1, 0, 0 }, "c-1", "c-1", RC_DRAIN_SWITCHOVER, "c-2" },
+		{ "primary c-3 (not serial 1) drained: c-1 takes over",
+		  { I("c-3", 1, 1, 1, 0, 0), I("c-1", 1, 1, 0, 0, 1), I("c-2", 1, 1, 0, 0, 1) },
+		  { 1, 0, 0 }, "c-3", "c-3", RC_DRAIN_SWITCHOVER, "c-1" },
+		{ "the most advanced replica is on a drained node too: the next one",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 1, 1, 0 }, "c-1", "c-1", RC_DRAIN_SWITCHOVER, "c-3" },
+		{ "a replica not streaming, the other not Ready: wait",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 1, 0, 0, 0), I("c-3", 0, 1, 0, 0, 1) },
+		  { 1, 0, 0 }, "c-1", "c-1", RC_DRAIN_WAIT, NULL },
+		{ "a replica without status, the other terminating: wait",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 0, 0, 0, 0), I("c-3", 1, 1, 0, 1, 1) },
+		  { 1, 0, 0 }, "c-1", "c-1", RC_DRAIN_WAIT, NULL },
+		{ "a single instance: wait (its PDB is gone, rc_pdb_decide)",
+		  { I("c-1", 1, 1, 1, 0, 0) }, { 1 }, "c-1", "c-1", RC_DRAIN_WAIT, NULL },
+		{ "a switchover under way: nothing more",
+		  { I("c-1", 1, 1, 1, 0, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 1, 0, 0 }, "c-1", "c-2", RC_DRAIN_NONE, NULL },
+		{ "a failover under way: nothing more",
+		  { I("c-2", 1, 1, 0, 0, 0), I("c-3", 1, 1, 0, 0, 0), I("c-1", 0, 0, 0, 0, 0) },
+		  { 0, 0, 1 }, "c-1", "pending", RC_DRAIN_NONE, NULL },
+		{ "the primary does not answer as primary: the failover's business",
+		  { I("c-1", 1, 0, 0, 0, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 1, 0, 0 }, "c-1", "c-1", RC_DRAIN_NONE, NULL },
+		{ "the primary's Pod is already terminating: the SIGTERM handover's business",
+		  { I("c-1", 1, 1, 1, 1, 0), I("c-2", 1, 1, 0, 0, 1), I("c-3", 1, 1, 0, 0, 1) },
+		  { 1, 0, 0 }, "c-1", "c-1", RC_DRAIN_NONE, NULL },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		size_t n = 0;
+		while (n < 3 && rows[i].v[n].name)
+			n++;
+		struct rc_drain_decision d;
+		rc_drain_decide(rows[i].v, n, rows[i].draining, rows[i].current, rows[i].target, &d);
+		if (d.action != rows[i].action ||
+		    (rows[i].to && (!d.target || strcmp(d.target, rows[i].to) != 0)))
+			fail_msg("%s: got %s %s, want %s %s", rows[i].what,
+				 rc_drain_action_str(d.action), d.target ? d.target : "-",
+				 rc_drain_action_str(rows[i].action), rows[i].to ? rows[i].to : "-");
+	}
+	assert_string_equal(rc_drain_action_str((enum rc_drain_action)9), "unknown");
+}
+
+static void test_pod_unschedulable(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pod;
+		bool want;
+	} rows[] = {
+		{ "{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+		  "\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}", true },
+		{ "{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+		  "\"status\":\"True\"}]}}", false },
+		{ "{\"status\":{\"phase\":\"Pending\"}}", false },
+		{ "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"PodScheduled\","
+		  "\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}", false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		json_object *p = parse(rows[i].pod);
+		if (rc_pod_unschedulable(p) != rows[i].want)
+			fail_msg("%s: want %d", rows[i].pod, rows[i].want);
+		json_object_put(p);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_affinity_rendering),
+		cmocka_unit_test(test_pods_placement),
+		cmocka_unit_test(test_maintenance_window_decode),
+		cmocka_unit_test(test_pdb_decide),
+		cmocka_unit_test(test_pdb_objects),
+		cmocka_unit_test(test_node_draining),
+		cmocka_unit_test(test_drain_decide),
+		cmocka_unit_test(test_pod_unschedulable),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
