@@ -2,8 +2,8 @@
 # e2e-timeout: 120
 # The chart's RBAC, rendered with `helm template` (no control plane):
 #  - watchNamespaces={a,b}: the reconciler's rules are a Role + RoleBinding in a and in b,
-#    nothing reconciler-related is cluster-wide (the only ClusterRole is the webhook
-#    configurations', pinned by resourceNames), no Secret access in the release namespace
+#    nothing reconciler-related is cluster-wide but list/watch of Nodes (drains; the other
+#    ClusterRoles are the webhook configurations', pinned by resourceNames), no Secret access in the release namespace
 #    beyond creating and, by name, reading the two certificate Secrets;
 #  - watchNamespaces empty: the same rules as one ClusterRole;
 #  - certificate.mode=secret: no certificate-manager rules at all;
@@ -95,6 +95,7 @@ scoped() {
 		else if ($1 == "Role" && $2 == "r1-pgop" && $3 == "rel") s = "release"
 		else if ($1 == "ClusterRole" && $2 == "rel-r1-pgop-webhooks") s = "cluster"
 		else if ($1 == "ClusterRole" && $2 == "rel-r1-pgop-live-apiservice") s = "cluster"
+		else if ($1 == "ClusterRole" && $2 == "rel-r1-pgop-nodes") s = "nodes"
 		else if ($1 == "ClusterRole" && $2 ~ /^rel-r1-pgop-live-(view|edit)$/) s = "users"
 		else s = "UNKNOWN:" $1 "/" $2 "/" $3
 		print s "|" $4 "|" $5 "|" $6 "|" $7
@@ -118,8 +119,9 @@ for ns in a b; do
 		e2e_fail "reconciler Role in $ns does not cover clusters"
 done
 bad=$(awk -F'|' '$1 == "ClusterRole" && $2 !~ /^rel-r1-pgop-live-(view|edit)$/ &&
+	!($2 == "rel-r1-pgop-nodes" && $4 == "" && $5 == "nodes" && $6 == "list,watch") &&
 	(($2 != "rel-r1-pgop-webhooks" && $2 != "rel-r1-pgop-live-apiservice") || $7 != "yes")' "$tmp/ns.rules")
-[ -z "$bad" ] || e2e_fail "namespaced mode: cluster-wide rules besides the pinned webhook configurations and APIService: $bad"
+[ -z "$bad" ] || e2e_fail "namespaced mode: cluster-wide rules besides the pinned webhook configurations and APIService and reading Nodes: $bad"
 # The live API's user roles (aggregated into view/edit/admin) are for users, never the operator's.
 bad=$(awk -F'|' '$1 == "BINDING" && $6 ~ /^rel-r1-pgop-live-(view|edit)$/' "$tmp/ns.rules")
 [ -z "$bad" ] || e2e_fail "the live API's user roles are bound to someone: $bad"
@@ -131,6 +133,7 @@ done
 # front-proxy CA in kube-system/extension-apiserver-authentication).
 bound=$(awk -F'|' '$1 == "BINDING" && $7 == "r1-pgop" { print $2 "|" $4 "|" $5 "|" $6 }' "$tmp/ns.rules" | sort -u)
 want=$(printf '%s\n' "ClusterRoleBinding||ClusterRole|rel-r1-pgop-live-apiservice" \
+	"ClusterRoleBinding||ClusterRole|rel-r1-pgop-nodes" \
 	"ClusterRoleBinding||ClusterRole|rel-r1-pgop-webhooks" \
 	"ClusterRoleBinding||ClusterRole|system:auth-delegator" \
 	"RoleBinding|a|Role|r1-pgop-reconciler" "RoleBinding|b|Role|r1-pgop-reconciler" \
