@@ -6,7 +6,8 @@
 #      leading controller pod is force-deleted (SIGKILL, no grace) while the second
 #      instance's join Pod runs: the other replica takes the Lease over, the Deployment
 #      replaces the pod, and the Cluster converges with exactly 3 pods and 3 PVCs (each
-#      bootstrap Pod deleted once its instance runs; no Jobs);
+#      bootstrap Pod deleted once its instance runs; no Jobs), with CloudNativePG's two
+#      PodDisruptionBudgets and the instances' preferred pod anti-affinity;
 #   2. `kubectl get clusters.postgresql` prints INSTANCES 3, READY 3 and the primary;
 #   3. a client in a Pod connects to <c>-rw.<ns>.svc as the app user over TLS
 #      (sslmode=verify-ca with the <c>-ca ca.crt), writes rows and reads them back on every
@@ -51,6 +52,14 @@ e2e_assert_eq "$C-1 $C-2 $C-3" "$(status 'instanceNames[*]')" "instanceNames"
 e2e_assert_eq 3 "$(status latestGeneratedNode)" "latestGeneratedNode (no serial skipped)"
 primary=$(status currentPrimary)
 e2e_assert_eq "$C-1" "$primary" "currentPrimary"
+# PodDisruptionBudgets and placement as CloudNativePG makes them (issue 26): <c>-primary
+# (minAvailable 1, the primary) and <c> (3 instances: minAvailable 1 of the replicas); the
+# instance Pods' preferred anti-affinity on the Cluster's instances over the hostname
+pdbs=$(k get pdb -o jsonpath='{range .items[*]}{.metadata.name}:{.spec.minAvailable}:{.spec.selector.matchLabels.cnpg\.io/instanceRole} {end}')
+e2e_assert_eq "$C:1:replica $C-primary:1:primary " "$pdbs" "PodDisruptionBudgets"
+aff=$(k get pod "$C-2" -o jsonpath='{.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight}/{.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey}')
+e2e_assert_eq "100/kubernetes.io/hostname" "$aff" "the instance Pods' anti-affinity"
+e2e_log "PDBs: $pdbs; anti-affinity $aff"
 
 # ---- 2. kubectl get clusters.postgresql ----------------------------------------------
 table=$(k get clusters.postgresql)

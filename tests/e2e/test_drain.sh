@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# e2e-timeout: 300
+# Drains (issue 26), on the multi-node substrate (three nodes or more): the sample Cluster
+# (3 instances, ANY 1 synchronous) under the fault suite's writers (faults_lib.sh), pgop
+# installed by its chart:
+#   - the three instances run on three different nodes (the default preferred pod
+#     anti-affinity), both PodDisruptionBudgets exist (<c>-primary minAvailable 1, <c>
+#     minAvailable 1 of the replicas);
+#   - `kubectl drain` of the primary's node (its Cluster's pods): the primary's PDB refuses
+#     the eviction until the reconciler, seeing the node cordoned, has switched over to the
+#     most advanced replica on another node; targetPrimary changes before the old primary's
+#     Pod is evicted; the drain completes; 0 acknowledged COMMITs lost (synchronous), never
+#     two primaries; `kubectl uncordon` and the Cluster is whole again (the old primary back
+#     on its volume as a replica);
+#   - the same once more, now that the primary is not serial 1.
+# Figures (METRIC fault_sync_drain<N>_*): switchover_ms (drain -> targetPrimary moved),
+# evicted_ms (drain -> the old primary's Pod deleted), drained_ms (kubectl drain returned),
+# outage_ms (longest gap between two acknowledged -rw COMMITs), lost, healthy_s.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ -z "${1:-}" ] || PGOP_BIN=$1
+e2e_up
+e2e_agent_up
+# shellcheck source=cluster_lib.sh
+. "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=faults_lib.sh
+. "$(dirname "$0")/faults_lib.sh"
+cluster_setup drain
+n_nodes=$(kubectl get nodes --no-headers | wc -l)
+[ "$n_nodes" -ge 3 ] || e2e_fail "test_drain needs three nodes, the substrate has $n_nodes"
+cluster_crd
+cluster_helm_install
+faults_setup 1
+node_of() { k get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
+
+# ---- placement and PDBs ---------------------------------------------------------------
+placed=$(for i in 1 2 3; do node_of "$C-$i"; echo; done | sort -u | grep -c . || true)
+e2e_assert_eq 3 "$placed" "nodes the three instances run on ($(for i in 1 2 3; do printf '%s ' "$C-$i@$(node_of "$C-$i")"; done))"
+pdbs=$(k get pdb -o jsonpath='{range .items[*]}{.metadata.name}:{.spec.minAvailable}:{.spec.selector.matchLabels.cnpg\.io/instanceRole} {end}')
+e2e_assert_eq "$C:1:replica $C-primary:1:primary " "$pdbs" "PodDisruptionBudgets"
+e2e_log "instances on $placed nodes; PDBs $pdbs"
+
+# watch_drain OLD UID OUT: every 100 ms, the first time (ms) targetPrimary leaves OLD, the
+# first time OLD's Pod (uid UID) is deleted or terminating, and the first time
+# currentPrimary leaves OLD, into OUT as "sw ev cur".
+watch_drain() {
+	trap 'exit 0' TERM
+	local sw=0 ev=0 cur=0 t v
+	while :; do
+		t=$(now_ms)
+		if [ "$sw" = 0 ]; then
+			v=$(status targetPrimary)
+			[ -n "$v" ] && [ "$v" != "$1" ] && sw=$t
+		fi
+		if [ "$cur" = 0 ]; then
+			v=$(status currentPrimary)
+			[ -n "$v" ] && [ "$v" != "$1" ] && cur=$t
+		fi
+		if [ "$ev" = 0 ]; then
+			v=$(k get pod "$1" -o jsonpath='{.metadata.uid}/{.metadata.deletionTimestamp}' 2>/dev/null || true)
+			{ [ "${v%%/*}" != "$2" ] || [ -n "${v#*/}" ]; } && ev=$t
+		fi
+		echo "$sw $ev $cur" >"$3.new" && mv "$3.new" "$3"
+		sleep 0.1
+	done
+}
+
+drain_once() { # N
+	scen=drain$1
+	local p node uid t0 sw ev cur wpid
+	p=$(status currentPrimary)
+	node=$(node_of "$p")
+	uid=$(k get pod "$p" -o jsonpath='{.metadata.uid}')
+	e2e_log "=== $scen: draining $node, the node of the primary $p (serial ${p##*-})"
+	[ "$1" = 1 ] || e2e_assert_ne 1 "${p##*-}" "$scen: the primary's serial (the second drain is of another)"
+	pin_start "$p"
+	watch_drain "$p" "$uid" "$tmp/faults/$scen.watch" &
+	wpid=$!
+	faults_pids+=("$wpid")
+	t0=$(now_ms)
+	kubectl drain "$node" --pod-selector "cnpg.io/cluster=$C" --ignore-daemonsets \
+		--delete-emptydir-data --timeout=150s >"$tmp/faults/$scen.drain.log" 2>&1 ||
+		{ cat "$tmp/faults/$scen.drain.log" >&2; e2e_fail "$scen: kubectl drain $node"; }
+	m drained_ms $(($(now_ms) - t0))
+	e2e_wait_for "read -r _ ev _ <'$tmp/faults/$scen.watch' && [ \"\$ev\" != 0 ]" 10 0.2 || true
+	kill -TERM "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null || true
+	read -r sw ev cur <"$tmp/faults/$scen.watch"
+	[ "$sw" != 0 ] || e2e_fail "$scen: targetPrimary never left $p"
+	[ "$ev" != 0 ] || e2e_fail "$scen: $p was never evicted"
+	m switchover_ms $((sw - t0))
+	m evicted_ms $((ev - t0))
+	[ "$cur" = 0 ] || m promoted_ms $((cur - t0))
+	((sw < ev)) || e2e_fail "$scen: $p evicted ($((ev - t0)) ms) before the switchover ($((sw - t0)) ms)"
+	e2e_assert_contains "$(cat "$tmp/faults/$scen.drain.log")" "evicted" "$scen: kubectl drain evicted"
+	grep -q "disruption budget" "$tmp/faults/$scen.drain.log" &&
+		e2e_log "$scen: the primary's PDB held the eviction: $(grep -m1 'disruption budget' "$tmp/faults/$scen.drain.log")"
+	e2e_assert_eq True "$(kubectl get node "$node" -o jsonpath='{.spec.unschedulable}' | sed 's/true/True/')" "$scen: $node cordoned"
+	kubectl uncordon "$node" >/dev/null
+	finish "$t0" "$p" failover
+}
+
+drain_once 1
+drain_once 2
+e2e_log "drains: all checks passed"
