@@ -123,19 +123,17 @@ int rc_drain_step(struct rc_run *r, const struct rc_instance *v, size_t n,
 	rc_drain_decide(v, n, draining, w->current_primary, w->target_primary, &d);
 	if (d.action == RC_DRAIN_NONE)
 		return 0;
-	if (d.action == RC_DRAIN_WAIT) {
-		static const char why[] = "the primary's node is being drained and no replica "
-					  "can take over yet";
-		if (!str_eq(w->phase_reason, why))
+	if (d.action == RC_DRAIN_WAIT) { /* one Event per primary (rc_note_report) */
+		if (n > 1 && rc_note_report(r->ctl, r->key, "drain-wait", w->current_primary))
 			rc_event(r, "Warning", "DrainWaiting",
 				 "primary %s runs on a node being drained; no Ready streaming "
 				 "replica on another node to switch over to: its "
 				 "PodDisruptionBudget holds the eviction",
 				 w->current_primary);
-		set_str(&w->phase_reason, why);
 		rc_requeue(r, 2000);
 		return 0;
 	}
+	rc_note_report(r->ctl, r->key, "drain-wait", ""); /* a later wait reports again */
 	rc_event(r, "Normal", "SwitchingOver",
 		 "current primary %s is running on a node being drained, switching over to %s",
 		 w->current_primary, d.target);
