@@ -48,17 +48,20 @@ watch_drain() {
 	trap 'exit 0' TERM
 	local sw=0 ev=0 cur=0 t v
 	while :; do
-		t=$(now_ms)
+		# each observation stamped with the time its query started
 		if [ "$sw" = 0 ]; then
+			t=$(now_ms)
 			v=$(status targetPrimary)
 			[ -n "$v" ] && [ "$v" != "$1" ] && sw=$t
 		fi
 		if [ "$cur" = 0 ]; then
+			t=$(now_ms)
 			v=$(status currentPrimary)
 			[ -n "$v" ] && [ "$v" != "$1" ] && cur=$t
 		fi
 		if [ "$ev" = 0 ]; then
-			v=$(k get pod "$1" -o jsonpath='{.metadata.uid}/{.metadata.deletionTimestamp}' 2>/dev/null || true)
+			t=$(now_ms)
+			v=$(k get pod "$1" -o jsonpath='{.metadata.uid}/{.metadata.deletionTimestamp}' 2>/dev/null) || v=gone/
 			{ [ "${v%%/*}" != "$2" ] || [ -n "${v#*/}" ]; } && ev=$t
 		fi
 		echo "$sw $ev $cur" >"$3.new" && mv "$3.new" "$3"
