@@ -51,12 +51,12 @@ watch_drain() {
 		# each observation stamped with the time its query started
 		if [ "$sw" = 0 ]; then
 			t=$(now_ms)
-			v=$(status targetPrimary)
+			v=$(status targetPrimary) || v=
 			[ -n "$v" ] && [ "$v" != "$1" ] && sw=$t
 		fi
 		if [ "$cur" = 0 ]; then
 			t=$(now_ms)
-			v=$(status currentPrimary)
+			v=$(status currentPrimary) || v=
 			[ -n "$v" ] && [ "$v" != "$1" ] && cur=$t
 		fi
 		if [ "$ev" = 0 ]; then
