@@ -14,7 +14,8 @@
  *     rc_delete, rc_patch_labels), secrets.c (Secret contents, the PKI memo),
  *     contact.c (who answers, the prober, the primary watch, rc_mono_ms)
  *   3 reconcile steps: reconcile_objects.c, rollout.c, cut.c, backup.c (Backups),
- *     scheduled.c (ScheduledBackups; calls backup.c's rc_backups_of)
+ *     scheduled.c (ScheduledBackups; calls backup.c's rc_backups_of),
+ *     metrics_events.c (the Event of a broken monitoring query)
  *   4 one reconcile: reconcile.c
  *   5 entry points: controller.c (informers, queue, workers), live.c (the
  *     live API's side)
