@@ -47,6 +47,7 @@ struct qcache { /* one query's last run */
 	char *key;      /* owned */
 	int64_t at_ms;  /* monotonic */
 	char *error;    /* owned; NULL = it worked */
+	bool broken;    /* error is the query's own (query_fault): /pg/status reports it */
 	struct inst_mfams fams;
 	bool used;      /* still in the effective set */
 };
@@ -105,8 +106,10 @@ static void trim_msg(const char *m, struct op_err *err, int code)
  * through the extended protocol (queries from files: no second statement can
  * ride along), or, with simple, our own constant statements in one round
  * trip. *ret owned: the last result (TUPLES_OK or COMMAND_OK); the first
- * failed one is the error. -ETIMEDOUT: the connection is no longer usable
- * (the caller drops it). */
+ * failed one is the error, -EBADMSG (the server answered with an error:
+ * the statement's fault, statement_timeout included). -ETIMEDOUT: the
+ * connection is no longer usable (the caller drops it); -EIO: it could not
+ * be sent. */
 /* Waits until a result can be taken without blocking, or the deadline. */
 static int wait_ready(struct inst_metrics *m, PGconn *c, struct op_err *err)
 {
@@ -147,8 +150,8 @@ static int exec_sql(struct inst_metrics *m, PGconn *c, const char *sql, bool sim
 			break;
 		ExecStatusType st = PQresultStatus(next);
 		if (!r && st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-			trim_msg(PQresultErrorMessage(next), err, -EIO);
-			r = -EIO;
+			trim_msg(PQresultErrorMessage(next), err, -EBADMSG);
+			r = -EBADMSG; /* the server answered: an error of the statement */
 		}
 		if (res)
 			PQclear(res);
@@ -299,6 +302,7 @@ static void qcache_clear(struct qcache *e)
 	inst_mfams_done(&e->fams);
 	free(e->error);
 	e->error = NULL;
+	e->broken = false;
 }
 
 /* Drops the entries of queries no longer in the set. */
@@ -365,14 +369,27 @@ static void dbs_done(struct dbs *d)
 	free(d->v);
 }
 
+/* An error that is the query's own: the server answered it with an error
+ * (SQL, permissions, a write in the read-only transaction, statement_timeout)
+ * or its result does not fit its metrics. Not one of the connection (lost,
+ * refused, the collection budget spent: a restart, a switchover), which
+ * counts in cnpg_errors_total but is no broken query. */
+static bool query_fault(int r)
+{
+	return r == -EBADMSG || r == -EINVAL;
+}
+
 /* q on each of its target databases; the first error is q's. */
 static void run_targets(struct inst_metrics *m, const struct inst_mq *q, struct dbs *dbs,
 			struct qcache *e)
 {
 	struct op_err err = OP_ERR_INIT;
+	int r;
 	if (q->n_targets == 0) {
-		if (run_on_db(m, q, "postgres", &e->fams, &err))
+		if ((r = run_on_db(m, q, "postgres", &e->fams, &err))) {
 			e->error = op_strdup(err.msg);
+			e->broken = query_fault(r);
+		}
 		return;
 	}
 	for (size_t t = 0; t < q->n_targets; t++) {
@@ -389,10 +406,11 @@ static void run_targets(struct inst_metrics *m, const struct inst_mq *q, struct 
 			if (glob && fnmatch(pat, db, 0) != 0)
 				continue;
 			op_err_clear(&err);
-			if (run_on_db(m, q, db, &e->fams, &err) && !e->error) {
+			if ((r = run_on_db(m, q, db, &e->fams, &err)) && !e->error) {
 				char msg[OP_ERR_MSG_MAX + 160];
 				snprintf(msg, sizeof(msg), "on db %.128s: %s", db, err.msg);
 				e->error = op_strdup(msg);
+				e->broken = query_fault(r);
 			}
 		}
 	}
@@ -809,7 +827,8 @@ static int emit_query_status(struct inst_metrics *m, struct inst_mfams *f, bool 
 	return r;
 }
 
-/* The failing queries and custom files as a JSON array of {"source": query
+/* The broken queries (query_fault: not a lost connection) and the custom
+ * files that cannot be loaded as a JSON array of {"source": query
  * key or file path, "error": why} (NULL when none), published under lock for
  * /pg/status: the reconciler records one Event per source and error
  * (reconciler/metrics_events.c). At most INST_METRICS_MAX_REPORTED. */
@@ -821,7 +840,8 @@ static void publish_errors(struct inst_metrics *m)
 	for (size_t i = 0; !r && i < m->n_file_errors + m->n_qc; i++) {
 		bool file = i < m->n_file_errors;
 		const char *e = file ? m->file_errors[i] : m->qc[i - m->n_file_errors].error;
-		if (!e || n == INST_METRICS_MAX_REPORTED)
+		if (!e || (!file && !m->qc[i - m->n_file_errors].broken) ||
+		    n == INST_METRICS_MAX_REPORTED)
 			continue;
 		char msg[600];
 		snprintf(msg, sizeof(msg), "%.580s", e);
