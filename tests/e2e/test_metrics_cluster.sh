@@ -107,6 +107,7 @@ scrape_configs:
     kubernetes_sd_configs:
 $(sd "$ns")
     relabel_configs:
+      - {source_labels: [__meta_kubernetes_pod_phase], regex: Running, action: keep}
       - {source_labels: [__meta_kubernetes_pod_label_cnpg_io_cluster], regex: $C, action: keep}
       - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
       - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
@@ -115,6 +116,7 @@ $(sd "$ns")
     kubernetes_sd_configs:
 $(sd "$opns")
     relabel_configs:
+      - {source_labels: [__meta_kubernetes_pod_phase], regex: Running, action: keep}
       - {source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_scrape], regex: "true", action: keep}
       - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: probes, action: keep}
       - source_labels: [__address__, __meta_kubernetes_pod_annotation_prometheus_io_port]
