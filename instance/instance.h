@@ -167,6 +167,9 @@ struct inst_pg_status {
 	int64_t archiver_failed_count, ready_wals;
 	char *archive_error;
 	char *backup_catalog; /* owned JSON object text (instance/catalog.c), or NULL */
+	/* owned JSON array text: the exporter's failing queries and custom query
+	 * files, [{"source", "error"}] (instance/metrics_collect.c), or NULL */
+	char *metrics_errors;
 };
 
 void inst_pg_status_done(struct inst_pg_status *s);

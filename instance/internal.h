@@ -366,6 +366,11 @@ void inst_state_set_started(struct inst_state *st, bool started);
 void inst_state_set_archive_error(struct inst_state *st, const char *msg);
 /* pg_rewind (or the re-clone after it) runs: /pg/status says so. */
 void inst_state_set_rewinding(struct inst_state *st, bool v);
+/* The exporter whose failing queries /pg/status reports (metricsErrors);
+ * borrowed; NULL before it is freed (a status request holds the state's
+ * lock while it reads it). */
+struct inst_metrics;
+void inst_state_set_metrics(struct inst_state *st, struct inst_metrics *m);
 /* The backup catalog's looks (instance/catalog.c), owned by the state
  * (borrowed from it; lives as long as st). */
 struct inst_catalog *inst_state_catalog(struct inst_state *st);

@@ -47,6 +47,7 @@ struct qcache { /* one query's last run */
 	char *key;      /* owned */
 	int64_t at_ms;  /* monotonic */
 	char *error;    /* owned; NULL = it worked */
+	bool broken;    /* error is the query's own (query_fault): /pg/status reports it */
 	struct inst_mfams fams;
 	bool used;      /* still in the effective set */
 };
@@ -71,7 +72,8 @@ struct inst_metrics {
 	struct inst_mq_set defaults, custom;
 	bool custom_loaded;
 	uint64_t custom_sig;
-	char **file_errors; /* owned: custom files that could not be loaded */
+	char **file_errors; /* owned: custom files that could not be loaded, why */
+	char **file_error_paths; /* owned: their paths (same index) */
 	size_t n_file_errors;
 	struct qcache *qc;
 	size_t n_qc;
@@ -79,6 +81,8 @@ struct inst_metrics {
 	bool cache_miss;
 	int64_t last_update_s;
 	int64_t deadline_ms; /* of the collection running */
+	char *errors_json;   /* owned, under lock: the failing queries and files as
+			      * /pg/status's metricsErrors (inst_metrics_errors_json) */
 };
 
 static int64_t now_ms(void)
@@ -102,8 +106,10 @@ static void trim_msg(const char *m, struct op_err *err, int code)
  * through the extended protocol (queries from files: no second statement can
  * ride along), or, with simple, our own constant statements in one round
  * trip. *ret owned: the last result (TUPLES_OK or COMMAND_OK); the first
- * failed one is the error. -ETIMEDOUT: the connection is no longer usable
- * (the caller drops it). */
+ * failed one is the error, -EBADMSG (the server answered with an error:
+ * the statement's fault, statement_timeout included). -ETIMEDOUT: the
+ * connection is no longer usable (the caller drops it); -EIO: it could not
+ * be sent. */
 /* Waits until a result can be taken without blocking, or the deadline. */
 static int wait_ready(struct inst_metrics *m, PGconn *c, struct op_err *err)
 {
@@ -144,8 +150,8 @@ static int exec_sql(struct inst_metrics *m, PGconn *c, const char *sql, bool sim
 			break;
 		ExecStatusType st = PQresultStatus(next);
 		if (!r && st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-			trim_msg(PQresultErrorMessage(next), err, -EIO);
-			r = -EIO;
+			trim_msg(PQresultErrorMessage(next), err, -EBADMSG);
+			r = -EBADMSG; /* the server answered: an error of the statement */
 		}
 		if (res)
 			PQclear(res);
@@ -296,6 +302,7 @@ static void qcache_clear(struct qcache *e)
 	inst_mfams_done(&e->fams);
 	free(e->error);
 	e->error = NULL;
+	e->broken = false;
 }
 
 /* Drops the entries of queries no longer in the set. */
@@ -362,14 +369,27 @@ static void dbs_done(struct dbs *d)
 	free(d->v);
 }
 
+/* An error that is the query's own: the server answered it with an error
+ * (SQL, permissions, a write in the read-only transaction, statement_timeout)
+ * or its result does not fit its metrics. Not one of the connection (lost,
+ * refused, the collection budget spent: a restart, a switchover), which
+ * counts in cnpg_errors_total but is no broken query. */
+static bool query_fault(int r)
+{
+	return r == -EBADMSG || r == -EINVAL;
+}
+
 /* q on each of its target databases; the first error is q's. */
 static void run_targets(struct inst_metrics *m, const struct inst_mq *q, struct dbs *dbs,
 			struct qcache *e)
 {
 	struct op_err err = OP_ERR_INIT;
+	int r;
 	if (q->n_targets == 0) {
-		if (run_on_db(m, q, "postgres", &e->fams, &err))
+		if ((r = run_on_db(m, q, "postgres", &e->fams, &err))) {
 			e->error = op_strdup(err.msg);
+			e->broken = query_fault(r);
+		}
 		return;
 	}
 	for (size_t t = 0; t < q->n_targets; t++) {
@@ -386,10 +406,11 @@ static void run_targets(struct inst_metrics *m, const struct inst_mq *q, struct 
 			if (glob && fnmatch(pat, db, 0) != 0)
 				continue;
 			op_err_clear(&err);
-			if (run_on_db(m, q, db, &e->fams, &err) && !e->error) {
+			if ((r = run_on_db(m, q, db, &e->fams, &err)) && !e->error) {
 				char msg[OP_ERR_MSG_MAX + 160];
 				snprintf(msg, sizeof(msg), "on db %.128s: %s", db, err.msg);
 				e->error = op_strdup(msg);
+				e->broken = query_fault(r);
 			}
 		}
 	}
@@ -422,6 +443,18 @@ static uint64_t files_sig(char **files, size_t n)
 	return h;
 }
 
+static void file_errors_free(struct inst_metrics *m)
+{
+	for (size_t i = 0; i < m->n_file_errors; i++) {
+		free(m->file_errors[i]);
+		free(m->file_error_paths[i]);
+	}
+	free(m->file_errors);
+	free(m->file_error_paths);
+	m->file_errors = m->file_error_paths = NULL;
+	m->n_file_errors = 0;
+}
+
 /* Reads the custom query files into m->custom when they changed; a file
  * that cannot be read or parsed is kept as an error (its queries are not
  * run: the others are). */
@@ -431,9 +464,7 @@ static void load_custom(struct inst_metrics *m, char **files, size_t n)
 	if (m->custom_loaded && sig == m->custom_sig)
 		return;
 	inst_mq_set_done(&m->custom);
-	for (size_t i = 0; i < m->n_file_errors; i++)
-		free(m->file_errors[i]);
-	m->n_file_errors = 0;
+	file_errors_free(m);
 	for (size_t i = 0; i < n; i++) {
 		struct op_buf b = OP_BUF_INIT(INST_MQ_MAX_FILE);
 		struct op_err err = OP_ERR_INIT;
@@ -442,8 +473,10 @@ static void load_custom(struct inst_metrics *m, char **files, size_t n)
 		if (r) {
 			op_log_warn("metrics: custom queries not loaded", "file", files[i], "error",
 				    err.msg);
-			m->file_errors = op_realloc(m->file_errors,
-						    (m->n_file_errors + 1) * sizeof(char *));
+			size_t sz = (m->n_file_errors + 1) * sizeof(char *);
+			m->file_errors = op_realloc(m->file_errors, sz);
+			m->file_error_paths = op_realloc(m->file_error_paths, sz);
+			m->file_error_paths[m->n_file_errors] = op_strdup(files[i]);
 			m->file_errors[m->n_file_errors++] = op_strdup(err.msg);
 		}
 		op_buf_done(&b);
@@ -794,6 +827,51 @@ static int emit_query_status(struct inst_metrics *m, struct inst_mfams *f, bool 
 	return r;
 }
 
+/* The broken queries (query_fault: not a lost connection) and the custom
+ * files that cannot be loaded as a JSON array of {"source": query
+ * key or file path, "error": why} (NULL when none), published under lock for
+ * /pg/status: the reconciler records one Event per source and error
+ * (reconciler/metrics_events.c). At most INST_METRICS_MAX_REPORTED. */
+static void publish_errors(struct inst_metrics *m)
+{
+	struct op_buf b = OP_BUF_INIT(64 * 1024);
+	size_t n = 0;
+	int r = op_buf_addc(&b, '[');
+	for (size_t i = 0; !r && i < m->n_file_errors + m->n_qc; i++) {
+		bool file = i < m->n_file_errors;
+		const char *e = file ? m->file_errors[i] : m->qc[i - m->n_file_errors].error;
+		if (!e || (!file && !m->qc[i - m->n_file_errors].broken) ||
+		    n == INST_METRICS_MAX_REPORTED)
+			continue;
+		char msg[600];
+		snprintf(msg, sizeof(msg), "%.580s", e);
+		r = n++ ? op_buf_addc(&b, ',') : 0;
+		r = r ? r : op_buf_adds(&b, "{\"source\":");
+		r = r ? r : op_buf_add_json_str(&b, file ? m->file_error_paths[i]
+						      : m->qc[i - m->n_file_errors].key);
+		r = r ? r : op_buf_adds(&b, ",\"error\":");
+		r = r ? r : op_buf_add_json_str(&b, msg);
+		r = r ? r : op_buf_addc(&b, '}');
+	}
+	r = r ? r : op_buf_addc(&b, ']');
+	char *json = !r && n ? op_strdup(op_buf_str(&b)) : NULL;
+	op_buf_done(&b);
+	pthread_mutex_lock(&m->lock);
+	free(m->errors_json);
+	m->errors_json = json;
+	pthread_mutex_unlock(&m->lock);
+}
+
+char *inst_metrics_errors_json(struct inst_metrics *m)
+{
+	if (!m)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	char *s = m->errors_json ? op_strdup(m->errors_json) : NULL;
+	pthread_mutex_unlock(&m->lock);
+	return s;
+}
+
 /* ---- one scrape ---- */
 
 struct view_copy {
@@ -856,9 +934,11 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 		op_log_debug("metrics: postgres not reachable", "error", cerr.msg);
 	}
 	double dq = -1;
-	if (k.up)
+	if (k.up) {
 		dq = update_queries(m, k.primary, k.v, v.ttl_ms, v.disable_default, v.files,
 				    v.n_files);
+		publish_errors(m);
+	}
 	bool qerr = false;
 	r = emit_query_status(m, &status, &qerr);
 	k.error |= qerr; /* pgop: a failed query also sets cnpg_collector_last_collection_error */
@@ -938,9 +1018,8 @@ void inst_metrics_free(struct inst_metrics *m)
 		free(m->qc[i].key);
 	}
 	free(m->qc);
-	for (size_t i = 0; i < m->n_file_errors; i++)
-		free(m->file_errors[i]);
-	free(m->file_errors);
+	file_errors_free(m);
+	free(m->errors_json);
 	inst_mq_set_done(&m->defaults);
 	inst_mq_set_done(&m->custom);
 	custom_files_free(m);

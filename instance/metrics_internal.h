@@ -159,6 +159,14 @@ void inst_metrics_pause(struct inst_metrics *m, bool paused);
  * a time); waits at most wait_ms for another to finish (-EBUSY). */
 OP_MUST_CHECK int inst_metrics_scrape(struct inst_metrics *m, unsigned wait_ms,
 				      struct op_buf *out, struct op_err *err);
+/* The broken queries (the server answered them with an error, or their
+ * result does not fit their metrics; not a lost connection or the budget
+ * spent) and the custom query files that cannot be loaded, of the last
+ * collection that ran queries, as /pg/status's metricsErrors: an owned JSON array text
+ * [{"source": query key or file path, "error": why}], NULL when none (or m
+ * NULL). At most INST_METRICS_MAX_REPORTED entries. Thread-safe. */
+#define INST_METRICS_MAX_REPORTED 16
+char *inst_metrics_errors_json(struct inst_metrics *m);
 /* Creates cnpg_metrics_exporter (LOGIN, no password, pg_monitor) on a
  * primary when missing; 1 created or repaired, 0 fine. conn: superuser. */
 OP_MUST_CHECK int inst_metrics_ensure_role(PGconn *conn, struct op_err *err);

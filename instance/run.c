@@ -1165,6 +1165,7 @@ static int run_start_metrics(struct run_ctx *x, const char *cert, const char *ke
 	int r = inst_metrics_new(&mo, &x->metrics, err);
 	if (r)
 		return r;
+	inst_state_set_metrics(x->st, x->metrics);
 	struct inst_metrics_view v = { .cluster = x->rn.cluster };
 	inst_metrics_update(x->metrics, &v);
 	bool tls = x->rn.cluster->spec.monitoring.tls_enabled;
@@ -1365,6 +1366,8 @@ static void run_ctx_done(struct run_ctx *x)
 	pg_drop(&x->rn);
 	watcher_stop(&x->w);
 	inst_metrics_server_free(x->msrv); /* before the exporter it serves */
+	if (x->st)
+		inst_state_set_metrics(x->st, NULL);
 	inst_metrics_free(x->metrics);
 	inst_server_free(x->srv);
 	if (x->rn.pid > 0)

@@ -17,6 +17,7 @@
 #include "api/fence.h"
 #include "instance/internal.h"
 #include "instance/lease.h"
+#include "instance/metrics_internal.h"
 #include "support/alloc.h"
 
 struct inst_state {
@@ -39,6 +40,7 @@ struct inst_state {
 	bool wake;
 	char *archive_error; /* owned: why WAL is not archived (inst_state_set_archive_error) */
 	struct inst_catalog *catalog; /* owned; immutable pointer (its own lock) */
+	struct inst_metrics *metrics; /* borrowed (run.c), under lock; NULL = no exporter */
 	/* its own lock; immutable pointer */
 	struct inst_cut cut; /* the WAL receiver cut (instance/cut.c) */
 };
@@ -194,6 +196,9 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 	s.archive_error = st->archive_error ? op_strdup(st->archive_error) : NULL;
 	pthread_mutex_unlock(&st->lock);
 	s.backup_catalog = inst_catalog_json(st->catalog);
+	pthread_mutex_lock(&st->lock); /* held: run.c unsets it before freeing it */
+	s.metrics_errors = inst_metrics_errors_json(st->metrics);
+	pthread_mutex_unlock(&st->lock);
 	int r = 0;
 	if (!rewinding) {
 		PGconn *c = NULL;
@@ -220,6 +225,13 @@ void inst_state_set_started(struct inst_state *st, bool started)
 {
 	pthread_mutex_lock(&st->lock);
 	st->started = started;
+	pthread_mutex_unlock(&st->lock);
+}
+
+void inst_state_set_metrics(struct inst_state *st, struct inst_metrics *m)
+{
+	pthread_mutex_lock(&st->lock);
+	st->metrics = m;
 	pthread_mutex_unlock(&st->lock);
 }
 

@@ -55,6 +55,7 @@ void inst_pg_status_done(struct inst_pg_status *s)
 	free(s->last_failed_wal_time);
 	free(s->archive_error);
 	free(s->backup_catalog);
+	free(s->metrics_errors);
 	for (size_t i = 0; i < s->n_repl; i++)
 		repl_done(&s->repl[i]);
 	free(s->repl);
@@ -186,6 +187,10 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 	if (e == 0 && s->backup_catalog) { /* already JSON (instance/catalog.c) */
 		e = op_buf_adds(out, ",\"backupCatalog\":");
 		e = e ? e : op_buf_adds(out, s->backup_catalog);
+	}
+	if (e == 0 && s->metrics_errors) { /* already JSON (instance/metrics_collect.c) */
+		e = op_buf_adds(out, ",\"metricsErrors\":");
+		e = e ? e : op_buf_adds(out, s->metrics_errors);
 	}
 	e = e ? e : kv_str(out, &f, "loadedConfigurationHash", s->loaded_configuration_hash);
 	e = e ? e : kv_str(out, &f, "sessionID", s->session_id);

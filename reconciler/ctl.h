@@ -186,6 +186,11 @@ void rc_sync_set_merge(struct rc_controller *c, const char *key, char ***v, size
  * the last one once more). Thread-safe (mu). */
 bool rc_note_report(struct rc_controller *c, const char *key, const char *subject,
 		    const char *id);
+/* Forgets what Cluster key's subjects starting with prefix reported, except
+ * the subjects keep[0..n_keep) (borrowed): their next report is fresh again
+ * (metrics_events.c: a query error that cleared). Thread-safe (mu). */
+void rc_note_forget(struct rc_controller *c, const char *key, const char *prefix,
+		    const char *const *keep, size_t n_keep);
 /* Counts reconciles in a row of Cluster key where no Ready instance answered
  * (failing) and returns the requeue delay (rc_status_error_delay_ms); a
  * non-failing call resets the count and returns 0. Thread-safe (mu). */
@@ -346,6 +351,11 @@ bool rc_memo_leaf_get(struct rc_run *r, unsigned slot, const char *rv, uint64_t 
 OP_MUST_CHECK int rc_memo_leaf_set(struct rc_run *r, unsigned slot, const char *rv, uint64_t want,
 				   const char *crt, int64_t *ret_not_after);
 
+
+/* metrics_events.c: one Warning Event MetricsQueryFailed per failing
+ * monitoring query (or custom query file) and error text, from the
+ * instances' /pg/status metricsErrors (v[0..n), borrowed). */
+void rc_metrics_error_events(struct rc_run *r, const struct rc_instance *v, size_t n);
 
 /* backup.c (layer 3) - the Cluster's Backups: starts new ones on their target
  * instance, polls running ones, fails what cannot run here, and fills

@@ -16,7 +16,8 @@
  *     contact.c (who answers, the prober, the primary watch, rc_mono_ms)
  *   3 reconcile steps: reconcile_objects.c, rollout.c, cut.c, drain.c (PDBs,
  *     drains), backup.c (Backups),
- *     scheduled.c (ScheduledBackups; calls backup.c's rc_backups_of)
+ *     scheduled.c (ScheduledBackups; calls backup.c's rc_backups_of),
+ *     metrics_events.c (the Event of a broken monitoring query)
  *   4 one reconcile: reconcile.c
  *   5 entry points: controller.c (informers, queue, workers), live.c (the
  *     live API's side)

@@ -1213,6 +1213,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	pending_restart_event(r, b);
 	archiving_event(r, b);
 	reclone_events(r, &inv);
+	rc_metrics_error_events(r, inv.v, inv.n);
 	bool status_error = false;
 	if (ret == 0) {
 		bool any_ready = false, any_status = false;

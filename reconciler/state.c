@@ -227,6 +227,28 @@ bool rc_note_report(struct rc_controller *c, const char *key, const char *pod, c
 	return fresh;
 }
 
+void rc_note_forget(struct rc_controller *c, const char *key, const char *prefix,
+		    const char *const *keep, size_t n_keep)
+{
+	size_t plen = strlen(prefix);
+	pthread_mutex_lock(&c->mu);
+	struct rc_cluster_state *s = rc_state_find(c, key);
+	for (size_t i = 0; s && i < s->n_reclones;) {
+		const char *e = s->reclones[i];
+		size_t slen = strcspn(e, "\t");
+		bool kept = strncmp(e, prefix, plen) != 0;
+		for (size_t k = 0; !kept && k < n_keep; k++)
+			kept = strlen(keep[k]) == slen && strncmp(e, keep[k], slen) == 0;
+		if (kept) {
+			i++;
+			continue;
+		}
+		free(s->reclones[i]);
+		s->reclones[i] = s->reclones[--s->n_reclones];
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
 long rc_note_status_error(struct rc_controller *c, const char *key, bool failing)
 {
 	pthread_mutex_lock(&c->mu);

@@ -9,7 +9,8 @@
 # query that runs past the statement timeout, read-only transactions, the
 # cache (metricsQueriesTTL), 404/405, concurrent scrapes, a replica
 # (pg_replication lag / in_recovery / streaming_replicas from both sides), and
-# a real Prometheus (tests/e2e/build-prometheus.sh) scraping both instances,
+# /pg/status metricsErrors (the broken queries, for the reconciler's Event), a
+# real Prometheus (tests/e2e/build-prometheus.sh) scraping both instances,
 # then the replica again with spec.monitoring.tls.enabled (HTTPS only).
 # Usage: test_metrics_local.sh [PGOP_BIN]. Prints "N passed, N failed".
 set -uo pipefail
@@ -92,6 +93,7 @@ leaf() {
 }
 leaf server "cn = $C-rw" "dns_name = $C-rw" "ip_address = 127.0.0.1" tls_www_server signing_key encryption_key
 leaf replication "cn = streaming_replica" tls_www_client signing_key
+leaf operator "cn = pgop-operator" tls_www_client signing_key
 cp server.crt "$T/certs/server/tls.crt" && cp server.key "$T/certs/server/tls.key"
 cp ca.crt "$T/certs/ca/ca.crt"
 cp replication.crt "$T/certs/replication/tls.crt" && cp replication.key "$T/certs/replication/tls.key"
@@ -265,6 +267,17 @@ check "the exporter connects as cnpg_metrics_exporter (pg_monitor, not superuser
 check "404 for another path, 405 for POST" bash -c "
 	test \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$M1/nope)\" = 404 &&
 	test \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:$M1/metrics)\" = 405"
+# /pg/status reports the broken queries for the reconciler's Event (metricsErrors)
+pg_status() {
+	"${CURL[@]}" --cacert "$T/pki/ca.crt" --cert "$T/pki/operator.crt" --key "$T/pki/operator.key" \
+		"https://127.0.0.1:$S1/pg/status"
+}
+status_errors() { # "source matched" per entry: its error names its cause
+	pg_status | jq -r '[.metricsErrors[] | .source + " " +
+		(.error | test("no_such_table|read-only|statement timeout") | tostring)] | sort | join(",")'
+}
+check "/pg/status metricsErrors: the broken, writer and slow queries with their errors" \
+	test "$(status_errors)" = "pgop_broken true,pgop_slow true,pgop_writer true"
 
 # ---- the broken query fixed: the error clears; 4 concurrent scrapes -------
 sed -i 's/no_such_table/pg_catalog.pg_class LIMIT 0/; s/SELECT \* FROM/SELECT 1 AS x FROM/' \
@@ -277,6 +290,7 @@ check "fixed queries: cnpg_last_error 0, no cnpg_errors_total" bash -c "
 	grep -q '^cnpg_last_error 0$' '$T/m2.txt' && ! grep -q '^cnpg_errors_total{' '$T/m2.txt' &&
 	grep -q '^cnpg_collector_last_collection_error 0$' '$T/m2.txt' &&
 	grep -q '^cnpg_pgop_slow_slow 1$' '$T/m2.txt'"
+check "fixed queries: no metricsErrors in /pg/status" test "$(pg_status | jq -c .metricsErrors)" = null
 SCRAPERS=()
 for i in 1 2 3 4; do
 	scrape "$M1" >"$T/c$i.txt" &

@@ -753,6 +753,15 @@ static void test_status_json(void **state)
 	assert_int_equal(json_object_get_int64(op_json_at(o, "recloned.pgRewindExitStatus")), 1);
 	assert_string_equal(op_json_str_at(o, "recloned.source"), "c-rw");
 	assert_string_equal(op_json_str_at(o, "recloned.time"), "2026-12-04T19:00:00Z");
+	assert_null(op_json_at(o, "metricsErrors")); /* none: omitted */
+	json_object_put(o);
+	/* the exporter's failing queries: reported for the reconciler's Event */
+	s.metrics_errors = op_strdup("[{\"source\":\"q1\",\"error\":\"boom\"}]");
+	op_buf_reset(&out);
+	assert_int_equal(inst_status_to_json(&s, &out), 0);
+	assert_int_equal(op_json_parse(out.data, out.len, 16, &o, NULL), 0);
+	assert_string_equal(op_json_str_at(json_object_array_get_idx(op_json_at(o, "metricsErrors"), 0), "source"), "q1");
+	assert_string_equal(op_json_str_at(json_object_array_get_idx(op_json_at(o, "metricsErrors"), 0), "error"), "boom");
 	json_object_put(o);
 	inst_pg_status_done(&s);
 	inst_pg_status_done(&s); /* idempotent */

@@ -1071,6 +1071,112 @@ static void test_reclone_memory(void **state)
 	env_stop(&e);
 }
 
+/* The messages of the Events POSTed from request from on, "|"-joined. */
+static void posted_events(struct ts *s, int from, char *out, size_t len)
+{
+	out[0] = '\0';
+	for (int i = from; (i = find_req(s, i, "POST", "/namespaces/db/events")) >= 0; i++) {
+		json_object *o = NULL;
+		struct op_err err = OP_ERR_INIT;
+		const struct ts_req *q = ts_at(s, i);
+		assert_int_equal(op_json_parse(q->body, strlen(q->body), 64, &o, &err), 0);
+		assert_string_equal(op_json_str_at(o, "reason"), "MetricsQueryFailed");
+		size_t n = strlen(out);
+		snprintf(out + n, len - n, "%s%s", n ? "|" : "", op_json_str_at(o, "message"));
+		json_object_put(o);
+	}
+}
+
+static json_object *doc_of(const char *errors)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	_cleanup_free_ char *t = op_asprintf("{\"isPrimary\":true,\"metricsErrors\":%s}", errors);
+	assert_int_equal(op_json_parse(t, strlen(t), 16, &o, &err), 0);
+	return o;
+}
+
+static void set_docs(struct rc_instance *v, const char *e1, const char *e2)
+{
+	for (int i = 0; i < 2; i++) {
+		if (v[i].doc)
+			json_object_put(v[i].doc);
+		v[i].doc = doc_of(i ? e2 : e1);
+	}
+}
+
+/* MetricsQueryFailed (metrics_events.c): one Event per failing query and
+ * error text for the Cluster, however many instances report it and however
+ * many reconciles see it; its text on one line; a new text is a new Event; an
+ * error that cleared while every instance answered is new again when it comes
+ * back, not while an instance does not answer. */
+static void test_metrics_query_events(void **state)
+{
+	struct fake f = { .clusters = "[]" };
+	struct env e;
+	env_start(&e, &f, NULL);
+	struct op_err err = OP_ERR_INIT;
+	json_object *obj = NULL;
+	assert_int_equal(op_json_parse(cluster_ok, strlen(cluster_ok), 16, &obj, &err), 0);
+	struct rc_run r = { .key = "db/c", .obj = obj, .ns = "db", .name = "c", .err = &err };
+	r.ctl = e.rc;
+	struct rc_instance v[2] = { { .name = "c-1", .has_status = true },
+				    { .name = "c-2", .has_status = true } };
+	static const char boom[] = "[{\"source\":\"q1\",\"error\":\"ERROR:  boom\\nLINE 1: x\"}]";
+	char msgs[4096];
+	int at = ts_count(e.s);
+	set_docs(v, boom, boom);
+	for (int i = 0; i < 3; i++) /* three reconciles */
+		rc_metrics_error_events(&r, v, 2);
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
+	posted_events(e.s, at, msgs, sizeof(msgs));
+	assert_string_equal(msgs, "monitoring query q1 fails on c-1, c-2: ERROR: boom LINE 1: x "
+				  "(cnpg_errors_total counts it; the other metrics are collected)");
+	/* another text on c-2 (the smaller one is the query's): a new Event */
+	at = ts_count(e.s);
+	set_docs(v, boom, "[{\"source\":\"q1\",\"error\":\"ERROR:  another\"}]");
+	rc_metrics_error_events(&r, v, 2);
+	rc_metrics_error_events(&r, v, 2);
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
+	posted_events(e.s, at, msgs, sizeof(msgs));
+	assert_non_null(strstr(msgs, "q1 fails on c-2: ERROR: another ("));
+	assert_null(strchr(msgs, '|'));
+	/* cleared on c-1 while c-2 does not answer: still remembered */
+	at = ts_count(e.s);
+	set_docs(v, "[]", "[]");
+	v[1].has_status = false;
+	rc_metrics_error_events(&r, v, 2);
+	v[1].has_status = true;
+	set_docs(v, "[{\"source\":\"q1\",\"error\":\"ERROR:  another\"}]", "[]");
+	rc_metrics_error_events(&r, v, 2);
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
+	posted_events(e.s, at, msgs, sizeof(msgs));
+	assert_string_equal(msgs, "");
+	/* cleared everywhere, then back: a new Event; a second source has its own */
+	set_docs(v, "[]", "[]");
+	rc_metrics_error_events(&r, v, 2);
+	set_docs(v, "[{\"source\":\"q1\",\"error\":\"ERROR:  another\"},"
+		    "{\"source\":\"/run/pgop/monitoring/configmap/m/q.yaml\",\"error\":\"bad\"}]",
+		 "[{\"source\":\"\",\"error\":\"no source: ignored\"}]");
+	rc_metrics_error_events(&r, v, 2);
+	rc_metrics_error_events(&r, v, 2);
+	assert_int_equal(rc_controller_flush_events(e.rc, 5000), 0);
+	posted_events(e.s, at, msgs, sizeof(msgs));
+	assert_non_null(strstr(msgs, "q1 fails on c-1: ERROR: another ("));
+	assert_non_null(strstr(msgs, "|monitoring query /run/pgop/monitoring/configmap/m/q.yaml "
+				     "fails on c-1: bad ("));
+	assert_null(strstr(msgs, "no source"));
+	/* the subjects of other reports (a re-clone) are not forgotten with them */
+	assert_true(rc_note_report(e.rc, "db/c", "c-1", "s1 t1"));
+	set_docs(v, "[]", "[]");
+	rc_metrics_error_events(&r, v, 2);
+	assert_false(rc_note_report(e.rc, "db/c", "c-1", "s1 t1"));
+	for (int i = 0; i < 2; i++)
+		json_object_put(v[i].doc);
+	json_object_put(obj);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1089,6 +1195,7 @@ int main(void)
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 		cmocka_unit_test(test_sync_set_memory),
 		cmocka_unit_test(test_reclone_memory),
+		cmocka_unit_test(test_metrics_query_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
