@@ -1,7 +1,9 @@
 /* tests/e2e/agent/kubelet.c - the part of the kubelet API that `kubectl logs`
- * uses: GET /containerLogs/<ns>/<pod>/<container>[?tailLines=N] over HTTPS on
- * the node's InternalIP:10250 (libmicrohttpd). The serving certificate is
- * self-signed (openssl(1) at start): the e2e apiserver has no
+ * and `kubectl exec` use, over HTTPS on the node's InternalIP:10250
+ * (libmicrohttpd): GET /containerLogs/<ns>/<pod>/<container>[?tailLines=N],
+ * and POST /exec/<ns>/<pod>/<container>?command=.. upgraded to SPDY/3.1
+ * (exec_stream.c serves the session in a thread of its own). The serving
+ * certificate is self-signed (openssl(1) at start): the e2e apiserver has no
  * --kubelet-certificate-authority, so it does not verify it, as with a
  * kubeadm kubelet. follow=true returns what is there and ends. */
 #include <errno.h>
@@ -10,6 +12,9 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "support/alloc.h"
 #include "support/log.h"
@@ -18,9 +23,33 @@
 struct na_kubelet {
 	struct MHD_Daemon *d;
 	char *state_dir;
+	atomic_bool stopping; /* exec sessions end when set */
+	atomic_int sessions;  /* exec sessions running */
 };
 
-static bool safe_component(const char *s, size_t n)
+#define MAX_PROTOCOLS 16
+#define STOP_WAIT_MS 3000
+
+/* One request's context (*req_cls) for /exec; GET requests use (void *)1. */
+struct exec_ctx {
+	struct na_exec_req req;
+	int rc;                 /* first error adding a query argument */
+	char *offered[MAX_PROTOCOLS]; /* X-Stream-Protocol-Version values (owned) */
+	size_t n_offered;
+};
+static char get_ctx; /* *req_cls of the other requests */
+
+/* An upgraded session's thread argument (owned by the thread). */
+struct exec_session {
+	struct na_kubelet *k;
+	struct na_exec_req req;
+	char *extra;
+	size_t n_extra;
+	int fd;
+	struct MHD_UpgradeResponseHandle *urh;
+};
+
+bool na_safe_component(const char *s, size_t n)
 {
 	if (n == 0 || n > 253)
 		return false;
@@ -44,7 +73,7 @@ int na_log_path(const char *state_dir, const char *url, struct op_buf *ret_path)
 	for (int i = 0; i < 3; i++) {
 		const char *slash = strchr(p, '/');
 		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-		if ((i < 2 && !slash) || (i == 2 && slash) || !safe_component(p, n))
+		if ((i < 2 && !slash) || (i == 2 && slash) || !na_safe_component(p, n))
 			return -EINVAL;
 		parts[i] = p;
 		lens[i] = n;
@@ -85,21 +114,137 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char
 	return ret;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-			      const char *method, const char *version, const char *upload,
-			      size_t *upload_size, void **req_cls)
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+			      const char *value)
+{
+	struct exec_ctx *x = cls;
+	(void)kind;
+	int rc = na_exec_add_arg(&x->req, key, value);
+	if (rc < 0 && !x->rc)
+		x->rc = rc;
+	return MHD_YES;
+}
+
+/* X-Stream-Protocol-Version: once per value, or comma-separated. */
+static enum MHD_Result add_protocol(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct exec_ctx *x = cls;
+	(void)kind;
+	if (!key || !value || strcasecmp(key, "X-Stream-Protocol-Version"))
+		return MHD_YES;
+	for (const char *p = value; *p && x->n_offered < MAX_PROTOCOLS;) {
+		p += strspn(p, " ,");
+		size_t n = strcspn(p, " ,");
+		if (n)
+			x->offered[x->n_offered++] = op_strndup(p, n);
+		p += n;
+	}
+	return MHD_YES;
+}
+
+static void *session_main(void *arg)
+{
+	struct exec_session *s = arg;
+	na_exec_serve(s->fd, &s->req, s->extra, s->n_extra, s->k->state_dir, &s->k->stopping);
+	MHD_upgrade_action(s->urh, MHD_UPGRADE_ACTION_CLOSE);
+	atomic_fetch_sub(&s->k->sessions, 1);
+	na_exec_req_done(&s->req);
+	free(s->extra);
+	free(s);
+	return NULL;
+}
+
+/* After the 101: the session runs in a detached thread (MHD's thread must
+ * not block); the request's arguments move into it. */
+static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra,
+		       size_t n_extra, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
 	struct na_kubelet *k = cls;
-	(void)version;
-	(void)upload;
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return reply(c, 405, "method not allowed\n");
-	if (*upload_size)
-		return MHD_NO;
-	if (!*req_cls) { /* first call: headers only */
-		*req_cls = (void *)1;
-		return MHD_YES;
+	struct exec_ctx *x = req_cls;
+	(void)c;
+	struct exec_session *s = op_calloc(1, sizeof(*s));
+	s->k = k;
+	s->req = x->req;
+	x->req.argc = 0; /* moved */
+	s->extra = op_malloc(n_extra + 1);
+	memcpy(s->extra, extra, n_extra);
+	s->n_extra = n_extra;
+	s->fd = sock;
+	s->urh = urh;
+	atomic_fetch_add(&k->sessions, 1);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, session_main, s) != 0) {
+		op_log_warn("kubelet exec: no thread for the session");
+		atomic_fetch_sub(&k->sessions, 1);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		na_exec_req_done(&s->req);
+		free(s->extra);
+		free(s);
 	}
+	pthread_attr_destroy(&at);
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)c;
+	(void)toe;
+	struct exec_ctx *x = *req_cls;
+	if (!x || *req_cls == &get_ctx)
+		return;
+	na_exec_req_done(&x->req);
+	for (size_t i = 0; i < x->n_offered; i++)
+		free(x->offered[i]);
+	free(x);
+	*req_cls = NULL;
+}
+
+/* Checks an exec request (the kubelet's answers where it has one) and
+ * answers 101 with the protocol, or an error. */
+static enum MHD_Result exec_reply(struct na_kubelet *k, struct MHD_Connection *c,
+				  struct exec_ctx *x)
+{
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, x);
+	MHD_get_connection_values(c, MHD_HEADER_KIND, add_protocol, x);
+	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+	const char *proto = na_exec_pick_protocol((const char *const *)x->offered, x->n_offered);
+	if (x->req.attach)
+		return reply(c, 400, "attach is not supported by the e2e node agent\n");
+	if (x->rc < 0)
+		return reply(c, 400, "command too long\n");
+	if (!x->req.argc)
+		return reply(c, 400, "you must specify at least one command for the container\n");
+	if (!up || strcasecmp(up, "SPDY/3.1"))
+		return reply(c, 400, "unable to upgrade: missing upgrade headers in request\n");
+	if (!proto)
+		return reply(c, 403, "unable to upgrade: unable to negotiate protocol: "
+				     "v4.channel.k8s.io only\n");
+	_cleanup_free_ char *pidfile = op_asprintf("%s/run/%s_%s_%s.pid", k->state_dir,
+						    x->req.ns, x->req.pod, x->req.ctr);
+	if (access(pidfile, F_OK) < 0) {
+		_cleanup_free_ char *m = op_asprintf("container %s of pod %s/%s is not running\n",
+						      x->req.ctr, x->req.ns, x->req.pod);
+		return reply(c, 404, m);
+	}
+	struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, k);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Upgrade", "SPDY/3.1");
+	MHD_add_response_header(r, "Connection", "Upgrade");
+	MHD_add_response_header(r, "X-Stream-Protocol-Version", proto);
+	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result logs_reply(struct na_kubelet *k, struct MHD_Connection *c,
+				  const char *url)
+{
 	if (!strcmp(url, "/healthz"))
 		return reply(c, 200, "ok");
 	struct op_buf path = OP_BUF_INIT(OP_BUF_MAX_SMALL), b = OP_BUF_INIT(OP_BUF_MAX_FILE);
@@ -128,6 +273,40 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return ret;
 }
 
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_size, void **req_cls)
+{
+	struct na_kubelet *k = cls;
+	(void)version;
+	(void)upload;
+	struct na_exec_req probe;
+	bool is_exec = na_exec_parse_path(url, &probe) != -ENOENT;
+	bool ok_method = is_exec ? !strcmp(method, "POST") || !strcmp(method, "GET")
+				 : !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	if (!ok_method)
+		return reply(c, 405, "method not allowed\n");
+	if (*upload_size)
+		return MHD_NO; /* no request here has a body */
+	if (!*req_cls) { /* first call: headers only */
+		if (!is_exec) {
+			*req_cls = &get_ctx;
+			return MHD_YES;
+		}
+		struct exec_ctx *x = op_calloc(1, sizeof(*x));
+		*req_cls = x;
+		if (na_exec_parse_path(url, &x->req) < 0)
+			x->rc = -EINVAL;
+		return MHD_YES;
+	}
+	if (!is_exec)
+		return logs_reply(k, c, url);
+	struct exec_ctx *x = *req_cls;
+	if (x->rc == -EINVAL)
+		return reply(c, 400, "bad exec path\n");
+	return exec_reply(k, c, x);
+}
+
 struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int port,
 				    struct op_err *err)
 {
@@ -151,8 +330,10 @@ struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int p
 	}
 	kl = op_calloc(1, sizeof(*kl));
 	kl->state_dir = op_strdup(state_dir);
-	kl->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ERROR_LOG,
+	kl->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ERROR_LOG |
+					 MHD_ALLOW_UPGRADE,
 				 (uint16_t)port, NULL, NULL, handle, kl, MHD_OPTION_SOCK_ADDR, &sa,
+				 MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL,
 				 MHD_OPTION_HTTPS_MEM_CERT, op_buf_str(&c), MHD_OPTION_HTTPS_MEM_KEY,
 				 op_buf_str(&k), MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
 	if (!kl->d) {
@@ -171,6 +352,11 @@ void na_kubelet_stop(struct na_kubelet *k)
 {
 	if (!k)
 		return;
+	/* exec sessions notice within their 200 ms poll; MHD must not stop
+	 * under an upgraded connection */
+	atomic_store(&k->stopping, true);
+	for (int i = 0; i < STOP_WAIT_MS / 50 && atomic_load(&k->sessions) > 0; i++)
+		usleep(50 * 1000);
 	MHD_stop_daemon(k->d);
 	free(k->state_dir);
 	free(k);

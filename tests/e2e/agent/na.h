@@ -382,11 +382,128 @@ struct na_kubelet;
 struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int port,
 				    struct op_err *err);
 void na_kubelet_stop(struct na_kubelet *k);
+/* A namespace/pod/container name in a kubelet URL path: [A-Za-z0-9._-],
+ * 1..253 bytes, not "." or "..". Pure. */
+bool na_safe_component(const char *s, size_t n);
 /* Log file for a kubelet URL path into ret_path: -ENOENT other paths,
  * -EINVAL unsafe components. Pure (tested). */
 int na_log_path(const char *state_dir, const char *url, struct op_buf *ret_path);
 /* The last n lines of b (n < 0: all). Borrowed pointer into b. */
 const char *na_tail_lines(const struct op_buf *b, long n);
+
+/* ---------------------------------------------------------------- spdy.c */
+/* SPDY/3.1 framing as moby/spdystream speaks it (the kube-apiserver's side of
+ * `kubectl exec`, see exec_stream.c). Pure except the zlib contexts. */
+
+#define NA_SPDY_MAX_PAYLOAD (1u << 20) /* a frame's payload we accept */
+#define NA_SPDY_MAX_HEADERS (16u * 1024) /* one decompressed header block */
+#define NA_SPDY_MAX_PAIRS 64           /* name/value pairs in one block */
+#define NA_SPDY_FLAG_FIN 0x01
+enum na_spdy_type {
+	NA_SPDY_DATA = 0, /* not a control type: a data frame */
+	NA_SPDY_SYN_STREAM = 1,
+	NA_SPDY_SYN_REPLY = 2,
+	NA_SPDY_RST_STREAM = 3,
+	NA_SPDY_SETTINGS = 4,
+	NA_SPDY_PING = 6,
+	NA_SPDY_GOAWAY = 7,
+	NA_SPDY_HEADERS = 8,
+	NA_SPDY_WINDOW_UPDATE = 9,
+};
+
+struct na_spdy_frame {
+	uint16_t type;      /* enum na_spdy_type; other control types are kept as is */
+	uint8_t flags;
+	uint32_t stream_id; /* data, SYN_*, RST_STREAM, HEADERS, WINDOW_UPDATE; PING id;
+			     * GOAWAY last good stream */
+	uint32_t value;     /* RST_STREAM / GOAWAY status, WINDOW_UPDATE delta */
+	const uint8_t *data; /* borrowed: data payload, or the compressed header block */
+	size_t len;
+};
+
+/* Parses the frame at the start of buf[0..n). Returns the bytes it takes
+ * (> 0), 0 when buf holds only part of it, -EMSGSIZE when its payload is over
+ * max_payload, -EPROTO when malformed (control version not 3, a fixed-size
+ * control payload too short, stream id 0 where one is needed). Pure. */
+ssize_t na_spdy_parse(const uint8_t *buf, size_t n, size_t max_payload,
+		      struct na_spdy_frame *ret);
+
+struct na_spdy_hdrs {
+	size_t n;
+	char *name[NA_SPDY_MAX_PAIRS];  /* owned, lower case as sent */
+	char *value[NA_SPDY_MAX_PAIRS]; /* owned; several values stay NUL-joined */
+	size_t value_len[NA_SPDY_MAX_PAIRS];
+};
+/* Parses a decompressed name/value block (counts and lengths capped by the
+ * block's size and NA_SPDY_MAX_PAIRS). -EPROTO when malformed. Pure. */
+int na_spdy_hdrs_parse(const uint8_t *raw, size_t n, struct na_spdy_hdrs *ret);
+/* First value of header name (borrowed) or NULL. */
+const char *na_spdy_hdr_get(const struct na_spdy_hdrs *h, const char *name);
+void na_spdy_hdrs_done(struct na_spdy_hdrs *h);
+
+/* The connection's two zlib streams (one per direction, with SPDY's
+ * dictionary). Embedded by its owner; na_spdy_z_done frees them. */
+struct na_spdy_z {
+	void *in, *out; /* owned z_stream */
+};
+int na_spdy_z_init(struct na_spdy_z *z);
+void na_spdy_z_done(struct na_spdy_z *z);
+/* Decompresses one header block (the zlib stream continues across blocks)
+ * and parses it into ret. -EMSGSIZE over NA_SPDY_MAX_HEADERS, -EPROTO. */
+int na_spdy_headers_decode(struct na_spdy_z *z, const uint8_t *blk, size_t n,
+			   struct na_spdy_hdrs *ret);
+
+/* Frame writers: append one frame to b. Header frames (SYN_STREAM,
+ * SYN_REPLY) compress names[i]/values[i] (n pairs, borrowed) with z. */
+int na_spdy_put_headers(struct op_buf *b, struct na_spdy_z *z, enum na_spdy_type type,
+			uint32_t stream_id, uint8_t flags, const char *const *names,
+			const char *const *values, size_t n);
+int na_spdy_put_data(struct op_buf *b, uint32_t stream_id, uint8_t flags, const void *data,
+		     size_t len);
+/* PING (a = id), RST_STREAM (a = stream, b = status), GOAWAY (a = last good
+ * stream, b = status), WINDOW_UPDATE (a = stream, b = delta). */
+int na_spdy_put_ctrl(struct op_buf *b, enum na_spdy_type type, uint32_t a, uint32_t v);
+
+/* ---------------------------------------------------------- exec_stream.c */
+/* `kubectl exec` / `kubectl attach` on the kubelet API: the apiserver
+ * upgrades POST /exec/<ns>/<pod>/<container>?command=..&input=1&output=1&error=1
+ * to SPDY/3.1 and opens one stream per streamType (remotecommand v4). */
+
+enum na_exec_kind { NA_EXEC_ERROR, NA_EXEC_STDIN, NA_EXEC_STDOUT, NA_EXEC_STDERR,
+		    NA_EXEC_RESIZE, NA_EXEC__N };
+#define NA_EXEC_MAX_ARGS 256
+struct na_exec_req {
+	char ns[254], pod[254], ctr[254];
+	bool attach; /* /attach (refused: containers have no attachable stdio) */
+	bool want[NA_EXEC__N]; /* streams the request asks for (error always) */
+	bool tty;
+	size_t argc;
+	char *argv[NA_EXEC_MAX_ARGS + 1]; /* owned, NULL-terminated */
+};
+/* Parses the URL path into req (ns/pod/container checked like log paths).
+ * -ENOENT: not an /exec or /attach path; -EINVAL: a bad component. Pure. */
+int na_exec_parse_path(const char *url, struct na_exec_req *req);
+/* Adds one query argument (command=, input=, output=, error=, tty=);
+ * -E2BIG past NA_EXEC_MAX_ARGS or 64 KiB of command. Pure. */
+int na_exec_add_arg(struct na_exec_req *req, const char *key, const char *value);
+void na_exec_req_done(struct na_exec_req *req);
+/* streamType header value -> kind; -1 when unknown. Pure. */
+int na_exec_kind(const char *stream_type);
+/* The v4 error stream's JSON Status for a process result: exit_code 0 is
+ * Success, > 0 a NonZeroExitCode Failure with the ExitCode cause; msg (may be
+ * NULL) makes an InternalError Failure instead. Pure. */
+int na_exec_status_json(struct op_buf *b, int exit_code, const char *msg);
+/* Picks the remotecommand protocol from X-Stream-Protocol-Version values:
+ * v4.channel.k8s.io (static) or NULL when not offered. Pure. */
+const char *na_exec_pick_protocol(const char *const *offered, size_t n);
+/* Serves one upgraded connection (plain socket fd) for req until the command
+ * ends, the peer leaves, a timeout or *stop; kills the command when it ends
+ * early. Blocks: run it in its own thread. fd, req, extra (bytes already
+ * read after the request, n_extra), state_dir and stop are borrowed; the
+ * caller closes fd. */
+void na_exec_serve(int fd, const struct na_exec_req *req, const char *extra, size_t n_extra,
+		   const char *state_dir, const atomic_bool *stop);
+
 /* Partition state: SHARED/partition/<ip> files (pods; `node.<name>` files,
  * node cuts, are listed too and ignored by the IPv4 set). */
 int na_partition_list(const char *state_dir, char ***ret_ips, size_t *ret_n);

@@ -523,6 +523,246 @@ static void test_quantity(void **state)
 	assert_int_equal(na_quantity_parse("99999999999Ti", 1, &v), -ERANGE);
 }
 
+/* ------------------------------------------------------------ spdy.c */
+
+static const uint8_t ping_frame[] = { 0x80, 3, 0, 6, 0, 0, 0, 4, 0, 0, 0, 7 };
+
+static void test_spdy_parse(void **state)
+{
+	(void)state;
+	struct na_spdy_frame f;
+	/* a data frame with FIN */
+	static const uint8_t data[] = { 0, 0, 0, 3, 1, 0, 0, 2, 'h', 'i' };
+	assert_int_equal(na_spdy_parse(data, sizeof(data), 64, &f), 10);
+	assert_int_equal(f.type, NA_SPDY_DATA);
+	assert_int_equal(f.stream_id, 3);
+	assert_int_equal(f.flags, NA_SPDY_FLAG_FIN);
+	assert_int_equal(f.len, 2);
+	assert_memory_equal(f.data, "hi", 2);
+	/* every prefix is incomplete, never an error */
+	for (size_t n = 0; n < sizeof(data); n++)
+		assert_int_equal(na_spdy_parse(data, n, 64, &f), 0);
+	assert_int_equal(na_spdy_parse(ping_frame, sizeof(ping_frame), 64, &f), 12);
+	assert_int_equal(f.type, NA_SPDY_PING);
+	assert_int_equal(f.stream_id, 7);
+	/* caps and malformed frames */
+	assert_int_equal(na_spdy_parse(data, sizeof(data), 1, &f), -EMSGSIZE);
+	static const uint8_t v2[] = { 0x80, 2, 0, 6, 0, 0, 0, 4 };
+	assert_int_equal(na_spdy_parse(v2, sizeof(v2), 64, &f), -EPROTO);
+	static const uint8_t zero_sid[] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	assert_int_equal(na_spdy_parse(zero_sid, sizeof(zero_sid), 64, &f), -EPROTO);
+	static const uint8_t short_rst[] = { 0x80, 3, 0, 3, 0, 0, 0, 4, 0, 0, 0, 1 };
+	assert_int_equal(na_spdy_parse(short_rst, sizeof(short_rst), 64, &f), -EPROTO);
+	static const uint8_t rst[] = { 0x80, 3, 0, 3, 0, 0, 0, 8, 0, 0, 0, 5, 0, 0, 0, 1 };
+	assert_int_equal(na_spdy_parse(rst, sizeof(rst), 64, &f), 16);
+	assert_int_equal(f.type, NA_SPDY_RST_STREAM);
+	assert_int_equal(f.stream_id, 5);
+	assert_int_equal(f.value, 1);
+	/* an unknown control type is skipped whole */
+	static const uint8_t unk[] = { 0x80, 3, 0, 0x42, 0, 0, 0, 1, 9 };
+	assert_int_equal(na_spdy_parse(unk, sizeof(unk), 64, &f), 9);
+	assert_int_equal(f.type, 0x42);
+	/* writers produce what the parser reads */
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(na_spdy_put_ctrl(&b, NA_SPDY_PING, 7, 0), 0);
+	assert_int_equal(b.len, sizeof(ping_frame));
+	assert_memory_equal(b.data, ping_frame, sizeof(ping_frame));
+	op_buf_reset(&b);
+	assert_int_equal(na_spdy_put_data(&b, 3, NA_SPDY_FLAG_FIN, "hi", 2), 0);
+	assert_memory_equal(b.data, data, sizeof(data));
+	op_buf_reset(&b);
+	assert_int_equal(na_spdy_put_ctrl(&b, NA_SPDY_GOAWAY, 9, 0), 0);
+	assert_int_equal(na_spdy_parse((uint8_t *)b.data, b.len, 64, &f), 16);
+	assert_int_equal(f.type, NA_SPDY_GOAWAY);
+	assert_int_equal(f.stream_id, 9);
+	op_buf_done(&b);
+}
+
+static void test_spdy_headers(void **state)
+{
+	(void)state;
+	struct na_spdy_z client = { 0 }, server = { 0 };
+	assert_int_equal(na_spdy_z_init(&client), 0);
+	assert_int_equal(na_spdy_z_init(&server), 0);
+	static const char *const kinds[] = { "error", "stdin", "stdout", "stderr" };
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	/* one zlib stream across blocks, as the apiserver opens its streams */
+	for (uint32_t i = 0; i < OP_ARRAY_SIZE(kinds); i++) {
+		const char *names[] = { "streamtype" }, *values[] = { kinds[i] };
+		op_buf_reset(&b);
+		assert_int_equal(na_spdy_put_headers(&b, &client,
+						     NA_SPDY_SYN_STREAM, 1 + 2 * i, 0, names, values,
+						     1),
+				 0);
+		struct na_spdy_frame f;
+		assert_int_equal(na_spdy_parse((uint8_t *)b.data, b.len, 1 << 20, &f), (ssize_t)b.len);
+		assert_int_equal(f.type, NA_SPDY_SYN_STREAM);
+		assert_int_equal(f.stream_id, 1 + 2 * i);
+		struct na_spdy_hdrs h;
+		assert_int_equal(na_spdy_headers_decode(&server, f.data, f.len, &h), 0);
+		assert_int_equal(h.n, 1);
+		assert_string_equal(na_spdy_hdr_get(&h, "streamtype"), kinds[i]);
+		assert_null(na_spdy_hdr_get(&h, "port"));
+		assert_int_equal(na_exec_kind(na_spdy_hdr_get(&h, "streamtype")), (int)i);
+		na_spdy_hdrs_done(&h);
+	}
+	/* an empty SYN_REPLY, the other direction */
+	op_buf_reset(&b);
+	assert_int_equal(na_spdy_put_headers(&b, &server, NA_SPDY_SYN_REPLY, 1, 0, NULL, NULL, 0), 0);
+	struct na_spdy_frame f;
+	assert_int_equal(na_spdy_parse((uint8_t *)b.data, b.len, 1 << 20, &f), (ssize_t)b.len);
+	assert_int_equal(f.type, NA_SPDY_SYN_REPLY);
+	struct na_spdy_hdrs h;
+	assert_int_equal(na_spdy_headers_decode(&client, f.data, f.len, &h), 0);
+	assert_int_equal(h.n, 0);
+	na_spdy_hdrs_done(&h);
+	/* garbage where zlib data should be */
+	static const uint8_t junk[] = { 0x12, 0x34, 0x56, 0x78 };
+	struct na_spdy_z fresh = { 0 };
+	assert_int_equal(na_spdy_z_init(&fresh), 0);
+	assert_int_equal(na_spdy_headers_decode(&fresh, junk, sizeof(junk), &h), -EPROTO);
+	na_spdy_z_done(&fresh);
+	op_buf_done(&b);
+	na_spdy_z_done(&client);
+	na_spdy_z_done(&server);
+}
+
+static void test_spdy_hdrs_parse(void **state)
+{
+	(void)state;
+	struct na_spdy_hdrs h;
+	static const uint8_t ok[] = { 0, 0, 0, 1, 0, 0, 0, 1, 'a', 0, 0, 0, 3, 'x', 0, 'y' };
+	assert_int_equal(na_spdy_hdrs_parse(ok, sizeof(ok), &h), 0);
+	assert_string_equal(na_spdy_hdr_get(&h, "a"), "x"); /* first of NUL-joined values */
+	assert_int_equal(h.value_len[0], 3);
+	na_spdy_hdrs_done(&h);
+	for (size_t n = 0; n < sizeof(ok); n++) /* truncated anywhere */
+		assert_int_equal(na_spdy_hdrs_parse(ok, n, &h), -EPROTO);
+	static const uint8_t trailing[] = { 0, 0, 0, 0, 1 };
+	assert_int_equal(na_spdy_hdrs_parse(trailing, sizeof(trailing), &h), -EPROTO);
+	static const uint8_t lies[] = { 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0 };
+	assert_int_equal(na_spdy_hdrs_parse(lies, sizeof(lies), &h), -EPROTO);
+	static const uint8_t huge_len[] = { 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 'a', 0, 0, 0 };
+	assert_int_equal(na_spdy_hdrs_parse(huge_len, sizeof(huge_len), &h), -EPROTO);
+	static const uint8_t empty_name[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0 };
+	assert_int_equal(na_spdy_hdrs_parse(empty_name, sizeof(empty_name), &h), -EPROTO);
+}
+
+/* Random and mutated input never crashes a parser nor reads past its input
+ * (ASan), and whatever is consumed lies within it. Deterministic. */
+static void test_spdy_fuzz(void **state)
+{
+	(void)state;
+	uint32_t seed = 12345;
+	uint8_t buf[96];
+	struct op_buf valid = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct na_spdy_z z = { 0 };
+	assert_int_equal(na_spdy_z_init(&z), 0);
+	const char *names[] = { "streamtype" }, *values[] = { "stdout" };
+	assert_int_equal(na_spdy_put_headers(&valid, &z, NA_SPDY_SYN_STREAM, 1, 0, names, values, 1), 0);
+	na_spdy_z_done(&z);
+	for (int it = 0; it < 20000; it++) {
+		size_t n = (size_t)(seed % sizeof(buf));
+		if (it & 1) { /* a valid frame with a few bytes flipped */
+			n = valid.len < sizeof(buf) ? valid.len : sizeof(buf);
+			memcpy(buf, valid.data, n);
+		}
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			if (!(it & 1) || (seed >> 16) % 16 == 0)
+				buf[i] = (uint8_t)(seed >> 16);
+		}
+		uint8_t *heap = malloc(n ? n : 1); /* exact size: ASan sees any overread */
+		memcpy(heap, buf, n);
+		struct na_spdy_frame f;
+		ssize_t r = na_spdy_parse(heap, n, 1 << 20, &f);
+		assert_true(r <= (ssize_t)n);
+		if (r > 0 && (f.type == NA_SPDY_SYN_STREAM || f.type == NA_SPDY_SYN_REPLY)) {
+			struct na_spdy_z d = { 0 };
+			struct na_spdy_hdrs h;
+			assert_int_equal(na_spdy_z_init(&d), 0);
+			if (na_spdy_headers_decode(&d, f.data, f.len, &h) == 0)
+				na_spdy_hdrs_done(&h);
+			na_spdy_z_done(&d);
+		}
+		struct na_spdy_hdrs h;
+		if (na_spdy_hdrs_parse(heap, n, &h) == 0)
+			na_spdy_hdrs_done(&h);
+		free(heap);
+	}
+	op_buf_done(&valid);
+}
+
+/* ----------------------------------------------------- exec_stream.c */
+
+static void test_exec_request(void **state)
+{
+	(void)state;
+	struct na_exec_req r;
+	assert_int_equal(na_exec_parse_path("/exec/ns1/pod-1/postgres", &r), 0);
+	assert_string_equal(r.ns, "ns1");
+	assert_string_equal(r.pod, "pod-1");
+	assert_string_equal(r.ctr, "postgres");
+	assert_false(r.attach);
+	assert_true(r.want[NA_EXEC_ERROR]);
+	assert_int_equal(na_exec_add_arg(&r, "command", "psql"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "command", "-c"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "command", "select 1"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "input", "1"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "output", "1"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "error", "true"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "tty", "0"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "unknown", NULL), 0);
+	assert_int_equal(r.argc, 3);
+	assert_string_equal(r.argv[2], "select 1");
+	assert_null(r.argv[3]);
+	assert_true(r.want[NA_EXEC_STDIN] && r.want[NA_EXEC_STDOUT] && r.want[NA_EXEC_STDERR]);
+	assert_false(r.tty);
+	for (int i = 3; i < NA_EXEC_MAX_ARGS; i++)
+		assert_int_equal(na_exec_add_arg(&r, "command", "x"), 0);
+	assert_int_equal(na_exec_add_arg(&r, "command", "one too many"), -E2BIG);
+	na_exec_req_done(&r);
+	assert_int_equal(na_exec_parse_path("/attach/a/b/c", &r), 0);
+	assert_true(r.attach);
+	assert_int_equal(na_exec_parse_path("/containerLogs/a/b/c", &r), -ENOENT);
+	assert_int_equal(na_exec_parse_path("/exec/a/b", &r), -EINVAL);
+	assert_int_equal(na_exec_parse_path("/exec/a/b/c/d", &r), -EINVAL);
+	assert_int_equal(na_exec_parse_path("/exec/../b/c", &r), -EINVAL);
+	assert_int_equal(na_exec_parse_path("/exec/a/b c/c", &r), -EINVAL);
+	assert_int_equal(na_exec_kind("resize"), NA_EXEC_RESIZE);
+	assert_int_equal(na_exec_kind("data"), -1);
+	assert_int_equal(na_exec_kind(NULL), -1);
+	const char *offered[] = { "v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io" };
+	assert_string_equal(na_exec_pick_protocol(offered, 3), "v4.channel.k8s.io");
+	assert_null(na_exec_pick_protocol(offered, 1));
+}
+
+static void test_exec_status(void **state)
+{
+	(void)state;
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	assert_int_equal(na_exec_status_json(&b, 0, NULL), 0);
+	assert_string_equal(op_buf_str(&b), "{\"metadata\":{},\"status\":\"Success\"}");
+	op_buf_reset(&b);
+	assert_int_equal(na_exec_status_json(&b, 3, NULL), 0);
+	json_object *o = J(op_buf_str(&b));
+	assert_string_equal(op_json_key_str(o, "reason"), "NonZeroExitCode");
+	json_object *details, *causes;
+	assert_true(json_object_object_get_ex(o, "details", &details));
+	assert_true(json_object_object_get_ex(details, "causes", &causes));
+	json_object *c0 = json_object_array_get_idx(causes, 0);
+	assert_string_equal(op_json_key_str(c0, "reason"), "ExitCode");
+	assert_string_equal(op_json_key_str(c0, "message"), "3");
+	json_object_put(o);
+	op_buf_reset(&b);
+	assert_int_equal(na_exec_status_json(&b, 1, "spawn \"x\" failed"), 0);
+	o = J(op_buf_str(&b));
+	assert_string_equal(op_json_key_str(o, "message"), "spawn \"x\" failed");
+	assert_string_equal(op_json_key_str(o, "status"), "Failure");
+	json_object_put(o);
+	op_buf_done(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +773,9 @@ int main(void)
 		cmocka_unit_test(test_files),      cmocka_unit_test(test_run),
 		cmocka_unit_test(test_kubelet_logs), cmocka_unit_test(test_podspec_table),
 		cmocka_unit_test(test_pg_major),     cmocka_unit_test(test_quantity),
+		cmocka_unit_test(test_spdy_parse),   cmocka_unit_test(test_spdy_headers),
+		cmocka_unit_test(test_spdy_hdrs_parse), cmocka_unit_test(test_spdy_fuzz),
+		cmocka_unit_test(test_exec_request), cmocka_unit_test(test_exec_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,557 @@
+/* tests/e2e/agent/exec_stream.c - `kubectl exec` on the kubelet API.
+ *
+ * kubectl (1.30+) speaks WebSocket v5.channel.k8s.io to the kube-apiserver,
+ * whose StreamTranslatorHandler (feature TranslateStreamCloseWebsocketRequests,
+ * on by default) dials the kubelet with SPDY/3.1: POST
+ * /exec/<ns>/<pod>/<container>?command=..&input=1&output=1&error=1[&tty=1],
+ * Upgrade: SPDY/3.1, X-Stream-Protocol-Version v5..v1. We answer 101 with
+ * v4.channel.k8s.io (kubelet.c), then the client opens one SPDY stream per
+ * streamType header: error, stdin, stdout, stderr (without tty), resize (with
+ * tty). Once they are all there the command runs as `pgop-node-agent exec`
+ * (launch.c: the container's namespaces, mount tree, user, environment), its
+ * output goes out as DATA frames, stdin DATA comes in, a FIN on stdin closes
+ * its stdin. At exit stdout/stderr get a FIN and the error stream gets the
+ * JSON Status of remotecommand v4 (Success, or NonZeroExitCode with the
+ * ExitCode cause kubectl turns into its exit code) and a FIN.
+ *
+ * Limits: frames up to NA_SPDY_MAX_PAYLOAD, header blocks NA_SPDY_MAX_HEADERS,
+ * stdin buffered up to 4 MiB (the socket is not read meanwhile), output
+ * buffered up to 1 MiB (the pipes are not read meanwhile); 30 s for the
+ * streams to arrive, 60 s without a byte from the peer (the apiserver pings
+ * every 5 s) ends the session and kills the command. No tty: with tty=1 the
+ * command runs with pipes and stderr joins stdout; resize messages are read
+ * and ignored. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/alloc.h"
+#include "support/log.h"
+#include "tests/e2e/agent/na.h"
+
+extern char **environ;
+
+#define STREAMS_TIMEOUT_MS 30000
+#define IDLE_TIMEOUT_MS 60000
+#define DRAIN_AFTER_EXIT_MS 2000 /* output still open after the command exited */
+#define LINGER_MS 5000           /* for the peer to close after our last frame */
+#define STDIN_MAX (4u * 1024 * 1024)
+#define OUT_HIGH (1u * 1024 * 1024)
+#define CMD_MAX (64u * 1024)
+
+/* ---------------------------------------------------------- pure parts */
+
+int na_exec_parse_path(const char *url, struct na_exec_req *req)
+{
+	static const struct {
+		const char *prefix;
+		bool attach;
+	} kinds[] = { { "/exec/", false }, { "/attach/", true } };
+	const char *p = NULL;
+	memset(req, 0, sizeof(*req));
+	for (size_t i = 0; i < OP_ARRAY_SIZE(kinds) && !p; i++)
+		if (!strncmp(url, kinds[i].prefix, strlen(kinds[i].prefix))) {
+			p = url + strlen(kinds[i].prefix);
+			req->attach = kinds[i].attach;
+		}
+	if (!p)
+		return -ENOENT;
+	char *dst[3] = { req->ns, req->pod, req->ctr };
+	for (int i = 0; i < 3; i++) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+		if ((i < 2 && !slash) || (i == 2 && slash) || !na_safe_component(p, n))
+			return -EINVAL;
+		memcpy(dst[i], p, n);
+		dst[i][n] = '\0';
+		p += n + (slash ? 1 : 0);
+	}
+	req->want[NA_EXEC_ERROR] = true;
+	return 0;
+}
+
+static bool truthy(const char *v)
+{
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true"));
+}
+
+int na_exec_add_arg(struct na_exec_req *req, const char *key, const char *value)
+{
+	static const struct {
+		const char *key;
+		int kind; /* -1: tty */
+	} flags[] = { { "input", NA_EXEC_STDIN },   { "stdin", NA_EXEC_STDIN },
+		      { "output", NA_EXEC_STDOUT }, { "stdout", NA_EXEC_STDOUT },
+		      { "error", NA_EXEC_STDERR },  { "stderr", NA_EXEC_STDERR },
+		      { "tty", -1 } };
+	if (!key)
+		return 0;
+	if (!strcmp(key, "command")) {
+		size_t total = 0;
+		for (size_t i = 0; i < req->argc; i++)
+			total += strlen(req->argv[i]) + 1;
+		if (!value || req->argc >= NA_EXEC_MAX_ARGS || total + strlen(value) > CMD_MAX)
+			return -E2BIG;
+		req->argv[req->argc++] = op_strdup(value);
+		return 0;
+	}
+	for (size_t i = 0; i < OP_ARRAY_SIZE(flags); i++)
+		if (!strcmp(key, flags[i].key)) {
+			if (flags[i].kind < 0)
+				req->tty = truthy(value);
+			else
+				req->want[flags[i].kind] = truthy(value);
+		}
+	return 0;
+}
+
+void na_exec_req_done(struct na_exec_req *req)
+{
+	for (size_t i = 0; i < req->argc; i++)
+		free(req->argv[i]);
+	req->argc = 0;
+	req->argv[0] = NULL;
+}
+
+int na_exec_kind(const char *stream_type)
+{
+	static const char *const names[NA_EXEC__N] = {
+		[NA_EXEC_ERROR] = "error",   [NA_EXEC_STDIN] = "stdin",
+		[NA_EXEC_STDOUT] = "stdout", [NA_EXEC_STDERR] = "stderr",
+		[NA_EXEC_RESIZE] = "resize",
+	};
+	for (int i = 0; stream_type && i < NA_EXEC__N; i++)
+		if (!strcmp(stream_type, names[i]))
+			return i;
+	return -1;
+}
+
+int na_exec_status_json(struct op_buf *b, int exit_code, const char *msg)
+{
+	int rc;
+	if (msg)
+		rc = op_buf_adds(b, "{\"metadata\":{},\"status\":\"Failure\",\"message\":") ||
+		     op_buf_add_json_str(b, msg) ||
+		     op_buf_adds(b, ",\"reason\":\"InternalError\",\"code\":500}");
+	else if (exit_code == 0)
+		rc = op_buf_adds(b, "{\"metadata\":{},\"status\":\"Success\"}");
+	else
+		rc = op_buf_addf(b,
+				 "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"command "
+				 "terminated with non-zero exit code: exit status %d\",\"reason\":"
+				 "\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":"
+				 "\"ExitCode\",\"message\":\"%d\"}]}}",
+				 exit_code, exit_code);
+	return rc ? -EMSGSIZE : 0;
+}
+
+const char *na_exec_pick_protocol(const char *const *offered, size_t n)
+{
+	/* v4 only: v3 and older carry a plain error string, v5 adds a close
+	 * signal only WebSocket needs (and every client since 1.5 offers v4) */
+	static const char ours[] = "v4.channel.k8s.io";
+	for (size_t i = 0; i < n; i++)
+		if (offered[i] && !strcmp(offered[i], ours))
+			return ours;
+	return NULL;
+}
+
+/* ------------------------------------------------------------- session */
+
+struct sess {
+	int fd;
+	const struct na_exec_req *req;
+	const char *state_dir;
+	struct na_spdy_z z;
+	uint8_t *in;         /* received, not yet parsed (owned) */
+	size_t in_len, in_cap;
+	struct op_buf out;   /* frames not yet sent */
+	struct op_buf pend;  /* stdin bytes not yet written to the command */
+	uint32_t sid[NA_EXEC__N];
+	uint32_t last_sid;
+	bool stdin_fin, finished, peer_gone;
+	pid_t pid;           /* 0: not started, -1: reaped */
+	int exit_code;
+	int fd_in, fd_out, fd_err; /* our ends of the command's pipes, -1 closed */
+	int64_t t0, last_rx, exited_at;
+	const char *why;     /* static: why the session ended early (for the log) */
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static bool streams_ready(const struct sess *s)
+{
+	for (int k = 0; k < NA_EXEC__N; k++) {
+		bool want = s->req->want[k];
+		if (k == NA_EXEC_STDERR)
+			want = want && !s->req->tty;
+		if (k == NA_EXEC_RESIZE)
+			want = s->req->tty;
+		if (want && !s->sid[k])
+			return false;
+	}
+	return true;
+}
+
+/* Pipes for the command; NULL-ended argv for `pgop-node-agent exec`. */
+static int spawn_cmd(struct sess *s, struct op_err *err)
+{
+	const struct na_exec_req *r = s->req;
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
+	bool want_in = r->want[NA_EXEC_STDIN], want_out = r->want[NA_EXEC_STDOUT];
+	bool want_err = r->want[NA_EXEC_STDERR] && !r->tty;
+	if ((want_in && pipe2(in, O_CLOEXEC) < 0) || (want_out && pipe2(out, O_CLOEXEC) < 0) ||
+	    (want_err && pipe2(er, O_CLOEXEC) < 0)) {
+		int e = errno;
+		int *all[] = { &in[0], &in[1], &out[0], &out[1], &er[0], &er[1] };
+		for (size_t i = 0; i < OP_ARRAY_SIZE(all); i++)
+			close_fd(all[i]);
+		return op_err_set(err, -e, "pipe: %s", strerror(e));
+	}
+	_cleanup_free_ char *target = op_asprintf("%s/%s", r->ns, r->pod);
+	const char *argv[NA_EXEC_MAX_ARGS + 10] = { "pgop-node-agent", "--state-dir", s->state_dir,
+						     "exec", target, "-c", r->ctr, "--" };
+	size_t n = 8;
+	for (size_t i = 0; i < r->argc; i++)
+		argv[n++] = r->argv[i];
+	argv[n] = NULL;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	if (want_in)
+		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (want_out)
+		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (want_err)
+		posix_spawn_file_actions_adddup2(&fa, er[1], 2);
+	else if (want_out && r->tty)
+		posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+	else
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	/* as start.c: an empty signal mask and default dispositions (the agent
+	 * blocks SIGTERM/INT/HUP and ignores SIGPIPE); its own process group so
+	 * that ending the session kills everything the command started */
+	posix_spawnattr_init(&at);
+	sigset_t none, dflt;
+	sigemptyset(&none);
+	sigemptyset(&dflt);
+	int sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(sigs); i++)
+		sigaddset(&dflt, sigs[i]);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &dflt);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETPGROUP);
+	int se = posix_spawn(&s->pid, "/proc/self/exe", &fa, &at, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close_fd(&in[0]);
+	close_fd(&out[1]);
+	close_fd(&er[1]);
+	s->fd_in = in[1];
+	s->fd_out = out[0];
+	s->fd_err = er[0];
+	int *ours[] = { &s->fd_in, &s->fd_out, &s->fd_err };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(ours); i++)
+		if (*ours[i] >= 0)
+			fcntl(*ours[i], F_SETFL, fcntl(*ours[i], F_GETFL) | O_NONBLOCK);
+	if (se) {
+		s->pid = 0;
+		return op_err_set(err, -se, "spawn exec: %s", strerror(se));
+	}
+	return 0;
+}
+
+/* The error stream's Status and FINs on every stream we write to. */
+static void finish(struct sess *s, int exit_code, const char *msg)
+{
+	struct op_buf st = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int kinds[] = { NA_EXEC_STDOUT, NA_EXEC_STDERR };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(kinds); i++) {
+		int *fd = kinds[i] == NA_EXEC_STDOUT ? &s->fd_out : &s->fd_err;
+		if (s->sid[kinds[i]] && (*fd >= 0 || s->pid == 0))
+			(void)na_spdy_put_data(&s->out, s->sid[kinds[i]], NA_SPDY_FLAG_FIN, NULL, 0);
+		close_fd(fd);
+	}
+	if (s->sid[NA_EXEC_ERROR] && na_exec_status_json(&st, exit_code, msg) == 0)
+		(void)na_spdy_put_data(&s->out, s->sid[NA_EXEC_ERROR], NA_SPDY_FLAG_FIN, st.data,
+				       st.len);
+	op_buf_done(&st);
+	close_fd(&s->fd_in);
+	s->finished = true;
+}
+
+static void on_syn_stream(struct sess *s, const struct na_spdy_frame *f)
+{
+	struct na_spdy_hdrs h;
+	int rc = na_spdy_headers_decode(&s->z, f->data, f->len, &h);
+	if (rc < 0) { /* the zlib stream is out of step: nothing more can be read */
+		s->why = "bad SYN_STREAM headers";
+		s->peer_gone = true;
+		return;
+	}
+	int kind = na_exec_kind(na_spdy_hdr_get(&h, "streamtype"));
+	na_spdy_hdrs_done(&h);
+	if (kind < 0 || s->sid[kind] || f->stream_id <= s->last_sid || !(f->stream_id & 1)) {
+		(void)na_spdy_put_ctrl(&s->out, NA_SPDY_RST_STREAM, f->stream_id, 1);
+		return;
+	}
+	s->last_sid = f->stream_id;
+	s->sid[kind] = f->stream_id;
+	if (kind == NA_EXEC_STDIN && (f->flags & NA_SPDY_FLAG_FIN))
+		s->stdin_fin = true;
+	if (na_spdy_put_headers(&s->out, &s->z, NA_SPDY_SYN_REPLY, f->stream_id, 0, NULL, NULL,
+				0) < 0)
+		s->peer_gone = true;
+}
+
+static void on_frame(struct sess *s, const struct na_spdy_frame *f)
+{
+	struct na_spdy_hdrs h;
+	switch (f->type) {
+	case NA_SPDY_SYN_STREAM:
+		on_syn_stream(s, f);
+		break;
+	case NA_SPDY_SYN_REPLY:
+	case NA_SPDY_HEADERS: /* decoded only to keep the zlib stream in step */
+		if (na_spdy_headers_decode(&s->z, f->data, f->len, &h) < 0)
+			s->peer_gone = true;
+		na_spdy_hdrs_done(&h);
+		break;
+	case NA_SPDY_DATA:
+		if (f->stream_id == s->sid[NA_EXEC_STDIN] && !s->stdin_fin) {
+			if (s->fd_in >= 0 || s->pid == 0) {
+				if (op_buf_add(&s->pend, f->data, f->len) < 0)
+					s->peer_gone = true;
+			}
+			s->stdin_fin = f->flags & NA_SPDY_FLAG_FIN;
+		}
+		break; /* resize (no tty here) and anything else: dropped */
+	case NA_SPDY_RST_STREAM:
+		if (f->stream_id == s->sid[NA_EXEC_STDIN])
+			s->stdin_fin = true;
+		break;
+	case NA_SPDY_PING:
+		if (na_spdy_put_ctrl(&s->out, NA_SPDY_PING, f->stream_id, 0) < 0)
+			s->peer_gone = true;
+		break;
+	case NA_SPDY_GOAWAY:
+		s->why = "GOAWAY";
+		s->peer_gone = true;
+		break;
+	default: /* SETTINGS, WINDOW_UPDATE (spdystream has no flow control) */
+		break;
+	}
+}
+
+/* Handles every whole frame received. */
+static void parse_frames(struct sess *s)
+{
+	size_t off = 0;
+	while (!s->peer_gone) {
+		struct na_spdy_frame f;
+		ssize_t n = na_spdy_parse(s->in + off, s->in_len - off, NA_SPDY_MAX_PAYLOAD, &f);
+		if (n < 0) {
+			s->why = n == -EMSGSIZE ? "frame over the size cap" : "malformed frame";
+			s->peer_gone = true;
+		}
+		if (n <= 0)
+			break;
+		on_frame(s, &f);
+		off += (size_t)n;
+	}
+	memmove(s->in, s->in + off, s->in_len - off);
+	s->in_len -= off;
+}
+
+static void sock_read(struct sess *s)
+{
+	ssize_t r = recv(s->fd, s->in + s->in_len, s->in_cap - s->in_len, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		s->peer_gone = true;
+		return;
+	}
+	s->last_rx = na_now_ms();
+	s->in_len += (size_t)r;
+	parse_frames(s);
+}
+
+static void sock_write(struct sess *s)
+{
+	ssize_t w = send(s->fd, s->out.data, s->out.len, MSG_NOSIGNAL);
+	if (w < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (w <= 0) {
+		s->peer_gone = true;
+		return;
+	}
+	memmove(s->out.data, s->out.data + w, s->out.len - (size_t)w);
+	op_buf_truncate(&s->out, s->out.len - (size_t)w);
+}
+
+/* Command output on fd to stream kind: a DATA frame, or a FIN at EOF. */
+static void pipe_read(struct sess *s, int *fd, int kind)
+{
+	char chunk[32 * 1024];
+	ssize_t r = read(*fd, chunk, sizeof(chunk));
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r > 0) {
+		if (na_spdy_put_data(&s->out, s->sid[kind], 0, chunk, (size_t)r) < 0)
+			s->peer_gone = true;
+		return;
+	}
+	(void)na_spdy_put_data(&s->out, s->sid[kind], NA_SPDY_FLAG_FIN, NULL, 0);
+	close_fd(fd);
+}
+
+static void stdin_write(struct sess *s)
+{
+	ssize_t w = write(s->fd_in, s->pend.data, s->pend.len);
+	if (w < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (w <= 0) { /* the command closed its stdin: drop what it will not read */
+		op_buf_reset(&s->pend);
+		close_fd(&s->fd_in);
+		return;
+	}
+	memmove(s->pend.data, s->pend.data + w, s->pend.len - (size_t)w);
+	op_buf_truncate(&s->pend, s->pend.len - (size_t)w);
+}
+
+/* Timers and process state between two polls; false when the session ends. */
+static bool tick(struct sess *s, const atomic_bool *stop)
+{
+	int64_t now = na_now_ms();
+	if (atomic_load(stop))
+		s->why = "agent stopping";
+	else if (now - s->last_rx > IDLE_TIMEOUT_MS)
+		s->why = "idle timeout";
+	if (s->why || s->peer_gone)
+		return false;
+	if (s->pid == 0 && !s->finished && streams_ready(s)) {
+		struct op_err err = OP_ERR_INIT;
+		if (spawn_cmd(s, &err) < 0)
+			finish(s, 1, err.msg);
+	} else if (s->pid == 0 && !s->finished && now - s->t0 > STREAMS_TIMEOUT_MS) {
+		s->why = "timed out waiting for the streams";
+		return false;
+	}
+	if (s->pid > 0) {
+		int st;
+		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+			s->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			s->pid = -1;
+			s->exited_at = now;
+		}
+	}
+	if (s->fd_in >= 0 && s->stdin_fin && s->pend.len == 0)
+		close_fd(&s->fd_in);
+	if (s->pid < 0 && !s->finished &&
+	    ((s->fd_out < 0 && s->fd_err < 0) || now - s->exited_at > DRAIN_AFTER_EXIT_MS))
+		finish(s, s->exit_code, NULL);
+	if (s->finished && s->out.len == 0) {
+		/* all sent: wait for the peer to close, so nothing is cut short */
+		if (!s->exited_at)
+			s->exited_at = now;
+		if (now - s->exited_at > DRAIN_AFTER_EXIT_MS + LINGER_MS)
+			return false;
+	}
+	return true;
+}
+
+static void serve_loop(struct sess *s, const atomic_bool *stop)
+{
+	while (tick(s, stop)) {
+		struct pollfd p[4];
+		int np = 0, i_sock, i_out = -1, i_err = -1, i_in = -1;
+		bool room = s->out.len < OUT_HIGH;
+		i_sock = np;
+		p[np++] = (struct pollfd){ s->fd, 0, 0 };
+		if (s->pend.len < STDIN_MAX - NA_SPDY_MAX_PAYLOAD && s->in_len < s->in_cap)
+			p[i_sock].events |= POLLIN;
+		if (s->out.len)
+			p[i_sock].events |= POLLOUT;
+		if (s->fd_out >= 0 && room) {
+			i_out = np;
+			p[np++] = (struct pollfd){ s->fd_out, POLLIN, 0 };
+		}
+		if (s->fd_err >= 0 && room) {
+			i_err = np;
+			p[np++] = (struct pollfd){ s->fd_err, POLLIN, 0 };
+		}
+		if (s->fd_in >= 0 && s->pend.len) {
+			i_in = np;
+			p[np++] = (struct pollfd){ s->fd_in, POLLOUT, 0 };
+		}
+		if (poll(p, (nfds_t)np, 200) <= 0)
+			continue;
+		if (p[i_sock].revents & POLLOUT)
+			sock_write(s);
+		if (p[i_sock].revents & (POLLIN | POLLHUP | POLLERR))
+			sock_read(s);
+		if (i_out >= 0 && p[i_out].revents && s->fd_out >= 0)
+			pipe_read(s, &s->fd_out, NA_EXEC_STDOUT);
+		if (i_err >= 0 && p[i_err].revents && s->fd_err >= 0)
+			pipe_read(s, &s->fd_err, NA_EXEC_STDERR);
+		if (i_in >= 0 && p[i_in].revents && s->fd_in >= 0)
+			stdin_write(s);
+	}
+}
+
+void na_exec_serve(int fd, const struct na_exec_req *req, const char *extra, size_t n_extra,
+		   const char *state_dir, const atomic_bool *stop)
+{
+	struct sess s = {
+		.fd = fd, .req = req, .state_dir = state_dir,
+		.out = OP_BUF_INIT(OUT_HIGH + NA_SPDY_MAX_PAYLOAD + 64 * 1024),
+		.pend = OP_BUF_INIT(STDIN_MAX),
+		.fd_in = -1, .fd_out = -1, .fd_err = -1,
+	};
+	s.t0 = s.last_rx = na_now_ms();
+	s.in_cap = NA_SPDY_MAX_PAYLOAD + 8;
+	if (n_extra > s.in_cap || na_spdy_z_init(&s.z) < 0)
+		return;
+	s.in = op_malloc(s.in_cap);
+	memcpy(s.in, extra, n_extra);
+	s.in_len = n_extra;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	parse_frames(&s);
+	serve_loop(&s, stop);
+	if (s.pid > 0) { /* ended early: the command goes with its session */
+		kill(-s.pid, SIGKILL);
+		while (waitpid(s.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (s.why)
+		op_log_info("kubelet exec session ended early", "pod", req->pod, "container",
+			    req->ctr, "why", s.why);
+	close_fd(&s.fd_in);
+	close_fd(&s.fd_out);
+	close_fd(&s.fd_err);
+	free(s.in);
+	op_buf_done(&s.out);
+	op_buf_done(&s.pend);
+	na_spdy_z_done(&s.z);
+}
