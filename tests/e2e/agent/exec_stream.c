@@ -17,8 +17,8 @@
  * Limits: frames up to NA_SPDY_MAX_PAYLOAD, header blocks NA_SPDY_MAX_HEADERS,
  * stdin buffered up to 4 MiB (the socket is not read meanwhile), output
  * buffered up to 1 MiB (the pipes are not read meanwhile); 30 s for the
- * streams to arrive, 60 s without a byte from the peer (the apiserver pings
- * every 5 s) ends the session and kills the command. No tty: with tty=1 the
+ * streams to arrive; a peer silent for 15 s after pinging (the apiserver pings
+ * every 5 s), or 10 min without, ends the session and kills the command. No tty: with tty=1 the
  * command runs with pipes and stderr joins stdout; resize messages are read
  * and ignored. */
 #include <errno.h>
@@ -41,7 +41,13 @@
 extern char **environ;
 
 #define STREAMS_TIMEOUT_MS 30000
-#define IDLE_TIMEOUT_MS 60000
+/* Nothing from the peer for this long ends the session: a peer that pings
+ * (the apiserver's translator, every 5 s) is gone after 3 missed pings; one
+ * that does not gets the longer wait. libmicrohttpd 0.9.75 does not pass on
+ * a TLS peer's close to the upgraded socket, so this is how a vanished peer
+ * that sent no GOAWAY is noticed. */
+#define IDLE_PINGING_MS 15000
+#define IDLE_SILENT_MS (10 * 60 * 1000)
 #define DRAIN_AFTER_EXIT_MS 2000 /* output still open after the command exited */
 #define LINGER_MS 5000           /* for the peer to close after our last frame */
 #define STDIN_MAX (4u * 1024 * 1024)
@@ -178,7 +184,7 @@ struct sess {
 	struct op_buf pend;  /* stdin bytes not yet written to the command */
 	uint32_t sid[NA_EXEC__N];
 	uint32_t last_sid;
-	bool stdin_fin, finished, peer_gone;
+	bool stdin_fin, finished, peer_gone, pinged;
 	pid_t pid;           /* 0: not started, -1: reaped */
 	int exit_code;
 	int fd_in, fd_out, fd_err; /* our ends of the command's pipes, -1 closed */
@@ -351,11 +357,11 @@ static void on_frame(struct sess *s, const struct na_spdy_frame *f)
 			s->stdin_fin = true;
 		break;
 	case NA_SPDY_PING:
+		s->pinged = true;
 		if (na_spdy_put_ctrl(&s->out, NA_SPDY_PING, f->stream_id, 0) < 0)
 			s->peer_gone = true;
 		break;
-	case NA_SPDY_GOAWAY:
-		s->why = "GOAWAY";
+	case NA_SPDY_GOAWAY: /* the peer leaves (after our Status: the normal end) */
 		s->peer_gone = true;
 		break;
 	default: /* SETTINGS, WINDOW_UPDATE (spdystream has no flow control) */
@@ -446,8 +452,8 @@ static bool tick(struct sess *s, const atomic_bool *stop)
 	int64_t now = na_now_ms();
 	if (atomic_load(stop))
 		s->why = "agent stopping";
-	else if (now - s->last_rx > IDLE_TIMEOUT_MS)
-		s->why = "idle timeout";
+	else if (now - s->last_rx > (s->pinged ? IDLE_PINGING_MS : IDLE_SILENT_MS))
+		s->why = "nothing from the peer (idle timeout)";
 	if (s->why || s->peer_gone)
 		return false;
 	if (s->pid == 0 && !s->finished && streams_ready(s)) {
@@ -540,6 +546,8 @@ void na_exec_serve(int fd, const struct na_exec_req *req, const char *extra, siz
 	parse_frames(&s);
 	serve_loop(&s, stop);
 	if (s.pid > 0) { /* ended early: the command goes with its session */
+		if (!s.why)
+			s.why = "the peer left before the command ended";
 		kill(-s.pid, SIGKILL);
 		while (waitpid(s.pid, NULL, 0) < 0 && errno == EINTR)
 			;

@@ -172,6 +172,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
 	s->n_extra = n_extra;
 	s->fd = sock;
 	s->urh = urh;
+	/* small frames go out at once (the socket may still be corked from the 101) */
+	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CORK_OFF);
 	atomic_fetch_add(&k->sessions, 1);
 	pthread_t t;
 	pthread_attr_t at;
