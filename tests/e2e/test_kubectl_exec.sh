@@ -5,7 +5,8 @@
 # PostgreSQL: psql prints its result, exit codes propagate, stdin reaches the command
 # (including EOF), stdout and stderr stay apart, 1 MB each way goes through whole, a missing
 # container is an error, a client that leaves takes its command along, and kubectl logs
-# still works. Prints the exec round trip.
+# still works; kubectl port-forward reaches PostgreSQL on the pod's localhost (psql from
+# the host through it, a closed port is an error). Prints the exec round trip.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,7 +39,7 @@ spec:
         - {name: PGHOST, value: /tmp}
         - {name: PGUSER, value: postgres}
         - {name: PGDATABASE, value: postgres}
-      command: [sh, -c, 'initdb -D /tmp/pgdata -U postgres -A trust >/tmp/initdb.log 2>&1 && exec postgres -D /tmp/pgdata -k /tmp -c listen_addresses=']
+      command: [sh, -c, 'initdb -D /tmp/pgdata -U postgres -A trust >/tmp/initdb.log 2>&1 && exec postgres -D /tmp/pgdata -k /tmp -c listen_addresses=127.0.0.1']
 YAML
 e2e_wait_for "k exec pg -- pg_isready -q" 60 || e2e_fail "pg not ready through kubectl exec: $(k exec pg -- true 2>&1 || true)"
 
@@ -93,6 +94,26 @@ timeout 3 kubectl -n "$ns" exec pg -- sleep 299.5 || true
 e2e_wait_for "! pgrep -fx 'sleep 299.5'" 20 || e2e_fail "the command outlived its kubectl exec"
 e2e_assert_eq "1" "$(k exec pg -- psql -Atc 'select 1')" "postgres still up after the sessions"
 
-# 8. kubectl logs still works
+# 8. kubectl port-forward: psql on the host reaches postgres on the pod's localhost
+k port-forward pod/pg :5432 >"$tmp/pf.log" 2>&1 &
+pf=$!
+e2e_wait_for "grep -q 'Forwarding from 127.0.0.1:' '$tmp/pf.log'" 20 || e2e_fail "port-forward: $(cat "$tmp/pf.log")"
+lport=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$tmp/pf.log" | head -1)
+e2e_assert_eq "7" "$(psql -h 127.0.0.1 -p "$lport" -U postgres -d postgres -Atc 'select 7')" "psql through kubectl port-forward"
+e2e_assert_eq "3" "$(for i in 1 2 3; do psql -h 127.0.0.1 -p "$lport" -U postgres -d postgres -Atc "select $i" & done | wc -l)" "3 connections at once"
+kill "$pf" 2>/dev/null || true
+wait "$pf" 2>/dev/null || true
+k port-forward pod/pg :5433 >"$tmp/pf2.log" 2>&1 &
+pf=$!
+e2e_wait_for "grep -q 'Forwarding from 127.0.0.1:' '$tmp/pf2.log'" 20 || e2e_fail "port-forward: $(cat "$tmp/pf2.log")"
+lport=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$tmp/pf2.log" | head -1)
+psql -h 127.0.0.1 -p "$lport" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 &&
+	e2e_fail "psql through a port-forward to a closed port succeeded"
+e2e_wait_for "grep -q 'error forwarding port 5433' '$tmp/pf2.log'" 10 ||
+	e2e_fail "no error for a closed port: $(cat "$tmp/pf2.log")"
+kill "$pf" 2>/dev/null || true
+wait "$pf" 2>/dev/null || true
+
+# 9. kubectl logs still works
 e2e_assert_contains "$(k logs pg)" "database system is ready to accept connections" "kubectl logs"
 e2e_log "kubectl exec: all checks passed"

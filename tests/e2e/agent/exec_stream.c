@@ -60,22 +60,27 @@ int na_exec_parse_path(const char *url, struct na_exec_req *req)
 {
 	static const struct {
 		const char *prefix;
-		bool attach;
-	} kinds[] = { { "/exec/", false }, { "/attach/", true } };
+		bool attach, portforward;
+	} kinds[] = { { "/exec/", false, false },
+		      { "/attach/", true, false },
+		      { "/portForward/", false, true } };
 	const char *p = NULL;
 	memset(req, 0, sizeof(*req));
 	for (size_t i = 0; i < OP_ARRAY_SIZE(kinds) && !p; i++)
 		if (!strncmp(url, kinds[i].prefix, strlen(kinds[i].prefix))) {
 			p = url + strlen(kinds[i].prefix);
 			req->attach = kinds[i].attach;
+			req->portforward = kinds[i].portforward;
 		}
 	if (!p)
 		return -ENOENT;
 	char *dst[3] = { req->ns, req->pod, req->ctr };
-	for (int i = 0; i < 3; i++) {
+	int n_parts = req->portforward ? 2 : 3;
+	for (int i = 0; i < n_parts; i++) {
 		const char *slash = strchr(p, '/');
 		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-		if ((i < 2 && !slash) || (i == 2 && slash) || !na_safe_component(p, n))
+		bool last = i == n_parts - 1;
+		if ((!last && !slash) || (last && slash) || !na_safe_component(p, n))
 			return -EINVAL;
 		memcpy(dst[i], p, n);
 		dst[i][n] = '\0';

@@ -146,7 +146,11 @@ static enum MHD_Result add_protocol(void *cls, enum MHD_ValueKind kind, const ch
 static void *session_main(void *arg)
 {
 	struct exec_session *s = arg;
-	na_exec_serve(s->fd, &s->req, s->extra, s->n_extra, s->k->state_dir, &s->k->stopping);
+	if (s->req.portforward)
+		na_pf_serve(s->fd, &s->req, s->k->state_dir, &s->k->stopping);
+	else
+		na_exec_serve(s->fd, &s->req, s->extra, s->n_extra, s->k->state_dir,
+			      &s->k->stopping);
 	MHD_upgrade_action(s->urh, MHD_UPGRADE_ACTION_CLOSE);
 	atomic_fetch_sub(&s->k->sessions, 1);
 	na_exec_req_done(&s->req);
@@ -214,23 +218,33 @@ static enum MHD_Result exec_reply(struct na_kubelet *k, struct MHD_Connection *c
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, x);
 	MHD_get_connection_values(c, MHD_HEADER_KIND, add_protocol, x);
 	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
-	const char *proto = na_exec_pick_protocol((const char *const *)x->offered, x->n_offered);
+	const char *proto = x->req.portforward
+				    ? na_pf_pick_protocol((const char *const *)x->offered, x->n_offered)
+				    : na_exec_pick_protocol((const char *const *)x->offered,
+							    x->n_offered);
 	if (x->req.attach)
 		return reply(c, 400, "attach is not supported by the e2e node agent\n");
 	if (x->rc < 0)
 		return reply(c, 400, "command too long\n");
-	if (!x->req.argc)
+	if (!x->req.argc && !x->req.portforward)
 		return reply(c, 400, "you must specify at least one command for the container\n");
 	if (!up || strcasecmp(up, "SPDY/3.1"))
 		return reply(c, 400, "unable to upgrade: missing upgrade headers in request\n");
 	if (!proto)
-		return reply(c, 403, "unable to upgrade: unable to negotiate protocol: "
-				     "v4.channel.k8s.io only\n");
-	_cleanup_free_ char *pidfile = op_asprintf("%s/run/%s_%s_%s.pid", k->state_dir,
-						    x->req.ns, x->req.pod, x->req.ctr);
+		return reply(c, 403, "unable to upgrade: unable to negotiate protocol\n");
+	/* the container's pid file, or the pod's (its first container) */
+	_cleanup_free_ char *pidfile =
+		x->req.portforward
+			? op_asprintf("%s/run/%s_%s.pid", k->state_dir, x->req.ns, x->req.pod)
+			: op_asprintf("%s/run/%s_%s_%s.pid", k->state_dir, x->req.ns, x->req.pod,
+				      x->req.ctr);
 	if (access(pidfile, F_OK) < 0) {
-		_cleanup_free_ char *m = op_asprintf("container %s of pod %s/%s is not running\n",
-						      x->req.ctr, x->req.ns, x->req.pod);
+		_cleanup_free_ char *m =
+			x->req.portforward
+				? op_asprintf("pod %s/%s has no running container\n", x->req.ns,
+					      x->req.pod)
+				: op_asprintf("container %s of pod %s/%s is not running\n",
+					      x->req.ctr, x->req.ns, x->req.pod);
 		return reply(c, 404, m);
 	}
 	struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, k);

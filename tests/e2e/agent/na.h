@@ -382,6 +382,28 @@ struct na_kubelet;
 struct na_kubelet *na_kubelet_start(const char *state_dir, const char *ip, int port,
 				    struct op_err *err);
 void na_kubelet_stop(struct na_kubelet *k);
+/* ----------------------------------------------------------- portforward.c */
+/* `kubectl port-forward`: SPDY/3.1 protocol portforward.k8s.io, a pair of
+ * streams (error, data) per forwarded connection. */
+#define NA_PF_MAX_REQ 32
+struct na_exec_req; /* exec_stream.c, below */
+struct na_pf_key {
+	bool data;      /* data stream (else error stream) */
+	uint16_t port;
+	char id[32];    /* requestID, or derived from the stream id (old clients) */
+};
+/* From a stream's headers (borrowed, may be NULL). -EINVAL: unknown
+ * streamType, port not 1..65535, requestID too long. Pure. */
+int na_pf_stream_key(const char *stream_type, const char *port, const char *request_id,
+		     uint32_t stream_id, struct na_pf_key *ret);
+/* "portforward.k8s.io" (static) when offered, else NULL. Pure. */
+const char *na_pf_pick_protocol(const char *const *offered, size_t n);
+/* Serves one upgraded port-forward connection for req (ns/pod) as
+ * na_exec_serve does: connections to 127.0.0.1:<port> in the pod's network
+ * namespace. Blocks; fd, req, state_dir, stop borrowed. */
+void na_pf_serve(int fd, const struct na_exec_req *req, const char *state_dir,
+		 const atomic_bool *stop);
+
 /* A namespace/pod/container name in a kubelet URL path: [A-Za-z0-9._-],
  * 1..253 bytes, not "." or "..". Pure. */
 bool na_safe_component(const char *s, size_t n);
@@ -475,13 +497,15 @@ enum na_exec_kind { NA_EXEC_ERROR, NA_EXEC_STDIN, NA_EXEC_STDOUT, NA_EXEC_STDERR
 struct na_exec_req {
 	char ns[254], pod[254], ctr[254];
 	bool attach; /* /attach (refused: containers have no attachable stdio) */
+	bool portforward; /* /portForward/<ns>/<pod>: ctr is "" */
 	bool want[NA_EXEC__N]; /* streams the request asks for (error always) */
 	bool tty;
 	size_t argc;
 	char *argv[NA_EXEC_MAX_ARGS + 1]; /* owned, NULL-terminated */
 };
-/* Parses the URL path into req (ns/pod/container checked like log paths).
- * -ENOENT: not an /exec or /attach path; -EINVAL: a bad component. Pure. */
+/* Parses the URL path into req (ns/pod/container checked like log paths):
+ * /exec/NS/POD/C, /attach/NS/POD/C, /portForward/NS/POD. -ENOENT: none of
+ * those; -EINVAL: a bad component. Pure. */
 int na_exec_parse_path(const char *url, struct na_exec_req *req);
 /* Adds one query argument (command=, input=, output=, error=, tty=);
  * -E2BIG past NA_EXEC_MAX_ARGS or 64 KiB of command. Pure. */

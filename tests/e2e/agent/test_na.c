@@ -729,12 +729,46 @@ static void test_exec_request(void **state)
 	assert_int_equal(na_exec_parse_path("/exec/a/b/c/d", &r), -EINVAL);
 	assert_int_equal(na_exec_parse_path("/exec/../b/c", &r), -EINVAL);
 	assert_int_equal(na_exec_parse_path("/exec/a/b c/c", &r), -EINVAL);
+	assert_int_equal(na_exec_parse_path("/portForward/ns1/pod-1", &r), 0);
+	assert_true(r.portforward);
+	assert_string_equal(r.pod, "pod-1");
+	assert_string_equal(r.ctr, "");
+	assert_int_equal(na_exec_parse_path("/portForward/ns1/pod-1/c", &r), -EINVAL);
 	assert_int_equal(na_exec_kind("resize"), NA_EXEC_RESIZE);
 	assert_int_equal(na_exec_kind("data"), -1);
 	assert_int_equal(na_exec_kind(NULL), -1);
 	const char *offered[] = { "v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io" };
 	assert_string_equal(na_exec_pick_protocol(offered, 3), "v4.channel.k8s.io");
 	assert_null(na_exec_pick_protocol(offered, 1));
+}
+
+static void test_pf_key(void **state)
+{
+	(void)state;
+	struct na_pf_key k;
+	assert_int_equal(na_pf_stream_key("error", "5432", "0", 1, &k), 0);
+	assert_false(k.data);
+	assert_int_equal(k.port, 5432);
+	assert_string_equal(k.id, "0");
+	assert_int_equal(na_pf_stream_key("data", "5432", "0", 3, &k), 0);
+	assert_true(k.data);
+	assert_string_equal(k.id, "0");
+	/* clients without requestID: the pair is named by the error stream's id */
+	assert_int_equal(na_pf_stream_key("error", "80", NULL, 5, &k), 0);
+	assert_string_equal(k.id, "5");
+	assert_int_equal(na_pf_stream_key("data", "80", "", 7, &k), 0);
+	assert_string_equal(k.id, "5");
+	assert_int_equal(na_pf_stream_key("stdin", "80", "1", 1, &k), -EINVAL);
+	assert_int_equal(na_pf_stream_key("data", "0", "1", 1, &k), -EINVAL);
+	assert_int_equal(na_pf_stream_key("data", "65536", "1", 1, &k), -EINVAL);
+	assert_int_equal(na_pf_stream_key("data", "80x", "1", 1, &k), -EINVAL);
+	assert_int_equal(na_pf_stream_key("data", NULL, "1", 1, &k), -EINVAL);
+	assert_int_equal(na_pf_stream_key(NULL, "80", "1", 1, &k), -EINVAL);
+	assert_int_equal(na_pf_stream_key("data", "80", "0123456789012345678901234567890123", 1, &k),
+			 -EINVAL);
+	const char *offered[] = { "portforward.k8s.io" };
+	assert_string_equal(na_pf_pick_protocol(offered, 1), "portforward.k8s.io");
+	assert_null(na_pf_pick_protocol(offered, 0));
 }
 
 static void test_exec_status(void **state)
@@ -776,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_spdy_parse),   cmocka_unit_test(test_spdy_headers),
 		cmocka_unit_test(test_spdy_hdrs_parse), cmocka_unit_test(test_spdy_fuzz),
 		cmocka_unit_test(test_exec_request), cmocka_unit_test(test_exec_status),
+		cmocka_unit_test(test_pf_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
