@@ -3,7 +3,7 @@
 # kubectl exec through the node agent's kubelet API: kubectl speaks WebSocket (v5) to the
 # kube-apiserver, which dials the agent with SPDY/3.1 (remotecommand v4). In a pod running
 # PostgreSQL: psql prints its result, exit codes propagate, stdin reaches the command
-# (including EOF), stdout and stderr stay apart, 1 MB each way goes through whole, a missing
+# (including EOF), stdout and stderr stay apart, -it gives a terminal of the client's size, 1 MB each way goes through whole, a missing
 # container is an error, a client that leaves takes its command along, and kubectl logs
 # still works; kubectl port-forward reaches PostgreSQL on the pod's localhost (psql from
 # the host through it, a closed port is an error). Prints the exec round trip.
@@ -81,7 +81,18 @@ k exec -i pg -- cat <"$tmp/big" >"$tmp/back"
 e2e_log "1 MB through cat and back: $(($(now_ms) - t0)) ms"
 cmp -s "$tmp/big" "$tmp/back" || e2e_fail "1 MB through kubectl exec -i cat came back different ($(wc -c <"$tmp/back") bytes)"
 
-# 6. errors: a container that does not exist, a command that does not
+# 6. a tty (script(1) gives kubectl a terminal of 100x30): the command has a terminal of
+#    that size and the exit code still propagates
+set +e
+script -qec "stty cols 100 rows 30; kubectl -n $ns exec -it pg -- sh -c 'tty; stty size; exit 4'" \
+	"$tmp/typescript" </dev/null >/dev/null
+rc=$?
+set -e
+e2e_assert_eq 4 "$rc" "exit code through -it"
+e2e_assert_contains "$(tr -d '\r' <"$tmp/typescript")" "/dev/pts/" "the command has a terminal"
+e2e_assert_contains "$(tr -d '\r' <"$tmp/typescript")" "30 100" "its window size"
+
+# 6b. errors: a container that does not exist, a command that does not
 e2e_assert_fails k exec pg -c nope -- true
 set +e
 k exec pg -- /no/such/command >"$tmp/out" 2>&1

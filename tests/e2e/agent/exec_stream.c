@@ -12,15 +12,16 @@
  * output goes out as DATA frames, stdin DATA comes in, a FIN on stdin closes
  * its stdin. At exit stdout/stderr get a FIN and the error stream gets the
  * JSON Status of remotecommand v4 (Success, or NonZeroExitCode with the
- * ExitCode cause kubectl turns into its exit code) and a FIN.
+ * ExitCode cause kubectl turns into its exit code) and a FIN. With tty=1 the
+ * command gets a pseudo-terminal as its controlling terminal (stdin, stdout
+ * and stderr), and the resize stream's {"Width":W,"Height":H} lines set its
+ * window size.
  *
  * Limits: frames up to NA_SPDY_MAX_PAYLOAD, header blocks NA_SPDY_MAX_HEADERS,
  * stdin buffered up to 4 MiB (the socket is not read meanwhile), output
  * buffered up to 1 MiB (the pipes are not read meanwhile); 30 s for the
  * streams to arrive; a peer silent for 15 s after pinging (the apiserver pings
- * every 5 s), or 10 min without, ends the session and kills the command. No tty: with tty=1 the
- * command runs with pipes and stderr joins stdout; resize messages are read
- * and ignored. */
+ * every 5 s), or 10 min without, ends the session and kills the command. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -30,11 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "support/alloc.h"
+#include "support/json.h"
 #include "support/log.h"
 #include "tests/e2e/agent/na.h"
 
@@ -50,6 +54,7 @@ extern char **environ;
 #define IDLE_SILENT_MS (10 * 60 * 1000)
 #define DRAIN_AFTER_EXIT_MS 2000 /* output still open after the command exited */
 #define LINGER_MS 5000           /* for the peer to close after our last frame */
+#define TTY_SIZE_WAIT_MS 500
 #define STDIN_MAX (4u * 1024 * 1024)
 #define OUT_HIGH (1u * 1024 * 1024)
 #define CMD_MAX (64u * 1024)
@@ -165,6 +170,28 @@ int na_exec_status_json(struct op_buf *b, int exit_code, const char *msg)
 	return rc ? -EMSGSIZE : 0;
 }
 
+int na_exec_parse_resize(const char *line, size_t n, uint16_t *ret_w, uint16_t *ret_h)
+{
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (op_json_parse(line, n, 4, &o, &err) < 0)
+		return -EINVAL;
+	json_object *w, *h;
+	int rc = -EINVAL;
+	if (json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "Width", &w) &&
+	    json_object_object_get_ex(o, "Height", &h) && json_object_is_type(w, json_type_int) &&
+	    json_object_is_type(h, json_type_int)) {
+		int64_t wv = json_object_get_int64(w), hv = json_object_get_int64(h);
+		if (wv > 0 && wv <= UINT16_MAX && hv > 0 && hv <= UINT16_MAX) {
+			*ret_w = (uint16_t)wv;
+			*ret_h = (uint16_t)hv;
+			rc = 0;
+		}
+	}
+	json_object_put(o);
+	return rc;
+}
+
 const char *na_exec_pick_protocol(const char *const *offered, size_t n)
 {
 	/* v4 only: v3 and older carry a plain error string, v5 adds a close
@@ -193,7 +220,9 @@ struct sess {
 	pid_t pid;           /* 0: not started, -1: reaped */
 	int exit_code;
 	int fd_in, fd_out, fd_err; /* our ends of the command's pipes, -1 closed */
-	int64_t t0, last_rx, exited_at;
+	struct op_buf resize; /* tty: a partial resize message */
+	uint16_t win_w, win_h; /* tty: the last size asked for (0: none yet) */
+	int64_t t0, last_rx, exited_at, ready_at;
 	const char *why;     /* static: why the session ended early (for the log) */
 };
 
@@ -218,21 +247,54 @@ static bool streams_ready(const struct sess *s)
 	return true;
 }
 
-/* Pipes for the command; NULL-ended argv for `pgop-node-agent exec`. */
+/* The command's stdio with tty=1: a pseudo-terminal whose slave becomes its
+ * controlling terminal (POSIX_SPAWN_SETSID, then the open); the master is
+ * fd_out (and resizes go to it), fd_in a dup of it. */
+static int stdio_pty(struct sess *s, posix_spawn_file_actions_t *fa, struct op_err *err)
+{
+	char name[64];
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name))) {
+		int e = errno;
+		if (m >= 0)
+			close(m);
+		return op_err_set(err, -e, "pseudo-terminal: %s", strerror(e));
+	}
+	posix_spawn_file_actions_addopen(fa, 0, name, O_RDWR, 0);
+	posix_spawn_file_actions_adddup2(fa, 0, 1);
+	posix_spawn_file_actions_adddup2(fa, 0, 2);
+	s->fd_out = m;
+	s->fd_in = s->req->want[NA_EXEC_STDIN] ? fcntl(m, F_DUPFD_CLOEXEC, 3) : -1;
+	return 0;
+}
+
+/* The command's stdio without tty: a pipe per stream asked for, /dev/null
+ * for the others. Our ends go to s, the child's to *ret_child (closed by the
+ * caller after the spawn). */
+static int stdio_pipes(struct sess *s, posix_spawn_file_actions_t *fa, int ret_child[3],
+		       struct op_err *err)
+{
+	static const int kinds[3] = { NA_EXEC_STDIN, NA_EXEC_STDOUT, NA_EXEC_STDERR };
+	int *ours[3] = { &s->fd_in, &s->fd_out, &s->fd_err };
+	for (int i = 0; i < 3; i++) {
+		int p[2];
+		if (!s->req->want[kinds[i]]) {
+			posix_spawn_file_actions_addopen(fa, i, "/dev/null", i ? O_WRONLY : O_RDONLY, 0);
+			continue;
+		}
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return op_err_set(err, -errno, "pipe: %s", strerror(errno));
+		*ours[i] = p[i ? 0 : 1];
+		ret_child[i] = p[i ? 1 : 0];
+		posix_spawn_file_actions_adddup2(fa, ret_child[i], i);
+	}
+	return 0;
+}
+
+/* Starts `pgop-node-agent exec NS/POD -c C -- CMD...` with its stdio. */
 static int spawn_cmd(struct sess *s, struct op_err *err)
 {
 	const struct na_exec_req *r = s->req;
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
-	bool want_in = r->want[NA_EXEC_STDIN], want_out = r->want[NA_EXEC_STDOUT];
-	bool want_err = r->want[NA_EXEC_STDERR] && !r->tty;
-	if ((want_in && pipe2(in, O_CLOEXEC) < 0) || (want_out && pipe2(out, O_CLOEXEC) < 0) ||
-	    (want_err && pipe2(er, O_CLOEXEC) < 0)) {
-		int e = errno;
-		int *all[] = { &in[0], &in[1], &out[0], &out[1], &er[0], &er[1] };
-		for (size_t i = 0; i < OP_ARRAY_SIZE(all); i++)
-			close_fd(all[i]);
-		return op_err_set(err, -e, "pipe: %s", strerror(e));
-	}
 	_cleanup_free_ char *target = op_asprintf("%s/%s", r->ns, r->pod);
 	const char *argv[NA_EXEC_MAX_ARGS + 10] = { "pgop-node-agent", "--state-dir", s->state_dir,
 						     "exec", target, "-c", r->ctr, "--" };
@@ -242,24 +304,13 @@ static int spawn_cmd(struct sess *s, struct op_err *err)
 	argv[n] = NULL;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
+	int child[3] = { -1, -1, -1 };
 	posix_spawn_file_actions_init(&fa);
-	if (want_in)
-		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (want_out)
-		posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	else
-		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	if (want_err)
-		posix_spawn_file_actions_adddup2(&fa, er[1], 2);
-	else if (want_out && r->tty)
-		posix_spawn_file_actions_adddup2(&fa, out[1], 2);
-	else
-		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	int rc = r->tty ? stdio_pty(s, &fa, err) : stdio_pipes(s, &fa, child, err);
 	/* as start.c: an empty signal mask and default dispositions (the agent
-	 * blocks SIGTERM/INT/HUP and ignores SIGPIPE); its own process group so
-	 * that ending the session kills everything the command started */
+	 * blocks SIGTERM/INT/HUP and ignores SIGPIPE); a process group (with a
+	 * tty: a session) of its own, so that ending the session kills
+	 * everything the command started */
 	posix_spawnattr_init(&at);
 	sigset_t none, dflt;
 	sigemptyset(&none);
@@ -271,20 +322,19 @@ static int spawn_cmd(struct sess *s, struct op_err *err)
 	posix_spawnattr_setsigdefault(&at, &dflt);
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					      POSIX_SPAWN_SETPGROUP);
-	int se = posix_spawn(&s->pid, "/proc/self/exe", &fa, &at, (char *const *)argv, environ);
+					      (r->tty ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP));
+	int se = rc < 0 ? 0 : posix_spawn(&s->pid, "/proc/self/exe", &fa, &at,
+					   (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
-	close_fd(&in[0]);
-	close_fd(&out[1]);
-	close_fd(&er[1]);
-	s->fd_in = in[1];
-	s->fd_out = out[0];
-	s->fd_err = er[0];
+	for (int i = 0; i < 3; i++)
+		close_fd(&child[i]);
 	int *ours[] = { &s->fd_in, &s->fd_out, &s->fd_err };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(ours); i++)
 		if (*ours[i] >= 0)
 			fcntl(*ours[i], F_SETFL, fcntl(*ours[i], F_GETFL) | O_NONBLOCK);
+	if (rc < 0)
+		return rc;
 	if (se) {
 		s->pid = 0;
 		return op_err_set(err, -se, "spawn exec: %s", strerror(se));
@@ -335,6 +385,31 @@ static void on_syn_stream(struct sess *s, const struct na_spdy_frame *f)
 		s->peer_gone = true;
 }
 
+/* tty: the window size on the master (now or once the command runs). */
+static void apply_winsize(struct sess *s)
+{
+	struct winsize ws = { .ws_row = s->win_h, .ws_col = s->win_w };
+	if (s->req->tty && s->fd_out >= 0 && s->win_w && s->win_h)
+		ioctl(s->fd_out, TIOCSWINSZ, &ws);
+}
+
+/* Resize stream bytes: one JSON object a line, {"Width":W,"Height":H}. */
+static void on_resize(struct sess *s, const uint8_t *d, size_t n)
+{
+	if (op_buf_add(&s->resize, d, n) < 0) { /* no newline in 4 KiB: not a size */
+		op_buf_reset(&s->resize);
+		return;
+	}
+	char *nl;
+	while ((nl = memchr(s->resize.data, '\n', s->resize.len))) {
+		size_t line = (size_t)(nl - s->resize.data);
+		if (na_exec_parse_resize(s->resize.data, line, &s->win_w, &s->win_h) == 0)
+			apply_winsize(s);
+		memmove(s->resize.data, nl + 1, s->resize.len - line - 1);
+		op_buf_truncate(&s->resize, s->resize.len - line - 1);
+	}
+}
+
 static void on_frame(struct sess *s, const struct na_spdy_frame *f)
 {
 	struct na_spdy_hdrs h;
@@ -356,7 +431,9 @@ static void on_frame(struct sess *s, const struct na_spdy_frame *f)
 			}
 			s->stdin_fin = f->flags & NA_SPDY_FLAG_FIN;
 		}
-		break; /* resize (no tty here) and anything else: dropped */
+		else if (f->stream_id == s->sid[NA_EXEC_RESIZE] && s->sid[NA_EXEC_RESIZE])
+			on_resize(s, f->data, f->len);
+		break;
 	case NA_SPDY_RST_STREAM:
 		if (f->stream_id == s->sid[NA_EXEC_STDIN])
 			s->stdin_fin = true;
@@ -461,10 +538,18 @@ static bool tick(struct sess *s, const atomic_bool *stop)
 		s->why = "nothing from the peer (idle timeout)";
 	if (s->why || s->peer_gone)
 		return false;
-	if (s->pid == 0 && !s->finished && streams_ready(s)) {
+	bool ready = s->pid == 0 && !s->finished && streams_ready(s);
+	if (ready && !s->ready_at)
+		s->ready_at = now;
+	/* with a tty, the client's first resize follows its streams: the
+	 * command starts with its window size when it comes within 0.5 s */
+	if (ready && s->req->tty && !s->win_w && now - s->ready_at < TTY_SIZE_WAIT_MS)
+		ready = false;
+	if (ready) {
 		struct op_err err = OP_ERR_INIT;
 		if (spawn_cmd(s, &err) < 0)
 			finish(s, 1, err.msg);
+		apply_winsize(s);
 	} else if (s->pid == 0 && !s->finished && now - s->t0 > STREAMS_TIMEOUT_MS) {
 		s->why = "timed out waiting for the streams";
 		return false;
@@ -539,6 +624,7 @@ void na_exec_serve(int fd, const struct na_exec_req *req, const char *extra, siz
 		.out = OP_BUF_INIT(OUT_HIGH + NA_SPDY_MAX_PAYLOAD + 64 * 1024),
 		.pend = OP_BUF_INIT(STDIN_MAX),
 		.fd_in = -1, .fd_out = -1, .fd_err = -1,
+		.resize = OP_BUF_INIT(NA_EXEC_MAX_RESIZE_MSG),
 	};
 	s.t0 = s.last_rx = na_now_ms();
 	s.in_cap = NA_SPDY_MAX_PAYLOAD + 8;
@@ -566,5 +652,6 @@ void na_exec_serve(int fd, const struct na_exec_req *req, const char *extra, siz
 	free(s.in);
 	op_buf_done(&s.out);
 	op_buf_done(&s.pend);
+	op_buf_done(&s.resize);
 	na_spdy_z_done(&s.z);
 }

@@ -517,6 +517,10 @@ int na_exec_kind(const char *stream_type);
  * Success, > 0 a NonZeroExitCode Failure with the ExitCode cause; msg (may be
  * NULL) makes an InternalError Failure instead. Pure. */
 int na_exec_status_json(struct op_buf *b, int exit_code, const char *msg);
+#define NA_EXEC_MAX_RESIZE_MSG 4096
+/* One resize message (a line of the resize stream, not NUL-terminated):
+ * {"Width":W,"Height":H}, both 1..65535. -EINVAL otherwise. Pure. */
+int na_exec_parse_resize(const char *line, size_t n, uint16_t *ret_w, uint16_t *ret_h);
 /* Picks the remotecommand protocol from X-Stream-Protocol-Version values:
  * v4.channel.k8s.io (static) or NULL when not offered. Pure. */
 const char *na_exec_pick_protocol(const char *const *offered, size_t n);

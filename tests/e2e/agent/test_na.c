@@ -742,6 +742,25 @@ static void test_exec_request(void **state)
 	assert_null(na_exec_pick_protocol(offered, 1));
 }
 
+static void test_exec_resize(void **state)
+{
+	(void)state;
+	uint16_t w = 0, h = 0;
+	static const char ok[] = "{\"Width\":123,\"Height\":45}";
+	assert_int_equal(na_exec_parse_resize(ok, strlen(ok), &w, &h), 0);
+	assert_int_equal(w, 123);
+	assert_int_equal(h, 45);
+	static const char *const bad[] = {
+		"{\"Width\":0,\"Height\":45}", "{\"Width\":70000,\"Height\":45}",
+		"{\"Width\":\"80\",\"Height\":45}", "{\"Height\":45}", "[80,24]", "",
+		"{\"Width\":80,", "{\"Width\":-1,\"Height\":24}",
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++)
+		assert_int_equal(na_exec_parse_resize(bad[i], strlen(bad[i]), &w, &h), -EINVAL);
+	/* only the first n bytes count */
+	assert_int_equal(na_exec_parse_resize(ok, 10, &w, &h), -EINVAL);
+}
+
 static void test_pf_key(void **state)
 {
 	(void)state;
@@ -810,7 +829,7 @@ int main(void)
 		cmocka_unit_test(test_spdy_parse),   cmocka_unit_test(test_spdy_headers),
 		cmocka_unit_test(test_spdy_hdrs_parse), cmocka_unit_test(test_spdy_fuzz),
 		cmocka_unit_test(test_exec_request), cmocka_unit_test(test_exec_status),
-		cmocka_unit_test(test_pf_key),
+		cmocka_unit_test(test_pf_key),       cmocka_unit_test(test_exec_resize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
