@@ -250,8 +250,7 @@ static enum MHD_Result exec_reply(struct na_kubelet *k, struct MHD_Connection *c
 	struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, k);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, "Upgrade", "SPDY/3.1");
-	MHD_add_response_header(r, "Connection", "Upgrade");
+	MHD_add_response_header(r, "Upgrade", "SPDY/3.1"); /* MHD adds Connection: Upgrade */
 	MHD_add_response_header(r, "X-Stream-Protocol-Version", proto);
 	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
 	MHD_destroy_response(r);
