@@ -3,10 +3,11 @@
 # kubectl exec through the node agent's kubelet API: kubectl speaks WebSocket (v5) to the
 # kube-apiserver, which dials the agent with SPDY/3.1 (remotecommand v4). In a pod running
 # PostgreSQL: psql prints its result, exit codes propagate, stdin reaches the command
-# (including EOF), stdout and stderr stay apart, -it gives a terminal of the client's size, 1 MB each way goes through whole, a missing
-# container is an error, a client that leaves takes its command along, and kubectl logs
-# still works; kubectl port-forward reaches PostgreSQL on the pod's localhost (psql from
-# the host through it, a closed port is an error). Prints the exec round trip.
+# (including EOF), stdout and stderr stay apart, 1 MB each way goes through whole, -it
+# gives a terminal of the client's size, a missing container is an error, a client that
+# leaves takes its command along; kubectl port-forward reaches PostgreSQL on the pod's
+# localhost (psql from the host through it, a closed port is an error); kubectl logs
+# still works. Prints the exec round trip.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -14,7 +15,9 @@ e2e_up
 e2e_agent_up
 ns=$(e2e_ns exec)
 tmp=$(mktemp -d)
+pf=
 cleanup() {
+	[ -z "$pf" ] || kill "$pf" 2>/dev/null || true
 	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 	e2e_down
