@@ -109,7 +109,8 @@ e2e_wait_for "! pgrep -fx 'sleep 299.5'" 20 || e2e_fail "the command outlived it
 e2e_assert_eq "1" "$(k exec pg -- psql -Atc 'select 1')" "postgres still up after the sessions"
 
 # 8. kubectl port-forward: psql on the host reaches postgres on the pod's localhost
-k port-forward pod/pg :5432 >"$tmp/pf.log" 2>&1 &
+# (kubectl itself in the background, not the k function: $! must be kubectl's pid)
+kubectl -n "$ns" port-forward pod/pg :5432 >"$tmp/pf.log" 2>&1 &
 pf=$!
 e2e_wait_for "grep -q 'Forwarding from 127.0.0.1:' '$tmp/pf.log'" 20 || e2e_fail "port-forward: $(cat "$tmp/pf.log")"
 lport=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$tmp/pf.log" | head -1)
@@ -117,7 +118,7 @@ e2e_assert_eq "7" "$(psql -h 127.0.0.1 -p "$lport" -U postgres -d postgres -Atc 
 e2e_assert_eq "3" "$(for i in 1 2 3; do psql -h 127.0.0.1 -p "$lport" -U postgres -d postgres -Atc "select $i" & done | wc -l)" "3 connections at once"
 kill "$pf" 2>/dev/null || true
 wait "$pf" 2>/dev/null || true
-k port-forward pod/pg :5433 >"$tmp/pf2.log" 2>&1 &
+kubectl -n "$ns" port-forward pod/pg :5433 >"$tmp/pf2.log" 2>&1 &
 pf=$!
 e2e_wait_for "grep -q 'Forwarding from 127.0.0.1:' '$tmp/pf2.log'" 20 || e2e_fail "port-forward: $(cat "$tmp/pf2.log")"
 lport=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$tmp/pf2.log" | head -1)
