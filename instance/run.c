@@ -1375,11 +1375,12 @@ static int loop_step(struct runner *rn, struct inst_server *srv, bool fast, stru
 		take_cluster(rn);
 		return lease_fenced_tick(rn, e);
 	}
+	bool woken = inst_state_woken(rn->st); /* before take_cluster clears it */
 	take_cluster(rn);
 	int r = user_fence_step(rn, e);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	if (fast || inst_state_woken(rn->st) || now - rn->last_tick >= 1000) {
+	if (fast || woken || now - rn->last_tick >= 1000) {
 		rn->last_tick = now;
 		return tick(rn, srv, e);
 	}
