@@ -49,8 +49,7 @@ struct rc_instance;
  * CloudNativePG sets it. Returns 1 when hibernation owns this reconcile
  * (nothing else may run: no failover, no Pod created), 0 when it does not
  * (off: the condition removed; the instances come back on their volumes),
- * -errno on failure (r->err). v[0..n) the inventory, pods its Pods (borrowed). */
-OP_MUST_CHECK int rc_hibernation_step(struct rc_run *r, const struct rc_instance *v, size_t n,
-				      json_object *pods);
+ * -errno on failure (r->err). v[0..n) the inventory (borrowed). */
+OP_MUST_CHECK int rc_hibernation_step(struct rc_run *r, const struct rc_instance *v, size_t n);
 
 #endif

@@ -132,10 +132,8 @@ static int rehydrate(struct rc_run *r, const struct rc_instance *v, size_t n)
 	return 1;
 }
 
-int rc_hibernation_step(struct rc_run *r, const struct rc_instance *v, size_t n,
-			json_object *pods)
+int rc_hibernation_step(struct rc_run *r, const struct rc_instance *v, size_t n)
 {
-	(void)pods;
 	const char *was = old_reason(r);
 	/* begun (also when stopped half-way or rehydrating): the primary may be gone */
 	bool begun = eq(was, REASON_DELETING) || eq(was, REASON_WAITING_DELETION) ||

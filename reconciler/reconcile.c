@@ -1191,7 +1191,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	struct inventory inv = { 0 };
 	inventory_load(r, &inv);
 	/* cnpg.io/hibernation owns the reconcile while Pods go or the primary comes back */
-	ret = rc_hibernation_step(r, inv.v, inv.n, inv.pods);
+	ret = rc_hibernation_step(r, inv.v, inv.n);
 	/* a primary restarting in place on purpose is not failing (rollout.h); a
 	 * fenced one is not replaced (CloudNativePG's handleSwitchover) */
 	if (ret == 0 && !rc_rollout_holds(r, inv.v, inv.n, inv.pods) && !primary_fenced(r))
