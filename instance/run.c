@@ -751,15 +751,13 @@ static void reload_on_request(struct runner *rn)
 	const char *v = api_kvs_get(&rn->cluster->metadata.annotations, API_ANN_RELOADED_AT);
 	bool changed = (v == NULL) != (rn->reloaded_at == NULL) ||
 		       (v && strcmp(v, rn->reloaded_at) != 0);
+	bool first = !rn->reload_seen; /* the value (or none) found at start-up */
+	rn->reload_seen = true;
 	if (!changed)
 		return;
 	free(rn->reloaded_at);
 	rn->reloaded_at = v ? op_strdup(v) : NULL;
-	if (!rn->reload_seen) {
-		rn->reload_seen = true;
-		return;
-	}
-	if (!v || rn->pid <= 0)
+	if (first || !v || rn->pid <= 0)
 		return;
 	op_log_info("reload requested (cnpg.io/reloadedAt): reloading postgres", "reloadedAt", v);
 	kill(rn->pid, SIGHUP);
