@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/annotations.h"
 #include "api/fence.h"
 #include "api/names.h"
 #include "api/plugin.h"
@@ -183,6 +184,9 @@ struct runner {
 	struct inst_metrics *metrics; /* borrowed (run_ctx); NULL = no exporter */
 	struct inst_metrics_server *msrv; /* borrowed (run_ctx); NULL = no exporter */
 	bool metrics_role_ok;        /* cnpg_metrics_exporter checked on this primary */
+	bool user_fenced;            /* postgres stopped by cnpg.io/fencedInstances */
+	bool reload_seen;            /* reloaded_at holds the first value read */
+	char *reloaded_at;           /* owned: cnpg.io/reloadedAt last seen; NULL = none */
 };
 
 static void pg_drop(struct runner *rn)
@@ -693,6 +697,72 @@ static void fence(struct runner *rn, const char *why)
 	inst_state_set_fenced(rn->st, true);
 }
 
+/* ---- cnpg.io/fencedInstances (api/annotations.h) ---- */
+
+/* Unfenced: postgres starts again. A former primary whose Cluster now names
+ * another instance exits to come back as a replica (-ESHUTDOWN); one still
+ * named proves its lease with a fresh read first (lease_api). */
+static int user_unfence(struct runner *rn, struct op_err *err)
+{
+	const char *me = rn->o->pod_name;
+	const char *t = rn->cluster->status.target_primary;
+	bool primary_dir = !is_standby_dir(rn->o->paths.pgdata);
+	if (primary_dir && is_other(t, me))
+		return op_err_set(err, -ESHUTDOWN, "unfenced, and targetPrimary is now %s", t);
+	if (primary_dir && t && strcmp(t, me) == 0)
+		lease_api(rn, inst_lease_now());
+	op_log_info("fencing lifted (cnpg.io/fencedInstances): starting postgres again");
+	int r = start_pg(rn, err);
+	if (r)
+		return r; /* still fenced: the next step tries again */
+	rn->user_fenced = false;
+	inst_state_set_fenced(rn->st, false);
+	inst_state_set_restarting(rn->st, true);
+	rn->started_ms = inst_lease_now();
+	return 0;
+}
+
+/* Fencing asked by the Cluster's cnpg.io/fencedInstances (CloudNativePG's
+ * reconcileFencing): postgres stopped fast then immediate, the Pod kept (its
+ * probes: /healthz 200, /readyz 503), nothing else done while fenced; lifted,
+ * postgres starts again. Returns 1 when fenced (the step is done), 0 when
+ * not, -errno from the restart (err). */
+static int user_fence_step(struct runner *rn, struct op_err *err)
+{
+	bool want = api_fenced(&rn->cluster->metadata.annotations, rn->o->pod_name);
+	if (want && !rn->user_fenced) {
+		op_log_info("fenced (cnpg.io/fencedInstances): stopping postgres, the Pod and its "
+			    "data stay");
+		stop_pg(rn, STOP_FENCE);
+		rn->user_fenced = true;
+		inst_state_set_fenced(rn->st, true);
+		return 1;
+	}
+	if (!want && rn->user_fenced)
+		return user_unfence(rn, err);
+	return want ? 1 : 0;
+}
+
+/* cnpg.io/reloadedAt (`kubectl cnpg reload`): a new value reloads postgres
+ * (SIGHUP: configuration files, and the certificates the tick just copied
+ * from the mounted Secrets). The value found at start-up reloads nothing. */
+static void reload_on_request(struct runner *rn)
+{
+	const char *v = api_kvs_get(&rn->cluster->metadata.annotations, API_ANN_RELOADED_AT);
+	bool changed = (v == NULL) != (rn->reloaded_at == NULL) ||
+		       (v && strcmp(v, rn->reloaded_at) != 0);
+	bool first = !rn->reload_seen; /* the value (or none) found at start-up */
+	rn->reload_seen = true;
+	if (!changed)
+		return;
+	free(rn->reloaded_at);
+	rn->reloaded_at = v ? op_strdup(v) : NULL;
+	if (first || !v || rn->pid <= 0)
+		return;
+	op_log_info("reload requested (cnpg.io/reloadedAt): reloading postgres", "reloadedAt", v);
+	kill(rn->pid, SIGHUP);
+}
+
 /* ---- SIGTERM on a primary: hand over ---- */
 
 /* Names the most advanced streaming replica (synchronous ones first)
@@ -981,6 +1051,7 @@ static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 		op_log_info("configuration or certificates changed: reloading postgres");
 		kill(rn->pid, SIGHUP);
 	}
+	reload_on_request(rn);
 	return reconcile_role(rn, err);
 }
 
@@ -1239,7 +1310,13 @@ static int run_start_postgres(struct run_ctx *x, struct op_err *err)
 	}
 	bool changed;
 	int r = apply_config(rn, &changed, err);
-	r = r ? r : start_pg(rn, err);
+	rn->user_fenced = api_fenced(&rn->cluster->metadata.annotations, x->located.pod_name);
+	if (rn->user_fenced) { /* not even for a moment: a fenced primary takes no write */
+		op_log_info("fenced (cnpg.io/fencedInstances): postgres is not started");
+		inst_state_set_fenced(x->st, true);
+		inst_state_set_restarting(x->st, false);
+	}
+	r = r || rn->user_fenced ? r : start_pg(rn, err);
 	x->w.src = x->src;
 	return r ? r : watcher_start(&x->w, rn->cluster->metadata.resource_version, err);
 }
@@ -1280,7 +1357,8 @@ static void metrics_view(struct runner *rn)
 	if (!rn->metrics)
 		return;
 	struct inst_metrics_view v = { .cluster = rn->cluster, .primary = rn->primary,
-				       .fenced = rn->lease.fenced, .postgres_up = rn->conn != NULL };
+				       .fenced = rn->lease.fenced || rn->user_fenced,
+				       .postgres_up = rn->conn != NULL };
 	inst_metrics_update(rn->metrics, &v);
 }
 
@@ -1296,7 +1374,12 @@ static int loop_step(struct runner *rn, struct inst_server *srv, bool fast, stru
 		take_cluster(rn);
 		return lease_fenced_tick(rn, e);
 	}
-	if (fast || inst_state_woken(rn->st) || now - rn->last_tick >= 1000) {
+	bool woken = inst_state_woken(rn->st); /* before take_cluster clears it */
+	take_cluster(rn);
+	int r = user_fence_step(rn, e);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	if (fast || woken || now - rn->last_tick >= 1000) {
 		rn->last_tick = now;
 		return tick(rn, srv, e);
 	}
@@ -1381,6 +1464,7 @@ static void run_ctx_done(struct run_ctx *x)
 	free(x->rn.self);
 	free(x->rn.archive_why);
 	free(x->rn.plugins_why);
+	free(x->rn.reloaded_at);
 }
 
 int inst_run(const struct inst_run_opts *o_in, struct op_err *err)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reconciler/internal.h"
+#include "reconciler/annotations.h"
 #include "reconciler/objects.h"
 #include "support/alloc.h"
 #include "support/buf.h"
@@ -359,6 +360,12 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 		op_jsets(op_jchild(m, "annotations"), RC_ANN_ARCHIVE_VOLUMES, vols);
 	op_jset(o, "metadata", m);
 	op_jset(o, "spec", pod_spec(c, s, serial, NULL, false));
+	/* last: cnpg.io/podPatch sees the whole Pod (reconciler/annotations.h) */
+	int r = rc_pod_patch_apply(c, &o, err);
+	if (r < 0) {
+		json_object_put(o);
+		return r;
+	}
 	*ret = o;
 	return 0;
 }

@@ -5,11 +5,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/annotations.h"
 #include "api/fence.h"
 #include "api/names.h"
 #include "api/plugin.h"
 #include "api/timestamp.h"
 #include "kube/leader.h"
+#include "reconciler/annotations.h"
 #include "reconciler/ctl.h"
 #include "reconciler/disruption.h"
 #include "reconciler/instance_client.h"
@@ -1075,6 +1077,16 @@ static int handle_failover(struct rc_run *r, struct inventory *inv)
 
 /* --------------------------------------------------------------- main */
 
+/* The current primary is fenced (cnpg.io/fencedInstances): its instance
+ * manager stopped postgres on purpose; no failover nor switchover replaces
+ * it (CloudNativePG: "The current primary instance is fenced ... we won't
+ * trigger a switchover"). */
+static bool primary_fenced(struct rc_run *r)
+{
+	const char *cur = r->want.current_primary;
+	return cur && *cur && api_fenced(&r->c->metadata.annotations, cur);
+}
+
 static int ensure_objects(struct rc_run *r)
 {
 	int ret = rc_ensure_pki(r);
@@ -1181,9 +1193,15 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	inventory_load(r, &inv);
 	/* drains and PodDisruptionBudgets (reconciler/drain.c) */
 	rc_ensure_pdbs(r, inv.v, inv.n, inv.pods);
-	/* a primary restarting in place on purpose is not failing (rollout.h) */
-	ret = rc_rollout_holds(r, inv.v, inv.n, inv.pods) ? 0 : handle_failover(r, &inv);
-	if (ret == 0)
+	/* cnpg.io/hibernation owns the reconcile while Pods go or the primary comes back */
+	ret = rc_hibernation_step(r, inv.v, inv.n);
+	/* a primary restarting in place on purpose is not failing (rollout.h); a
+	 * fenced one is not replaced (CloudNativePG's handleSwitchover), nor
+	 * switched over for a drain */
+	bool fenced = primary_fenced(r);
+	if (ret == 0 && !rc_rollout_holds(r, inv.v, inv.n, inv.pods) && !fenced)
+		ret = handle_failover(r, &inv);
+	if (ret == 0 && !fenced)
 		ret = rc_drain_step(r, inv.v, inv.n, inv.pods);
 	if (ret == 0)
 		ret = rc_unschedulable_step(r, inv.pods);
@@ -1303,6 +1321,12 @@ int rc_reconcile(struct rc_controller *ctl, const char *key, long *ret_requeue_m
 			json_object_put(obj);
 		rc_state_drop(ctl, key); /* a Cluster re-created starts afresh */
 		return 0;
+	}
+	if (api_reconciliation_disabled(obj)) { /* cnpg.io/reconciliationLoop: disabled */
+		op_log_info("reconciliation disabled (cnpg.io/reconciliationLoop), skipped",
+			    "cluster", key);
+		json_object_put(obj);
+		return 0; /* its annotation's change is an event: no requeue */
 	}
 	const int64_t start_us = api_time_now_us();
 	struct rc_run r = { .ctl = ctl, .key = key, .obj = obj, .now = start_us / 1000000,

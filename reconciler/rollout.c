@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "reconciler/annotations.h"
 #include "reconciler/ctl.h"
 #include "reconciler/internal.h"
 #include "reconciler/objects.h"
@@ -209,13 +210,15 @@ static void build_input(struct rc_run *r, const struct rc_instance *v, size_t n,
 	const char *restarted = api_kvs_get(ann, RC_ANN_RESTARTED_AT);
 	const char *image = rc_pg_image(r->c, &r->ctl->settings);
 	_cleanup_free_ char *vols = rc_archive_volumes(r->c);
+	_cleanup_free_ char *patch = rc_pod_patch_hash(r->c);
 	struct rc_roll_member *m = op_calloc(n ? n : 1, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = find_pod(pods, v[i].name);
 		m[i] = (struct rc_roll_member){
 			.in = &v[i],
 			.uid = p ? kube_obj_uid(p) : NULL,
-			.outdated = p && rc_rollout_outdated(p, restarted, &v[i], image, vols),
+			.outdated = p && (rc_rollout_outdated(p, restarted, &v[i], image, vols) ||
+					  rc_pod_patch_outdated(p, patch)),
 			.created = time_at(p, "metadata.creationTimestamp"),
 			.deleting = time_at(p, "metadata.deletionTimestamp"),
 		};

@@ -484,6 +484,8 @@ void rc_status_done(struct rc_status *s)
 	free(s->last_failed_backup);
 	free(s->first_recoverability_point);
 	free(s->backup_msg);
+	free(s->hib_reason);
+	free(s->hib_msg);
 	*s = (struct rc_status){ 0 };
 }
 
@@ -717,11 +719,28 @@ static json_object *backup_condition(json_object *old, const struct rc_status *w
 			 ok ? "LastBackupSucceeded" : "LastBackupFailed", w->backup_msg, now);
 }
 
+/* cnpg.io/hibernation as w says (owned), old's copy (KEEP), or NULL (none). */
+static json_object *hibernation_condition(json_object *old, const struct rc_status *w,
+					  int64_t now)
+{
+	json_object *c = NULL;
+	if (w->hibernation == RC_COND_KEEP) {
+		if (old && json_object_deep_copy(old, &c, NULL) != 0)
+			op_oom(0);
+		return c;
+	}
+	if (w->hibernation == RC_COND_NONE)
+		return NULL;
+	return condition(old, "cnpg.io/hibernation", w->hibernation == RC_COND_TRUE,
+			 w->hib_reason ? w->hib_reason : "", w->hib_msg ? w->hib_msg : "", now);
+}
+
 static json_object *conditions(json_object *cur, const struct rc_status *w, int64_t now)
 {
 	json_object *old = cur ? op_json_at(cur, "conditions") : NULL;
 	json_object *arr = op_jarr();
 	json_object *old_ready = NULL, *old_pending = NULL, *old_arch = NULL, *old_backup = NULL;
+	json_object *old_hib = NULL;
 	if (json_object_is_type(old, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(old); i++) {
 			json_object *c = json_object_array_get_idx(old, i);
@@ -737,6 +756,13 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 			if (str_eq(type, "ContinuousArchiving")) { /* kept or rewritten in place */
 				old_arch = c;
 				json_object *a = archiving_condition(old_arch, w, now);
+				if (a)
+					op_jpush(arr, a);
+				continue;
+			}
+			if (str_eq(type, "cnpg.io/hibernation")) { /* the same */
+				old_hib = c;
+				json_object *a = hibernation_condition(old_hib, w, now);
 				if (a)
 					op_jpush(arr, a);
 				continue;
@@ -757,6 +783,9 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 	if (fresh) /* a new one goes before Ready, and stays there */
 		op_jpush(arr, fresh);
 	fresh = old_backup ? NULL : backup_condition(NULL, w, now);
+	if (fresh)
+		op_jpush(arr, fresh);
+	fresh = old_hib ? NULL : hibernation_condition(NULL, w, now);
 	if (fresh)
 		op_jpush(arr, fresh);
 	op_jpush(arr, condition(old_ready, "Ready", w->ready,

@@ -202,6 +202,14 @@ enum rc_backup_cond {
 	RC_BACKUP_COND_FAILED, /* False, LastBackupFailed, the message says which and why */
 };
 
+/* What a reconcile step wants of a condition it owns. */
+enum rc_cond_want {
+	RC_COND_KEEP,  /* the condition read back stays as it is */
+	RC_COND_NONE,  /* removed */
+	RC_COND_TRUE,  /* status True, with a reason and a message */
+	RC_COND_FALSE, /* status False, with a reason and a message */
+};
+
 struct rc_status {
 	char *phase;
 	char *phase_reason;
@@ -246,6 +254,11 @@ struct rc_status {
 	char *first_recoverability_point; /* the primary's backupCatalog; NULL = keep */
 	enum rc_backup_cond backup_cond;
 	char *backup_msg;
+	/* condition cnpg.io/hibernation (reconciler/hibernation.c): KEEP keeps the
+	 * one read back, NONE removes it, TRUE/FALSE write it with hib_reason and
+	 * hib_msg (owned) */
+	enum rc_cond_want hibernation;
+	char *hib_reason, *hib_msg;
 };
 void rc_status_done(struct rc_status *s); /* frees contents; accepts NULL */
 void rc_strv_push(char ***v, size_t *n, const char *s); /* appends a copy */

@@ -1,6 +1,5 @@
 /* webhooks/patch.h - internal to webhooks/: RFC 6902 JSON Patch from the
- * difference of two JSON documents, and applying a patch (tests, and V43's
- * cnpg.io/podPatch check).
+ * difference of two JSON documents.
  *
  * Objects are diffed member by member (member order is ignored); arrays and
  * values of different types are replaced wholesale. Paths are RFC 6901 JSON
@@ -28,11 +27,6 @@ int wh_patch_diff_text(json_object *from, json_object *to, struct op_buf *out, s
 OP_MUST_CHECK int wh_patch_diff(json_object *from, json_object *to, json_object **ret_patch,
 				struct op_err *err);
 
-/* Applies patch (borrowed JSON array) to a deep copy of doc (borrowed).
- * Supports add, remove, replace, move, copy and test. On success
- * *ret_doc is the OWNED patched document. Returns -EINVAL (err names the
- * operation index and path) when an operation is malformed or does not apply. */
-OP_MUST_CHECK int wh_patch_apply(json_object *doc, json_object *patch, json_object **ret_doc,
-				 struct op_err *err);
+/* Applying a patch: support/jsonpatch.h (op_jsonpatch_apply). */
 
 #endif

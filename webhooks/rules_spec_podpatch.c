@@ -14,7 +14,7 @@
 
 #include "support/alloc.h"
 #include "support/json.h"
-#include "webhooks/patch.h"
+#include "support/jsonpatch.h"
 
 #define ANN_POD_PATCH "cnpg.io/podPatch"
 #define ANN_PATH "metadata.annotations[" ANN_POD_PATCH "]"
@@ -232,7 +232,7 @@ WH_RULE_FN(wh_v43_pod_patch_annotation)
 	}
 	_cleanup_(op_json_putp) json_object *pod = build_pod(ctx);
 	_cleanup_(op_json_putp) json_object *patched = NULL;
-	if (wh_patch_apply(pod, patch, &patched, &err) < 0)
+	if (op_jsonpatch_apply(pod, patch, &patched, &err) < 0)
 		wh_result_error(res, ANN_PATH, "jsonpatch doesn't apply cleanly to the pod: %s",
 				err.msg);
 }

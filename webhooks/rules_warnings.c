@@ -358,30 +358,6 @@ static void w_s3_only(const struct wh_ctx *ctx, struct wh_result *res)
 	}
 }
 
-/* Annotations CloudNativePG acts on that pgop does not yet: a value other
- * than "" and the one that asks for nothing is accepted, and said so. */
-static const struct {
-	const char *key;
-	const char *inactive; /* the value that asks for nothing */
-} unsupported_annotations[] = {
-	{ "cnpg.io/hibernation", "off" },
-	{ "cnpg.io/fencedInstances", "[]" },
-	{ "cnpg.io/reconciliationLoop", "enabled" },
-	{ "cnpg.io/podPatch", "[]" },
-};
-
-static void w_unsupported_annotations(const struct wh_ctx *ctx, struct wh_result *res)
-{
-	for (size_t i = 0; i < OP_ARRAY_SIZE(unsupported_annotations); i++) {
-		const char *v = wh_cluster_annotation(ctx->obj, unsupported_annotations[i].key);
-		if (v && *v && strcmp(v, unsupported_annotations[i].inactive) != 0)
-			wh_result_warn(res,
-				       "metadata.annotations[%s] is accepted but not implemented by "
-				       "pgop yet",
-				       unsupported_annotations[i].key);
-	}
-}
-
 /* spec.probes.liveness.isolationCheck (D13 defaults it to enabled, 1000 ms,
  * 1000 ms): pgop's primary always fences itself when it cannot prove it is
  * still the primary (its lease, docs/internals/failover.md), with timings of
@@ -419,7 +395,6 @@ const struct wh_rule wh_rules_warnings[] = {
 	{ "W9", CU, w9_failure_domain_unsatisfied },
 	{ "PGOP-UNSUPPORTED", CU, w_unsupported_fields },
 	{ "PGOP-S3-ONLY", CU, w_s3_only },
-	{ "PGOP-UNSUPPORTED-ANNOTATIONS", CU, w_unsupported_annotations },
 	{ "PGOP-ISOLATION-CHECK", CU, w_isolation_check },
 };
 const size_t wh_rules_warnings_count = OP_ARRAY_SIZE(wh_rules_warnings);

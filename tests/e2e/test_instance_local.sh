@@ -285,12 +285,45 @@ reloaded() {
 e2e_wait_for reloaded 20
 check "a Cluster change is rendered and reloaded" reloaded
 
-# ---- switchover: promote pgtest-2, the old primary rewinds and follows ----
 set_status() { # [CF=FILE] set_status JQ-EXPR (default FILE: cluster.json)
 	local f=${CF:-$T/cluster.json}
 	jq "$1" "$f" >"$f.new" && mv "$f.new" "$f"
 	chmod 644 "$f"
 }
+
+# ---- cnpg.io/reloadedAt and cnpg.io/fencedInstances (issue 26) -------------
+q1() { as_pg psql -h "$T/i1/controller/run" -p "$P1" -U postgres -Atc "$1" 2>/dev/null; }
+q2() { as_pg psql -h "$T/i2/controller/run" -p "$P2" -U postgres -Atc "$1" 2>/dev/null; }
+LOAD1=$(q1 "SELECT pg_conf_load_time()") LOAD2=$(q2 "SELECT pg_conf_load_time()")
+START1=$(q1 "SELECT pg_postmaster_start_time()")
+set_status '.metadata.annotations["cnpg.io/reloadedAt"] = "2026-12-07T10:00:00Z"'
+reloaded_at() { [ "$(q1 "SELECT pg_conf_load_time()")" != "$LOAD1" ] && [ "$(q2 "SELECT pg_conf_load_time()")" != "$LOAD2" ]; }
+e2e_wait_for reloaded_at 20
+check "cnpg.io/reloadedAt: both instances reload" reloaded_at
+check "cnpg.io/reloadedAt: no restart" test "$(q1 "SELECT pg_postmaster_start_time()")" = "$START1"
+code() { "${CURL[@]}" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$1/$2"; }
+set_status '.metadata.annotations["cnpg.io/fencedInstances"] = "[\"pgtest-2\"]"'
+fenced2() { ! q2 "SELECT 1" >/dev/null && [ "$(code "$S2" readyz)" != 200 ]; }
+e2e_wait_for fenced2 30
+check "fenced standby: postgres down, /readyz not 200" fenced2
+check "fenced standby: /healthz 200" test "$(code "$S2" healthz)" = 200
+check "fenced standby: the primary writes" q1 "CREATE TABLE fence_t AS SELECT 1 AS i"
+set_status '.metadata.annotations["cnpg.io/fencedInstances"] = "[\"pgtest-1\"]"'
+fenced1() { ! q1 "SELECT 1" >/dev/null && [ "$(code "$S1" readyz)" != 200 ]; }
+e2e_wait_for fenced1 30
+check "fenced primary: postgres down, /readyz not 200" fenced1
+standby_back() { [ "$(q2 "SELECT pg_is_in_recovery()")" = t ]; }
+e2e_wait_for standby_back 30
+check "the primary fenced instead: the standby starts again, still a standby" standby_back
+set_status 'del(.metadata.annotations["cnpg.io/fencedInstances"])'
+primary_back() { [ "$(q1 "SELECT pg_is_in_recovery()")" = f ] && [ "$(code "$S1" readyz)" = 200 ]; }
+e2e_wait_for primary_back 30
+check "unfenced: the primary is back, Ready" primary_back
+caught_up() { [ "$(q2 "SELECT count(*) FROM fence_t")" = 1 ]; }
+e2e_wait_for caught_up 30
+check "unfenced: the standby follows again (the rows written while it was fenced)" caught_up
+
+# ---- switchover: promote pgtest-2, the old primary rewinds and follows ----
 e2e_log "switchover to $C-2"
 # currentPrimary as the first primary's patch would have left it: the standby
 # waits for its WAL receiver to stop (old primary down) before promoting.

@@ -837,6 +837,91 @@ static void test_scale_down_removes_highest_replica(void **state)
 	env_stop(&e);
 }
 
+/* CloudNativePG's annotations (issue 26, reconciler/annotations.h): a
+ * disabled reconciliation loop asks nothing of the API server; hibernation
+ * deletes one Pod at a time, the replicas first (highest serial) and the
+ * primary last, only from a healthy Cluster unless it has begun, ends
+ * Hibernated with no Pod, and rehydration makes the primary's Pod first. */
+static void test_annotation_steps(void **state)
+{
+	_cleanup_free_ char *secrets = secrets_of_first_run();
+	static const char healthy[] = "Cluster in healthy state";
+	static const struct {
+		const char *what, *ann, *phase, *reason; /* reason: of the condition read back */
+		const char *pods;
+		bool writes;            /* any POST, PATCH or DELETE at all */
+		const char *del, *post; /* the one Pod deleted / made; NULL: none */
+		const char *cond;       /* in the status patch; NULL: not checked */
+	} rows[] = {
+		{ "loop disabled", "\"cnpg.io/reconciliationLoop\":\"disabled\"", healthy, NULL,
+		  "[" POD(1) "," POD(2) "," POD(3) "]", false, NULL, NULL, NULL },
+		{ "hibernation: the highest replica first", "\"cnpg.io/hibernation\":\"on\"",
+		  healthy, NULL, "[" POD(1) "," POD(2) "," POD(3) "]", true, "/pods/c-3", NULL,
+		  "DeletingPods" },
+		{ "hibernation: the primary last", "\"cnpg.io/hibernation\":\"on\"", healthy,
+		  "DeletingPods", "[" POD(1) "]", true, "/pods/c-1", NULL, "DeletingPods" },
+		{ "hibernation waits for a healthy Cluster", "\"cnpg.io/hibernation\":\"on\"",
+		  RC_PHASE_WAITING_ACTIVE, NULL, "[" POD(1) "," POD(2) "," POD(3) "]", true, NULL,
+		  NULL, "WaitingForHealthy" },
+		{ "hibernated", "\"cnpg.io/hibernation\":\"on\"", healthy, "DeletingPods", "[]",
+		  true, NULL, NULL, "\"Hibernated\"" },
+		{ "rehydration: the primary first", "\"cnpg.io/hibernation\":\"off\"", healthy,
+		  "Hibernated", "[]", true, NULL, "c-1", "Rehydrating" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		_cleanup_free_ char *conds =
+			rows[i].reason ? op_asprintf("[{\"type\":\"cnpg.io/hibernation\",\"status\":"
+						     "\"False\",\"reason\":\"%s\",\"message\":\"\","
+						     "\"lastTransitionTime\":\"2026-12-07T00:00:00Z\"}]",
+						     rows[i].reason)
+				       : op_strdup("[]");
+		_cleanup_free_ char *cl = op_asprintf(
+			"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
+			"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"60\","
+			"\"annotations\":{%s}},\"spec\":{\"instances\":3,\"storage\":{\"size\":\"1Gi\"}},"
+			"\"status\":{\"latestGeneratedNode\":3,\"currentPrimary\":\"c-1\","
+			"\"targetPrimary\":\"c-1\",\"phase\":\"%s\",\"conditions\":%s}}]",
+			rows[i].ann, rows[i].phase, conds);
+		struct fake f = { .clusters = cl, .secrets = secrets, .pods = rows[i].pods,
+				  .pvcs = PVC1 };
+		struct env e;
+		env_start(&e, &f, NULL);
+		int before = ts_count(e.s);
+		long requeue = -1;
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(rc_reconcile(e.rc, "db/c", &requeue, &err), 0);
+		int writes = 0;
+		for (int j = before; j < ts_count(e.s); j++)
+			writes += strcmp(ts_at(e.s, j)->method, "GET") != 0;
+		if ((writes > 0) != rows[i].writes)
+			fail_msg("%s: %d writes", rows[i].what, writes);
+		int deletes = count_req(e.s, "DELETE", "");
+		if (rows[i].del) {
+			if (find_req(e.s, before, "DELETE", rows[i].del) < 0 || deletes != 1)
+				fail_msg("%s: %s not (alone) deleted", rows[i].what, rows[i].del);
+		} else if (deletes) {
+			fail_msg("%s: %d deletions", rows[i].what, deletes);
+		}
+		int pod = find_req(e.s, before, "POST", "/namespaces/db/pods");
+		if (rows[i].post) {
+			json_object *o = NULL;
+			assert_true(pod >= 0);
+			assert_string_equal(posted_name(e.s, pod, &o), rows[i].post);
+			json_object_put(o);
+			assert_int_equal(count_req(e.s, "POST", "/pods"), 1);
+		} else if (pod >= 0) {
+			fail_msg("%s: a Pod made", rows[i].what);
+		}
+		if (rows[i].cond) {
+			int st = find_req(e.s, before, "PATCH", "/clusters/c/status");
+			if (st < 0 || !strstr(ts_at(e.s, st)->body, rows[i].cond))
+				fail_msg("%s: no %s in the status patch %s", rows[i].what,
+					 rows[i].cond, st < 0 ? "(none)" : ts_at(e.s, st)->body);
+		}
+		env_stop(&e);
+	}
+}
+
 static atomic_bool leader_flag;
 static bool flag_leader(void *ud)
 {
@@ -1192,6 +1277,7 @@ int main(void)
 		cmocka_unit_test(test_secret_gone_when_read),
 		cmocka_unit_test(test_user_secrets),
 		cmocka_unit_test(test_scale_down_removes_highest_replica),
+		cmocka_unit_test(test_annotation_steps),
 		cmocka_unit_test(test_workers_follow_the_leader_gate),
 		cmocka_unit_test(test_sync_set_memory),
 		cmocka_unit_test(test_reclone_memory),

@@ -61,7 +61,7 @@ static void test_review_mutate_patch(void **state)
 	char *ptxt = b64decode(str_at(out, "response.patch"));
 	json_object *patch = parse(ptxt), *orig = parse(CLUSTER("")), *applied = NULL;
 	free(ptxt);
-	assert_int_equal(wh_patch_apply(orig, patch, &applied, NULL), 0);
+	assert_int_equal(op_jsonpatch_apply(orig, patch, &applied, NULL), 0);
 	assert_str_at(applied, "spec.imageName", WH_DEFAULT_IMAGE);
 	json_object *expect = defaulted(CLUSTER(""));
 	assert_true(json_object_equal(applied, expect));
@@ -256,7 +256,7 @@ static void admit_sample(const char *file, json_object *doc, struct sample_stats
 	if (p64) {
 		_cleanup_free_ char *ptxt = b64decode(p64);
 		json_object *patch = parse(ptxt);
-		assert_int_equal(wh_patch_apply(doc, patch, &obj, NULL), 0);
+		assert_int_equal(op_jsonpatch_apply(doc, patch, &obj, NULL), 0);
 		json_object_put(patch);
 	} else {
 		obj = json_object_get(doc);
@@ -408,7 +408,7 @@ static void test_invalid_samples_denied(void **state)
 		if (p64) {
 			_cleanup_free_ char *ptxt = b64decode(p64);
 			json_object *patch = parse(ptxt);
-			assert_int_equal(wh_patch_apply(doc, patch, &obj, NULL), 0);
+			assert_int_equal(op_jsonpatch_apply(doc, patch, &obj, NULL), 0);
 			json_object_put(patch);
 		} else {
 			obj = json_object_get(doc);

@@ -291,7 +291,7 @@ static void test_patch_diff_escaping(void **state)
 	assert_non_null(strstr(txt, "{\"op\":\"add\",\"path\":\"/m/new\",\"value\":{\"n\":null}}"));
 	assert_non_null(strstr(txt, "{\"op\":\"replace\",\"path\":\"/arr\",\"value\":[1,2,3]}"));
 	assert_int_equal(json_object_array_length(patch), 4);
-	assert_int_equal(wh_patch_apply(a, patch, &out, NULL), 0);
+	assert_int_equal(op_jsonpatch_apply(a, patch, &out, NULL), 0);
 	assert_true(json_object_equal(out, b));
 	json_object_put(out);
 	json_object_put(patch);
@@ -316,7 +316,7 @@ static void test_patch_apply_ops(void **state)
 		"{\"op\":\"replace\",\"path\":\"/m/k\",\"value\":\"w\"}]");
 	json_object *out = NULL, *want = parse("{\"a\":[9,2,3,4],\"c\":\"v\",\"m\":{\"k\":\"w\",\"t~\":1}}");
 	struct op_err err = OP_ERR_INIT;
-	if (wh_patch_apply(doc, patch, &out, &err) != 0)
+	if (op_jsonpatch_apply(doc, patch, &out, &err) != 0)
 		fail_msg("%s", err.msg);
 	assert_true(json_object_equal(out, want));
 	json_object_put(out);
@@ -340,7 +340,7 @@ static void test_patch_apply_ops(void **state)
 		patch = parse(bad[i]);
 		out = NULL;
 		err = OP_ERR_INIT;
-		if (wh_patch_apply(doc, patch, &out, &err) != -EINVAL)
+		if (op_jsonpatch_apply(doc, patch, &out, &err) != -EINVAL)
 			fail_msg("patch %s should fail", bad[i]);
 		assert_null(out);
 		assert_true(op_err_isset(&err));

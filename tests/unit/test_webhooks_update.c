@@ -377,19 +377,15 @@ static void test_warnings(void **state)
 		  "spec.certificates", false },
 		{ CLUSTER(",\"enableSuperuserAccess\":true,\"superuserSecret\":{\"name\":\"s\"}"),
 		  "superuserSecret", false },
-		/* annotations CloudNativePG acts on: said so unless they ask for nothing */
-		{ CLUSTER_ANN("\"cnpg.io/hibernation\":\"on\"", ""),
-		  "metadata.annotations[cnpg.io/hibernation] is accepted but not implemented", true },
-		{ CLUSTER_ANN("\"cnpg.io/hibernation\":\"off\"", ""), "hibernation", false },
+		/* annotations CloudNativePG acts on, implemented (issue 26): no warning */
+		{ CLUSTER_ANN("\"cnpg.io/hibernation\":\"on\"", ""), "cnpg.io/hibernation", false },
 		{ CLUSTER_ANN("\"cnpg.io/fencedInstances\":\"[\\\"pg-1\\\"]\"", ""),
-		  "metadata.annotations[cnpg.io/fencedInstances] is accepted but not implemented",
-		  true },
-		{ CLUSTER_ANN("\"cnpg.io/fencedInstances\":\"[]\"", ""), "fencedInstances", false },
+		  "fencedInstances", false },
 		{ CLUSTER_ANN("\"cnpg.io/reconciliationLoop\":\"disabled\"", ""),
-		  "metadata.annotations[cnpg.io/reconciliationLoop] is accepted", true },
+		  "reconciliationLoop", false },
 		{ CLUSTER_ANN("\"cnpg.io/podPatch\":\"[{\\\"op\\\":\\\"add\\\",\\\"path\\\":"
 			      "\\\"/metadata/annotations/a\\\",\\\"value\\\":\\\"b\\\"}]\"", ""),
-		  "metadata.annotations[cnpg.io/podPatch] is accepted", true },
+		  "podPatch", false },
 		/* isolationCheck: pgop's lease always fences; its defaults say nothing */
 		{ CLUSTER(",\"probes\":{\"liveness\":{\"isolationCheck\":{\"enabled\":false}}}"),
 		  "isolationCheck.enabled: false is not honoured", true },

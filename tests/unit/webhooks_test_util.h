@@ -22,6 +22,7 @@
 #include "support/base64.h"
 #include "support/json.h"
 #include "support/yaml.h"
+#include "support/jsonpatch.h"
 #include "webhooks/patch.h"
 #include "webhooks/webhooks.h"
 
@@ -76,7 +77,7 @@ static inline json_object *defaulted(const char *src)
 	struct op_err err = OP_ERR_INIT;
 	assert_int_equal(wh_default(obj, &patch, &err), 0);
 	assert_true(json_object_is_type(patch, json_type_array));
-	if (wh_patch_apply(orig, patch, &applied, &err) != 0)
+	if (op_jsonpatch_apply(orig, patch, &applied, &err) != 0)
 		fail_msg("patch does not apply: %s", err.msg);
 	assert_true(json_object_equal(applied, obj));
 	json_object_put(applied);
