@@ -439,6 +439,9 @@ static void dec_status(struct api_dec *d, json_object *o, const char *p,
 	I64(o, p, "timelineID", &st->timeline_id);
 	api_dec_strv(d, o, p, "instanceNames", &st->instance_names);
 	SUB(o, p, "instancesStatus", dec_instances_status, st);
+	STR(o, p, "firstRecoverabilityPoint", &st->first_recoverability_point);
+	STR(o, p, "lastSuccessfulBackup", &st->last_successful_backup);
+	STR(o, p, "lastFailedBackup", &st->last_failed_backup);
 }
 
 static void set_crd_defaults(struct api_cluster_spec *s)
@@ -620,6 +623,8 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 
 	struct api_cluster_status *st = &c->status;
 	free(st->phase), free(st->phase_reason), free(st->current_primary), free(st->target_primary);
+	free(st->first_recoverability_point), free(st->last_successful_backup);
+	free(st->last_failed_backup);
 	api_strv_done(&st->instance_names);
 	api_strv_done(&st->healthy);
 	free(c);

@@ -308,6 +308,9 @@ struct api_cluster_status {
 	/* instancesStatus.healthy, written by the reconciler each reconcile */
 	bool has_instances_status;
 	struct api_strv healthy;
+	/* the backups' times (RFC 3339, written by the reconciler's Backup
+	 * steps), NULL when none yet */
+	char *first_recoverability_point, *last_successful_backup, *last_failed_backup;
 };
 
 struct api_cluster {

@@ -7,11 +7,16 @@
 # manager's CPU per scrape (utime+stime of the pgop process, /proc/PID/stat),
 # the exporter's PostgreSQL backend's CPU per scrape, the exposition's size,
 # the manager's VmRSS/VmHWM before and after.
-# postgres_exporter (github.com/prometheus-community/postgres_exporter) is not
-# served by the Go module proxy this project can reach (403 "not available"),
-# so the side-by-side run of the issue is not possible here; see
-# docs/internals/metrics.md.
-# Usage: bench/metrics.sh [PGOP_BIN]   (BENCH_SCRAPES=300, BENCH_TTL=0s, KEEP_TMP=1)
+# Side by side, on the same database and the same query set: postgres_exporter
+# (github.com/prometheus-community/postgres_exporter; the Go module proxy here
+# refuses it, 403, so Debian's build of it, 0.11.1, unpacked from its .deb into
+# ~/.cache/pgop without installing its service) with pgop's default queries
+# (instance/default-queries.yaml, CloudNativePG's format, which is
+# postgres_exporter's own plus keys it ignores) as --extend.query-path and its
+# built-in collectors off, so both run the same SQL per scrape. The last lines
+# are the figures side by side with the ratios pgop/postgres_exporter.
+# Usage: bench/metrics.sh [PGOP_BIN]   (BENCH_SCRAPES=300, BENCH_TTL=0s, KEEP_TMP=1,
+#        BENCH_BASELINE=0 leaves postgres_exporter out)
 set -uo pipefail
 N=${BENCH_SCRAPES:-300}
 TTL=${BENCH_TTL:-0s} # metricsQueriesTTL: 0s runs every query at every scrape
@@ -19,8 +24,9 @@ PGOP_BIN=$(realpath "${1:-build/cmd/pgop}")
 [[ $(id -u) -eq 0 ]] || { echo "bench/metrics.sh: must run as root" >&2; exit 2; }
 T=$(mktemp -d /tmp/pgop-bench-metrics.XXXXXX)
 chmod 755 "$T"
-PID=
+PID= PE_PID=
 cleanup() {
+	[[ -n $PE_PID ]] && kill -TERM "$PE_PID" 2>/dev/null
 	[[ -n $PID ]] && kill -TERM "$PID" 2>/dev/null && sleep 3 && kill -KILL "$PID" 2>/dev/null
 	[[ -f $T/i1/pgdata/postmaster.pid ]] && kill -QUIT "$(head -1 "$T/i1/pgdata/postmaster.pid")" 2>/dev/null
 	[[ ${KEEP_TMP:-0} == 1 ]] || rm -rf "$T"
@@ -68,22 +74,80 @@ for _ in $(seq 1 300); do
 	sleep 0.2
 done
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # clock ticks
+cpus() { local t=0 p; for p in "$@"; do t=$((t + $(cpu "$p"))); done; echo "$t"; }
 rss() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 tck=$(getconf CLK_TCK)
-curl -s -o "$T/one.txt" "http://127.0.0.1:$M1/metrics"
-backend=$("${AS_PG[@]}" psql -h "$T/i1/controller/run" -p "$P1" -U postgres -Atc \
-	"SELECT pid FROM pg_stat_activity WHERE usename = 'cnpg_metrics_exporter' LIMIT 1")
-echo "METRIC rss_before_kb=$(rss "$PID" VmRSS)"
-c0=$(cpu "$PID") b0=$(cpu "$backend")
-for _ in $(seq 1 "$N"); do
-	curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$M1/metrics"
-done >"$T/lat.txt"
-c1=$(cpu "$PID") b1=$(cpu "$backend")
-sort -n "$T/lat.txt" >"$T/lat.sorted"
-pct() { awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100); if (i < 1) i = 1; printf "%.2f", v[i] * 1000 }' "$T/lat.sorted"; }
+psql_pg() { "${AS_PG[@]}" psql -h "$T/i1/controller/run" -p "$P1" -U postgres -d postgres -Atc "$1"; }
+backends() { psql_pg "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() ORDER BY pid"; }
+pct() { awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100); if (i < 1) i = 1; printf "%.2f", v[i] * 1000 }' "$2"; }
+# measure NAME URL PID BACKEND_PIDS...: N sequential scrapes; METRIC lines NAME_*,
+# and the figures in $T/fig.NAME for the side-by-side table
+measure() {
+	local name=$1 url=$2 pid=$3 c0 c1 b0 b1 r0
+	shift 3
+	curl -s -o "$T/one.$name.txt" "$url"
+	r0=$(rss "$pid" VmRSS)
+	c0=$(cpu "$pid") b0=$(cpus "$@")
+	for _ in $(seq 1 "$N"); do
+		curl -s -o /dev/null -w '%{time_total}\n' "$url"
+	done >"$T/lat.$name.txt"
+	c1=$(cpu "$pid") b1=$(cpus "$@")
+	sort -n "$T/lat.$name.txt" >"$T/lat.$name.sorted"
+	local p50 p99 mx mcpu bcpu
+	p50=$(pct 50 "$T/lat.$name.sorted") p99=$(pct 99 "$T/lat.$name.sorted") mx=$(pct 100 "$T/lat.$name.sorted")
+	mcpu=$(awk -v a="$c0" -v b="$c1" -v t="$tck" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1000 / t / n }')
+	bcpu=$(awk -v a="$b0" -v b="$b1" -v t="$tck" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1000 / t / n }')
+	echo "METRIC ${name}_exposition_lines=$(wc -l <"$T/one.$name.txt") ${name}_exposition_bytes=$(wc -c <"$T/one.$name.txt")"
+	echo "METRIC ${name}_latency_ms_p50=$p50 ${name}_latency_ms_p99=$p99 ${name}_latency_ms_max=$mx"
+	echo "METRIC ${name}_cpu_ms_per_scrape=$mcpu ${name}_backend_cpu_ms_per_scrape=$bcpu"
+	echo "METRIC ${name}_rss_before_kb=$r0 ${name}_rss_after_kb=$(rss "$pid" VmRSS) ${name}_hwm_kb=$(rss "$pid" VmHWM)"
+	printf '%s %s %s %s %s %s\n' "$p50" "$p99" "$mcpu" "$bcpu" "$(rss "$pid" VmHWM)" \
+		"$(wc -l <"$T/one.$name.txt")" >"$T/fig.$name"
+}
 echo "METRIC scrapes=$N metrics_queries_ttl=$TTL"
-echo "METRIC exposition_lines=$(wc -l <"$T/one.txt") exposition_bytes=$(wc -c <"$T/one.txt")"
-echo "METRIC latency_ms_p50=$(pct 50) latency_ms_p99=$(pct 99) latency_ms_max=$(pct 100)"
-echo "METRIC manager_cpu_ms_per_scrape=$(awk -v a="$c0" -v b="$c1" -v t="$tck" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1000 / t / n }')"
-echo "METRIC backend_cpu_ms_per_scrape=$(awk -v a="$b0" -v b="$b1" -v t="$tck" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1000 / t / n }')"
-echo "METRIC rss_after_kb=$(rss "$PID" VmRSS) hwm_kb=$(rss "$PID" VmHWM)"
+measure pgop "http://127.0.0.1:$M1/metrics" "$PID" "$(psql_pg "SELECT pid FROM pg_stat_activity WHERE usename = 'cnpg_metrics_exporter' LIMIT 1")"
+
+# ---- postgres_exporter on the same database, the same queries -------------------------
+[[ ${BENCH_BASELINE:-1} == 1 ]] || exit 0
+PE_VER=0.11.1
+PE_DIR=${PGOP_CACHE:-$HOME/.cache/pgop}/postgres-exporter-$PE_VER
+PE=$PE_DIR/usr/bin/prometheus-postgres-exporter
+if [[ ! -x $PE ]]; then
+	(cd "$T" && apt-get download "prometheus-postgres-exporter=$PE_VER*" >"$T/pe-dl.log" 2>&1) &&
+		mkdir -p "$PE_DIR" && dpkg -x "$T"/prometheus-postgres-exporter_*.deb "$PE_DIR" ||
+		{ echo "bench/metrics.sh: postgres_exporter $PE_VER not available from Debian: $(tail -1 "$T/pe-dl.log")" >&2; exit 1; }
+fi
+top=$(cd "$(dirname "$0")/.." && pwd)
+cp "$top/instance/default-queries.yaml" "$T/queries.yaml" && chown postgres: "$T/queries.yaml"
+PE_PORT=$((base + 3))
+before=$(backends)
+# DATA_SOURCE_NAME: the local socket, no password (nothing secret in the environment)
+DATA_SOURCE_NAME="host=$T/i1/controller/run port=$P1 user=postgres dbname=postgres sslmode=disable" \
+	"${AS_PG[@]}" "$PE" --web.listen-address="127.0.0.1:$PE_PORT" --disable-default-metrics \
+	--disable-settings-metrics --no-collector.database --no-collector.bgwriter \
+	--extend.query-path="$T/queries.yaml" >"$T/pe.log" 2>&1 &
+PE_PID=$!
+for _ in $(seq 1 100); do
+	curl -s "http://127.0.0.1:$PE_PORT/metrics" | grep -q '^pg_up 1' && break
+	sleep 0.2
+done
+curl -s "http://127.0.0.1:$PE_PORT/metrics" | grep -q '^pg_up 1' ||
+	{ echo "bench/metrics.sh: postgres_exporter did not connect:" >&2; tail -5 "$T/pe.log" >&2; exit 1; }
+pe_backends=$(comm -13 <(sort <<<"$before") <(backends | sort) | paste -sd' ')
+# shellcheck disable=SC2086 # one argument per backend
+measure postgres_exporter "http://127.0.0.1:$PE_PORT/metrics" "$PE_PID" $pe_backends
+grep -h '^pg_exporter_last_scrape_error\|^pg_exporter_user_queries_load_error' "$T/one.postgres_exporter.txt" |
+	sed 's/^/METRIC postgres_exporter_/'
+read -r a50 a99 acpu abk ahwm alines <"$T/fig.pgop"
+read -r b50 b99 bcpu bbk bhwm blines <"$T/fig.postgres_exporter"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+echo
+echo "same database, same queries (instance/default-queries.yaml), $N scrapes each, metricsQueriesTTL $TTL"
+printf '%-32s %12s %18s %12s\n' "" pgop postgres_exporter pgop/pe
+printf '%-32s %12s %18s %12s\n' "latency p50 ms" "$a50" "$b50" "$(ratio "$a50" "$b50")"
+printf '%-32s %12s %18s %12s\n' "latency p99 ms" "$a99" "$b99" "$(ratio "$a99" "$b99")"
+printf '%-32s %12s %18s %12s\n' "exporter CPU ms per scrape" "$acpu" "$bcpu" "$(ratio "$acpu" "$bcpu")"
+printf '%-32s %12s %18s %12s\n' "its backends' CPU ms per scrape" "$abk" "$bbk" "$(ratio "$abk" "$bbk")"
+printf '%-32s %12s %18s %12s\n' "exporter peak RSS kB" "$ahwm" "$bhwm" "$(ratio "$ahwm" "$bhwm")"
+printf '%-32s %12s %18s %12s\n' "exposition lines" "$alines" "$blines" "$(ratio "$alines" "$blines")"
+echo "targets (issue 27): CPU per scrape <= 1/3, memory <= 1/4, p99 < 50 ms"

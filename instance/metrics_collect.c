@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "api/timestamp.h"
 #include "instance/internal.h"
 #include "instance/metrics_internal.h"
 #include "support/alloc.h"
@@ -52,11 +53,18 @@ struct qcache { /* one query's last run */
 	bool used;      /* still in the effective set */
 };
 
+/* The Cluster's backup times (its status, written by the reconciler) as
+ * unix seconds, 0 when none: CloudNativePG's collector reads the same. */
+struct backup_times {
+	double first_point, last_ok, last_failed;
+};
+
 struct inst_metrics {
 	char *sockdir, *pgdata, *mondir, *user; /* owned copies */
 	unsigned port, budget_ms;
 	pthread_mutex_t lock; /* the view below */
 	char *cluster;        /* owned */
+	struct backup_times backups;
 	int64_t ttl_ms;
 	bool disable_default, primary, fenced, up_hint;
 	_Atomic bool paused;  /* read without the lock by collect() */
@@ -700,7 +708,8 @@ static int emit_wal(struct inst_mfams *f, const struct core *k, const char *pgda
 }
 
 static int emit_core(struct inst_metrics *m, struct inst_mfams *f, const struct core *k,
-		     const char *cluster, bool fenced, double dur_queries)
+		     const char *cluster, bool fenced, const struct backup_times *bt,
+		     double dur_queries)
 {
 	char l[512], full[32];
 	int r = 0;
@@ -736,11 +745,12 @@ static int emit_core(struct inst_metrics *m, struct inst_mfams *f, const struct 
 		  lbl(l, sizeof(l), "full", full, "cluster", cluster), strtod(full, NULL));
 	}
 	G("first_recoverability_point",
-	  "The first point of recoverability for the cluster as a unix timestamp (Deprecated)", NULL, 0);
+	  "The first point of recoverability for the cluster as a unix timestamp (Deprecated)", NULL,
+	  bt->first_point);
 	G("last_available_backup_timestamp",
-	  "The last available backup as a unix timestamp (Deprecated)", NULL, 0);
+	  "The last available backup as a unix timestamp (Deprecated)", NULL, bt->last_ok);
 	G("last_failed_backup_timestamp", "The last failed backup as a unix timestamp (Deprecated)",
-	  NULL, 0);
+	  NULL, bt->last_failed);
 	G("fencing_on", "1 if the instance is fenced, 0 otherwise", NULL, fenced);
 	G("nodes_used", "NodesUsed represents the count of distinct nodes accommodating the "
 			"instances. A value of '-1' suggests that the metric is not available.",
@@ -876,6 +886,7 @@ char *inst_metrics_errors_json(struct inst_metrics *m)
 
 struct view_copy {
 	char *cluster;
+	struct backup_times backups;
 	int64_t ttl_ms;
 	bool disable_default, fenced, up_hint;
 	char **files;
@@ -886,6 +897,7 @@ static void view_take(struct inst_metrics *m, struct view_copy *v)
 {
 	pthread_mutex_lock(&m->lock);
 	v->cluster = op_strdup(m->cluster ? m->cluster : "");
+	v->backups = m->backups;
 	v->ttl_ms = m->ttl_ms;
 	v->disable_default = m->disable_default;
 	v->fenced = m->fenced;
@@ -942,7 +954,7 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 	bool qerr = false;
 	r = emit_query_status(m, &status, &qerr);
 	k.error |= qerr; /* pgop: a failed query also sets cnpg_collector_last_collection_error */
-	r = r ? r : emit_core(m, &core, &k, v.cluster, v.fenced, dq);
+	r = r ? r : emit_core(m, &core, &k, v.cluster, v.fenced, &v.backups, dq);
 	size_t nsets = 0;
 	const struct inst_mfams **sets = op_calloc(m->n_qc + 2, sizeof(*sets));
 	sets[nsets++] = &core;
@@ -1044,6 +1056,15 @@ static void add_refs(struct inst_metrics *m, const char *kind, const struct api_
 	}
 }
 
+/* An RFC 3339 time as unix seconds; 0 when absent or unreadable. */
+static double unix_seconds(const char *rfc3339)
+{
+	int64_t ms = 0;
+	if (!rfc3339 || !*rfc3339 || api_time_parse_ms(rfc3339, &ms) < 0)
+		return 0;
+	return (double)(ms / 1000);
+}
+
 void inst_metrics_update(struct inst_metrics *m, const struct inst_metrics_view *v)
 {
 	pthread_mutex_lock(&m->lock);
@@ -1054,6 +1075,11 @@ void inst_metrics_update(struct inst_metrics *m, const struct inst_metrics_view 
 	if (c) {
 		free(m->cluster);
 		m->cluster = op_strdup(c->metadata.name ? c->metadata.name : "");
+		m->backups = (struct backup_times){
+			.first_point = unix_seconds(c->status.first_recoverability_point),
+			.last_ok = unix_seconds(c->status.last_successful_backup),
+			.last_failed = unix_seconds(c->status.last_failed_backup),
+		};
 		const struct api_monitoring *mo = &c->spec.monitoring;
 		int64_t ttl = INST_METRICS_DEFAULT_TTL_MS;
 		if (mo->metrics_queries_ttl && inst_go_duration_ms(mo->metrics_queries_ttl, &ttl))

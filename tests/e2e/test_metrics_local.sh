@@ -167,7 +167,8 @@ cat >"$T/cluster.json" <<EOF
     "customQueriesConfigMap":[{"name":"my-queries","key":"custom.yaml"}],
     "customQueriesSecret":[{"name":"my-secret-queries","key":"queries"}]},
   "storage":{"size":"1Gi"}},
- "status":{"instanceNames":["$C-1","$C-2"],"targetPrimary":"$C-1","currentPrimary":""}}
+ "status":{"instanceNames":["$C-1","$C-2"],"targetPrimary":"$C-1","currentPrimary":"",
+  "firstRecoverabilityPoint":"2026-12-01T10:00:00Z","lastSuccessfulBackup":"2026-12-06T23:30:05Z"}}
 EOF
 "$PGOP_BIN" bootstrap "$T/pgop"
 chown -R postgres: "$T"
@@ -221,11 +222,14 @@ check "cnpg_collector_pg_wal{value=max} = max_wal_size / segment (1024 MB / 16 M
 check "cnpg_collector_pg_wal_archive_status ready and done" \
 	test "$(grep -c "^cnpg_collector_pg_wal_archive_status{" "$T/m1.txt")" = 2
 check "cnpg_collector_wal_records{stats_reset} (pg_stat_wal)" m cnpg_collector_wal_records
-check "cnpg_collector_collections_total, duration, backups 0" \
+# the backup times come from the Cluster's status (the reconciler writes them), as
+# CloudNativePG's collector reads them; no failed backup: 0
+check "cnpg_collector_collections_total, duration, the backup times of the Cluster's status" \
 	bash -c "grep -q '^cnpg_collector_collections_total ' '$T/m1.txt' &&
 		grep -q '^cnpg_collector_collection_duration_seconds{collector=\"Collect.up\"}' '$T/m1.txt' &&
-		grep -q '^cnpg_collector_last_available_backup_timestamp 0$' '$T/m1.txt' &&
-		grep -q '^cnpg_collector_first_recoverability_point 0$' '$T/m1.txt'"
+		grep -q '^cnpg_collector_last_available_backup_timestamp $(date -ud 2026-12-06T23:30:05Z +%s)$' '$T/m1.txt' &&
+		grep -q '^cnpg_collector_first_recoverability_point $(date -ud 2026-12-01T10:00:00Z +%s)$' '$T/m1.txt' &&
+		grep -q '^cnpg_collector_last_failed_backup_timestamp 0$' '$T/m1.txt'"
 for name in cnpg_backends_total cnpg_backends_max_tx_duration_seconds cnpg_backends_waiting_total \
 	cnpg_pg_database_size_bytes cnpg_pg_database_xid_age cnpg_pg_postmaster_start_time \
 	cnpg_pg_replication_lag cnpg_pg_replication_in_recovery cnpg_pg_replication_is_wal_receiver_up \
