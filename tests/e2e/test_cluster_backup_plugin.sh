@@ -8,7 +8,8 @@
 #      condition ContinuousArchiving True, WAL at barman's keys under its serverName;
 #   2. a Backup with method: plugin and pluginConfiguration.name: completed, on a standby;
 #   3. a new Cluster recovers from it through externalClusters[].plugin (the same
-#      ObjectStore and serverName): healthy, exactly the rows;
+#      ObjectStore and serverName): healthy, exactly the rows; another to a targetLSN
+#      between two inserts: exactly the rows before it;
 #   4. a Cluster naming an ObjectStore that does not exist: ContinuousArchiving False
 #      naming it, and postgres keeps its WAL (archive_command never a no-op).
 # METRIC: seconds from the Backup's creation to completed; recovery to healthy.
@@ -112,6 +113,12 @@ sql "$primary" "insert into ledger select generate_series(701, 900)" >/dev/null
 sw=$(sql "$primary" "select pg_walfile_name(pg_switch_wal())")
 e2e_wait_for "s3 list plugin/origin-v1/wals/${sw:0:16}/ | grep -q '$sw.zst'" 60 || e2e_fail "$sw not archived"
 want=$(sql "$primary" "select count(*) || ':' || sum(id) from ledger")
+# a point in time: the LSN after row 900; rows 901-1000 come after it
+lsn=$(sql "$primary" "select pg_current_wal_lsn()")
+sql "$primary" "insert into ledger select generate_series(901, 1000)" >/dev/null
+sw=$(sql "$primary" "select pg_walfile_name(pg_switch_wal())")
+e2e_wait_for "s3 list plugin/origin-v1/wals/${sw:0:16}/ | grep -q '$sw.zst'" 60 || e2e_fail "$sw not archived"
+all=$(sql "$primary" "select count(*) || ':' || sum(id) from ledger")
 
 # ---- 3. recovery through externalClusters[].plugin ------------------------------------
 tr0=$(date +%s)
@@ -132,8 +139,29 @@ spec:
 EOF
 C=restored wait_healthy 1 600
 echo "METRIC plugin_recovery_healthy_s=$(($(date +%s) - tr0))"
-e2e_assert_eq "$want" "$(sql restored-1 "select count(*) || ':' || sum(id) from ledger")" \
+e2e_assert_eq "$all" "$(sql restored-1 "select count(*) || ':' || sum(id) from ledger")" \
 	"recovered through the plugin form: the same rows"
+# point-in-time through the plugin form: to the LSN after row 900
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: pitr}
+spec:
+  instances: 1
+  storage: {size: 1Gi}
+  bootstrap:
+    recovery:
+      source: origin
+      recoveryTarget: {targetLSN: "$lsn"}
+  externalClusters:
+    - name: origin
+      plugin:
+        name: barman-cloud.cloudnative-pg.io
+        parameters: {barmanObjectName: store, serverName: origin-v1}
+EOF
+C=pitr wait_healthy 1 600
+e2e_assert_eq "$want" "$(sql pitr-1 "select count(*) || ':' || sum(id) from ledger")" \
+	"recovered through the plugin form to targetLSN $lsn: rows 1-900 exactly"
 
 # ---- 4. an ObjectStore that does not exist ---------------------------------------------
 k apply -f - >/dev/null <<EOF
