@@ -93,7 +93,10 @@ faults_setup() {
 		sed '/^  postgresql:/,/^$/d' "$SAMPLES/cluster-example.yaml"
 	fi | sed 's/^  instances: 3$/&\n  smartShutdownTimeout: 10/' | k apply -f - >/dev/null
 	e2e_assert_eq 10 "$(k get cluster "$C" -o jsonpath='{.spec.smartShutdownTimeout}')" "smartShutdownTimeout"
-	k run client --image=busybox --restart=Never --command -- sh -c 'exec sleep 86400' >/dev/null
+	# FAULTS_CLIENT_NODE: the client Pod (the -rw writer's network) bound to that node
+	k run client --image=busybox --restart=Never \
+		${FAULTS_CLIENT_NODE:+--overrides="{\"apiVersion\":\"v1\",\"spec\":{\"nodeName\":\"$FAULTS_CLIENT_NODE\"}}"} \
+		--command -- sh -c 'exec sleep 86400' >/dev/null
 	wait_healthy 3 600
 	# synchronous: the replicas a dataDurability-required failover may promote are kept in
 	# the Cluster's status (they survive an operator restart, scen_operator_kill)
