@@ -67,6 +67,12 @@ faults_cleanup() {
 			"$AGENT" --state-dir "$AGENT_STATE" partition "$ns/${p#pod/}" off >/dev/null 2>&1
 		done
 	fi
+	# FAULTS_KEEP=1: the ledgers and the instance logs kept when the test passes too
+	if [ "${FAULTS_KEEP:-0}" = 1 ] && [ -d "${tmp:-}/faults" ]; then
+		cp -r "$tmp/faults" "${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns" 2>/dev/null
+		cp "$AGENT_STATE"/logs/"${ns}"_* "$AGENT_STATE"/logs/"${opns:-none}"_* \
+			"${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns/" 2>/dev/null
+	fi
 	if [ "$rc" != 0 ] && [ -d "${tmp:-}/faults" ]; then
 		cp -r "$tmp/faults" "${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns" 2>/dev/null &&
 			e2e_log "ledgers and instrument logs kept in ${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns"

@@ -138,20 +138,20 @@ node_loss() { # stop|cut
 }
 
 # fence_vs_promotion T0 OLD: from the poller (host -> Pod IPs, which a cut still lets
-# through), the isolated primary's last answer as a primary comes before the first answer
-# of another instance as a primary.
+# through; a STATE line at each change), the isolated primary stops answering as a primary
+# (fenced) before another instance answers as one (promoted).
 fence_vs_promotion() {
-	local last first new
+	local fenced first new
 	new=$(status currentPrimary)
-	last=$(awk -v t="$1" -v o="$2" '$1 >= t && $2 == "STATE" { for (i = 3; i <= NF; i++) if ($i == o "=P") l = $1 }
-		END { print l + 0 }' "$tmp/faults/poll.out")
+	fenced=$(awk -v t="$1" -v o="$2" '$1 >= t && $2 == "STATE" { for (i = 3; i <= NF; i++)
+		if (index($i, o "=") == 1 && $i != o "=P") { print $1; exit } }' "$tmp/faults/poll.out")
 	first=$(awk -v t="$1" -v n="$new" '$1 >= t && $2 == "STATE" { for (i = 3; i <= NF; i++) if ($i == n "=P") { print $1; exit } }' \
 		"$tmp/faults/poll.out")
 	[ -n "$first" ] || e2e_fail "$scen: the poller never saw $new primary"
-	((last == 0)) && last=$1
-	m fenced_ms $((last - $1))
+	[ -n "$fenced" ] || e2e_fail "$scen: the poller saw $2 answer as a primary all along"
+	m fenced_ms $((fenced - $1))
 	m promoted_poll_ms $((first - $1))
-	((last < first)) || e2e_fail "$scen: $2 answered as a primary at +$((last - $1)) ms, after $new did at +$((first - $1)) ms"
+	((fenced < first)) || e2e_fail "$scen: $2 answered as a primary until +$((fenced - $1)) ms, $new as one from +$((first - $1)) ms"
 }
 
 node_loss stop
