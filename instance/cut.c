@@ -4,9 +4,9 @@
  *
  * The operator asks when it cannot reach the primary either. The replica
  * first makes its own TCP connect to the primary's postgres port; only when
- * that fails too, or connects but the streaming WAL receiver has received
- * nothing for INST_CUT_SILENT_MS (a frozen node, whose kernel still completes
- * the handshake), does it cut: override.conf gets an empty primary_conninfo
+ * that fails too, or connects but its WAL receiver does not stream or has
+ * received nothing for INST_CUT_SILENT_MS (a frozen node, whose kernel still
+ * completes the handshake), does it cut: override.conf gets an empty primary_conninfo
  * (marked INST_CUT_MARK), postgres reloads, and the answer waits until no WAL
  * receiver runs. From then on the replica receives nothing from the old
  * primary, so the primary's round-trip proofs through it (instance/lease.h)
@@ -100,7 +100,12 @@ bool inst_cut_allowed(bool probe_ok, bool refused, int64_t silent_ms)
 {
 	if (!probe_ok && !refused)
 		return true;
-	return probe_ok && silent_ms >= INST_CUT_SILENT_MS;
+	/* connected: only the primary's kernel may have answered (a frozen
+	 * node). A receiver that streams but hears nothing is cut; so is one
+	 * that does not stream (it may hang in its connection to that frozen
+	 * primary, which libpq's asynchronous connect never times out, and would
+	 * stream from it the moment it thaws, after the promotion) */
+	return probe_ok && (silent_ms < 0 || silent_ms >= INST_CUT_SILENT_MS);
 }
 
 /* How long the streaming WAL receiver has received nothing (ms), -1 when

@@ -321,7 +321,9 @@ int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const c
  * connect succeeded; refused: it was refused (a host that answers);
  * silent_ms: how long the streaming WAL receiver has received nothing, -1
  * when none streams. A primary that does not connect is cut; one that
- * connects only when the receiver has heard nothing for INST_CUT_SILENT_MS. */
+ * refuses is not; one that connects only when no receiver streams (one may
+ * hang in a connect to a frozen primary, never timed out, and stream from
+ * it once it thaws) or it has heard nothing for INST_CUT_SILENT_MS. */
 bool inst_cut_allowed(bool probe_ok, bool refused, int64_t silent_ms);
 /* Pure: a cut off cut_primary may be undone when a read of the Cluster that
  * succeeded names another primary (not "pending"), or still names it (or

@@ -96,6 +96,15 @@ notready_then_nothing() {
 	e2e_assert_ne "$3" "$cur" "$scen: the primary after the failover"
 }
 
+# all_streaming: both replicas stream from the primary (a Ready replica may not: one that
+# streamed from the old primary past the promotion can follow nobody).
+all_streaming() {
+	local p
+	p=$(status currentPrimary)
+	e2e_wait_for "[ \"\$(sql $p \"select count(*) from pg_stat_replication where state = 'streaming'\")\" = 2 ]" 30 0.5 ||
+		e2e_fail "$scen: replicas streaming from $p: $(sql "$p" "select string_agg(application_name || ':' || state, ' ') from pg_stat_replication")"
+}
+
 # rejoin_how POD: pg_rewind or re-clone, from the instance's log.
 rejoin_how() {
 	local log="$AGENT_STATE/logs/${ns}_$1_postgres.log"
@@ -134,6 +143,7 @@ node_loss() { # stop|cut
 	noticed=1
 	finish "$t0" "$p" failover
 	m rejoin_s $((($(now_ms) - tb) / 1000))
+	all_streaming
 	e2e_log "$scen: $p rejoined by $(rejoin_how "$p")"
 }
 
