@@ -78,7 +78,7 @@ rw_check() {
 	left=$(awk -v t="$1" -v ip="$2" '$1 >= t && $0 !~ (" " ip "( |$)") && $2 != "?" { print $1 - t; exit }' "$tmp/faults/$scen.rw")
 	[ -n "$left" ] || e2e_fail "$scen: -rw never left $2"
 	m rw_left_old_ms "$left"
-	back=$(awk -v t="$(($1 + left))" -v ip="$2" '$1 > t && $0 ~ (" " ip "( |$)")' "$tmp/faults/$scen.rw" | head -n 1)
+	back=$(awk -v t="$(($1 + left))" -v ip="$2" '$1 > t && $0 ~ (" " ip "( |$)") { print; exit }' "$tmp/faults/$scen.rw")
 	e2e_assert_eq "" "$back" "$scen: -rw back on the old primary $2 after it left it"
 }
 
