@@ -4,7 +4,9 @@
  *
  * The operator asks when it cannot reach the primary either. The replica
  * first makes its own TCP connect to the primary's postgres port; only when
- * that fails too does it cut: override.conf gets an empty primary_conninfo
+ * that fails too, or connects but its WAL receiver does not stream or has
+ * received nothing for INST_CUT_SILENT_MS (a frozen node, whose kernel still
+ * completes the handshake), does it cut: override.conf gets an empty primary_conninfo
  * (marked INST_CUT_MARK), postgres reloads, and the answer waits until no WAL
  * receiver runs. From then on the replica receives nothing from the old
  * primary, so the primary's round-trip proofs through it (instance/lease.h)
@@ -19,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -93,6 +96,33 @@ static int wait_no_receiver(PGconn *c, struct op_err *err)
 	return 0;
 }
 
+bool inst_cut_allowed(bool probe_ok, bool refused, int64_t silent_ms)
+{
+	if (!probe_ok && !refused)
+		return true;
+	/* connected: only the primary's kernel may have answered (a frozen
+	 * node). A receiver that streams but hears nothing is cut; so is one
+	 * that does not stream (it may hang in its connection to that frozen
+	 * primary, which libpq's asynchronous connect never times out, and would
+	 * stream from it the moment it thaws, after the promotion) */
+	return probe_ok && (silent_ms < 0 || silent_ms >= INST_CUT_SILENT_MS);
+}
+
+/* How long the streaming WAL receiver has received nothing (ms), -1 when
+ * none streams. */
+static int receiver_silent_ms(PGconn *c, int64_t *ret_ms, struct op_err *err)
+{
+	_cleanup_free_ char *v = NULL;
+	int r = inst_pg_value(c,
+			      "SELECT max((extract(epoch FROM clock_timestamp() - last_msg_receipt_time)"
+			      " * 1000)::int8) FROM pg_stat_wal_receiver WHERE status = 'streaming'",
+			      0, NULL, &v, err);
+	if (r)
+		return r;
+	*ret_ms = v ? strtoll(v, NULL, 10) : -1;
+	return 0;
+}
+
 int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const char *primary,
 		     const char *ip, int64_t *ret_hold_ms, struct op_err *err)
 {
@@ -118,9 +148,13 @@ int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const
 	const char *hosts[] = { ip };
 	unsigned port = env->primary_port ? env->primary_port : INST_PG_PORT;
 	int ok = op_tcp_probe(hosts, 1, port, INST_CUT_PROBE_MS, &e);
-	if (ok == 1 || e == ECONNREFUSED)
-		return op_err_set(err, -EBUSY, "primary %s (%s port %u) is reachable from here",
-				  primary, ip, port);
+	int64_t silent = -1;
+	if (ok == 1 && (r = receiver_silent_ms(c, &silent, err)) != 0)
+		return r;
+	if (!inst_cut_allowed(ok == 1, e == ECONNREFUSED, silent))
+		return op_err_set(err, -EBUSY,
+				  "primary %s (%s port %u) is reachable from here (WAL received %lld ms ago)",
+				  primary, ip, port, (long long)silent);
 	pthread_mutex_lock(&cut->lock);
 	if (!cut->on) {
 		_cleanup_(op_buf_donep) struct op_buf body = OP_BUF_INIT(OP_BUF_MAX_SMALL);

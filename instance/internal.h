@@ -289,6 +289,11 @@ struct inst_server;
  * server's threads (the request) and the main thread (undo, report). */
 #define INST_CUT_PROBE_MS 150 /* the replica's own TCP connect to the primary */
 #define INST_CUT_WAIT_MS 2000 /* for the WAL receiver to exit after the reload */
+/* A primary that accepts the TCP connect but from which the streaming WAL
+ * receiver got nothing for this long is silent (a frozen node: its kernel
+ * still completes handshakes, its processes answer nothing). Its lease
+ * commits every API_FENCE_CHECK_MS, so a live one sends WAL 4 times a second. */
+#define INST_CUT_SILENT_MS (4 * API_FENCE_CHECK_MS)
 struct inst_cut {
 	pthread_mutex_t lock; /* held while override.conf is rewritten */
 	bool on;              /* override.conf says cut */
@@ -304,13 +309,22 @@ struct inst_cut_env {
 void inst_cut_init(struct inst_cut *c);
 void inst_cut_destroy(struct inst_cut *c);
 /* POST /pg/cut?primary=&ip= (a status server thread): -EINVAL bad argument,
- * -EPERM not a replica, -EBUSY the primary answers a TCP connect from here;
+ * -EPERM not a replica, -EBUSY the primary answers a TCP connect from here
+ * and its WAL still arrives (inst_cut_allowed);
  * 0 with *ret_hold_ms, how long the cut is held at least from now. A cut
  * written but whose WAL receiver did not exit in time stays (held) and the
  * error is returned. */
 OP_MUST_CHECK
 int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const char *primary,
 		     const char *ip, int64_t *ret_hold_ms, struct op_err *err);
+/* Pure: whether the replica may cut off the primary. probe_ok: its TCP
+ * connect succeeded; refused: it was refused (a host that answers);
+ * silent_ms: how long the streaming WAL receiver has received nothing, -1
+ * when none streams. A primary that does not connect is cut; one that
+ * refuses is not; one that connects only when no receiver streams (one may
+ * hang in a connect to a frozen primary, never timed out, and stream from
+ * it once it thaws) or it has heard nothing for INST_CUT_SILENT_MS. */
+bool inst_cut_allowed(bool probe_ok, bool refused, int64_t silent_ms);
 /* Pure: a cut off cut_primary may be undone when a read of the Cluster that
  * succeeded names another primary (not "pending"), or still names it (or
  * none) and started at or after the hold ended (read_started 0: the watched

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "reconciler/instance_client.h"
 #include "support/alloc.h"
@@ -282,22 +283,41 @@ static int *probe_silent(const struct rc_instance *v, size_t n, unsigned port)
 	return ret;
 }
 
-/* Drops the transfers rc_fetch_opts.abandon says to give up (their
- * connection closes with the handle). */
+/* Drops one running transfer (its connection closes with the handle);
+ * why: the error's reason. */
+static void give_up(CURLM *m, struct xfer *x, const char *why)
+{
+	curl_multi_remove_handle(m, x->h);
+	curl_easy_cleanup(x->h);
+	x->h = NULL;
+	x->done = true;
+	_cleanup_free_ char *msg = op_asprintf("%s: given up: %s", x->what, why);
+	set_error(x->in, msg);
+}
+
+/* Drops the transfers rc_fetch_opts.abandon says to give up. */
 static void abandon_lost(CURLM *m, struct xfer *xs, size_t n, const struct rc_fetch_opts *o)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (!xs[i].h || xs[i].done || !o->abandon(o->abandon_ctx, xs[i].in))
-			continue;
-		curl_multi_remove_handle(m, xs[i].h);
-		curl_easy_cleanup(xs[i].h);
-		xs[i].h = NULL;
-		xs[i].done = true;
-		_cleanup_free_ char *msg = op_asprintf(
-			"%s: given up: it stopped accepting TCP connects (the primary watch)",
-			xs[i].what);
-		set_error(xs[i].in, msg);
-	}
+	for (size_t i = 0; i < n; i++)
+		if (xs[i].h && !xs[i].done && o->abandon(o->abandon_ctx, xs[i].in))
+			give_up(m, &xs[i], "it stopped accepting TCP connects (the primary watch)");
+}
+
+/* GET /pg/status only: once no transfer to an instance known to answer runs
+ * and ran_ms >= RC_STATUS_SILENT_WAIT_MS, the silent ones still running are
+ * given up. */
+static void give_up_silent(CURLM *m, struct xfer *xs, size_t n, int64_t ran_ms)
+{
+	if (ran_ms < RC_STATUS_SILENT_WAIT_MS)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (xs[i].h && !xs[i].done && !xs[i].in->silent)
+			return;
+	_cleanup_free_ char *why = op_asprintf("silent last time, no answer within %d ms",
+					       RC_STATUS_SILENT_WAIT_MS);
+	for (size_t i = 0; i < n; i++)
+		if (xs[i].h && !xs[i].done)
+			give_up(m, &xs[i], why);
 }
 
 /* One rc_fetch_statuses call, in steps: fetch_begin (credentials and the
@@ -386,9 +406,18 @@ static int fetch_add(struct fetch *f, struct op_err *err)
 }
 
 /* Runs the transfers until every one is done (or given up: o.abandon). */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int fetch_run(struct fetch *f, struct op_err *err)
 {
 	int running = 1;
+	const bool status = !f->o.path && !f->o.post && !f->o.raw;
+	const int64_t t0 = now_ms();
 	while (running) {
 		if (curl_multi_perform(f->m, &running) != CURLM_OK)
 			return op_err_set(err, -EIO, "curl_multi_perform failed");
@@ -408,6 +437,8 @@ static int fetch_run(struct fetch *f, struct op_err *err)
 		}
 		if (running && f->o.abandon)
 			abandon_lost(f->m, f->xs, f->n, &f->o);
+		if (running && status)
+			give_up_silent(f->m, f->xs, f->n, now_ms() - t0);
 	}
 	return 0;
 }

@@ -29,6 +29,14 @@
  * accepts at once, and its TLS handshake and answer keep the whole timeout
  * (libcurl's connect timeout covers the handshake, so it cannot be short). */
 #define RC_STATUS_CONNECT_SILENT_MS 150
+/* GET /pg/status of a silent instance whose TCP connect succeeded is given
+ * up once it ran this long and no instance known to answer is still being
+ * asked: a frozen node's kernel completes the handshake, its processes answer
+ * nothing, and each reconcile (the failover's, the relabelling's) waited the
+ * whole timeout for a former primary there (docs/internals/failover.md,
+ * "Node loss"). A live instance's fresh mutual TLS handshake and answer take
+ * milliseconds. */
+#define RC_STATUS_SILENT_WAIT_MS 750
 #define RC_STATUS_BODY_MAX (1024u * 1024) /* one /pg/status answer */
 
 /* Kept-alive connections to one Cluster's instances: a curl multi handle

@@ -67,6 +67,12 @@ faults_cleanup() {
 			"$AGENT" --state-dir "$AGENT_STATE" partition "$ns/${p#pod/}" off >/dev/null 2>&1
 		done
 	fi
+	# FAULTS_KEEP=1: the ledgers and the instance logs kept when the test passes too
+	if [ "${FAULTS_KEEP:-0}" = 1 ] && [ -d "${tmp:-}/faults" ]; then
+		cp -r "$tmp/faults" "${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns" 2>/dev/null
+		cp "$AGENT_STATE"/logs/"${ns}"_* "$AGENT_STATE"/logs/"${opns:-none}"_* \
+			"${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns/" 2>/dev/null
+	fi
 	if [ "$rc" != 0 ] && [ -d "${tmp:-}/faults" ]; then
 		cp -r "$tmp/faults" "${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns" 2>/dev/null &&
 			e2e_log "ledgers and instrument logs kept in ${PGOP_E2E_LOGS:-/tmp/pgop-e2e-logs}/faults-$ns"
@@ -93,7 +99,10 @@ faults_setup() {
 		sed '/^  postgresql:/,/^$/d' "$SAMPLES/cluster-example.yaml"
 	fi | sed 's/^  instances: 3$/&\n  smartShutdownTimeout: 10/' | k apply -f - >/dev/null
 	e2e_assert_eq 10 "$(k get cluster "$C" -o jsonpath='{.spec.smartShutdownTimeout}')" "smartShutdownTimeout"
-	k run client --image=busybox --restart=Never --command -- sh -c 'exec sleep 86400' >/dev/null
+	# FAULTS_CLIENT_NODE: the client Pod (the -rw writer's network) bound to that node
+	k run client --image=busybox --restart=Never \
+		${FAULTS_CLIENT_NODE:+--overrides="{\"apiVersion\":\"v1\",\"spec\":{\"nodeName\":\"$FAULTS_CLIENT_NODE\"}}"} \
+		--command -- sh -c 'exec sleep 86400' >/dev/null
 	wait_healthy 3 600
 	# synchronous: the replicas a dataDurability-required failover may promote are kept in
 	# the Cluster's status (they survive an operator restart, scen_operator_kill)

@@ -272,7 +272,8 @@ e2e_node_thaw() {
 	local dir pid
 	dir=$(e2e_node_dir "$1")
 	[ -f "$dir/stopped" ] || return 0
-	for pid in $(tac "$dir/stopped"); do kill -CONT "$pid" 2>/dev/null; done
+	# a PID may be gone (a zombie frozen, reaped since): errexit must not stop the thaw
+	for pid in $(tac "$dir/stopped"); do kill -CONT "$pid" 2>/dev/null || true; done
 	rm -f "$dir/stopped"
 }
 

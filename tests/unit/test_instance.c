@@ -412,6 +412,22 @@ static void test_cut(void **state)
 	assert_true(inst_cut_may_undo(true, "", 5000, 5000, true, "c-2"));
 }
 
+static void test_cut_allowed(void **state)
+{
+	(void)state;
+	/* no connect (a partition): cut; refused (a host that answers): not */
+	assert_true(inst_cut_allowed(false, false, -1));
+	assert_false(inst_cut_allowed(false, true, -1));
+	/* connects: only when the streaming receiver heard nothing for long
+	 * enough (a frozen node), or none streams (one may hang connecting to
+	 * the frozen primary and stream from it when it thaws) */
+	assert_true(inst_cut_allowed(true, false, -1));
+	assert_false(inst_cut_allowed(true, false, 0));
+	assert_false(inst_cut_allowed(true, false, INST_CUT_SILENT_MS - 1));
+	assert_true(inst_cut_allowed(true, false, INST_CUT_SILENT_MS));
+	assert_true(inst_cut_allowed(true, false, 60000));
+}
+
 static void test_standby_override(void **state)
 {
 	struct api_cluster *c = cluster(MIN_CLUSTER("", ""));
@@ -930,6 +946,7 @@ int main(void)
 		cmocka_unit_test(test_hba_golden),
 		cmocka_unit_test(test_hba_rejects_line_breaks),
 		cmocka_unit_test(test_ident),
+		cmocka_unit_test(test_cut_allowed),
 		cmocka_unit_test(test_standby_override),
 		cmocka_unit_test(test_conninfo_escapes),
 		cmocka_unit_test(test_sync_names),

@@ -306,6 +306,41 @@ static void test_silent_tcp_probe_first(void **state)
 	op_http_server_free(good);
 }
 
+/* A silent instance that accepts the TCP connect but never answers (a frozen
+ * node: a listener that never accepts) is given up after
+ * RC_STATUS_SILENT_WAIT_MS, not its whole timeout; one known to answer keeps
+ * the timeout. */
+static void test_silent_hung_given_up(void **state)
+{
+	struct fixture *f = *state;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 16), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	struct rc_instance v = { .name = op_strdup("c-1"), .ip = op_strdup("127.0.0.1"),
+				 .silent = true };
+	struct rc_fetch_opts o = { .timeout_ms = 3000, .port = ntohs(a.sin_port) };
+	struct op_err err = OP_ERR_INIT;
+	int64_t t0 = mono_ms();
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 0);
+	int64_t took = mono_ms() - t0;
+	assert_false(v.has_status);
+	assert_non_null(strstr(v.error, "silent last time"));
+	assert_true(took >= RC_STATUS_SILENT_WAIT_MS);
+	assert_true(took < 2000);
+	v.silent = false;
+	o.timeout_ms = 1000;
+	t0 = mono_ms();
+	assert_int_equal(rc_fetch_statuses(f->ca.cert_pem, &f->client, &v, 1, &o, &err), 0);
+	took = mono_ms() - t0;
+	assert_non_null(strstr(v.error, "imeout"));
+	assert_true(took >= 950);
+	rc_instance_done(&v);
+	close(l);
+}
+
 /* one fetch of instance c-1 (silent as given); 1 when it answered */
 static int fetch_one(struct fixture *f, const struct pki_pair *client, unsigned port,
 		     struct rc_status_pool *pool, bool silent)
@@ -471,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_fetch_ok_and_failures),
 		cmocka_unit_test(test_fetch_raw),
 		cmocka_unit_test(test_silent_tcp_probe_first),
+		cmocka_unit_test(test_silent_hung_given_up),
 		cmocka_unit_test(test_fetch_abandon),
 		cmocka_unit_test(test_pool_keeps_connections),
 		cmocka_unit_test(test_dead_instances_do_not_stall),
