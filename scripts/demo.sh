@@ -14,7 +14,7 @@
 #   scripts/demo.sh --down     tear everything down at the end
 #
 # State lives in $PGOP_DEMO_STATE (default /tmp/pgop-demo). Needs root (network namespaces
-# for the pods). The first run builds the upstream binaries (~6 min on 2 cores).
+# for the pods). The first run builds the upstream binaries (~10 min on 2 cores).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -182,5 +182,6 @@ cat <<EOF
 pgop is running in $PGOP_E2E_STATE:
   . $PGOP_E2E_STATE/env && kubectl get clusters -A
   kubectl get clusters.live -A; kubectl get instances.live -A -o wide   # live, from every instance
+  kubectl -n demo exec -it $name-1 -- psql                               # a psql session in an instance
   tests/e2e/cluster-down.sh $PGOP_E2E_STATE      # stop and remove everything
 EOF
