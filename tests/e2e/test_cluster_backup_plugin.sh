@@ -121,44 +121,36 @@ e2e_wait_for "s3 list plugin/origin-v1/wals/${sw:0:16}/ | grep -q '$sw.zst'" 60 
 all=$(sql "$primary" "select count(*) || ':' || sum(id) from ledger")
 
 # ---- 3. recovery through externalClusters[].plugin ------------------------------------
-tr0=$(date +%s)
-k apply -f - >/dev/null <<EOF
+# plugin_recovery NAME [RECOVERY-YAML]: a 1-instance Cluster recovering from the
+# ObjectStore through externalClusters[].plugin; RECOVERY-YAML: more lines under
+# bootstrap.recovery (6 spaces in)
+plugin_recovery() {
+	k apply -f - >/dev/null <<EOF
 apiVersion: postgresql.cnpg.io/v1
 kind: Cluster
-metadata: {name: restored}
-spec:
-  instances: 1
-  storage: {size: 1Gi}
-  bootstrap:
-    recovery: {source: origin}
-  externalClusters:
-    - name: origin
-      plugin:
-        name: barman-cloud.cloudnative-pg.io
-        parameters: {barmanObjectName: store, serverName: origin-v1}
-EOF
-C=restored wait_healthy 1 600
-echo "METRIC plugin_recovery_healthy_s=$(($(date +%s) - tr0))"
-e2e_assert_eq "$all" "$(sql restored-1 "select count(*) || ':' || sum(id) from ledger")" \
-	"recovered through the plugin form: the same rows"
-# point-in-time through the plugin form: to the LSN after row 900
-k apply -f - >/dev/null <<EOF
-apiVersion: postgresql.cnpg.io/v1
-kind: Cluster
-metadata: {name: pitr}
+metadata: {name: $1}
 spec:
   instances: 1
   storage: {size: 1Gi}
   bootstrap:
     recovery:
       source: origin
-      recoveryTarget: {targetLSN: "$lsn"}
+${2:-}
   externalClusters:
     - name: origin
       plugin:
         name: barman-cloud.cloudnative-pg.io
         parameters: {barmanObjectName: store, serverName: origin-v1}
 EOF
+}
+tr0=$(date +%s)
+plugin_recovery restored
+C=restored wait_healthy 1 600
+echo "METRIC plugin_recovery_healthy_s=$(($(date +%s) - tr0))"
+e2e_assert_eq "$all" "$(sql restored-1 "select count(*) || ':' || sum(id) from ledger")" \
+	"recovered through the plugin form: the same rows"
+# point-in-time through the plugin form: to the LSN after row 900
+plugin_recovery pitr "      recoveryTarget: {targetLSN: \"$lsn\"}"
 C=pitr wait_healthy 1 600
 e2e_assert_eq "$want" "$(sql pitr-1 "select count(*) || ':' || sum(id) from ledger")" \
 	"recovered through the plugin form to targetLSN $lsn: rows 1-900 exactly"
