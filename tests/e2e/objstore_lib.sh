@@ -256,6 +256,18 @@ objstore_pod_s3() { # TOOL ARGS...
 		--creds "$OBJSTORE_CREDS" --ca "$OBJSTORE_CA" "$@"
 }
 
+# objstore_cluster_env: what the Cluster backup tests stand on: the store as a Pod in its
+# own namespace (osns, bucket backups, under $tmp/s3) and pgop from its chart in $ns with
+# the client Secrets objstore-credentials and objstore-ca (cluster_lib.sh sourced). osns
+# is set first, so the test's cleanup trap finds the namespace whatever fails after.
+objstore_cluster_env() {
+	osns=$(e2e_ns objstore)
+	objstore_pod_up "$tmp/s3" "$osns" backups || e2e_fail "versitygw Pod did not start"
+	cluster_crd
+	cluster_helm_install
+	objstore_pod_client_secrets "$ns" objstore-credentials objstore-ca || e2e_fail "client Secrets"
+}
+
 # objstore_recovery_cluster NAME SERVER [RECOVERY-YAML]: a 1-instance Cluster NAME in $ns
 # (k() of cluster_lib.sh) bootstrapped by recovery from the Pod store's s3://BUCKET/pgop,
 # server SERVER, through externalClusters[].barmanObjectStore with the Secrets

@@ -48,8 +48,7 @@ archive_cleanup() {
 	cluster_cleanup
 }
 trap archive_cleanup EXIT
-osns=$(e2e_ns objstore)
-objstore_pod_up "$tmp/s3" "$osns" backups || e2e_fail "versitygw Pod did not start"
+objstore_cluster_env
 vpid=$(cat "$AGENT_STATE/run/${osns}_versitygw_versitygw.pid" 2>/dev/null || true)
 if [ -n "$vpid" ] && tr '\0' ' ' <"/proc/$vpid/cmdline" | grep -qF -- "$(sed -n 2p "$OBJSTORE_CREDS")"; then
 	e2e_fail "the root secret key is in versitygw's command line"
@@ -57,9 +56,6 @@ fi
 s3() { objstore_pod_s3 "$S3" "$@"; }
 e2e_assert_eq "" "$(s3 list)" "the new bucket is empty"
 
-cluster_crd
-cluster_helm_install
-objstore_pod_client_secrets "$ns" objstore-credentials objstore-ca || e2e_fail "client Secrets"
 C=cluster-backup-s3
 PREFIX=pgop/$C/wals
 t0=$(date +%s)

@@ -55,11 +55,7 @@ backup_cleanup() {
 	cluster_cleanup
 }
 trap backup_cleanup EXIT
-osns=$(e2e_ns objstore)
-objstore_pod_up "$tmp/s3" "$osns" backups || e2e_fail "versitygw Pod did not start"
-cluster_crd
-cluster_helm_install
-objstore_pod_client_secrets "$ns" objstore-credentials objstore-ca || e2e_fail "client Secrets"
+objstore_cluster_env
 C=cluster-backup-s3
 t0=$(date +%s)
 sed -e "s|https://versitygw.objstore.svc:7070|$OBJSTORE_ENDPOINT|" "$SAMPLES/cluster-backup-s3.yaml" |

@@ -53,12 +53,8 @@ bkfo_cleanup() {
 	cluster_cleanup
 }
 trap bkfo_cleanup EXIT
-osns=$(e2e_ns objstore)
-objstore_pod_up "$tmp/s3" "$osns" backups || e2e_fail "versitygw Pod did not start"
+objstore_cluster_env
 s3() { objstore_pod_s3 "$S3" "$@"; }
-cluster_crd
-cluster_helm_install
-objstore_pod_client_secrets "$ns" objstore-credentials objstore-ca || e2e_fail "client Secrets"
 C=cluster-backup-s3
 W=pgop/$C/wals
 sed -e "s|https://versitygw.objstore.svc:7070|$OBJSTORE_ENDPOINT|" "$SAMPLES/cluster-backup-s3.yaml" |

@@ -38,12 +38,8 @@ plugin_cleanup() {
 	cluster_cleanup
 }
 trap plugin_cleanup EXIT
-osns=$(e2e_ns objstore)
-objstore_pod_up "$tmp/s3" "$osns" backups || e2e_fail "versitygw Pod did not start"
+objstore_cluster_env
 s3() { objstore_pod_s3 "$S3" "$@"; }
-cluster_crd
-cluster_helm_install
-objstore_pod_client_secrets "$ns" objstore-credentials objstore-ca || e2e_fail "client Secrets"
 
 # ---- 1. ObjectStore + Cluster with the plugin -----------------------------------------
 k apply -f - >/dev/null <<EOF
