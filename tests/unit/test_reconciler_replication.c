@@ -20,14 +20,8 @@
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "test_json.h"
 
-static json_object *parse(const char *txt)
-{
-	json_object *o = NULL;
-	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(op_json_parse(txt, strlen(txt), 64, &o, &err), 0);
-	return o;
-}
 
 static const char primary_doc[] =
 	"{\"isPrimary\":true,\"currentLsn\":\"0/3000100\",\"replicationInfo\":["

@@ -19,14 +19,8 @@
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "test_json.h"
 
-static json_object *parse(const char *txt)
-{
-	json_object *o = NULL;
-	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(op_json_parse(txt, strlen(txt), 64, &o, &err), 0);
-	return o;
-}
 
 static void test_lsn(void **state)
 {
