@@ -681,8 +681,16 @@ static int lease_fenced_tick(struct runner *rn, struct op_err *err)
 		return op_err_set(err, -ESHUTDOWN, "fenced, and targetPrimary is now %s", t);
 	if (rn->lease.proven == before || (cur && *cur && strcmp(cur, rn->o->pod_name) != 0))
 		return 0;
-	op_log_info("lease renewed through the API server: starting postgres again");
 	rn->lease.fenced = false;
+	if (rn->user_fenced || api_fenced(&rn->cluster->metadata.annotations, rn->o->pod_name)) {
+		/* cnpg.io/fencedInstances too: postgres stays down until it is lifted
+		 * (user_unfence), not even one step writable */
+		op_log_info("lease renewed through the API server; fenced by cnpg.io/fencedInstances: "
+			    "postgres stays down");
+		rn->user_fenced = true;
+		return 0;
+	}
+	op_log_info("lease renewed through the API server: starting postgres again");
 	inst_state_set_fenced(rn->st, false);
 	return start_pg(rn, err);
 }
@@ -701,7 +709,9 @@ static void fence(struct runner *rn, const char *why)
 
 /* Unfenced: postgres starts again. A former primary whose Cluster now names
  * another instance exits to come back as a replica (-ESHUTDOWN); one still
- * named proves its lease with a fresh read first (lease_api). */
+ * named starts only once a fresh read (lease_api) proves its lease and still
+ * names it: until then it stays fenced and the next step asks again. 0
+ * started, 1 still fenced, -errno (err). */
 static int user_unfence(struct runner *rn, struct op_err *err)
 {
 	const char *me = rn->o->pod_name;
@@ -709,8 +719,17 @@ static int user_unfence(struct runner *rn, struct op_err *err)
 	bool primary_dir = !is_standby_dir(rn->o->paths.pgdata);
 	if (primary_dir && is_other(t, me))
 		return op_err_set(err, -ESHUTDOWN, "unfenced, and targetPrimary is now %s", t);
-	if (primary_dir && t && strcmp(t, me) == 0)
-		lease_api(rn, inst_lease_now());
+	if (primary_dir && t && strcmp(t, me) == 0) {
+		int64_t now = inst_lease_now(), before = rn->lease.proven;
+		if (!inst_lease_want_api(&rn->lease, now))
+			return 1;
+		lease_api(rn, now); /* may replace rn->cluster */
+		t = rn->cluster->status.target_primary;
+		if (is_other(t, me))
+			return op_err_set(err, -ESHUTDOWN, "unfenced, and targetPrimary is now %s", t);
+		if (rn->lease.proven == before)
+			return 1;
+	}
 	op_log_info("fencing lifted (cnpg.io/fencedInstances): starting postgres again");
 	int r = start_pg(rn, err);
 	if (r)
