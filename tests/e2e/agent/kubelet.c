@@ -147,7 +147,8 @@ static void *session_main(void *arg)
 {
 	struct exec_session *s = arg;
 	if (s->req.portforward)
-		na_pf_serve(s->fd, &s->req, s->k->state_dir, &s->k->stopping);
+		na_pf_serve(s->fd, &s->req, s->extra, s->n_extra, s->k->state_dir,
+			    &s->k->stopping);
 	else
 		na_exec_serve(s->fd, &s->req, s->extra, s->n_extra, s->k->state_dir,
 			      &s->k->stopping);

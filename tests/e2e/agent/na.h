@@ -400,9 +400,10 @@ int na_pf_stream_key(const char *stream_type, const char *port, const char *requ
 const char *na_pf_pick_protocol(const char *const *offered, size_t n);
 /* Serves one upgraded port-forward connection for req (ns/pod) as
  * na_exec_serve does: connections to 127.0.0.1:<port> in the pod's network
- * namespace. Blocks; fd, req, state_dir, stop borrowed. */
-void na_pf_serve(int fd, const struct na_exec_req *req, const char *state_dir,
-		 const atomic_bool *stop);
+ * namespace; extra: bytes read past the request (the first frames). Blocks;
+ * fd, req, extra, state_dir, stop borrowed. */
+void na_pf_serve(int fd, const struct na_exec_req *req, const char *extra, size_t n_extra,
+		 const char *state_dir, const atomic_bool *stop);
 
 /* A namespace/pod/container name in a kubelet URL path: [A-Za-z0-9._-],
  * 1..253 bytes, not "." or "..". Pure. */

@@ -126,8 +126,11 @@ static void *nsconn_main(void *arg)
 
 static void req_end(struct pf *s, struct pf_req *r)
 {
-	(void)na_spdy_put_data(&s->out, r->data_sid, NA_SPDY_FLAG_FIN, NULL, 0);
-	(void)na_spdy_put_data(&s->out, r->err_sid, NA_SPDY_FLAG_FIN, NULL, 0);
+	/* a half-open pair has one stream: no frame for stream 0 (SPDY forbids it) */
+	if (r->data_sid)
+		(void)na_spdy_put_data(&s->out, r->data_sid, NA_SPDY_FLAG_FIN, NULL, 0);
+	if (r->err_sid)
+		(void)na_spdy_put_data(&s->out, r->err_sid, NA_SPDY_FLAG_FIN, NULL, 0);
 	if (r->fd >= 0)
 		close(r->fd);
 	op_buf_done(&r->pend);
@@ -254,6 +257,8 @@ static void on_frame(struct pf *s, const struct na_spdy_frame *f)
 	}
 }
 
+static void pf_parse(struct pf *s);
+
 static void pf_sock_read(struct pf *s)
 {
 	ssize_t n = recv(s->fd, s->in + s->in_len, s->in_cap - s->in_len, 0);
@@ -265,6 +270,12 @@ static void pf_sock_read(struct pf *s)
 	}
 	s->last_rx = na_now_ms();
 	s->in_len += (size_t)n;
+	pf_parse(s);
+}
+
+/* The whole frames in s->in, handled; a partial one stays. */
+static void pf_parse(struct pf *s)
+{
 	size_t off = 0;
 	while (!s->peer_gone) {
 		struct na_spdy_frame f;
@@ -360,8 +371,8 @@ static void pf_loop(struct pf *s, const atomic_bool *stop)
 	}
 }
 
-void na_pf_serve(int fd, const struct na_exec_req *req, const char *state_dir,
-		 const atomic_bool *stop)
+void na_pf_serve(int fd, const struct na_exec_req *req, const char *extra, size_t n_extra,
+		 const char *state_dir, const atomic_bool *stop)
 {
 	struct pf s = { .fd = fd, .netns = -1, .pod = req->pod,
 			.out = OP_BUF_INIT(PF_BUF_MAX + NA_SPDY_MAX_PAYLOAD + 64 * 1024) };
@@ -384,8 +395,12 @@ void na_pf_serve(int fd, const struct na_exec_req *req, const char *state_dir,
 		s.req[i].fd = -1;
 	s.in_cap = NA_SPDY_MAX_PAYLOAD + 8;
 	s.in = op_malloc(s.in_cap);
+	/* frames that came with the request (the upgrade's read) are the first */
+	s.in_len = n_extra < s.in_cap ? n_extra : 0;
+	memcpy(s.in, extra, s.in_len);
 	s.last_rx = na_now_ms();
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	pf_parse(&s);
 	pf_loop(&s, stop);
 	if (s.why)
 		op_log_info("kubelet port-forward session ended", "pod", req->pod, "why", s.why);
