@@ -107,6 +107,8 @@ spec: {cluster: {name: $C}}
 EOF
 e2e_wait_for "[ \"\$(k get backup tl1 -o jsonpath='{.status.phase}')\" = completed ]" 300 2 ||
 	e2e_fail "Backup tl1 not completed: phase '$(k get backup tl1 -o jsonpath='{.status.phase}')', error '$(k get backup tl1 -o jsonpath='{.status.error}')'"
+e2e_assert_ne "$old" "$(k get backup tl1 -o jsonpath='{.status.instanceID.podName}')" \
+	"backup tl1 taken on a standby"
 before=$(sql "$old" "select pg_walfile_name(pg_switch_wal())")
 e2e_wait_for "stored $before" 60 1 || e2e_fail "$before (timeline 1) not archived within 60 s"
 e2e_log "backup tl1 done on $(k get backup tl1 -o jsonpath='{.status.instanceID.podName}'); $before archived; deleting the primary $old"

@@ -104,7 +104,12 @@ set -e
 e2e_assert_ne 0 "$rc" "a missing command fails"
 
 # 7. a client that leaves takes its command along; the pod is untouched
-timeout 3 kubectl -n "$ns" exec pg -- sleep 299.5 || true
+kubectl -n "$ns" exec pg -- sleep 299.5 >/dev/null 2>&1 &
+kpid=$!
+# the command must have started, or its absence afterwards proves nothing
+e2e_wait_for "pgrep -fx 'sleep 299.5' >/dev/null" 10 || e2e_fail "kubectl exec pg -- sleep 299.5 did not start"
+kill "$kpid" 2>/dev/null || true
+wait "$kpid" 2>/dev/null || true
 e2e_wait_for "! pgrep -fx 'sleep 299.5'" 20 || e2e_fail "the command outlived its kubectl exec"
 e2e_assert_eq "1" "$(k exec pg -- psql -Atc 'select 1')" "postgres still up after the sessions"
 
