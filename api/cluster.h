@@ -234,7 +234,6 @@ struct api_affinity {
 	char *pod_anti_affinity_type;  /* "preferred" | "required" | NULL (= preferred, D4) */
 	char *topology_key;            /* NULL = "kubernetes.io/hostname" */
 	struct api_kvs node_selector;
-	bool has_tolerations, has_node_affinity;
 	json_object *tolerations;                  /* array */
 	json_object *node_affinity;                /* object (core/v1 NodeAffinity) */
 	json_object *additional_pod_affinity;      /* object (core/v1 PodAffinity) */

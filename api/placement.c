@@ -39,8 +39,6 @@ void api_dec_affinity(struct api_dec *d, json_object *o, const char *p, struct a
 		 api_dec_copy(d, o, p, "additionalPodAffinity", json_type_object));
 	set_copy(&a->additional_pod_anti_affinity,
 		 api_dec_copy(d, o, p, "additionalPodAntiAffinity", json_type_object));
-	a->has_tolerations = a->tolerations != NULL;
-	a->has_node_affinity = a->node_affinity != NULL;
 }
 
 void api_affinity_done(struct api_affinity *a)

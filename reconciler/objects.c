@@ -364,3 +364,11 @@ json_object *rc_build_role_binding(const struct api_cluster *c)
 	op_jset(o, "roleRef", ref);
 	return o;
 }
+
+json_object *rc_kvs_object(const struct api_kvs *kvs)
+{
+	json_object *o = op_jobj();
+	for (size_t i = 0; i < kvs->n; i++)
+		op_jsets(o, kvs->items[i].key, kvs->items[i].value);
+	return o;
+}

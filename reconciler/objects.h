@@ -93,6 +93,9 @@ json_object *rc_metrics_port(void);
 json_object *rc_build_podmonitor(const struct api_cluster *c);
 void rc_monitoring_volumes(const struct api_cluster *c, json_object *vols, json_object *mounts);
 
+/* A key/value list as a JSON object of strings (owned by the caller). */
+json_object *rc_kvs_object(const struct api_kvs *kvs);
+
 /* objects_placement.c: where the instance and bootstrap Pods run, as
  * CloudNativePG renders it (pkg/specs/pods.go CreateAffinitySection). The
  * generated pod anti-affinity (enablePodAntiAffinity, default true): a term

@@ -119,12 +119,8 @@ void rc_pod_placement(const struct api_cluster *c, json_object *spec)
 		op_jset(spec, "affinity", aff);
 	if (a->tolerations && json_object_array_length(a->tolerations))
 		op_jset(spec, "tolerations", copy_of(a->tolerations));
-	if (a->node_selector.n) {
-		json_object *ns = op_jobj();
-		for (size_t i = 0; i < a->node_selector.n; i++)
-			op_jsets(ns, a->node_selector.items[i].key, a->node_selector.items[i].value);
-		op_jset(spec, "nodeSelector", ns);
-	}
+	if (a->node_selector.n)
+		op_jset(spec, "nodeSelector", rc_kvs_object(&a->node_selector));
 	json_object *tsc = c->spec.topology_spread_constraints;
 	if (tsc && json_object_array_length(tsc))
 		op_jset(spec, "topologySpreadConstraints", copy_of(tsc));

@@ -85,14 +85,6 @@ static json_object *probe(const char *path, int period, int failure)
 	return p;
 }
 
-static json_object *kvs_object(const struct api_kvs *kvs)
-{
-	json_object *o = op_jobj();
-	for (size_t i = 0; i < kvs->n; i++)
-		op_jsets(o, kvs->items[i].key, kvs->items[i].value);
-	return o;
-}
-
 /* The Secret keys object store s names, one volume each holding just that
  * key as the file api_barman_file_name(f), under /run/pgop/secrets/<prefix>-<file>/
  * (api/cluster.h): prefix "barman" for the WAL archive's store (wal-archive
@@ -292,9 +284,9 @@ static json_object *pod_spec(const struct api_cluster *c, const struct rc_settin
 	if (c->spec.resources.requests.n || c->spec.resources.limits.n) {
 		json_object *res = op_jobj();
 		if (c->spec.resources.requests.n)
-			op_jset(res, "requests", kvs_object(&c->spec.resources.requests));
+			op_jset(res, "requests", rc_kvs_object(&c->spec.resources.requests));
 		if (c->spec.resources.limits.n)
-			op_jset(res, "limits", kvs_object(&c->spec.resources.limits));
+			op_jset(res, "limits", rc_kvs_object(&c->spec.resources.limits));
 		op_jset(pg, "resources", res);
 	}
 	op_jset(spec, "containers", op_jpush(op_jarr(), pg));
