@@ -852,21 +852,26 @@ static void test_annotation_steps(void **state)
 		bool writes;            /* any POST, PATCH or DELETE at all */
 		const char *del, *post; /* the one Pod deleted / made; NULL: none */
 		const char *cond;       /* in the status patch; NULL: not checked */
+		const char *primary;    /* currentPrimary and targetPrimary; NULL: c-1 */
 	} rows[] = {
 		{ "loop disabled", "\"cnpg.io/reconciliationLoop\":\"disabled\"", healthy, NULL,
-		  "[" POD(1) "," POD(2) "," POD(3) "]", false, NULL, NULL, NULL },
+		  "[" POD(1) "," POD(2) "," POD(3) "]", false, NULL, NULL, NULL, NULL },
 		{ "hibernation: the highest replica first", "\"cnpg.io/hibernation\":\"on\"",
 		  healthy, NULL, "[" POD(1) "," POD(2) "," POD(3) "]", true, "/pods/c-3", NULL,
-		  "DeletingPods" },
+		  "DeletingPods", NULL },
+		{ "hibernation: a replica before a primary of the highest serial",
+		  "\"cnpg.io/hibernation\":\"on\"", healthy, NULL,
+		  "[" POD(1) "," POD(2) "," POD(3) "]", true, "/pods/c-2", NULL, "DeletingPods",
+		  "c-3" },
 		{ "hibernation: the primary last", "\"cnpg.io/hibernation\":\"on\"", healthy,
-		  "DeletingPods", "[" POD(1) "]", true, "/pods/c-1", NULL, "DeletingPods" },
+		  "DeletingPods", "[" POD(1) "]", true, "/pods/c-1", NULL, "DeletingPods", NULL },
 		{ "hibernation waits for a healthy Cluster", "\"cnpg.io/hibernation\":\"on\"",
 		  RC_PHASE_WAITING_ACTIVE, NULL, "[" POD(1) "," POD(2) "," POD(3) "]", true, NULL,
-		  NULL, "WaitingForHealthy" },
+		  NULL, "WaitingForHealthy", NULL },
 		{ "hibernated", "\"cnpg.io/hibernation\":\"on\"", healthy, "DeletingPods", "[]",
-		  true, NULL, NULL, "\"Hibernated\"" },
+		  true, NULL, NULL, "\"Hibernated\"", NULL },
 		{ "rehydration: the primary first", "\"cnpg.io/hibernation\":\"off\"", healthy,
-		  "Hibernated", "[]", true, NULL, "c-1", "Rehydrating" },
+		  "Hibernated", "[]", true, NULL, "c-1", "Rehydrating", NULL },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		_cleanup_free_ char *conds =
@@ -879,9 +884,10 @@ static void test_annotation_steps(void **state)
 			"[{\"apiVersion\":\"postgresql.cnpg.io/v1\",\"kind\":\"Cluster\",\"metadata\":{"
 			"\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u1\",\"resourceVersion\":\"60\","
 			"\"annotations\":{%s}},\"spec\":{\"instances\":3,\"storage\":{\"size\":\"1Gi\"}},"
-			"\"status\":{\"latestGeneratedNode\":3,\"currentPrimary\":\"c-1\","
-			"\"targetPrimary\":\"c-1\",\"phase\":\"%s\",\"conditions\":%s}}]",
-			rows[i].ann, rows[i].phase, conds);
+			"\"status\":{\"latestGeneratedNode\":3,\"currentPrimary\":\"%s\","
+			"\"targetPrimary\":\"%s\",\"phase\":\"%s\",\"conditions\":%s}}]",
+			rows[i].ann, rows[i].primary ? rows[i].primary : "c-1",
+			rows[i].primary ? rows[i].primary : "c-1", rows[i].phase, conds);
 		struct fake f = { .clusters = cl, .secrets = secrets, .pods = rows[i].pods,
 				  .pvcs = PVC1 };
 		struct env e;
