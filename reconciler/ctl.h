@@ -293,6 +293,9 @@ OP_MUST_CHECK
 int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv);
 /* Deletes (background propagation); absent is success. */
 OP_MUST_CHECK int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
+/* Deletes instance serial (its Pod pod, its bootstrap Pods, its claims), the
+ * Pod last: 0, or -errno (r->err). pod borrowed. */
+OP_MUST_CHECK int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod);
 /* podmonitor.c: the PodMonitor of spec.monitoring.enablePodMonitor (never fails
  * the reconcile: a missing CRD is a Warning Event, retried every minute). */
 void rc_ensure_podmonitor(struct rc_run *r);

@@ -171,17 +171,10 @@ int rc_unschedulable_step(struct rc_run *r, json_object *pods)
 			continue;
 		op_log_warn("deleting an unschedulable instance and its volumes", "cluster",
 			    r->key, "pod", name);
-		int ret = rc_delete(r, KUBE_PODS, name);
+		int ret = rc_delete_instance(r, serial, name);
 		if (ret < 0)
 			return ret;
 		rc_event(r, "Normal", "DeletePod", "Deleted unschedulable pod %s", name);
-		_cleanup_free_ char *data = api_pgdata_pvc_name(r->name, serial);
-		_cleanup_free_ char *wal = api_wal_pvc_name(r->name, serial);
-		ret = rc_delete(r, KUBE_PVCS, data);
-		if (ret >= 0 && r->c->spec.wal_storage.present)
-			ret = rc_delete(r, KUBE_PVCS, wal);
-		if (ret < 0)
-			return ret;
 		rc_event(r, "Normal", "DeletePVCs", "Deleted unschedulable pod %s PVCs", name);
 		rc_requeue(r, 1000);
 		return 1;

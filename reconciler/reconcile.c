@@ -356,23 +356,8 @@ static int scale_down(struct rc_run *r, struct inventory *inv)
 	}
 	if (!victim)
 		return 0;
-	int64_t s = victim->serial;
 	_cleanup_free_ char *pod = op_strdup(victim->name);
-	_cleanup_free_ char *j1 = rc_job_name(r->name, s, RC_JOB_INITDB);
-	_cleanup_free_ char *j2 = rc_job_name(r->name, s, RC_JOB_JOIN);
-	_cleanup_free_ char *wal = api_wal_pvc_name(r->name, s);
-	/* bootstrap Pods and claims first (a claim stays until its pod is gone),
-	 * then the pod: a claim without its pod is never mistaken for one to
-	 * restart */
-	int ret = rc_delete(r, KUBE_PODS, j1);
-	if (ret >= 0)
-		ret = rc_delete(r, KUBE_PODS, j2);
-	if (ret >= 0)
-		ret = rc_delete(r, KUBE_PVCS, pod);
-	if (ret >= 0)
-		ret = rc_delete(r, KUBE_PVCS, wal);
-	if (ret >= 0)
-		ret = rc_delete(r, KUBE_PODS, pod);
+	int ret = rc_delete_instance(r, victim->serial, pod);
 	if (ret < 0)
 		return ret;
 	set_phase(r, RC_PHASE_SCALING_DOWN, NULL);

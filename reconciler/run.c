@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconciler/ctl.h"
 #include "reconciler/internal.h"
+#include "reconciler/objects.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "support/log.h"
@@ -74,6 +76,27 @@ int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name)
 	rc_stat_add(r->ctl, &r->ctl->stats.objects_deleted);
 	op_log_info("deleted", "cluster", r->key, "kind", k->kind, "name", name);
 	return 1;
+}
+
+int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod)
+{
+	_cleanup_free_ char *j1 = rc_job_name(r->name, serial, RC_JOB_INITDB);
+	_cleanup_free_ char *j2 = rc_job_name(r->name, serial, RC_JOB_JOIN);
+	_cleanup_free_ char *data = api_pgdata_pvc_name(r->name, serial);
+	_cleanup_free_ char *wal = api_wal_pvc_name(r->name, serial);
+	/* bootstrap Pods and claims first (a claim stays until its pod is gone),
+	 * then the pod: a claim without its pod is never mistaken for one to
+	 * restart, and a failure halfway leaves the pod to be tried again */
+	int ret = rc_delete(r, KUBE_PODS, j1);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PODS, j2);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PVCS, data);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PVCS, wal);
+	if (ret >= 0)
+		ret = rc_delete(r, KUBE_PODS, pod);
+	return ret < 0 ? ret : 0;
 }
 
 int rc_patch_labels(struct rc_run *r, const struct kube_kind *k, const char *name, ...)
