@@ -81,17 +81,18 @@ bool rc_pod_unschedulable(json_object *pod);
  * spec.nodeName) and the Node cache. Owned array (n entries, at least 1). */
 bool *rc_draining_nodes(struct rc_run *r, const struct rc_instance *v, size_t n,
 			json_object *pods);
-/* v: the reconcile's instances, pods: its Pods (both borrowed).
+/* v: the reconcile's instances, draining: rc_draining_nodes of them (both
+ * borrowed, computed once per reconcile for this step and the next).
  * Creates, corrects (minAvailable, selector) or deletes the Cluster's two
  * PodDisruptionBudgets per rc_pdb_decide, against the PDB cache. Never fails
  * the reconcile: a refusal (an older chart without the RBAC) is logged. */
 void rc_ensure_pdbs(struct rc_run *r, const struct rc_instance *v, size_t n,
-		    json_object *pods);
+		    const bool *draining);
 /* The drain switchover: sets r->want's targetPrimary (and its timestamp,
  * phase, Event SwitchingOver) per rc_drain_decide. 1 when it did (stop
  * here: the status write carries it), 0 otherwise. */
 int rc_drain_step(struct rc_run *r, const struct rc_instance *v, size_t n,
-		  json_object *pods);
+		  const bool *draining);
 /* nodeMaintenanceWindow inProgress with reusePVC false (CloudNativePG's
  * processUnschedulableInstances): an instance Pod the scheduler cannot place
  * (its volume is on a node being drained) is deleted with its PVCs, so the

@@ -83,9 +83,8 @@ static int ensure_pdb(struct rc_run *r, const char *name, json_object *want)
 }
 
 void rc_ensure_pdbs(struct rc_run *r, const struct rc_instance *v, size_t n,
-		    json_object *pods)
+		    const bool *draining)
 {
-	_cleanup_free_ bool *draining = rc_draining_nodes(r, v, n, pods);
 	bool primary_draining = false;
 	for (size_t i = 0; i < n; i++)
 		if (str_eq(v[i].name, r->want.current_primary))
@@ -115,10 +114,9 @@ static void set_str(char **dst, const char *s)
 }
 
 int rc_drain_step(struct rc_run *r, const struct rc_instance *v, size_t n,
-		  json_object *pods)
+		  const bool *draining)
 {
 	struct rc_status *w = &r->want;
-	_cleanup_free_ bool *draining = rc_draining_nodes(r, v, n, pods);
 	struct rc_drain_decision d;
 	rc_drain_decide(v, n, draining, w->current_primary, w->target_primary, &d);
 	if (d.action == RC_DRAIN_NONE)

@@ -1177,7 +1177,8 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	struct inventory inv = { 0 };
 	inventory_load(r, &inv);
 	/* drains and PodDisruptionBudgets (reconciler/drain.c) */
-	rc_ensure_pdbs(r, inv.v, inv.n, inv.pods);
+	_cleanup_free_ bool *draining = rc_draining_nodes(r, inv.v, inv.n, inv.pods);
+	rc_ensure_pdbs(r, inv.v, inv.n, draining);
 	/* cnpg.io/hibernation owns the reconcile while Pods go or the primary comes back */
 	ret = rc_hibernation_step(r, inv.v, inv.n);
 	/* a primary restarting in place on purpose is not failing (rollout.h); a
@@ -1187,7 +1188,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	if (ret == 0 && !rc_rollout_holds(r, inv.v, inv.n, inv.pods) && !fenced)
 		ret = handle_failover(r, &inv);
 	if (ret == 0 && !fenced)
-		ret = rc_drain_step(r, inv.v, inv.n, inv.pods);
+		ret = rc_drain_step(r, inv.v, inv.n, draining);
 	if (ret == 0)
 		ret = rc_unschedulable_step(r, inv.pods);
 	if (ret == 0) {
