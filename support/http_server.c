@@ -44,7 +44,11 @@
 /* Defaults of struct op_http_config (see http_server.h). */
 #define DEFAULT_CONNECTION_LIMIT 1024u
 #define DEFAULT_PER_IP_LIMIT 64u
-#define DEFAULT_IDLE_TIMEOUT_S 30u
+/* Longer than the idle timeout of the clients that keep connections (the
+ * kube-apiserver's webhook and aggregation transports: Go's 90 s), so the
+ * client closes an idle connection first: a server closing it as the client
+ * reuses it fails that request (a POST is not retried: "broken pipe"). */
+#define DEFAULT_IDLE_TIMEOUT_S 120u
 #define DEFAULT_REQUEST_TIMEOUT_S 10u
 /* Handler threads (http_jobs.h): the pool size, at least this many. */
 #define HANDLER_THREADS_MIN 4u

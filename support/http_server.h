@@ -129,7 +129,8 @@ struct op_http_config {
 	 * are closed at accept. 0 = 64. */
 	unsigned per_ip_limit;
 	/* A connection on which nothing is received or sent for this long is closed
-	 * (libmicrohttpd's timeout; every byte resets it). 0 = 30. */
+	 * (libmicrohttpd's timeout; every byte resets it). 0 = 120 (above the
+	 * kube-apiserver's 90 s for its kept connections). */
 	unsigned idle_timeout_s;
 	/* A request's headers and body must have arrived within this many seconds of
 	 * the connection's accept (first request; the TLS handshake counts) or of the
