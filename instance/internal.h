@@ -421,11 +421,10 @@ unsigned inst_state_take_requests(struct inst_state *st);
  * an older one not yet taken is freed) and wakes the supervisor. */
 void inst_state_publish(struct inst_state *st, struct api_cluster *c);
 /* The newest Cluster published since the last call (owned by the caller), or
- * NULL; clears the wake-up. */
-struct api_cluster *inst_state_take_cluster(struct inst_state *st);
-/* The watcher published a new Cluster (or a request came) since the main
- * thread took the last one. */
-bool inst_state_woken(struct inst_state *st);
+ * NULL; clears the wake-up, and says in *ret_woken (optional) whether it was
+ * set (a new Cluster or a request since the last call), in the same lock: a
+ * wake-up is never cleared unseen. */
+struct api_cluster *inst_state_take_cluster(struct inst_state *st, bool *ret_woken);
 /* <controller-dir>/run, postgres's socket directory (borrowed, lives as long as st). */
 const char *inst_state_sockdir(const struct inst_state *st);
 /* Called by the server: /pg/status JSON into out. */

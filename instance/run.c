@@ -997,9 +997,13 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
  * watch here; a changed store is used within this). */
 #define PLUGIN_REFRESH_MS 30000
 
-static void take_cluster(struct runner *rn)
+/* The newest Cluster the watcher published (and the plugin form's stores,
+ * at most every PLUGIN_REFRESH_MS). Whether the supervisor was woken (a new
+ * Cluster or a request) since the last call. */
+static bool take_cluster(struct runner *rn)
 {
-	struct api_cluster *c = inst_state_take_cluster(rn->st);
+	bool woken = false;
+	struct api_cluster *c = inst_state_take_cluster(rn->st, &woken);
 	if (c) {
 		api_cluster_free(rn->cluster);
 		rn->cluster = c;
@@ -1007,9 +1011,9 @@ static void take_cluster(struct runner *rn)
 	}
 	int64_t now = api_time_now_us() / 1000;
 	if (!api_cluster_barman_plugin(rn->cluster) && !rn->plugins_why)
-		return;
+		return woken;
 	if (rn->plugins_ms && now - rn->plugins_ms < PLUGIN_REFRESH_MS)
-		return;
+		return woken;
 	rn->plugins_ms = now;
 	struct op_err e = OP_ERR_INIT;
 	int r = inst_cluster_resolve_plugins(rn->src, rn->cluster, &e);
@@ -1017,6 +1021,7 @@ static void take_cluster(struct runner *rn)
 		op_log_error("the barman-cloud plugin's ObjectStore cannot be used", "error", e.msg);
 	free(rn->plugins_why);
 	rn->plugins_why = r < 0 ? op_strdup(e.msg) : NULL;
+	return woken;
 }
 
 /* The full tick: the newest Cluster, the certificates copied (the status
@@ -1048,9 +1053,12 @@ static void archive_tick(struct runner *rn)
 			  rn->cluster->spec.backup.retention_policy);
 }
 
-static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
+/* The certificates copied from their mounted Secrets and the status and
+ * metrics servers' reloaded; also while fenced (postgres down), so a
+ * rotation during a fence is not missed. inst_sync_certificates's result
+ * (> 0: changed). */
+static int certificates_step(struct runner *rn, struct inst_server *srv)
 {
-	take_cluster(rn);
 	struct op_err e = OP_ERR_INIT;
 	int certs = inst_sync_certificates(&rn->o->paths, &e);
 	if (certs < 0)
@@ -1061,8 +1069,15 @@ static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
 	op_err_clear(&e);
 	if (rn->msrv && inst_metrics_server_reload(rn->msrv, &e) < 0)
 		op_log_warn("metrics server certificate not reloaded, retrying", "error", e.msg);
+	return certs;
+}
+
+/* The full tick (loop_step took the Cluster just before). */
+static int tick(struct runner *rn, struct inst_server *srv, struct op_err *err)
+{
+	int certs = certificates_step(rn, srv);
+	struct op_err e = OP_ERR_INIT;
 	bool changed = false;
-	op_err_clear(&e);
 	archive_tick(rn);
 	if (apply_config(rn, &changed, &e))
 		op_log_error("configuration not rendered, keeping the previous one", "error", e.msg);
@@ -1393,9 +1408,12 @@ static int loop_step(struct runner *rn, struct inst_server *srv, bool fast, stru
 		take_cluster(rn);
 		return lease_fenced_tick(rn, e);
 	}
-	bool woken = inst_state_woken(rn->st); /* before take_cluster clears it */
-	take_cluster(rn);
+	bool woken = take_cluster(rn); /* a new Cluster or a request: a full tick now */
 	int r = user_fence_step(rn, e);
+	if (r > 0 && now - rn->last_tick >= 1000) { /* fenced: the certificates still */
+		rn->last_tick = now;
+		(void)certificates_step(rn, srv);
+	}
 	if (r != 0)
 		return r < 0 ? r : 0;
 	if (fast || woken || now - rn->last_tick >= 1000) {

@@ -144,14 +144,6 @@ void inst_state_set_restarting(struct inst_state *st, bool v)
 	pthread_mutex_unlock(&st->lock);
 }
 
-bool inst_state_woken(struct inst_state *st)
-{
-	pthread_mutex_lock(&st->lock);
-	bool v = st->wake;
-	pthread_mutex_unlock(&st->lock);
-	return v;
-}
-
 bool inst_state_ready(struct inst_state *st)
 {
 	pthread_mutex_lock(&st->lock);
@@ -294,11 +286,13 @@ void inst_state_publish(struct inst_state *st, struct api_cluster *c)
 	pthread_mutex_unlock(&st->lock);
 }
 
-struct api_cluster *inst_state_take_cluster(struct inst_state *st)
+struct api_cluster *inst_state_take_cluster(struct inst_state *st, bool *ret_woken)
 {
 	pthread_mutex_lock(&st->lock);
 	struct api_cluster *c = st->pending;
 	st->pending = NULL;
+	if (ret_woken)
+		*ret_woken = st->wake;
 	st->wake = false;
 	pthread_mutex_unlock(&st->lock);
 	return c;
