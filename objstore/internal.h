@@ -137,6 +137,19 @@ OP_MUST_CHECK
 int os_mpu_upload_part_no(struct os_client *c, const struct os_mpu *m, unsigned no,
 			  const void *data, size_t len, char **ret_etag, struct op_err *err);
 void os_mpu_set_etag(struct os_mpu *m, unsigned no, char *etag);
+/* The frame of a streamed upload of unknown size (os_put_from_reader and
+ * os_put_from_reader_jobs): the part size clamped (part_size, 0: 8 MiB; at
+ * least OS_PART_MIN, at most 1 GiB), the first part read into a buffer of
+ * that size (owned here); one PUT when the stream ends within it, else a
+ * multipart upload: rest uploads the first part (buf, len) and everything
+ * read after it (*total counts the bytes), then the upload is completed, or
+ * aborted on any failure (the first failure is reported). ctx is rest's. */
+typedef int (*os_rest_fn)(void *ctx, struct os_mpu *m, os_read_fn read, void *ud, char *buf,
+			  size_t part, size_t len, uint64_t *total, struct op_err *err);
+OP_MUST_CHECK
+int os_put_parts(struct os_client *c, const char *key, os_read_fn read, void *ud,
+		  size_t part_size, os_rest_fn rest, void *ctx, uint64_t *ret_size,
+		  struct op_err *err);
 /* Reads until buf (cap bytes) is full or the source ends (*ret_eof true):
  * 0, or read's -errno. */
 OP_MUST_CHECK int os_read_full(os_read_fn read, void *ud, char *buf, size_t cap, size_t *ret_len,

@@ -207,10 +207,12 @@ int os_read_full(os_read_fn read, void *ud, char *buf, size_t cap, size_t *ret_l
 	return 0;
 }
 
-/* Parts after the first (already in buf), then complete; aborts on failure. */
-static int upload_rest(struct os_client *c, struct os_mpu *m, os_read_fn read, void *ud,
-		       char *buf, size_t part, size_t len, uint64_t *total, struct op_err *err)
+/* Parts after the first (already in buf) one at a time: os_rest_fn of
+ * os_put_from_reader (ctx: the client). */
+static int upload_rest(void *ctx, struct os_mpu *m, os_read_fn read, void *ud, char *buf,
+		       size_t part, size_t len, uint64_t *total, struct op_err *err)
 {
+	struct os_client *c = ctx;
 	bool eof = false;
 	int rc;
 	for (;;) {
@@ -227,19 +229,12 @@ static int upload_rest(struct os_client *c, struct os_mpu *m, os_read_fn read, v
 	}
 	if (rc == 0 && eof && len)
 		*total += len; /* the last, short part */
-	if (rc == 0)
-		rc = os_mpu_complete(c, m, err);
-	if (rc < 0) {
-		struct op_err e = OP_ERR_INIT; /* the first failure is the one to report */
-		if (os_mpu_abort(c, m, &e) < 0)
-			op_log_warn("multipart upload not aborted: its parts stay until the store "
-				    "expires them", "error", e.msg);
-	}
 	return rc;
 }
 
-int os_put_from_reader(struct os_client *c, const char *key, os_read_fn read, void *ud,
-		       size_t part_size, uint64_t *ret_size, struct op_err *err)
+int os_put_parts(struct os_client *c, const char *key, os_read_fn read, void *ud,
+		  size_t part_size, os_rest_fn rest, void *ctx, uint64_t *ret_size,
+		  struct op_err *err)
 {
 	size_t part = part_size ? part_size : 8u * 1024 * 1024;
 	if (part < OS_PART_MIN)
@@ -256,11 +251,24 @@ int os_put_from_reader(struct os_client *c, const char *key, os_read_fn read, vo
 		op_err_set(err, rc, "PUT s3://%s/%.300s: read failed", c->bucket, key);
 	else if (eof) /* fits in one request */
 		rc = os_put(c, key, buf, len, err), total = len;
-	else if ((rc = os_mpu_create(c, key, &m, err)) == 0)
-		rc = upload_rest(c, m, read, ud, buf, part, len, &total, err);
+	else if ((rc = os_mpu_create(c, key, &m, err)) == 0) {
+		rc = rest(ctx, m, read, ud, buf, part, len, &total, err);
+		if (rc == 0)
+			rc = os_mpu_complete(c, m, err);
+		struct op_err e = OP_ERR_INIT; /* the first failure is the one to report */
+		if (rc < 0 && os_mpu_abort(c, m, &e) < 0)
+			op_log_warn("multipart upload not aborted: its parts stay until the store "
+				    "expires them", "error", e.msg);
+	}
 	os_mpu_free(m);
 	free(buf);
 	if (rc == 0 && ret_size)
 		*ret_size = total;
 	return rc;
+}
+
+int os_put_from_reader(struct os_client *c, const char *key, os_read_fn read, void *ud,
+		       size_t part_size, uint64_t *ret_size, struct op_err *err)
+{
+	return os_put_parts(c, key, read, ud, part_size, upload_rest, c, ret_size, err);
 }

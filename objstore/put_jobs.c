@@ -5,8 +5,9 @@
  * part and queues it; n uploader threads (one os_client each) take queued
  * parts in order and PUT them. n + 1 buffers in all, so the reader is
  * never idle while an uploader is free, and memory does not grow with the
- * stream. The first failure (a read, a PUT) is kept, stops the reader and
- * the uploaders, and aborts the upload. */
+ * stream. The first failure (a read, a PUT) is kept and stops the reader
+ * and the uploaders; os_put_parts (multipart.c) reads the first part,
+ * makes the upload, completes or aborts it, as for os_put_from_reader. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -151,7 +152,10 @@ static void read_parts(struct jobs *j, os_read_fn read, void *ud, size_t part, u
 	}
 }
 
-static void jobs_init(struct jobs *j, struct os_mpu *m, unsigned n_slots, size_t part)
+/* Slot 0 is the reader's first part (first, len: os_put_parts's buffer,
+ * borrowed); the n_slots - 1 others are allocated here, free. */
+static void jobs_init(struct jobs *j, struct os_mpu *m, unsigned n_slots, char *first,
+		      size_t len, size_t part)
 {
 	*j = (struct jobs){ .m = m, .n_slots = n_slots };
 	pthread_mutex_init(&j->mu, NULL);
@@ -159,16 +163,16 @@ static void jobs_init(struct jobs *j, struct os_mpu *m, unsigned n_slots, size_t
 	j->slots = op_calloc(n_slots, sizeof(*j->slots));
 	j->free_ix = op_calloc(n_slots, sizeof(*j->free_ix));
 	j->queue = op_calloc(n_slots, sizeof(*j->queue));
-	for (unsigned i = 0; i < n_slots; i++) {
+	j->slots[0] = (struct slot){ .buf = first, .len = len };
+	for (unsigned i = 1; i < n_slots; i++) {
 		j->slots[i].buf = op_malloc(part);
-		if (i > 0) /* slot 0 is the reader's first */
-			j->free_ix[j->n_free++] = i;
+		j->free_ix[j->n_free++] = i;
 	}
 }
 
 static void jobs_done(struct jobs *j)
 {
-	for (unsigned i = 0; i < j->n_slots; i++)
+	for (unsigned i = 1; i < j->n_slots; i++) /* slot 0's buffer is the caller's */
 		free(j->slots[i].buf);
 	free(j->slots);
 	free(j->free_ix);
@@ -177,44 +181,46 @@ static void jobs_done(struct jobs *j)
 	pthread_mutex_destroy(&j->mu);
 }
 
-/* Uploads part 1 (in j's slot 0) and the rest of the stream in parallel,
- * then completes; aborts on failure. */
-static int upload_parallel(struct os_client *const *clients, unsigned n, const char *key,
-			   struct jobs *j, os_read_fn read, void *ud, size_t part, uint64_t *total,
-			   struct op_err *err)
+/* What upload_parallel needs besides os_put_parts's arguments (borrowed). */
+struct jobs_ctx {
+	struct os_client *const *clients;
+	unsigned n;
+	const char *key;
+};
+
+/* os_rest_fn of os_put_from_reader_jobs: part 1 (buf, len) and the rest of
+ * the stream uploaded by x->n threads while this one reads. */
+static int upload_parallel(void *ctx, struct os_mpu *m, os_read_fn read, void *ud, char *buf,
+			   size_t part, size_t len, uint64_t *total, struct op_err *err)
 {
-	struct uploader *u = op_calloc(n, sizeof(*u));
-	for (unsigned i = 0; i < n; i++) {
-		u[i] = (struct uploader){ .j = j, .c = clients[i] };
-		u[i].started = pthread_create(&u[i].th, NULL, uploader_main, &u[i]) == 0;
-	}
+	const struct jobs_ctx *x = ctx;
+	struct jobs j;
+	jobs_init(&j, m, x->n + 1, buf, len, part);
+	struct uploader *u = op_calloc(x->n, sizeof(*u));
 	bool any = false;
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < x->n; i++) {
+		u[i] = (struct uploader){ .j = &j, .c = x->clients[i] };
+		u[i].started = pthread_create(&u[i].th, NULL, uploader_main, &u[i]) == 0;
 		any = any || u[i].started;
+	}
+	const char *bucket = x->clients[0]->bucket;
 	if (any) {
-		read_parts(j, read, ud, part, 0, total, clients[0]->bucket, key);
+		read_parts(&j, read, ud, part, 0, total, bucket, x->key);
 	} else {
 		struct op_err e = OP_ERR_INIT;
-		op_err_set(&e, -EAGAIN, "PUT s3://%s: no upload thread could start", clients[0]->bucket);
-		pthread_mutex_lock(&j->mu);
-		fail_locked(j, -EAGAIN, &e);
-		pthread_mutex_unlock(&j->mu);
+		op_err_set(&e, -EAGAIN, "PUT s3://%s: no upload thread could start", bucket);
+		pthread_mutex_lock(&j.mu);
+		fail_locked(&j, -EAGAIN, &e);
+		pthread_mutex_unlock(&j.mu);
 	}
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < x->n; i++)
 		if (u[i].started)
 			pthread_join(u[i].th, NULL);
 	free(u);
-	int rc = j->rc;
+	int rc = j.rc;
 	if (rc < 0)
-		op_err_set(err, rc, "%s", j->err.msg);
-	else
-		rc = os_mpu_complete(clients[0], j->m, err);
-	if (rc < 0) {
-		struct op_err e = OP_ERR_INIT; /* the first failure is the one to report */
-		if (os_mpu_abort(clients[0], j->m, &e) < 0)
-			op_log_warn("multipart upload not aborted: its parts stay until the store "
-				    "expires them", "error", e.msg);
-	}
+		op_err_set(err, rc, "%s", j.err.msg);
+	jobs_done(&j);
 	return rc;
 }
 
@@ -224,31 +230,7 @@ int os_put_from_reader_jobs(struct os_client *const *clients, unsigned n_clients
 {
 	if (n_clients == 0)
 		return op_err_set(err, -EINVAL, "PUT %.300s: no client", key ? key : "");
-	struct os_client *c = clients[0];
-	size_t part = part_size ? part_size : 8u * 1024 * 1024;
-	if (part < OS_PART_MIN)
-		part = OS_PART_MIN;
-	if (part > 1024u * 1024 * 1024)
-		return op_err_set(err, -EINVAL, "PUT s3://%s/%.300s: part size past 1 GiB", c->bucket, key);
-	struct os_mpu *m = NULL;
-	struct jobs j;
-	jobs_init(&j, NULL, n_clients + 1, part);
-	size_t len = 0;
-	bool eof;
-	uint64_t total = 0;
-	int rc = os_read_full(read, ud, j.slots[0].buf, part, &len, &eof);
-	if (rc < 0)
-		op_err_set(err, rc, "PUT s3://%s/%.300s: read failed", c->bucket, key);
-	else if (eof) /* fits in one request */
-		rc = os_put(c, key, j.slots[0].buf, len, err), total = len;
-	else if ((rc = os_mpu_create(c, key, &m, err)) == 0) {
-		j.m = m;
-		j.slots[0].len = len;
-		rc = upload_parallel(clients, n_clients, key, &j, read, ud, part, &total, err);
-	}
-	jobs_done(&j);
-	os_mpu_free(m);
-	if (rc == 0 && ret_size)
-		*ret_size = total;
-	return rc;
+	struct jobs_ctx x = { .clients = clients, .n = n_clients, .key = key };
+	return os_put_parts(clients[0], key, read, ud, part_size, upload_parallel, &x, ret_size,
+			     err);
 }
