@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/annotations.h"
 #include "api/fence.h"
 #include "api/timestamp.h"
 #include "reconciler/internal.h"
@@ -731,7 +732,7 @@ static json_object *hibernation_condition(json_object *old, const struct rc_stat
 	}
 	if (w->hibernation == RC_COND_NONE)
 		return NULL;
-	return condition(old, "cnpg.io/hibernation", w->hibernation == RC_COND_TRUE,
+	return condition(old, API_COND_HIBERNATION, w->hibernation == RC_COND_TRUE,
 			 w->hib_reason ? w->hib_reason : "", w->hib_msg ? w->hib_msg : "", now);
 }
 
@@ -760,7 +761,7 @@ static json_object *conditions(json_object *cur, const struct rc_status *w, int6
 					op_jpush(arr, a);
 				continue;
 			}
-			if (str_eq(type, "cnpg.io/hibernation")) { /* the same */
+			if (str_eq(type, API_COND_HIBERNATION)) { /* the same */
 				old_hib = c;
 				json_object *a = hibernation_condition(old_hib, w, now);
 				if (a)

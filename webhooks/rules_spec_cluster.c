@@ -10,10 +10,10 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "api/annotations.h"
 #include "support/alloc.h"
 #include "support/json.h"
 
-#define ANN_HIBERNATION "cnpg.io/hibernation"
 #define ANN_LIVENESS_PINGER "alpha.cnpg.io/livenessPinger"
 #define ANN_MAX_LEN (256u * 1024) /* annotations total at most 256 KiB in Kubernetes */
 
@@ -212,10 +212,10 @@ WH_RULE_FN(wh_v26_anti_affinity)
 
 WH_RULE_FN(wh_v42_hibernation_annotation)
 {
-	const char *v = wh_annotation(ctx, ANN_HIBERNATION);
+	const char *v = wh_annotation(ctx, API_ANN_HIBERNATION);
 	static const char *const ok[] = { "off", "on" };
 	if (v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-		wh_result_unsupported(res, "metadata.annotations[" ANN_HIBERNATION "]", ok,
+		wh_result_unsupported(res, "metadata.annotations[" API_ANN_HIBERNATION "]", ok,
 				      OP_ARRAY_SIZE(ok));
 }
 

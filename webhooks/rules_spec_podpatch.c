@@ -12,12 +12,12 @@
 
 #include <string.h>
 
+#include "api/annotations.h"
 #include "support/alloc.h"
 #include "support/json.h"
 #include "support/jsonpatch.h"
 
-#define ANN_POD_PATCH "cnpg.io/podPatch"
-#define ANN_PATH "metadata.annotations[" ANN_POD_PATCH "]"
+#define ANN_PATH "metadata.annotations[" API_ANN_POD_PATCH "]"
 #define ANN_MAX_LEN (256u * 1024) /* Kubernetes caps all annotations at 256 KiB */
 
 /* The fixed part of the instance Pod; names are filled in by build_pod(). */
@@ -210,7 +210,7 @@ static const char *patch_op_problem(json_object *op)
 
 WH_RULE_FN(wh_v43_pod_patch_annotation)
 {
-	const char *v = wh_annotation(ctx, ANN_POD_PATCH);
+	const char *v = wh_annotation(ctx, API_ANN_POD_PATCH);
 	if (!v)
 		return;
 	_cleanup_(op_json_putp) json_object *patch = NULL;
