@@ -25,6 +25,21 @@ int controller_reconcile_start(const struct controller_reconcile_opts *o, const 
 			return op_err_set(err, -EINVAL, "--leader-elect: expected true or false, got %s",
 					  o->leader_elect);
 	}
+	unsigned lost_s = 0; /* the default */
+	if (o->node_lost_timeout && strcmp(o->node_lost_timeout, "never") == 0) {
+		lost_s = RC_NODE_LOST_NEVER;
+	} else if (o->node_lost_timeout) {
+		char *end = NULL;
+		errno = 0;
+		unsigned long v = strtoul(o->node_lost_timeout, &end, 10);
+		if (errno || end == o->node_lost_timeout || *end || *o->node_lost_timeout == '-' ||
+		    v < 1 || v > 86400)
+			return op_err_set(err, -EINVAL,
+					  "--node-lost-timeout: expected 1 to 86400 seconds or never, "
+					  "got %s",
+					  o->node_lost_timeout);
+		lost_s = (unsigned)v;
+	}
 	if (o->webhooks_only) {
 		op_log_info("--webhooks-only: serving admission webhooks, not reconciling");
 		return 0;
@@ -42,7 +57,8 @@ int controller_reconcile_start(const struct controller_reconcile_opts *o, const 
 		.kube_qps = o->kube_api_qps,
 		.kube_burst = o->kube_api_burst,
 		.settings = { .operator_image = img && *img ? img : NULL,
-			      .default_image = wh_settings_get()->default_image },
+			      .default_image = wh_settings_get()->default_image,
+			      .node_lost_timeout_s = lost_s },
 		.validate = wh_guard,
 	};
 	return rc_runner_start(&so, ret, err);

@@ -27,6 +27,7 @@ struct controller_reconcile_opts {
 	const char *leader_lease;     /* NULL = "pgop-controller" */
 	const char *operator_image;   /* NULL = $OPERATOR_IMAGE_NAME or "pgop:latest" */
 	unsigned status_timeout_ms;
+	const char *node_lost_timeout; /* seconds, or "never"; NULL = 300 */
 	unsigned kube_api_qps;        /* 0 = kube/ default (KUBE_QPS_DEFAULT) */
 	unsigned kube_api_burst;      /* 0 = KUBE_BURST_DEFAULT */
 	bool webhooks_only;
@@ -57,6 +58,11 @@ struct controller_reconcile_opts {
 	CONTROLLER_RECONCILE_FLAG("instance-status-timeout", CMD_FLAG_UINT, status_timeout_ms,     \
 				  60000, "MS", "deadline of one instance's /pg/status "            \
 					       "(default 2000)"),                                  \
+	CONTROLLER_RECONCILE_FLAG("node-lost-timeout", CMD_FLAG_STRING, node_lost_timeout, 0,     \
+				  "SECONDS|never", "an instance (never the primary) whose Node "  \
+				  "has been unreachable or not ready this long is deleted with "  \
+				  "its PVCs and made again on another node, cloned from the "     \
+				  "primary (default 300)"),                                        \
 	CONTROLLER_RECONCILE_FLAG("kube-api-qps", CMD_FLAG_UINT, kube_api_qps, 10000, "N",         \
 				  "Kubernetes API requests per second, sustained (client-side "    \
 				  "token bucket; default " KUBE__XSTR(KUBE_QPS_DEFAULT) ")"),      \

@@ -26,6 +26,7 @@
 #include "support/alloc.h"
 #include "support/log.h"
 #include "support/tcp_probe.h"
+#include "support/tls_hello.h"
 
 /* "name@ip": an instance at one address (a recreated Pod with a new IP is a
  * new contact). Owned. */
@@ -247,7 +248,7 @@ size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 	return queued;
 }
 
-size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe)
+size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_answer_fn probe)
 {
 	struct rc_strv keys = { 0 }, ids = { 0 };
 	pthread_mutex_lock(&c->mu);
@@ -275,7 +276,8 @@ size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 		ips[i] = at ? at + 1 : "";
 		err[i] = ETIMEDOUT;
 	}
-	(void)probe(ips, ids.n, RC_STATUS_PORT, RC_STATUS_CONNECT_SILENT_MS, err);
+	(void)probe(ips, ids.n, RC_STATUS_PORT, RC_STATUS_CONNECT_SILENT_MS, c->watch_hello,
+		    c->watch_hello_len, RC_WATCH_ANSWER_MS, err);
 	for (size_t i = 0; i < ids.n; i++) {
 		bool queue = false, lost = false;
 		pthread_mutex_lock(&c->mu);
@@ -293,7 +295,11 @@ size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe
 			queue = lost = true;
 		}
 		pthread_mutex_unlock(&c->mu);
-		if (lost)
+		if (lost && err[i] == ETIME)
+			op_log_warn("primary accepts a TCP connect but its status server does not "
+				    "answer (a frozen node?): reconciling",
+				    "cluster", keys.v[i], "instance", ids.v[i]);
+		else if (lost)
 			op_log_warn("primary does not accept a TCP connect: reconciling", "cluster",
 				    keys.v[i], "instance", ids.v[i], "error", strerror(err[i]));
 		else if (queue)
@@ -347,7 +353,7 @@ static void *prober_main(void *arg)
 		if (atomic_load(&c->stopping))
 			break;
 		if (!c->is_leader || c->is_leader(c->leader_ud)) {
-			rc_watch_round(c, rc_mono_ms(), op_tcp_probe);
+			rc_watch_round(c, rc_mono_ms(), op_tcp_probe_answer);
 			rc_probe_round(c, rc_mono_ms(), op_tcp_probe);
 		}
 	}
@@ -356,6 +362,13 @@ static void *prober_main(void *arg)
 
 int rc_prober_start(struct rc_controller *c, struct op_err *err)
 {
+	if (!c->watch_hello) {
+		int r = op_tls_client_hello(&c->watch_hello, &c->watch_hello_len, err);
+		if (r < 0) {
+			(void)op_err_prefix(err, "reconciler: primary watch");
+			return r;
+		}
+	}
 	int e = pthread_create(&c->prober, NULL, prober_main, c);
 	if (e)
 		return op_err_set(err, -e, "reconciler: prober thread: %s", strerror(e));
@@ -368,4 +381,6 @@ void rc_prober_stop(struct rc_controller *c)
 	if (c->prober_started)
 		pthread_join(c->prober, NULL);
 	c->prober_started = false;
+	free(c->watch_hello);
+	c->watch_hello = NULL;
 }

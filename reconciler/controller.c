@@ -58,7 +58,8 @@ static const char *const keep_pdbs[] = { KEEP_META, "spec.minAvailable", "spec.s
 /* Nodes: whether one is being drained (rc_node_draining), not their status
  * (heartbeats: a Node changes every few seconds). */
 static const char *const keep_nodes[] = { "metadata.name", "metadata.resourceVersion",
-					  "spec.unschedulable", "spec.taints[].key", NULL };
+					  "spec.unschedulable", "spec.taints[].key",
+					  "spec.taints[].timeAdded", NULL };
 static const struct {
 	enum kube_kind_id kind;
 	bool owned;         /* label-selected objects that belong to a Cluster */
@@ -424,6 +425,9 @@ int rc_controller_start(const struct rc_controller_opts *o, struct rc_controller
 		o->settings.cluster_domain ? op_strdup(o->settings.cluster_domain) : NULL;
 	c->settings.default_image =
 		o->settings.default_image ? op_strdup(o->settings.default_image) : NULL;
+	c->settings.node_lost_timeout_s = o->settings.node_lost_timeout_s
+						  ? o->settings.node_lost_timeout_s
+						  : RC_NODE_LOST_TIMEOUT_DEFAULT_S;
 	c->validate = o->validate;
 	c->validate_ud = o->validate_userdata;
 	c->status_timeout_ms = o->status_timeout_ms;

@@ -126,6 +126,8 @@ struct rc_controller {
 	void *leader_ud;
 	pthread_t prober;   /* contact.c: TCP probes of Clusters no instance of which answers */
 	bool prober_started;
+	unsigned char *watch_hello; /* owned: the primary watch's TLS ClientHello (contact.c) */
+	size_t watch_hello_len;
 	pthread_mutex_t mu; /* states and stats */
 	struct rc_cluster_state *states; /* owned, sorted by key (rc_state_find: binary search) */
 	size_t n_states;
@@ -226,16 +228,23 @@ typedef int (*rc_probe_fn)(const char *const *hosts, size_t n, unsigned port, lo
 			   int *ret_errno);
 size_t rc_probe_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
 /* The primary watch: the primary of each Cluster with more than one instance
- * that answered at its last reconcile is TCP-probed (port RC_STATUS_PORT,
- * RC_STATUS_CONNECT_SILENT_MS) every RC_WATCH_MS, all at once. One that does
- * not connect becomes "lost" and its Cluster is queued at once: a partitioned
- * primary is seen within RC_WATCH_MS + RC_STATUS_CONNECT_SILENT_MS, not at the
- * next 5 s poll with a 2 s status timeout (docs/internals/failover.md). A lost
- * instance is not asked by the reconciles (rc_mark_silent sets
- * rc_instance.unreachable) and is probed here every RC_WATCH_MS until it
- * connects, which queues its Cluster again. Returns the keys queued. */
+ * that answered at its last reconcile is probed (port RC_STATUS_PORT) every
+ * RC_WATCH_MS, all at once: a TCP connect within RC_STATUS_CONNECT_SILENT_MS,
+ * then c->watch_hello (a TLS ClientHello) sent and any reaction of the status
+ * server awaited for RC_WATCH_ANSWER_MS (probe, borrowed:
+ * op_tcp_probe_answer's shape). One that does not connect (a partition), or
+ * connects and stays silent (a frozen node, whose kernel completes the
+ * handshake alone), becomes "lost" and its Cluster is queued at once: seen
+ * within RC_WATCH_MS + RC_STATUS_CONNECT_SILENT_MS + RC_WATCH_ANSWER_MS, not
+ * at the next 5 s poll with a 2 s status timeout (docs/internals/failover.md).
+ * A lost instance is not asked by the reconciles (rc_mark_silent sets
+ * rc_instance.unreachable) and is probed here the same way every RC_WATCH_MS
+ * until it answers, which queues its Cluster again. Returns the keys queued. */
 #define RC_WATCH_MS 250
-size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_probe_fn probe);
+#define RC_WATCH_ANSWER_MS 500
+typedef int (*rc_answer_fn)(const char *const *hosts, size_t n, unsigned port, long connect_ms,
+			    const void *hello, size_t hello_len, long answer_ms, int *ret_errno);
+size_t rc_watch_round(struct rc_controller *c, int64_t now_ms, rc_answer_fn probe);
 /* True when the primary watch holds this instance (its name at its IP) of
  * the Cluster lost now: a reconcile's fetch gives it up then
  * (rc_fetch_opts.abandon), even mid-transfer. */
@@ -247,7 +256,8 @@ bool rc_instance_lost(struct rc_controller *c, const char *key, const struct rc_
 int64_t rc_fence_lease_ms(struct rc_controller *c, const char *key);
 /* CLOCK_MONOTONIC in ms (the clock of now_ms above). */
 int64_t rc_mono_ms(void);
-/* The prober thread: a round every 250 ms while leading. */
+/* The prober thread: a round every 250 ms while leading. Builds
+ * c->watch_hello first (-EIO when gnutls cannot). */
 OP_MUST_CHECK int rc_prober_start(struct rc_controller *c, struct op_err *err);
 void rc_prober_stop(struct rc_controller *c); /* joins it; after c->stopping is set */
 
@@ -293,9 +303,15 @@ OP_MUST_CHECK
 int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, char **ret_rv);
 /* Deletes (background propagation); absent is success. */
 OP_MUST_CHECK int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name);
+/* Same with a grace period (-1: the object's own; 0: at once, for Pods on a
+ * node whose kubelet will never confirm). */
+OP_MUST_CHECK int rc_delete_grace(struct rc_run *r, const struct kube_kind *k, const char *name,
+				  long grace_s);
 /* Deletes instance serial (its Pod pod, its bootstrap Pods, its claims), the
- * Pod last: 0, or -errno (r->err). pod borrowed. */
-OP_MUST_CHECK int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod);
+ * Pod last: 0, or -errno (r->err). pod borrowed. force: the Pods with grace
+ * period 0 (their node is lost). */
+OP_MUST_CHECK int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod,
+				     bool force);
 /* podmonitor.c: the PodMonitor of spec.monitoring.enablePodMonitor (never fails
  * the reconcile: a missing CRD is a Warning Event, retried every minute). */
 void rc_ensure_podmonitor(struct rc_run *r);

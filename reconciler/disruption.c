@@ -2,6 +2,7 @@
  * PodDisruptionBudgets (disruption.h). Layer 0: no I/O, no shared state. */
 #include <string.h>
 
+#include "api/timestamp.h"
 #include "reconciler/disruption.h"
 #include "reconciler/internal.h"
 #include "reconciler/objects.h"
@@ -38,6 +39,57 @@ bool rc_node_draining(json_object *node)
 				return true;
 	}
 	return false;
+}
+
+/* Kubernetes' node lifecycle controller taints a Node whose Ready condition
+ * is Unknown (no heartbeats) or False with these, effect NoExecute and a
+ * timeAdded. */
+static const char *const lost_taints[] = {
+	"node.kubernetes.io/unreachable",
+	"node.kubernetes.io/not-ready",
+};
+
+int64_t rc_node_lost_since(json_object *node)
+{
+	int64_t since = -1;
+	json_object *taints = node ? op_json_at(node, "spec.taints") : NULL;
+	for (size_t i = 0; json_object_is_type(taints, json_type_array) &&
+			   i < json_object_array_length(taints);
+	     i++) {
+		json_object *t = json_object_array_get_idx(taints, i);
+		const char *key = op_json_str_at(t, "key");
+		bool lost = false;
+		for (size_t k = 0; key && k < OP_ARRAY_SIZE(lost_taints); k++)
+			lost |= strcmp(key, lost_taints[k]) == 0;
+		int64_t at = 0;
+		if (lost && api_time_parse(op_json_str_at(t, "timeAdded"), &at) == 0 &&
+		    (since < 0 || at < since))
+			since = at;
+	}
+	return since;
+}
+
+const char *rc_node_lost_pick(const struct rc_node_lost_in *v, size_t n, int64_t now_s,
+			      unsigned timeout_s, const char *current_primary,
+			      const char *target_primary, int64_t *ret_wait_s)
+{
+	*ret_wait_s = -1;
+	bool primary_up = false;
+	for (size_t i = 0; i < n; i++)
+		primary_up |= str_eq(v[i].name, current_primary) && v[i].answers_as_primary;
+	if (!primary_up || !str_eq(current_primary, target_primary) ||
+	    timeout_s == RC_NODE_LOST_NEVER)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].lost_since < 0 || str_eq(v[i].name, current_primary))
+			continue;
+		int64_t left = v[i].lost_since + (int64_t)timeout_s - now_s;
+		if (left <= 0)
+			return v[i].name;
+		if (*ret_wait_s < 0 || left < *ret_wait_s)
+			*ret_wait_s = left;
+	}
+	return NULL;
 }
 
 void rc_pdb_decide(const struct api_cluster *c, bool primary_draining, struct rc_pdb_want *ret)

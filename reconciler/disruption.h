@@ -75,6 +75,28 @@ const char *rc_drain_action_str(enum rc_drain_action a);
  * with reason Unschedulable (CloudNativePG's utils.IsPodUnschedulable). */
 bool rc_pod_unschedulable(json_object *pod);
 
+/* When the Node (borrowed, may be NULL) was found lost: the earliest
+ * timeAdded (Unix seconds) of its node.kubernetes.io/unreachable or
+ * node.kubernetes.io/not-ready taint, which the node lifecycle controller adds
+ * once heartbeats stop or the node reports NotReady; -1 when it has neither. */
+int64_t rc_node_lost_since(json_object *node);
+
+/* An instance as rc_node_lost_pick sees it. */
+struct rc_node_lost_in {
+	const char *name;        /* borrowed */
+	int64_t lost_since;      /* rc_node_lost_since of its Pod's Node, -1 when not lost */
+	bool answers_as_primary; /* answered this reconcile's /pg/status as the primary */
+};
+/* Which instance to rebuild because its node has been lost for timeout_s
+ * (now_s: Unix seconds), or NULL. Never the current primary, and nothing
+ * unless the current primary answers as one and is also the target (no
+ * failover or switchover under way): a replica is deleted only while the
+ * primary holds the data. *ret_wait_s: seconds until the next one is due
+ * (-1: none waiting). RC_NODE_LOST_NEVER: never. */
+const char *rc_node_lost_pick(const struct rc_node_lost_in *v, size_t n, int64_t now_s,
+			      unsigned timeout_s, const char *current_primary,
+			      const char *target_primary, int64_t *ret_wait_s);
+
 /* ---------------------------------------------------------- steps (drain.c, layer 3) */
 
 /* draining[i] for each of v[0..n) from the Pods (borrowed: the instance Pods'
@@ -100,5 +122,14 @@ int rc_drain_step(struct rc_run *r, const struct rc_instance *v, size_t n,
  * Never the current or target primary. 1 when it deleted one, 0 when
  * nothing to do, <0 on error (r->err). */
 OP_MUST_CHECK int rc_unschedulable_step(struct rc_run *r, json_object *pods);
+/* A node gone for good (issue 26): an instance whose Pod's Node has carried
+ * the unreachable or not-ready taint for --node-lost-timeout
+ * (rc_settings.node_lost_timeout_s) is deleted with its PVCs, its Pod
+ * forcibly (grace 0: the node's kubelet cannot confirm), per
+ * rc_node_lost_pick, so the instance is made again on another node, cloned
+ * from the primary (a new serial). Events InstanceNodeLost. Requeues for the
+ * next one due. 1 when it deleted one, 0 otherwise, <0 on error (r->err). */
+OP_MUST_CHECK int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n,
+				    json_object *pods);
 
 #endif

@@ -2,6 +2,7 @@
  * (disruption.h): the Cluster's two PDBs, the switchover away from a node
  * being drained, and nodeMaintenanceWindow's reusePVC false. Layer 3. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api/names.h"
@@ -169,7 +170,7 @@ int rc_unschedulable_step(struct rc_run *r, json_object *pods)
 			continue;
 		op_log_warn("deleting an unschedulable instance and its volumes", "cluster",
 			    r->key, "pod", name);
-		int ret = rc_delete_instance(r, serial, name);
+		int ret = rc_delete_instance(r, serial, name, false);
 		if (ret < 0)
 			return ret;
 		rc_event(r, "Normal", "DeletePod", "Deleted unschedulable pod %s", name);
@@ -178,4 +179,53 @@ int rc_unschedulable_step(struct rc_run *r, json_object *pods)
 		return 1;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------ node lost */
+
+int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods)
+{
+	unsigned timeout_s = r->ctl->settings.node_lost_timeout_s;
+	struct rc_node_lost_in *in = op_calloc(n ? n : 1, sizeof(*in));
+	const char **nodes = op_calloc(n ? n : 1, sizeof(*nodes)); /* borrowed from pods */
+	for (size_t i = 0; i < n; i++) {
+		const char *node = op_json_str_at(pod_named(pods, v[i].name), "spec.nodeName");
+		json_object *obj = node && *node ? rc_cache_get(r->ctl, RC_INF_NODES, NULL, node)
+						 : NULL;
+		in[i] = (struct rc_node_lost_in){ .name = v[i].name,
+						  .lost_since = rc_node_lost_since(obj),
+						  .answers_as_primary = v[i].has_status &&
+									v[i].is_primary };
+		nodes[i] = node;
+		if (obj)
+			json_object_put(obj);
+	}
+	int64_t wait_s = -1, now_s = api_time_now_us() / 1000000;
+	const char *pick = rc_node_lost_pick(in, n, now_s, timeout_s, r->want.current_primary,
+					     r->want.target_primary, &wait_s);
+	int ret = 0;
+	for (size_t i = 0; pick && i < n; i++) {
+		if (!str_eq(v[i].name, pick))
+			continue;
+		char lost_s[24];
+		snprintf(lost_s, sizeof(lost_s), "%lld", (long long)(now_s - in[i].lost_since));
+		op_log_warn("deleting an instance whose node is lost, with its volumes", "cluster",
+			    r->key, "pod", pick, "node", nodes[i] ? nodes[i] : "", "lost_s", lost_s);
+		ret = rc_delete_instance(r, v[i].serial, pick, true);
+		if (ret < 0)
+			break;
+		rc_event(r, "Warning", "InstanceNodeLost",
+			 "node %s of instance %s has been unreachable for %lld s (--node-lost-timeout "
+			 "%u s): deleted its Pod and PVCs; a new instance is cloned from the primary "
+			 "on another node",
+			 nodes[i] ? nodes[i] : "?", pick, (long long)(now_s - in[i].lost_since),
+			 timeout_s);
+		rc_requeue(r, 1000);
+		ret = 1;
+	}
+	if (!pick && wait_s >= 0)
+		rc_requeue(r, wait_s * 1000 + 500);
+	free(nodes);
+	free(in);
+	return ret;
 }

@@ -357,7 +357,7 @@ static int scale_down(struct rc_run *r, struct inventory *inv)
 	if (!victim)
 		return 0;
 	_cleanup_free_ char *pod = op_strdup(victim->name);
-	int ret = rc_delete_instance(r, victim->serial, pod);
+	int ret = rc_delete_instance(r, victim->serial, pod, false);
 	if (ret < 0)
 		return ret;
 	set_phase(r, RC_PHASE_SCALING_DOWN, NULL);
@@ -1191,6 +1191,8 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 		ret = rc_drain_step(r, inv.v, inv.n, draining);
 	if (ret == 0)
 		ret = rc_unschedulable_step(r, inv.pods);
+	if (ret == 0)
+		ret = rc_node_lost_step(r, inv.v, inv.n, inv.pods);
 	if (ret == 0) {
 		const char *primary = r->want.current_primary;
 		for (size_t i = 0; i < inv.n && ret >= 0 && primary && *primary; i++)

@@ -22,7 +22,13 @@ struct rc_settings {
 	const char *operator_image; /* init container image; NULL = "pgop:latest" */
 	const char *cluster_domain; /* NULL = "cluster.local" */
 	const char *default_image;  /* spec.imageName when absent; NULL = "ghcr.io/cloudnative-pg/postgresql:15" */
+	/* An instance whose Node has been unreachable (or not ready) this long
+	 * is rebuilt on another node (reconciler/drain.c, rc_node_lost_step);
+	 * 0 = RC_NODE_LOST_TIMEOUT_DEFAULT_S, RC_NODE_LOST_NEVER = never. */
+	unsigned node_lost_timeout_s;
 };
+#define RC_NODE_LOST_TIMEOUT_DEFAULT_S 300
+#define RC_NODE_LOST_NEVER 0xffffffffu
 
 /* The in-operator admission guard, given by cmd/ (it runs the webhooks'
  * defaulting + validation so that this module does not depend on webhooks/).

@@ -65,8 +65,13 @@ int rc_create_rv(struct rc_run *r, const struct kube_kind *k, json_object *obj, 
 
 int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name)
 {
+	return rc_delete_grace(r, k, name, -1);
+}
+
+int rc_delete_grace(struct rc_run *r, const struct kube_kind *k, const char *name, long grace_s)
+{
 	struct kube_delete_opts o = { .propagation = KUBE_PROPAGATE_BACKGROUND,
-				      .grace_period_seconds = -1 };
+				      .grace_period_seconds = grace_s };
 	struct op_err e = OP_ERR_INIT;
 	int ret = kube_delete(r->ctl->kc, k, r->ns, name, &o, &e);
 	if (ret == -ENOENT)
@@ -78,8 +83,9 @@ int rc_delete(struct rc_run *r, const struct kube_kind *k, const char *name)
 	return 1;
 }
 
-int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod)
+int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod, bool force)
 {
+	long grace = force ? 0 : -1;
 	_cleanup_free_ char *j1 = rc_job_name(r->name, serial, RC_JOB_INITDB);
 	_cleanup_free_ char *j2 = rc_job_name(r->name, serial, RC_JOB_JOIN);
 	_cleanup_free_ char *data = api_pgdata_pvc_name(r->name, serial);
@@ -87,15 +93,15 @@ int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod)
 	/* bootstrap Pods and claims first (a claim stays until its pod is gone),
 	 * then the pod: a claim without its pod is never mistaken for one to
 	 * restart, and a failure halfway leaves the pod to be tried again */
-	int ret = rc_delete(r, KUBE_PODS, j1);
+	int ret = rc_delete_grace(r, KUBE_PODS, j1, grace);
 	if (ret >= 0)
-		ret = rc_delete(r, KUBE_PODS, j2);
+		ret = rc_delete_grace(r, KUBE_PODS, j2, grace);
 	if (ret >= 0)
 		ret = rc_delete(r, KUBE_PVCS, data);
 	if (ret >= 0)
 		ret = rc_delete(r, KUBE_PVCS, wal);
 	if (ret >= 0)
-		ret = rc_delete(r, KUBE_PODS, pod);
+		ret = rc_delete_grace(r, KUBE_PODS, pod, grace);
 	return ret < 0 ? ret : 0;
 }
 

@@ -23,6 +23,7 @@ struct rc_runner {
 	bool elect;
 	unsigned workers, retry_min_ms, retry_max_ms;
 	long status_timeout_ms;
+	unsigned node_lost_timeout_s;
 	unsigned kube_qps, kube_burst;
 	rc_validate_fn validate;
 	void *validate_userdata;
@@ -128,7 +129,8 @@ static int attempt(struct rc_runner *r, struct op_err *err)
 			.n_namespaces = r->n_ns,
 			.workers = r->workers,
 			.settings = { .operator_image = r->operator_image,
-				      .default_image = r->default_image },
+				      .default_image = r->default_image,
+				      .node_lost_timeout_s = r->node_lost_timeout_s },
 			.validate = r->validate,
 			.validate_userdata = r->validate_userdata,
 			.status_timeout_ms = r->status_timeout_ms,
@@ -244,6 +246,7 @@ int rc_runner_start(const struct rc_start_opts *o, struct rc_runner **ret, struc
 	r->identity = o->identity && *o->identity ? op_strdup(o->identity) : default_identity();
 	r->operator_image = dup_or_null(o->settings.operator_image);
 	r->default_image = dup_or_null(o->settings.default_image);
+	r->node_lost_timeout_s = o->settings.node_lost_timeout_s;
 	r->elect = o->leader_elect;
 	r->workers = o->workers;
 	r->status_timeout_ms = o->status_timeout_ms;

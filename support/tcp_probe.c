@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -60,64 +61,153 @@ static int start(const char *host, unsigned port, int *ret_errno, int *ret_done)
 	return fd;
 }
 
+/* What a round asks of each host: the connect's timeout, and optionally bytes
+ * to send once connected and how long to wait for the peer's process to react. */
+struct ask {
+	long connect_ms;
+	const void *hello; /* borrowed; NULL: the connect alone */
+	size_t hello_len;
+	long answer_ms;
+};
+
+/* One probe of a round: its socket, its host's index, its deadline. */
+struct slot {
+	size_t idx;
+	long long deadline;
+	bool answering; /* connected, hello sent, waiting for a byte, EOF or reset */
+};
+
+/* Closes a probe's socket. One that sent its hello closes with a reset
+ * rather than a FIN (no TIME_WAIT here, and a peer mid-handshake learns at
+ * once that nobody waits for it); a bare connect closes with a FIN, which
+ * a server takes as a client that went away before saying anything
+ * (postgres logs nothing for it, a reset it would log). */
+static void close_slot(int fd, const struct slot *sl)
+{
+	if (sl->answering) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(fd);
+}
+
+/* The connect of slot j completed with so (SO_ERROR): done, or on to the
+ * answer phase. Returns true while the slot stays open. */
+static bool connected(struct pollfd *pfd, struct slot *sl, const struct ask *a, int so,
+		      int *ret_errno)
+{
+	if (so || !a->hello) {
+		ret_errno[sl->idx] = so;
+		return false;
+	}
+	ssize_t w = send(pfd->fd, a->hello, a->hello_len, MSG_NOSIGNAL);
+	if (w != (ssize_t)a->hello_len) {
+		ret_errno[sl->idx] = w < 0 ? errno : EIO;
+		return false;
+	}
+	ret_errno[sl->idx] = ETIME; /* connected; silent until something comes back */
+	sl->answering = true;
+	sl->deadline = mono_ms() + a->answer_ms;
+	pfd->events = POLLIN;
+	return true;
+}
+
 /* One round of at most OP_TCP_PROBE_BATCH hosts. */
-static void round_of(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+static void round_of(const char *const *hosts, size_t n, unsigned port, const struct ask *a,
 		     int *ret_errno)
 {
 	struct pollfd pfd[OP_TCP_PROBE_BATCH];
-	size_t idx[OP_TCP_PROBE_BATCH], k = 0;
+	struct slot sl[OP_TCP_PROBE_BATCH];
+	size_t k = 0;
+	long long t0 = mono_ms();
 	for (size_t i = 0; i < n; i++) {
 		int done = 0;
 		int fd = start(hosts[i], port, &ret_errno[i], &done);
 		if (fd < 0)
 			continue;
-		if (done) {
-			close(fd);
+		pfd[k] = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		sl[k] = (struct slot){ .idx = i, .deadline = t0 + a->connect_ms };
+		if (done && !connected(&pfd[k], &sl[k], a, 0, ret_errno)) {
+			close_slot(fd, &sl[k]);
 			continue;
 		}
-		pfd[k] = (struct pollfd){ .fd = fd, .events = POLLOUT };
-		idx[k++] = i;
+		k++;
 	}
-	long long end = mono_ms() + timeout_ms;
 	size_t open = k;
 	while (open > 0) {
-		long long left = end - mono_ms();
-		if (left <= 0)
+		long long now = mono_ms(), next = -1;
+		for (size_t j = 0; j < k; j++) {
+			if (pfd[j].fd < 0)
+				continue;
+			if (sl[j].deadline <= now) { /* ETIMEDOUT or ETIME stays */
+				close_slot(pfd[j].fd, &sl[j]);
+				pfd[j].fd = -1;
+				open--;
+			} else if (next < 0 || sl[j].deadline < next) {
+				next = sl[j].deadline;
+			}
+		}
+		if (!open)
 			break;
-		int r = poll(pfd, k, (int)left);
+		int r = poll(pfd, k, (int)(next - now));
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r < 0)
 			break;
-		for (size_t j = 0; j < k; j++) {
+		for (size_t j = 0; j < k && r > 0; j++) {
 			if (pfd[j].fd < 0 || !pfd[j].revents)
 				continue;
-			int so = 0;
-			socklen_t sl = sizeof(so);
-			if (getsockopt(pfd[j].fd, SOL_SOCKET, SO_ERROR, &so, &sl) < 0)
-				so = errno;
-			ret_errno[idx[j]] = so;
-			close(pfd[j].fd);
+			bool keep = false;
+			if (sl[j].answering) {
+				ret_errno[sl[j].idx] = 0; /* bytes, EOF or a reset: its process is there */
+			} else {
+				int so = 0;
+				socklen_t len = sizeof(so);
+				if (getsockopt(pfd[j].fd, SOL_SOCKET, SO_ERROR, &so, &len) < 0)
+					so = errno;
+				keep = connected(&pfd[j], &sl[j], a, so, ret_errno);
+			}
+			pfd[j].revents = 0;
+			if (keep)
+				continue;
+			close_slot(pfd[j].fd, &sl[j]);
 			pfd[j].fd = -1; /* poll ignores it from now on */
 			open--;
 		}
 	}
 	for (size_t j = 0; j < k; j++)
 		if (pfd[j].fd >= 0)
-			close(pfd[j].fd); /* still pending: ETIMEDOUT stays */
+			close_slot(pfd[j].fd, &sl[j]);
 }
 
-int op_tcp_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+static int probe(const char *const *hosts, size_t n, unsigned port, const struct ask *a,
 		 int *ret_errno)
 {
-	if (port == 0 || port > 65535 || timeout_ms <= 0)
+	if (port == 0 || port > 65535 || a->connect_ms <= 0 ||
+	    (a->hello && (!a->hello_len || a->answer_ms <= 0)))
 		return -EINVAL;
 	for (size_t at = 0; at < n; at += OP_TCP_PROBE_BATCH) {
 		size_t m = n - at < OP_TCP_PROBE_BATCH ? n - at : OP_TCP_PROBE_BATCH;
-		round_of(hosts + at, m, port, timeout_ms, ret_errno + at);
+		round_of(hosts + at, m, port, a, ret_errno + at);
 	}
 	int up = 0;
 	for (size_t i = 0; i < n; i++)
 		up += ret_errno[i] == 0;
 	return up;
+}
+
+int op_tcp_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
+		 int *ret_errno)
+{
+	return probe(hosts, n, port, &(struct ask){ .connect_ms = timeout_ms }, ret_errno);
+}
+
+int op_tcp_probe_answer(const char *const *hosts, size_t n, unsigned port, long connect_ms,
+			const void *hello, size_t hello_len, long answer_ms, int *ret_errno)
+{
+	if (!hello)
+		return -EINVAL;
+	struct ask a = { .connect_ms = connect_ms, .hello = hello, .hello_len = hello_len,
+			 .answer_ms = answer_ms };
+	return probe(hosts, n, port, &a, ret_errno);
 }

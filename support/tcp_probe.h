@@ -5,8 +5,14 @@
  * partitioned or vanished host drops the SYN. So a short timeout on the
  * connect alone tells "unreachable" from "slow" (a TLS handshake on a loaded
  * machine can take hundreds of milliseconds; libcurl's connect timeout covers
- * it, so it cannot be short). Nothing is sent: each connection is closed as
- * soon as it is established.
+ * it, so it cannot be short). op_tcp_probe sends nothing: each connection is
+ * closed as soon as it is established.
+ *
+ * A frozen host (its processes stopped, its kernel running) completes TCP
+ * handshakes and ACKs whatever is sent, so a connect alone cannot tell it
+ * from a live one. op_tcp_probe_answer sends a few bytes its server must react
+ * to (a TLS ClientHello: a ServerHello or an alert) and waits for any
+ * reaction: bytes, an EOF or a reset all need the server's process.
  */
 #ifndef PGOP_SUPPORT_TCP_PROBE_H
 #define PGOP_SUPPORT_TCP_PROBE_H
@@ -28,5 +34,15 @@
  * could be made at all (-EINVAL: port 0 or timeout_ms <= 0). */
 OP_MUST_CHECK int op_tcp_probe(const char *const *hosts, size_t n, unsigned port, long timeout_ms,
 			       int *ret_errno);
+
+/* op_tcp_probe, then on each established connection sends hello (borrowed,
+ * hello_len > 0 bytes, small enough for the socket's send buffer) and waits
+ * up to answer_ms for the peer to send anything, close or reset. ret_errno[i]
+ * is 0 when it did, ETIME when it connected but stayed silent, else the
+ * connect's errno as op_tcp_probe gives it. The connection is then reset.
+ * -EINVAL for a NULL hello, hello_len 0 or answer_ms <= 0 as well. */
+OP_MUST_CHECK int op_tcp_probe_answer(const char *const *hosts, size_t n, unsigned port,
+				      long connect_ms, const void *hello, size_t hello_len,
+				      long answer_ms, int *ret_errno);
 
 #endif

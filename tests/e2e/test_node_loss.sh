@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e-timeout: 360
+# e2e-timeout: 600
 # Node loss (issue 26), on the multi-node substrate (three nodes): the sample Cluster (3
 # instances, ANY 1 synchronous) under the fault suite's writers (faults_lib.sh), pgop
 # installed by its chart. The operator and the client Pod (the -rw writer's network) are
@@ -12,12 +12,19 @@
 #       node thawed, the old primary rejoins as a replica;
 #   (b) cut: the network of the (then) primary's node cut as a whole (e2e_node_cut): the
 #       same, and the isolated primary stops answering (fences itself) before a replica
-#       is promoted; uncut, it rejoins.
+#       is promoted; uncut, it rejoins;
+#   (c) gone: the node of a replica killed and left dead (e2e_node_kill): once its Node
+#       has been unreachable for --node-lost-timeout (the chart's nodeLostTimeoutSeconds,
+#       15 s here) the instance's Pod and PVCs are deleted (Event InstanceNodeLost) and a
+#       new instance (a new serial) is cloned from the primary on a live node; no
+#       failover, 0 acknowledged COMMITs lost, healthy with 3 instances again.
 # Figures (METRIC fault_sync_node_{stop,cut}_*): detect_ms, promoted_ms, rw_ms,
 # outage_ms (longest gap between two acknowledged -rw COMMITs), lost, notready_ms (the
 # Node NotReady), rejoin_s (node back -> Cluster healthy), healthy_s, and for the cut
 # fenced_ms (the poller's last answer from the isolated primary as a primary) and
-# promoted_poll_ms (the poller's first answer from the new primary as a primary).
+# promoted_poll_ms (the poller's first answer from the new primary as a primary); for
+# gone (METRIC fault_sync_node_gone_*): deleted_ms (the lost instance's Pod gone) and
+# rebuilt_ms (healthy with its replacement).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -33,7 +40,8 @@ n_nodes=$(kubectl get nodes --no-headers | wc -l)
 [ "$n_nodes" -ge 3 ] || e2e_fail "test_node_loss needs three nodes, the substrate has $n_nodes"
 home=$(e2e_node_names | head -n 1)
 cluster_crd
-cluster_helm_install --set "nodeSelector.kubernetes\.io/hostname=$home"
+LOST_TIMEOUT=15
+cluster_helm_install --set "nodeSelector.kubernetes\.io/hostname=$home" --set "nodeLostTimeoutSeconds=$LOST_TIMEOUT"
 FAULTS_CLIENT_NODE=$home faults_setup 1
 node_of() { k get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
 for p in $(kubectl -n "$opns" get pods -o name) pod/client; do
@@ -164,6 +172,49 @@ fence_vs_promotion() {
 	((fenced < first)) || e2e_fail "$scen: $2 answered as a primary until +$((fenced - $1)) ms, $new as one from +$((first - $1)) ms"
 }
 
+# node_gone: scenario (c).
+node_gone() {
+	scen=node_gone
+	local p r i n rnode t0 l1 newp now
+	primary_off_home
+	p=$(status currentPrimary)
+	for i in 1 2 3; do
+		r=$C-$i
+		n=$(node_of "$r")
+		[ "$r" != "$p" ] && [ "$n" != "$home" ] && break
+	done
+	rnode=$(node_of "$r")
+	[ "$r" != "$p" ] && [ "$rnode" != "$home" ] || e2e_fail "$scen: no replica off $home"
+	e2e_log "=== $scen: node $rnode of the replica $r, left dead"
+	t0=$(now_ms)
+	e2e_node_kill "$rnode"
+	e2e_wait_for "! k get pod $r >/dev/null 2>&1 && ! k get pvc $r >/dev/null 2>&1" $((LOST_TIMEOUT + 120)) 1 ||
+		e2e_fail "$scen: $r and its PVC still there $((LOST_TIMEOUT + 120)) s after its node died ($(k get pod,pvc --no-headers 2>&1 | tr '\n' ' '))"
+	m deleted_ms $(($(now_ms) - t0))
+	k get events --field-selector reason=InstanceNodeLost -o jsonpath='{.items[*].message}' | grep -q "$r" ||
+		e2e_fail "$scen: no InstanceNodeLost Event naming $r"
+	wait_healthy 3 300
+	m rebuilt_ms $(($(now_ms) - t0))
+	e2e_assert_eq "$p" "$(status currentPrimary)" "$scen: the primary (no failover for a replica's node)"
+	newp=$(k get pods -l cnpg.io/cluster="$C" --no-headers -o custom-columns=N:.metadata.name,R:.metadata.labels.cnpg\.io/instanceRole |
+		awk '$2 == "replica" || $2 == "primary" { print $1 }' | grep -v -x -e "$C-1" -e "$C-2" -e "$C-3" | head -n 1)
+	[ -n "$newp" ] || e2e_fail "$scen: no new instance ($(k get pods --no-headers | awk '{print $1}' | tr '\n' ' '))"
+	e2e_assert_ne "$rnode" "$(node_of "$newp")" "$scen: the node of the new instance $newp"
+	e2e_assert_eq t "$(sql "$newp" 'select pg_is_in_recovery()')" "$scen: $newp is a replica"
+	all_streaming
+	now=$(now_ms)
+	e2e_wait_for "awk -v t=$now '\$2 > t { f = 1 } END { exit !f }' '$tmp/faults/rw.ledger'" 60 ||
+		e2e_fail "$scen: the -rw writer is not writing"
+	l1=$(lost ledger_rw "$tmp/faults/rw.ledger")
+	m lost "$l1"
+	e2e_assert_eq 0 "$l1" "$scen: acknowledged COMMITs lost"
+	e2e_assert_eq 0 "$(two_primaries)" "$scen: two primaries at once"
+	e2e_log "$scen: $r rebuilt as $newp on $(node_of "$newp")"
+	e2e_node_start "$rnode"
+	e2e_wait_for "e2e_node_ready $rnode" 90 1 || e2e_fail "$scen: $rnode not Ready again"
+}
+
 node_loss stop
 node_loss cut
+node_gone
 e2e_log "node loss: all checks passed"

@@ -31,6 +31,8 @@
 #include "pki/pki.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "support/tcp_probe.h"
+#include "support/tls_hello.h"
 #include "tests/unit/test_tls_client.h"
 
 static char dir[] = "/tmp/pgop-test-instsrv-XXXXXX";
@@ -280,6 +282,49 @@ static void test_per_ip_cap(void **state)
 	assert_int_equal(code, 200);
 }
 
+/* The operator's primary watch (reconciler/contact.c): the ClientHello gnutls
+ * builds gets a ServerHello from the status server (a real answer, not a
+ * close over garbage), op_tcp_probe_answer counts it, and many probes in a
+ * row (each reset after the first byte) leave no connection behind to fill
+ * the per-IP cap. */
+static void test_watch_hello(void **state)
+{
+	(void)state;
+	inst_state_set(st, true, true);
+	unsigned char *hello = NULL;
+	size_t len = 0;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_tls_client_hello(&hello, &len, &err), 0);
+	assert_true(len > 5 && len <= OP_TLS_HELLO_MAX);
+	assert_int_equal(hello[0], 0x16); /* a handshake record */
+	assert_int_equal(hello[5], 0x01); /* ClientHello */
+	int fd = tcp_connect();
+	assert_true(fd >= 0);
+	assert_int_equal(send(fd, hello, len, MSG_NOSIGNAL), (ssize_t)len);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	unsigned char head[6];
+	size_t got = 0;
+	while (got < sizeof(head)) {
+		ssize_t n = read(fd, head + got, sizeof(head) - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_int_equal(head[0], 0x16); /* the server's handshake record */
+	assert_int_equal(head[5], 0x02); /* ServerHello */
+	close(fd);
+	const char *hosts[] = { "127.0.0.1" };
+	for (int i = 0; i < 20; i++) {
+		int e = -1;
+		assert_int_equal(op_tcp_probe_answer(hosts, 1, inst_server_port(srv), 1000, hello, len,
+						     5000, &e),
+				 1);
+		assert_int_equal(e, 0);
+	}
+	free(hello);
+	assert_int_equal(req("GET", "/healthz", NULL, NULL, NULL), 200);
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -360,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_probes),
 		cmocka_unit_test(test_operator_auth),
 		cmocka_unit_test(test_per_ip_cap),
+		cmocka_unit_test(test_watch_hello),
 		cmocka_unit_test(test_trickle_deadline),
 		cmocka_unit_test(test_rotation),
 	};

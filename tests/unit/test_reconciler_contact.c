@@ -74,6 +74,17 @@ static int fake_probe(const char *const *hosts, size_t n, unsigned port, long ti
 	return up;
 }
 
+/* rc_answer_fn: the watch's probe; the connect timeout is recorded, the
+ * hello and the answer timeout checked. */
+static int fake_answer(const char *const *hosts, size_t n, unsigned port, long connect_ms,
+		       const void *hello, size_t hello_len, long answer_ms, int *ret_errno)
+{
+	(void)hello;
+	(void)hello_len;
+	assert_int_equal(answer_ms, RC_WATCH_ANSWER_MS);
+	return fake_probe(hosts, n, port, connect_ms, ret_errno);
+}
+
 static void reset_probe(const char *up)
 {
 	up_host = up;
@@ -299,15 +310,15 @@ static void test_primary_watch(void **state)
 	one[0].is_primary = true;
 	rc_note_unreachable(c, "ns/d", one, 1, 1000);
 	reset_probe("10.0.0.1");
-	assert_int_equal(rc_watch_round(c, 1000 + RC_WATCH_MS - 1, fake_probe), 0);
+	assert_int_equal(rc_watch_round(c, 1000 + RC_WATCH_MS - 1, fake_answer), 0);
 	assert_int_equal(probe_calls, 0); /* not due yet */
-	assert_int_equal(rc_watch_round(c, 1000 + RC_WATCH_MS, fake_probe), 0);
+	assert_int_equal(rc_watch_round(c, 1000 + RC_WATCH_MS, fake_answer), 0);
 	assert_int_equal(probe_hosts, 1); /* c-1 only: d has no other instance */
 	assert_int_equal(probe_timeout, RC_STATUS_CONNECT_SILENT_MS);
 	assert_int_equal(rc_queue_len(c->q), 0);
 	assert_false(rc_instance_lost(c, "ns/c", &v[0]));
 	reset_probe(NULL); /* the partition */
-	assert_int_equal(rc_watch_round(c, 1000 + 2 * RC_WATCH_MS, fake_probe), 1);
+	assert_int_equal(rc_watch_round(c, 1000 + 2 * RC_WATCH_MS, fake_answer), 1);
 	assert_int_equal(rc_queue_len(c->q), 1);
 	/* a fetch already running gives it up (rc_fetch_opts.abandon) */
 	assert_true(rc_instance_lost(c, "ns/c", &v[0]));
@@ -325,19 +336,19 @@ static void test_primary_watch(void **state)
 	rc_note_unreachable(c, "ns/c", w, 2, 1000 + 2 * RC_WATCH_MS); /* it stays lost */
 	/* probed in the background, no second queueing while it stays down */
 	reset_probe(NULL);
-	assert_int_equal(rc_watch_round(c, 1000 + 3 * RC_WATCH_MS, fake_probe), 0);
+	assert_int_equal(rc_watch_round(c, 1000 + 3 * RC_WATCH_MS, fake_answer), 0);
 	assert_int_equal(probe_hosts, 1);
 	/* it connects again: queued, and the next reconcile asks it */
 	reset_probe("10.0.0.1");
-	assert_int_equal(rc_watch_round(c, 1000 + 4 * RC_WATCH_MS, fake_probe), 1);
+	assert_int_equal(rc_watch_round(c, 1000 + 4 * RC_WATCH_MS, fake_answer), 1);
 	assert_false(rc_mark_silent(c, "ns/c", w, 2));
 	assert_false(w[0].unreachable);
-	assert_int_equal(rc_watch_round(c, 1000 + 5 * RC_WATCH_MS, fake_probe), 0);
+	assert_int_equal(rc_watch_round(c, 1000 + 5 * RC_WATCH_MS, fake_answer), 0);
 	assert_int_equal(probe_hosts, 1); /* nothing left to watch until a reconcile */
 	/* a reconcile that sees it answer as primary watches it again */
 	rc_note_unreachable(c, "ns/c", v, 2, 5000);
 	reset_probe(NULL);
-	assert_int_equal(rc_watch_round(c, 5000 + RC_WATCH_MS, fake_probe), 1);
+	assert_int_equal(rc_watch_round(c, 5000 + RC_WATCH_MS, fake_answer), 1);
 	done(v, 2);
 	done(w, 2);
 	done(one, 1);

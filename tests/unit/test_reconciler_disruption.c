@@ -3,7 +3,8 @@
  * (reconciler/objects_placement.c, as CloudNativePG's CreateAffinitySection),
  * the PodDisruptionBudgets (rc_pdb_decide, rc_build_pdb), a node being
  * drained (rc_node_draining), the drain switchover (rc_drain_decide) and an
- * unschedulable Pod (rc_pod_unschedulable). */
+ * unschedulable Pod (rc_pod_unschedulable), a node lost for good
+ * (rc_node_lost_since, rc_node_lost_pick). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -361,6 +362,89 @@ static void test_pod_unschedulable(void **state)
 	}
 }
 
+static void test_node_lost_since(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *node;
+		int64_t since;
+	} rows[] = {
+		{ "{}", -1 },
+		{ "{\"spec\":{\"unschedulable\":true}}", -1 },
+		/* the NoSchedule twin has no timeAdded: the NoExecute one dates it */
+		{ "{\"spec\":{\"taints\":[{\"key\":\"node.kubernetes.io/unreachable\","
+		  "\"effect\":\"NoSchedule\"},{\"key\":\"node.kubernetes.io/unreachable\","
+		  "\"effect\":\"NoExecute\",\"timeAdded\":\"2026-12-07T12:00:00Z\"}]}}",
+		  1796644800 },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"node.kubernetes.io/not-ready\","
+		  "\"timeAdded\":\"2026-12-07T12:00:10Z\"},{\"key\":\"node.kubernetes.io/"
+		  "unreachable\",\"timeAdded\":\"2026-12-07T12:00:05Z\"}]}}",
+		  1796644805 },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"example.com/other\","
+		  "\"timeAdded\":\"2026-12-07T12:00:00Z\"}]}}",
+		  -1 },
+		{ "{\"spec\":{\"taints\":[{\"key\":\"node.kubernetes.io/unreachable\","
+		  "\"timeAdded\":\"yesterday\"}]}}",
+		  -1 },
+		{ "{\"spec\":{\"taints\":{\"key\":\"node.kubernetes.io/unreachable\"}}}", -1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		json_object *n = parse(rows[i].node);
+		if (rc_node_lost_since(n) != rows[i].since)
+			fail_msg("%s: want %lld, got %lld", rows[i].node, (long long)rows[i].since,
+				 (long long)rc_node_lost_since(n));
+		json_object_put(n);
+	}
+	assert_int_equal(rc_node_lost_since(NULL), -1);
+}
+
+/* Table: instances (name, lost since, answers as primary), now 1000,
+ * timeout 300, current and target primary: the pick and the wait. */
+static void test_node_lost_pick(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *why;
+		struct rc_node_lost_in v[3];
+		unsigned timeout;
+		const char *current, *target, *pick;
+		int64_t wait;
+	} rows[] = {
+		{ "nothing lost", { { "c-1", -1, true }, { "c-2", -1, false }, { "c-3", -1, false } },
+		  300, "c-1", "c-1", NULL, -1 },
+		{ "a replica lost long enough",
+		  { { "c-1", -1, true }, { "c-2", 700, false }, { "c-3", -1, false } },
+		  300, "c-1", "c-1", "c-2", -1 },
+		{ "a replica lost, not long enough: the wait",
+		  { { "c-1", -1, true }, { "c-2", 800, false }, { "c-3", 750, false } },
+		  300, "c-1", "c-1", NULL, 50 },
+		{ "the primary's node lost: never the primary",
+		  { { "c-1", 100, true }, { "c-2", -1, false }, { "c-3", -1, false } },
+		  300, "c-1", "c-1", NULL, -1 },
+		{ "the primary does not answer: nothing",
+		  { { "c-1", -1, false }, { "c-2", 100, false }, { "c-3", -1, false } },
+		  300, "c-1", "c-1", NULL, -1 },
+		{ "a failover under way: nothing",
+		  { { "c-1", -1, true }, { "c-2", 100, false }, { "c-3", -1, false } },
+		  300, "c-1", "c-3", NULL, -1 },
+		{ "never",
+		  { { "c-1", -1, true }, { "c-2", 100, false }, { "c-3", -1, false } },
+		  RC_NODE_LOST_NEVER, "c-1", "c-1", NULL, -1 },
+		{ "no primary named",
+		  { { "c-1", -1, true }, { "c-2", 100, false }, { "c-3", -1, false } },
+		  300, NULL, NULL, NULL, -1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		int64_t wait = -2;
+		const char *got = rc_node_lost_pick(rows[i].v, 3, 1000, rows[i].timeout,
+						    rows[i].current, rows[i].target, &wait);
+		if ((got == NULL) != (rows[i].pick == NULL) ||
+		    (got && strcmp(got, rows[i].pick) != 0) || wait != rows[i].wait)
+			fail_msg("%s: got %s wait %lld", rows[i].why, got ? got : "none",
+				 (long long)wait);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +456,8 @@ int main(void)
 		cmocka_unit_test(test_node_draining),
 		cmocka_unit_test(test_drain_decide),
 		cmocka_unit_test(test_pod_unschedulable),
+		cmocka_unit_test(test_node_lost_since),
+		cmocka_unit_test(test_node_lost_pick),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,13 @@
 /* tests/unit/test_support_tcp_probe.c - op_tcp_probe (support/tcp_probe.h) on
  * loopback only: a listener connects, a closed port is refused, a listener
  * whose accept queue is full drops the SYN (as a partitioned host does) and
- * times out within the deadline, more hosts than one round, bad input. */
+ * times out within the deadline, more hosts than one round, bad input; and
+ * op_tcp_probe_answer: a server that answers, closes or resets counts, one
+ * that accepts (its kernel does) but never reads or writes is ETIME. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,12 +113,86 @@ static void test_rounds_and_bad_input(void **state)
 	close(l);
 }
 
+/* A server thread: accepts one connection, reads the hello and then answers
+ * per mode: 'w' writes a byte, 'c' closes, 'r' resets. */
+struct server {
+	int fd;
+	char mode;
+	char got[16];
+	ssize_t got_len;
+};
+
+static void *serve_one(void *arg)
+{
+	struct server *s = arg;
+	int c = accept(s->fd, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	s->got_len = read(c, s->got, sizeof(s->got));
+	if (s->mode == 'w')
+		(void)!write(c, "x", 1);
+	if (s->mode == 'r') {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		(void)setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	usleep(100 * 1000); /* let the probe read before close */
+	close(c);
+	return NULL;
+}
+
+static void test_answer(void **state)
+{
+	(void)state;
+	const char *hosts[] = { "127.0.0.1" };
+	static const char modes[] = { 'w', 'c', 'r' };
+	for (size_t m = 0; m < sizeof(modes); m++) {
+		unsigned port = 0;
+		struct server s = { .fd = listener(4, &port), .mode = modes[m] };
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, serve_one, &s), 0);
+		int e[1] = { -1 };
+		assert_int_equal(op_tcp_probe_answer(hosts, 1, port, 1000, "hello", 5, 2000, e), 1);
+		assert_int_equal(e[0], 0);
+		pthread_join(th, NULL);
+		assert_int_equal(s.got_len, 5);
+		assert_memory_equal(s.got, "hello", 5);
+		close(s.fd);
+	}
+}
+
+/* A listener nobody accepts from (a frozen process: the kernel completes the
+ * handshake and buffers the bytes): connected, silent, ETIME after answer_ms. */
+static void test_answer_silent(void **state)
+{
+	(void)state;
+	unsigned port = 0, gone_port = 0;
+	int l = listener(16, &port);
+	int gone = listener(16, &gone_port);
+	close(gone);
+	const char *hosts[] = { "127.0.0.1" };
+	int e[1] = { -1 };
+	long long t0 = mono_ms();
+	assert_int_equal(op_tcp_probe_answer(hosts, 1, port, 1000, "hello", 5, 300, e), 0);
+	long long took = mono_ms() - t0;
+	assert_int_equal(e[0], ETIME);
+	assert_true(took >= 250);
+	assert_true(took < 3000);
+	assert_int_equal(op_tcp_probe_answer(hosts, 1, gone_port, 1000, "hello", 5, 300, e), 0);
+	assert_int_equal(e[0], ECONNREFUSED);
+	assert_int_equal(op_tcp_probe_answer(hosts, 1, port, 1000, NULL, 5, 300, e), -EINVAL);
+	assert_int_equal(op_tcp_probe_answer(hosts, 1, port, 1000, "hello", 0, 300, e), -EINVAL);
+	assert_int_equal(op_tcp_probe_answer(hosts, 1, port, 1000, "hello", 5, 0, e), -EINVAL);
+	close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connects_and_refused),
 		cmocka_unit_test(test_dropped_syn_times_out),
 		cmocka_unit_test(test_rounds_and_bad_input),
+		cmocka_unit_test(test_answer),
+		cmocka_unit_test(test_answer_silent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
