@@ -6,7 +6,8 @@
 # of /metrics with curl. Prints METRIC lines: latency p50/p99/max, the
 # manager's CPU per scrape (utime+stime of the pgop process, /proc/PID/stat),
 # the exporter's PostgreSQL backend's CPU per scrape, the exposition's size,
-# the manager's VmRSS/VmHWM before and after.
+# the manager's VmRSS/VmHWM before and after (and before its first scrape: what the
+# exporter adds), RssAnon.
 # Side by side, on the same database and the same query set: postgres_exporter
 # (github.com/prometheus-community/postgres_exporter; the Go module proxy here
 # refuses it, 403, so Debian's build of it, 0.11.1, unpacked from its .deb into
@@ -69,6 +70,14 @@ common=(--pgdata "$T/i1/pgdata" --controller-dir "$T/i1/controller" --certs-dir 
 "${AS_PG[@]}" "$T/pgop" instance run "${common[@]}" --port "$P1" --status-listen "127.0.0.1:$S1" \
 	--metrics-listen "127.0.0.1:$M1" >"$T/run.log" 2>&1 &
 PID=$!
+# postgres up and the manager settled (its status port answers), before any scrape: the
+# RSS the exporter adds is counted from here
+for _ in $(seq 1 300); do
+	"${AS_PG[@]}" psql -h "$T/i1/controller/run" -p "$P1" -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && break
+	sleep 0.2
+done
+sleep 3
+RSS_UNSCRAPED=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$PID/status")
 for _ in $(seq 1 300); do
 	curl -s "http://127.0.0.1:$M1/metrics" | grep -q '^cnpg_collector_up{cluster="bench"} 1$' && break
 	sleep 0.2
@@ -83,7 +92,7 @@ pct() { awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100); if (i < 1) i 
 # measure NAME URL PID BACKEND_PIDS...: N sequential scrapes; METRIC lines NAME_*,
 # and the figures in $T/fig.NAME for the side-by-side table
 measure() {
-	local name=$1 url=$2 pid=$3 c0 c1 b0 b1 r0
+	local name=$1 url=$2 pid=$3 c0 c1 b0 b1 r0 rpre=${RSS_UNSCRAPED:-0}
 	shift 3
 	curl -s -o "$T/one.$name.txt" "$url"
 	r0=$(rss "$pid" VmRSS)
@@ -111,9 +120,10 @@ measure() {
 	echo "METRIC ${name}_exposition_lines=$(wc -l <"$T/one.$name.txt") ${name}_exposition_bytes=$(wc -c <"$T/one.$name.txt")"
 	echo "METRIC ${name}_latency_ms_p50=$p50 ${name}_latency_ms_p99=$p99 ${name}_latency_ms_max=$mx"
 	echo "METRIC ${name}_cpu_ms_per_scrape=$mcpu ${name}_idle_cpu_ms_per_scrape_time=$idle ${name}_net_cpu_ms_per_scrape=$net ${name}_backend_cpu_ms_per_scrape=$bcpu"
-	echo "METRIC ${name}_rss_before_kb=$r0 ${name}_rss_after_kb=$(rss "$pid" VmRSS) ${name}_hwm_kb=$(rss "$pid" VmHWM)"
-	printf '%s %s %s %s %s %s %s\n' "$p50" "$p99" "$mcpu" "$bcpu" "$(rss "$pid" VmHWM)" \
-		"$(wc -l <"$T/one.$name.txt")" "$net" >"$T/fig.$name"
+	echo "METRIC ${name}_rss_unscraped_kb=$rpre ${name}_rss_before_kb=$r0 ${name}_rss_after_kb=$(rss "$pid" VmRSS) ${name}_hwm_kb=$(rss "$pid" VmHWM) ${name}_rss_anon_kb=$(rss "$pid" RssAnon)"
+	printf '%s %s %s %s %s %s %s %s %s\n' "$p50" "$p99" "$mcpu" "$bcpu" "$(rss "$pid" VmHWM)" \
+		"$(wc -l <"$T/one.$name.txt")" "$net" "$(rss "$pid" RssAnon)" \
+		"$(($(rss "$pid" VmHWM) - rpre))" >"$T/fig.$name"
 }
 echo "METRIC scrapes=$N metrics_queries_ttl=$TTL"
 measure pgop "http://127.0.0.1:$M1/metrics" "$PID" "$(psql_pg "SELECT pid FROM pg_stat_activity WHERE usename = 'cnpg_metrics_exporter' LIMIT 1")"
@@ -146,11 +156,11 @@ curl -s "http://127.0.0.1:$PE_PORT/metrics" | grep -q '^pg_up 1' ||
 	{ echo "bench/metrics.sh: postgres_exporter did not connect:" >&2; tail -5 "$T/pe.log" >&2; exit 1; }
 pe_backends=$(comm -13 <(sort <<<"$before") <(backends | sort) | paste -sd' ')
 # shellcheck disable=SC2086 # one argument per backend
-measure postgres_exporter "http://127.0.0.1:$PE_PORT/metrics" "$PE_PID" $pe_backends
+RSS_UNSCRAPED=0 measure postgres_exporter "http://127.0.0.1:$PE_PORT/metrics" "$PE_PID" $pe_backends
 grep -h '^pg_exporter_last_scrape_error\|^pg_exporter_user_queries_load_error' "$T/one.postgres_exporter.txt" |
 	sed 's/^/METRIC postgres_exporter_/'
-read -r a50 a99 acpu abk ahwm alines anet <"$T/fig.pgop"
-read -r b50 b99 bcpu bbk bhwm blines bnet <"$T/fig.postgres_exporter"
+read -r a50 a99 acpu abk ahwm alines anet aanon aadd <"$T/fig.pgop"
+read -r b50 b99 bcpu bbk bhwm blines bnet banon _ <"$T/fig.postgres_exporter"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 echo
 echo "same database, same queries (instance/default-queries.yaml), $N scrapes each, metricsQueriesTTL $TTL"
@@ -160,6 +170,11 @@ printf '%-32s %12s %18s %12s\n' "latency p99 ms" "$a99" "$b99" "$(ratio "$a99" "
 printf '%-32s %12s %18s %12s\n' "process CPU ms per scrape" "$acpu" "$bcpu" "$(ratio "$acpu" "$bcpu")"
 printf '%-32s %12s %18s %12s\n' "  less its idle CPU" "$anet" "$bnet" "$(ratio "$anet" "$bnet")"
 printf '%-32s %12s %18s %12s\n' "its backends' CPU ms per scrape" "$abk" "$bbk" "$(ratio "$abk" "$bbk")"
-printf '%-32s %12s %18s %12s\n' "exporter peak RSS kB" "$ahwm" "$bhwm" "$(ratio "$ahwm" "$bhwm")"
+printf '%-32s %12s %18s %12s\n' "process peak RSS kB" "$ahwm" "$bhwm" "$(ratio "$ahwm" "$bhwm")"
+printf '%-32s %12s %18s %12s\n' "  its anonymous RSS kB" "$aanon" "$banon" "$(ratio "$aanon" "$banon")"
+printf '%-32s %12s %18s %12s\n' "RSS the exporter adds kB" "$aadd" "$bhwm" "$(ratio "$aadd" "$bhwm")"
 printf '%-32s %12s %18s %12s\n' "exposition lines" "$alines" "$blines" "$(ratio "$alines" "$blines")"
+echo "pgop's process is the whole instance manager (supervisor, status server, exporter);"
+echo "what its exporter adds is its peak RSS less its RSS before the first scrape, against"
+echo "postgres_exporter's whole process (it exists only to export)."
 echo "targets (issue 27): CPU per scrape <= 1/3, memory <= 1/4, p99 < 50 ms"

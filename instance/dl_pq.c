@@ -42,7 +42,8 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	   const int *lengths, const int *formats, int result_format),                             \
 	  (c, q, n, types, values, lengths, formats, result_format), 0)                            \
 	F(int, PQsocket, (const PGconn *c), (c), -1)                                               \
-	F(ConnStatusType, PQstatus, (const PGconn *c), (c), CONNECTION_BAD)
+	F(ConnStatusType, PQstatus, (const PGconn *c), (c), CONNECTION_BAD)                        \
+	F(PGTransactionStatusType, PQtransactionStatus, (const PGconn *c), (c), PQTRANS_UNKNOWN)
 
 enum { PQ_FNS(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N) PQ_FNS_COUNT };
 static const char *const names[] = { PQ_FNS(OP_DL_NAME_F, OP_DL_NAME_V, OP_DL_NAME_N) };

@@ -2,6 +2,7 @@
  * Prometheus text exposition format 0.0.4 (pure; see metrics_internal.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,8 @@ int inst_metrics_add_value(struct op_buf *out, double v)
 		return op_buf_adds(out, "NaN");
 	if (isinf(v))
 		return op_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
-		return op_buf_addf(out, "%.0f", v);
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) /* exact: printed as an integer */
+		return op_buf_addf(out, "%lld", (long long)v);
 	char b[64];
 	for (int prec = 15; prec <= 17; prec++) { /* the shortest that reads back */
 		snprintf(b, sizeof(b), "%.*g", prec, v);
@@ -59,8 +60,11 @@ int inst_metrics_add_value(struct op_buf *out, double v)
 int inst_mfam_sample(struct inst_mfam *fam, const char *labels, double v)
 {
 	int r = op_buf_adds(&fam->samples, fam->name);
-	if (!r && labels && *labels)
-		r = op_buf_addf(&fam->samples, "{%s}", labels);
+	if (!r && labels && *labels) {
+		r = op_buf_addc(&fam->samples, '{');
+		r = r ? r : op_buf_adds(&fam->samples, labels);
+		r = r ? r : op_buf_addc(&fam->samples, '}');
+	}
 	r = r ? r : op_buf_addc(&fam->samples, ' ');
 	r = r ? r : inst_metrics_add_value(&fam->samples, v);
 	return r ? r : op_buf_addc(&fam->samples, '\n');
@@ -77,29 +81,78 @@ static int add_help(struct op_buf *out, const char *s)
 	return r;
 }
 
+/* A family of one set, for grouping the sets' families by name. */
+struct famref {
+	const struct inst_mfam *f; /* borrowed */
+	size_t set, idx;           /* where it is: the order of first appearance */
+	size_t head;               /* the index (in the sorted refs) of its name's first */
+};
+
+static int by_name_then_place(const void *a, const void *b)
+{
+	const struct famref *x = a, *y = b;
+	int c = strcmp(x->f->name, y->f->name);
+	if (c)
+		return c;
+	if (x->set != y->set)
+		return x->set < y->set ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int by_place(const void *a, const void *b)
+{
+	const struct famref *x = *(const struct famref *const *)a, *y = *(const struct famref *const *)b;
+	if (x->set != y->set)
+		return x->set < y->set ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Writes the family at refs[h] (the first of its name) with the samples of
+ * every family of that name and type, refs[h..end). */
+static int render_group(const struct famref *refs, size_t h, size_t end, struct op_buf *out)
+{
+	const struct inst_mfam *f = refs[h].f;
+	int r = op_buf_adds(out, "# HELP ");
+	r = r ? r : op_buf_adds(out, f->name);
+	r = r ? r : op_buf_addc(out, ' ');
+	r = r ? r : add_help(out, f->help);
+	r = r ? r : op_buf_addf(out, "\n# TYPE %s %s\n", f->name, f->type);
+	for (size_t k = h; !r && k < end; k++)
+		if (strcmp(refs[k].f->type, f->type) == 0)
+			r = op_buf_add(out, op_buf_str(&refs[k].f->samples), refs[k].f->samples.len);
+	return r;
+}
+
 int inst_mfams_render(const struct inst_mfams *const *sets, size_t n, struct op_buf *out)
 {
-	int r = 0;
-	for (size_t s = 0; !r && s < n; s++) {
-		for (size_t i = 0; !r && sets[s] && i < sets[s]->n; i++) {
-			const struct inst_mfam *f = &sets[s]->v[i];
-			bool earlier = false; /* written with an earlier set's family */
-			for (size_t p = 0; !earlier && p < s; p++)
-				for (size_t j = 0; !earlier && sets[p] && j < sets[p]->n; j++)
-					earlier = strcmp(sets[p]->v[j].name, f->name) == 0;
-			if (earlier)
-				continue;
-			r = op_buf_addf(out, "# HELP %s ", f->name);
-			r = r ? r : add_help(out, f->help);
-			r = r ? r : op_buf_addf(out, "\n# TYPE %s %s\n", f->name, f->type);
-			for (size_t t = s; !r && t < n; t++)
-				for (size_t j = 0; !r && sets[t] && j < sets[t]->n; j++)
-					if (strcmp(sets[t]->v[j].name, f->name) == 0 &&
-					    strcmp(sets[t]->v[j].type, f->type) == 0)
-						r = op_buf_add(out, op_buf_str(&sets[t]->v[j].samples),
-							       sets[t]->v[j].samples.len);
-		}
+	size_t total = 0;
+	for (size_t s = 0; s < n; s++)
+		total += sets[s] ? sets[s]->n : 0;
+	struct famref *refs = op_calloc(total ? total : 1, sizeof(*refs));
+	size_t k = 0;
+	for (size_t s = 0; s < n; s++)
+		for (size_t i = 0; sets[s] && i < sets[s]->n; i++)
+			refs[k++] = (struct famref){ .f = &sets[s]->v[i], .set = s, .idx = i };
+	qsort(refs, total, sizeof(*refs), by_name_then_place);
+	/* the heads, in the order their families first appear */
+	const struct famref **heads = op_calloc(total ? total : 1, sizeof(*heads));
+	size_t nh = 0;
+	for (size_t i = 0; i < total; i++) {
+		bool first = i == 0 || strcmp(refs[i - 1].f->name, refs[i].f->name) != 0;
+		refs[i].head = first ? i : refs[i - 1].head;
+		if (first)
+			heads[nh++] = &refs[i];
 	}
+	qsort(heads, nh, sizeof(*heads), by_place);
+	int r = 0;
+	for (size_t g = 0; !r && g < nh; g++) {
+		size_t h = (size_t)(heads[g] - refs), end = h + 1;
+		while (end < total && refs[end].head == h)
+			end++;
+		r = render_group(refs, h, end, out);
+	}
+	free(heads);
+	free(refs);
 	return r;
 }
 
