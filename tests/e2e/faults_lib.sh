@@ -182,9 +182,9 @@ lost_ranges() {
 }
 # outage T0: the longest gap (ms) between consecutive -rw acknowledgements from the last one
 # before T0 to now.
-outage() {
+outage() { # T0 [LEDGER]: the longest gap between two acknowledged COMMITs from T0 (ms)
 	awk -v t0="$1" '{ if ($2 < t0) { prev = $2; next } if (prev && $2 - prev > max) max = $2 - prev; prev = $2 }
-		END { print max + 0 }' "$tmp/faults/rw.ledger"
+		END { print max + 0 }' "${2:-$tmp/faults/rw.ledger}"
 }
 two_primaries() { grep -c TWO_PRIMARIES "$tmp/faults/poll.out" || true; }
 leftover() { # objects beyond 3 instances + the client pod (bootstrap Pods go once their instance runs)

@@ -19,7 +19,8 @@
 #       new instance (a new serial) is cloned from the primary on a live node; no
 #       failover, 0 acknowledged COMMITs lost, healthy with 3 instances again.
 # Figures (METRIC fault_sync_node_{stop,cut}_*): detect_ms, promoted_ms, rw_ms,
-# outage_ms (longest gap between two acknowledged -rw COMMITs), lost, notready_ms (the
+# outage_ms (longest gap between two acknowledged -rw COMMITs), outage_fast_ms (the same
+# for a second -rw writer whose COMMITs give up after 1 s), lost, notready_ms (the
 # Node NotReady), rejoin_s (node back -> Cluster healthy), healthy_s, and for the cut
 # fenced_ms (the poller's last answer from the isolated primary as a primary) and
 # promoted_poll_ms (the poller's first answer from the new primary as a primary); for
@@ -43,6 +44,24 @@ cluster_crd
 LOST_TIMEOUT=15
 cluster_helm_install --set "nodeSelector.kubernetes\.io/hostname=$home" --set "nodeLostTimeoutSeconds=$LOST_TIMEOUT"
 FAULTS_CLIENT_NODE=$home faults_setup 1
+# A second -rw writer whose COMMITs give up after 1 s (an application with a short timeout;
+# the fault suite's writer waits 5 s): the connection of an application to a frozen
+# primary hangs until its own timeout (the frozen kernel ACKs it), so when writes resume
+# for one that does not wait is this writer's outage (outage_fast_ms).
+nsenter --net="/proc/$(cat "$AGENT_STATE/run/${ns}_client_client.pid")/ns/net" "$WRITER" write \
+	--conninfo "host=$(k get svc "$C-rw" -o jsonpath='{.spec.clusterIP}')" --table ledger_rw1 \
+	--ledger "$tmp/faults/rw1.ledger" --uncertain "$tmp/faults/rw1.uncertain" \
+	--commit-timeout-ms 1000 </dev/null >"$tmp/faults/rw1.log" 2>&1 &
+faults_pids+=($!)
+e2e_wait_for "[ -s '$tmp/faults/rw1.ledger' ]" 30 || e2e_fail "the 1 s -rw writer acknowledged nothing"
+# fast_checks T0: the 1 s writer's longest gap from T0 and its lost COMMITs (none).
+fast_checks() {
+	local l
+	m outage_fast_ms "$(outage "$1" "$tmp/faults/rw1.ledger")"
+	l=$(lost ledger_rw1 "$tmp/faults/rw1.ledger")
+	m lost_fast "$l"
+	e2e_assert_eq 0 "$l" "$scen: acknowledged COMMITs of the 1 s writer lost"
+}
 node_of() { k get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
 for p in $(kubectl -n "$opns" get pods -o name) pod/client; do
 	pn=${p#pod/}
@@ -150,6 +169,7 @@ node_loss() { # stop|cut
 	if [ "$1" = stop ]; then e2e_node_start "$node"; else e2e_node_uncut "$node"; fi
 	noticed=1
 	finish "$t0" "$p" failover
+	fast_checks "$t0"
 	m rejoin_s $((($(now_ms) - tb) / 1000))
 	all_streaming
 	e2e_log "$scen: $p rejoined by $(rejoin_how "$p")"
@@ -208,6 +228,7 @@ node_gone() {
 	l1=$(lost ledger_rw "$tmp/faults/rw.ledger")
 	m lost "$l1"
 	e2e_assert_eq 0 "$l1" "$scen: acknowledged COMMITs lost"
+	fast_checks "$t0"
 	e2e_assert_eq 0 "$(two_primaries)" "$scen: two primaries at once"
 	e2e_log "$scen: $r rebuilt as $newp on $(node_of "$newp")"
 	e2e_node_start "$rnode"
