@@ -104,6 +104,12 @@ struct bk_codec;
 OP_MUST_CHECK
 int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk_sink_fn sink,
 		 void *ud, struct bk_codec **ret, struct op_err *err);
+/* An encoder for a base backup's tar stream: the levels barman-cloud-backup
+ * uses for it where they differ from barman-cloud-wal-archive's (lz4: 0, the
+ * fast level of lz4.frame, where WAL gets 6); otherwise as bk_codec_new. */
+OP_MUST_CHECK
+int bk_codec_new_tar(enum bk_compression comp, uint64_t out_max, bk_sink_fn sink, void *ud,
+		     struct bk_codec **ret, struct op_err *err);
 /* Feeds len bytes. Decoding: corrupt input is -EBADMSG; data after the end
  * of the stream (other than another gzip member/bzip2 stream/xz stream/frame)
  * is -EBADMSG. */

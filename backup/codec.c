@@ -28,6 +28,7 @@ struct bk_codec {
 	bool dec;
 	bool ended;  /* decoder: the last stream/frame/member is complete */
 	bool failed; /* an error happened: every later call fails */
+	bool tar;    /* encoding a base backup's tar stream (bk_codec_new_tar) */
 	uint64_t out_max, out_total;
 	bk_sink_fn sink;
 	void *ud;
@@ -207,7 +208,9 @@ static int lz4_init(struct bk_codec *c)
 	if (LZ4F_isError(LZ4F_createCompressionContext(&c->u.lz4c, LZ4F_VERSION)))
 		return -ENOMEM;
 	memset(&c->lz4p, 0, sizeof(c->lz4p));
-	c->lz4p.compressionLevel = 6;
+	/* barman's levels: barman-cloud-wal-archive's "medium" (6) for WAL,
+	 * lz4.frame's default (0, the fast one) for barman-cloud-backup's tar */
+	c->lz4p.compressionLevel = c->tar ? 0 : 6;
 	size_t bound = LZ4F_compressBound(LZ4_IN_CHUNK, &c->lz4p) + LZ4F_HEADER_SIZE_MAX;
 	if (bound > c->out_size) {
 		free(c->out);
@@ -331,8 +334,8 @@ struct op_dl_lib *bk_codec_lib(enum bk_compression comp)
 	}
 }
 
-int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk_sink_fn sink,
-		 void *ud, struct bk_codec **ret, struct op_err *err)
+static int codec_new(enum bk_compression comp, bool decompress, bool tar, uint64_t out_max,
+		     bk_sink_fn sink, void *ud, struct bk_codec **ret, struct op_err *err)
 {
 	if (comp == BK_COMP_SNAPPY)
 		return bk_compression_parse("snappy", &comp, err);
@@ -346,8 +349,9 @@ int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk
 			return op_err_set(err, rc, "%s: %s", bk_compression_name(comp), why.msg);
 	}
 	struct bk_codec *c = op_calloc(1, sizeof(*c));
-	*c = (struct bk_codec){ .comp = comp, .dec = decompress, .out_max = out_max, .sink = sink,
-				.ud = ud, .out = op_malloc(OUT_SIZE), .out_size = OUT_SIZE };
+	*c = (struct bk_codec){ .comp = comp, .dec = decompress, .tar = tar, .out_max = out_max,
+				.sink = sink, .ud = ud, .out = op_malloc(OUT_SIZE),
+				.out_size = OUT_SIZE };
 	int rc = 0;
 	switch (comp) {
 	case BK_COMP_NONE: break;
@@ -366,6 +370,18 @@ int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk
 	}
 	*ret = c;
 	return 0;
+}
+
+int bk_codec_new(enum bk_compression comp, bool decompress, uint64_t out_max, bk_sink_fn sink,
+		 void *ud, struct bk_codec **ret, struct op_err *err)
+{
+	return codec_new(comp, decompress, false, out_max, sink, ud, ret, err);
+}
+
+int bk_codec_new_tar(enum bk_compression comp, uint64_t out_max, bk_sink_fn sink, void *ud,
+		     struct bk_codec **ret, struct op_err *err)
+{
+	return codec_new(comp, false, true, out_max, sink, ud, ret, err);
 }
 
 static int run(struct bk_codec *c, const void *in, size_t len, bool finish, struct op_err *err)

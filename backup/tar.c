@@ -407,8 +407,7 @@ static int stream_open(struct bk_tar_stream *s, struct op_err *err)
 	s->fts = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_COMFOLLOW, by_name);
 	if (!s->fts)
 		return op_err_set(err, -errno, "%s: %s", s->opts.pgdata, strerror(errno));
-	int rc = bk_codec_new(s->opts.compression, false, UINT64_MAX, codec_sink, s, &s->codec,
-			      err);
+	int rc = bk_codec_new_tar(s->opts.compression, UINT64_MAX, codec_sink, s, &s->codec, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = op_dl_load(&bk_dl_archive, err)) < 0)
