@@ -79,8 +79,9 @@ bool os_key_valid(const char *key);
 
 /* 0 when key and value (borrowed) make a tag S3 accepts: valid UTF-8, key 1..128
  * and value 0..256 characters, ASCII ones among letters, digits, space and
- * + - = . _ : / @ (non-ASCII characters are taken as letters: S3 has the last
- * word on them), the key not starting with "aws:". Else -EINVAL, err saying
+ * + - = . _ : / @, other ones Unicode letters, digits or spaces (glibc's
+ * C.UTF-8 classes: a little narrower than S3's, which also takes ½ or a
+ * no-break space), the key not starting with "aws:". Else -EINVAL, err saying
  * what is wrong ("tag key: ...", "tag value: ..."). */
 OP_MUST_CHECK int os_tag_check(const char *key, const char *value, struct op_err *err);
 /* Appends "key=value" to the x-amz-tagging value in b ("&" first when b is not

@@ -4,8 +4,11 @@
  * CreateMultipartUpload requests carry). The checks are pure: admission
  * (webhooks/rules_spec_backup.c) uses the same ones as the archiver. */
 #include <errno.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wctype.h>
 
 #include "objstore/internal.h"
 #include "support/alloc.h"
@@ -20,10 +23,45 @@ bool os_sse_valid(const char *v)
 	return false;
 }
 
-/* The characters of s (valid UTF-8), each ASCII one a letter, a digit, a
- * space or one of + - = . _ : / @; non-ASCII ones count as letters (S3
- * allows Unicode letters, numbers and spaces: it has the last word on the
- * rest). -1 for an invalid sequence or a character outside the set. */
+/* The C.UTF-8 character classes (glibc's, built in since 2.35), made once
+ * and kept for the process: S3 allows Unicode letters, numbers and spaces
+ * (\p{L}\p{N}\p{Z}); glibc's alnum and space classes are close to those
+ * (narrower: ½, ² and the no-break space are punctuation there; wider: some
+ * combining vowel signs of Indic scripts count as letters), so what S3
+ * refuses (€, ©, emoji) is refused at admission, not when archiving. (locale_t)0
+ * when the locale is missing: non-ASCII characters are then refused. */
+static locale_t utf8_locale;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+
+static void utf8_locale_init(void)
+{
+	utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* The code point of the k-byte sequence at p (valid UTF-8). */
+static wint_t code_point(const unsigned char *p, size_t k)
+{
+	static const unsigned char lead_mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
+	wint_t cp = p[0] & lead_mask[k];
+	for (size_t i = 1; i < k; i++)
+		cp = (cp << 6) | (p[i] & 0x3f);
+	return cp;
+}
+
+static bool tag_char(const unsigned char *p, size_t k)
+{
+	if (k == 1)
+		return (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		       (*p >= '0' && *p <= '9') || (*p && strchr(" +-=._:/@", *p));
+	pthread_once(&utf8_once, utf8_locale_init);
+	if (utf8_locale == (locale_t)0)
+		return false;
+	wint_t cp = code_point(p, k);
+	return iswalnum_l(cp, utf8_locale) || iswspace_l(cp, utf8_locale);
+}
+
+/* The number of characters of s, or -1 for invalid UTF-8 or a character
+ * S3 does not allow in a tag. */
 static long tag_chars(const char *s)
 {
 	long n = 0;
@@ -31,11 +69,7 @@ static long tag_chars(const char *s)
 	for (size_t i = 0; i < len; n++) {
 		const unsigned char *p = (const unsigned char *)s + i;
 		size_t k = op_utf8_seq_len(p, len - i);
-		if (k == 0)
-			return -1;
-		bool ascii_ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-				(*p >= '0' && *p <= '9') || (*p && strchr(" +-=._:/@", *p));
-		if (k == 1 && !ascii_ok)
+		if (k == 0 || !tag_char(p, k))
 			return -1;
 		i += k;
 	}

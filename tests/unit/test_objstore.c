@@ -319,7 +319,7 @@ static void test_tagging_encode(void **state)
 		{ { { "k", "" } }, "k=" },
 		{ { { "a=b", "c=d" } }, "a%3Db=c%3Dd" },
 		{ { { "p", "+-=._:/@" } }, "p=%2B-%3D._%3A%2F%40" },
-		{ { { "\xc3\xa9quipe", "\xe2\x82\xac" } }, "%C3%A9quipe=%E2%82%AC" },
+		{ { { "\xc3\xa9quipe", "\xc3\xa9t\xc3\xa9" } }, "%C3%A9quipe=%C3%A9t%C3%A9" },
 		{ { { "x", "y" }, { "\xe5\x9b\xa2", "a_b.c-d" } }, "x=y&%E5%9B%A2=a_b.c-d" },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
@@ -366,6 +366,12 @@ static void test_tag_check(void **state)
 		{ "a*", "v", 0 },	  { "k", "a\nb", 3 },	  { "k", "\xc3(", 3 },
 		{ "\xff", "v", 0 },	  { "k", "a\"b", 3 },	  { "k", "%41", 3 },
 		{ NULL, "v", 0 },	  { "k", NULL, 3 },
+		/* Unicode: letters, digits and spaces (as versitygw, like S3, decides) */
+		{ "\xe5\x9b\xa2", "\xd9\xa3 \xc7\x85", -1 },	/* 団, Arabic-Indic 3, Dž */
+		{ "k", "a\xe3\x80\x80" "b", -1 },		/* ideographic space */
+		{ "k", "\xe2\x82\xac", 3 },		/* € (400 InvalidTag from versitygw) */
+		{ "\xc2\xa9", "v", 0 },			/* © */
+		{ "k", "\xf0\x9f\x98\x80", 3 },		/* an emoji */
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
 		struct op_err err = OP_ERR_INIT;

@@ -258,6 +258,9 @@ static const struct row backup_rows[] = {
 		"'empty':'','\xc3\xa9quipe':'\xe5\x9b\xa2\xe9\x98\x9f','k5':'v','k6':'v',"
 		"'k7':'v','k8':'v','k9':'v','k10':'v'},'historyTags':{'kind':'history'}"),
 	  NULL },
+	{ "V53 tag value with a currency sign (S3: InvalidTag)", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'cost':'10\xe2\x82\xac'}"),
+	  "spec.backup.barmanObjectStore.tags.cost" },
 	{ "V53 tag value with '&'", NULL,
 	  STORE("'destinationPath':'s3://backups','tags':{'env':'a&b'}"),
 	  "spec.backup.barmanObjectStore.tags.env" },
