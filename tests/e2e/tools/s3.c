@@ -4,7 +4,8 @@
  *           [--part-size MIB] [--jobs N] [--max BYTES] [--page N] [--stats]
  *           [--tag K=V]... [--sse AES256|aws:kms] CMD ARGS
  *   (--tag, --sse: x-amz-tagging / x-amz-server-side-encryption on every
- *   PutObject and CreateMultipartUpload, os_client_set_put_attrs)
+ *   PutObject and CreateMultipartUpload, os_client_set_put_attrs; --tag-unchecked
+ *   K=V: encoded without os_tag_check, to see what the store says)
  *   put KEY        stdin to KEY, streamed (multipart past one part; --jobs N:
  *                  N parts uploaded at once, os_put_from_reader_jobs)
  *   put-mem KEY    stdin read into memory (<= 64 MiB), one signed PUT
@@ -271,14 +272,20 @@ static int run(struct os_client *c, struct opts *o, int argc, char **argv, struc
 	return op_err_set(err, -EINVAL, "unknown command or missing argument: %s", cmd);
 }
 
-/* --tag K=V (split at the first '='); a refused tag is reported by main. */
-static void add_tag(struct opts *o, char *kv)
+/* --tag K=V (split at the first '='); a refused tag is reported by main.
+ * unchecked: encoded as os_tagging_add does, without its check. */
+static void add_tag(struct opts *o, char *kv, bool unchecked)
 {
 	char *eq = strchr(kv, '=');
 	if (eq)
 		*eq = '\0';
-	if (o->tag_err.code == 0 && os_tagging_add(&o->tagging, kv, eq ? eq + 1 : "", &o->tag_err) < 0)
+	const char *v = eq ? eq + 1 : "";
+	if (o->tag_err.code || (!unchecked && os_tagging_add(&o->tagging, kv, v, &o->tag_err) < 0))
 		return; /* o->tag_err says why */
+	if (unchecked && ((o->tagging.len && op_buf_addc(&o->tagging, '&') < 0) ||
+			  os_uri_encode(&o->tagging, kv, false) < 0 ||
+			  op_buf_addc(&o->tagging, '=') < 0 || os_uri_encode(&o->tagging, v, false) < 0))
+		op_err_set(&o->tag_err, -E2BIG, "--tag-unchecked: too long");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o, const char **creds, const char **ca)
@@ -288,6 +295,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 		{ "ca", 1, 0, 'a' },       { "region", 1, 0, 'r' }, { "part-size", 1, 0, 'p' },
 		{ "max", 1, 0, 'm' },      { "page", 1, 0, 'n' },   { "stats", 0, 0, 's' },
 		{ "jobs", 1, 0, 'j' },     { "tag", 1, 0, 't' },    { "sse", 1, 0, 'E' },
+		{ "tag-unchecked", 1, 0, 'T' },
 		{ 0, 0, 0, 0 },
 	};
 	int ch;
@@ -303,7 +311,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 		case 'n': o->page = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o->stats = 1; break;
 		case 'j': o->jobs = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 't': add_tag(o, optarg); break;
+		case 't': add_tag(o, optarg, false); break;
+		case 'T': add_tag(o, optarg, true); break;
 		case 'E': o->attrs.encryption = optarg; break;
 		default: return -EINVAL;
 		}
