@@ -192,7 +192,10 @@ static void check_tag_set(json_object *store, const char *path, const char *fiel
 		struct op_err err = OP_ERR_INIT;
 		if (os_tag_check(k, json_object_get_string(v), &err) == 0)
 			continue;
-		_cleanup_free_ char *p = op_asprintf("%s.%s.%.130s", path, field, k);
+		int n = (int)strnlen(k, 130); /* cut at a UTF-8 boundary */
+		while (n > 0 && k[n] && ((unsigned char)k[n] & 0xc0) == 0x80)
+			n--;
+		_cleanup_free_ char *p = op_asprintf("%s.%s.%.*s", path, field, n, k);
 		wh_result_error(res, p, "not an S3 object tag: %s", err.msg);
 	}
 }

@@ -179,6 +179,9 @@ static void test_replica_rules(void **state)
 	"{'externalClusters':[{'name':'a','connectionParameters':{'host':'h'}},{'name':'b',"    \
 	"'barmanObjectStore':{" S3_KEYS "," extra "}}]}"
 
+#define E2 "\xc3\xa9\xc3\xa9"
+#define E4 E2 E2
+#define E16 E4 E4 E4 E4
 #define K64 "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
 static const struct row backup_rows[] = {
 	{ "V51 full S3 store", NULL,
@@ -278,6 +281,9 @@ static const struct row backup_rows[] = {
 	{ "V53 tag value of 257 characters", NULL,
 	  STORE("'destinationPath':'s3://backups','tags':{'v':'" K64 K64 K64 K64 "k'}"),
 	  "spec.backup.barmanObjectStore.tags.v" },
+	{ "V53 long unicode key: 131 characters, named by its first 129 bytes (whole characters)", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'a" E16 E16 E16 E16 E16 E16 E16 E16 E2 "':'v'}"),
+	  "spec.backup.barmanObjectStore.tags.a" E16 E16 E16 E16 },
 	{ "V53 reserved aws: prefix", NULL,
 	  STORE("'destinationPath':'s3://backups','historyTags':{'aws:x':'v'}"),
 	  "spec.backup.barmanObjectStore.historyTags.aws:x" },
