@@ -141,9 +141,16 @@ void bk_codec_free(struct bk_codec *c); /* NULL accepted */
  *                                      zstd are accepted here and refused by the
  *                                      backup: WAL archiving must not stop for them)
  *   "immediateCheckpoint": false,      optional: pg_backup_start(fast)
- *   "jobs": 2                          optional: 1..BK_MAX_PARALLEL, parts of
+ *   "jobs": 2,                         optional: 1..BK_MAX_PARALLEL, parts of
  *                                      base backups uploaded at once
  *                                      (BK_JOBS_DEFAULT, barman-cloud-backup's -J)
+ *   "tags": {"k": "v"},                optional: S3 object tags of every upload
+ *                                      (barman-cloud --tags; os_tag_check, at
+ *                                      most OS_TAGS_MAX)
+ *   "historyTags": {"k": "v"},         optional: those of .history files instead
+ *                                      (--history-tags; else "tags")
+ *   "walEncryption": "AES256",         optional: x-amz-server-side-encryption of
+ *   "dataEncryption": "aws:kms"        WAL files / of base backups (barman-cloud -e)
  * }
  * Credentials live in their own files (read at each use, so rotated Secrets
  * are picked up), never in argv, the environment or this file. Unknown keys
@@ -160,7 +167,21 @@ struct bk_config {
 	enum bk_compression data_compression; /* none, gzip, bzip2, lz4 */
 	bool immediate_checkpoint;
 	unsigned jobs; /* BK_JOBS_DEFAULT when absent */
+	/* tags and encryption (bk_client_set_attrs): encoded x-amz-tagging
+	 * values (os_tagging_add), NULL when none; AES256 | aws:kms, NULL: none */
+	char *tagging, *history_tagging;        /* owned */
+	char *wal_encryption, *data_encryption; /* owned */
 };
+
+/* What an upload is, for its tags and encryption. */
+enum bk_put_kind {
+	BK_PUT_WAL,     /* a segment, .partial or .backup file: tags, walEncryption */
+	BK_PUT_HISTORY, /* a .history file: historyTags (else tags), walEncryption */
+	BK_PUT_DATA,    /* a base backup's objects: tags, dataEncryption */
+};
+/* Sets c's put attributes (os_client_set_put_attrs) for uploads of kind. */
+OP_MUST_CHECK int bk_client_set_attrs(struct os_client *c, const struct bk_config *cfg,
+				      enum bk_put_kind kind, struct op_err *err);
 
 /* Parses the JSON text. On failure nothing is owned by *ret. */
 OP_MUST_CHECK

@@ -30,6 +30,8 @@ static const struct {
 	{ "endpointCAFile", OPT(ca_file), false },
 	{ "pgdata", OPT(pgdata), false },
 	{ "stateDir", OPT(state_dir), true },
+	{ "walEncryption", OPT(wal_encryption), false },
+	{ "dataEncryption", OPT(data_encryption), false },
 };
 
 static char **field(struct bk_config *c, size_t offset)
@@ -40,7 +42,8 @@ static char **field(struct bk_config *c, size_t offset)
 static int known_key(const char *k)
 {
 	static const char *const others[] = { "walCompression", "maxParallel", "dataCompression",
-					      "immediateCheckpoint", "jobs" };
+					      "immediateCheckpoint", "jobs", "tags",
+					      "historyTags" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(others); i++)
 		if (strcmp(k, others[i]) == 0)
 			return 1;
@@ -68,6 +71,49 @@ static int parse_strings(json_object *root, struct bk_config *c, struct op_err *
 		*field(c, str_keys[i].offset) = op_strdup(s);
 	}
 	return 0;
+}
+
+/* tags or historyTags (key) as an x-amz-tagging value into *ret (owned;
+ * NULL when absent or empty). */
+static int parse_tag_set(json_object *root, const char *key, char **ret, struct op_err *err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(root, key, &v) || json_object_is_type(v, json_type_null))
+		return 0;
+	if (!json_object_is_type(v, json_type_object))
+		return op_err_set(err, -EINVAL, "config: %s: expected an object, got %s", key,
+				  op_json_type_name(v));
+	if ((size_t)json_object_object_length(v) > OS_TAGS_MAX)
+		return op_err_set(err, -EINVAL, "config: %s: at most %u tags", key, OS_TAGS_MAX);
+	struct op_buf b = OP_BUF_INIT(OS_TAGGING_MAX);
+	int rc = 0;
+	json_object_object_foreach(v, k, tv)
+	{
+		if (!json_object_is_type(tv, json_type_string))
+			rc = op_err_set(err, -EINVAL, "config: %s.%.130s: expected string, got %s",
+					key, k, op_json_type_name(tv));
+		else if ((rc = os_tagging_add(&b, k, json_object_get_string(tv), err)) < 0)
+			op_err_prefix(err, "config: %s", key);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0 && b.len)
+		*ret = op_strdup(op_buf_str(&b));
+	op_buf_done(&b);
+	return rc;
+}
+
+/* tags, historyTags, walEncryption, dataEncryption: what every upload carries. */
+static int parse_attrs(json_object *root, struct bk_config *c, struct op_err *err)
+{
+	static const char *const enc_keys[] = { "walEncryption", "dataEncryption" };
+	const char *encs[] = { c->wal_encryption, c->data_encryption };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(encs); i++)
+		if (encs[i] && !os_sse_valid(encs[i]))
+			return op_err_set(err, -EINVAL, "config: %s: \"%.40s\": expected AES256 or "
+					  "aws:kms", enc_keys[i], encs[i]);
+	int rc = parse_tag_set(root, "tags", &c->tagging, err);
+	return rc < 0 ? rc : parse_tag_set(root, "historyTags", &c->history_tagging, err);
 }
 
 /* dataCompression, immediateCheckpoint, jobs: what base backups read. */
@@ -154,6 +200,8 @@ int bk_config_parse(const char *json, size_t len, struct bk_config *ret, struct 
 		rc = parse_others(root, &c, err);
 	if (rc == 0)
 		rc = parse_data(root, &c, err);
+	if (rc == 0)
+		rc = parse_attrs(root, &c, err);
 	if (rc < 0) {
 		bk_config_done(&c);
 		return rc;
@@ -211,6 +259,8 @@ void bk_config_done(struct bk_config *c)
 		free(*field(c, str_keys[i].offset));
 		*field(c, str_keys[i].offset) = NULL;
 	}
+	free(c->tagging), free(c->history_tagging);
+	c->tagging = c->history_tagging = NULL;
 }
 
 /* A credential: the file's contents without trailing newlines/spaces. */
@@ -272,4 +322,17 @@ int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
 		.transfer_timeout_ms = BK_TRANSFER_TIMEOUT_MS,
 	};
 	return os_client_new(&oc, ret, err);
+}
+
+int bk_client_set_attrs(struct os_client *c, const struct bk_config *cfg, enum bk_put_kind kind,
+			struct op_err *err)
+{
+	const char *tags = cfg->tagging;
+	if (kind == BK_PUT_HISTORY && cfg->history_tagging)
+		tags = cfg->history_tagging; /* barman-cloud-wal-archive --history-tags */
+	struct os_put_attrs a = {
+		.tagging = tags,
+		.encryption = kind == BK_PUT_DATA ? cfg->data_encryption : cfg->wal_encryption,
+	};
+	return os_client_set_put_attrs(c, &a, err);
 }

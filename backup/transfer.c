@@ -118,9 +118,15 @@ int bk_upload_wal(struct os_client *c, const struct bk_config *cfg, const char *
 	_cleanup_free_ char *copy = op_strdup(path);
 	const char *name = basename(copy);
 	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX);
+	struct bk_wal_name wn;
 	int rc = bk_wal_key(cfg, name, cfg->compression, &key, err);
-	if (rc < 0)
+	if (rc == 0 && (rc = bk_wal_name_parse(name, &wn, err)) == 0)
+		rc = bk_client_set_attrs(c, cfg, wn.kind == BK_WAL_HISTORY ? BK_PUT_HISTORY : BK_PUT_WAL,
+					 err);
+	if (rc < 0) {
+		op_buf_done(&key);
 		return rc;
+	}
 	int in = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (in < 0 || fstat(in, &st) < 0) {

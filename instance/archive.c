@@ -3,7 +3,7 @@
  * format of backup/backup.h), rendered from spec.backup.barmanObjectStore and
  * the credential files the reconciler mounts (api/cluster.h,
  * api_barman_file_*) and, for base backups (basebackup.c), data.compression,
- * immediateCheckpoint and jobs: the file holds their paths, never a secret, and
+ * immediateCheckpoint and jobs, and the tags and encryption of uploads: the file holds their paths, never a secret, and
  * wal-archive reads them at each call, so a rotated Secret is used without a
  * restart. And the archive's last error, for /pg/status. */
 #include <errno.h>
@@ -83,6 +83,28 @@ static int compression(const struct api_barman_store *s, const char **ret, struc
 	return 0;
 }
 
+/* tags, historyTags (S3 object tags) and wal/data encryption into o: checked
+ * at admission (V53) and again by the file's parser (backup/config.c). */
+static void store_attrs(json_object *o, const struct api_barman_store *s)
+{
+	const struct {
+		const struct api_kvs *kvs;
+		const char *key;
+	} sets[] = { { &s->tags, "tags" }, { &s->history_tags, "historyTags" } };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(sets); i++) {
+		if (sets[i].kvs->n == 0)
+			continue;
+		json_object *t = op_jobj();
+		for (size_t j = 0; j < sets[i].kvs->n; j++)
+			op_jsets(t, sets[i].kvs->items[j].key, sets[i].kvs->items[j].value);
+		op_jset(o, sets[i].key, t);
+	}
+	if (s->wal.encryption && *s->wal.encryption)
+		op_jsets(o, "walEncryption", s->wal.encryption);
+	if (s->data.encryption && *s->data.encryption)
+		op_jsets(o, "dataEncryption", s->data.encryption);
+}
+
 int inst_archive_config_render(const struct inst_archive_input *in, struct op_buf *out,
 			       struct op_err *err)
 {
@@ -109,6 +131,7 @@ int inst_archive_config_render(const struct inst_archive_input *in, struct op_bu
 		op_jset(o, "immediateCheckpoint", op_jbool(true));
 	if (s->data.jobs > 0 && s->data.jobs <= BK_MAX_PARALLEL)
 		op_jset(o, "jobs", op_jint(s->data.jobs));
+	store_attrs(o, s);
 	_cleanup_free_ char *state = inst_archive_state_dir(p);
 	op_jsets(o, "stateDir", state);
 	r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |

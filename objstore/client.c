@@ -33,6 +33,8 @@ void os_client_free(struct os_client *c)
 	free(c->access);
 	free_secret(c->secret);
 	free_secret(c->token_hdr);
+	for (size_t i = 0; i < OP_ARRAY_SIZE(c->put_hdrs); i++)
+		free(c->put_hdrs[i]);
 	op_memfile_close(&c->ca);
 	free(c);
 }

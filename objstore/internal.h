@@ -18,6 +18,7 @@ struct os_client {
 	char *secret;      /* owned, secret: wiped on free */
 	char *token_hdr;   /* owned, secret: "x-amz-security-token: T" or NULL, wiped */
 	struct op_memfile ca; /* the CA PEM handed to libcurl by path; fd -1 when none */
+	char *put_hdrs[3]; /* owned: header lines of PUT/CREATE-MULTIPART (os_client_set_put_attrs), NULL-ended */
 	bool insecure;
 	long connect_ms, request_ms, transfer_ms, low_bytes, low_secs;
 };
@@ -30,6 +31,7 @@ struct os_req {
 	const char *shown;  /* what messages name after s3://bucket/ when not key; NULL */
 	const char *query;  /* canonical query (keys sorted, AWS-encoded, "k=v&k2="); NULL none */
 	const char *const *headers; /* extra header lines, NULL-terminated; NULL none */
+	bool put_attrs;     /* also the client's put_hdrs (object or upload creation) */
 	/* request body, from memory (signed: its sha256 is sent) or from read
 	 * (UNSIGNED-PAYLOAD, exactly upload_size bytes) */
 	const void *body;

@@ -39,7 +39,7 @@ int os_mpu_create(struct os_client *c, const char *key, struct os_mpu **ret, str
 				  c->bucket, key ? key : "");
 	struct op_buf resp = OP_BUF_INIT(OS_RESP_MAX_ERROR);
 	struct os_req r = { .op = "CREATE-MULTIPART", .method = "POST", .key = key,
-			    .query = "uploads=", .resp = &resp };
+			    .query = "uploads=", .resp = &resp, .put_attrs = true };
 	char *id = NULL;
 	int rc = os_do(c, &r, err);
 	if (rc == 0 && (rc = os_xml_parse_initiate(resp.data, resp.len, &id, err)) < 0)

@@ -69,6 +69,30 @@ OP_MUST_CHECK int os_dest_parse(const char *s3url, struct os_dest *ret, struct o
  * characters (they cannot travel in the XML of DeleteObjects). */
 bool os_key_valid(const char *key);
 
+/* ---- object tags and server-side encryption (pure) ----
+ * barman-cloud's --tags/--history-tags (header x-amz-tagging) and -e
+ * (x-amz-server-side-encryption), with S3's limits on a tag set. */
+#define OS_TAGS_MAX 10u       /* tags on one object */
+#define OS_TAG_KEY_MAX 128u   /* characters (code points) of a key, at least 1 */
+#define OS_TAG_VALUE_MAX 256u /* characters of a value, may be 0 */
+#define OS_TAGGING_MAX 8192u  /* bytes of an encoded tag set (10 * 3 * 384 fit) */
+
+/* 0 when key and value (borrowed) make a tag S3 accepts: valid UTF-8, key 1..128
+ * and value 0..256 characters, ASCII ones among letters, digits, space and
+ * + - = . _ : / @, other ones Unicode letters, digits or spaces (glibc's
+ * C.UTF-8 classes: a little narrower than S3's, which also takes ½ or a
+ * no-break space), the key not starting with "aws:". Else -EINVAL, err saying
+ * what is wrong ("tag key: ...", "tag value: ..."). */
+OP_MUST_CHECK int os_tag_check(const char *key, const char *value, struct op_err *err);
+/* Appends "key=value" to the x-amz-tagging value in b ("&" first when b is not
+ * empty), both percent-encoded per RFC 3986 (unreserved A-Za-z0-9-._~ kept,
+ * every other byte %XX); os_tag_check first (err then names the key). The
+ * caller keeps to OS_TAGS_MAX pairs. */
+OP_MUST_CHECK
+int os_tagging_add(struct op_buf *b, const char *key, const char *value, struct op_err *err);
+/* True for "AES256" and "aws:kms", the values S3 (and barman-cloud -e) take. */
+bool os_sse_valid(const char *v);
+
 /* ---- client ---- */
 
 struct os_config {
@@ -98,6 +122,18 @@ int os_client_new(const struct os_config *cfg, struct os_client **ret, struct op
 void os_client_free(struct os_client *c);
 /* The bucket the client talks to (borrowed from c). */
 const char *os_client_bucket(const struct os_client *c);
+
+/* What the client's following PutObject and CreateMultipartUpload requests
+ * carry (S3 takes tags and encryption when an object or an upload is created:
+ * parts, completes and other requests never carry them). */
+struct os_put_attrs {
+	const char *tagging;    /* borrowed: an x-amz-tagging value (os_tagging_add); NULL or "": none */
+	const char *encryption; /* borrowed: "AES256" | "aws:kms"; NULL: none */
+};
+/* Copies a into c, replacing what was set (NULL clears). -EINVAL when the
+ * tagging is not os_tagging_add's shape or the encryption not os_sse_valid. */
+OP_MUST_CHECK
+int os_client_set_put_attrs(struct os_client *c, const struct os_put_attrs *a, struct op_err *err);
 
 /* Data callbacks. read: up to len bytes into buf; returns the count, 0 at the
  * end, -errno to abort (the operation then fails with that code). write:

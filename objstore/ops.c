@@ -23,7 +23,8 @@ int os_put(struct os_client *c, const char *key, const void *data, size_t len, s
 	if (len > OS_PART_MAX)
 		return op_err_set(err, -EFBIG, "PUT s3://%s/%.300s: %zu bytes is past S3's 5 GiB", c->bucket, key, len);
 	struct os_req r = { .op = "PUT", .method = "PUT", .key = key, .body = data ? data : "",
-			    .body_len = len, .has_body = true, .long_transfer = true };
+			    .body_len = len, .has_body = true, .long_transfer = true,
+			    .put_attrs = true };
 	return os_do(c, &r, err);
 }
 
@@ -35,7 +36,8 @@ int os_put_stream(struct os_client *c, const char *key, os_read_fn read, void *u
 	if (size > OS_PART_MAX)
 		return op_err_set(err, -EFBIG, "PUT s3://%s/%.300s: past S3's 5 GiB", c->bucket, key);
 	struct os_req r = { .op = "PUT", .method = "PUT", .key = key, .has_body = true, .read = read,
-			    .read_ud = ud, .upload_size = size, .long_transfer = true };
+			    .read_ud = ud, .upload_size = size, .long_transfer = true,
+			    .put_attrs = true };
 	return os_do(c, &r, err);
 }
 

@@ -147,7 +147,8 @@ static void sha256_hex(const void *data, size_t len, char out[65])
 }
 
 /* The header list: the payload hash (SigV4 signs it; libcurl uses the value
- * given), the session token, the caller's lines. NULL on allocation failure. */
+ * given), the session token, the caller's lines, the client's put attributes
+ * when the request creates an object. NULL on allocation failure. */
 static struct curl_slist *build_headers(const struct os_client *c, const struct os_req *r)
 {
 	char hash[65 + 22] = "x-amz-content-sha256: ";
@@ -162,6 +163,9 @@ static struct curl_slist *build_headers(const struct os_client *c, const struct 
 		goto fail;
 	for (size_t i = 0; l && r->headers && r->headers[i]; i++)
 		if (!(t = curl_slist_append(l, r->headers[i])))
+			goto fail;
+	for (size_t i = 0; l && r->put_attrs && c->put_hdrs[i]; i++)
+		if (!(t = curl_slist_append(l, c->put_hdrs[i]))) /* x-amz-*: SigV4 signs them */
 			goto fail;
 	return l;
 fail:

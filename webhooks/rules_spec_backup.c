@@ -6,7 +6,9 @@
  *   V51 an S3 store's destinationPath and endpointURL parse (objstore's own
  *       parsers: one grammar for admission and the archiver)
  *   V52 wal.maxParallel and data.jobs in 1..WH_STORE_PARALLEL_MAX
- *   V53 wal/data compression and encryption are known values
+ *   V53 wal/data compression and encryption are known values; tags and
+ *       historyTags are S3 object tags (objstore's os_tag_check, the
+ *       archiver's own check; at most OS_TAGS_MAX)
  *   V54 serverName is one safe object-key segment
  *   V55 bootstrap.recovery.backup.name is a Backup's name (DNS-1123)
  *   V56 spec.plugins[].name unique
@@ -171,9 +173,43 @@ static void check_codecs(json_object *store, const char *path, struct wh_result 
 	}
 }
 
+/* tags / historyTags (field) of the store at path: each tag one S3 accepts,
+ * named by its key. */
+static void check_tag_set(json_object *store, const char *path, const char *field,
+			  struct wh_result *res)
+{
+	json_object *t = wh_obj(store, field);
+	if (!t)
+		return;
+	if ((size_t)json_object_object_length(t) > OS_TAGS_MAX) {
+		_cleanup_free_ char *p = op_asprintf("%s.%s", path, field);
+		wh_result_error(res, p, "at most %u tags (S3's limit on an object)", OS_TAGS_MAX);
+	}
+	json_object_object_foreach(t, k, v)
+	{
+		if (!json_object_is_type(v, json_type_string))
+			continue; /* the schema's type check names it */
+		struct op_err err = OP_ERR_INIT;
+		if (os_tag_check(k, json_object_get_string(v), &err) == 0)
+			continue;
+		int n = (int)strnlen(k, 130); /* cut at a UTF-8 boundary */
+		while (n > 0 && k[n] && ((unsigned char)k[n] & 0xc0) == 0x80)
+			n--;
+		_cleanup_free_ char *p = op_asprintf("%s.%s.%.*s", path, field, n, k);
+		wh_result_error(res, p, "not an S3 object tag: %s", err.msg);
+	}
+}
+
+static void check_codecs_and_tags(json_object *store, const char *path, struct wh_result *res)
+{
+	check_codecs(store, path, res);
+	check_tag_set(store, path, "tags", res);
+	check_tag_set(store, path, "historyTags", res);
+}
+
 WH_RULE_FN(wh_v53_store_codecs)
 {
-	for_each_store(ctx, check_codecs, res);
+	for_each_store(ctx, check_codecs_and_tags, res);
 }
 
 /* ---- V54 serverName ---- */
@@ -203,7 +239,7 @@ void wh_check_barman_store(json_object *store, const char *path, struct wh_resul
 {
 	check_s3_location(store, path, res);
 	check_parallel(store, path, res);
-	check_codecs(store, path, res);
+	check_codecs_and_tags(store, path, res);
 	check_server_name(store, path, res);
 }
 

@@ -214,14 +214,10 @@ static const struct unsupported_field {
 static const struct {
 	const char *field, *what;
 } unsupported_store_fields[] = {
-	{ "wal.encryption", "server-side encryption of WAL files" },
-	{ "data.encryption", "server-side encryption of base backups" },
 	{ "wal.archiveAdditionalCommandArgs", "barman-cloud command arguments" },
 	{ "wal.restoreAdditionalCommandArgs", "barman-cloud command arguments" },
 	{ "data.additionalCommandArgs", "barman-cloud command arguments" },
 	{ "data.restoreAdditionalCommandArgs", "barman-cloud command arguments" },
-	{ "tags", "object tags" },
-	{ "historyTags", "object tags" },
 };
 
 /* Set to something other than zero values (null, false, 0, "", [], {} and

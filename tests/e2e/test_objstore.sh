@@ -12,7 +12,18 @@
 #  - errors named, nothing crashes: wrong secret -> 403 SignatureDoesNotMatch, missing
 #    bucket -> 404 NoSuchBucket, missing key -> NoSuchKey, wrong CA / no CA -> TLS,
 #    closed port -> connect, a get past --max -> capped;
-#  - credentials never in argv (the gateway's nor the tool's command line).
+#  - credentials never in argv (the gateway's nor the tool's command line);
+#  - object tags and server-side encryption (barmanObjectStore tags, historyTags,
+#    wal/data.encryption), on a second gateway logging requests (--log-level debug,
+#    secrets masked): tags read back with GetObjectTagging after a single PUT, a
+#    multipart upload (3 parts, 2 in flight) and `pgop instance wal-archive` of a
+#    segment and of .history files (historyTags, else tags); a tag S3 refuses (the
+#    euro sign) fails with versitygw's 400 InvalidTag; x-amz-server-side-encryption
+#    (and x-amz-tagging) on PutObject and CreateMultipartUpload only, never on parts,
+#    and in SigV4's signed headers (versitygw's canonical request of a refused
+#    signature). versitygw v1.8.0 accepts AES256 and aws:kms with 200 and encrypts
+#    nothing (no x-amz-server-side-encryption in its answers): what is asserted is
+#    that pgop sends it, signed, and the store accepts the request.
 # Figures (METRIC): put/get latency of a small object, 1,100 puts on one connection,
 # the 20 MB multipart upload and download (time, client peak RSS).
 set -euo pipefail
@@ -21,6 +32,8 @@ set -euo pipefail
 
 build=${PGOP_BUILD_DIR:-$E2E_DIR/../../build}
 TOOL=$build/tests/e2e/tools/pgop-s3
+PGOP=${1:-$build/cmd/pgop}
+[ -x "$PGOP" ] || e2e_fail "pgop not built: $PGOP"
 [ -x "$TOOL" ] || e2e_fail "pgop-s3 not built: $TOOL (ninja -C $build pgop-s3)"
 asan=
 nm "$TOOL" 2>/dev/null | grep -c __asan_init >/dev/null && asan=1 # -c reads it all: no SIGPIPE under pipefail
@@ -168,4 +181,74 @@ if tr '\0' ' ' <"/proc/$OBJSTORE_PID/cmdline" | grep -qF -- "$secret"; then
 	e2e_fail "the secret is in versitygw's command line"
 fi
 ! grep -rqF -- "$secret" "$OBJSTORE_LOG" || e2e_fail "the secret is in versitygw's log"
+
+e2e_log "tags and server-side encryption: a gateway that logs requests"
+objstore_stop
+VGW_LOG_LEVEL=debug objstore_start "$tmp/s3tags" || e2e_fail "versitygw (debug log) did not start"
+# vlog: the gateway's log without colours; sent HEADER: "URL HEADER : VALUE" per request
+vlog() { sed 's/\x1b\[[0-9;]*m//g' "$OBJSTORE_LOG"; }
+sent() { vlog | awk -v h="$1" '/\[URL\]:/ {u = $2} index($0, h " ") {gsub(/[│ ]+/, " "); print u $0}'; }
+tags_of() { s3 get-tagging "$1" | sort | paste -sd'|'; }
+
+echo small | s3 --tag env=prod --tag 'team name=a=b c' --tag 'path=/x:y@z+1' put-mem t/put
+e2e_assert_eq "env=prod|path=/x:y@z+1|team name=a=b c" "$(tags_of t/put)" "tags of a single PUT"
+head -c 12000000 "$tmp/big" | s3 --part-size 5 --jobs 2 --tag 'équipe=été' --sse aws:kms put t/mpu
+read -r size etag < <(s3 head t/mpu)
+[[ $etag == *-3\" ]] || e2e_fail "ETag $etag is not a 3-part multipart ETag"
+e2e_assert_eq "équipe=été" "$(tags_of t/mpu)" "tags of a multipart upload (unicode)"
+echo x | s3 put-mem t/put-none
+e2e_assert_eq "" "$(tags_of t/put-none)" "no tags without --tag"
+expect_error "400 InvalidTag" "a tag S3 refuses (pgop-s3 does not check, as admission would)" \
+	sh -c 'echo x | "$@"' _ "$TOOL" --endpoint "$OBJSTORE_ENDPOINT" --bucket "$OBJSTORE_BUCKET" \
+	--creds "$OBJSTORE_CREDS" --ca "$OBJSTORE_CA" --tag-unchecked 'cost=10€' put-mem t/euro
+sse=$(sent X-Amz-Server-Side-Encryption)
+e2e_log "x-amz-server-side-encryption sent: $(echo "$sse" | awk '{print $1}' | sed 's|.*/pgop-e2e/||' | paste -sd' ')"
+grep -q "t/mpu?uploads.*: aws:kms" <<<"$sse" || e2e_fail "CreateMultipartUpload without SSE: $sse"
+! grep -q "partNumber" <<<"$sse" || e2e_fail "an UploadPart carried SSE: $sse"
+! grep -q "t/put " <<<"$sse" || e2e_fail "SSE sent without --sse: $sse"
+grep -q "t/mpu?uploads.*: %C3%A9quipe=%C3%A9t%C3%A9" <<<"$(sent X-Amz-Tagging)" ||
+	e2e_fail "CreateMultipartUpload without its encoded tagging: $(sent X-Amz-Tagging)"
+# SigV4 signs both: versitygw shows its canonical request when a signature is refused
+(umask 077 && { head -n 1 "$OBJSTORE_CREDS"; echo wrong-secret; } >"$tmp/wrong")
+expect_error "403 SignatureDoesNotMatch" "a signed tagged, encrypted PUT (wrong secret)" \
+	sh -c 'echo x | "$@"' _ "$TOOL" --endpoint "$OBJSTORE_ENDPOINT" --bucket "$OBJSTORE_BUCKET" \
+	--creds "$tmp/wrong" --ca "$OBJSTORE_CA" --tag a=b --sse AES256 put-mem t/signed
+vlog | grep -q "host;x-amz-content-sha256;x-amz-date;x-amz-server-side-encryption;x-amz-tagging" ||
+	e2e_fail "x-amz-server-side-encryption and x-amz-tagging are not in the signed headers"
+
+e2e_log "pgop instance wal-archive: tags, historyTags, walEncryption"
+wal=$tmp/wal && mkdir -p "$wal/pgdata/global" "$wal/pg_wal/archive_status" "$wal/state" "$wal/state2"
+head -c 8 /dev/urandom >"$wal/pgdata/global/pg_control" && head -c 8184 /dev/zero >>"$wal/pgdata/global/pg_control"
+head -c 1048576 /dev/urandom >"$wal/pg_wal/000000010000000000000001"
+printf '1\t0/3000000\tno recovery target specified\n' >"$wal/pg_wal/00000002.history"
+wal_cfg() { # FILE SERVER STATE EXTRA-JSON
+	(umask 077 && cat >"$1" <<JSON
+{"destinationPath":"s3://$OBJSTORE_BUCKET/backups","serverName":"$2","endpointURL":"$OBJSTORE_ENDPOINT",
+ "accessKeyIdFile":"$OBJSTORE_ACCESS_FILE","secretAccessKeyFile":"$OBJSTORE_SECRET_FILE",
+ "endpointCAFile":"$OBJSTORE_CA","pgdata":"$wal/pgdata","stateDir":"$3"$4}
+JSON
+	)
+}
+wal_cfg "$wal/a.json" srv-a "$wal/state" ',"tags":{"env":"prod","cluster":"pg a"},
+ "historyTags":{"kind":"history"},"walEncryption":"AES256","dataEncryption":"aws:kms"'
+wal_cfg "$wal/b.json" srv-b "$wal/state2" ',"tags":{"env":"test"}'
+"$PGOP" instance wal-archive --config "$wal/a.json" "$wal/pg_wal/000000010000000000000001" ||
+	e2e_fail "wal-archive of a segment"
+"$PGOP" instance wal-archive --config "$wal/a.json" "$wal/pg_wal/00000002.history" ||
+	e2e_fail "wal-archive of a .history file"
+"$PGOP" instance wal-archive --config "$wal/b.json" "$wal/pg_wal/00000002.history" ||
+	e2e_fail "wal-archive of a .history file without historyTags"
+e2e_assert_eq "cluster=pg a|env=prod" \
+	"$(tags_of backups/srv-a/wals/0000000100000000/000000010000000000000001)" "a WAL segment's tags"
+e2e_assert_eq "kind=history" "$(tags_of backups/srv-a/wals/00000002.history)" "a .history file's tags (historyTags)"
+e2e_assert_eq "env=test" "$(tags_of backups/srv-b/wals/00000002.history)" "a .history file's tags (no historyTags: tags)"
+sse=$(sent X-Amz-Server-Side-Encryption | grep "/backups/")
+e2e_assert_eq 2 "$(grep -c ": AES256" <<<"$sse")" "WAL PUTs with walEncryption AES256 (segment, history)"
+! grep -q "srv-b" <<<"$sse" || e2e_fail "SSE sent without walEncryption: $sse"
+e2e_log "refused before any request: a bad tag in the file"
+wal_cfg "$wal/c.json" srv-c "$wal/state" ',"tags":{"cost":"10€"}'
+expect_error 'config: tags: \"cost\": tag value: only letters' "wal-archive with a tag S3 refuses" \
+	"$PGOP" instance wal-archive --config "$wal/c.json" "$wal/pg_wal/000000010000000000000001"
+secret=$(sed -n 2p "$OBJSTORE_CREDS")
+! grep -rqF -- "$secret" "$OBJSTORE_LOG" || e2e_fail "the secret is in versitygw's debug log"
 e2e_log "PASS"

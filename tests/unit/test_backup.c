@@ -18,6 +18,7 @@
 #undef free
 
 #include "backup/backup.h"
+#include "objstore/internal.h" /* the client's put header lines */
 #include "support/alloc.h"
 
 static void test_wal_names(void **state)
@@ -130,6 +131,75 @@ static void test_layout_keys(void **state)
 	assert_string_equal(op_buf_str(&b), "pg/wals/0000000100000000/000000010000000000000001");
 	op_buf_done(&b);
 	bk_config_done(&cfg);
+}
+
+/* tags, historyTags, walEncryption, dataEncryption: parsed, encoded, and the
+ * header lines each kind of upload gets. */
+static void test_config_attrs(void **state)
+{
+	(void)state;
+	struct bk_config cfg;
+	struct op_err err = OP_ERR_INIT;
+	const char *j = CFG_OK ",\"tags\":{\"env\":\"prod\",\"team name\":\"a=b\"},"
+			       "\"historyTags\":{\"kind\":\"history\"},\"walEncryption\":\"AES256\","
+			       "\"dataEncryption\":\"aws:kms\"}";
+	if (bk_config_parse(j, strlen(j), &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(cfg.tagging, "env=prod&team%20name=a%3Db");
+	assert_string_equal(cfg.history_tagging, "kind=history");
+	struct os_config oc = { .endpoint = "https://127.0.0.1:9", .bucket = "bucket",
+				.access_key = "AK", .secret_key = "SK" };
+	struct os_client *c = NULL;
+	assert_int_equal(os_client_new(&oc, &c, &err), 0);
+	static const struct {
+		enum bk_put_kind kind;
+		const char *tagging, *sse;
+	} kinds[] = {
+		{ BK_PUT_WAL, "x-amz-tagging: env=prod&team%20name=a%3Db",
+		  "x-amz-server-side-encryption: AES256" },
+		{ BK_PUT_HISTORY, "x-amz-tagging: kind=history", "x-amz-server-side-encryption: AES256" },
+		{ BK_PUT_DATA, "x-amz-tagging: env=prod&team%20name=a%3Db",
+		  "x-amz-server-side-encryption: aws:kms" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(kinds); i++) {
+		assert_int_equal(bk_client_set_attrs(c, &cfg, kinds[i].kind, &err), 0);
+		assert_string_equal(c->put_hdrs[0], kinds[i].tagging);
+		assert_string_equal(c->put_hdrs[1], kinds[i].sse);
+	}
+	bk_config_done(&cfg);
+	/* no historyTags: .history files get the tags; nothing set: no header */
+	j = CFG_OK ",\"tags\":{\"env\":\"\\u00e9t\\u00e9\"}}";
+	assert_int_equal(bk_config_parse(j, strlen(j), &cfg, &err), 0);
+	assert_null(cfg.history_tagging);
+	assert_int_equal(bk_client_set_attrs(c, &cfg, BK_PUT_HISTORY, &err), 0);
+	assert_string_equal(c->put_hdrs[0], "x-amz-tagging: env=%C3%A9t%C3%A9");
+	assert_null(c->put_hdrs[1]);
+	bk_config_done(&cfg);
+	j = CFG_OK ",\"tags\":{}}";
+	assert_int_equal(bk_config_parse(j, strlen(j), &cfg, &err), 0);
+	assert_null(cfg.tagging);
+	assert_int_equal(bk_client_set_attrs(c, &cfg, BK_PUT_DATA, &err), 0);
+	assert_null(c->put_hdrs[0]);
+	bk_config_done(&cfg);
+	os_client_free(c);
+
+	static const struct { const char *json, *msg; } bad[] = {
+		{ CFG_OK ",\"tags\":[]}", "tags: expected an object" },
+		{ CFG_OK ",\"tags\":{\"k\":1}}", "tags.k: expected string" },
+		{ CFG_OK ",\"tags\":{\"a&b\":\"v\"}}", "config: tags: \"a&b\": tag key: only" },
+		{ CFG_OK ",\"historyTags\":{\"aws:k\":\"v\"}}", "historyTags: \"aws:k\": tag key" },
+		{ CFG_OK ",\"tags\":{\"a\":\"\",\"b\":\"\",\"c\":\"\",\"d\":\"\",\"e\":\"\",\"f\":\"\","
+			 "\"g\":\"\",\"h\":\"\",\"i\":\"\",\"j\":\"\",\"k\":\"\"}}", "at most 10 tags" },
+		{ CFG_OK ",\"walEncryption\":\"rot13\"}", "walEncryption: \"rot13\": expected AES256" },
+		{ CFG_OK ",\"dataEncryption\":\"aes256\"}", "dataEncryption" },
+		{ CFG_OK ",\"dataEncryption\":5}", "dataEncryption: expected string" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
+		err = (struct op_err)OP_ERR_INIT;
+		int rc = bk_config_parse(bad[i].json, strlen(bad[i].json), &cfg, &err);
+		if (rc != -EINVAL || !strstr(err.msg, bad[i].msg))
+			fail_msg("bad[%zu]: rc %d, %s (want %s)", i, rc, err.msg, bad[i].msg);
+	}
 }
 
 static void test_config(void **state)
@@ -439,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_compression_names),
 		cmocka_unit_test(test_layout_keys),
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_config_attrs),
 		cmocka_unit_test(test_round_trips),
 		cmocka_unit_test(test_tar_encoder),
 		cmocka_unit_test(test_concatenated),

@@ -23,6 +23,7 @@
 #include "api/cluster.h"
 #include "api/fence.h"
 #include "api/pgparams.h"
+#include "backup/backup.h"
 #include "instance/lease.h"
 #include "instance/instance.h"
 #include "instance/internal.h"
@@ -696,6 +697,53 @@ static void test_archive_config(void **state)
 	op_buf_done(&out);
 }
 
+/* tags, historyTags, wal/data encryption: from the store into the file
+ * wal-archive reads, and read back by its parser (the whole plumbing). */
+static void test_archive_config_attrs(void **state)
+{
+	(void)state;
+	struct inst_paths p = { .pgdata = "/pg/data", .controller_dir = "/ctl",
+				.secrets_dir = "/run/pgop/secrets" };
+	struct api_cluster *c = cluster(MIN_CLUSTER(
+		STORE_SPEC("},\"wal\":{\"encryption\":\"AES256\"},\"data\":{\"encryption\":"
+			   "\"aws:kms\"},\"tags\":{\"env\":\"prod\",\"team name\":\"db\"},"
+			   "\"historyTags\":{\"kind\":\"tl\"}"),
+		""));
+	struct inst_archive_input in = { .cluster = c, .paths = &p };
+	struct op_buf out = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_archive_config_render(&in, &out, &err), 0);
+	json_object *o = NULL;
+	assert_int_equal(op_json_parse(out.data, out.len, 8, &o, NULL), 0);
+	assert_string_equal(op_json_str_at(o, "walEncryption"), "AES256");
+	assert_string_equal(op_json_str_at(o, "dataEncryption"), "aws:kms");
+	assert_string_equal(op_json_str_at(o, "tags.team name"), "db");
+	assert_string_equal(op_json_str_at(o, "historyTags.kind"), "tl");
+	json_object_put(o);
+	struct bk_config cfg;
+	if (bk_config_parse(out.data, out.len, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_string_equal(cfg.tagging, "env=prod&team%20name=db");
+	assert_string_equal(cfg.history_tagging, "kind=tl");
+	assert_string_equal(cfg.wal_encryption, "AES256");
+	assert_string_equal(cfg.data_encryption, "aws:kms");
+	bk_config_done(&cfg);
+	api_cluster_free(c);
+	/* none set: none of the keys */
+	c = cluster(MIN_CLUSTER(STORE_SPEC("}"), ""));
+	in.cluster = c;
+	op_buf_reset(&out);
+	assert_int_equal(inst_archive_config_render(&in, &out, &err), 0);
+	assert_int_equal(op_json_parse(out.data, out.len, 8, &o, NULL), 0);
+	static const char *const keys[] = { "tags", "historyTags", "walEncryption",
+					    "dataEncryption" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(keys); i++)
+		assert_null(op_json_at(o, keys[i]));
+	json_object_put(o);
+	api_cluster_free(c);
+	op_buf_done(&out);
+}
+
 static void test_status_json(void **state)
 {
 	struct inst_pg_status s = { 0 };
@@ -954,6 +1002,7 @@ int main(void)
 		cmocka_unit_test(test_stop_timeouts),
 		cmocka_unit_test(test_status_json),
 		cmocka_unit_test(test_archive_config),
+		cmocka_unit_test(test_archive_config_attrs),
 		cmocka_unit_test(test_auth_table),
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_cut),

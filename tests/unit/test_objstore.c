@@ -305,6 +305,129 @@ static void test_status_errno(void **state)
 	assert_int_equal(os_http_status_errno(301), -EREMOTE);
 }
 
+/* x-amz-tagging values: key=value pairs joined by '&', RFC 3986 encoded. */
+static void test_tagging_encode(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pairs[3][2]; /* up to three, NULL key ends */
+		const char *want;
+	} cases[] = {
+		{ { { "env", "prod" } }, "env=prod" },
+		{ { { "env", "prod" }, { "team", "db" } }, "env=prod&team=db" },
+		{ { { "team name", "a b" } }, "team%20name=a%20b" },
+		{ { { "k", "" } }, "k=" },
+		{ { { "a=b", "c=d" } }, "a%3Db=c%3Dd" },
+		{ { { "p", "+-=._:/@" } }, "p=%2B-%3D._%3A%2F%40" },
+		{ { { "\xc3\xa9quipe", "\xc3\xa9t\xc3\xa9" } }, "%C3%A9quipe=%C3%A9t%C3%A9" },
+		{ { { "x", "y" }, { "\xe5\x9b\xa2", "a_b.c-d" } }, "x=y&%E5%9B%A2=a_b.c-d" },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
+		struct op_buf b = OP_BUF_INIT(OS_TAGGING_MAX);
+		struct op_err err = OP_ERR_INIT;
+		for (size_t j = 0; j < 3 && cases[i].pairs[j][0]; j++)
+			assert_int_equal(os_tagging_add(&b, cases[i].pairs[j][0], cases[i].pairs[j][1],
+							&err), 0);
+		if (strcmp(op_buf_str(&b), cases[i].want) != 0)
+			fail_msg("case %zu: got %s, want %s", i, op_buf_str(&b), cases[i].want);
+		op_buf_done(&b);
+	}
+	/* a character S3 refuses: nothing appended, the key named */
+	struct op_buf b = OP_BUF_INIT(OS_TAGGING_MAX);
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(os_tagging_add(&b, "a&b", "x", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "\"a&b\": tag key: only letters"));
+	assert_int_equal(b.len, 0);
+	op_buf_done(&b);
+}
+
+static void test_tag_check(void **state)
+{
+	(void)state;
+	char k128[129], k129[130], v256[257], v257[258], u128[2 * 128 + 1];
+	memset(k128, 'k', 128), k128[128] = '\0';
+	memset(k129, 'k', 129), k129[129] = '\0';
+	memset(v256, 'v', 256), v256[256] = '\0';
+	memset(v257, 'v', 257), v257[257] = '\0';
+	for (int i = 0; i < 128; i++) /* 128 characters, 256 bytes: counted as characters */
+		memcpy(u128 + 2 * i, "\xc3\xa9", 2);
+	u128[256] = '\0';
+	static const char *const bad_msg[] = { "tag key: only", "tag key: 1 to 128",
+					       "tag key: the prefix aws:", "tag value: only",
+					       "tag value: at most 256" };
+	const struct {
+		const char *k, *v;
+		int msg; /* -1: accepted, else bad_msg[msg] */
+	} cases[] = {
+		{ "env", "prod", -1 },	  { "a b", "", -1 },	  { "+-=._:/@", "+-=._:/@", -1 },
+		{ k128, v256, -1 },	  { u128, "x", -1 },	  { "AWS:x", "v", -1 },
+		{ k129, "v", 1 },	  { "", "v", 1 },	  { "aws:x", "v", 2 },
+		{ "k", v257, 4 },	  { "a&b", "v", 0 },	  { "k", "a&b", 3 },
+		{ "a*", "v", 0 },	  { "k", "a\nb", 3 },	  { "k", "\xc3(", 3 },
+		{ "\xff", "v", 0 },	  { "k", "a\"b", 3 },	  { "k", "%41", 3 },
+		{ NULL, "v", 0 },	  { "k", NULL, 3 },
+		/* Unicode: letters, digits and spaces (as versitygw, like S3, decides) */
+		{ "\xe5\x9b\xa2", "\xd9\xa3 \xc7\x85", -1 },	/* 団, Arabic-Indic 3, Dž */
+		{ "k", "a\xe3\x80\x80" "b", -1 },		/* ideographic space */
+		{ "k", "\xe2\x82\xac", 3 },		/* € (400 InvalidTag from versitygw) */
+		{ "\xc2\xa9", "v", 0 },			/* © */
+		{ "k", "\xf0\x9f\x98\x80", 3 },		/* an emoji */
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
+		struct op_err err = OP_ERR_INIT;
+		int rc = os_tag_check(cases[i].k, cases[i].v, &err);
+		if (cases[i].msg < 0 && rc != 0)
+			fail_msg("case %zu refused: %s", i, err.msg);
+		if (cases[i].msg >= 0 && (rc != -EINVAL || !strstr(err.msg, bad_msg[cases[i].msg])))
+			fail_msg("case %zu: rc %d, %s (want %s)", i, rc, err.msg, bad_msg[cases[i].msg]);
+	}
+	assert_true(os_sse_valid("AES256"));
+	assert_true(os_sse_valid("aws:kms"));
+	assert_false(os_sse_valid("aes256"));
+	assert_false(os_sse_valid("aws:kms:dsse"));
+	assert_false(os_sse_valid(NULL));
+}
+
+/* The client's put attributes: header lines for PutObject and
+ * CreateMultipartUpload, checked, replaced, cleared. */
+static void test_put_attrs(void **state)
+{
+	(void)state;
+	struct os_config cfg = { .endpoint = "https://127.0.0.1:9", .bucket = "bkt",
+				 .access_key = "AK", .secret_key = "SK" };
+	struct os_client *c = NULL;
+	struct op_err err = OP_ERR_INIT;
+	if (os_client_new(&cfg, &c, &err) < 0)
+		fail_msg("os_client_new: %s", err.msg);
+	assert_null(c->put_hdrs[0]);
+	struct os_put_attrs a = { .tagging = "env=prod&team%20name=db", .encryption = "aws:kms" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), 0);
+	assert_string_equal(c->put_hdrs[0], "x-amz-tagging: env=prod&team%20name=db");
+	assert_string_equal(c->put_hdrs[1], "x-amz-server-side-encryption: aws:kms");
+	assert_null(c->put_hdrs[2]);
+	a = (struct os_put_attrs){ .encryption = "AES256" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), 0);
+	assert_string_equal(c->put_hdrs[0], "x-amz-server-side-encryption: AES256");
+	assert_null(c->put_hdrs[1]);
+	/* refused: a header injection, an unknown encryption; what was set stays */
+	a = (struct os_put_attrs){ .tagging = "a=b\r\nx-amz-acl: public-read" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not an encoded tag set"));
+	a = (struct os_put_attrs){ .tagging = "a=b c" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), -EINVAL);
+	a = (struct os_put_attrs){ .encryption = "rot13" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), -EINVAL);
+	assert_string_equal(c->put_hdrs[0], "x-amz-server-side-encryption: AES256");
+	a = (struct os_put_attrs){ .tagging = "" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), 0);
+	assert_null(c->put_hdrs[0]);
+	assert_int_equal(os_client_set_put_attrs(c, NULL, &err), 0);
+	assert_null(c->put_hdrs[0]);
+	a = (struct os_put_attrs){ .tagging = "k=v" };
+	assert_int_equal(os_client_set_put_attrs(c, &a, &err), 0);
+	os_client_free(c); /* frees them (ASan: no leak) */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,7 +436,8 @@ int main(void)
 		cmocka_unit_test(test_xml_list),       cmocka_unit_test(test_xml_malformed),
 		cmocka_unit_test(test_xml_caps),       cmocka_unit_test(test_xml_error),
 		cmocka_unit_test(test_xml_multipart),  cmocka_unit_test(test_xml_delete),
-		cmocka_unit_test(test_status_errno),
+		cmocka_unit_test(test_status_errno),   cmocka_unit_test(test_tagging_encode),
+		cmocka_unit_test(test_tag_check),      cmocka_unit_test(test_put_attrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,6 +179,10 @@ static void test_replica_rules(void **state)
 	"{'externalClusters':[{'name':'a','connectionParameters':{'host':'h'}},{'name':'b',"    \
 	"'barmanObjectStore':{" S3_KEYS "," extra "}}]}"
 
+#define E2 "\xc3\xa9\xc3\xa9"
+#define E4 E2 E2
+#define E16 E4 E4 E4 E4
+#define K64 "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
 static const struct row backup_rows[] = {
 	{ "V51 full S3 store", NULL,
 	  STORE("'destinationPath':'s3://backups/pgop','endpointURL':"
@@ -252,6 +256,44 @@ static const struct row backup_rows[] = {
 	{ "V53 encryption", NULL,
 	  STORE("'destinationPath':'s3://backups','wal':{'encryption':'rot13'}"),
 	  "spec.backup.barmanObjectStore.wal.encryption" },
+	{ "V53 tags: S3's characters, empty value, unicode letters, 10 of them", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'env':'prod','team name':'db +-=._:/@',"
+		"'empty':'','\xc3\xa9quipe':'\xe5\x9b\xa2\xe9\x98\x9f','k5':'v','k6':'v',"
+		"'k7':'v','k8':'v','k9':'v','k10':'v'},'historyTags':{'kind':'history'}"),
+	  NULL },
+	{ "V53 tag value with a currency sign (S3: InvalidTag)", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'cost':'10\xe2\x82\xac'}"),
+	  "spec.backup.barmanObjectStore.tags.cost" },
+	{ "V53 tag value with '&'", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'env':'a&b'}"),
+	  "spec.backup.barmanObjectStore.tags.env" },
+	{ "V53 tag key with '*'", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'ok':'1','a*b':'x'}"),
+	  "spec.backup.barmanObjectStore.tags.a*b" },
+	{ "V53 empty tag key", NULL, STORE("'destinationPath':'s3://backups','tags':{'':'x'}"),
+	  "spec.backup.barmanObjectStore.tags." },
+	{ "V53 tag key of 129 characters", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'" K64 K64 "k':'v'}"),
+	  "spec.backup.barmanObjectStore.tags." K64 K64 "k" },
+	{ "V53 tag key of 128, value of 256 characters", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'" K64 K64 "':'" K64 K64 K64 K64 "'}"),
+	  NULL },
+	{ "V53 tag value of 257 characters", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'v':'" K64 K64 K64 K64 "k'}"),
+	  "spec.backup.barmanObjectStore.tags.v" },
+	{ "V53 long unicode key: 131 characters, named by its first 129 bytes (whole characters)", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'a" E16 E16 E16 E16 E16 E16 E16 E16 E2 "':'v'}"),
+	  "spec.backup.barmanObjectStore.tags.a" E16 E16 E16 E16 },
+	{ "V53 reserved aws: prefix", NULL,
+	  STORE("'destinationPath':'s3://backups','historyTags':{'aws:x':'v'}"),
+	  "spec.backup.barmanObjectStore.historyTags.aws:x" },
+	{ "V53 eleven tags", NULL,
+	  STORE("'destinationPath':'s3://backups','tags':{'a':'','b':'','c':'','d':'','e':'',"
+		"'f':'','g':'','h':'','i':'','j':'','k':''}"),
+	  "spec.backup.barmanObjectStore.tags" },
+	{ "V53 history tag value control character", NULL,
+	  EXT_STORE("'destinationPath':'s3://backups','historyTags':{'h':'a\\nb'}"),
+	  "spec.externalClusters[1].barmanObjectStore.historyTags.h" },
 	{ "V54 empty server name is the cluster's", NULL,
 	  STORE("'destinationPath':'s3://backups','serverName':''"), NULL },
 	{ "V54 slash", NULL, STORE("'destinationPath':'s3://backups','serverName':'a/b'"),

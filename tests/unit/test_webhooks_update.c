@@ -348,8 +348,7 @@ static void test_warnings(void **state)
 		{ CLUSTER(",\"externalClusters\":[{\"name\":\"o\",\"barmanObjectStore\":{"
 			  "\"destinationPath\":\"s3://bkt\",\"tags\":{\"a\":\"b\"},"
 			  "\"s3Credentials\":{\"inheritFromIAMRole\":true}}}]"),
-		  "spec.externalClusters[0].barmanObjectStore.tags is accepted but not implemented "
-		  "by pgop yet (object tags)", true },
+		  "spec.externalClusters[0].barmanObjectStore.tags", false }, /* built: no warning */
 		{ CLUSTER(",\"bootstrap\":{\"recovery\":{\"backup\":{\"name\":\"b\"},"
 			  "\"recoveryTarget\":{\"targetLSN\":\"0/1\"}}}"),
 		  "spec.bootstrap.recovery is accepted", false },

@@ -1,7 +1,11 @@
 /* pgop-s3: a thin CLI over objstore/ for tests/e2e/test_objstore.sh.
  *
  *   pgop-s3 --endpoint URL --bucket B --creds FILE [--ca PEMFILE] [--region R]
- *           [--part-size MIB] [--jobs N] [--max BYTES] [--page N] [--stats] CMD ARGS
+ *           [--part-size MIB] [--jobs N] [--max BYTES] [--page N] [--stats]
+ *           [--tag K=V]... [--sse AES256|aws:kms] CMD ARGS
+ *   (--tag, --sse: x-amz-tagging / x-amz-server-side-encryption on every
+ *   PutObject and CreateMultipartUpload, os_client_set_put_attrs; --tag-unchecked
+ *   K=V: encoded without os_tag_check, to see what the store says)
  *   put KEY        stdin to KEY, streamed (multipart past one part; --jobs N:
  *                  N parts uploaded at once, os_put_from_reader_jobs)
  *   put-mem KEY    stdin read into memory (<= 64 MiB), one signed PUT
@@ -12,6 +16,8 @@
  *   mpu-abort KEY  creates an upload, sends one 5 MiB part, aborts it
  *   put-many PREFIX N   N small objects PREFIX000000.. (their key as content),
  *                  one client: prints "put-many: N in MS ms"
+ *   get-tagging KEY  GetObjectTagging (GET KEY?tagging): prints "KEY=VALUE" per
+ *                  tag, sorted
  * Credentials come from FILE (access key line, secret key line), never argv.
  * Errors: "pgop-s3: <message>" on stderr, exit 1. --stats prints
  * "stats: bytes=N ms=N maxrss_kb=N" on stderr.
@@ -25,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "objstore/objstore.h"
+#include "objstore/internal.h" /* os_do, os_xml_walk: GetObjectTagging is the tests' alone */
 #include "support/alloc.h"
 
 struct opts {
@@ -36,6 +42,9 @@ struct opts {
 	unsigned page;
 	int stats;
 	uint64_t bytes;
+	struct op_buf tagging; /* --tag pairs, encoded */
+	struct os_put_attrs attrs;
+	struct op_err tag_err; /* a --tag refused */
 };
 
 static int read_file(const char *path, struct op_buf *b)
@@ -167,6 +176,47 @@ static int cmd_put_many(struct os_client *c, const char *prefix, const char *cou
 	return rc;
 }
 
+/* GetObjectTagging's <Tagging><TagSet><Tag><Key/><Value/></Tag>...: one
+ * "key=value" line per Tag into lines (sorted by sort(1) in the test). */
+struct tags_walk {
+	struct op_buf *out;
+	int rc;
+};
+
+static int tag_leaf(void *ud, unsigned depth, const char *parent, const char *name,
+		    const char *text, size_t len)
+{
+	struct tags_walk *w = ud;
+	(void)depth;
+	if (strcmp(parent, "Tag") != 0)
+		return 0;
+	if (!strcmp(name, "Key"))
+		w->rc = w->rc ? w->rc : op_buf_add(w->out, text, len);
+	else if (!strcmp(name, "Value") && !w->rc && !(w->rc = op_buf_addc(w->out, '=')) &&
+		 !(w->rc = op_buf_add(w->out, text, len)))
+		w->rc = op_buf_addc(w->out, '\n');
+	return w->rc;
+}
+
+static int cmd_get_tagging(struct os_client *c, const char *key, struct op_err *err)
+{
+	struct op_buf resp = OP_BUF_INIT(OS_RESP_MAX_XML), lines = OP_BUF_INIT(64 * 1024);
+	struct os_req r = { .op = "GET-TAGGING", .method = "GET", .key = key, .query = "tagging=",
+			    .resp = &resp, .max_body = OS_RESP_MAX_XML };
+	int rc = os_do(c, &r, err);
+	struct tags_walk w = { .out = &lines };
+	struct os_xml_cb cb = { .leaf = tag_leaf, .ud = &w };
+	char root[OS_XML_NAME_MAX];
+	if (rc == 0 && (rc = os_xml_walk(resp.data, resp.len, &cb, root, err)) == 0 &&
+	    strcmp(root, "Tagging") != 0)
+		rc = op_err_set(err, -EBADMSG, "GET-TAGGING: root <%s>, not <Tagging>", root);
+	if (rc == 0)
+		fputs(op_buf_str(&lines), stdout);
+	op_buf_done(&resp);
+	op_buf_done(&lines);
+	return rc;
+}
+
 /* put with o->jobs clients (c the first; the others made here). */
 static int cmd_put_jobs(struct os_client *c, struct opts *o, const char *key, struct op_err *err)
 {
@@ -174,7 +224,8 @@ static int cmd_put_jobs(struct os_client *c, struct opts *o, const char *key, st
 	int rc = 0;
 	cs[0] = c;
 	for (unsigned i = 1; rc == 0 && i < o->jobs; i++)
-		rc = os_client_new(&o->cfg, &cs[i], err);
+		if ((rc = os_client_new(&o->cfg, &cs[i], err)) == 0)
+			rc = os_client_set_put_attrs(cs[i], &o->attrs, err);
 	if (rc == 0)
 		rc = os_put_from_reader_jobs(cs, o->jobs, key, stdin_read, o, o->part_size, NULL,
 					     err);
@@ -214,9 +265,27 @@ static int run(struct os_client *c, struct opts *o, int argc, char **argv, struc
 	}
 	if (!strcmp(cmd, "put-many") && argc > 2)
 		return cmd_put_many(c, key, argv[2], err);
+	if (!strcmp(cmd, "get-tagging") && key)
+		return cmd_get_tagging(c, key, err);
 	if (!strcmp(cmd, "mpu-abort") && key)
 		return cmd_mpu_abort(c, key, err);
 	return op_err_set(err, -EINVAL, "unknown command or missing argument: %s", cmd);
+}
+
+/* --tag K=V (split at the first '='); a refused tag is reported by main.
+ * unchecked: encoded as os_tagging_add does, without its check. */
+static void add_tag(struct opts *o, char *kv, bool unchecked)
+{
+	char *eq = strchr(kv, '=');
+	if (eq)
+		*eq = '\0';
+	const char *v = eq ? eq + 1 : "";
+	if (o->tag_err.code || (!unchecked && os_tagging_add(&o->tagging, kv, v, &o->tag_err) < 0))
+		return; /* o->tag_err says why */
+	if (unchecked && ((o->tagging.len && op_buf_addc(&o->tagging, '&') < 0) ||
+			  os_uri_encode(&o->tagging, kv, false) < 0 ||
+			  op_buf_addc(&o->tagging, '=') < 0 || os_uri_encode(&o->tagging, v, false) < 0))
+		op_err_set(&o->tag_err, -E2BIG, "--tag-unchecked: too long");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o, const char **creds, const char **ca)
@@ -225,7 +294,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 		{ "endpoint", 1, 0, 'e' }, { "bucket", 1, 0, 'b' }, { "creds", 1, 0, 'c' },
 		{ "ca", 1, 0, 'a' },       { "region", 1, 0, 'r' }, { "part-size", 1, 0, 'p' },
 		{ "max", 1, 0, 'm' },      { "page", 1, 0, 'n' },   { "stats", 0, 0, 's' },
-		{ "jobs", 1, 0, 'j' },
+		{ "jobs", 1, 0, 'j' },     { "tag", 1, 0, 't' },    { "sse", 1, 0, 'E' },
+		{ "tag-unchecked", 1, 0, 'T' },
 		{ 0, 0, 0, 0 },
 	};
 	int ch;
@@ -241,6 +311,9 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 		case 'n': o->page = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o->stats = 1; break;
 		case 'j': o->jobs = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 't': add_tag(o, optarg, false); break;
+		case 'T': add_tag(o, optarg, true); break;
+		case 'E': o->attrs.encryption = optarg; break;
 		default: return -EINVAL;
 		}
 	}
@@ -249,7 +322,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char **creds,
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .max = UINT64_MAX };
+	struct opts o = { .max = UINT64_MAX, .tagging = OP_BUF_INIT(OS_TAGGING_MAX),
+			  .tag_err = OP_ERR_INIT };
 	const char *creds = NULL, *ca = NULL;
 	int first = parse_opts(argc, argv, &o, &creds, &ca);
 	if (first < 0) {
@@ -267,8 +341,13 @@ int main(int argc, char **argv)
 	if (rc == 0 && ca && (rc = read_file(ca, &cab)) < 0)
 		op_err_set(&err, rc, "cannot read CA from %s", ca);
 	o.cfg.ca_pem = cab.data, o.cfg.ca_pem_len = cab.len;
+	if (rc == 0 && o.tag_err.code)
+		err = o.tag_err, rc = o.tag_err.code;
 	if (rc == 0)
 		rc = os_client_new(&o.cfg, &c, &err);
+	o.attrs.tagging = op_buf_str(&o.tagging);
+	if (rc == 0)
+		rc = os_client_set_put_attrs(c, &o.attrs, &err);
 	if (rc == 0)
 		rc = run(c, &o, argc - first, argv + first, &err);
 	fflush(stdout);
@@ -278,6 +357,7 @@ int main(int argc, char **argv)
 		explicit_bzero(cb.data, cb.len);
 	op_buf_done(&cb);
 	op_buf_done(&cab);
+	op_buf_done(&o.tagging);
 	if (o.stats) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
