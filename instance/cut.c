@@ -6,7 +6,9 @@
  * first makes its own TCP connect to the primary's postgres port; only when
  * that fails too, or connects but its WAL receiver does not stream or has
  * received nothing for INST_CUT_SILENT_MS (a frozen node, whose kernel still
- * completes the handshake), does it cut: override.conf gets an empty primary_conninfo
+ * completes the handshake), does it cut (a receiver already silent for more
+ * than a lease period is watched until that window is over, so one request
+ * decides: inst_cut_wait_ms): override.conf gets an empty primary_conninfo
  * (marked INST_CUT_MARK), postgres reloads, and the answer waits until no WAL
  * receiver runs. From then on the replica receives nothing from the old
  * primary, so the primary's round-trip proofs through it (instance/lease.h)
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/fence.h"
 #include "api/names.h"
@@ -108,6 +111,13 @@ bool inst_cut_allowed(bool probe_ok, bool refused, int64_t silent_ms)
 	return probe_ok && (silent_ms < 0 || silent_ms >= INST_CUT_SILENT_MS);
 }
 
+int64_t inst_cut_wait_ms(bool probe_ok, int64_t silent_ms)
+{
+	if (!probe_ok || silent_ms < INST_CUT_WAIT_FROM_MS || silent_ms >= INST_CUT_SILENT_MS)
+		return 0;
+	return INST_CUT_SILENT_MS - silent_ms + 20;
+}
+
 /* How long the streaming WAL receiver has received nothing (ms), -1 when
  * none streams. */
 static int receiver_silent_ms(PGconn *c, int64_t *ret_ms, struct op_err *err)
@@ -148,9 +158,14 @@ int inst_cut_request(struct inst_cut *cut, const struct inst_cut_env *env, const
 	const char *hosts[] = { ip };
 	unsigned port = env->primary_port ? env->primary_port : INST_PG_PORT;
 	int ok = op_tcp_probe(hosts, 1, port, INST_CUT_PROBE_MS, &e);
-	int64_t silent = -1;
+	int64_t silent = -1, wait;
 	if (ok == 1 && (r = receiver_silent_ms(c, &silent, err)) != 0)
 		return r;
+	if ((wait = inst_cut_wait_ms(ok == 1, silent)) > 0) {
+		usleep((useconds_t)wait * 1000);
+		if ((r = receiver_silent_ms(c, &silent, err)) != 0)
+			return r;
+	}
 	if (!inst_cut_allowed(ok == 1, e == ECONNREFUSED, silent))
 		return op_err_set(err, -EBUSY,
 				  "primary %s (%s port %u) is reachable from here (WAL received %lld ms ago)",

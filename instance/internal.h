@@ -294,6 +294,10 @@ struct inst_server;
  * still completes handshakes, its processes answer nothing). Its lease
  * commits every API_FENCE_CHECK_MS, so a live one sends WAL 4 times a second. */
 #define INST_CUT_SILENT_MS (4 * API_FENCE_CHECK_MS)
+/* A receiver already silent this long (more than one lease period) when a
+ * cut is asked for is watched until INST_CUT_SILENT_MS instead of refused:
+ * one request decides (inst_cut_wait_ms). */
+#define INST_CUT_WAIT_FROM_MS (API_FENCE_CHECK_MS + 50)
 struct inst_cut {
 	pthread_mutex_t lock; /* held while override.conf is rewritten */
 	bool on;              /* override.conf says cut */
@@ -325,6 +329,13 @@ int inst_cut_request(struct inst_cut *c, const struct inst_cut_env *env, const c
  * hang in a connect to a frozen primary, never timed out, and stream from
  * it once it thaws) or it has heard nothing for INST_CUT_SILENT_MS. */
 bool inst_cut_allowed(bool probe_ok, bool refused, int64_t silent_ms);
+/* Pure: how long a cut request waits before it looks at the receiver again
+ * (0: decide now). When the primary connects and the streaming receiver has
+ * heard nothing for INST_CUT_WAIT_FROM_MS but not yet INST_CUT_SILENT_MS, the
+ * rest of that (+20 ms): the operator, which asks only once its watch lost the
+ * primary, then gets its answer from this request instead of a refusal and
+ * another request a reconcile later (each up to ~0.5 s). */
+int64_t inst_cut_wait_ms(bool probe_ok, int64_t silent_ms);
 /* Pure: a cut off cut_primary may be undone when a read of the Cluster that
  * succeeded names another primary (not "pending"), or still names it (or
  * none) and started at or after the hold ended (read_started 0: the watched

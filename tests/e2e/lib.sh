@@ -283,9 +283,9 @@ e2e_node_thaw() {
 e2e_node_kill() {
 	local name=$1 dir pid pass
 	dir=$(e2e_node_dir "$name")
-	pid=$(e2e_node_pid "$name") && kill -KILL "$pid"
+	pid=$(e2e_node_pid "$name") && kill -KILL "$pid" || true
 	for pass in 1 2; do
-		for pid in $(e2e_node_pod_pids "$name"); do kill -KILL "$pid" 2>/dev/null; done
+		for pid in $(e2e_node_pod_pids "$name"); do kill -KILL "$pid" 2>/dev/null || true; done
 	done
 	rm -f "$dir/stopped"
 	e2e_log "node $name killed"

@@ -427,6 +427,25 @@ static void test_cut_allowed(void **state)
 	assert_false(inst_cut_allowed(true, false, INST_CUT_SILENT_MS - 1));
 	assert_true(inst_cut_allowed(true, false, INST_CUT_SILENT_MS));
 	assert_true(inst_cut_allowed(true, false, 60000));
+	/* one request decides: a receiver silent for more than a lease period is
+	 * watched until the window is over; a fresh one is refused at once */
+	static const struct {
+		bool probe_ok;
+		int64_t silent, wait;
+	} rows[] = {
+		{ false, -1, 0 },
+		{ false, INST_CUT_WAIT_FROM_MS, 0 },
+		{ true, -1, 0 },
+		{ true, 0, 0 },
+		{ true, INST_CUT_WAIT_FROM_MS - 1, 0 },
+		{ true, INST_CUT_WAIT_FROM_MS, INST_CUT_SILENT_MS - INST_CUT_WAIT_FROM_MS + 20 },
+		{ true, INST_CUT_SILENT_MS - 1, 21 },
+		{ true, INST_CUT_SILENT_MS, 0 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++)
+		if (inst_cut_wait_ms(rows[i].probe_ok, rows[i].silent) != rows[i].wait)
+			fail_msg("row %zu: want %lld", i, (long long)rows[i].wait);
+	assert_true(INST_CUT_SILENT_MS - INST_CUT_WAIT_FROM_MS + 20 < 1000); /* in the operator's 2 s */
 }
 
 static void test_standby_override(void **state)
