@@ -216,8 +216,9 @@ node_gone() {
 	wait_healthy 3 300
 	m rebuilt_ms $(($(now_ms) - t0))
 	e2e_assert_eq "$p" "$(status currentPrimary)" "$scen: the primary (no failover for a replica's node)"
-	newp=$(k get pods -l cnpg.io/cluster="$C" --no-headers -o custom-columns=N:.metadata.name,R:.metadata.labels.cnpg\.io/instanceRole |
-		awk '$2 == "replica" || $2 == "primary" { print $1 }' | grep -v -x -e "$C-1" -e "$C-2" -e "$C-3" | head -n 1)
+	newp=$(k get pods -l "cnpg.io/cluster=$C,cnpg.io/podRole=instance" \
+		-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' |
+		grep -v -x -e "$C-1" -e "$C-2" -e "$C-3" | head -n 1 || true)
 	[ -n "$newp" ] || e2e_fail "$scen: no new instance ($(k get pods --no-headers | awk '{print $1}' | tr '\n' ' '))"
 	e2e_assert_ne "$rnode" "$(node_of "$newp")" "$scen: the node of the new instance $newp"
 	e2e_assert_eq t "$(sql "$newp" 'select pg_is_in_recovery()')" "$scen: $newp is a replica"
