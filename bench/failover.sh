@@ -8,7 +8,8 @@
 # Then the node scenarios (issue 26) on the three-node substrate, side by side with the
 # one-node scenarios above: test_drain (the primary's node drained, twice per run) and
 # test_node_loss (the primary's node stopped, its network cut, a replica's node gone for
-# good), each BENCH_RUNS times (BENCH_NODES=0 skips them): detection, promotion, -rw and
+# good), each BENCH_RUNS times (BENCH_NODES=0 skips them, BENCH_ONE_NODE=0 runs them
+# alone): detection, promotion, -rw and
 # write-outage times min/median/max, lost COMMITs.
 # The runs fail like the tests when a scenario's assertion fails (a lost synchronous COMMIT,
 # two primaries); the table shows what was measured until then.
@@ -20,10 +21,14 @@ runs=${BENCH_RUNS:-5}
 export FAULTS_RUNS=$runs E2E_TEST_TIMEOUT=$((runs * 900))
 rc=0
 # empty lists: each test's own default (every scenario it has)
-FAULTS_SCENARIOS=${BENCH_SYNC:-} "$top/tests/e2e/run.sh" "$build" test_faults_sync || rc=1
-cp "$logs/test_faults_sync.log" /tmp/bench-failover-sync.log 2>/dev/null
-FAULTS_SCENARIOS=${BENCH_ASYNC:-} "$top/tests/e2e/run.sh" "$build" test_faults_async || rc=1
-cp "$logs/test_faults_async.log" /tmp/bench-failover-async.log 2>/dev/null
+if [ "${BENCH_ONE_NODE:-1}" != 0 ]; then # BENCH_ONE_NODE=0: the node scenarios alone
+	FAULTS_SCENARIOS=${BENCH_SYNC:-} "$top/tests/e2e/run.sh" "$build" test_faults_sync || rc=1
+	cp "$logs/test_faults_sync.log" /tmp/bench-failover-sync.log 2>/dev/null
+	FAULTS_SCENARIOS=${BENCH_ASYNC:-} "$top/tests/e2e/run.sh" "$build" test_faults_async || rc=1
+	cp "$logs/test_faults_async.log" /tmp/bench-failover-async.log 2>/dev/null
+else
+	rm -f /tmp/bench-failover-sync.log /tmp/bench-failover-async.log
+fi
 : >/tmp/bench-failover-nodes.log
 if [ "${BENCH_NODES:-1}" != 0 ]; then
 	for i in $(seq "$runs"); do
