@@ -45,6 +45,24 @@ E2E_NFT_TABLE=pgop_e2e      # nftables table, any family
 
 e2e_log() { printf '[e2e %4ds] %s\n' "$(($(date +%s) - E2E_T0))" "$*" >&2; }
 
+# e2e_free_ports [N]: the first of N consecutive loopback TCP ports nobody listens on, in
+# 20000-32767: below the kernel's ephemeral range (32768-60999), whose ports outgoing
+# connections take at any moment (a test port picked there failed to bind: "cannot
+# listen on 127.0.0.1:34392", 2026-12-07). Fails after 50 tries.
+e2e_free_ports() {
+	local n=${1:-1} base i p busy
+	for _ in $(seq 1 50); do
+		base=$((20000 + RANDOM % (12768 - n)))
+		busy=
+		for ((i = 0; i < n; i++)); do
+			p=$((base + i))
+			ss -Hltn "sport = :$p" | grep -q . && { busy=1; break; }
+		done
+		[ -z "$busy" ] && { echo "$base"; return 0; }
+	done
+	return 1
+}
+
 # e2e_fail MSG: log and exit the test with status 1.
 e2e_fail() {
 	e2e_log "FAIL: $*"

@@ -39,14 +39,7 @@ objstore_pki() {
 }
 
 # objstore_free_port: a loopback TCP port nobody listens on (20000-32767).
-objstore_free_port() {
-	local p i
-	for i in $(seq 1 50); do
-		p=$((20000 + (RANDOM % 12768)))
-		ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return 0; }
-	done
-	return 1
-}
+objstore_free_port() { e2e_free_ports 1; }
 
 # objstore_curl ARGS...: curl signing with the root credentials, passed in a config
 # file (not argv), trusting the store's CA. curl 7.88 does not send the payload hash

@@ -143,7 +143,7 @@ done
 ((fetched >= 2)) || e2e_fail "barman-cloud-wal-restore fetched $fetched segments from $(bst first beginWal)"
 e2e_log "barman-cloud-restore of $id, then $fetched WAL segments by barman-cloud-wal-restore"
 chown -R postgres:postgres "$local_pg" "$walsrc" && chmod 0700 "$local_pg"
-WAL_PG_PORT=$((20000 + RANDOM % 20000))
+WAL_PG_PORT=$(e2e_free_ports 1) || e2e_fail "no free port"
 WAL_PG_SOCK=$tmp/sock
 mkdir -p "$WAL_PG_SOCK" && chown postgres:postgres "$WAL_PG_SOCK"
 cat >"$tmp/restore.sh" <<EOF

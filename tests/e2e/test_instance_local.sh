@@ -67,7 +67,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-base=$((20000 + RANDOM % 20000))
+base=$(e2e_free_ports 4) || e2e_fail "no free port"
 P1=$base P2=$((base + 1)) S1=$((base + 2)) S2=$((base + 3))
 C=pgtest
 

@@ -90,7 +90,7 @@ for n in "$ns" "$opns"; do
 done
 mkdir -p "$tmp/prom"
 k create token prometheus --duration=1h >"$tmp/prom/token" || e2e_fail "no token for the ServiceAccount"
-PP=$((30000 + RANDOM % 20000))
+PP=$(e2e_free_ports 1) || e2e_fail "no free port"
 sd() { # sd NAMESPACE: one kubernetes_sd_configs entry
 	cat <<-EOF
 		      - role: pod

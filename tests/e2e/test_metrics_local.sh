@@ -71,7 +71,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-base=$((20000 + RANDOM % 20000))
+base=$(e2e_free_ports 6) || e2e_fail "no free port"
 P1=$base S1=$((base + 1)) M1=$((base + 2)) P2=$((base + 3)) S2=$((base + 4)) M2=$((base + 5))
 C=mtest
 

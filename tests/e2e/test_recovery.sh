@@ -66,7 +66,7 @@ wal_init "$T" || e2e_fail "credentials"
 DEST=$WAL_DEST
 RS=$T/rs # the restored data directories (postgres creates them)
 mkdir -p "$T/logs" "$T/sock" "$RS" && chown postgres:postgres "$T/logs" "$T/sock" "$RS"
-RPORT=$((20000 + RANDOM % 20000))
+RPORT=$(e2e_free_ports 2) || e2e_fail "no free port"
 VPORT=$((RPORT + 1))
 
 # ---- the source: PostgreSQL 15 archiving with pgop wal-archive (gzip) ------------------

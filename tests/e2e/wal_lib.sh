@@ -55,7 +55,7 @@ wal_barman_env() {
 
 wal_pg_init() {
 	local d=$1 log=$2
-	: "${WAL_PG_PORT:=$((20000 + RANDOM % 20000))}"
+	: "${WAL_PG_PORT:=$(e2e_free_ports 1)}"
 	: "${WAL_PG_SOCK:=$WAL_DIR/sock}"
 	mkdir -p "$d" "$WAL_PG_SOCK" && chown postgres:postgres "$d" "$WAL_PG_SOCK" && chmod 0700 "$d"
 	wal_as_pg "$WAL_PGBIN/initdb" -D "$d" -U postgres -A trust >"$log" 2>&1 || return 1
