@@ -99,11 +99,19 @@ const char *rc_node_lost_pick(const struct rc_node_lost_in *v, size_t n, int64_t
 
 /* ---------------------------------------------------------- steps (drain.c, layer 3) */
 
-/* draining[i] for each of v[0..n) from the Pods (borrowed: the instance Pods'
- * spec.nodeName) and the Node cache. Owned array (n entries, at least 1). */
-bool *rc_draining_nodes(struct rc_run *r, const struct rc_instance *v, size_t n,
-			json_object *pods);
-/* v: the reconcile's instances, draining: rc_draining_nodes of them (both
+/* What the reconcile knows of each instance's node, read once from the Pods
+ * (spec.nodeName) and the Node cache for the steps below. Arrays of n
+ * entries (at least 1), owned by the struct (rc_nodes_done). */
+struct rc_nodes {
+	bool *draining;      /* rc_node_draining of v[i]'s node */
+	int64_t *lost_since; /* rc_node_lost_since of v[i]'s node, -1 when not lost */
+	const char **name;   /* v[i]'s node name, NULL when unknown; borrowed from pods */
+};
+/* For each of v[0..n); pods borrowed (and must outlive ret->name). */
+void rc_nodes_load(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods,
+		   struct rc_nodes *ret);
+void rc_nodes_done(struct rc_nodes *nodes);
+/* v: the reconcile's instances, draining: rc_nodes_load's of them (both
  * borrowed, computed once per reconcile for this step and the next).
  * Creates, corrects (minAvailable, selector) or deletes the Cluster's two
  * PodDisruptionBudgets per rc_pdb_decide, against the PDB cache. Never fails
@@ -130,6 +138,6 @@ OP_MUST_CHECK int rc_unschedulable_step(struct rc_run *r, json_object *pods);
  * from the primary (a new serial). Events InstanceNodeLost. Requeues for the
  * next one due. 1 when it deleted one, 0 otherwise, <0 on error (r->err). */
 OP_MUST_CHECK int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n,
-				    json_object *pods);
+				    const struct rc_nodes *nodes);
 
 #endif

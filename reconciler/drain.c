@@ -30,19 +30,31 @@ static json_object *pod_named(json_object *pods, const char *name)
 	return NULL;
 }
 
-bool *rc_draining_nodes(struct rc_run *r, const struct rc_instance *v, size_t n,
-			json_object *pods)
+void rc_nodes_load(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods,
+		   struct rc_nodes *ret)
 {
-	bool *out = op_calloc(n ? n : 1, sizeof(*out));
+	size_t m = n ? n : 1;
+	*ret = (struct rc_nodes){ .draining = op_calloc(m, sizeof(*ret->draining)),
+				  .lost_since = op_calloc(m, sizeof(*ret->lost_since)),
+				  .name = op_calloc(m, sizeof(*ret->name)) };
 	for (size_t i = 0; i < n; i++) {
 		const char *node = op_json_str_at(pod_named(pods, v[i].name), "spec.nodeName");
 		json_object *obj = node && *node ? rc_cache_get(r->ctl, RC_INF_NODES, NULL, node)
 						 : NULL;
-		out[i] = rc_node_draining(obj);
+		ret->draining[i] = rc_node_draining(obj);
+		ret->lost_since[i] = rc_node_lost_since(obj);
+		ret->name[i] = node && *node ? node : NULL;
 		if (obj)
 			json_object_put(obj);
 	}
-	return out;
+}
+
+void rc_nodes_done(struct rc_nodes *nodes)
+{
+	free(nodes->draining);
+	free(nodes->lost_since);
+	free(nodes->name);
+	*nodes = (struct rc_nodes){ 0 };
 }
 
 /* --------------------------------------------------------------- PDBs */
@@ -183,23 +195,16 @@ int rc_unschedulable_step(struct rc_run *r, json_object *pods)
 
 /* ------------------------------------------------------ node lost */
 
-int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods)
+int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n,
+		      const struct rc_nodes *nodes)
 {
 	unsigned timeout_s = r->ctl->settings.node_lost_timeout_s;
 	struct rc_node_lost_in *in = op_calloc(n ? n : 1, sizeof(*in));
-	const char **nodes = op_calloc(n ? n : 1, sizeof(*nodes)); /* borrowed from pods */
-	for (size_t i = 0; i < n; i++) {
-		const char *node = op_json_str_at(pod_named(pods, v[i].name), "spec.nodeName");
-		json_object *obj = node && *node ? rc_cache_get(r->ctl, RC_INF_NODES, NULL, node)
-						 : NULL;
+	for (size_t i = 0; i < n; i++)
 		in[i] = (struct rc_node_lost_in){ .name = v[i].name,
-						  .lost_since = rc_node_lost_since(obj),
+						  .lost_since = nodes->lost_since[i],
 						  .answers_as_primary = v[i].has_status &&
 									v[i].is_primary };
-		nodes[i] = node;
-		if (obj)
-			json_object_put(obj);
-	}
 	int64_t wait_s = -1, now_s = api_time_now_us() / 1000000;
 	const char *pick = rc_node_lost_pick(in, n, now_s, timeout_s, r->want.current_primary,
 					     r->want.target_primary, &wait_s);
@@ -210,7 +215,8 @@ int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n, j
 		char lost_s[24];
 		snprintf(lost_s, sizeof(lost_s), "%lld", (long long)(now_s - in[i].lost_since));
 		op_log_warn("deleting an instance whose node is lost, with its volumes", "cluster",
-			    r->key, "pod", pick, "node", nodes[i] ? nodes[i] : "", "lost_s", lost_s);
+			    r->key, "pod", pick, "node", nodes->name[i] ? nodes->name[i] : "", "lost_s",
+			    lost_s);
 		ret = rc_delete_instance(r, v[i].serial, pick, true);
 		if (ret < 0)
 			break;
@@ -218,14 +224,14 @@ int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n, j
 			 "node %s of instance %s has been unreachable for %lld s (--node-lost-timeout "
 			 "%u s): deleted its Pod and PVCs; a new instance is cloned from the primary "
 			 "on another node",
-			 nodes[i] ? nodes[i] : "?", pick, (long long)(now_s - in[i].lost_since),
+			 nodes->name[i] ? nodes->name[i] : "?", pick,
+			 (long long)(now_s - in[i].lost_since),
 			 timeout_s);
 		rc_requeue(r, 1000);
 		ret = 1;
 	}
 	if (!pick && wait_s >= 0)
 		rc_requeue(r, wait_s * 1000 + 500);
-	free(nodes);
 	free(in);
 	return ret;
 }

@@ -1177,8 +1177,9 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	struct inventory inv = { 0 };
 	inventory_load(r, &inv);
 	/* drains and PodDisruptionBudgets (reconciler/drain.c) */
-	_cleanup_free_ bool *draining = rc_draining_nodes(r, inv.v, inv.n, inv.pods);
-	rc_ensure_pdbs(r, inv.v, inv.n, draining);
+	struct rc_nodes nodes;
+	rc_nodes_load(r, inv.v, inv.n, inv.pods, &nodes);
+	rc_ensure_pdbs(r, inv.v, inv.n, nodes.draining);
 	/* cnpg.io/hibernation owns the reconcile while Pods go or the primary comes back */
 	ret = rc_hibernation_step(r, inv.v, inv.n);
 	/* a primary restarting in place on purpose is not failing (rollout.h); a
@@ -1188,11 +1189,11 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	if (ret == 0 && !rc_rollout_holds(r, inv.v, inv.n, inv.pods) && !fenced)
 		ret = handle_failover(r, &inv);
 	if (ret == 0 && !fenced)
-		ret = rc_drain_step(r, inv.v, inv.n, draining);
+		ret = rc_drain_step(r, inv.v, inv.n, nodes.draining);
 	if (ret == 0)
 		ret = rc_unschedulable_step(r, inv.pods);
 	if (ret == 0)
-		ret = rc_node_lost_step(r, inv.v, inv.n, inv.pods);
+		ret = rc_node_lost_step(r, inv.v, inv.n, &nodes);
 	if (ret == 0) {
 		const char *primary = r->want.current_primary;
 		for (size_t i = 0; i < inv.n && ret >= 0 && primary && *primary; i++)
@@ -1252,6 +1253,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	/* no Ready instance answers: back off (10 s doubling to 60 s), not the 5 s poll */
 	long backoff = rc_note_status_error(r->ctl, r->key, status_error);
 	rc_requeue(r, status_error ? backoff : REQUEUE_HEALTHY_MS);
+	rc_nodes_done(&nodes); /* before the Pods its names point into */
 	inventory_done(&inv);
 	return ret < 0 ? ret : 0;
 }
