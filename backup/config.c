@@ -259,7 +259,8 @@ void bk_config_done(struct bk_config *c)
 		free(*field(c, str_keys[i].offset));
 		*field(c, str_keys[i].offset) = NULL;
 	}
-	free(c->tagging), free(c->history_tagging);
+	free(c->tagging);
+	free(c->history_tagging);
 	c->tagging = c->history_tagging = NULL;
 }
 

@@ -206,9 +206,8 @@ static int begin_ro(struct inst_metrics *m, PGconn *c, struct op_err *err)
 /* After a statement: a connection that is stuck (no answer within the
  * budget) or broken is dropped, a fresh one next time; otherwise its
  * transaction goes on (a failed one is rolled back by the next begin_ro). */
-static void end_tx(struct inst_metrics *m, PGconn **c, int r)
+static void end_tx(PGconn **c, int r)
 {
-	(void)m;
 	if (*c && (r == -ETIMEDOUT || PQstatus(*c) != CONNECTION_OK)) {
 		PQfinish(*c);
 		*c = NULL;
@@ -267,7 +266,7 @@ static int run_query(struct inst_metrics *m, PGconn **c, const struct inst_mq *q
 		bool go = !r && PQntuples(res) > 0 && PQnfields(res) > 0 && !PQgetisnull(res, 0, 0) &&
 			  strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 		if (!r && !go) {
-			end_tx(m, c, 0);
+			end_tx(c, 0);
 			return 0;
 		}
 		PQclear(res);
@@ -289,7 +288,7 @@ static int run_query(struct inst_metrics *m, PGconn **c, const struct inst_mq *q
 		free(cols);
 		free(cells);
 	}
-	end_tx(m, c, r);
+	end_tx(c, r);
 	return r;
 }
 
@@ -304,7 +303,7 @@ static int list_dbs(struct inst_metrics *m, char ***ret, size_t *ret_n, struct o
 			      "NOT datistemplate AND "
 			      "pg_catalog.has_database_privilege(datname, 'CONNECT') ORDER BY 1",
 			      &res, err);
-	end_tx(m, &m->conn, r);
+	end_tx(&m->conn, r);
 	if (r)
 		return r;
 	size_t n = (size_t)PQntuples(res);
@@ -638,7 +637,7 @@ static int core_query(struct inst_metrics *m, struct core *k, struct op_err *err
 		}
 		r = 0; /* pg_stat_wal is one collector among others */
 	}
-	end_tx(m, &m->conn, r);
+	end_tx(&m->conn, r);
 	return r;
 }
 

@@ -154,7 +154,7 @@ static void round_of(const char *const *hosts, size_t n, unsigned port, const st
 			continue;
 		if (r < 0)
 			break;
-		for (size_t j = 0; j < k && r > 0; j++) {
+		for (size_t j = 0; j < k; j++) {
 			if (pfd[j].fd < 0 || !pfd[j].revents)
 				continue;
 			bool keep = false;

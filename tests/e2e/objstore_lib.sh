@@ -38,8 +38,6 @@ objstore_pki() {
 	chmod 0644 "$d/ca.crt"
 }
 
-# objstore_free_port: a loopback TCP port nobody listens on (20000-32767).
-objstore_free_port() { e2e_free_ports 1; }
 
 # objstore_curl ARGS...: curl signing with the root credentials, passed in a config
 # file (not argv), trusting the store's CA. curl 7.88 does not send the payload hash
@@ -74,7 +72,7 @@ objstore_start() {
 		cat "$OBJSTORE_ACCESS_FILE" "$OBJSTORE_SECRET_FILE" >"$OBJSTORE_CREDS"
 	)
 	for try in 1 2 3; do
-		OBJSTORE_PORT=$(objstore_free_port) || { e2e_log "objstore: no free port"; return 1; }
+		OBJSTORE_PORT=$(e2e_free_ports 1) || { e2e_log "objstore: no free port"; return 1; }
 		# credentials through the environment of this one process, never its argv
 		ROOT_ACCESS_KEY_ID=$(cat "$OBJSTORE_ACCESS_FILE") \
 			ROOT_SECRET_ACCESS_KEY=$(cat "$OBJSTORE_SECRET_FILE") \

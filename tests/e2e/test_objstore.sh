@@ -166,7 +166,7 @@ expect_error "TLS: server certificate verification failed" "another CA" \
 expect_error "TLS:" "the system store (no CA given)" \
 	"$TOOL" --endpoint "$OBJSTORE_ENDPOINT" --bucket "$OBJSTORE_BUCKET" --creds "$OBJSTORE_CREDS" \
 	get wals/big
-port=$(objstore_free_port)
+port=$(e2e_free_ports 1)
 expect_error "connect:" "closed port" \
 	"$TOOL" --endpoint "https://127.0.0.1:$port" --bucket "$OBJSTORE_BUCKET" \
 	--creds "$OBJSTORE_CREDS" --ca "$OBJSTORE_CA" get wals/big
