@@ -14,6 +14,7 @@
 
 #include "support/alloc.h"
 #include "support/json.h"
+#include "support/yaml_internal.h"
 
 /* ---- emitter ---------------------------------------------------------- */
 
@@ -46,9 +47,15 @@ static int emit(struct emit_ctx *c, yaml_event_t *ev, struct op_err *err)
 }
 
 /* True when s written plain would read back as something other than this
- * string (YAML 1.1 and 1.2 resolvers both considered). */
+ * string: our own reader's resolver (op_yaml_resolve_plain, which also
+ * reads "-_8" as -8) decides first, then a wider net for YAML 1.1 and 1.2
+ * readers elsewhere. */
 static bool plain_is_ambiguous(const char *s)
 {
+	struct op_yaml_scalar r;
+	op_yaml_resolve_plain(s, strlen(s), &r);
+	if (r.kind != OP_YAML_STR)
+		return true;
 	static const char *const words[] = { "y", "n", "yes", "no", "on", "off", "true", "false",
 					     "null", "~", "<<" };
 	if (!*s)

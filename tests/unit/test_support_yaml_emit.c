@@ -27,7 +27,9 @@ static void test_yaml_emit_roundtrip(void **state)
 	(void)state;
 	static const char *const tricky[] = { "true", "no", "On", "1", "-1", "1.5", ".5", "",
 					      "null", "~", "a: b", "# x", "multi\nline\n",
-					      "trailing\n", "x-y", "@at", "'q'", "*star", "inf" };
+					      "trailing\n", "x-y", "@at", "'q'", "*star", "inf",
+					      /* our reader's underscores: -8, 2, 7 */
+					      "-_8", "+0b1_0", "0_7" };
 	_cleanup_(op_json_putp) json_object *o = json_object_new_object();
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < OP_ARRAY_SIZE(tricky); i++)
