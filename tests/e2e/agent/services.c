@@ -85,8 +85,22 @@ static bool in_scale_ns(void *ud, const char *key, const char *rv)
 	return fnmatch(a->scale_ns, ns, 0) == 0;
 }
 
+/* The pod's /etc/resolv.conf: every name a pod uses is in its hosts file, and
+ * nothing may leave the host, so any other lookup (a PTR of 0.0.0.0 by
+ * Python's http.server, say) goes to the pod's own loopback, where nothing
+ * answers, and fails at once instead of waiting for the machine's resolver
+ * behind the pod network's drop rule (10 s per query). */
+static void resolv_write(struct na_pod *p)
+{
+	_cleanup_free_ char *path = op_asprintf("%s/resolv.conf", p->dir);
+	if (access(path, F_OK) != 0)
+		write_in_place(path, "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+}
+
 void na_pod_hosts_write(struct na_agent *a, struct na_pod *p)
 {
+	if (!p->hosts)
+		resolv_write(p);
 	/* the scale-mode namespaces' Services have no rules (na_services_sync):
 	 * no names either */
 	json_object *svcs = kube_informer_list_except(a->svcs, NULL, in_scale_ns, a);

@@ -305,7 +305,7 @@ static json_object *strv_json(struct strv *s)
 
 int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct op_err *err)
 {
-	_cleanup_free_ char *hosts = NULL, *rootfs = NULL, *netns = NULL, *specf = NULL;
+	_cleanup_free_ char *hosts = NULL, *resolv = NULL, *rootfs = NULL, *netns = NULL, *specf = NULL;
 	_cleanup_free_ char *logdir = NULL, *logf = NULL, *rundir = NULL, *pf = NULL;
 	json_object *spec = na_ctr_spec(p, c);
 	if (!spec)
@@ -380,6 +380,9 @@ int na_ctr_start(struct na_agent *a, struct na_pod *p, struct na_ctr *c, struct 
 	hosts = op_asprintf("%s/hosts", p->dir);
 	if (access(hosts, F_OK) == 0)
 		add_mount(mounts, hosts, "/etc/hosts", true);
+	resolv = op_asprintf("%s/resolv.conf", p->dir);
+	if (access(resolv, F_OK) == 0)
+		add_mount(mounts, resolv, "/etc/resolv.conf", true);
 	if ((rc = identity_files(p, uid, gid, mounts, err)) < 0)
 		goto out;
 	rootfs = op_asprintf("%s/rootfs", p->dir);
