@@ -41,6 +41,8 @@ static const char *const keep_pods[] = { KEEP_META,
 					 "status.conditions[].status",
 					 /* PodScheduled's Unschedulable (drain.c) */
 					 "status.conditions[].reason",
+					 /* since when it is Unschedulable (drain.c) */
+					 "status.conditions[].lastTransitionTime",
 					 "status.containerStatuses[].state.waiting",
 					 /* a bootstrap Pod's failed attempts */
 					 "status.containerStatuses[].restartCount",

@@ -172,18 +172,34 @@ void rc_drain_decide(const struct rc_instance *v, size_t n, const bool *draining
 	}
 }
 
-bool rc_pod_unschedulable(json_object *pod)
+/* The Pod's PodScheduled condition (borrowed), or NULL. */
+static json_object *scheduled_cond(json_object *pod)
 {
-	if (!str_eq(op_json_str_at(pod, "status.phase"), "Pending"))
-		return false;
 	json_object *conds = op_json_at(pod, "status.conditions");
 	for (size_t i = 0; json_object_is_type(conds, json_type_array) &&
 			   i < json_object_array_length(conds);
 	     i++) {
 		json_object *c = json_object_array_get_idx(conds, i);
 		if (str_eq(op_json_str_at(c, "type"), "PodScheduled"))
-			return str_eq(op_json_str_at(c, "status"), "False") &&
-			       str_eq(op_json_str_at(c, "reason"), "Unschedulable");
+			return c;
 	}
-	return false;
+	return NULL;
+}
+
+bool rc_pod_unschedulable(json_object *pod)
+{
+	if (!str_eq(op_json_str_at(pod, "status.phase"), "Pending"))
+		return false;
+	json_object *c = scheduled_cond(pod);
+	return c && str_eq(op_json_str_at(c, "status"), "False") &&
+	       str_eq(op_json_str_at(c, "reason"), "Unschedulable");
+}
+
+int64_t rc_pod_unschedulable_since(json_object *pod)
+{
+	int64_t at = -1;
+	if (!rc_pod_unschedulable(pod) ||
+	    api_time_parse(op_json_str_at(scheduled_cond(pod), "lastTransitionTime"), &at) != 0)
+		return -1;
+	return at;
 }

@@ -74,6 +74,10 @@ const char *rc_drain_action_str(enum rc_drain_action a);
 /* A Pod the scheduler could not place: Pending, condition PodScheduled False
  * with reason Unschedulable (CloudNativePG's utils.IsPodUnschedulable). */
 bool rc_pod_unschedulable(json_object *pod);
+/* Since when (Unix seconds) the Pod (borrowed) has been unschedulable: its
+ * PodScheduled condition's lastTransitionTime; -1 when it is not
+ * (rc_pod_unschedulable) or the time does not parse. */
+int64_t rc_pod_unschedulable_since(json_object *pod);
 
 /* When the Node (borrowed, may be NULL) was found lost: the earliest
  * timeAdded (Unix seconds) of its node.kubernetes.io/unreachable or
@@ -105,9 +109,12 @@ const char *rc_node_lost_pick(const struct rc_node_lost_in *v, size_t n, int64_t
 struct rc_nodes {
 	bool *draining;      /* rc_node_draining of v[i]'s node */
 	int64_t *lost_since; /* rc_node_lost_since of v[i]'s node, -1 when not lost */
-	const char **name;   /* v[i]'s node name, NULL when unknown; borrowed from pods */
+	char **name;         /* v[i]'s node name (owned), NULL when unknown */
+	size_t n;
 };
-/* For each of v[0..n); pods borrowed (and must outlive ret->name). */
+/* For each of v[0..n); pods borrowed. An instance whose Pod is bound reads
+ * its Node; one whose Pod is unschedulable because its volume is pinned to a
+ * Node deleted outright counts as lost since it became unschedulable. */
 void rc_nodes_load(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods,
 		   struct rc_nodes *ret);
 void rc_nodes_done(struct rc_nodes *nodes);

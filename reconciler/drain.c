@@ -30,20 +30,55 @@ static json_object *pod_named(json_object *pods, const char *name)
 	return NULL;
 }
 
+/* An instance whose Pod is not bound (Pending): when the scheduler cannot
+ * place it because its PGDATA volume is pinned to a Node that no longer
+ * exists (the Node object deleted outright: the PVC's selected-node names it,
+ * the synced Node cache does not hold it), since when it has been
+ * unschedulable (rc_pod_unschedulable_since), and *ret_node that node
+ * (owned); -1 otherwise. A cache that has not synced (or a chart without the
+ * Nodes RBAC) proves nothing. */
+static int64_t pinned_to_deleted_node(struct rc_run *r, const struct rc_instance *in,
+				      json_object *pod, char **ret_node)
+{
+	int64_t since = rc_pod_unschedulable_since(pod);
+	struct kube_informer *nodes = rc_informer(r->ctl, RC_INF_NODES, NULL);
+	if (since < 0 || !nodes || !kube_informer_has_synced(nodes))
+		return -1;
+	_cleanup_free_ char *pvc_name = api_pgdata_pvc_name(r->name, in->serial);
+	json_object *pvc = rc_cache_get(r->ctl, RC_INF_PVCS, r->ns, pvc_name);
+	const char *sel = op_json_key_str(op_json_at(pvc, "metadata.annotations"),
+					  "volume.kubernetes.io/selected-node");
+	json_object *node = sel && *sel ? rc_cache_get(r->ctl, RC_INF_NODES, NULL, sel) : NULL;
+	if (sel && *sel && !node)
+		*ret_node = op_strdup(sel);
+	else
+		since = -1;
+	if (node)
+		json_object_put(node);
+	if (pvc)
+		json_object_put(pvc);
+	return since;
+}
+
 void rc_nodes_load(struct rc_run *r, const struct rc_instance *v, size_t n, json_object *pods,
 		   struct rc_nodes *ret)
 {
 	size_t m = n ? n : 1;
 	*ret = (struct rc_nodes){ .draining = op_calloc(m, sizeof(*ret->draining)),
 				  .lost_since = op_calloc(m, sizeof(*ret->lost_since)),
-				  .name = op_calloc(m, sizeof(*ret->name)) };
+				  .name = op_calloc(m, sizeof(*ret->name)),
+				  .n = n };
 	for (size_t i = 0; i < n; i++) {
-		const char *node = op_json_str_at(pod_named(pods, v[i].name), "spec.nodeName");
-		json_object *obj = node && *node ? rc_cache_get(r->ctl, RC_INF_NODES, NULL, node)
-						 : NULL;
+		json_object *pod = pod_named(pods, v[i].name);
+		const char *node = op_json_str_at(pod, "spec.nodeName");
+		if (!node || !*node) {
+			ret->lost_since[i] = pinned_to_deleted_node(r, &v[i], pod, &ret->name[i]);
+			continue;
+		}
+		json_object *obj = rc_cache_get(r->ctl, RC_INF_NODES, NULL, node);
 		ret->draining[i] = rc_node_draining(obj);
 		ret->lost_since[i] = rc_node_lost_since(obj);
-		ret->name[i] = node && *node ? node : NULL;
+		ret->name[i] = op_strdup(node);
 		if (obj)
 			json_object_put(obj);
 	}
@@ -53,6 +88,8 @@ void rc_nodes_done(struct rc_nodes *nodes)
 {
 	free(nodes->draining);
 	free(nodes->lost_since);
+	for (size_t i = 0; nodes->name && i < nodes->n; i++)
+		free(nodes->name[i]);
 	free(nodes->name);
 	*nodes = (struct rc_nodes){ 0 };
 }
@@ -221,7 +258,7 @@ int rc_node_lost_step(struct rc_run *r, const struct rc_instance *v, size_t n,
 		if (ret < 0)
 			break;
 		rc_event(r, "Warning", "InstanceNodeLost",
-			 "node %s of instance %s has been unreachable for %lld s (--node-lost-timeout "
+			 "node %s of instance %s has been unreachable or deleted for %lld s (--node-lost-timeout "
 			 "%u s): deleted its Pod and PVCs; a new instance is cloned from the primary "
 			 "on another node",
 			 nodes->name[i] ? nodes->name[i] : "?", pick,

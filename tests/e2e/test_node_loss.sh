@@ -17,15 +17,18 @@
 #       has been unreachable for --node-lost-timeout (the chart's nodeLostTimeoutSeconds,
 #       15 s here) the instance's Pod and PVCs are deleted (Event InstanceNodeLost) and a
 #       new instance (a new serial) is cloned from the primary on a live node; no
-#       failover, 0 acknowledged COMMITs lost, healthy with 3 instances again.
+#       failover, 0 acknowledged COMMITs lost, healthy with 3 instances again;
+#   (d) deleted: the same, and its Node object deleted outright: the pod garbage collector
+#       deletes the Pod, the new one cannot be placed (its volume is pinned to the missing
+#       node) and after --node-lost-timeout of that the instance is rebuilt the same way.
 # Figures (METRIC fault_sync_node_{stop,cut}_*): detect_ms, promoted_ms, rw_ms,
 # outage_ms (longest gap between two acknowledged -rw COMMITs), outage_fast_ms (the same
 # for a second -rw writer whose COMMITs give up after 1 s), lost, notready_ms (the
 # Node NotReady), rejoin_s (node back -> Cluster healthy), healthy_s, and for the cut
 # fenced_ms (the poller's last answer from the isolated primary as a primary) and
 # promoted_poll_ms (the poller's first answer from the new primary as a primary); for
-# gone (METRIC fault_sync_node_gone_*): deleted_ms (the lost instance's Pod gone) and
-# rebuilt_ms (healthy with its replacement).
+# gone and deleted (METRIC fault_sync_node_{gone,deleted}_*): deleted_ms (the lost
+# instance's Pod and PVCs gone) and rebuilt_ms (healthy with its replacement).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -63,6 +66,12 @@ fast_checks() {
 	e2e_assert_eq 0 "$l" "$scen: acknowledged COMMITs of the 1 s writer lost"
 }
 node_of() { k get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
+# instances: the names of the Cluster's instance Pods, sorted (the scenario that rebuilds
+# one leaves serials other than 1-3)
+instances() {
+	k get pods -l "cnpg.io/cluster=$C,cnpg.io/podRole=instance" \
+		-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort
+}
 for p in $(kubectl -n "$opns" get pods -o name) pod/client; do
 	pn=${p#pod/}
 	n=$(kubectl -n "$opns" get pod "$pn" -o jsonpath='{.spec.nodeName}' 2>/dev/null || node_of "$pn")
@@ -77,12 +86,12 @@ primary_off_home() {
 	local p i
 	p=$(status currentPrimary)
 	[ "$(node_of "$p")" != "$home" ] && return 0
-	for i in 1 2 3; do [ "$(node_of "$C-$i")" != "$home" ] && break; done
-	e2e_log "the primary $p runs on $home: switchover to $C-$i on $(node_of "$C-$i")"
-	echo "{\"target\":\"$C-$i\"}" >"$tmp/faults/sw.json"
+	for i in $(instances); do [ "$(node_of "$i")" != "$home" ] && break; done
+	e2e_log "the primary $p runs on $home: switchover to $i on $(node_of "$i")"
+	echo "{\"target\":\"$i\"}" >"$tmp/faults/sw.json"
 	kubectl create --raw "/apis/live.postgresql.cnpg.io/v1/namespaces/$ns/clusters/$C/switchover" \
 		-f "$tmp/faults/sw.json" >/dev/null
-	e2e_wait_for "[ \"\$(status currentPrimary)\" = $C-$i ]" 60 0.2 || e2e_fail "switchover to $C-$i"
+	e2e_wait_for "[ \"\$(status currentPrimary)\" = $i ]" 60 0.2 || e2e_fail "switchover to $i"
 	wait_healthy 3 120
 }
 
@@ -192,14 +201,14 @@ fence_vs_promotion() {
 	((fenced < first)) || e2e_fail "$scen: $2 answered as a primary until +$((fenced - $1)) ms, $new as one from +$((first - $1)) ms"
 }
 
-# node_gone: scenario (c).
+# node_gone [deleted]: scenario (c); "deleted": (d).
 node_gone() {
-	scen=node_gone
-	local p r i n rnode t0 l1 newp now
+	scen=node_${1:-gone}
+	local p r n rnode t0 l1 newp now before wait_s=$((LOST_TIMEOUT + 120))
 	primary_off_home
 	p=$(status currentPrimary)
-	for i in 1 2 3; do
-		r=$C-$i
+	before=$(instances)
+	for r in $before; do
 		n=$(node_of "$r")
 		[ "$r" != "$p" ] && [ "$n" != "$home" ] && break
 	done
@@ -208,17 +217,21 @@ node_gone() {
 	e2e_log "=== $scen: node $rnode of the replica $r, left dead"
 	t0=$(now_ms)
 	e2e_node_kill "$rnode"
-	e2e_wait_for "! k get pod $r >/dev/null 2>&1 && ! k get pvc $r >/dev/null 2>&1" $((LOST_TIMEOUT + 120)) 1 ||
-		e2e_fail "$scen: $r and its PVC still there $((LOST_TIMEOUT + 120)) s after its node died ($(k get pod,pvc --no-headers 2>&1 | tr '\n' ' '))"
+	if [ "$scen" = node_deleted ]; then
+		# the pod garbage collector deletes Pods of a missing Node after 40 s; the new Pod
+		# is then unschedulable (its volume is pinned to the node) for LOST_TIMEOUT
+		kubectl delete node "$rnode" --wait=false >/dev/null
+		wait_s=$((LOST_TIMEOUT + 180))
+	fi
+	e2e_wait_for "! k get pod $r >/dev/null 2>&1 && ! k get pvc $r >/dev/null 2>&1" $wait_s 1 ||
+		e2e_fail "$scen: $r and its PVC still there $wait_s s after its node died ($(k get pod,pvc --no-headers 2>&1 | tr '\n' ' '))"
 	m deleted_ms $(($(now_ms) - t0))
 	k get events --field-selector reason=InstanceNodeLost -o jsonpath='{.items[*].message}' | grep -q "$r" ||
 		e2e_fail "$scen: no InstanceNodeLost Event naming $r"
 	wait_healthy 3 300
 	m rebuilt_ms $(($(now_ms) - t0))
 	e2e_assert_eq "$p" "$(status currentPrimary)" "$scen: the primary (no failover for a replica's node)"
-	newp=$(k get pods -l "cnpg.io/cluster=$C,cnpg.io/podRole=instance" \
-		-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' |
-		grep -v -x -e "$C-1" -e "$C-2" -e "$C-3" | head -n 1 || true)
+	newp=$(instances | grep -v -x -F "$before" | head -n 1 || true)
 	[ -n "$newp" ] || e2e_fail "$scen: no new instance ($(k get pods --no-headers | awk '{print $1}' | tr '\n' ' '))"
 	e2e_assert_ne "$rnode" "$(node_of "$newp")" "$scen: the node of the new instance $newp"
 	e2e_assert_eq t "$(sql "$newp" 'select pg_is_in_recovery()')" "$scen: $newp is a replica"
@@ -239,4 +252,5 @@ node_gone() {
 node_loss stop
 node_loss cut
 node_gone
+node_gone deleted
 e2e_log "node loss: all checks passed"

@@ -362,6 +362,40 @@ static void test_pod_unschedulable(void **state)
 	}
 }
 
+/* Since when a Pod has been unschedulable: its PodScheduled condition's
+ * lastTransitionTime, only while it is (and the time parses). */
+static void test_pod_unschedulable_since(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pod;
+		int64_t want;
+	} rows[] = {
+		{ "{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"Ready\","
+		  "\"status\":\"False\",\"lastTransitionTime\":\"2026-12-07T11:00:00Z\"},"
+		  "{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\","
+		  "\"lastTransitionTime\":\"2026-12-07T12:00:00Z\"}]}}",
+		  1796644800 },
+		{ "{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+		  "\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}",
+		  -1 },
+		{ "{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+		  "\"status\":\"False\",\"reason\":\"Unschedulable\","
+		  "\"lastTransitionTime\":\"soon\"}]}}",
+		  -1 },
+		{ "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"PodScheduled\","
+		  "\"status\":\"True\",\"lastTransitionTime\":\"2026-12-07T12:00:00Z\"}]}}",
+		  -1 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		json_object *p = parse(rows[i].pod);
+		if (rc_pod_unschedulable_since(p) != rows[i].want)
+			fail_msg("%s: want %lld, got %lld", rows[i].pod, (long long)rows[i].want,
+				 (long long)rc_pod_unschedulable_since(p));
+		json_object_put(p);
+	}
+}
+
 static void test_node_lost_since(void **state)
 {
 	(void)state;
@@ -456,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_node_draining),
 		cmocka_unit_test(test_drain_decide),
 		cmocka_unit_test(test_pod_unschedulable),
+		cmocka_unit_test(test_pod_unschedulable_since),
 		cmocka_unit_test(test_node_lost_since),
 		cmocka_unit_test(test_node_lost_pick),
 	};
