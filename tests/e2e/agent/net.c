@@ -198,11 +198,22 @@ int na_net_pod_add(const char *netns, const char *veth, const char *ip, struct o
 		if ((rc = na_run(add, NULL, NULL, err)) < 0)
 			return rc;
 	}
+	/* The pod's MAC follows from its address (02:00 then the four octets, as
+	 * Docker does): an address handed again to a new pod seconds after the
+	 * last one left keeps its MAC, so the host's and the other pods' neighbour
+	 * entries for it stay right. With a random MAC they pointed at the gone
+	 * pod's for up to 45 s (REACHABLE), and nothing reached the new one. */
+	unsigned o[4];
+	if (sscanf(ip, "%u.%u.%u.%u", &o[0], &o[1], &o[2], &o[3]) != 4 || o[0] > 255 ||
+	    o[1] > 255 || o[2] > 255 || o[3] > 255)
+		return op_err_set(err, -EINVAL, "pod address %s is not IPv4", ip);
 	/* two `ip -batch` runs instead of one fork per command */
 	_cleanup_free_ char *sys = op_asprintf("/sys/class/net/%s", veth);
 	_cleanup_free_ char *add =
 		stat(sys, &st) < 0
-			? op_asprintf("link add %s type veth peer name eth0 netns %s\n", veth, netns)
+			? op_asprintf("link add %s type veth peer name eth0 address "
+				      "02:00:%02x:%02x:%02x:%02x netns %s\n",
+				      veth, o[0], o[1], o[2], o[3], netns)
 			: op_strdup("");
 	_cleanup_free_ char *host =
 		op_asprintf("%slink set %s master " NA_BRIDGE " up\n"
