@@ -247,6 +247,24 @@ node_gone() {
 	e2e_log "$scen: $r rebuilt as $newp on $(node_of "$newp")"
 	e2e_node_start "$rnode"
 	e2e_wait_for "e2e_node_ready $rnode" 90 1 || e2e_fail "$scen: $rnode not Ready again"
+	rebalance "$newp"
+}
+
+# rebalance POD: the rebuilt replica POD was placed beside another instance while its
+# node was dead; the next scenario needs one instance per node again. Delete POD with its
+# PVCs, as a user would: the Cluster makes a new replica, which the scheduler's
+# anti-affinity puts on the node that came back.
+rebalance() {
+	local n=$(node_of "$1") i shared=0
+	for i in $(instances); do [ "$i" != "$1" ] && [ "$(node_of "$i")" = "$n" ] && shared=1; done
+	((shared)) || return 0
+	e2e_log "$scen: $1 shares $n with another instance: rebuilt once more, on the free node"
+	k delete pvc -l "cnpg.io/instanceName=$1" --wait=false >/dev/null
+	k delete pod "$1" --wait=false >/dev/null
+	e2e_wait_for "! k get pod $1 >/dev/null 2>&1" 60 1 || e2e_fail "$scen: $1 not deleted"
+	wait_healthy 3 300
+	placed=$(for i in $(instances); do node_of "$i"; echo; done | sort -u | grep -c . || true)
+	e2e_assert_eq 3 "$placed" "$scen: nodes the three instances run on after the rebalance"
 }
 
 node_loss stop
