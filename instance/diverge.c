@@ -164,15 +164,32 @@ static int local_view(PGconn *c, struct local_view *v, struct op_err *err)
 	return 0;
 }
 
+/* A replication command (simple protocol: a walsender refuses the extended
+ * one inst_pg_exec speaks) answering rows; *ret owned. */
+static int repl_exec(PGconn *p, const char *cmd, PGresult **ret, struct op_err *err)
+{
+	PGresult *res = PQexec(p, cmd);
+	if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
+		*ret = res;
+		return 0;
+	}
+	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(p);
+	size_t len = strcspn(m, "\n");
+	op_err_set(err, -EIO, "the primary: %s: %.*s", cmd, (int)len, m);
+	if (res)
+		PQclear(res);
+	return -EIO;
+}
+
 /* The primary's system identifier and timeline (IDENTIFY_SYSTEM), and its
  * timeline history (TIMELINE_HISTORY; none on timeline 1) into hist. */
 static int primary_view(PGconn *p, char sysid[32], uint32_t *ret_tli, struct inst_tli_switch *hist,
 			size_t max, size_t *ret_n, struct op_err *err)
 {
 	_cleanup_(inst_pqclearp) PGresult *id = NULL;
-	int r = inst_pg_exec(p, "IDENTIFY_SYSTEM", 0, NULL, &id, err);
+	int r = repl_exec(p, "IDENTIFY_SYSTEM", &id, err);
 	if (r)
-		return op_err_prefix(err, "the primary: ");
+		return r;
 	if (PQntuples(id) != 1 || PQnfields(id) < 2)
 		return op_err_set(err, -EPROTO, "the primary: IDENTIFY_SYSTEM answered no row");
 	snprintf(sysid, 32, "%s", PQgetvalue(id, 0, 0));
@@ -186,9 +203,9 @@ static int primary_view(PGconn *p, char sysid[32], uint32_t *ret_tli, struct ins
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "TIMELINE_HISTORY %lu", tli);
 	_cleanup_(inst_pqclearp) PGresult *h = NULL;
-	r = inst_pg_exec(p, cmd, 0, NULL, &h, err);
+	r = repl_exec(p, cmd, &h, err);
 	if (r)
-		return op_err_prefix(err, "the primary: ");
+		return r;
 	if (PQntuples(h) != 1 || PQnfields(h) < 2)
 		return op_err_set(err, -EPROTO, "the primary: TIMELINE_HISTORY answered no row");
 	return inst_tli_history_parse(PQgetvalue(h, 0, 1), hist, max, ret_n, err);

@@ -399,6 +399,9 @@ static int rewind_from_primary(struct runner *rn, const char *who, struct op_err
 		return r;
 	if (next == INST_REWIND_RECLONE)
 		return 0; /* the clone wrote the standby settings (inst_clone_standby) */
+	/* pg_rewind copied the source's files, its marker among them */
+	if ((r = inst_marker_write(p->pgdata, rn->o->pod_name, err)))
+		return r;
 	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	r = inst_render_standby_override(rn->cluster, rn->o->pod_name, p->controller_dir, host,
 					 rn->o->primary_port, &ov, err);
@@ -1038,6 +1041,10 @@ static int diverge_repair(struct runner *rn, const char *why, struct op_err *err
 	}
 	rn->diverge = (struct inst_diverge_watch){ 0 };
 	rn->diverge_asked = 0;
+	bool changed; /* pg_rewind copied the source's configuration files too */
+	op_err_clear(&e);
+	if (apply_config(rn, &changed, &e))
+		op_log_error("configuration not rendered, keeping the previous one", "error", e.msg);
 	inst_state_set_restarting(rn->st, true);
 	rn->started_ms = inst_lease_now();
 	return start_pg(rn, err);
