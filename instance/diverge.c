@@ -21,15 +21,21 @@
  * and its minimum recovery point's (pg_control_checkpoint,
  * pg_control_recovery): it may lag the timeline replay is on, never lead it,
  * so the answer errs towards "diverged"; and a replica whose WAL receiver
- * streams is never asked (inst_diverge_check), and a diverged answer must hold
- * for INST_DIVERGE_CONFIRM_MS (inst_diverge_confirm). A wrong "diverged" costs
+ * streams the primary's timeline is not asked (inst_diverge_ask), and a
+ * diverged answer must hold for INST_DIVERGE_CONFIRM_MS (inst_diverge_confirm).
+ * Not "its WAL receiver streams" alone: a diverged replica's receiver streams
+ * too, now and then: the new primary streams it the old timeline from the
+ * segment it asks for up to the fork, ends it there, and the replica, which
+ * cannot switch, asks again. A wrong "diverged" costs
  * a restart: pg_rewind of a replica that did not diverge rewinds nothing.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "instance/internal.h"
 #include "support/alloc.h"
@@ -132,10 +138,18 @@ bool inst_diverge_confirm(struct inst_diverge_watch *w, bool diverged, int64_t n
 	return now - w->since >= INST_DIVERGE_CONFIRM_MS;
 }
 
-/* The replica's side: whether its WAL receiver streams, its timeline, its
- * replay position, its system identifier. */
+bool inst_diverge_ask(uint32_t streaming_tli, uint32_t known_primary_tli)
+{
+	/* a receiver streaming the primary's timeline follows it; one streaming an
+	 * older timeline may be a replica catching up, or a diverged one the
+	 * primary streams its old timeline to up to the fork, again and again */
+	return streaming_tli == 0 || streaming_tli != known_primary_tli;
+}
+
+/* The replica's side: the timeline its WAL receiver streams (0: none), its
+ * timeline, its replay position, its system identifier. */
 struct local_view {
-	bool streaming;
+	uint32_t streaming_tli;
 	uint32_t tli;
 	uint64_t lsn;
 	char sysid[32];
@@ -145,8 +159,8 @@ static int local_view(PGconn *c, struct local_view *v, struct op_err *err)
 {
 	_cleanup_(inst_pqclearp) PGresult *res = NULL;
 	int r = inst_pg_exec(c,
-			     "SELECT EXISTS(SELECT 1 FROM pg_stat_wal_receiver "
-			     "WHERE status = 'streaming')::text, "
+			     "SELECT coalesce((SELECT received_tli FROM pg_stat_wal_receiver "
+			     "WHERE status = 'streaming'), 0)::text, "
 			     "greatest((pg_control_checkpoint()).timeline_id, "
 			     "(pg_control_recovery()).min_recovery_end_timeline)::text, "
 			     "pg_last_wal_replay_lsn()::text, "
@@ -156,7 +170,7 @@ static int local_view(PGconn *c, struct local_view *v, struct op_err *err)
 		return r;
 	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 1) || PQgetisnull(res, 0, 2))
 		return op_err_set(err, -ENODATA, "no replay position (not a replica)");
-	v->streaming = strcmp(PQgetvalue(res, 0, 0), "true") == 0;
+	v->streaming_tli = (uint32_t)strtoul(PQgetvalue(res, 0, 0), NULL, 10);
 	v->tli = (uint32_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
 	snprintf(v->sysid, sizeof(v->sysid), "%s", PQgetvalue(res, 0, 3));
 	if (inst_lsn_parse(PQgetvalue(res, 0, 2), &v->lsn))
@@ -213,8 +227,51 @@ static int primary_view(PGconn *p, char sysid[32], uint32_t *ret_tli, struct ins
 
 #define HISTORY_MAX 256
 
-int inst_diverge_check(PGconn *local, const char *primary_conninfo, struct inst_diverge_info *ret,
-		       struct op_err *err)
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A replication connection to the primary (conninfo expanded from dbname),
+ * established within INST_DIVERGE_CONNECT_MS or given up: the supervisor's
+ * main thread asks, and a primary that drops SYNs or a frozen one that never
+ * finishes the TLS handshake must not hold its tick (a promotion waits on it)
+ * for libpq's connect_timeout. *ret owned (PQfinish). */
+static int connect_within(const char *conninfo, PGconn **ret, struct op_err *err)
+{
+	const char *const keys[] = { "dbname", "replication", NULL };
+	const char *const vals[] = { conninfo, "true", NULL };
+	PGconn *p = PQconnectStartParams(keys, vals, 1);
+	int64_t deadline = mono_ms() + INST_DIVERGE_CONNECT_MS;
+	/* libpq: poll as if PQconnectPoll had answered WRITING first */
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	while (p && PQstatus(p) != CONNECTION_BAD && st != PGRES_POLLING_FAILED) {
+		if (st == PGRES_POLLING_OK) {
+			*ret = p;
+			return 0;
+		}
+		int64_t left = deadline - mono_ms();
+		struct pollfd pfd = { .fd = PQsocket(p),
+				      .events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT };
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
+			PQfinish(p);
+			return op_err_set(err, -ETIMEDOUT, "the primary: no connection within %d ms",
+					  INST_DIVERGE_CONNECT_MS);
+		}
+		st = PQconnectPoll(p);
+	}
+	size_t len = p ? strcspn(PQerrorMessage(p), "\n") : 0;
+	int r = op_err_set(err, -ECONNREFUSED, "the primary: %.*s", (int)len,
+			   p ? PQerrorMessage(p) : "out of memory");
+	if (p)
+		PQfinish(p);
+	return r;
+}
+
+int inst_diverge_check(PGconn *local, const char *primary_conninfo, uint32_t known_primary_tli,
+		       struct inst_diverge_info *ret, struct op_err *err)
 {
 	struct local_view v = { 0 };
 	*ret = (struct inst_diverge_info){ .verdict = INST_DIVERGE_UNKNOWN };
@@ -223,17 +280,15 @@ int inst_diverge_check(PGconn *local, const char *primary_conninfo, struct inst_
 		return r;
 	ret->tli = v.tli;
 	ret->lsn = v.lsn;
-	if (v.streaming) {
+	if (!inst_diverge_ask(v.streaming_tli, known_primary_tli)) {
+		ret->primary_tli = known_primary_tli;
 		ret->verdict = INST_DIVERGE_NO;
 		return 0;
 	}
-	/* libpq is loaded: local is connected; the conninfo expanded from dbname */
-	const char *const keys[] = { "dbname", "replication", NULL };
-	const char *const vals[] = { primary_conninfo, "true", NULL };
-	_cleanup_(inst_pqfinishp) PGconn *p = PQconnectdbParams(keys, vals, 1);
-	if (!p || PQstatus(p) != CONNECTION_OK)
-		return op_err_set(err, -ECONNREFUSED, "the primary: %s",
-				  p ? PQerrorMessage(p) : "out of memory");
+	/* libpq is loaded: local is connected */
+	_cleanup_(inst_pqfinishp) PGconn *p = NULL;
+	if ((r = connect_within(primary_conninfo, &p, err)))
+		return r;
 	char sysid[32];
 	struct inst_tli_switch *hist = op_calloc(HISTORY_MAX, sizeof(*hist));
 	size_t n = 0;

@@ -249,6 +249,8 @@ enum inst_diverge inst_diverge_decide(uint32_t tli, uint64_t lsn, uint32_t prima
 #define INST_DIVERGE_CONFIRM_MS 10000
 /* The replica asks at most this often while its WAL receiver does not stream. */
 #define INST_DIVERGE_EVERY_MS 3000
+/* ... and gives the connection to the primary this long (diverge.c). */
+#define INST_DIVERGE_CONNECT_MS 500
 struct inst_diverge_watch {
 	int64_t since; /* monotonic ms: diverged since; 0 = not diverged */
 };
@@ -260,12 +262,18 @@ struct inst_diverge_info {
 	uint32_t tli, primary_tli; /* the replica's and the primary's timelines */
 	uint64_t lsn, fork;        /* its replay position; where its timeline ended */
 };
+/* Pure: whether to ask the primary, from the timeline the replica's WAL
+ * receiver streams (0: none streams) and the primary's timeline the last
+ * check found (0: none yet): not while it streams that one. */
+bool inst_diverge_ask(uint32_t streaming_tli, uint32_t known_primary_tli);
 /* Whether the replica local (its postgres) diverged from the primary at
  * primary_conninfo (inst_primary_conninfo, no dbname): NO without asking the
- * primary while its WAL receiver streams; else IDENTIFY_SYSTEM and
- * TIMELINE_HISTORY over a replication connection (-EXDEV: another system). */
-OP_MUST_CHECK int inst_diverge_check(PGconn *local, const char *primary_conninfo,
-				     struct inst_diverge_info *ret, struct op_err *err);
+ * primary when !inst_diverge_ask (ret->primary_tli = known_primary_tli); else
+ * IDENTIFY_SYSTEM and TIMELINE_HISTORY over a replication connection
+ * (-EXDEV: another system). */
+OP_MUST_CHECK
+int inst_diverge_check(PGconn *local, const char *primary_conninfo, uint32_t known_primary_tli,
+		       struct inst_diverge_info *ret, struct op_err *err);
 /* Why it diverged, for /pg/status and the log (owned). */
 char *inst_diverge_reason(const struct inst_diverge_info *d);
 

@@ -191,6 +191,7 @@ struct runner {
 	char *reloaded_at;           /* owned: cnpg.io/reloadedAt last seen; NULL = none */
 	struct inst_diverge_watch diverge; /* the replica's "diverged" verdicts (diverge.c) */
 	int64_t diverge_asked;       /* when the primary's history was last asked (ms) */
+	uint32_t primary_tli;        /* the primary's timeline the last check found; 0 = none */
 	char *diverge_why;           /* owned: why it diverged, last logged; NULL = it follows */
 };
 
@@ -973,20 +974,27 @@ static void diverge_clear(struct runner *rn)
 	inst_state_set_diverged(rn->st, NULL);
 }
 
-/* Tick, a replica that is not the target: when its WAL receiver does not
- * stream, at most every INST_DIVERGE_EVERY_MS, whether it replayed past the
+/* Tick, a replica that is not the target: unless its WAL receiver streams
+ * the primary's timeline (the last check's: inst_diverge_ask), at most every
+ * INST_DIVERGE_EVERY_MS, whether it replayed past the
  * primary's fork (instance/diverge.c). Diverged: not ready at once (/pg/status
  * timelineDiverged, logged once); -EREMCHG (after_step: diverge_repair) once
  * it held for INST_DIVERGE_CONFIRM_MS. A cut replica (it streams from nobody
- * on purpose) and one whose Cluster names no other primary are not asked; a
- * check that fails (the primary does not answer) changes nothing. */
+ * on purpose) and one whose Cluster names no settled other primary
+ * (currentPrimary == targetPrimary) are not asked; a check that fails (the
+ * primary does not answer within INST_DIVERGE_CONNECT_MS) changes nothing. */
 static int diverge_tick(struct runner *rn, PGconn *conn, struct op_err *err)
 {
 	int64_t now = inst_lease_now(), hold;
 	struct inst_cut_env env;
 	char from[sizeof(((struct inst_cut *)0)->primary)];
+	const char *cur = rn->cluster->status.current_primary;
+	const char *tgt = rn->cluster->status.target_primary;
+	/* settled: a switchover or failover (targetPrimary not yet currentPrimary)
+	 * is no time to judge whom a replica follows, nor to hold its tick */
+	bool settled = is_other(cur, rn->o->pod_name) && tgt && strcmp(cur, tgt) == 0;
 	if (inst_cut_report(inst_state_cut(rn->st, &env), now, from, sizeof(from), &hold) ||
-	    !is_other(rn->cluster->status.current_primary, rn->o->pod_name)) {
+	    !settled) {
 		diverge_clear(rn);
 		return 0;
 	}
@@ -1000,10 +1008,11 @@ static int diverge_tick(struct runner *rn, PGconn *conn, struct op_err *err)
 		return op_err_set(err, -EMSGSIZE, "conninfo too long");
 	struct inst_diverge_info d;
 	struct op_err e = OP_ERR_INIT;
-	if (inst_diverge_check(conn, op_buf_str(&ci), &d, &e)) {
+	if (inst_diverge_check(conn, op_buf_str(&ci), rn->primary_tli, &d, &e)) {
 		op_log_debug("divergence not checked", "error", e.msg);
 		return 0;
 	}
+	rn->primary_tli = d.primary_tli;
 	bool confirmed = inst_diverge_confirm(&rn->diverge, d.verdict == INST_DIVERGE_YES, now);
 	if (d.verdict != INST_DIVERGE_YES) {
 		diverge_clear(rn);

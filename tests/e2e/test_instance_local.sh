@@ -525,7 +525,7 @@ rewound3() {
 	streams_from "$S2" pgtest-3 && [ "$(code "$S3" readyz)" = 200 ] &&
 		! status "$S3" | jq -e 'has("timelineDiverged")' >/dev/null
 }
-e2e_wait_for rewound3 120 || tail -30 "$T/run3.log" >&2
+e2e_wait_for rewound3 45 || tail -30 "$T/run3.log" >&2
 check "pgtest-3 ran pg_rewind as a diverged replica" \
 	grep -q '"msg":"running pg_rewind","instance":"diverged replica"' "$T/run3.log"
 check "pgtest-3 rewound, Ready again, streams from pgtest-2" rewound3

@@ -129,6 +129,19 @@ static void test_confirm(void **state)
 	assert_int_equal(w.since, 0);
 }
 
+/* The primary is asked unless the receiver streams its timeline (as the
+ * last check found it). */
+static void test_ask(void **state)
+{
+	(void)state;
+	assert_true(inst_diverge_ask(0, 0));  /* none streams, nothing known */
+	assert_true(inst_diverge_ask(0, 4));  /* none streams */
+	assert_true(inst_diverge_ask(4, 0));  /* streams, the primary not asked yet */
+	assert_true(inst_diverge_ask(3, 4));  /* streams an older timeline (diverged?) */
+	assert_true(inst_diverge_ask(5, 4));  /* a newer one: another promotion */
+	assert_false(inst_diverge_ask(4, 4)); /* streams the primary's timeline */
+}
+
 static void test_reason(void **state)
 {
 	(void)state;
@@ -189,7 +202,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lsn),         cmocka_unit_test(test_history_parse),
 		cmocka_unit_test(test_decide),      cmocka_unit_test(test_confirm),
-		cmocka_unit_test(test_reason),      cmocka_unit_test(test_state_ready),
+		cmocka_unit_test(test_ask),         cmocka_unit_test(test_reason),
+		cmocka_unit_test(test_state_ready),
 		cmocka_unit_test(test_status_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
