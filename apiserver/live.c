@@ -136,6 +136,8 @@ json_object *as_live_instance(json_object *cluster, const struct as_inst_view *v
 		op_jset(st, "timeline", op_jint(tli));
 	op_jset(st, "pendingRestart", op_jbool(op_json_key_bool(doc, "pendingRestart")));
 	set_str(st, "node", op_json_str_at(v->pod, "spec.nodeName"));
+	/* a replica that replayed past the primary's fork (instance/diverge.c) */
+	set_str(st, "timelineDiverged", op_json_key_str(doc, "timelineDiverged"));
 	archive_fields(st, doc);
 	if (v->seen_ms > 0) {
 		_cleanup_free_ char *t = rfc3339_ms(v->seen_ms);

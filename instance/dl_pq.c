@@ -13,6 +13,9 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	V(PQclear, (PGresult * r), (r))                                                            \
 	F(PGconn *, PQconnectdbParams, (const char *const *k, const char *const *v, int expand),   \
 	  (k, v, expand), NULL)                                                                    \
+	F(PGconn *, PQconnectStartParams,                                                          \
+	  (const char *const *k, const char *const *v, int expand), (k, v, expand), NULL)          \
+	F(PostgresPollingStatusType, PQconnectPoll, (PGconn * c), (c), PGRES_POLLING_FAILED)       \
 	F(char *, PQencryptPasswordConn,                                                           \
 	  (PGconn * c, const char *passwd, const char *user, const char *algorithm),               \
 	  (c, passwd, user, algorithm), NULL)                                                      \

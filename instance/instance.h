@@ -166,6 +166,10 @@ struct inst_pg_status {
 	char *last_archived_wal, *last_archived_wal_time, *last_failed_wal, *last_failed_wal_time;
 	int64_t archiver_failed_count, ready_wals;
 	char *archive_error;
+	/* the replica cannot follow the primary: it replayed past the point where
+	 * the primary's timeline forked (instance/diverge.c), why; NULL = omitted
+	 * (`timelineDiverged`) */
+	char *timeline_diverged;
 	char *backup_catalog; /* owned JSON object text (instance/catalog.c), or NULL */
 	/* owned JSON array text: the exporter's failing queries and custom query
 	 * files, [{"source", "error"}] (instance/metrics_collect.c), or NULL */

@@ -217,6 +217,66 @@ OP_MUST_CHECK
 int inst_reclone(const struct inst_paths *p, const struct api_cluster *c, const char *pod,
 		 const char *host, unsigned port, struct op_err *err);
 
+/* ---- diverge.c: a replica that streamed past a promotion ---- */
+#define INST_LSN_LEN 20 /* "FFFFFFFF/FFFFFFFF" and its NUL */
+/* "X/Y" (hex, as pg_lsn prints it) into a byte position; -EINVAL otherwise. */
+OP_MUST_CHECK int inst_lsn_parse(const char *s, uint64_t *ret);
+void inst_lsn_format(uint64_t lsn, char out[INST_LSN_LEN]);
+/* One line of a timeline history file: timeline tli ended at switchpoint
+ * (the next one forked there). */
+struct inst_tli_switch {
+	uint32_t tli;
+	uint64_t switchpoint;
+};
+/* Pure: the lines of a .history file (blank and # lines skipped) into out
+ * (at most max, in order: timelines and switchpoints increasing); -EINVAL
+ * (err quotes the line), -E2BIG. */
+OP_MUST_CHECK int inst_tli_history_parse(const char *text, struct inst_tli_switch *out, size_t max,
+					 size_t *ret_n, struct op_err *err);
+enum inst_diverge {
+	INST_DIVERGE_UNKNOWN, /* nothing known (no timeline) */
+	INST_DIVERGE_NO,      /* the primary's history contains the replica's position */
+	INST_DIVERGE_YES,     /* it does not: the replica cannot follow the primary */
+};
+/* Pure: a replica that replayed up to lsn on timeline tli, against a primary
+ * on primary_tli whose history is hist[n]: YES when tli is not in the history
+ * or lsn is beyond its switchpoint (*ret_fork, 0 when not in it). */
+enum inst_diverge inst_diverge_decide(uint32_t tli, uint64_t lsn, uint32_t primary_tli,
+				      const struct inst_tli_switch *hist, size_t n,
+				      uint64_t *ret_fork);
+/* A verdict of YES must hold this long (a WAL receiver retries every
+ * wal_retrieve_retry_interval, 5 s) before the replica is rewound. */
+#define INST_DIVERGE_CONFIRM_MS 10000
+/* The replica asks at most this often while its WAL receiver does not stream. */
+#define INST_DIVERGE_EVERY_MS 3000
+/* ... and gives the connection to the primary this long (diverge.c). */
+#define INST_DIVERGE_CONNECT_MS 500
+struct inst_diverge_watch {
+	int64_t since; /* monotonic ms: diverged since; 0 = not diverged */
+};
+/* Pure: records the verdict at now (ms); true once diverged held without a
+ * break for INST_DIVERGE_CONFIRM_MS. */
+bool inst_diverge_confirm(struct inst_diverge_watch *w, bool diverged, int64_t now);
+struct inst_diverge_info {
+	enum inst_diverge verdict;
+	uint32_t tli, primary_tli; /* the replica's and the primary's timelines */
+	uint64_t lsn, fork;        /* its replay position; where its timeline ended */
+};
+/* Pure: whether to ask the primary, from the timeline the replica's WAL
+ * receiver streams (0: none streams) and the primary's timeline the last
+ * check found (0: none yet): not while it streams that one. */
+bool inst_diverge_ask(uint32_t streaming_tli, uint32_t known_primary_tli);
+/* Whether the replica local (its postgres) diverged from the primary at
+ * primary_conninfo (inst_primary_conninfo, no dbname): NO without asking the
+ * primary when !inst_diverge_ask (ret->primary_tli = known_primary_tli); else
+ * IDENTIFY_SYSTEM and TIMELINE_HISTORY over a replication connection
+ * (-EXDEV: another system). */
+OP_MUST_CHECK
+int inst_diverge_check(PGconn *local, const char *primary_conninfo, uint32_t known_primary_tli,
+		       struct inst_diverge_info *ret, struct op_err *err);
+/* Why it diverged, for /pg/status and the log (owned). */
+char *inst_diverge_reason(const struct inst_diverge_info *d);
+
 /* ---- pgbin.c ---- */
 /* The major of a `postgres -V` line ("postgres (PostgreSQL) 16.4 ..."); 0
  * when s holds none. */
@@ -391,6 +451,9 @@ void inst_state_set_started(struct inst_state *st, bool started);
 void inst_state_set_archive_error(struct inst_state *st, const char *msg);
 /* pg_rewind (or the re-clone after it) runs: /pg/status says so. */
 void inst_state_set_rewinding(struct inst_state *st, bool v);
+/* The replica diverged from the primary (why: copied, /pg/status
+ * timelineDiverged; NULL = it follows): not ready while set. */
+void inst_state_set_diverged(struct inst_state *st, const char *why);
 /* The exporter whose failing queries /pg/status reports (metricsErrors);
  * borrowed; NULL before it is freed (a status request holds the state's
  * lock while it reads it). */

@@ -19,7 +19,9 @@
  * connection to its postgres kept from check to check.
  *
  * A former primary that another instance replaced rewinds at start
- * (pg_rewind), and is cloned again when pg_rewind cannot work (reclone.c).
+ * (pg_rewind), and is cloned again when pg_rewind cannot work (reclone.c);
+ * so does a replica that replayed past the primary's fork (diverge.c), once
+ * it finds it.
  *
  * SIGTERM on a primary with a streaming replica is a switchover: the most
  * advanced (synchronous first) replica is named targetPrimary, then postgres
@@ -187,6 +189,10 @@ struct runner {
 	bool user_fenced;            /* postgres stopped by cnpg.io/fencedInstances */
 	bool reload_seen;            /* reloaded_at holds the first value read */
 	char *reloaded_at;           /* owned: cnpg.io/reloadedAt last seen; NULL = none */
+	struct inst_diverge_watch diverge; /* the replica's "diverged" verdicts (diverge.c) */
+	int64_t diverge_asked;       /* when the primary's history was last asked (ms) */
+	uint32_t primary_tli;        /* the primary's timeline the last check found; 0 = none */
+	char *diverge_why;           /* owned: why it diverged, last logged; NULL = it follows */
 };
 
 static void pg_drop(struct runner *rn)
@@ -355,10 +361,12 @@ static int reclone(struct runner *rn, int rewind_status, const char *host, struc
 	return 0;
 }
 
-/* A former primary that another instance replaced: pg_rewind from the
- * primary, then standby settings (CNPG verifyPgDataCoherenceForPrimary);
- * when pg_rewind cannot work, a fresh clone (inst_rewind_next). */
-static int demote_on_start(struct runner *rn, struct op_err *err)
+/* pg_rewind of the stopped postgres from the primary, then the standby
+ * settings (CNPG verifyPgDataCoherenceForPrimary); when pg_rewind cannot
+ * work, a fresh clone (inst_rewind_next). Both who need it come here: a former
+ * primary that another instance replaced (at start, run_rejoin) and a replica
+ * that diverged from the primary (diverge_repair); who names it in the log. */
+static int rewind_from_primary(struct runner *rn, const char *who, struct op_err *err)
 {
 	const struct inst_paths *p = &rn->o->paths;
 	_cleanup_free_ char *rw = NULL;
@@ -370,7 +378,7 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 	inst_state_set_rewinding(rn->st, true);
 	const char *argv[] = { "pg_rewind", "-P", "--target-pgdata", p->pgdata, "--source-server",
 			       op_buf_str(&ci), NULL };
-	op_log_info("former primary: running pg_rewind", "source", host);
+	op_log_info("running pg_rewind", "instance", who, "source", host);
 	int r = inst_run_cmd(p->pg_bindir, argv, err);
 	bool answers = r > 0 && PQping(op_buf_str(&ci)) == PQPING_OK;
 	enum inst_rewind_next next = inst_rewind_next(r, answers);
@@ -392,6 +400,9 @@ static int demote_on_start(struct runner *rn, struct op_err *err)
 		return r;
 	if (next == INST_REWIND_RECLONE)
 		return 0; /* the clone wrote the standby settings (inst_clone_standby) */
+	/* pg_rewind copied the source's files, its marker among them */
+	if ((r = inst_marker_write(p->pgdata, rn->o->pod_name, err)))
+		return r;
 	_cleanup_(op_buf_donep) struct op_buf ov = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	r = inst_render_standby_override(rn->cluster, rn->o->pod_name, p->controller_dir, host,
 					 rn->o->primary_port, &ov, err);
@@ -952,11 +963,108 @@ static void note_pending_restart(struct runner *rn, PGconn *conn)
 	}
 }
 
+/* The replica follows the primary again (or is not asked): ready again. */
+static void diverge_clear(struct runner *rn)
+{
+	rn->diverge = (struct inst_diverge_watch){ 0 };
+	if (!rn->diverge_why)
+		return;
+	free(rn->diverge_why);
+	rn->diverge_why = NULL;
+	inst_state_set_diverged(rn->st, NULL);
+}
+
+/* Tick, a replica that is not the target: unless its WAL receiver streams
+ * the primary's timeline (the last check's: inst_diverge_ask), at most every
+ * INST_DIVERGE_EVERY_MS, whether it replayed past the
+ * primary's fork (instance/diverge.c). Diverged: not ready at once (/pg/status
+ * timelineDiverged, logged once); -EREMCHG (after_step: diverge_repair) once
+ * it held for INST_DIVERGE_CONFIRM_MS. A cut replica (it streams from nobody
+ * on purpose) and one whose Cluster names no settled other primary
+ * (currentPrimary == targetPrimary) are not asked; a check that fails (the
+ * primary does not answer within INST_DIVERGE_CONNECT_MS) changes nothing. */
+static int diverge_tick(struct runner *rn, PGconn *conn, struct op_err *err)
+{
+	int64_t now = inst_lease_now(), hold;
+	struct inst_cut_env env;
+	char from[sizeof(((struct inst_cut *)0)->primary)];
+	const char *cur = rn->cluster->status.current_primary;
+	const char *tgt = rn->cluster->status.target_primary;
+	/* settled: a switchover or failover (targetPrimary not yet currentPrimary)
+	 * is no time to judge whom a replica follows, nor to hold its tick */
+	bool settled = is_other(cur, rn->o->pod_name) && tgt && strcmp(cur, tgt) == 0;
+	if (inst_cut_report(inst_state_cut(rn->st, &env), now, from, sizeof(from), &hold) ||
+	    !settled) {
+		diverge_clear(rn);
+		return 0;
+	}
+	if (rn->diverge_asked && now - rn->diverge_asked < INST_DIVERGE_EVERY_MS)
+		return 0;
+	rn->diverge_asked = now;
+	_cleanup_free_ char *rw = NULL;
+	_cleanup_(op_buf_donep) struct op_buf ci = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	if (inst_primary_conninfo(rn->o->pod_name, rn->o->paths.controller_dir,
+				  primary_host(rn, &rw), rn->o->primary_port, NULL, &ci))
+		return op_err_set(err, -EMSGSIZE, "conninfo too long");
+	struct inst_diverge_info d;
+	struct op_err e = OP_ERR_INIT;
+	if (inst_diverge_check(conn, op_buf_str(&ci), rn->primary_tli, &d, &e)) {
+		op_log_debug("divergence not checked", "error", e.msg);
+		return 0;
+	}
+	rn->primary_tli = d.primary_tli;
+	bool confirmed = inst_diverge_confirm(&rn->diverge, d.verdict == INST_DIVERGE_YES, now);
+	if (d.verdict != INST_DIVERGE_YES) {
+		diverge_clear(rn);
+		return 0;
+	}
+	_cleanup_free_ char *why = inst_diverge_reason(&d);
+	if (!rn->diverge_why || strcmp(rn->diverge_why, why) != 0) {
+		op_log_warn("replica diverged from the primary: it cannot follow it (not ready)",
+			    "reason", why);
+		free(rn->diverge_why);
+		rn->diverge_why = op_strdup(why);
+		inst_state_set_diverged(rn->st, why);
+	}
+	return confirmed ? op_err_set(err, -EREMCHG, "%s", why) : 0;
+}
+
+/* A replica that diverged (diverge_tick): postgres stopped fast, pg_rewind
+ * from the primary (re-clone when it cannot work: rewind_from_primary, as a
+ * former primary), started again as a replica. A failed rewind is logged and
+ * postgres starts on the old data: still diverged (not ready), the next
+ * confirmation tries again. */
+static int diverge_repair(struct runner *rn, const char *why, struct op_err *err)
+{
+	op_log_warn("diverged replica: stopping postgres to rewind it from the primary", "reason",
+		    why);
+	stop_pg(rn, STOP_FAST);
+	struct op_err e = OP_ERR_INIT;
+	if (rewind_from_primary(rn, "diverged replica", &e) == 0) {
+		diverge_clear(rn);
+		op_log_info("diverged replica rewound: starting it as a replica");
+	} else {
+		op_log_error("diverged replica not rewound: starting postgres on its old data, "
+			     "retrying later",
+			     "error", e.msg);
+	}
+	rn->diverge = (struct inst_diverge_watch){ 0 };
+	rn->diverge_asked = 0;
+	bool changed; /* pg_rewind copied the source's configuration files too */
+	op_err_clear(&e);
+	if (apply_config(rn, &changed, &e))
+		op_log_error("configuration not rendered, keeping the previous one", "error", e.msg);
+	inst_state_set_restarting(rn->st, true);
+	rn->started_ms = inst_lease_now();
+	return start_pg(rn, err);
+}
+
 /* Tick, the role: whether postgres is up and a primary, the WAL receiver
  * cut (a replica) or forgotten (a primary), the operator's requests, then
  * promotion (promote_when_target) or the primary's duties (primary_tick).
  * -ESHUTDOWN: this instance must stop and exit (demotion); -ENOLCK: the
- * lease expired (fence); 1: restart requested. */
+ * lease expired (fence); -EREMCHG: the replica diverged (rewind it); 1:
+ * restart requested. */
 static int reconcile_role(struct runner *rn, struct op_err *err)
 {
 	bool primary = false;
@@ -985,7 +1093,9 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 	rn->waiting_receiver = false; /* set again while it still waits */
 	if (!primary && target && strcmp(target, me) == 0)
 		return promote_when_target(rn, conn, was_waiting, err);
-	if (primary && (r = primary_tick(rn, conn, err)))
+	if (primary)
+		diverge_clear(rn);
+	if ((r = primary ? primary_tick(rn, conn, err) : diverge_tick(rn, conn, err)))
 		return r;
 	note_pending_restart(rn, conn);
 	if (req & INST_REQ_RESTART)
@@ -1322,7 +1432,7 @@ static int run_rejoin(struct run_ctx *x, struct op_err *err)
 	const char *tgt = rn->cluster->status.target_primary;
 	if (rn->bootstrapped_primary && cur && *cur && strcmp(cur, me) != 0 &&
 	    !(tgt && strcmp(tgt, me) == 0)) {
-		if ((r = demote_on_start(rn, err)))
+		if ((r = rewind_from_primary(rn, "former primary", err)))
 			return r;
 		rn->bootstrapped_primary = false;
 	}
@@ -1424,7 +1534,8 @@ static int loop_step(struct runner *rn, struct inst_server *srv, bool fast, stru
 }
 
 /* Acts on a step's result r (e: its error): -ENOLCK fences, -ESHUTDOWN stops
- * postgres for a demotion and ends the loop, 1 restarts postgres, any other
+ * postgres for a demotion and ends the loop, -EREMCHG rewinds a diverged
+ * replica (diverge_repair), 1 restarts postgres, any other
  * failure is logged and retried at the next tick. 0: the loop goes on;
  * -errno: it ends with err set. */
 static int after_step(struct runner *rn, int r, const struct op_err *e, struct op_err *err)
@@ -1439,6 +1550,8 @@ static int after_step(struct runner *rn, int r, const struct op_err *e, struct o
 		op_err_set(err, r, "%s", e->msg);
 		return r;
 	}
+	if (r == -EREMCHG)
+		return diverge_repair(rn, e->msg, err);
 	if (r == 1) {
 		op_log_info("restart requested");
 		stop_pg(rn, STOP_FAST);
@@ -1502,6 +1615,7 @@ static void run_ctx_done(struct run_ctx *x)
 	free(x->rn.archive_why);
 	free(x->rn.plugins_why);
 	free(x->rn.reloaded_at);
+	free(x->rn.diverge_why);
 }
 
 int inst_run(const struct inst_run_opts *o_in, struct op_err *err)

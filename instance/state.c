@@ -30,6 +30,8 @@ struct inst_state {
 	bool started, ready, rewinding, stopping;
 	bool fenced; /* postgres stopped by the lease: alive and in control (healthz 200) */
 	bool restarting; /* postgres (re)starting in place, not accepting connections yet */
+	char *diverged; /* owned: why the replica cannot follow the primary (diverge.c);
+			 * NULL = it can. Not ready while set. */
 	/* pg_rewind failed and this manager re-cloned the data (reclone.c): set
 	 * once, reported in /pg/status for the reconciler's Event */
 	int reclone_status;   /* pg_rewind's exit status */
@@ -87,6 +89,7 @@ void inst_state_free(struct inst_state *st)
 	api_cluster_free(st->pending);
 	free(st->reclone_source);
 	free(st->archive_error);
+	free(st->diverged);
 	inst_catalog_free(st->catalog);
 	free(st->sockdir);
 	inst_cut_destroy(&st->cut);
@@ -147,7 +150,7 @@ void inst_state_set_restarting(struct inst_state *st, bool v)
 bool inst_state_ready(struct inst_state *st)
 {
 	pthread_mutex_lock(&st->lock);
-	bool v = st->ready;
+	bool v = st->ready && !st->diverged; /* up, but following nobody */
 	pthread_mutex_unlock(&st->lock);
 	return v;
 }
@@ -186,6 +189,7 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 		s.reclone_at = op_strdup(st->reclone_at);
 	}
 	s.archive_error = st->archive_error ? op_strdup(st->archive_error) : NULL;
+	s.timeline_diverged = st->diverged ? op_strdup(st->diverged) : NULL;
 	pthread_mutex_unlock(&st->lock);
 	s.backup_catalog = inst_catalog_json(st->catalog);
 	pthread_mutex_lock(&st->lock); /* held: run.c unsets it before freeing it */
@@ -236,6 +240,14 @@ void inst_state_set_rewinding(struct inst_state *st, bool v)
 {
 	pthread_mutex_lock(&st->lock);
 	st->rewinding = v;
+	pthread_mutex_unlock(&st->lock);
+}
+
+void inst_state_set_diverged(struct inst_state *st, const char *why)
+{
+	pthread_mutex_lock(&st->lock);
+	free(st->diverged);
+	st->diverged = why ? op_strdup(why) : NULL;
 	pthread_mutex_unlock(&st->lock);
 }
 

@@ -54,6 +54,7 @@ void inst_pg_status_done(struct inst_pg_status *s)
 	free(s->last_failed_wal);
 	free(s->last_failed_wal_time);
 	free(s->archive_error);
+	free(s->timeline_diverged);
 	free(s->backup_catalog);
 	free(s->metrics_errors);
 	for (size_t i = 0; i < s->n_repl; i++)
@@ -150,6 +151,7 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 	e = e ? e : kv_bool(out, &f, "isWalReceiverActive", s->is_wal_receiver_active);
 	e = e ? e : kv_bool(out, &f, "isPgRewindRunning", s->is_pg_rewind_running);
 	e = e ? e : kv_int(out, &f, "timeLineID", s->timeline_id);
+	e = e ? e : kv_str(out, &f, "timelineDiverged", s->timeline_diverged);
 	e = e ? e : archiver_json(out, &f, s);
 	if (e == 0 && s->lease_ms)
 		e = kv_int(out, &f, "leaseMs", s->lease_ms);

@@ -8,8 +8,9 @@
 # standby, HA slot), the operator-certificate rules of /pg/status,
 # `pgop instance status`, `pgop bootstrap`, a switchover whose old primary
 # rewinds, a split brain whose old primary recycled the WAL pg_rewind needs
-# (pg_rewind fails for real, the manager re-clones), and a clean SIGTERM
-# shutdown.
+# (pg_rewind fails for real, the manager re-clones), a replica that streamed
+# past a promotion (not ready, rewound, follows the new primary), and a clean
+# SIGTERM shutdown.
 # Usage: test_instance_local.sh [PGOP_BIN]. Prints "N passed, N failed"; exits 77
 # (skipped) without root; fails without the postgres user, PostgreSQL 15 or the tools.
 set -uo pipefail
@@ -58,7 +59,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	# postgres children left behind by a killed manager (own process groups)
-	for d in "$T"/i1/pgdata "$T"/i2/pgdata; do
+	for d in "$T"/i1/pgdata "$T"/i2/pgdata "$T"/i3/pgdata; do
 		if [[ -f $d/postmaster.pid ]]; then
 			kill -QUIT "$(head -1 "$d/postmaster.pid")" 2>/dev/null
 		fi
@@ -67,8 +68,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-base=$(e2e_free_ports 4) || e2e_fail "no free port"
-P1=$base P2=$((base + 1)) S1=$((base + 2)) S2=$((base + 3))
+base=$(e2e_free_ports 6) || e2e_fail "no free port"
+P1=$base P2=$((base + 1)) S1=$((base + 2)) S2=$((base + 3)) P3=$((base + 4)) S3=$((base + 5))
 C=pgtest
 
 # ---- certificates -------------------------------------------------------
@@ -466,16 +467,92 @@ check "a write on the new primary after the re-clone reaches pgtest-2" after
 check "the old data moved aside is removed once the clone completed" \
 	test ! -e "$T/i2/pgdata.rewind-failed"
 
+# ---- a replica that streamed past a promotion is rewound (issue 26) ------
+# pgtest-3 streams from pgtest-1. pgtest-2 is promoted (cluster.json) while
+# pgtest-1 stays primary (cluster-1.json): pgtest-3 keeps streaming pgtest-1's
+# WAL past the point where pgtest-2's timeline forked. Then it is pointed at
+# pgtest-2 (its primary_conninfo, what the -rw Service moving does in a
+# Kubernetes cluster): it cannot follow it, says so and is not ready, is
+# rewound from pgtest-2, and streams from it with its rows only.
+e2e_log "a replica that streamed past a promotion"
+NAMES='.status.instanceNames = ["pgtest-1","pgtest-2","pgtest-3"]'
+set_status "$NAMES"
+CF=$T/cluster-1.json set_status "$NAMES"
+# shellcheck disable=SC2046
+as_pg "$T/pgop" instance join $(common 3) --primary-host 127.0.0.1 --primary-port "$P1" \
+	>"$T/join3.log" 2>&1
+check "pgtest-3 joins from pgtest-1" test $? -eq 0 || cat "$T/join3.log" >&2
+# its manager's primary (pg_rewind's source, the history it compares with) is
+# pgtest-2, the primary to be; its postgres streams from pgtest-1 (override.conf)
+# shellcheck disable=SC2046
+"${AS_PG[@]}" "$T/pgop" instance run $(common 3) --port "$P3" --status-listen "127.0.0.1:$S3" \
+	--primary-host 127.0.0.1 --primary-port "$P2" >"$T/run3.log" 2>&1 &
+RUN3=$!
+PIDS=("$RUN1" "$RUN2" "$RUN3")
+pg3() { as_pg psql -h "$T/i3/controller/run" -p "$P3" -U postgres -d app -v ON_ERROR_STOP=1 -Atqc "$1"; }
+streams_from() { # streams_from STATUS-PORT POD
+	status "$1" | jq -e --arg p "$2" \
+		'.replicationInfo[]? | select(.applicationName==$p and .state=="streaming")' >/dev/null
+}
+e2e_wait_for "streams_from $S1 pgtest-3" 60 || tail -20 "$T/run3.log" >&2
+check "pgtest-3 streams from pgtest-1" streams_from "$S1" pgtest-3
+# pgtest-2 promotes at once (currentPrimary empty); pgtest-1 stays primary
+set_status '.status.targetPrimary = "pgtest-2" | .status.currentPrimary = ""'
+e2e_wait_for i2_primary 60 || tail -20 "$T/run2.log" >&2
+check "pgtest-2 promotes while pgtest-1 stays primary" \
+	test "$(status "$S1" | jq -r .isPrimary)$(status "$S2" | jq -r .isPrimary)" = truetrue
+TL2=$(status "$S2" | jq -r .timeLineID)
+pg2 "INSERT INTO reclone_probe VALUES ('pgtest-2 only')"
+pg1 "INSERT INTO reclone_probe VALUES ('pgtest-1 only')"
+past_fork() { test "$(pg3 "SELECT count(*) FROM reclone_probe WHERE v = 'pgtest-1 only'")" = 1; }
+e2e_wait_for past_fork 30
+check "pgtest-3 replayed pgtest-1's WAL past pgtest-2's fork" past_fork
+set_status '.status.currentPrimary = "pgtest-2"' # the new primary's status patch
+check "pgtest-3 is Ready while it streams from pgtest-1" test "$(code "$S3" readyz)" = 200
+sed -i "/primary_conninfo/s/\b$P1\b/$P2/g" "$T/i3/pgdata/override.conf"
+grep -q "$P2" "$T/i3/pgdata/override.conf" || e2e_log "override.conf: $(cat "$T/i3/pgdata/override.conf")"
+kill -HUP "$RUN3" # the manager passes it to postgres: primary_conninfo reloaded
+diverged3() {
+	status "$S3" | jq -e '.timelineDiverged | strings' >/dev/null &&
+		[ "$(code "$S3" readyz)" != 200 ]
+}
+e2e_wait_for diverged3 60 0.3 || tail -20 "$T/run3.log" >&2
+check "pgtest-3 says it diverged (timelineDiverged) and is not Ready" diverged3
+DIVERGED_LOG=$(grep '"msg":"replica diverged from the primary' "$T/run3.log")
+check "the divergence is logged once, with the fork" \
+	test "$(jq -s 'length' <<<"$DIVERGED_LOG")" = 1 -a -n "$(jq -r '.reason | select(test("past [0-9A-F]+/[0-9A-F]+ where"))' <<<"$DIVERGED_LOG")"
+rewound3() {
+	streams_from "$S2" pgtest-3 && [ "$(code "$S3" readyz)" = 200 ] &&
+		! status "$S3" | jq -e 'has("timelineDiverged")' >/dev/null
+}
+e2e_wait_for rewound3 45 || tail -30 "$T/run3.log" >&2
+check "pgtest-3 ran pg_rewind as a diverged replica" \
+	grep -q '"msg":"running pg_rewind","instance":"diverged replica"' "$T/run3.log"
+check "pgtest-3 rewound, Ready again, streams from pgtest-2" rewound3
+check "pgtest-3 was rewound, not re-cloned" test "$(status "$S3" | jq -r '.recloned // "none"')" = none
+on_tl2() { test "$(status "$S3" | jq -r '"\(.isPrimary) \(.timeLineID)"')" = "false $TL2"; }
+e2e_wait_for on_tl2 30
+check "pgtest-3 is a replica on pgtest-2's timeline" on_tl2
+check "pgtest-3 has pgtest-2's rows, not those only pgtest-1 wrote" \
+	test "$(pg3 "SELECT string_agg(v, ',' ORDER BY v) FROM reclone_probe")" = "after,before,new primary,pgtest-2 only"
+pg2 "INSERT INTO reclone_probe VALUES ('after rewind')"
+after3() { test "$(pg3 "SELECT count(*) FROM reclone_probe WHERE v = 'after rewind'")" = 1; }
+e2e_wait_for after3 30
+check "a write on pgtest-2 after the rewind reaches pgtest-3" after3
+
 # ---- shutdown -----------------------------------------------------------
-kill -TERM "$RUN2" "$RUN1"
+kill -TERM "$RUN3" "$RUN2" "$RUN1"
+wait "$RUN3"
+rc3=$?
 wait "$RUN2"
 rc2=$?
 wait "$RUN1"
 rc1=$?
 PIDS=()
-check "SIGTERM: both managers exit 0" test "$rc1$rc2" = 00
+check "SIGTERM: the managers exit 0" test "$rc1$rc2$rc3" = 000
 check "SIGTERM: postgres stopped (no postmaster.pid)" \
-	test ! -e "$T/i1/pgdata/postmaster.pid" -a ! -e "$T/i2/pgdata/postmaster.pid"
+	test ! -e "$T/i1/pgdata/postmaster.pid" -a ! -e "$T/i2/pgdata/postmaster.pid" \
+	-a ! -e "$T/i3/pgdata/postmaster.pid"
 
 echo "$PASS passed, $FAIL failed"
 [[ $FAIL -eq 0 ]]
