@@ -514,8 +514,6 @@ OP_MUST_CHECK int bk_restore_base(const struct bk_config *cfg, const char *id,
 
 /* ---- base backups: what an online backup needs besides the tar ---- */
 
-/* A pg_lsn text ("16/B374D848") as a 64-bit position; -EINVAL otherwise. */
-OP_MUST_CHECK int bk_lsn_parse(const char *text, uint64_t *ret);
 /* barman's location_to_xlogfile_name_offset: the WAL file holding lsn on
  * timeline tli (ret_name, 25 bytes) and lsn's offset in it, for a segment
  * size that is a power of two from 1 MiB to 1 GiB; -EINVAL otherwise. */

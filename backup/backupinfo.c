@@ -566,22 +566,6 @@ int bk_backup_key(const struct bk_config *cfg, const char *id, const char *file,
 		      : 0;
 }
 
-int bk_lsn_parse(const char *text, uint64_t *ret)
-{
-	if (!text)
-		return -EINVAL;
-	size_t hi_n = strspn(text, "0123456789ABCDEFabcdef");
-	if (hi_n < 1 || hi_n > 8 || text[hi_n] != '/')
-		return -EINVAL;
-	const char *lo = text + hi_n + 1;
-	size_t lo_n = strspn(lo, "0123456789ABCDEFabcdef");
-	if (lo_n < 1 || lo_n > 8 || lo[lo_n] != '\0')
-		return -EINVAL;
-	uint64_t hi = strtoull(text, NULL, 16), low = strtoull(lo, NULL, 16);
-	*ret = hi << 32 | low;
-	return 0;
-}
-
 int bk_lsn_to_wal(uint64_t lsn, uint32_t tli, uint64_t seg_size, char ret_name[25],
 		  uint64_t *ret_offset)
 {

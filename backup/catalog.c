@@ -15,6 +15,7 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
+#include "support/lsn.h"
 
 int bk_client_open(const struct bk_config *cfg, struct os_client **ret, struct op_err *err)
 {
@@ -249,7 +250,7 @@ static bool before_target(const struct bk_catalog_entry *x, const struct bk_sele
 	case BK_TARGET_TIME:
 		return x->info.end_time.epoch_us <= s->time_us;
 	case BK_TARGET_LSN:
-		return x->info.end_xlog && bk_lsn_parse(x->info.end_xlog, &end) == 0 &&
+		return x->info.end_xlog && op_lsn_parse(x->info.end_xlog, &end) == 0 &&
 		       end <= s->lsn;
 	default:
 		return true;

@@ -33,6 +33,7 @@
 #include "instance/internal.h"
 #include "support/alloc.h"
 #include "support/log.h"
+#include "support/lsn.h"
 
 struct bb {
 	const struct inst_backup_opts *o; /* borrowed */
@@ -165,7 +166,7 @@ static int bb_location(struct bb *b, PGresult *res, char **ret_xlog, char **ret_
 	char wal[25];
 	const char *text = PQgetvalue(res, 0, 0);
 	int64_t tli = col_i64(res, 1);
-	if (bk_lsn_parse(text, &lsn) < 0 || tli < 1 || tli > UINT32_MAX ||
+	if (op_lsn_parse(text, &lsn) < 0 || tli < 1 || tli > UINT32_MAX ||
 	    bk_lsn_to_wal(lsn, (uint32_t)tli, b->seg_size, wal, &off) < 0)
 		return op_err_set(err, -EPROTO, "base backup: unexpected location '%.40s' on "
 				  "timeline %lld", text, (long long)tli);

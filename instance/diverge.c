@@ -39,21 +39,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
-
-int inst_lsn_parse(const char *s, uint64_t *ret)
-{
-	unsigned hi, lo;
-	int n = 0;
-	if (!s || sscanf(s, "%8X/%8X%n", &hi, &lo, &n) != 2 || s[n] != '\0')
-		return -EINVAL;
-	*ret = (uint64_t)hi << 32 | lo;
-	return 0;
-}
-
-void inst_lsn_format(uint64_t lsn, char out[INST_LSN_LEN])
-{
-	snprintf(out, INST_LSN_LEN, "%" PRIX32 "/%" PRIX32, (uint32_t)(lsn >> 32), (uint32_t)lsn);
-}
+#include "support/lsn.h"
 
 /* One history line: "<parent tli><ws><switchpoint><ws><reason>"; 1 parsed,
  * 0 blank or a comment, -EINVAL otherwise. */
@@ -72,7 +58,7 @@ static int history_line(const char *line, size_t len, struct inst_tli_switch *re
 	if (sscanf(s, "%lu %31s", &tli, lsn) != 2 || tli == 0 || tli > UINT32_MAX)
 		return -EINVAL;
 	ret->tli = (uint32_t)tli;
-	return inst_lsn_parse(lsn, &ret->switchpoint) ? -EINVAL : 1;
+	return op_lsn_parse(lsn, &ret->switchpoint) ? -EINVAL : 1;
 }
 
 int inst_tli_history_parse(const char *text, struct inst_tli_switch *out, size_t max,
@@ -173,7 +159,7 @@ static int local_view(PGconn *c, struct local_view *v, struct op_err *err)
 	v->streaming_tli = (uint32_t)strtoul(PQgetvalue(res, 0, 0), NULL, 10);
 	v->tli = (uint32_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
 	snprintf(v->sysid, sizeof(v->sysid), "%s", PQgetvalue(res, 0, 3));
-	if (inst_lsn_parse(PQgetvalue(res, 0, 2), &v->lsn))
+	if (op_lsn_parse(PQgetvalue(res, 0, 2), &v->lsn))
 		return op_err_set(err, -EINVAL, "bad replay LSN %s", PQgetvalue(res, 0, 2));
 	return 0;
 }
@@ -305,9 +291,9 @@ int inst_diverge_check(PGconn *local, const char *primary_conninfo, uint32_t kno
 
 char *inst_diverge_reason(const struct inst_diverge_info *d)
 {
-	char at[INST_LSN_LEN], fork[INST_LSN_LEN];
-	inst_lsn_format(d->lsn, at);
-	inst_lsn_format(d->fork, fork);
+	char at[OP_LSN_LEN], fork[OP_LSN_LEN];
+	op_lsn_format(d->lsn, at);
+	op_lsn_format(d->fork, fork);
 	if (d->fork == 0)
 		return op_asprintf("replayed up to %s on timeline %" PRIu32
 				   ", which is not in the primary's history (timeline %" PRIu32 ")",

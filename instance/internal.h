@@ -218,10 +218,6 @@ int inst_reclone(const struct inst_paths *p, const struct api_cluster *c, const 
 		 const char *host, unsigned port, struct op_err *err);
 
 /* ---- diverge.c: a replica that streamed past a promotion ---- */
-#define INST_LSN_LEN 20 /* "FFFFFFFF/FFFFFFFF" and its NUL */
-/* "X/Y" (hex, as pg_lsn prints it) into a byte position; -EINVAL otherwise. */
-OP_MUST_CHECK int inst_lsn_parse(const char *s, uint64_t *ret);
-void inst_lsn_format(uint64_t lsn, char out[INST_LSN_LEN]);
 /* One line of a timeline history file: timeline tli ended at switchpoint
  * (the next one forked there). */
 struct inst_tli_switch {

@@ -32,6 +32,7 @@
 #include "support/file.h"
 #include "support/json.h"
 #include "support/log.h"
+#include "support/lsn.h"
 
 #define FIELD "spec.bootstrap.recovery.recoveryTarget."
 #define NAME_MAX_LEN 63 /* MAXFNAMELEN - 1: a restore point's name */
@@ -77,7 +78,7 @@ static int parse_value(const struct api_recovery_target *a, struct inst_recovery
 		t->value = op_strdup(norm);
 		return 0;
 	case BK_TARGET_LSN:
-		if (bk_lsn_parse(a->target_lsn, &t->lsn) < 0)
+		if (op_lsn_parse(a->target_lsn, &t->lsn) < 0)
 			return op_err_set(err, -EINVAL, FIELD "targetLSN: %.64s is no LSN (X/Y)",
 					  a->target_lsn);
 		t->value = op_asprintf("%X/%X", (unsigned)(t->lsn >> 32), (unsigned)t->lsn);

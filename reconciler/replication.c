@@ -10,6 +10,7 @@
 
 #include "reconciler/status.h"
 #include "support/json.h"
+#include "support/lsn.h"
 
 int rc_interval_seconds(const char *s, double *ret)
 {
@@ -68,8 +69,8 @@ void rc_repl_instance_lag(json_object *primary_doc, json_object *doc, const char
 	const char *replay = op_json_key_str(doc, "replayLsn");
 	if (!replay)
 		replay = op_json_key_str(row, "replayLsn");
-	if (rc_lsn_parse(op_json_key_str(primary_doc, "currentLsn"), &a) == 0 &&
-	    rc_lsn_parse(replay, &b) == 0) {
+	if (op_lsn_parse(op_json_key_str(primary_doc, "currentLsn"), &a) == 0 &&
+	    op_lsn_parse(replay, &b) == 0) {
 		ret->has_bytes = true;
 		ret->bytes = a > b ? (int64_t)(a - b) : 0;
 	}

@@ -14,6 +14,7 @@
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "support/lsn.h"
 
 void rc_instance_done(struct rc_instance *in)
 {
@@ -27,53 +28,13 @@ void rc_instance_done(struct rc_instance *in)
 	*in = (struct rc_instance){ 0 };
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Up to 8 hex digits, at least one; *end past them. */
-static int hex32(const char *s, const char **end, uint32_t *ret)
-{
-	uint32_t v = 0;
-	size_t i = 0;
-	for (; s[i] && hexval(s[i]) >= 0; i++) {
-		if (i == 8)
-			return -EINVAL;
-		v = v << 4 | (uint32_t)hexval(s[i]);
-	}
-	if (i == 0)
-		return -EINVAL;
-	*end = s + i;
-	*ret = v;
-	return 0;
-}
-
-int rc_lsn_parse(const char *s, uint64_t *ret)
-{
-	if (!s)
-		return -EINVAL;
-	const char *p;
-	uint32_t hi, lo;
-	if (hex32(s, &p, &hi) < 0 || *p != '/' || hex32(p + 1, &p, &lo) < 0 || *p)
-		return -EINVAL;
-	*ret = (uint64_t)hi << 32 | lo;
-	return 0;
-}
-
 static int get_lsn(json_object *st, const char *key, uint64_t *ret, struct op_err *err)
 {
 	const char *s = NULL;
 	int r = op_json_get_str(st, key, "", &s, err);
 	if (r <= 0 || !*s)
 		return r < 0 ? r : 0;
-	if (rc_lsn_parse(s, ret) < 0)
+	if (op_lsn_parse(s, ret) < 0)
 		return op_err_set(err, -EINVAL, "%s: not an LSN: %.40s", key, s);
 	return 0;
 }

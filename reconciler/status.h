@@ -73,9 +73,6 @@ void rc_instance_done(struct rc_instance *in); /* frees contents; accepts NULL *
  * a larger or negative one is a bad answer (and would overflow the clocks). */
 #define RC_INSTANCE_MS_MAX (10 * 60 * 1000)
 
-/* "16/B374D848" -> 0x16B374D848. -EINVAL for anything else. */
-OP_MUST_CHECK int rc_lsn_parse(const char *s, uint64_t *ret);
-
 /* Fills the status part of *in from a /pg/status JSON body (borrowed).
  * -EINVAL when it is not an object or a field has the wrong type. */
 OP_MUST_CHECK

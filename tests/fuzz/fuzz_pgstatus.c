@@ -8,7 +8,7 @@
  * Invariants checked besides memory safety (ASan/UBSan, leaks):
  *   - rc_instance_parse_status answers 0 or -EINVAL with a message; on
  *     failure the instance is unchanged, on success has_status is set, the
- *     LSNs read back from the document with rc_lsn_parse and
+ *     LSNs read back from the document with op_lsn_parse and
  *     streaming_replicas is at most the replicationInfo length;
  *   - every rendered object is a JSON object that serializes, and the Table
  *     and List render without error;
@@ -24,6 +24,7 @@
 #include "reconciler/status.h"
 #include "support/buf.h"
 #include "support/json.h"
+#include "support/lsn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -66,7 +67,7 @@ static void lsn_matches(json_object *doc, const char *key, uint64_t got)
 {
 	const char *s = op_json_str_at(doc, key);
 	uint64_t want = 0;
-	if (s && *s && rc_lsn_parse(s, &want) < 0)
+	if (s && *s && op_lsn_parse(s, &want) < 0)
 		abort(); /* accepted yet not an LSN */
 	if (got != want)
 		abort();

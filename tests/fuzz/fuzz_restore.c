@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "backup/internal.h"
+#include "support/lsn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -109,7 +110,7 @@ static void names(const uint8_t *p, size_t n)
 	    (bk_target_time_parse(norm, &back) != 0 || back != us))
 		abort();
 	uint64_t lsn;
-	(void)!bk_lsn_parse(s, &lsn);
+	(void)!op_lsn_parse(s, &lsn);
 	if (bk_entry_path(s, out, sizeof(out)) == 0 &&
 	    (out[0] == '/' || strstr(out, "//") || !strcmp(out, "..") || !strncmp(out, "../", 3) ||
 	     strstr(out, "/../") || (strlen(out) >= 3 && !strcmp(out + strlen(out) - 3, "/..")) ||

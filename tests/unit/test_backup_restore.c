@@ -23,6 +23,7 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
+#include "support/lsn.h"
 
 /* ---- selection ---- */
 
@@ -149,13 +150,13 @@ static void test_targets(void **state)
 		assert_int_equal(bk_target_time_parse(bad[i], &us), -EINVAL);
 	}
 	uint64_t lsn;
-	assert_int_equal(bk_lsn_parse("0/3000060", &lsn), 0);
+	assert_int_equal(op_lsn_parse("0/3000060", &lsn), 0);
 	assert_true(lsn == 0x3000060);
-	assert_int_equal(bk_lsn_parse("1A/FF", &lsn), 0);
+	assert_int_equal(op_lsn_parse("1A/FF", &lsn), 0);
 	assert_true(lsn == ((0x1Aull << 32) | 0xFF));
 	static const char *badlsn[] = { "", "0", "/1", "1/", "123456789/0", "0/x", "0/1/2", "-1/0" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(badlsn); i++)
-		assert_int_equal(bk_lsn_parse(badlsn[i], &lsn), -EINVAL);
+		assert_int_equal(op_lsn_parse(badlsn[i], &lsn), -EINVAL);
 }
 
 static void test_entry_names(void **state)

@@ -24,6 +24,7 @@
 #include "instance/instance.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/lsn.h"
 
 static void test_status_json(void **state)
 {
@@ -117,12 +118,12 @@ static void test_lsn(void **state)
 {
 	uint64_t lsn, off;
 	char wal[25];
-	assert_int_equal(bk_lsn_parse("16/B374D848", &lsn), 0);
+	assert_int_equal(op_lsn_parse("16/B374D848", &lsn), 0);
 	assert_true(lsn == 0x16B374D848ull);
 	assert_int_equal(bk_lsn_to_wal(lsn, 1, 16u << 20, wal, &off), 0);
 	assert_string_equal(wal, "0000000100000016000000B3");
 	assert_true(off == 0x74D848);
-	assert_int_equal(bk_lsn_parse("0/4000028", &lsn), 0);
+	assert_int_equal(op_lsn_parse("0/4000028", &lsn), 0);
 	assert_int_equal(bk_lsn_to_wal(lsn, 2, 16u << 20, wal, &off), 0);
 	assert_string_equal(wal, "000000020000000000000004");
 	assert_true(off == 0x28);
@@ -133,9 +134,9 @@ static void test_lsn(void **state)
 	static const char *const bad[] = { "", "/", "0/", "/1", "1", "0/123456789", "123456789/0",
 					   "g/1", "0/1 ", " 0/1", "0//1" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++)
-		if (bk_lsn_parse(bad[i], &lsn) == 0)
+		if (op_lsn_parse(bad[i], &lsn) == 0)
 			fail_msg("accepted: '%s'", bad[i]);
-	assert_int_equal(bk_lsn_parse(NULL, &lsn), -EINVAL);
+	assert_int_equal(op_lsn_parse(NULL, &lsn), -EINVAL);
 }
 
 static void test_py_list(void **state)

@@ -20,24 +20,25 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/lsn.h"
 
 static void test_lsn(void **state)
 {
 	(void)state;
 	uint64_t v = 0;
-	assert_int_equal(inst_lsn_parse("0/4FFFFF0", &v), 0);
+	assert_int_equal(op_lsn_parse("0/4FFFFF0", &v), 0);
 	assert_true(v == 0x4FFFFF0);
-	assert_int_equal(inst_lsn_parse("1A/B", &v), 0);
+	assert_int_equal(op_lsn_parse("1A/B", &v), 0);
 	assert_true(v == ((uint64_t)0x1A << 32 | 0xB));
-	char out[INST_LSN_LEN];
-	inst_lsn_format(v, out);
+	char out[OP_LSN_LEN];
+	op_lsn_format(v, out);
 	assert_string_equal(out, "1A/B");
-	inst_lsn_format(UINT64_MAX, out);
+	op_lsn_format(UINT64_MAX, out);
 	assert_string_equal(out, "FFFFFFFF/FFFFFFFF");
 	const char *bad[] = { "", "0", "0/", "/1", "0/1x", "G/1", "0/1 ", "123456789/0", NULL };
 	for (size_t i = 0; i < 8; i++)
-		assert_int_equal(inst_lsn_parse(bad[i], &v), -EINVAL);
-	assert_int_equal(inst_lsn_parse(NULL, &v), -EINVAL);
+		assert_int_equal(op_lsn_parse(bad[i], &v), -EINVAL);
+	assert_int_equal(op_lsn_parse(NULL, &v), -EINVAL);
 }
 
 static void test_history_parse(void **state)

@@ -19,6 +19,7 @@
 #include "reconciler/status.h"
 #include "support/alloc.h"
 #include "support/json.h"
+#include "support/lsn.h"
 #include "test_json.h"
 
 
@@ -44,7 +45,7 @@ static void test_lsn(void **state)
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
 		uint64_t v = 42;
-		int r = rc_lsn_parse(rows[i].in, &v);
+		int r = op_lsn_parse(rows[i].in, &v);
 		assert_int_equal(r, rows[i].rc);
 		if (r == 0)
 			assert_true(v == rows[i].v);
@@ -52,7 +53,7 @@ static void test_lsn(void **state)
 			assert_true(v == 42);
 	}
 	uint64_t v;
-	assert_int_equal(rc_lsn_parse(NULL, &v), -EINVAL);
+	assert_int_equal(op_lsn_parse(NULL, &v), -EINVAL);
 }
 
 static void test_parse_status(void **state)
