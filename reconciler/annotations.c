@@ -3,12 +3,11 @@
 #include "reconciler/annotations.h"
 
 #include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "api/annotations.h"
 #include "support/alloc.h"
+#include "support/hash.h"
 #include "support/json.h"
 #include "support/jsonpatch.h"
 
@@ -24,14 +23,7 @@ static const char *pod_patch_text(const struct api_cluster *c)
 char *rc_pod_patch_hash(const struct api_cluster *c)
 {
 	const char *v = pod_patch_text(c);
-	if (!v)
-		return NULL;
-	uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ull;
-	}
-	return op_asprintf("%016llx", (unsigned long long)h);
+	return v ? op_fingerprint(v) : NULL;
 }
 
 int rc_pod_patch_apply(const struct api_cluster *c, json_object **pod, struct op_err *err)
