@@ -1,4 +1,5 @@
-/* reconciler/annotations.c - cnpg.io/podPatch on the instance Pods
+/* reconciler/annotations.c - cnpg.io/podPatch on the instance Pods, and
+ * whether a Pod is outdated by it or by the Cluster's placement
  * (annotations.h). Pure: layer 0. */
 #include "reconciler/annotations.h"
 
@@ -65,4 +66,10 @@ bool rc_pod_patch_outdated(json_object *pod, const char *cluster_hash)
 {
 	const char *have = api_obj_annotation(pod, RC_ANN_POD_PATCH_HASH);
 	return strcmp(have ? have : "", cluster_hash ? cluster_hash : "") != 0;
+}
+
+bool rc_placement_outdated(json_object *pod, const char *cluster_hash)
+{
+	const char *have = api_obj_annotation(pod, RC_ANN_PLACEMENT_HASH);
+	return have && cluster_hash && strcmp(have, cluster_hash) != 0;
 }
