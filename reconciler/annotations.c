@@ -1,14 +1,14 @@
-/* reconciler/annotations.c - cnpg.io/podPatch on the instance Pods
+/* reconciler/annotations.c - cnpg.io/podPatch on the instance Pods, and
+ * whether a Pod is outdated by it or by the Cluster's placement
  * (annotations.h). Pure: layer 0. */
 #include "reconciler/annotations.h"
 
 #include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "api/annotations.h"
 #include "support/alloc.h"
+#include "support/hash.h"
 #include "support/json.h"
 #include "support/jsonpatch.h"
 
@@ -24,14 +24,7 @@ static const char *pod_patch_text(const struct api_cluster *c)
 char *rc_pod_patch_hash(const struct api_cluster *c)
 {
 	const char *v = pod_patch_text(c);
-	if (!v)
-		return NULL;
-	uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ull;
-	}
-	return op_asprintf("%016llx", (unsigned long long)h);
+	return v ? op_fingerprint(v) : NULL;
 }
 
 int rc_pod_patch_apply(const struct api_cluster *c, json_object **pod, struct op_err *err)
@@ -73,4 +66,10 @@ bool rc_pod_patch_outdated(json_object *pod, const char *cluster_hash)
 {
 	const char *have = api_obj_annotation(pod, RC_ANN_POD_PATCH_HASH);
 	return strcmp(have ? have : "", cluster_hash ? cluster_hash : "") != 0;
+}
+
+bool rc_placement_outdated(json_object *pod, const char *cluster_hash)
+{
+	const char *have = api_obj_annotation(pod, RC_ANN_PLACEMENT_HASH);
+	return have && cluster_hash && strcmp(have, cluster_hash) != 0;
 }

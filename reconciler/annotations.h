@@ -2,10 +2,11 @@
  * annotations CloudNativePG users and its kubectl plugin set on a Cluster
  * (api/annotations.h reads them): cnpg.io/podPatch applied to the instance
  * Pods (annotations.c, pure, layer 0) and cnpg.io/hibernation
- * (hibernation.c, a reconcile step, layer 3). cnpg.io/reconciliationLoop is
- * checked first thing by rc_reconcile; cnpg.io/fencedInstances keeps
- * handle_failover from replacing a fenced primary (reconcile.c), the
- * instance manager does the fencing itself. */
+ * (hibernation.c, a reconcile step, layer 3); the fingerprints pgop keeps
+ * on the instance Pods to tell which are outdated (rollout.h).
+ * cnpg.io/reconciliationLoop is checked first thing by rc_reconcile;
+ * cnpg.io/fencedInstances keeps handle_failover from replacing a fenced
+ * primary (reconcile.c), the instance manager does the fencing itself. */
 #ifndef PGOP_RECONCILER_ANNOTATIONS_H
 #define PGOP_RECONCILER_ANNOTATIONS_H
 
@@ -20,6 +21,12 @@
  * whose value differs from the Cluster's is outdated (rolled like any other
  * change, rollout.h). */
 #define RC_ANN_POD_PATCH_HASH "pgop.io/podPatchHash"
+/* On an instance Pod: the fingerprint (rc_placement_hash, objects.h) of the
+ * placement it was built with: its rendered affinity, nodeSelector,
+ * tolerations and topologySpreadConstraints. A Pod whose value differs from
+ * the Cluster's is outdated, so a placement change rolls the instances as
+ * CloudNativePG does when the scheduling part of the Pod spec changes. */
+#define RC_ANN_PLACEMENT_HASH "pgop.io/placementHash"
 
 /* The fingerprint of the Cluster's cnpg.io/podPatch (16 hex digits of
  * FNV-1a 64 over the annotation's text: a change detector, nothing is
@@ -38,6 +45,13 @@ OP_MUST_CHECK int rc_pod_patch_apply(const struct api_cluster *c, json_object **
 /* Whether pod (borrowed, cached) was built with another podPatch than
  * cluster_hash (rc_pod_patch_hash; NULL = none). */
 bool rc_pod_patch_outdated(json_object *pod, const char *cluster_hash);
+
+/* Whether pod (borrowed, cached) was built with another placement than
+ * cluster_hash (rc_placement_hash). A Pod without RC_ANN_PLACEMENT_HASH
+ * (built by a pgop before it) is NOT outdated: upgrading the operator must
+ * not roll every Cluster; it takes the hash when next recreated for any
+ * reason (a restart, an image change). cluster_hash NULL: not compared. */
+bool rc_placement_outdated(json_object *pod, const char *cluster_hash);
 
 struct rc_run;
 struct rc_instance;

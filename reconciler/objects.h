@@ -108,9 +108,17 @@ json_object *rc_build_affinity(const struct api_cluster *c);
 /* Sets spec.affinity, tolerations, nodeSelector and topologySpreadConstraints
  * (each only when the Cluster has one) on a pod spec (borrowed, modified). */
 void rc_pod_placement(const struct api_cluster *c, json_object *spec);
+/* The fingerprint of that placement as rendered (op_fingerprint of the
+ * canonical JSON of what rc_pod_placement sets, support/hash.h), OWNED:
+ * the one value written on an instance Pod (RC_ANN_PLACEMENT_HASH,
+ * annotations.h) and compared by the rolling restart. Spec changes that
+ * render the same (a key order, an explicit default) give the same value. */
+char *rc_placement_hash(const struct api_cluster *c);
 
 /* Instance Pod `<c>-<serial>` with role label `role` (RC_ROLE_*), carrying
- * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one. */
+ * the Cluster's RC_ANN_RESTARTED_AT annotation when it has one, and the
+ * fingerprints the rolling restart compares (RC_ANN_IMAGE,
+ * RC_ANN_ARCHIVE_VOLUMES, RC_ANN_PLACEMENT_HASH, RC_ANN_POD_PATCH_HASH). */
 OP_MUST_CHECK
 int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64_t serial,
 		 const char *role, json_object **ret, struct op_err *err);

@@ -3,12 +3,14 @@
  * CreateAffinitySection): the generated pod anti-affinity between the
  * Cluster's instances, the user's node affinity, additional pod
  * (anti-)affinity, tolerations, nodeSelector and topologySpreadConstraints
- * (objects.h, rc_pod_placement). Pure. */
+ * (objects.h, rc_pod_placement), and its fingerprint (rc_placement_hash).
+ * Pure. */
 #include <string.h>
 
 #include "reconciler/internal.h"
 #include "reconciler/objects.h"
 #include "support/alloc.h"
+#include "support/hash.h"
 #include "support/json.h"
 
 #define RC_DEFAULT_TOPOLOGY_KEY "kubernetes.io/hostname"
@@ -124,4 +126,18 @@ void rc_pod_placement(const struct api_cluster *c, json_object *spec)
 	json_object *tsc = c->spec.topology_spread_constraints;
 	if (tsc && json_object_array_length(tsc))
 		op_jset(spec, "topologySpreadConstraints", copy_of(tsc));
+}
+
+char *rc_placement_hash(const struct api_cluster *c)
+{
+	json_object *spec = op_jobj();
+	rc_pod_placement(c, spec);
+	/* canonical: the copies of the Cluster's JSON keep the order its
+	 * members came in, which says nothing about the placement */
+	json_object *canon = op_json_sorted(spec);
+	char *h = op_fingerprint(json_object_to_json_string_ext(
+		canon, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(canon);
+	json_object_put(spec);
+	return h;
 }

@@ -350,6 +350,8 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	_cleanup_free_ char *vols = rc_archive_volumes(c);
 	if (*vols)
 		op_jsets(op_jchild(m, "annotations"), RC_ANN_ARCHIVE_VOLUMES, vols);
+	_cleanup_free_ char *place = rc_placement_hash(c);
+	op_jsets(op_jchild(m, "annotations"), RC_ANN_PLACEMENT_HASH, place);
 	op_jset(o, "metadata", m);
 	op_jset(o, "spec", pod_spec(c, s, serial, NULL, false));
 	/* last: cnpg.io/podPatch sees the whole Pod (reconciler/annotations.h) */

@@ -211,14 +211,18 @@ static void build_input(struct rc_run *r, const struct rc_instance *v, size_t n,
 	const char *image = rc_pg_image(r->c, &r->ctl->settings);
 	_cleanup_free_ char *vols = rc_archive_volumes(r->c);
 	_cleanup_free_ char *patch = rc_pod_patch_hash(r->c);
+	_cleanup_free_ char *place = rc_placement_hash(r->c);
 	struct rc_roll_member *m = op_calloc(n ? n : 1, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = find_pod(pods, v[i].name);
+		bool placed = p && rc_placement_outdated(p, place);
+		bool other = p && (rc_rollout_outdated(p, restarted, &v[i], image, vols) ||
+				   rc_pod_patch_outdated(p, patch));
 		m[i] = (struct rc_roll_member){
 			.in = &v[i],
 			.uid = p ? kube_obj_uid(p) : NULL,
-			.outdated = p && (rc_rollout_outdated(p, restarted, &v[i], image, vols) ||
-					  rc_pod_patch_outdated(p, patch)),
+			.outdated = placed || other,
+			.placement = placed,
 			.created = time_at(p, "metadata.creationTimestamp"),
 			.deleting = time_at(p, "metadata.deletionTimestamp"),
 		};
@@ -248,6 +252,25 @@ bool rc_rollout_holds(struct rc_run *r, const struct rc_instance *v, size_t n, j
 	bool hold = rc_rollout_hold_failover(&in);
 	free(m);
 	return hold;
+}
+
+/* Said in the Events and the phase reason of a step whose instance is
+ * outdated by its placement (rc_roll_member.placement). */
+#define WHY_PLACEMENT                                                                              \
+	" for the Cluster's new placement (affinity, nodeSelector, tolerations, "                  \
+	"topologySpreadConstraints)"
+#define PHASE_PLACEMENT "the Cluster's placement changed: the instances are recreated one at a time"
+
+/* Whether the instance the decision acts on is outdated by its placement:
+ * the target, or the primary being switched away from. */
+static bool placement_changed(const struct rc_run *r, const struct rc_roll_member *m, size_t n,
+			      const struct rc_rollout_decision *d)
+{
+	const char *who = d->action == RC_ROLL_SWITCHOVER ? r->want.current_primary : d->target;
+	for (size_t i = 0; i < n && who; i++)
+		if (str_eq(m[i].in->name, who))
+			return m[i].placement;
+	return false;
 }
 
 static void set_phase(struct rc_run *r, const char *phase, const char *reason)
@@ -284,6 +307,9 @@ int rc_rollout_step(struct rc_run *r, const struct rc_instance *v, size_t n, jso
 		if (str_eq(m[i].in->name, target))
 			uid = m[i].uid;
 	_cleanup_free_ char *uid_copy = uid ? op_strdup(uid) : NULL;
+	bool placed = placement_changed(r, m, n, &d);
+	const char *why = placed ? WHY_PLACEMENT : "";
+	const char *reason = placed ? PHASE_PLACEMENT : NULL;
 	free(m);
 	int ret = 0;
 	switch (d.action) {
@@ -297,31 +323,32 @@ int rc_rollout_step(struct rc_run *r, const struct rc_instance *v, size_t n, jso
 		if (ret < 0)
 			return ret;
 		rc_event(r, "Normal", "RestartingInstance",
-			 "rolling restart: restarting replica %s (its Pod is recreated on its volume)",
-			 target);
-		set_phase(r, RC_PHASE_UPGRADING, NULL);
+			 "rolling restart%s: restarting replica %s (its Pod is recreated on its "
+			 "volume)",
+			 why, target);
+		set_phase(r, RC_PHASE_UPGRADING, reason);
 		rc_requeue(r, 2000);
 		return 1;
 	case RC_ROLL_WAIT_USER:
 		if (!str_eq(r->want.phase, RC_PHASE_WAITING_USER))
 			rc_event(r, "Normal", "WaitingForUser",
-				 "rolling restart: every replica is restarted; the primary %s needs "
+				 "rolling restart%s: every replica is restarted; the primary %s needs "
 				 "a restart and primaryUpdateStrategy is supervised: run a switchover "
 				 "(POST /apis/live.postgresql.cnpg.io/v1/namespaces/%s/clusters/%s/"
 				 "switchover) to finish",
-				 target, r->ns, r->name);
+				 why, target, r->ns, r->name);
 		set_phase(r, RC_PHASE_WAITING_USER,
 			  "the primary needs a restart: switch over to finish the rolling restart");
 		rc_requeue(r, 10000);
 		return 1;
 	case RC_ROLL_SWITCHOVER:
 		rc_event(r, "Normal", "SwitchoverForRestart",
-			 "rolling restart: switching over from %s to %s (primaryUpdateMethod "
+			 "rolling restart%s: switching over from %s to %s (primaryUpdateMethod "
 			 "switchover); %s is restarted as a replica afterwards",
-			 r->want.current_primary, target, r->want.current_primary);
+			 why, r->want.current_primary, target, r->want.current_primary);
 		free(r->want.target_primary);
 		r->want.target_primary = op_strdup(target);
-		set_phase(r, RC_PHASE_UPGRADING, NULL);
+		set_phase(r, RC_PHASE_UPGRADING, reason);
 		rc_requeue(r, 1000);
 		return 1;
 	case RC_ROLL_INPLACE_MARK:
@@ -329,10 +356,10 @@ int rc_rollout_step(struct rc_run *r, const struct rc_instance *v, size_t n, jso
 		if (ret < 0)
 			return ret;
 		rc_event(r, "Normal", "RestartingPrimary",
-			 "restarting the primary %s in place (primaryUpdateMethod restart): it "
+			 "restarting the primary %s in place%s (primaryUpdateMethod restart): it "
 			 "does not hand over",
-			 target);
-		set_phase(r, RC_PHASE_UPGRADING, NULL);
+			 target, why);
+		set_phase(r, RC_PHASE_UPGRADING, reason);
 		rc_requeue(r, 1000);
 		return 1;
 	case RC_ROLL_INPLACE_DELETE:
@@ -340,8 +367,8 @@ int rc_rollout_step(struct rc_run *r, const struct rc_instance *v, size_t n, jso
 		if (ret < 0)
 			return ret;
 		rc_event(r, "Normal", "RestartingPrimary", "deleted the primary's Pod %s: it "
-			 "restarts in place", target);
-		set_phase(r, RC_PHASE_UPGRADING, NULL);
+			 "restarts in place%s", target, why);
+		set_phase(r, RC_PHASE_UPGRADING, reason);
 		rc_requeue(r, 1000);
 		return 1;
 	case RC_ROLL_INPLACE_WAIT:

@@ -4,7 +4,11 @@
  * reconcile step that carries it out (rc_rollout_step, rollout.c).
  *
  * An instance is outdated when its Pod's kubectl.kubernetes.io/restartedAt
- * differs from the Cluster's or its /pg/status reports pendingRestart. Only
+ * differs from the Cluster's or its /pg/status reports pendingRestart
+ * (rc_rollout_outdated), it was built with another cnpg.io/podPatch or
+ * another placement (annotations.h: affinity, nodeSelector, tolerations,
+ * topologySpreadConstraints as rendered; the Events and phase reason say
+ * when the placement is why). Only
  * when the Cluster is otherwise healthy: outdated replicas one at a time,
  * highest serial first (the Pod is deleted and comes back on its volume),
  * then the primary by spec.primaryUpdateStrategy/Method: supervised -> wait
@@ -46,6 +50,7 @@ struct rc_roll_member {
 	const struct rc_instance *in;
 	const char *uid;   /* its Pod's metadata.uid */
 	bool outdated;
+	bool placement;    /* outdated (at least) because its placement changed */
 	int64_t created;   /* Pod creationTimestamp, Unix s; 0 = unknown */
 	int64_t deleting;  /* Pod deletionTimestamp, Unix s; 0 = not deleted */
 };

@@ -13,6 +13,7 @@
 #include "reconciler/ctl.h"
 #include "reconciler/objects.h"
 #include "support/alloc.h"
+#include "support/hash.h"
 #include "support/json.h"
 
 int rc_secret_full(struct rc_run *r, const char *name, json_object **ret)
@@ -65,19 +66,15 @@ uint64_t rc_leaf_want_digest(const struct pki_leaf_req *want)
 {
 	/* FNV-1a over CN, usage and each SAN, with separators; SANs in their
 	 * order (server_sans builds them in a fixed order) */
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = OP_FNV1A64_INIT;
 	const char *parts[2] = { want->cn ? want->cn : "", NULL };
 	char usage[24];
 	snprintf(usage, sizeof(usage), "%u", want->usage);
 	parts[1] = usage;
 	for (size_t i = 0; i < 2 + want->n_sans; i++) {
 		const char *p = i < 2 ? parts[i] : want->sans[i - 2];
-		for (; *p; p++) {
-			h ^= (unsigned char)*p;
-			h *= 1099511628211ULL;
-		}
-		h ^= 0xff; /* the separator: "ab","c" != "a","bc" */
-		h *= 1099511628211ULL;
+		h = op_fnv1a64(h, p, strlen(p));
+		h = op_fnv1a64(h, "\xff", 1); /* the separator: "ab","c" != "a","bc" */
 	}
 	return h;
 }

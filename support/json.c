@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/alloc.h"
@@ -320,4 +321,45 @@ json_object *op_jchild(json_object *obj, const char *key)
 	v = op_jobj();
 	op_jset(obj, key, v);
 	return v;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* v's members in key order (v an object, borrowed). */
+static json_object *sorted_object(json_object *v)
+{
+	size_t n = (size_t)json_object_object_length(v), k = 0;
+	const char **keys = op_calloc(n ? n : 1, sizeof(*keys));
+	json_object_object_foreach(v, key, val)
+	{
+		(void)val;
+		keys[k++] = key;
+	}
+	qsort(keys, k, sizeof(*keys), key_cmp);
+	json_object *o = op_jobj();
+	for (size_t i = 0; i < k; i++)
+		op_jset(o, keys[i], op_json_sorted(json_object_object_get(v, keys[i])));
+	free(keys);
+	return o;
+}
+
+json_object *op_json_sorted(json_object *v)
+{
+	if (!v)
+		return NULL;
+	if (json_object_is_type(v, json_type_object))
+		return sorted_object(v);
+	if (json_object_is_type(v, json_type_array)) {
+		json_object *a = op_jarr();
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			op_jpush(a, op_json_sorted(json_object_array_get_idx(v, i)));
+		return a;
+	}
+	json_object *c = NULL;
+	if (json_object_deep_copy(v, &c, NULL) != 0)
+		op_oom(0);
+	return c;
 }

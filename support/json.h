@@ -102,4 +102,10 @@ json_object *op_jpush(json_object *arr, json_object *val);
  * (replacing a non-object member). Borrowed from obj. */
 json_object *op_jchild(json_object *obj, const char *key);
 
+/* A deep copy of v (borrowed; NULL = JSON null, copied as NULL) whose
+ * objects, at every level, hold their members in byte order of their keys
+ * (json-c keeps insertion order): its serialization is canonical, the same
+ * for equal values however they were built (array order is kept). OWNED. */
+json_object *op_json_sorted(json_object *v);
+
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e-timeout: 300
+# e2e-timeout: 480
 # Drains (issue 26), on the multi-node substrate (three nodes or more): the sample Cluster
 # (3 instances, ANY 1 synchronous) under the fault suite's writers (faults_lib.sh), pgop
 # installed by its chart:
@@ -12,10 +12,15 @@
 #     Pod is evicted; the drain completes; 0 acknowledged COMMITs lost (synchronous), never
 #     two primaries; `kubectl uncordon` and the Cluster is whole again (the old primary back
 #     on its volume as a replica);
-#   - the same once more, now that the primary is not serial 1.
+#   - the same once more, now that the primary is not serial 1;
+#   - a placement change (nodeSelector on a label every node has, a toleration of a taint
+#     none has) rolls the instances: each Pod recreated with the new placement and the
+#     same pgop.io/placementHash, replicas before the primary, still on three nodes, Events
+#     RestartingInstance saying the placement is why, healthy again, 0 COMMITs lost.
 # Figures (METRIC fault_sync_drain<N>_*): switchover_ms (drain -> targetPrimary moved),
 # evicted_ms (drain -> the old primary's Pod deleted), drained_ms (kubectl drain returned),
-# outage_ms (longest gap between two acknowledged -rw COMMITs), lost, healthy_s.
+# outage_ms (longest gap between two acknowledged -rw COMMITs), lost, healthy_s;
+# fault_sync_placement_rolled_ms (patch -> every Pod recreated with the new placement).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -104,6 +109,41 @@ drain_once() { # N
 	finish "$t0" "$p" failover
 }
 
+# placement_roll: a placement change is a rolling restart (reconciler.md, "Placement").
+placement_roll() {
+	scen=placement
+	local p t0 i uid=() born=() hashes
+	p=$(status currentPrimary)
+	for i in 1 2 3; do uid[i]=$(k get pod "$C-$i" -o jsonpath='{.metadata.uid}'); done
+	e2e_log "=== $scen: nodeSelector and tolerations patched (primary $p)"
+	pin_start "$p"
+	t0=$(now_ms)
+	k patch cluster "$C" --type merge -p '{"spec":{"affinity":{"nodeSelector":{"kubernetes.io/os":"linux"},"tolerations":[{"key":"pgop.io/e2e-placement","operator":"Exists","effect":"NoSchedule"}]}}}' >/dev/null
+	for i in 1 2 3; do
+		e2e_wait_for "v=\$(k get pod $C-$i -o jsonpath='{.metadata.uid}/{.spec.nodeSelector.kubernetes\\.io/os}') && [ \"\${v%%/*}\" != '${uid[i]}' ] && [ \"\${v#*/}\" = linux ]" 240 1 ||
+			e2e_fail "$scen: $C-$i was not recreated with the new nodeSelector"
+	done
+	m rolled_ms $(($(now_ms) - t0))
+	finish "$t0" "$p" any
+	for i in 1 2 3; do
+		e2e_assert_contains "$(k get pod "$C-$i" -o jsonpath='{.spec.tolerations[*].key}')" \
+			pgop.io/e2e-placement "$scen: $C-$i tolerations"
+		born[i]=$(k get pod "$C-$i" -o jsonpath='{.metadata.creationTimestamp}')
+	done
+	hashes=$(for i in 1 2 3; do k get pod "$C-$i" -o jsonpath='{.metadata.annotations.pgop\.io/placementHash}'; echo; done | sort -u)
+	e2e_assert_eq 1 "$(grep -c . <<<"$hashes")" "$scen: one placementHash on the three Pods ($hashes)"
+	for i in 1 2 3; do # the primary's Pod last (RFC 3339 UTC compares as text)
+		[ "$C-$i" = "$p" ] || [[ ! ${born[${p##*-}]} < ${born[i]} ]] ||
+			e2e_fail "$scen: $p recreated (${born[${p##*-}]}) before the replica $C-$i (${born[i]})"
+	done
+	placed=$(for i in 1 2 3; do node_of "$C-$i"; echo; done | sort -u | grep -c . || true)
+	e2e_assert_eq 3 "$placed" "$scen: nodes the three instances run on"
+	e2e_assert_contains "$(k get events --field-selector reason=RestartingInstance -o jsonpath='{.items[*].message}')" \
+		"new placement" "$scen: the RestartingInstance Events say why"
+	e2e_log "$scen: rolled in $(($(now_ms) - t0)) ms, placementHash $hashes"
+}
+
 drain_once 1
 drain_once 2
-e2e_log "drains: all checks passed"
+placement_roll
+e2e_log "drains and the placement roll: all checks passed"

@@ -1,6 +1,7 @@
 /* Unit tests: where the instances run and what may disrupt them (issue 26):
  * the rendered placement of instance and bootstrap Pods
- * (reconciler/objects_placement.c, as CloudNativePG's CreateAffinitySection),
+ * (reconciler/objects_placement.c, as CloudNativePG's CreateAffinitySection)
+ * and its fingerprint (rc_placement_hash, on the instance Pods),
  * the PodDisruptionBudgets (rc_pdb_decide, rc_build_pdb), a node being
  * drained (rc_node_draining), the drain switchover (rc_drain_decide) and an
  * unschedulable Pod (rc_pod_unschedulable), a node lost for good
@@ -19,7 +20,9 @@
 #undef realloc
 #undef free
 
+#include "api/annotations.h"
 #include "api/cluster.h"
+#include "reconciler/annotations.h"
 #include "reconciler/disruption.h"
 #include "reconciler/objects.h"
 #include "support/alloc.h"
@@ -154,6 +157,94 @@ static void test_pods_placement(void **state)
 	assert_null(op_json_at(spec, "tolerations"));
 	assert_null(op_json_at(spec, "topologySpreadConstraints"));
 	json_object_put(pods[0]);
+	api_cluster_free(c);
+}
+
+#define SEL_TOL                                                                                    \
+	",\"affinity\":{\"nodeSelector\":{\"disk\":\"ssd\",\"zone\":\"a\"},\"tolerations\":[{"    \
+	"\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"pg\",\"effect\":\"NoSchedule\"}]}"
+
+/* The fingerprint of the rendered placement: equal for specs that render
+ * alike (key order, explicit defaults), different for any change of what
+ * the Pod gets; rc_build_pod carries it. */
+static void test_placement_hash(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *a, *b;
+		bool same;
+	} rows[] = {
+		{ "the same spec", SEL_TOL, SEL_TOL, true },
+		{ "members in another order (nodeSelector, a toleration)", SEL_TOL,
+		  ",\"affinity\":{\"tolerations\":[{\"effect\":\"NoSchedule\",\"value\":\"pg\","
+		  "\"operator\":\"Equal\",\"key\":\"dedicated\"}],\"nodeSelector\":{\"zone\":\"a\","
+		  "\"disk\":\"ssd\"}}",
+		  true },
+		{ "explicit defaults render the same", "",
+		  ",\"affinity\":{\"enablePodAntiAffinity\":true,\"podAntiAffinityType\":"
+		  "\"preferred\",\"topologyKey\":\"kubernetes.io/hostname\"}",
+		  true },
+		{ "fields that are not placement", "", ",\"primaryUpdateMethod\":\"switchover\"",
+		  true },
+		{ "a nodeSelector value", SEL_TOL,
+		  ",\"affinity\":{\"nodeSelector\":{\"disk\":\"hdd\",\"zone\":\"a\"},\"tolerations\":[{"
+		  "\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"pg\",\"effect\":"
+		  "\"NoSchedule\"}]}",
+		  false },
+		{ "a nodeSelector added", "", ",\"affinity\":{\"nodeSelector\":{\"disk\":\"ssd\"}}",
+		  false },
+		{ "a toleration's effect", SEL_TOL,
+		  ",\"affinity\":{\"nodeSelector\":{\"disk\":\"ssd\",\"zone\":\"a\"},\"tolerations\":[{"
+		  "\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"pg\",\"effect\":"
+		  "\"NoExecute\"}]}",
+		  false },
+		{ "the anti-affinity type", "", ",\"affinity\":{\"podAntiAffinityType\":\"required\"}",
+		  false },
+		{ "the topology key", "", ",\"affinity\":{\"topologyKey\":\"zone\"}", false },
+		{ "anti-affinity disabled", "", ",\"affinity\":{\"enablePodAntiAffinity\":false}",
+		  false },
+		{ "node affinity", "",
+		  ",\"affinity\":{\"nodeAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":"
+		  "[{\"weight\":1,\"preference\":{\"matchExpressions\":[{\"key\":\"disk\",\"operator\":"
+		  "\"Exists\"}]}}]}}",
+		  false },
+		{ "additional anti-affinity", "",
+		  ",\"affinity\":{\"additionalPodAntiAffinity\":{"
+		  "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":\"rack\"}]}}",
+		  false },
+		{ "topologySpreadConstraints", "",
+		  ",\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+		  "\"whenUnsatisfiable\":\"DoNotSchedule\"}]",
+		  false },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(rows); i++) {
+		struct api_cluster *a = cluster(3, rows[i].a), *b = cluster(3, rows[i].b);
+		char *ha = rc_placement_hash(a), *hb = rc_placement_hash(b);
+		assert_int_equal(strlen(ha), 16);
+		if ((strcmp(ha, hb) == 0) != rows[i].same)
+			fail_msg("%s: %s vs %s, want %s", rows[i].what, ha, hb,
+				 rows[i].same ? "equal" : "different");
+		free(ha);
+		free(hb);
+		api_cluster_free(a);
+		api_cluster_free(b);
+	}
+	/* the instance Pod carries it; the bootstrap Pods are never rolled */
+	struct api_cluster *c = cluster(3, SEL_TOL);
+	static const struct rc_settings s = { .operator_image = "pgop:test" };
+	struct op_err err = OP_ERR_INIT;
+	json_object *pod = NULL, *boot = NULL;
+	assert_int_equal(rc_build_pod(c, &s, 2, "replica", &pod, &err), 0);
+	assert_int_equal(rc_build_bootstrap_pod(c, &s, 2, RC_JOB_JOIN, &boot, &err), 0);
+	char *h = rc_placement_hash(c);
+	const char *on_pod = api_obj_annotation(pod, RC_ANN_PLACEMENT_HASH);
+	assert_non_null(on_pod);
+	assert_string_equal(on_pod, h);
+	assert_null(api_obj_annotation(boot, RC_ANN_PLACEMENT_HASH));
+	assert_false(rc_placement_outdated(pod, h));
+	free(h);
+	json_object_put(boot);
+	json_object_put(pod);
 	api_cluster_free(c);
 }
 
@@ -484,6 +575,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_affinity_rendering),
 		cmocka_unit_test(test_pods_placement),
+		cmocka_unit_test(test_placement_hash),
 		cmocka_unit_test(test_maintenance_window_decode),
 		cmocka_unit_test(test_pdb_decide),
 		cmocka_unit_test(test_pdb_objects),

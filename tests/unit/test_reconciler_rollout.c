@@ -1,7 +1,8 @@
 /* Unit tests: reconciler/rollout.c - the rolling restart's decision table
  * (replicas highest serial first, only when healthy, then the primary by
  * primaryUpdateStrategy/Method, the in-place restart's steps), the failover
- * hold while the primary restarts in place, and what makes a Pod outdated. */
+ * hold while the primary restarts in place, and what makes a Pod outdated,
+ * a placement change rolled end to end on Pods rc_build_pod made. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +17,12 @@
 #undef realloc
 #undef free
 
+#include "api/cluster.h"
+#include "reconciler/annotations.h"
+#include "reconciler/objects.h"
 #include "reconciler/rollout.h"
 #include "support/alloc.h"
+#include "test_json.h"
 
 /* name, serial, ready, status, primary, terminating, walReceiver */
 #define I(nm, ser, rdy, st, prim, term, wr)                                                        \
@@ -188,11 +193,117 @@ static void test_outdated(void **state)
 	json_object_put(stamped);
 }
 
+/* A 3-instance Cluster "c" whose affinity is `affinity` (JSON), owned. */
+static struct api_cluster *placed_cluster(const char *affinity)
+{
+	_cleanup_free_ char *txt = op_asprintf(
+		"{\"metadata\":{\"name\":\"c\",\"namespace\":\"db\",\"uid\":\"u\"},\"spec\":{"
+		"\"instances\":3,\"storage\":{\"size\":\"1Gi\"},\"affinity\":%s}}",
+		affinity);
+	json_object *o = parse(txt);
+	struct api_cluster *c = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(api_cluster_decode(o, NULL, &c, &err), 0);
+	json_object_put(o);
+	return c;
+}
+
+static json_object *pod_of(const struct api_cluster *c, int64_t serial)
+{
+	static const struct rc_settings s = { .operator_image = "pgop:test" };
+	json_object *pod = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_build_pod(c, &s, serial, serial == 1 ? "primary" : "replica", &pod,
+				      &err),
+			 0);
+	return pod;
+}
+
+/* The decision over Pods pods[] (in the order of v[]: c-1, c-3, c-2) against
+ * the Cluster's placement fingerprint want, as build_input marks them. */
+static struct rc_rollout_decision decide_placed(json_object *const pods[3], const char *want,
+						bool supervised, bool switchover)
+{
+	static const struct rc_instance v[] = { P1, R3, R2 };
+	struct rc_roll_member m[3];
+	for (size_t k = 0; k < 3; k++) {
+		bool placed = rc_placement_outdated(pods[k], want);
+		m[k] = (struct rc_roll_member){ .in = &v[k], .uid = "u", .outdated = placed,
+						.placement = placed };
+	}
+	struct rc_rollout_input in = { .m = m, .n = 3, .current_primary = "c-1",
+				       .target_primary = "c-1", .instances = 3,
+				       .supervised = supervised, .switchover = switchover,
+				       .now = NOW };
+	struct rc_rollout_decision d;
+	rc_rollout_decide(&in, &d);
+	return d;
+}
+
+/* A nodeSelector/tolerations change: the Pods made before it are outdated,
+ * replicas roll first (highest serial), then the primary by its method; a
+ * Pod made afterwards is current; a Pod without the fingerprint (made by a
+ * pgop before it) is not outdated. */
+static void test_placement_roll(void **state)
+{
+	(void)state;
+	struct api_cluster *old = placed_cluster("{\"nodeSelector\":{\"disk\":\"ssd\"}}");
+	struct api_cluster *new = placed_cluster(
+		"{\"nodeSelector\":{\"disk\":\"nvme\"},\"tolerations\":[{\"key\":\"pg\","
+		"\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]}");
+	_cleanup_free_ char *want = rc_placement_hash(new);
+	_cleanup_free_ char *was = rc_placement_hash(old);
+	json_object *pods[3] = { pod_of(old, 1), pod_of(old, 3), pod_of(old, 2) };
+	assert_true(rc_placement_outdated(pods[0], want));
+	assert_false(rc_placement_outdated(pods[0], was));
+	assert_false(rc_placement_outdated(pods[0], NULL));
+	json_object *bare = parse("{\"metadata\":{\"name\":\"c-1\",\"annotations\":{}}}");
+	assert_false(rc_placement_outdated(bare, want));
+	json_object_put(bare);
+
+	static const struct {
+		bool supervised, switchover;
+		enum rc_rollout_action primary;
+		const char *primary_target;
+	} methods[] = {
+		{ false, false, RC_ROLL_INPLACE_MARK, "c-1" },
+		{ false, true, RC_ROLL_SWITCHOVER, "c-3" },
+		{ true, false, RC_ROLL_WAIT_USER, "c-1" },
+	};
+	for (size_t k = 0; k < OP_ARRAY_SIZE(methods); k++) {
+		bool sup = methods[k].supervised, sw = methods[k].switchover;
+		struct rc_rollout_decision d = decide_placed(pods, want, sup, sw);
+		assert_int_equal(d.action, RC_ROLL_RESTART_REPLICA);
+		assert_string_equal(d.target, "c-3");
+	}
+	json_object_put(pods[1]);
+	pods[1] = pod_of(new, 3); /* c-3 recreated with the new placement */
+	struct rc_rollout_decision d = decide_placed(pods, want, false, false);
+	assert_int_equal(d.action, RC_ROLL_RESTART_REPLICA);
+	assert_string_equal(d.target, "c-2");
+	json_object_put(pods[2]);
+	pods[2] = pod_of(new, 2);
+	for (size_t k = 0; k < OP_ARRAY_SIZE(methods); k++) {
+		d = decide_placed(pods, want, methods[k].supervised, methods[k].switchover);
+		assert_int_equal(d.action, methods[k].primary);
+		assert_string_equal(d.target, methods[k].primary_target);
+	}
+	json_object_put(pods[0]);
+	pods[0] = pod_of(new, 1);
+	d = decide_placed(pods, want, false, false);
+	assert_int_equal(d.action, RC_ROLL_NONE);
+	for (size_t k = 0; k < 3; k++)
+		json_object_put(pods[k]);
+	api_cluster_free(old);
+	api_cluster_free(new);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rollout_table),
 		cmocka_unit_test(test_outdated),
+		cmocka_unit_test(test_placement_roll),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* tests/unit/test_support.c - support/ core: op_buf caps and escaping,
- * op_err first-wins and prefixes, the JSON-lines logger. (json, yaml and
+ * op_err first-wins and prefixes, the JSON-lines logger, FNV-1a 64. (json, yaml and
  * base64 have their own test_support_<part>.c files.) */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +15,7 @@
 #include "support/alloc.h"
 #include "support/buf.h"
 #include "support/err.h"
+#include "support/hash.h"
 #include "support/json.h"
 #include "support/log.h"
 #include "support/memfile.h"
@@ -422,6 +423,25 @@ static void test_memfile(void **state)
 	assert_int_equal(m.fd, -1);
 }
 
+/* ---- FNV-1a 64 ------------------------------------------------------------- */
+
+/* The published test vectors (draft-eastlake-fnv), chaining, the hex form. */
+static void test_fnv1a64(void **state)
+{
+	(void)state;
+	assert_true(op_fnv1a64(OP_FNV1A64_INIT, "", 0) == 0xcbf29ce484222325ull);
+	assert_true(op_fnv1a64(OP_FNV1A64_INIT, "a", 1) == 0xaf63dc4c8601ec8cull);
+	assert_true(op_fnv1a64(OP_FNV1A64_INIT, "foobar", 6) == 0x85944171f73967e8ull);
+	assert_true(op_fnv1a64(op_fnv1a64(OP_FNV1A64_INIT, "foo", 3), "bar", 3) ==
+		    0x85944171f73967e8ull);
+	char *h = op_fingerprint("foobar");
+	assert_string_equal(h, "85944171f73967e8");
+	free(h);
+	h = op_fingerprint("a");
+	assert_string_equal(h, "af63dc4c8601ec8c");
+	free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_err_first_wins),
 		cmocka_unit_test(test_err_prefix),
+		cmocka_unit_test(test_fnv1a64),
 		cmocka_unit_test_setup_teardown(test_log_line, log_setup, log_teardown),
 		cmocka_unit_test_setup_teardown(test_log_levels, log_setup, log_teardown),
 		cmocka_unit_test_setup_teardown(test_log_oversized, log_setup, log_teardown),

@@ -1,6 +1,6 @@
 /* tests/unit/test_support_json.c - support/json: bounded parsing with
  * offsets, typed getters with field paths, dotted lookups, JSON Pointer
- * escaping, ownership of set/append. */
+ * escaping, ownership of set/append, the canonical (key-sorted) copy. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -346,6 +346,37 @@ static void test_key_accessors(void **state)
 	json_object_put(o);
 }
 
+/* op_json_sorted: keys in byte order at every level, arrays kept in order,
+ * scalars copied; equal values built in other orders serialize alike. */
+static void test_sorted(void **state)
+{
+	(void)state;
+	json_object *a = parse_ok("{\"b\":{\"z\":1,\"a\":[{\"y\":null,\"x\":2.5}]},"
+				  "\"a\":\"s\",\"B\":true}");
+	json_object *b = parse_ok("{\"B\":true,\"a\":\"s\",\"b\":{\"a\":[{\"x\":2.5,"
+				  "\"y\":null}],\"z\":1}}");
+	json_object *sa = op_json_sorted(a), *sb = op_json_sorted(b);
+	const char *ta = json_object_to_json_string_ext(sa, JSON_C_TO_STRING_PLAIN);
+	assert_string_equal(ta, "{\"B\":true,\"a\":\"s\",\"b\":{\"a\":[{\"x\":2.5,"
+				"\"y\":null}],\"z\":1}}");
+	assert_string_equal(ta, json_object_to_json_string_ext(sb, JSON_C_TO_STRING_PLAIN));
+	assert_true(json_object_equal(sa, a));
+	assert_ptr_not_equal(sa, a); /* a copy: the source is untouched */
+	assert_string_equal(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN),
+			    "{\"b\":{\"z\":1,\"a\":[{\"y\":null,\"x\":2.5}]},\"a\":\"s\","
+			    "\"B\":true}");
+	json_object *arr = parse_ok("[3,1,2]"), *sarr = op_json_sorted(arr);
+	assert_string_equal(json_object_to_json_string_ext(sarr, JSON_C_TO_STRING_PLAIN),
+			    "[3,1,2]");
+	assert_null(op_json_sorted(NULL));
+	json_object_put(sarr);
+	json_object_put(arr);
+	json_object_put(sa);
+	json_object_put(sb);
+	json_object_put(a);
+	json_object_put(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_key_accessors),
 		cmocka_unit_test(test_set_append_ownership),
 		cmocka_unit_test(test_builders),
+		cmocka_unit_test(test_sorted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
