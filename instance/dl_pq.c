@@ -27,6 +27,7 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	   const int *lengths, const int *formats, int result_format),                             \
 	  (c, q, n, types, values, lengths, formats, result_format), NULL)                         \
 	F(int, PQconsumeInput, (PGconn * c), (c), 0)                                               \
+	F(int, PQflush, (PGconn * c), (c), -1)                                                     \
 	F(char *, PQfname, (const PGresult *r, int col), (r, col), NULL)                           \
 	V(PQfinish, (PGconn * c), (c))                                                             \
 	V(PQfreemem, (void *p), (p))                                                               \
@@ -44,15 +45,39 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	  (PGconn * c, const char *q, int n, const Oid *types, const char *const *values,          \
 	   const int *lengths, const int *formats, int result_format),                             \
 	  (c, q, n, types, values, lengths, formats, result_format), 0)                            \
+	F(int, PQsetnonblocking, (PGconn * c, int arg), (c, arg), -1)                              \
 	F(int, PQsocket, (const PGconn *c), (c), -1)                                               \
 	F(ConnStatusType, PQstatus, (const PGconn *c), (c), CONNECTION_BAD)                        \
 	F(PGTransactionStatusType, PQtransactionStatus, (const PGconn *c), (c), PQTRANS_UNKNOWN)
 
-enum { PQ_FNS(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N) PQ_FNS_COUNT };
-static const char *const names[] = { PQ_FNS(OP_DL_NAME_F, OP_DL_NAME_V, OP_DL_NAME_N) };
-static void *syms[PQ_FNS_COUNT];
+/* Optional: libpq 14+ (pipeline mode). An older libpq.so.5 still loads; the
+ * metrics collection then sends its statements one at a time
+ * (inst_pq_pipeline). */
+#define PQ_FNS_14(F, V, N)                                                                         \
+	F(int, PQenterPipelineMode, (PGconn * c), (c), 0)                                          \
+	F(int, PQexitPipelineMode, (PGconn * c), (c), 0)                                           \
+	F(int, PQpipelineSync, (PGconn * c), (c), 0)
 
-struct op_dl_lib inst_dl_pq = OP_DL_LIB_INIT(INST_DL_PQ_SONAME, names, syms, PQ_FNS_COUNT, NULL);
+enum {
+	PQ_FNS(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N)
+	PQ_FNS_14(OP_DL_ENUM_F, OP_DL_ENUM_V, OP_DL_ENUM_N) PQ_ALL_COUNT
+};
+#define PQ_REQUIRED OP_DL_I_PQenterPipelineMode /* the first optional name */
+static const char *const names[] = { PQ_FNS(OP_DL_NAME_F, OP_DL_NAME_V, OP_DL_NAME_N)
+					     PQ_FNS_14(OP_DL_NAME_F, OP_DL_NAME_V, OP_DL_NAME_N) };
+static void *syms[PQ_ALL_COUNT];
+_Static_assert(sizeof(names) / sizeof(names[0]) == PQ_ALL_COUNT, "one name per function");
+
+struct op_dl_lib inst_dl_pq =
+	OP_DL_LIB_INIT_OPT(INST_DL_PQ_SONAME, names, syms, PQ_ALL_COUNT, PQ_REQUIRED, NULL);
 
 #define OP_DL_SHIM inst_dl_pq
 PQ_FNS(OP_DL_WRAP_F, OP_DL_WRAP_V, OP_DL_WRAP_N)
+PQ_FNS_14(OP_DL_WRAP_F, OP_DL_WRAP_V, OP_DL_WRAP_N)
+
+bool inst_pq_pipeline(void)
+{
+	return op_dl_has(&inst_dl_pq, OP_DL_I_PQenterPipelineMode) &&
+	       op_dl_has(&inst_dl_pq, OP_DL_I_PQexitPipelineMode) &&
+	       op_dl_has(&inst_dl_pq, OP_DL_I_PQpipelineSync);
+}

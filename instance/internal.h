@@ -18,6 +18,8 @@
  * wrappers; inst_pg_connect() loads it first so a missing library is its error. */
 #define INST_DL_PQ_SONAME "libpq.so.5"
 extern struct op_dl_lib inst_dl_pq;
+/* Whether the libpq loaded has pipeline mode (14+; loads it when needed). */
+bool inst_pq_pipeline(void);
 
 /* ---- files.c ---- */
 /* Writes data to path through a temp file + rename, mode applied before the

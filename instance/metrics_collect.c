@@ -9,6 +9,13 @@
  * poll() against the collection's deadline (budget_ms): a postgres that stops
  * answering costs one budget and a reconnection, never a hung scrape.
  *
+ * Round trips per connection and collection (libpq 14+: pipelines,
+ * metrics_pipeline.c, each statement isolated from the others' errors):
+ * the collector's query (with the database list when due queries target
+ * '*'), the due queries' predicates (when any), then pg_stat_wal, the due
+ * queries and the ROLLBACK; one more per query that fails. An older libpq:
+ * one round trip per statement (begin_ro, exec_deadline), as before.
+ *
  * Query results are cached per query for metricsQueriesTTL (default 30 s) or
  * the query's cache_seconds; errors too (CloudNativePG caches the whole set).
  */
@@ -181,7 +188,8 @@ static int exec_deadline(struct inst_metrics *m, PGconn *c, const char *sql, PGr
 	return exec_sql(m, c, sql, false, ret, err);
 }
 
-/* The queries of one collection on one connection share a READ ONLY
+/* Without pipelines (libpq < 14): the queries of one collection on one
+ * connection share a READ ONLY
  * transaction with the collection's statement timeout: BEGIN with the first
  * of them, ROLLBACK at the collection's end (rollback_all), and after a
  * query that failed, in the same round trip as the next BEGIN. Three
@@ -253,70 +261,102 @@ static int connect_db(struct inst_metrics *m, const char *db, PGconn **ret, stru
 	return 0;
 }
 
-/* ---- one query ---- */
+/* ---- statements of a collection ---- */
 
-/* Runs q (predicate first) on c into fams. */
-static int run_query(struct inst_metrics *m, PGconn **c, const struct inst_mq *q,
-		     struct inst_mfams *fams, struct op_err *err)
+/* Pipelines when libpq has them, unless PGOP_METRICS_NO_PIPELINE is set
+ * (non-empty): a test's way to run the one-at-a-time path on libpq 14+. */
+static bool use_pipeline(void)
 {
-	_cleanup_(inst_pqclearp) PGresult *res = NULL;
-	int r = begin_ro(m, *c, err);
-	if (!r && q->predicate_query) {
-		r = exec_deadline(m, *c, q->predicate_query, &res, err);
-		bool go = !r && PQntuples(res) > 0 && PQnfields(res) > 0 && !PQgetisnull(res, 0, 0) &&
-			  strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-		if (!r && !go) {
-			end_tx(c, 0);
-			return 0;
+	const char *off = getenv("PGOP_METRICS_NO_PIPELINE");
+	return inst_pq_pipeline() && !(off && *off);
+}
+
+static void item_fail(struct inst_pl_item *it, int r, const char *msg)
+{
+	it->r = r;
+	free(it->error);
+	it->error = op_strdup(msg);
+}
+
+/* Runs it[0..n) on *c, each in the collection's READ ONLY transaction with
+ * its statement timeout: in one pipeline when the libpq loaded has pipeline
+ * mode (14+; metrics_pipeline.c), else one statement and round trip at a
+ * time (begin_ro, exec_deadline). With end, the pipeline's last segment ends
+ * the transaction (otherwise rollback_all does). A connection that failed
+ * (no answer in time, broken) is dropped: *c NULL, a new one next time. */
+static void run_items(struct inst_metrics *m, PGconn **c, struct inst_pl_item *it, size_t n,
+		      bool end)
+{
+	struct op_err err = OP_ERR_INIT;
+	int64_t left = m->deadline_ms - now_ms();
+	if (n == 0 && !end)
+		return;
+	if (*c && use_pipeline()) {
+		int r = left < 20 ? op_err_set(&err, -ETIMEDOUT, "collection budget exhausted")
+				  : inst_pl_run(*c, it, n, end, m->deadline_ms,
+						left < STMT_TIMEOUT_MS ? left : STMT_TIMEOUT_MS, &err);
+		for (size_t i = 0; left < 20 && i < n; i++)
+			item_fail(&it[i], r, err.msg);
+		if (r) {
+			PQfinish(*c);
+			*c = NULL;
 		}
-		PQclear(res);
-		res = NULL;
+		return;
 	}
-	r = r ? r : exec_deadline(m, *c, q->query, &res, err);
-	if (!r) {
-		size_t nc = (size_t)PQnfields(res), nr = (size_t)PQntuples(res);
-		const char **cols = op_calloc(nc + 1, sizeof(*cols));
-		const char **cells = op_calloc(nc * nr + 1, sizeof(*cells));
-		for (size_t i = 0; i < nc; i++)
-			cols[i] = PQfname(res, (int)i);
-		for (size_t row = 0; row < nr; row++)
-			for (size_t i = 0; i < nc; i++)
-				cells[row * nc + i] = PQgetisnull(res, (int)row, (int)i)
-							      ? NULL
-							      : PQgetvalue(res, (int)row, (int)i);
-		r = inst_mq_render(q, INST_METRICS_PREFIX, nc, cols, nr, cells, fams, err);
-		free(cols);
-		free(cells);
+	for (size_t i = 0; i < n; i++) {
+		op_err_clear(&err);
+		int r = *c ? begin_ro(m, *c, &err) : op_err_set(&err, -ECONNREFUSED, "not connected");
+		r = r ? r : exec_deadline(m, *c, it[i].sql, &it[i].res, &err);
+		if (r)
+			item_fail(&it[i], r, err.msg);
+		end_tx(c, r);
 	}
-	end_tx(c, r);
-	return r;
 }
 
 /* The databases a '*' or glob target matches: those the role may connect to. */
-static int list_dbs(struct inst_metrics *m, char ***ret, size_t *ret_n, struct op_err *err)
+#define LIST_DBS_SQL                                                                               \
+	"SELECT datname FROM pg_catalog.pg_database WHERE datallowconn AND NOT datistemplate AND " \
+	"pg_catalog.has_database_privilege(datname, 'CONNECT') ORDER BY 1"
+
+struct dbs { /* the '*' expansion, listed once per collection */
+	char **v;   /* owned */
+	size_t n;
+	bool listed;
+	char *error; /* owned: why it could not be listed (for the first query using it) */
+};
+
+static void dbs_done(struct dbs *d)
 {
-	_cleanup_(inst_pqclearp) PGresult *res = NULL;
-	int r = begin_ro(m, m->conn, err);
-	r = r ? r
-	      : exec_deadline(m, m->conn,
-			      "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn AND "
-			      "NOT datistemplate AND "
-			      "pg_catalog.has_database_privilege(datname, 'CONNECT') ORDER BY 1",
-			      &res, err);
-	end_tx(&m->conn, r);
-	if (r)
-		return r;
-	size_t n = (size_t)PQntuples(res);
-	if (n > MAX_TARGET_DBS)
-		n = MAX_TARGET_DBS;
-	char **v = op_calloc(n + 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = op_strdup(PQgetvalue(res, (int)i, 0));
-	*ret = v;
-	*ret_n = n;
-	return 0;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->v[i]);
+	free(d->v);
+	free(d->error);
 }
 
+/* The list from LIST_DBS_SQL's item. */
+static void dbs_take(struct dbs *d, const struct inst_pl_item *it)
+{
+	d->listed = true;
+	if (it->r) {
+		d->error = op_strdup(it->error ? it->error : "");
+		return;
+	}
+	size_t n = (size_t)PQntuples(it->res);
+	if (n > MAX_TARGET_DBS)
+		n = MAX_TARGET_DBS;
+	d->v = op_calloc(n + 1, sizeof(*d->v));
+	for (size_t i = 0; i < n; i++)
+		d->v[i] = op_strdup(PQgetvalue(it->res, (int)i, 0));
+	d->n = n;
+}
+
+static void list_dbs(struct inst_metrics *m, struct dbs *d)
+{
+	struct inst_pl_item it = { .sql = LIST_DBS_SQL, .trusted = true };
+	run_items(m, &m->conn, &it, 1, false);
+	dbs_take(d, &it);
+	inst_pl_items_done(&it, 1);
+}
 
 /* ---- the query set and its cache ---- */
 
@@ -355,26 +395,24 @@ static void qcache_sweep(struct inst_metrics *m)
 	m->n_qc = k;
 }
 
-/* Runs q on one database (the kept connection for "postgres"). */
-static int run_on_db(struct inst_metrics *m, const struct inst_mq *q, const char *db,
-		     struct inst_mfams *fams, struct op_err *err)
+/* The connection for db: the kept one for "postgres", a kept one per other
+ * database (MAX_POOL), else a new one into *tmp (the caller finishes it).
+ * *ret borrowed. */
+static int conn_for(struct inst_metrics *m, const char *db, PGconn ***ret, PGconn **tmp,
+		    struct op_err *err)
 {
 	if (strcmp(db, "postgres") == 0) {
-		if (!m->conn)
-			return op_err_set(err, -ECONNREFUSED, "not connected");
-		return run_query(m, &m->conn, q, fams, err);
+		*ret = &m->conn;
+		return m->conn ? 0 : op_err_set(err, -ECONNREFUSED, "not connected");
 	}
 	size_t i = 0;
 	while (i < m->n_pool && strcmp(m->pool[i].db, db) != 0)
 		i++;
 	if (i == m->n_pool && m->n_pool < MAX_POOL)
 		m->pool[m->n_pool++].db = op_strdup(db);
-	PGconn *tmp = NULL, **c = i < m->n_pool ? &m->pool[i].c : &tmp;
-	int r = *c ? 0 : connect_db(m, db, c, err);
-	r = r ? r : run_query(m, c, q, fams, err);
-	if (tmp)
-		PQfinish(tmp);
-	return r;
+	PGconn **c = i < m->n_pool ? &m->pool[i].c : tmp;
+	*ret = c;
+	return *c ? 0 : connect_db(m, db, c, err);
 }
 
 /* Ends the collection's transaction on every kept connection. */
@@ -399,19 +437,6 @@ static void drop_conns(struct inst_metrics *m)
 	m->n_pool = 0;
 }
 
-struct dbs { /* the '*' expansion, listed once per collection */
-	char **v;
-	size_t n;
-	bool listed;
-};
-
-static void dbs_done(struct dbs *d)
-{
-	for (size_t i = 0; i < d->n; i++)
-		free(d->v[i]);
-	free(d->v);
-}
-
 /* An error that is the query's own: the server answered it with an error
  * (SQL, permissions, a write in the read-only transaction, statement_timeout)
  * or its result does not fit its metrics. Not one of the connection (lost,
@@ -420,43 +445,6 @@ static void dbs_done(struct dbs *d)
 static bool query_fault(int r)
 {
 	return r == -EBADMSG || r == -EINVAL;
-}
-
-/* q on each of its target databases; the first error is q's. */
-static void run_targets(struct inst_metrics *m, const struct inst_mq *q, struct dbs *dbs,
-			struct qcache *e)
-{
-	struct op_err err = OP_ERR_INIT;
-	int r;
-	if (q->n_targets == 0) {
-		if ((r = run_on_db(m, q, "postgres", &e->fams, &err))) {
-			e->error = op_strdup(err.msg);
-			e->broken = query_fault(r);
-		}
-		return;
-	}
-	for (size_t t = 0; t < q->n_targets; t++) {
-		const char *pat = q->targets[t];
-		bool glob = strpbrk(pat, "*?[") != NULL;
-		if (glob && !dbs->listed) {
-			dbs->listed = true;
-			if (list_dbs(m, &dbs->v, &dbs->n, &err) && !e->error)
-				e->error = op_strdup(err.msg);
-		}
-		size_t n = glob ? dbs->n : 1;
-		for (size_t i = 0; i < n; i++) {
-			const char *db = glob ? dbs->v[i] : pat;
-			if (glob && fnmatch(pat, db, 0) != 0)
-				continue;
-			op_err_clear(&err);
-			if ((r = run_on_db(m, q, db, &e->fams, &err)) && !e->error) {
-				char msg[OP_ERR_MSG_MAX + 160];
-				snprintf(msg, sizeof(msg), "on db %.128s: %s", db, err.msg);
-				e->error = op_strdup(msg);
-				e->broken = query_fault(r);
-			}
-		}
-	}
 }
 
 /* Whether q runs here: primary-only queries, runonserver against v. */
@@ -613,32 +601,41 @@ static void core_settings(PGresult *res, struct core *k)
 	k->slots_max = cell_num(res, 7);
 }
 
-/* The settings and pg_stat_wal over the kept connection. */
-static int core_query(struct inst_metrics *m, struct core *k, struct op_err *err)
+/* The settings over the kept connection; with list, the databases too (into
+ * *dbs: the queries due have '*' targets), in the same round trip. */
+static int core_query(struct inst_metrics *m, struct core *k, struct dbs *dbs, bool list,
+		      struct op_err *err)
 {
-	_cleanup_(inst_pqclearp) PGresult *res = NULL, *wal = NULL;
-	int r = begin_ro(m, m->conn, err);
-	r = r ? r : exec_deadline(m, m->conn, CORE_SQL, &res, err);
-	if (!r && PQntuples(res) == 1 && PQnfields(res) == 8)
-		core_settings(res, k);
+	struct inst_pl_item it[2] = { { .sql = CORE_SQL, .trusted = true },
+				      { .sql = LIST_DBS_SQL, .trusted = true } };
+	run_items(m, &m->conn, it, list ? 2 : 1, false);
+	int r = it[0].r ? op_err_set(err, it[0].r, "%s", it[0].error ? it[0].error : "") : 0;
+	if (!r && PQntuples(it[0].res) == 1 && PQnfields(it[0].res) == 8)
+		core_settings(it[0].res, k);
 	else if (!r)
 		r = op_err_set(err, -EIO, "unexpected settings row");
-	if (!r && k->v[0] >= 14) {
-		r = exec_deadline(m, m->conn, k->v[0] >= 18 ? WALSTAT18_SQL : WALSTAT_SQL, &wal, err);
-		if (r) {
-			m->coll_errors[C_WALSTAT]++;
-			k->error = true;
-		} else if (PQntuples(wal) == 1) {
-			k->n_walstat = (size_t)PQnfields(wal) <= 9 ? (size_t)PQnfields(wal) : 9;
-			for (size_t i = 0; i < k->n_walstat; i++)
-				k->walstat[i] = op_strdup(PQgetisnull(wal, 0, (int)i)
-								  ? ""
-								  : PQgetvalue(wal, 0, (int)i));
-		}
-		r = 0; /* pg_stat_wal is one collector among others */
-	}
-	end_tx(&m->conn, r);
+	if (list && !it[1].r)
+		dbs_take(dbs, &it[1]); /* a failed list is listed again when needed */
+	inst_pl_items_done(it, 2);
 	return r;
+}
+
+/* pg_stat_wal's row (PostgreSQL 14+), run with the queries: one collector
+ * among others, its error counts in collection_errors_total. */
+static void walstat_take(struct inst_metrics *m, struct core *k, const struct inst_pl_item *it)
+{
+	if (it->r) {
+		m->coll_errors[C_WALSTAT]++;
+		k->error = true;
+		return;
+	}
+	if (PQntuples(it->res) != 1)
+		return;
+	k->n_walstat = (size_t)PQnfields(it->res) <= 9 ? (size_t)PQnfields(it->res) : 9;
+	for (size_t i = 0; i < k->n_walstat; i++)
+		k->walstat[i] = op_strdup(PQgetisnull(it->res, 0, (int)i)
+						  ? ""
+						  : PQgetvalue(it->res, 0, (int)i));
 }
 
 /* Files in pg_wal (24 hex digits) and pg_wal/archive_status (.ready, .done). */
@@ -796,42 +793,239 @@ static int emit_core(struct inst_metrics *m, struct inst_mfams *f, const struct 
 
 /* ---- the queries' collection (CloudNativePG's "cnpg" QueriesCollector) ---- */
 
-/* Runs the queries whose cache expired. Returns the seconds it took, or -1
- * when every result came from the cache. */
-static double update_queries(struct inst_metrics *m, bool primary, const unsigned v[3],
-			     int64_t ttl_ms, bool disable_default, char **files, size_t n_files)
+struct qplan { /* the effective query set and which of it is due, before the collector's query */
+	const struct inst_mq **qs; /* owned array, borrowed queries (effective_set) */
+	bool *due;                 /* owned: qs[i]'s cache expired */
+	size_t n;
+	bool any_due, any_glob;    /* one is due; one due has a '*' target */
+	int64_t t0;
+};
+
+static void qplan_make(struct inst_metrics *m, char **files, size_t n_files, bool disable_default,
+		       int64_t ttl_ms, struct qplan *p)
 {
-	int64_t t0 = now_ms();
+	p->t0 = now_ms();
 	load_custom(m, files, n_files);
-	const struct inst_mq **qs = NULL;
-	size_t n = effective_set(m, disable_default, &qs);
-	struct dbs dbs = { 0 };
-	bool ran = false;
+	p->n = effective_set(m, disable_default, &p->qs);
+	p->due = op_calloc(p->n + 1, sizeof(*p->due));
+	for (size_t i = 0; i < p->n; i++) {
+		const struct inst_mq *q = p->qs[i];
+		const struct qcache *e = NULL;
+		for (size_t j = 0; j < m->n_qc && !e; j++)
+			e = strcmp(m->qc[j].key, q->key) == 0 ? &m->qc[j] : NULL;
+		int64_t ttl = q->cache_seconds ? (int64_t)q->cache_seconds * 1000 : ttl_ms;
+		p->due[i] = !e || !e->at_ms || p->t0 - e->at_ms >= ttl;
+		p->any_due |= p->due[i];
+		for (size_t t = 0; p->due[i] && t < q->n_targets; t++)
+			p->any_glob |= strpbrk(q->targets[t], "*?[") != NULL;
+	}
+}
+
+static void qplan_done(struct qplan *p)
+{
+	free(p->qs);
+	free(p->due);
+}
+
+struct run { /* one query on one database in this collection */
+	const struct inst_mq *q; /* borrowed */
+	size_t e;                /* its m->qc entry (indexes stay until qcache_sweep) */
+	const char *db;          /* borrowed: "postgres", a target, a listed database */
+	bool named;              /* from target_databases: its error names db */
+	struct inst_pl_item pred, main; /* pred.sql NULL: no predicate_query */
+};
+
+struct runs {
+	struct run *v; /* owned */
+	size_t n;
+};
+
+static void runs_add(struct runs *rs, const struct inst_mq *q, size_t e, const char *db,
+		     bool named, bool ours)
+{
+	rs->v = op_realloc(rs->v, (rs->n + 1) * sizeof(*rs->v));
+	rs->v[rs->n++] = (struct run){ .q = q, .e = e, .db = db, .named = named,
+				       .pred = { .sql = q->predicate_query, .trusted = ours },
+				       .main = { .sql = q->query, .trusted = ours } };
+}
+
+/* q's runs: the default database, or each of its target databases (a glob
+ * against the role's databases, listed once per collection: its error is the
+ * first such query's). */
+static void runs_of(struct inst_metrics *m, const struct inst_mq *q, size_t e, struct dbs *dbs,
+		    struct runs *rs)
+{
+	/* the embedded defaults are ours: no guard after them (metrics_pipeline.c) */
+	bool ours = q >= m->defaults.q && q < m->defaults.q + m->defaults.n;
+	if (q->n_targets == 0)
+		runs_add(rs, q, e, "postgres", false, ours);
+	for (size_t t = 0; t < q->n_targets; t++) {
+		const char *pat = q->targets[t];
+		bool glob = strpbrk(pat, "*?[") != NULL;
+		if (glob && !dbs->listed)
+			list_dbs(m, dbs);
+		if (glob && dbs->error) {
+			if (!m->qc[e].error)
+				m->qc[e].error = dbs->error;
+			else
+				free(dbs->error);
+			dbs->error = NULL;
+		}
+		for (size_t i = 0; i < (glob ? dbs->n : 1); i++)
+			if (!glob || fnmatch(pat, dbs->v[i], 0) == 0)
+				runs_add(rs, q, e, glob ? dbs->v[i] : pat, true, ours);
+	}
+}
+
+/* Moves the chosen items of db's runs into buf (which: 0 the predicates,
+ * 1 the queries whose predicate held) and back; head: the collector's item
+ * first (pg_stat_wal on the default database). */
+static void run_pass(struct inst_metrics *m, PGconn **c, struct runs *rs, const char *db,
+		     int which, struct inst_pl_item *head, struct inst_pl_item *buf, size_t *idx)
+{
+	size_t k = 0;
+	if (head)
+		buf[k] = *head, idx[k++] = SIZE_MAX;
+	for (size_t i = 0; i < rs->n; i++) {
+		struct run *x = &rs->v[i];
+		if (strcmp(x->db, db) != 0 || (which == 0 && !x->pred.sql))
+			continue;
+		if (which == 1 && x->pred.sql &&
+		    (x->pred.r || PQntuples(x->pred.res) < 1 || PQnfields(x->pred.res) < 1 ||
+		     PQgetisnull(x->pred.res, 0, 0) || strcmp(PQgetvalue(x->pred.res, 0, 0), "t"))) {
+			if (x->pred.r) /* its predicate's error is the query's */
+				item_fail(&x->main, x->pred.r, x->pred.error ? x->pred.error : "");
+			continue; /* else not to run: no sample */
+		}
+		buf[k] = which ? x->main : x->pred;
+		idx[k++] = i;
+	}
+	run_items(m, c, buf, k, which == 1);
+	for (size_t j = 0; j < k; j++) {
+		struct inst_pl_item *dst = idx[j] == SIZE_MAX ? head
+					   : which	      ? &rs->v[idx[j]].main
+							      : &rs->v[idx[j]].pred;
+		*dst = buf[j];
+	}
+}
+
+/* Each database's runs on its connection, in pipelines: the predicates, then
+ * the queries whose predicate held, ending the transaction (with walstat on
+ * the default database's connection). */
+static void exec_runs(struct inst_metrics *m, struct runs *rs, struct inst_pl_item *walstat)
+{
+	const char **dbv = op_calloc(rs->n + 2, sizeof(*dbv));
+	struct inst_pl_item *buf = op_calloc(rs->n + 2, sizeof(*buf));
+	size_t *idx = op_calloc(rs->n + 2, sizeof(*idx)), nd = 0;
+	dbv[nd++] = "postgres";
+	for (size_t i = 0; i < rs->n; i++) {
+		size_t d = 0;
+		while (d < nd && strcmp(dbv[d], rs->v[i].db) != 0)
+			d++;
+		if (d == nd)
+			dbv[nd++] = rs->v[i].db;
+	}
+	for (size_t d = 0; d < nd; d++) {
+		struct op_err err = OP_ERR_INIT;
+		PGconn **c = NULL, *tmp = NULL;
+		struct inst_pl_item *head = d == 0 ? walstat : NULL;
+		if (conn_for(m, dbv[d], &c, &tmp, &err)) {
+			for (size_t i = 0; i < rs->n; i++)
+				if (strcmp(rs->v[i].db, dbv[d]) == 0)
+					item_fail(&rs->v[i].main, err.code, err.msg);
+			if (head)
+				item_fail(head, err.code, err.msg);
+			continue;
+		}
+		run_pass(m, c, rs, dbv[d], 0, NULL, buf, idx);
+		run_pass(m, c, rs, dbv[d], 1, head, buf, idx);
+		if (tmp)
+			PQfinish(tmp);
+	}
+	free(dbv);
+	free(buf);
+	free(idx);
+}
+
+/* A run's result into its query's families; its error (the first of the
+ * query's) into the query's cache entry. */
+static void run_render(struct inst_metrics *m, struct run *x)
+{
+	struct qcache *e = &m->qc[x->e];
+	struct op_err err = OP_ERR_INIT;
+	int r = x->main.r;
+	const char *msg = x->main.error ? x->main.error : "";
+	PGresult *res = x->main.res;
+	if (!r && res) {
+		size_t nc = (size_t)PQnfields(res), nr = (size_t)PQntuples(res);
+		const char **cols = op_calloc(nc + 1, sizeof(*cols));
+		const char **cells = op_calloc(nc * nr + 1, sizeof(*cells));
+		for (size_t i = 0; i < nc; i++)
+			cols[i] = PQfname(res, (int)i);
+		for (size_t row = 0; row < nr; row++)
+			for (size_t i = 0; i < nc; i++)
+				cells[row * nc + i] = PQgetisnull(res, (int)row, (int)i)
+							      ? NULL
+							      : PQgetvalue(res, (int)row, (int)i);
+		r = inst_mq_render(x->q, INST_METRICS_PREFIX, nc, cols, nr, cells, &e->fams, &err);
+		msg = err.msg;
+		free(cols);
+		free(cells);
+	}
+	if (!r || e->error)
+		return;
+	char full[OP_ERR_MSG_MAX + 160];
+	snprintf(full, sizeof(full), "on db %.128s: %s", x->db, msg);
+	e->error = op_strdup(x->named ? full : msg);
+	e->broken = query_fault(r);
+}
+
+/* Runs the queries whose cache expired (p: qplan_make before the collector's
+ * query) and pg_stat_wal. Returns the seconds it took, or -1 when every
+ * result came from the cache. */
+static double update_queries(struct inst_metrics *m, struct core *k, const struct qplan *p,
+			     struct dbs *dbs)
+{
+	struct runs rs = { 0 };
+	size_t *due = op_calloc(p->n + 1, sizeof(*due)), ndue = 0;
 	for (size_t i = 0; i < m->n_qc; i++)
 		m->qc[i].used = false;
-	for (size_t i = 0; i < n; i++) {
-		const struct inst_mq *q = qs[i];
-		struct qcache *e = qcache_get(m, q->key);
-		e->used = true;
-		int64_t ttl = q->cache_seconds ? (int64_t)q->cache_seconds * 1000 : ttl_ms;
-		if (e->at_ms && t0 - e->at_ms < ttl)
+	for (size_t i = 0; i < p->n; i++) {
+		const struct inst_mq *q = p->qs[i];
+		struct qcache *entry = qcache_get(m, q->key); /* may move m->qc */
+		size_t e = (size_t)(entry - m->qc);
+		m->qc[e].used = true;
+		if (!p->due[i])
 			continue;
-		qcache_clear(e);
-		e->at_ms = t0 ? t0 : 1;
-		ran = true;
-		if (applies(q, primary, v))
-			run_targets(m, q, &dbs, e);
-		if (e->error)
-			op_log_warn("metrics: query failed", "query", q->key, "error", e->error);
+		qcache_clear(&m->qc[e]);
+		m->qc[e].at_ms = p->t0 ? p->t0 : 1;
+		due[ndue++] = e;
+		if (applies(q, k->primary, k->v))
+			runs_of(m, q, e, dbs, &rs);
 	}
+	struct inst_pl_item ws = { .sql = k->v[0] >= 18 ? WALSTAT18_SQL : WALSTAT_SQL,
+				   .trusted = true };
+	exec_runs(m, &rs, k->v[0] >= 14 ? &ws : NULL);
+	if (k->v[0] >= 14)
+		walstat_take(m, k, &ws);
+	inst_pl_items_done(&ws, 1);
+	for (size_t i = 0; i < rs.n; i++) {
+		run_render(m, &rs.v[i]);
+		inst_pl_items_done(&rs.v[i].pred, 1);
+		inst_pl_items_done(&rs.v[i].main, 1);
+	}
+	for (size_t i = 0; i < ndue; i++)
+		if (m->qc[due[i]].error)
+			op_log_warn("metrics: query failed", "query", m->qc[due[i]].key, "error",
+				    m->qc[due[i]].error);
 	qcache_sweep(m);
-	dbs_done(&dbs);
-	free(qs);
-	if (ran) {
+	free(rs.v);
+	free(due);
+	if (ndue) {
 		m->cache_miss = true;
 		m->cache_hits = 0;
 		m->last_update_s = (int64_t)time(NULL);
-		return (double)(now_ms() - t0) / 1000.0;
+		return (double)(now_ms() - p->t0) / 1000.0;
 	}
 	m->cache_miss = false;
 	m->cache_hits++;
@@ -970,9 +1164,14 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 	m->collections++;
 	struct op_err cerr = OP_ERR_INIT;
 	int r = v.fenced || atomic_load(&m->paused) ? -ESHUTDOWN : 0;
+	struct qplan plan = { 0 };
+	struct dbs dbs = { 0 };
 	if (!r && !m->conn)
 		r = connect_db(m, "postgres", &m->conn, &cerr);
-	r = r ? r : core_query(m, &k, &cerr);
+	if (!r) /* which queries are due, so that the databases '*' targets need are
+		 * listed in the round trip of the collector's query */
+		qplan_make(m, v.files, v.n_files, v.disable_default, v.ttl_ms, &plan);
+	r = r ? r : core_query(m, &k, &dbs, plan.any_glob, &cerr);
 	k.up = r == 0;
 	k.dur_up = (double)(now_ms() - t0) / 1000.0;
 	if (r && r != -ESHUTDOWN) {
@@ -982,10 +1181,11 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 	}
 	double dq = -1;
 	if (k.up) {
-		dq = update_queries(m, k.primary, k.v, v.ttl_ms, v.disable_default, v.files,
-				    v.n_files);
+		dq = update_queries(m, &k, &plan, &dbs);
 		publish_errors(m);
 	}
+	qplan_done(&plan);
+	dbs_done(&dbs);
 	rollback_all(m);
 	bool qerr = false;
 	r = emit_query_status(m, &status, &qerr);

@@ -8,6 +8,9 @@
  *   metrics_collect.c  the live collection: collector metrics (cnpg_collector_*),
  *                      every query in a read-only transaction with a statement
  *                      timeout, the caches (metricsQueriesTTL, cache_seconds)
+ *   metrics_pipeline.c a collection's statements on one connection in one libpq
+ *                      pipeline, each isolated from the others' errors (the
+ *                      plan and its verdicts are pure)
  *   metrics_server.c   GET /metrics on its own listener (plain, or TLS with the
  *                      instance's server certificate)
  */
@@ -170,6 +173,94 @@ char *inst_metrics_errors_json(struct inst_metrics *m);
 /* Creates cnpg_metrics_exporter (LOGIN, no password, pg_monitor) on a
  * primary when missing; 1 created or repaired, 0 fine. conn: superuser. */
 OP_MUST_CHECK int inst_metrics_ensure_role(PGconn *conn, struct op_err *err);
+
+/* ---- metrics_pipeline.c ----
+ * A collection's statements on one connection go in one pipeline (libpq 14+):
+ * one flush, one segment (one Sync, so the server flushes its answers once,
+ * or when its buffer fills), one read loop, instead of a poll, a send and a
+ * context switch per statement. Errors: in a segment, the server skips every
+ * command after a failed one up to the Sync; so after an item fails, the
+ * items after it run again in a next round in the same transaction (a guard
+ * first: ROLLBACK TO SAVEPOINT puts the aborted READ ONLY transaction back
+ * as it was after the setup). A broken query costs one round trip more, the
+ * others keep their results. Guard also before every item that follows an
+ * untrusted one (a custom query: it could be COMMIT, ROLLBACK, RELEASE, SET):
+ * it undoes the previous item's SET and fails when the transaction is no
+ * longer ours, so the rest of the segment is skipped by the server, never run
+ * outside the READ ONLY transaction; those items run again in a new one. The
+ * embedded queries (ours) need no guard between them. The transaction's setup
+ * (BEGIN READ ONLY, SET LOCAL statement_timeout and search_path as
+ * set_config, SAVEPOINT) shares the segment: if it fails, nothing runs.
+ * statement_timeout applies to each Execute (the server restarts it per
+ * message), as with one statement per round trip. */
+enum inst_pl_kind {
+	INST_PL_ROLLBACK,  /* setup: ends the transaction we lost (after a restart) */
+	INST_PL_BEGIN,     /* setup: BEGIN READ ONLY */
+	INST_PL_SET,       /* setup: statement_timeout, search_path (set_config local) */
+	INST_PL_SAVEPOINT, /* setup: the point each guard returns to */
+	INST_PL_GUARD,     /* ROLLBACK TO SAVEPOINT before an item */
+	INST_PL_ITEM,      /* the item's statement */
+	INST_PL_SYNC,      /* PQpipelineSync: the segment's end */
+	INST_PL_END,       /* ROLLBACK: the collection's transaction ends */
+};
+enum inst_pl_setup {
+	INST_PL_KEEP,  /* the transaction goes on (a guard before the first item) */
+	INST_PL_NEW,   /* none open: BEGIN ... */
+	INST_PL_RENEW, /* one open that is no longer ours: ROLLBACK, BEGIN ... */
+};
+struct inst_pl_cmd {
+	enum inst_pl_kind kind;
+	size_t item; /* GUARD, ITEM: the item's index */
+};
+/* What the commands of a plan for items [from, n) can number at most. */
+#define INST_PL_MAX_CMDS(from, n) (2 * ((n) - (from)) + 7)
+/* The commands for items [from, n) into out (INST_PL_MAX_CMDS): the setup
+ * (or with KEEP a guard), the items (a guard before each one whose previous
+ * item is not trusted[]: NULL none is), with end ROLLBACK, then one Sync.
+ * No items: just the end (or nothing). Returns how many. */
+size_t inst_pl_plan(size_t from, size_t n, enum inst_pl_setup setup, bool end,
+		    const bool *trusted, struct inst_pl_cmd *out);
+enum inst_pl_st {  /* the server's answer to one command */
+	INST_PL_OK,      /* TUPLES_OK, COMMAND_OK, PIPELINE_SYNC */
+	INST_PL_ERROR,   /* it failed (FATAL_ERROR) */
+	INST_PL_ABORTED, /* skipped: an earlier command of its segment failed */
+};
+enum inst_pl_outcome {
+	INST_PL_UNREAD,  /* no answer read (the connection failed first) */
+	INST_PL_RAN,     /* it ran, its result is its own */
+	INST_PL_FAILED,  /* it ran and failed: its own error (SQL, rights, timeout) */
+	INST_PL_AGAIN,   /* not run (an item before it failed or ended the
+			  * transaction): to run in the next round */
+	INST_PL_LOST,    /* not run: the setup failed (*ret_cause names the command) */
+};
+/* The items' outcomes from the answers st[0..nread) to cmds (nread <= the
+ * plan's length: fewer when the connection failed): out[from..n). Returns the
+ * first item to run again, n when none; *ret_lost_tx: a guard failed (the
+ * transaction is no longer ours: the next round needs a new one), else the
+ * next round goes on in it. *ret_cause: the index of the setup command that
+ * failed (LOST), else nread. */
+size_t inst_pl_judge(const struct inst_pl_cmd *cmds, const enum inst_pl_st *st, size_t nread,
+		     size_t from, size_t n, enum inst_pl_outcome *out, size_t *ret_cause,
+		     bool *ret_lost_tx);
+
+struct inst_pl_item { /* one statement of a pipeline */
+	const char *sql;  /* borrowed */
+	bool trusted;     /* ours (embedded): cannot end the transaction, no guard after it */
+	PGresult *res;    /* owned (PQclear): the result when r == 0 */
+	int r;            /* 0; -EBADMSG: the server refused it (its own fault); or
+			   * the connection's error (-ETIMEDOUT, -EIO, -ECONNREFUSED) */
+	char *error;      /* owned: why, when r */
+};
+/* Runs it[0..n) on c in pipelines (again from the first item left AGAIN),
+ * each item in the READ ONLY transaction with stmt_timeout_ms (SET LOCAL),
+ * every wait bounded by deadline_ms (monotonic ms). With end, the transaction
+ * ends (ROLLBACK) in the last round. Returns 0, or the connection's error
+ * (-ETIMEDOUT: no answer in time, -EIO: broken; c is then unusable: the
+ * caller drops it); the items not run carry it too. Needs inst_pq_pipeline(). */
+int inst_pl_run(PGconn *c, struct inst_pl_item *it, size_t n, bool end, int64_t deadline_ms,
+		int64_t stmt_timeout_ms, struct op_err *err);
+/* Clears it[0..n)'s results and errors. */
+void inst_pl_items_done(struct inst_pl_item *it, size_t n);
 
 struct inst_metrics_server;
 /* Serves GET /metrics on listen ("ADDR:PORT"); TLS with cert/key files when

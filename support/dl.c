@@ -21,6 +21,10 @@ static int load_locked(struct op_dl_lib *lib)
 	for (size_t i = 0; i < lib->count; i++) {
 		dlerror();
 		void *p = dlsym(h, lib->names[i]);
+		if (!p && lib->required && i >= lib->required) {
+			lib->syms[i] = NULL; /* optional: the library predates it */
+			continue;
+		}
 		if (!p) {
 			const char *e = dlerror();
 			snprintf(lib->why, sizeof(lib->why), "cannot load %s: no symbol %s (%s)",
@@ -75,4 +79,9 @@ void *op_dl_sym(struct op_dl_lib *lib, size_t i)
 	if (first)
 		op_log_error("shared library missing", "error", lib->why);
 	return NULL;
+}
+
+bool op_dl_has(struct op_dl_lib *lib, size_t i)
+{
+	return ensure(lib, NULL) > 0 && lib->syms[i] != NULL;
 }

@@ -42,6 +42,9 @@ struct op_dl_lib {
 	void **syms;              /* borrowed (static): count slots, filled by op_dl_load */
 	size_t count;
 	void (*after_load)(void); /* optional: runs once, after every symbol resolved */
+	size_t required;          /* names[0..required) must resolve; the later ones are
+				   * optional (NULL when the library predates them:
+				   * op_dl_has). 0 = all required */
 	/* private */
 	pthread_mutex_t lock;
 	int state; /* 0 not tried, 1 loaded, -errno failed (atomic) */
@@ -51,6 +54,12 @@ struct op_dl_lib {
 #define OP_DL_LIB_INIT(so, nm, sy, cnt, after)                                                     \
 	{ .soname = (so), .names = (nm), .syms = (sy), .count = (cnt), .after_load = (after),      \
 	  .lock = PTHREAD_MUTEX_INITIALIZER }
+/* The same with the names from req on optional (newer functions of the
+ * library: libpq's pipeline mode is 14+). Their wrappers return the table's
+ * failure value when absent; callers ask op_dl_has first. */
+#define OP_DL_LIB_INIT_OPT(so, nm, sy, cnt, req, after)                                            \
+	{ .soname = (so), .names = (nm), .syms = (sy), .count = (cnt), .after_load = (after),      \
+	  .required = (req), .lock = PTHREAD_MUTEX_INITIALIZER }
 
 /* Loads lib (once; a failure is remembered and reported again). 0, or -ENOENT
  * for a missing library / -ENOSYS for a missing symbol, err naming both. */
@@ -60,6 +69,9 @@ bool op_dl_loaded(const struct op_dl_lib *lib);
 /* Symbol i of lib's table, loading lib first when needed; NULL (after one
  * error log naming the library) when it cannot be loaded. For the wrappers. */
 void *op_dl_sym(struct op_dl_lib *lib, size_t i);
+/* Whether symbol i of lib resolved (loading lib first when needed): false for
+ * an optional symbol the library lacks, or a library that cannot be loaded. */
+bool op_dl_has(struct op_dl_lib *lib, size_t i);
 
 /* Generators for the shim files. A shim defines
  *   #define LIST(F, V, N) F(ret, name, (params), (args), fail) V(name, (params), (args)) N(name)

@@ -282,6 +282,230 @@ static void test_render_merge(void **state)
 	inst_mfams_done(&c);
 }
 
+
+/* ---- metrics_pipeline.c: the plan and the verdicts ---- */
+
+#define P(k) INST_PL_##k
+
+static void assert_plan(const struct inst_pl_cmd *got, size_t n, const enum inst_pl_kind *want,
+			size_t nwant)
+{
+	assert_int_equal(n, nwant);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(got[i].kind, want[i]);
+}
+
+static void test_pipeline_plan(void **state)
+{
+	struct inst_pl_cmd c[32];
+	/* custom queries (none trusted): a guard before each but the first */
+	static const enum inst_pl_kind fresh[] = { P(BEGIN), P(SET),  P(SAVEPOINT), P(ITEM),
+						   P(GUARD), P(ITEM), P(GUARD),	    P(ITEM),
+						   P(END),   P(SYNC) };
+	size_t n = inst_pl_plan(0, 3, INST_PL_NEW, true, NULL, c);
+	assert_true(n <= INST_PL_MAX_CMDS(0, 3));
+	assert_plan(c, n, fresh, 10);
+	assert_int_equal(c[3].item, 0);
+	assert_int_equal(c[4].item, 1);
+	assert_int_equal(c[5].item, 1);
+	assert_int_equal(c[7].item, 2);
+	/* ours: no guard after a trusted item, one after the custom one */
+	static const bool trusted[] = { true, false, true, true };
+	static const enum inst_pl_kind mixed[] = { P(BEGIN), P(SET),  P(SAVEPOINT), P(ITEM),
+						   P(ITEM),  P(GUARD), P(ITEM),	    P(ITEM),
+						   P(SYNC) };
+	n = inst_pl_plan(0, 4, INST_PL_NEW, false, trusted, c);
+	assert_plan(c, n, mixed, 9);
+	assert_int_equal(c[5].item, 2);
+	/* going on in the transaction: a guard first, even after a trusted item */
+	static const enum inst_pl_kind keep[] = { P(GUARD), P(ITEM), P(ITEM), P(SYNC) };
+	n = inst_pl_plan(2, 4, INST_PL_KEEP, false, trusted, c);
+	assert_plan(c, n, keep, 4);
+	assert_int_equal(c[0].item, 2);
+	static const enum inst_pl_kind renew[] = { P(ROLLBACK), P(BEGIN), P(SET), P(SAVEPOINT),
+						   P(ITEM),	P(END),	  P(SYNC) };
+	n = inst_pl_plan(2, 3, INST_PL_RENEW, true, NULL, c);
+	assert_true(n <= INST_PL_MAX_CMDS(2, 3));
+	assert_plan(c, n, renew, 7);
+	assert_int_equal(c[4].item, 2);
+	/* nothing to run: only the end of a transaction that goes on */
+	static const enum inst_pl_kind end_only[] = { P(END), P(SYNC) };
+	n = inst_pl_plan(0, 0, INST_PL_KEEP, true, NULL, c);
+	assert_plan(c, n, end_only, 2);
+	assert_int_equal(inst_pl_plan(0, 0, INST_PL_NEW, true, NULL, c), 0);
+	assert_int_equal(inst_pl_plan(0, 0, INST_PL_KEEP, false, NULL, c), 0);
+}
+
+static void test_pipeline_judge(void **state)
+{
+	struct inst_pl_cmd c[32];
+	enum inst_pl_outcome out[4];
+	size_t cause;
+	bool lost;
+	size_t n = inst_pl_plan(0, 3, INST_PL_NEW, true, NULL, c);
+	/* all answered */
+	enum inst_pl_st ok[10] = { 0 };
+	assert_int_equal(inst_pl_judge(c, ok, n, 0, 3, out, &cause, &lost), 3);
+	assert_int_equal(out[0], INST_PL_RAN);
+	assert_int_equal(out[2], INST_PL_RAN);
+	assert_int_equal(cause, n);
+	assert_false(lost);
+	/* item 1 fails: the rest of the segment was skipped, item 2 runs again
+	 * in the same transaction */
+	enum inst_pl_st one_fails[10] = { [5] = INST_PL_ERROR, [6] = INST_PL_ABORTED,
+					   [7] = INST_PL_ABORTED, [8] = INST_PL_ABORTED };
+	assert_int_equal(inst_pl_judge(c, one_fails, n, 0, 3, out, &cause, &lost), 2);
+	assert_int_equal(out[0], INST_PL_RAN);
+	assert_int_equal(out[1], INST_PL_FAILED);
+	assert_int_equal(out[2], INST_PL_AGAIN);
+	assert_false(lost);
+	/* item 1 ended the transaction (COMMIT): item 2's guard fails, item 2
+	 * runs again in a new transaction */
+	enum inst_pl_st lost_tx[10] = { [6] = INST_PL_ERROR, [7] = INST_PL_ABORTED,
+					 [8] = INST_PL_ABORTED };
+	assert_int_equal(inst_pl_judge(c, lost_tx, n, 0, 3, out, &cause, &lost), 2);
+	assert_int_equal(out[1], INST_PL_RAN);
+	assert_int_equal(out[2], INST_PL_AGAIN);
+	assert_true(lost);
+	/* the setup failed: nothing ran, the cause is the BEGIN */
+	enum inst_pl_st no_begin[10] = { INST_PL_ERROR,	  INST_PL_ABORTED, INST_PL_ABORTED,
+					  INST_PL_ABORTED, INST_PL_ABORTED, INST_PL_ABORTED,
+					  INST_PL_ABORTED, INST_PL_ABORTED, INST_PL_ABORTED };
+	assert_int_equal(inst_pl_judge(c, no_begin, n, 0, 3, out, &cause, &lost), 3);
+	assert_int_equal(cause, 0);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(out[i], INST_PL_LOST);
+	/* the connection failed after item 0's answer */
+	assert_int_equal(inst_pl_judge(c, ok, 4, 0, 3, out, &cause, &lost), 3);
+	assert_int_equal(out[0], INST_PL_RAN);
+	assert_int_equal(out[1], INST_PL_UNREAD);
+	assert_int_equal(out[2], INST_PL_UNREAD);
+	/* a kept transaction that is not ours any more: again from the first */
+	n = inst_pl_plan(1, 3, INST_PL_KEEP, false, NULL, c);
+	enum inst_pl_st first_guard[6] = { INST_PL_ERROR, INST_PL_ABORTED, INST_PL_ABORTED,
+					    INST_PL_ABORTED };
+	assert_int_equal(inst_pl_judge(c, first_guard, n, 1, 3, out, &cause, &lost), 1);
+	assert_int_equal(out[1], INST_PL_AGAIN);
+	assert_int_equal(out[2], INST_PL_AGAIN);
+	assert_true(lost);
+}
+
+/* A model of the server for the plans: the extended protocol skips every
+ * command after an error up to the Sync; an aborted transaction refuses all
+ * but ROLLBACK (TO SAVEPOINT). Items: 'o' fine, 'e' an error, 'c' COMMIT,
+ * 'r' RELEASE SAVEPOINT. */
+struct sim {
+	bool in_tx, aborted, sp, seg_failed;
+	int ran[16];
+};
+
+static enum inst_pl_st sim_cmd(struct sim *s, const struct inst_pl_cmd *c, const char *items)
+{
+	if (c->kind == P(SYNC)) {
+		s->seg_failed = false;
+		return INST_PL_OK;
+	}
+	if (s->seg_failed)
+		return INST_PL_ABORTED;
+	bool ok = true;
+	switch (c->kind) {
+	case P(ROLLBACK):
+	case P(END):
+		s->in_tx = s->aborted = s->sp = false;
+		break;
+	case P(BEGIN):
+		s->in_tx = true;
+		break;
+	case P(SET):
+		ok = !s->aborted;
+		break;
+	case P(SAVEPOINT):
+		ok = s->in_tx && !s->aborted;
+		s->sp = ok;
+		break;
+	case P(GUARD):
+		ok = s->in_tx && s->sp;
+		s->aborted = s->aborted && !ok;
+		break;
+	case P(ITEM):
+		if ((ok = !s->aborted)) {
+			assert_true(s->in_tx); /* never outside the READ ONLY transaction */
+			s->ran[c->item]++;
+			char k = items[c->item];
+			ok = k != 'e';
+			if (k == 'c')
+				s->in_tx = s->sp = false;
+			if (k == 'r')
+				s->sp = false;
+		}
+		break;
+	default:
+		break;
+	}
+	if (!ok) {
+		s->seg_failed = true;
+		s->aborted = s->in_tx;
+	}
+	return ok ? INST_PL_OK : INST_PL_ERROR;
+}
+
+/* inst_pl_run's loop against the model: each item runs once, in our
+ * transaction, in at most 2n + 2 pipelines. Upper case: a trusted item
+ * ('O' fine, 'E' an error). */
+static void sim_run(const char *items, bool in_tx)
+{
+	size_t n = strlen(items), from = 0, rounds = 0, cause;
+	struct sim s = { .in_tx = in_tx, .sp = in_tx };
+	enum inst_pl_outcome out[16], final[16];
+	bool trusted[16], lost;
+	char kinds[17];
+	for (size_t i = 0; i < n; i++) {
+		trusted[i] = items[i] >= 'A' && items[i] <= 'Z';
+		kinds[i] = (char)(trusted[i] ? items[i] - 'A' + 'a' : items[i]);
+	}
+	kinds[n] = 0;
+	enum inst_pl_setup setup = in_tx ? INST_PL_KEEP : INST_PL_NEW;
+	for (;;) {
+		struct inst_pl_cmd c[64];
+		enum inst_pl_st st[64];
+		size_t nc = inst_pl_plan(from, n, setup, true, trusted, c);
+		for (size_t k = 0; k < nc; k++)
+			st[k] = sim_cmd(&s, &c[k], kinds);
+		size_t next = inst_pl_judge(c, st, nc, from, n, out, &cause, &lost);
+		for (size_t i = from; i < next; i++)
+			final[i] = out[i];
+		rounds++;
+		assert_true(rounds <= 2 * n + 2);
+		if (next >= n && (!s.in_tx || from == n))
+			break;
+		from = next;
+		setup = !s.in_tx ? INST_PL_NEW : lost ? INST_PL_RENEW : INST_PL_KEEP;
+	}
+	assert_false(s.in_tx); /* ended */
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(s.ran[i], 1);
+		assert_int_equal(final[i], kinds[i] == 'e' ? INST_PL_FAILED : INST_PL_RAN);
+	}
+}
+
+static void test_pipeline_isolation(void **state)
+{
+	sim_run("o", false);
+	sim_run("ooo", false);
+	sim_run("oeo", false);
+	sim_run("eee", false);
+	sim_run("ocooco", false);
+	sim_run("cccc", false);
+	sim_run("oroeo", false);
+	sim_run("ecrce", false);
+	sim_run("oeo", true);
+	sim_run("coc", true);
+	sim_run("OOOO", false);
+	sim_run("OEOcOE", false);
+	sim_run("cOrOeE", false);
+	sim_run("EEEc", true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +516,9 @@ int main(void)
 		cmocka_unit_test(test_duration_and_values),
 		cmocka_unit_test(test_render_rows),
 		cmocka_unit_test(test_render_merge),
+		cmocka_unit_test(test_pipeline_plan),
+		cmocka_unit_test(test_pipeline_judge),
+		cmocka_unit_test(test_pipeline_isolation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
