@@ -1,5 +1,6 @@
 /* backup/dl_zlib.c - zlib through op_dl (support/dl.h): the table of every
- * function backup/codec.c calls for gzip, and their wrappers. deflateInit2()
+ * function backup/codec.c calls for gzip (but the WAL encoder's, libdeflate:
+ * backup/dl_deflate.c), and their wrappers. deflateInit2()
  * and inflateInit2() are zlib.h macros over deflateInit2_()/inflateInit2_()
  * (which also take ZLIB_VERSION and sizeof(z_stream)): those are the symbols. */
 #include <zlib.h>

@@ -11,12 +11,13 @@
 #include "support/buf.h"
 #include "support/dl.h"
 
-/* ---- dl_zlib.c, dl_bz2.c, dl_lzma.c, dl_lz4.c, dl_zstd.c ---- */
+/* ---- dl_zlib.c, dl_deflate.c, dl_bz2.c, dl_lzma.c, dl_lz4.c, dl_zstd.c ---- */
 /* The compression libraries, loaded on first use (support/dl.h): their
  * functions are the dl_*.c wrappers; bk_codec_new() loads the one its
  * compression needs first so a missing library is its error. The sonames are
  * the runtime libraries of the -dev packages built against. */
-#define BK_DL_ZLIB_SONAME "libz.so.1"     /* zlib1g (gzip) */
+#define BK_DL_ZLIB_SONAME "libz.so.1"     /* zlib1g (gzip but WAL's encoder) */
+#define BK_DL_DEFLATE_SONAME "libdeflate.so.0" /* libdeflate0 (WAL's gzip encoder) */
 #define BK_DL_BZ2_SONAME "libbz2.so.1.0"  /* libbz2-1.0 (bzip2) */
 #define BK_DL_LZMA_SONAME "liblzma.so.5"  /* liblzma5 (xz) */
 #define BK_DL_LZ4_SONAME "liblz4.so.1"    /* liblz4-1 (lz4 frame) */
@@ -24,9 +25,13 @@
 /* libarchive13: base backup tars (tar.c), read back by tests and restore */
 #define BK_DL_ARCHIVE_SONAME "libarchive.so.13"
 extern struct op_dl_lib bk_dl_archive;
-extern struct op_dl_lib bk_dl_zlib, bk_dl_bz2, bk_dl_lzma, bk_dl_lz4, bk_dl_zstd;
-/* The library comp needs; NULL for none (and snappy, never coded). */
-struct op_dl_lib *bk_codec_lib(enum bk_compression comp);
+extern struct op_dl_lib bk_dl_zlib, bk_dl_deflate, bk_dl_bz2, bk_dl_lzma, bk_dl_lz4, bk_dl_zstd;
+/* The library comp's decoder (decompress), tar encoder (tar) or WAL encoder
+ * needs; NULL for none (and snappy, never coded). Only gzip's differ:
+ * libdeflate writes WAL files, zlib reads and writes tars (codec.c). */
+struct op_dl_lib *bk_codec_lib(enum bk_compression comp, bool decompress, bool tar);
+/* The gzip encoder's input per gzip member (codec.c): what it buffers. */
+#define BK_GZ_CHUNK (1024u * 1024)
 
 #define BK_SECRET_MAX (16u * 1024)  /* one credential file */
 #define BK_CA_MAX (1024u * 1024)    /* the endpoint CA bundle */

@@ -13,7 +13,7 @@ pkgs=(
 	build-essential cmake pkg-config git curl ca-certificates
 	libmicrohttpd-dev libgnutls28-dev gnutls-bin libcurl4-gnutls-dev libjson-c-dev
 	libpq-dev libyaml-dev libcmocka-dev libexpat1-dev openssl
-	zlib1g-dev libbz2-dev liblzma-dev liblz4-dev libzstd-dev libarchive-dev
+	zlib1g-dev libdeflate-dev libbz2-dev liblzma-dev liblz4-dev libzstd-dev libarchive-dev
 	postgresql-15 postgresql-client-15
 	clang libclang-rt-14-dev
 	iproute2 nftables util-linux procps psmisc coreutils jq tar time

@@ -15,9 +15,10 @@
  *
  * Shims: support/dl_curl.c (op_dl_curl, libcurl-gnutls.so.4),
  * instance/dl_pq.c (inst_dl_pq, libpq.so.5), objstore/dl_expat.c (os_dl_expat,
- * libexpat.so.1) and backup/dl_{zlib,bz2,lzma,lz4,zstd}.c (bk_dl_zlib libz.so.1,
- * bk_dl_bz2 libbz2.so.1.0, bk_dl_lzma liblzma.so.5, bk_dl_lz4 liblz4.so.1,
- * bk_dl_zstd libzstd.so.1), backup/dl_archive.c (bk_dl_archive, libarchive.so.13).
+ * libexpat.so.1) and backup/dl_{zlib,deflate,bz2,lzma,lz4,zstd}.c (bk_dl_zlib
+ * libz.so.1, bk_dl_deflate libdeflate.so.0, bk_dl_bz2 libbz2.so.1.0, bk_dl_lzma
+ * liblzma.so.5, bk_dl_lz4 liblz4.so.1, bk_dl_zstd libzstd.so.1),
+ * backup/dl_archive.c (bk_dl_archive, libarchive.so.13).
  *
  * op_dl_load() opens the library and resolves every name of its table once
  * (RTLD_NOW | RTLD_LOCAL; it is never closed). Code that makes a client calls

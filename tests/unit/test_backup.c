@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include <cmocka.h>
 /* op_malloc allocates with libc's malloc: free with libc's too */
 #undef malloc
@@ -18,6 +20,7 @@
 #undef free
 
 #include "backup/backup.h"
+#include "backup/internal.h" /* BK_GZ_CHUNK */
 #include "objstore/internal.h" /* the client's put header lines */
 #include "support/alloc.h"
 
@@ -393,6 +396,129 @@ static void test_round_trips(void **state)
 	free(in);
 }
 
+/* The sizes of the gzip members of z[0, len) (zlib, member by member), at
+ * most max of them; the number of members, or -1 when z is not whole gzip. */
+static int gzip_members(const unsigned char *z, size_t len, size_t *sizes, int max)
+{
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(inflateInit2(&s, 15 + 16), Z_OK);
+	unsigned char *out = op_malloc(65536);
+	s.next_in = (Bytef *)(uintptr_t)z;
+	s.avail_in = (uInt)len;
+	int n = 0;
+	size_t member = 0;
+	while (n >= 0 && s.avail_in > 0) {
+		s.next_out = out;
+		s.avail_out = 65536;
+		int zr = inflate(&s, Z_NO_FLUSH);
+		member += 65536 - s.avail_out;
+		if (zr == Z_STREAM_END) {
+			assert_true(n < max);
+			sizes[n++] = member;
+			member = 0;
+			assert_int_equal(inflateReset(&s), Z_OK);
+		} else if (zr != Z_OK) {
+			n = -1;
+		}
+	}
+	if (member > 0)
+		n = -1; /* ends inside a member */
+	inflateEnd(&s);
+	free(out);
+	return n;
+}
+
+/* A WAL file's gzip is written one member per BK_GZ_CHUNK of input, whatever
+ * the writes' sizes: empty input is one empty member, exactly one chunk one
+ * member, a chunk and a byte two; each reads back through pgop's decoder. */
+static void test_gzip_members(void **state)
+{
+	(void)state;
+	const size_t C = BK_GZ_CHUNK;
+	unsigned char *in = sample(3 * C + 5);
+	static const struct {
+		size_t len, step;
+		int members;
+	} cases[] = {
+		{ 0, 1, 1 },
+		{ 1, 1, 1 },
+		{ BK_GZ_CHUNK - 1, 4096, 1 },
+		{ BK_GZ_CHUNK, 4096, 1 },
+		{ BK_GZ_CHUNK, BK_GZ_CHUNK, 1 },
+		{ BK_GZ_CHUNK + 1, 4096, 2 },
+		{ BK_GZ_CHUNK + 1, BK_GZ_CHUNK + 1, 2 },
+		{ 3 * BK_GZ_CHUNK + 5, 999, 4 },
+		{ 3 * BK_GZ_CHUNK + 5, 3 * BK_GZ_CHUNK + 5, 4 },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
+		struct mem z = { 0 }, back = { 0 };
+		struct op_err err = OP_ERR_INIT;
+		assert_int_equal(run_codec(BK_COMP_GZIP, false, in, cases[i].len, cases[i].step,
+					   UINT64_MAX, &z, &err),
+				 0);
+		size_t sizes[8];
+		int n = gzip_members(z.p, z.len, sizes, 8);
+		if (n != cases[i].members)
+			fail_msg("%zu bytes in %zu-byte writes: %d members", cases[i].len, cases[i].step, n);
+		for (int k = 0; k < n; k++) /* full chunks, then the rest */
+			assert_int_equal(sizes[k], k + 1 < n ? C : cases[i].len - (size_t)k * C);
+		assert_int_equal(run_codec(BK_COMP_GZIP, true, z.p, z.len, 777, cases[i].len, &back,
+					   &err),
+				 0);
+		assert_int_equal(back.len, cases[i].len);
+		if (cases[i].len)
+			assert_memory_equal(back.p, in, cases[i].len);
+		free(z.p);
+		free(back.p);
+	}
+	/* a tar's is one member whatever its size: tarfile's "r|gz" stream, which
+	 * barman-cloud-restore reads it with, stops after the first */
+	struct mem z = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct bk_codec *c = NULL;
+	assert_int_equal(bk_codec_new_tar(BK_COMP_GZIP, UINT64_MAX, mem_sink, &z, &c, &err), 0);
+	assert_int_equal(feed(c, in, 3 * C + 5, 65536, &err), 0);
+	bk_codec_free(c);
+	size_t size;
+	assert_int_equal(gzip_members(z.p, z.len, &size, 1), 1);
+	assert_int_equal(size, 3 * C + 5);
+	free(z.p);
+	free(in);
+}
+
+/* The gzip encoder holds less than one chunk of input: each chunk's member
+ * reaches the sink as soon as the chunk is complete, before finish. */
+static void test_gzip_bounded(void **state)
+{
+	(void)state;
+	const size_t C = BK_GZ_CHUNK;
+	unsigned char *in = sample(3 * C);
+	struct mem z = { 0 };
+	struct op_err err = OP_ERR_INIT;
+	struct bk_codec *c = NULL;
+	assert_int_equal(bk_codec_new(BK_COMP_GZIP, false, UINT64_MAX, mem_sink, &z, &c, &err), 0);
+	size_t sizes[4];
+	for (size_t k = 1; k <= 3; k++) {
+		/* a chunk less a byte: nothing more out yet */
+		size_t before = z.len;
+		assert_int_equal(bk_codec_write(c, in + (k - 1) * C, C - 1, &err), 0);
+		assert_int_equal(z.len, before);
+		/* its last byte: the member is out, and whole */
+		assert_int_equal(bk_codec_write(c, in + k * C - 1, 1, &err), 0);
+		assert_true(z.len > before);
+		assert_int_equal(gzip_members(z.p, z.len, sizes, 4), (int)k);
+		assert_int_equal(sizes[k - 1], C);
+	}
+	size_t before = z.len;
+	assert_int_equal(bk_codec_finish(c, &err), 0);
+	assert_int_equal(z.len, before); /* nothing left: no empty member */
+	assert_int_equal(bk_codec_out_bytes(c), z.len);
+	bk_codec_free(c);
+	free(z.p);
+	free(in);
+}
+
 /* Two gzip members / bzip2 streams / xz streams / frames read as one (Python does). */
 static void test_concatenated(void **state)
 {
@@ -513,6 +639,8 @@ int main(void)
 		cmocka_unit_test(test_round_trips),
 		cmocka_unit_test(test_tar_encoder),
 		cmocka_unit_test(test_concatenated),
+		cmocka_unit_test(test_gzip_members),
+		cmocka_unit_test(test_gzip_bounded),
 		cmocka_unit_test(test_corrupt_and_truncated),
 		cmocka_unit_test(test_caps_and_sink_errors),
 		cmocka_unit_test(test_sysid),

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <expat.h>
+#include <libdeflate.h>
 #include <lz4frame.h>
 #include <lzma.h>
 #include <zlib.h>
@@ -51,8 +52,9 @@ static void assert_table_complete(struct op_dl_lib *lib)
 }
 
 /* Every shim's table but libcurl's and libpq's (tested by name below). */
-static struct op_dl_lib *const later_libs[] = { &os_dl_expat, &bk_dl_zlib, &bk_dl_bz2,
-						&bk_dl_lzma,  &bk_dl_lz4,  &bk_dl_zstd };
+static struct op_dl_lib *const later_libs[] = { &os_dl_expat, &bk_dl_zlib, &bk_dl_deflate,
+						&bk_dl_bz2,   &bk_dl_lzma, &bk_dl_lz4,
+						&bk_dl_zstd };
 #define N_LATER (sizeof(later_libs) / sizeof(later_libs[0]))
 
 /* Runs first: nothing in this process has used any of the libraries yet. */
@@ -102,18 +104,26 @@ static void test_later_tables_complete(void **state)
 		assert_table_complete(later_libs[i]);
 	}
 	assert_string_equal(os_dl_expat.soname, "libexpat.so.1");
-	assert_null(bk_codec_lib(BK_COMP_NONE));
-	assert_null(bk_codec_lib(BK_COMP_SNAPPY));
-	assert_ptr_equal(bk_codec_lib(BK_COMP_GZIP), &bk_dl_zlib);
-	assert_ptr_equal(bk_codec_lib(BK_COMP_BZIP2), &bk_dl_bz2);
-	assert_ptr_equal(bk_codec_lib(BK_COMP_XZ), &bk_dl_lzma);
-	assert_ptr_equal(bk_codec_lib(BK_COMP_LZ4), &bk_dl_lz4);
-	assert_ptr_equal(bk_codec_lib(BK_COMP_ZSTD), &bk_dl_zstd);
+	assert_null(bk_codec_lib(BK_COMP_NONE, false, false));
+	assert_null(bk_codec_lib(BK_COMP_SNAPPY, true, false));
+	assert_ptr_equal(bk_codec_lib(BK_COMP_GZIP, true, false), &bk_dl_zlib);
+	assert_ptr_equal(bk_codec_lib(BK_COMP_GZIP, false, true), &bk_dl_zlib);
+	assert_ptr_equal(bk_codec_lib(BK_COMP_GZIP, false, false), &bk_dl_deflate);
+	for (int use = 0; use < 3; use++) { /* decoder, tar encoder, WAL encoder */
+		assert_ptr_equal(bk_codec_lib(BK_COMP_BZIP2, use == 0, use == 1), &bk_dl_bz2);
+		assert_ptr_equal(bk_codec_lib(BK_COMP_XZ, use == 0, use == 1), &bk_dl_lzma);
+		assert_ptr_equal(bk_codec_lib(BK_COMP_LZ4, use == 0, use == 1), &bk_dl_lz4);
+		assert_ptr_equal(bk_codec_lib(BK_COMP_ZSTD, use == 0, use == 1), &bk_dl_zstd);
+	}
 	/* the wrappers reach the real functions */
 	assert_string_equal(XML_ErrorString(XML_ERROR_SYNTAX), "syntax error");
 	assert_string_equal(ZSTD_getErrorName(0), "No error detected");
 	assert_int_equal(ZSTD_isError(0), 0);
 	assert_int_equal(LZ4F_isError(0), 0);
+	struct libdeflate_compressor *ld = libdeflate_alloc_compressor(1);
+	assert_non_null(ld);
+	assert_true(libdeflate_gzip_compress_bound(ld, 1024) > 1024);
+	libdeflate_free_compressor(ld);
 }
 
 static int sink_count(void *ud, const void *buf, size_t len)
@@ -146,6 +156,7 @@ static void restore(struct op_dl_lib *lib, const char *real)
  * shims' wrappers return values their callers take for errors. */
 static void test_later_libs_absent(void **state)
 {
+	unsigned char buf[64];
 	const char *real[N_LATER];
 	for (size_t i = 0; i < N_LATER; i++)
 		real[i] = make_absent(later_libs[i]);
@@ -190,6 +201,10 @@ static void test_later_libs_absent(void **state)
 	assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
 			 Z_MEM_ERROR);
 	assert_int_equal(inflate(&z, Z_NO_FLUSH), Z_STREAM_ERROR);
+	assert_null(libdeflate_alloc_compressor(1));
+	assert_int_equal(libdeflate_gzip_compress_bound(NULL, 1024), 0);
+	assert_int_equal(libdeflate_gzip_compress(NULL, "abc", 3, buf, sizeof(buf)), 0);
+	libdeflate_free_compressor(NULL); /* a no-op, not a jump through NULL */
 	bz_stream bz;
 	memset(&bz, 0, sizeof(bz));
 	assert_int_equal(BZ2_bzCompressInit(&bz, 5, 0, 0), BZ_MEM_ERROR);
