@@ -291,6 +291,7 @@ OP_MUST_CHECK int inst_recovery_conf_render(const char *pgop, const char *config
  * setting). */
 OP_MUST_CHECK int inst_conf_quote(const char *value, struct op_buf *out);
 
+struct bk_tablespace_target;
 /* Where the base backup and the WAL come from. All borrowed. */
 struct inst_recovery_source {
 	const char *config;    /* the wal-restore configuration (backup/backup.h's JSON,
@@ -311,6 +312,10 @@ struct inst_recovery_opts {
 	inst_recovery_hook before_start;
 	inst_recovery_hook after_promote;
 	void *ud; /* passed to both */
+	/* borrowed: where the backup's tablespaces go, by name (backup/backup.h);
+	 * a tablespace of the backup not here fails the restore */
+	const struct bk_tablespace_target *tablespaces;
+	size_t n_tablespaces;
 };
 #define INST_RECOVERY_TIMEOUT_S (24u * 3600)
 #define INST_RECOVERY_CONF "pgop-recovery.conf"
