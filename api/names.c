@@ -55,9 +55,9 @@ char *api_tablespace_pvc_name(const char *pod, const char *tablespace)
 	return op_asprintf("%s-tbs-%s", pod, tablespace);
 }
 
-char *api_tablespace_location(const char *tablespace)
+char *api_tablespace_location(const char *root, const char *tablespace)
 {
-	return op_asprintf(API_TABLESPACE_MOUNT_ROOT "/%s/data", tablespace);
+	return op_asprintf("%s/%s/data", root ? root : API_TABLESPACE_MOUNT_ROOT, tablespace);
 }
 
 static bool slot_char(char c)

@@ -370,15 +370,15 @@ static int recovered_roles(void *ud, const char *sockdir, unsigned port, struct 
  * volume is mounted (api_tablespace_location; tbs[i] borrows locs[i], owned
  * by the caller). PGDATA held no complete instance (reclaimed): what a
  * failed attempt left at a location is removed too. */
-static int recovery_tablespaces(const struct api_cluster *c, struct bk_tablespace_target *tbs,
-				char **locs, struct op_err *err)
+static int recovery_tablespaces(const struct inst_paths *p, const struct api_cluster *c,
+				struct bk_tablespace_target *tbs, char **locs, struct op_err *err)
 {
 	for (size_t i = 0; i < c->spec.n_tablespaces; i++) {
 		const char *name = c->spec.tablespaces[i].name;
 		if (!name || !*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 63)
 			return op_err_set(err, -EINVAL, "spec.tablespaces[%zu].name: not a tablespace "
 					  "name", i);
-		locs[i] = api_tablespace_location(name);
+		locs[i] = api_tablespace_location(p->tablespaces_dir, name);
 		tbs[i] = (struct bk_tablespace_target){ .name = name, .location = locs[i] };
 		if (!inst_path_exists(locs[i]))
 			continue;
@@ -405,7 +405,7 @@ static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths 
 	size_t n = c->spec.n_tablespaces;
 	struct bk_tablespace_target *tbs = op_calloc(n ? n : 1, sizeof(*tbs));
 	char **locs = op_calloc(n ? n : 1, sizeof(*locs));
-	r = recovery_tablespaces(c, tbs, locs, err);
+	r = recovery_tablespaces(p, c, tbs, locs, err);
 	struct inst_recovery_opts ro = { .target = rec->has_recovery_target ? &rec->target : NULL,
 					 .before_start = recovered_config,
 					 .after_promote = recovered_roles, .ud = &ud,

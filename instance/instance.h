@@ -38,6 +38,8 @@ struct inst_paths {
 	const char *controller_dir; /* default INST_CONTROLLER_DIR */
 	const char *certs_dir;      /* mounted Secrets, default INST_CERTS_DIR */
 	const char *secrets_dir;    /* default INST_SECRETS_DIR */
+	const char *tablespaces_dir; /* volumes of spec.tablespaces, NULL = CloudNativePG's
+				      * API_TABLESPACE_MOUNT_ROOT (api/names.h) */
 	const char *pg_bindir;      /* --pg-bindir; NULL = found (inst_paths_locate) */
 	int pg_major;               /* --pg-major; 0 = the Cluster image's / PG_VERSION */
 };

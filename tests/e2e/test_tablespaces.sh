@@ -11,7 +11,10 @@
 #    there, pg_tblspc/<oid> a link to it, every row (end of the WAL);
 #  - without --tablespace: refused, naming ts1, nothing downloaded into the tablespace;
 #  - barman-cloud-restore --tablespace ts1:<location> restores pgop's backup: the rows;
-#  - barman-cloud-backup's backup with the tablespace: pgop restores it, the rows.
+#  - barman-cloud-backup's backup with the tablespace: pgop restores it, the rows;
+#  - pgop instance init of a Cluster with bootstrap.recovery and spec.tablespaces: ts1
+#    restored into <--tablespaces-dir>/ts1/data (CloudNativePG's layout), a failed
+#    attempt's leftovers there removed, every row.
 # Usage: test_tablespaces.sh [PGOP_BIN]. Needs root (setpriv to postgres).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -46,7 +49,7 @@ T=$(mktemp -d /tmp/pgop-tbs.XXXXXX)
 chmod 755 "$T"
 cleanup() {
 	local d
-	for d in "$T"/pg1 "$T"/rs/*; do
+	for d in "$T"/pg1 "$T"/rs/* "$T"/boot/pgdata; do
 		[[ -f $d/postmaster.pid ]] && wal_as_pg "$PGBIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1
 	done
 	objstore_stop
@@ -198,6 +201,46 @@ else
 	tail -5 "$T/logs/r-of-bm.log" >&2
 	check "pgop restore of barman-cloud-backup's backup succeeds" false
 fi
+
+# ---- pgop instance init of a Cluster with bootstrap.recovery and spec.tablespaces --------
+# (the volumes' directory moved by --tablespaces-dir; a failed attempt's leftovers there)
+BT=$T/boot
+mkdir -p "$BT/certs/server" "$BT/certs/ca" "$BT/secrets/recovery-access-key-id" \
+	"$BT/secrets/recovery-secret-access-key" "$BT/secrets/recovery-endpoint-ca" "$BT/secrets/app" \
+	"$BT/vol/ts1/data/PG_15_0"
+echo leftover >"$BT/vol/ts1/data/PG_15_0/junk"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=rec-rw" \
+	-keyout "$BT/certs/server/tls.key" -out "$BT/certs/server/tls.crt" >/dev/null 2>&1
+cp "$BT/certs/server/tls.crt" "$BT/certs/ca/ca.crt"
+cp "$T/cred/access" "$BT/secrets/recovery-access-key-id/access-key-id"
+cp "$T/cred/secret" "$BT/secrets/recovery-secret-access-key/secret-access-key"
+cp "$T/cred/ca.crt" "$BT/secrets/recovery-endpoint-ca/endpoint-ca"
+printf 'app-pw' >"$BT/secrets/app/password"
+cat >"$BT/cluster.json" <<JSON
+{"apiVersion":"postgresql.cnpg.io/v1","kind":"Cluster",
+ "metadata":{"name":"rec","namespace":"default","resourceVersion":"1"},
+ "spec":{"instances":1,"imageName":"ghcr.io/cloudnative-pg/postgresql:15",
+  "bootstrap":{"recovery":{"source":"origin","recoveryTarget":{"backupID":"$ID1"}}},
+  "externalClusters":[{"name":"origin","barmanObjectStore":{"destinationPath":"$DEST",
+    "serverName":"$SRV","endpointURL":"$OBJSTORE_ENDPOINT",
+    "endpointCA":{"name":"ca","key":"ca.crt"},
+    "s3Credentials":{"accessKeyId":{"name":"creds","key":"ACCESS_KEY_ID"},
+      "secretAccessKey":{"name":"creds","key":"ACCESS_SECRET_KEY"}}}}],
+  "tablespaces":[{"name":"ts1","storage":{"size":"1Gi"}}],
+  "storage":{"size":"1Gi"}},
+ "status":{"instanceNames":["rec-1"],"targetPrimary":"rec-1","currentPrimary":""}}
+JSON
+chown -R postgres:postgres "$BT" && chmod -R go-rwx "$BT/secrets" "$BT/certs"
+as_pg "$PGOP" instance init --pgdata "$BT/pgdata" --controller-dir "$BT/controller" \
+	--certs-dir "$BT/certs" --secrets-dir "$BT/secrets" --cluster-file "$BT/cluster.json" \
+	--tablespaces-dir "$BT/vol" --pod-name rec-1 --cluster-name rec --pg-bindir "$PGBIN" \
+	>"$T/logs/r-boot.log" 2>&1
+check "instance init from backup $ID1 with spec.tablespaces exits 0" test $? = 0 ||
+	tail -n 20 "$T/logs/r-boot.log" >&2
+check "instance init: pg_tblspc/$OID -> <tablespaces-dir>/ts1/data, the leftover gone" \
+	bash -c "test \"\$(readlink '$BT/pgdata/pg_tblspc/$OID')\" = '$BT/vol/ts1/data' && test ! -e '$BT/vol/ts1/data/PG_15_0'"
+got=$(sums "$BT/pgdata")
+check "instance init: every row (got $got)" test "$got" = "$SUM_END2"
 
 check "no sanitizer report or crash in any pgop log" \
 	bash -c "! grep -lE 'Sanitizer|runtime error|LeakSanitizer' '$T'/logs/*.log"

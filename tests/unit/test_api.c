@@ -676,7 +676,8 @@ static void test_names(void **state)
 	check_name(api_pgdata_pvc_name("cluster-example", 3), "cluster-example-3");
 	check_name(api_wal_pvc_name("cluster-example", 12), "cluster-example-12-wal");
 	check_name(api_tablespace_pvc_name("pg-1", "tbs1"), "pg-1-tbs-tbs1");
-	check_name(api_tablespace_location("tbs1"), "/var/lib/postgresql/tablespaces/tbs1/data");
+	check_name(api_tablespace_location(NULL, "tbs1"), "/var/lib/postgresql/tablespaces/tbs1/data");
+	check_name(api_tablespace_location("/t", "a"), "/t/a/data");
 	check_name(api_slot_name(NULL, "cluster-example-2"), "_cnpg_cluster_example_2");
 	check_name(api_slot_name("", "pg-1"), "_cnpg_pg_1");
 	check_name(api_slot_name("_x_", "Pg--a.b-1"), "_x_pg_a_b_1");
