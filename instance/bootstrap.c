@@ -366,6 +366,19 @@ static int recovered_roles(void *ud, const char *sockdir, unsigned port, struct 
 	return r;
 }
 
+/* A name that is one path component: 1-63 printable bytes, no '/', not
+ * starting with '.' (the webhook's V19 is stricter). */
+static bool tablespace_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 63 || name[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] <= ' ' || name[i] == '/' || name[i] == 0x7f)
+			return false;
+	return true;
+}
+
 /* CloudNativePG's recovery: each tablespace of the Cluster goes where its
  * volume is mounted (api_tablespace_location; tbs[i] borrows locs[i], owned
  * by the caller). PGDATA held no complete instance (reclaimed): what a
@@ -375,7 +388,7 @@ static int recovery_tablespaces(const struct inst_paths *p, const struct api_clu
 {
 	for (size_t i = 0; i < c->spec.n_tablespaces; i++) {
 		const char *name = c->spec.tablespaces[i].name;
-		if (!name || !*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 63)
+		if (!tablespace_name_ok(name))
 			return op_err_set(err, -EINVAL, "spec.tablespaces[%zu].name: not a tablespace "
 					  "name", i);
 		locs[i] = api_tablespace_location(p->tablespaces_dir, name);
