@@ -379,6 +379,12 @@ static void dec_monitoring(struct api_dec *d, json_object *o, const char *p,
 					  dec_key_ref_elem);
 }
 
+static void dec_tablespace_elem(struct api_dec *d, json_object *o, const char *p, void *x)
+{
+	struct api_tablespace *t = x;
+	STR(o, p, "name", &t->name);
+}
+
 static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct api_cluster_spec *s)
 {
 	I64(o, p, "instances", &s->instances);
@@ -398,6 +404,8 @@ static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct ap
 	SUB(o, p, "replicationSlots", dec_slots, &s->replication_slots);
 	SUB(o, p, "certificates", dec_certificates, &s->certificates);
 	dec_external_clusters(d, o, p, s);
+	s->tablespaces = dec_obj_array(d, o, p, "tablespaces", sizeof(*s->tablespaces),
+				       &s->n_tablespaces, dec_tablespace_elem);
 	SUB(o, p, "resources", dec_resources, &s->resources);
 	SUB(o, p, "affinity", api_dec_affinity, &s->affinity);
 	s->topology_spread_constraints =
@@ -600,6 +608,9 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 		free(e->plugin);
 	}
 	free(s->external_clusters);
+	for (size_t i = 0; i < s->n_tablespaces; i++)
+		free(s->tablespaces[i].name);
+	free(s->tablespaces);
 	barman_store_free(s->backup.barman);
 	free(s->backup.retention_policy), free(s->backup.target);
 	for (size_t i = 0; i < s->n_plugins; i++)

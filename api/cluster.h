@@ -259,6 +259,12 @@ struct api_monitoring {
 	size_t n_custom_secrets;
 };
 
+/* spec.tablespaces[]: what pgop reads of one (the name: the restore maps
+ * a backup's tablespaces by it). */
+struct api_tablespace {
+	char *name;
+};
+
 struct api_cluster_spec {
 	int64_t instances;         /* default: 1 */
 	char *image_name;
@@ -278,6 +284,8 @@ struct api_cluster_spec {
 	struct api_certificates certificates;
 	struct api_external_cluster *external_clusters;
 	size_t n_external_clusters;
+	struct api_tablespace *tablespaces; /* spec.tablespaces, n_tablespaces entries */
+	size_t n_tablespaces;
 	struct api_resources resources;
 	struct api_affinity affinity;
 	int64_t postgres_uid, postgres_gid; /* default: 26 */

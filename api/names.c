@@ -55,6 +55,11 @@ char *api_tablespace_pvc_name(const char *pod, const char *tablespace)
 	return op_asprintf("%s-tbs-%s", pod, tablespace);
 }
 
+char *api_tablespace_location(const char *root, const char *tablespace)
+{
+	return op_asprintf("%s/%s/data", root ? root : API_TABLESPACE_MOUNT_ROOT, tablespace);
+}
+
 static bool slot_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';

@@ -32,6 +32,13 @@ char *api_pgdata_pvc_name(const char *cluster, int64_t serial);
 char *api_wal_pvc_name(const char *cluster, int64_t serial);
 /* Tablespace PVC "<pod>-tbs-<tablespace>". */
 char *api_tablespace_pvc_name(const char *pod, const char *tablespace);
+/* Where an instance mounts a tablespace's volume and the location its
+ * tablespace has there, as CloudNativePG (pkg/specs MountForTablespace,
+ * LocationForTablespace): "/var/lib/postgresql/tablespaces/<name>" and
+ * "<that>/data". A restore puts the backup's tablespace of that name there.
+ * root: another directory than API_TABLESPACE_MOUNT_ROOT (NULL: that one). */
+#define API_TABLESPACE_MOUNT_ROOT "/var/lib/postgresql/tablespaces"
+char *api_tablespace_location(const char *root, const char *tablespace);
 
 /* Physical replication slot of an instance: prefix (NULL or "" means
  * "_cnpg_") + the pod name lower-cased with every run of characters outside

@@ -334,6 +334,11 @@ struct bk_tar_opts {
 	enum bk_compression compression; /* none, gzip, bzip2, lz4 */
 	size_t part_size;         /* upload part (0: bk_tar_part_size(jobs)) */
 	unsigned jobs;            /* parts uploaded at once (0: 1), <= BK_MAX_PARALLEL */
+	/* borrowed, optional: a tablespace's tar instead (pgdata is then its
+	 * location): only the top directories named with this prefix
+	 * ("PG_16_", barman's include "/PG_<major>_*") and what is below them,
+	 * no "." entry, no pg_control, no label */
+	const char *tablespace_prefix;
 };
 /* The upload holds jobs + 1 part buffers (jobs uploading, one being read):
  * BK_TAR_UPLOAD_MEM in all, so parts are BK_TAR_UPLOAD_MEM / (jobs + 1),
@@ -377,6 +382,16 @@ void bk_tar_stream_free(struct bk_tar_stream *s); /* NULL accepted */
 OP_MUST_CHECK int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 				       const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
 				       struct op_err *err);
+/* The same for tablespace oid: opts->pgdata is its location and
+ * opts->tablespace_prefix must be set; the object is
+ * base/<backup_id>/<oid>.tar[suffix], barman-cloud-backup's name for it
+ * (CloudBackupUploader._backup_data_files, uploaded before data.tar). */
+OP_MUST_CHECK int bk_upload_tablespace_tar(const struct bk_config *cfg, const char *backup_id,
+					   uint32_t oid, const struct bk_tar_opts *opts,
+					   struct bk_tar_stats *ret, struct op_err *err);
+/* "PG_<major>_" for server_version_num (14+: major = version / 10000),
+ * the tablespace directory prefix of that server, into ret. */
+void bk_tablespace_prefix(int server_version_num, char ret[16]);
 
 /* ---- the commands ---- */
 
@@ -489,8 +504,32 @@ OP_MUST_CHECK int bk_target_time_format(int64_t epoch_us, char ret[BK_TARGET_TIM
 #define BK_RESTORE_TOTAL_MAX (64ull << 40)    /* a whole PGDATA */
 #define BK_RESTORE_ENTRIES_MAX 20000000u      /* entries of one tar */
 #define BK_RESTORE_TIMEOUT_MS (24L * 3600 * 1000) /* the whole download (stalls: 60 s) */
+/* Where a restore puts a tablespace of the backup, found by its name (as
+ * barman-cloud-restore's --tablespace NAME:LOCATION; CloudNativePG passes
+ * the restoring Cluster's spec.tablespaces). Both borrowed. */
+struct bk_tablespace_target {
+	const char *name;
+	const char *location; /* absolute; created (0700) when absent, must be empty */
+};
+/* The location of backup tablespace t among v[n] (the first of its name);
+ * -ENOENT with err naming the tablespace when it has none. Pure. */
+OP_MUST_CHECK int bk_tablespace_locate(const struct bk_tablespace *t,
+				       const struct bk_tablespace_target *v, size_t n,
+				       const char **ret, struct op_err *err);
+/* Splits rule "NAME:LOCATION" in place (at the first ':') into ret (both
+ * pointing into rule); -EINVAL with err for no ':', an empty name or a
+ * location that is not absolute. Pure. */
+OP_MUST_CHECK int bk_tablespace_rule_parse(char *rule, struct bk_tablespace_target *ret,
+					   struct op_err *err);
+/* The tablespace's object "<oid>.tar[suffix]": its oid and compression;
+ * -EINVAL for any other name (data.tar, splits "_0001"). Pure. */
+OP_MUST_CHECK int bk_tablespace_object_parse(const char *name, uint32_t *ret_oid,
+					     enum bk_compression *ret_comp);
 struct bk_restore_opts {
 	const char *target;     /* borrowed: an existing, empty directory */
+	/* borrowed: where the backup's tablespaces go; each of them must be here */
+	const struct bk_tablespace_target *tablespaces;
+	size_t n_tablespaces;
 	uint64_t max_entry;     /* 0: BK_RESTORE_ENTRY_MAX */
 	uint64_t max_total;     /* 0: BK_RESTORE_TOTAL_MAX (file contents) */
 	long timeout_ms;        /* 0: BK_RESTORE_TIMEOUT_MS */
@@ -499,6 +538,7 @@ struct bk_restore_stats {
 	uint64_t files, dirs, symlinks, hardlinks, bytes; /* bytes: file contents written */
 	uint64_t stored_bytes;  /* what was downloaded */
 	char tar_name[32];      /* "data.tar.gz" */
+	size_t tablespaces;     /* <oid>.tar restored, each linked from pg_tblspc/<oid> */
 };
 /* Extracts an uncompressed tar read from fd (borrowed) under opts->target as
  * described above (tests, and the second half of bk_restore_base). */
@@ -506,8 +546,13 @@ OP_MUST_CHECK int bk_restore_tar_fd(int fd, const struct bk_restore_opts *opts,
 				    struct bk_restore_stats *ret, struct op_err *err);
 /* Restores backup id's PGDATA tar from cfg's store into opts->target. The
  * tar's compression is found from its object name (data.tar, .gz, .bz2,
- * .lz4); a backup with tablespaces (info->tablespaces, or <oid>.tar objects)
- * is -ENOTSUP. ret (optional) on success. */
+ * .lz4; snappy is -ENOTSUP). Each tablespace of its backup.info is
+ * extracted from <oid>.tar[suffix] into the location opts gives its name
+ * (none: -ENOENT naming it, before anything is downloaded) and
+ * <target>/pg_tblspc/<oid> made a symbolic link to that location, as
+ * barman-cloud-restore does (data.tar has no pg_tblspc/<oid>: barman leaves
+ * them out). A <oid>.tar that backup.info does not list is -EBADMSG.
+ * ret (optional) on success. */
 OP_MUST_CHECK int bk_restore_base(const struct bk_config *cfg, const char *id,
 				  const struct bk_restore_opts *opts, struct bk_restore_stats *ret,
 				  struct op_err *err);

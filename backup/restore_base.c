@@ -6,6 +6,9 @@
  * ustar headers: what Python's tarfile and pgop's tar.c write) and writes
  * each entry itself under the target directory. Memory: the socket's
  * buffer, libarchive's block, one 64 KiB chunk, the decoder's state.
+ * Tablespaces as barman-cloud-restore: each <oid>.tar[suffix] the same way
+ * into the location the caller maps its name to (backup.info gives the
+ * name), then <target>/pg_tblspc/<oid> linked to that location.
  *
  * Path safety (what a hostile tar must not do): entry names are relative,
  * without "..", resolved one component at a time with openat(O_NOFOLLOW |
@@ -13,6 +16,7 @@
  * nothing is written through a symbolic link whatever the tar created
  * before; symbolic links must stay inside the target lexically, hard links
  * must name an entry inside it; devices and FIFOs are refused. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +33,7 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/log.h"
 
 #define CHUNK (64u * 1024)
@@ -85,6 +90,30 @@ bool bk_link_inside(const char *path, const char *target)
 		p = *e ? e + 1 : e;
 	}
 	return true;
+}
+
+int bk_tablespace_locate(const struct bk_tablespace *t, const struct bk_tablespace_target *v,
+			 size_t n, const char **ret, struct op_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].name && t->name && !strcmp(v[i].name, t->name)) {
+			*ret = v[i].location;
+			return 0;
+		}
+	return op_err_set(err, -ENOENT, "the backup has tablespace %s (oid %u, was at %s) but the "
+			  "restoring cluster has no tablespace of that name", t->name ? t->name : "?",
+			  t->oid, t->location ? t->location : "?");
+}
+
+int bk_tablespace_rule_parse(char *rule, struct bk_tablespace_target *ret, struct op_err *err)
+{
+	char *colon = strchr(rule, ':');
+	if (!colon || colon == rule || colon[1] != '/')
+		return op_err_set(err, -EINVAL, "tablespace rule '%.80s': expected NAME:/LOCATION",
+				  rule);
+	*colon = '\0';
+	*ret = (struct bk_tablespace_target){ .name = rule, .location = colon + 1 };
+	return 0;
 }
 
 /* ---- writing entries ---- */
@@ -383,12 +412,22 @@ static void drain(int fd)
 		;
 }
 
+#define TBS_MAX 4096u /* backupinfo.c's cap on backup.info's list */
+
+struct tbs_object {
+	uint32_t oid;
+	enum bk_compression comp;
+	char name[48]; /* "16384.tar.gz" */
+};
+
 struct objects {
 	const char *dir; /* borrowed: "<base>/<id>/" */
 	size_t dir_len;
 	char tar[32];    /* the data tar's name, "" when absent */
 	enum bk_compression comp;
-	char other[64];  /* another tar (a tablespace's), "" when none */
+	char other[64];  /* a tar neither data's nor a tablespace's, "" when none */
+	struct tbs_object *tbs; /* owned, n_tbs of them */
+	size_t n_tbs;
 };
 
 static const struct {
@@ -400,27 +439,57 @@ static const struct {
 	{ ".tar.snappy", BK_COMP_SNAPPY },
 };
 
+/* The compression of a name ending in a tar suffix from its first '.';
+ * -EINVAL when it has none. */
+static int tar_comp(const char *name, enum bk_compression *ret)
+{
+	const char *dot = strchr(name, '.');
+	for (size_t i = 0; dot && i < OP_ARRAY_SIZE(tar_suffixes); i++)
+		if (!strcmp(dot, tar_suffixes[i].suffix)) {
+			*ret = tar_suffixes[i].comp;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int bk_tablespace_object_parse(const char *name, uint32_t *ret_oid, enum bk_compression *ret_comp)
+{
+	size_t n = strspn(name, "0123456789");
+	if (n == 0 || n > 10 || name[n] != '.' || name[0] == '0' || tar_comp(name, ret_comp) < 0)
+		return -EINVAL;
+	unsigned long long oid = strtoull(name, NULL, 10);
+	if (oid > UINT32_MAX)
+		return -EINVAL;
+	*ret_oid = (uint32_t)oid;
+	return 0;
+}
+
 static int object_entry(void *ud, const struct os_list_entry *e)
 {
 	struct objects *o = ud;
 	if (e->is_prefix || strncmp(e->key, o->dir, o->dir_len) != 0)
 		return 0;
 	const char *name = e->key + o->dir_len;
-	for (size_t i = 0; i < OP_ARRAY_SIZE(tar_suffixes); i++) {
-		const char *dot = strchr(name, '.');
-		if (!dot || strcmp(dot, tar_suffixes[i].suffix) != 0)
-			continue;
-		if (!strncmp(name, "data.", 5) && strlen(name) < sizeof(o->tar)) {
-			strcpy(o->tar, name);
-			o->comp = tar_suffixes[i].comp;
-		} else if (!o->other[0]) {
-			snprintf(o->other, sizeof(o->other), "%s", name);
-		}
+	enum bk_compression comp;
+	uint32_t oid;
+	if (!strncmp(name, "data.", 5) && strlen(name) < sizeof(o->tar) &&
+	    tar_comp(name, &comp) == 0) {
+		strcpy(o->tar, name);
+		o->comp = comp;
+	} else if (bk_tablespace_object_parse(name, &oid, &comp) == 0 && o->n_tbs < TBS_MAX) {
+		if (!o->tbs)
+			o->tbs = op_calloc(TBS_MAX, sizeof(*o->tbs));
+		struct tbs_object *t = &o->tbs[o->n_tbs++];
+		t->oid = oid, t->comp = comp;
+		snprintf(t->name, sizeof(t->name), "%s", name);
+	} else if (tar_comp(name, &comp) == 0 && !o->other[0]) {
+		snprintf(o->other, sizeof(o->other), "%s", name);
 	}
 	return 0;
 }
 
-/* The data tar of backup id (its name and compression). */
+/* The data tar of backup id (its name and compression) and its tablespaces'
+ * tars; ret->tbs owned by the caller on success. */
 static int find_tar(struct os_client *c, const struct bk_config *cfg, const char *id,
 		    struct objects *ret, struct op_err *err)
 {
@@ -436,13 +505,19 @@ static int find_tar(struct os_client *c, const struct bk_config *cfg, const char
 		rc = op_err_set(err, -ENOENT, "backup %s: no data.tar in s3://%s/%s", id,
 				cfg->dest.bucket, o.dir);
 	else if (rc >= 0 && o.other[0])
-		rc = op_err_set(err, -ENOTSUP, "backup %s has tablespaces (%s): restoring them "
-				"is not supported yet", id, o.other);
+		rc = op_err_set(err, -ENOTSUP, "backup %s: %s is not supported (a split tar?)", id,
+				o.other);
 	else if (rc >= 0 && o.comp == BK_COMP_SNAPPY)
 		rc = op_err_set(err, -ENOTSUP, "backup %s: %s: snappy is not supported", id, o.tar);
+	for (size_t i = 0; rc >= 0 && i < o.n_tbs; i++)
+		if (o.tbs[i].comp == BK_COMP_SNAPPY)
+			rc = op_err_set(err, -ENOTSUP, "backup %s: %s: snappy is not supported", id,
+					o.tbs[i].name);
 	op_buf_done(&dir);
-	if (rc < 0)
+	if (rc < 0) {
+		free(o.tbs);
 		return rc;
+	}
 	o.dir = NULL;
 	*ret = o;
 	return 0;
@@ -504,29 +579,150 @@ static int stream_extract(struct os_client *c, const char *key, enum bk_compress
 	return 0;
 }
 
+/* 0 when dir has no entries, -ENOTEMPTY (err says so) otherwise. */
+static int dir_empty(const char *path, struct op_err *err)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return op_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	struct dirent *e;
+	int rc = 0;
+	while (rc == 0 && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rc = op_err_set(err, -ENOTEMPTY, "%s: not empty (%s)", path, e->d_name);
+	closedir(d);
+	return rc;
+}
+
+/* The backup's tablespaces: each object listed in backup.info, each one
+ * located by name (err names what is missing), each location empty. */
+static int plan_tablespaces(const struct objects *o, const struct bk_backup_info *bi,
+			    const struct bk_restore_opts *opts, const char **locs,
+			    struct op_err *err)
+{
+	for (size_t i = 0; i < o->n_tbs; i++) {
+		bool listed = false;
+		for (size_t j = 0; j < bi->n_tablespaces; j++)
+			listed |= bi->tablespaces[j].oid == o->tbs[i].oid;
+		if (!listed)
+			return op_err_set(err, -EBADMSG, "%s: no tablespace of oid %u in backup.info",
+					  o->tbs[i].name, o->tbs[i].oid);
+	}
+	for (size_t j = 0; j < bi->n_tablespaces; j++) {
+		const struct bk_tablespace *t = &bi->tablespaces[j];
+		int rc = bk_tablespace_locate(t, opts->tablespaces, opts->n_tablespaces, &locs[j], err);
+		if (rc < 0)
+			return rc;
+		if (!locs[j] || locs[j][0] != '/')
+			return op_err_set(err, -EINVAL, "tablespace %s: location %s is not absolute",
+					  t->name, locs[j] ? locs[j] : "(none)");
+		if ((rc = op_mkdir_p(locs[j], 0700, err)) < 0)
+			return op_err_prefix(err, "tablespace %s", t->name);
+		if ((rc = dir_empty(locs[j], err)) < 0)
+			return op_err_prefix(err, "tablespace %s", t->name);
+	}
+	return 0;
+}
+
+/* GETs and parses backup id's backup.info into *bi. */
+static int fetch_info(struct os_client *c, const struct bk_config *cfg, const char *id,
+		      struct bk_backup_info *bi, struct op_err *err)
+{
+	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1), text = OP_BUF_INIT(BK_BACKUP_INFO_MAX);
+	int rc = bk_backup_key(cfg, id, BK_BACKUP_INFO_NAME, &key, err);
+	if (rc == 0)
+		rc = os_get_buf(c, op_buf_str(&key), &text, err);
+	if (rc == 0 && (rc = bk_backup_info_parse(text.data ? text.data : "", text.len, bi,
+						  err)) < 0)
+		op_err_prefix(err, "backup %s: backup.info", id);
+	op_buf_done(&text);
+	op_buf_done(&key);
+	return rc;
+}
+
+/* One tablespace: its tar into loc, then <pgdata>/pg_tblspc/<oid> -> loc. */
+static int restore_tablespace(struct os_client *c, const struct bk_config *cfg, const char *id,
+			      const struct tbs_object *t, const char *loc,
+			      const struct bk_restore_opts *opts, struct bk_restore_stats *st,
+			      struct op_err *err)
+{
+	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
+	int rc = bk_backup_key(cfg, id, t->name, &key, err);
+	struct bk_restore_opts to = *opts;
+	to.target = loc;
+	struct bk_restore_stats ts = { 0 };
+	if (rc == 0) {
+		op_log_info("restoring tablespace", "backup", id, "object", op_buf_str(&key),
+			    "target", loc);
+		rc = stream_extract(c, op_buf_str(&key), t->comp, &to, &ts, err);
+	}
+	op_buf_done(&key);
+	_cleanup_free_ char *dir = op_asprintf("%s/pg_tblspc", opts->target);
+	_cleanup_free_ char *link = op_asprintf("%s/%u", dir, t->oid);
+	if (rc == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		rc = op_err_set(err, -errno, "%s: %s", dir, strerror(errno));
+	if (rc == 0 && symlink(loc, link) < 0)
+		rc = op_err_set(err, -errno, "%s -> %s: %s", link, loc, strerror(errno));
+	if (rc < 0)
+		return rc;
+	st->files += ts.files, st->dirs += ts.dirs, st->bytes += ts.bytes;
+	st->symlinks += ts.symlinks, st->hardlinks += ts.hardlinks;
+	st->stored_bytes += ts.stored_bytes;
+	st->tablespaces++;
+	return 0;
+}
+
+static int restore_all(struct os_client *c, const struct bk_config *cfg, const char *id,
+		       const struct objects *o, const struct bk_restore_opts *opts,
+		       struct bk_restore_stats *st, struct op_err *err)
+{
+	struct bk_backup_info bi;
+	bk_backup_info_init(&bi);
+	int rc = fetch_info(c, cfg, id, &bi, err);
+	_cleanup_free_ const char **locs = op_calloc(bi.n_tablespaces + 1, sizeof(*locs));
+	if (rc == 0)
+		rc = plan_tablespaces(o, &bi, opts, locs, err);
+	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
+	if (rc == 0)
+		rc = bk_backup_key(cfg, id, o->tar, &key, err);
+	if (rc == 0) {
+		op_log_info("restoring base backup", "backup", id, "object", op_buf_str(&key),
+			    "target", opts->target);
+		rc = stream_extract(c, op_buf_str(&key), o->comp, opts, st, err);
+	}
+	op_buf_done(&key);
+	for (size_t j = 0; rc == 0 && j < bi.n_tablespaces; j++) {
+		const struct tbs_object *t = NULL;
+		for (size_t i = 0; i < o->n_tbs; i++)
+			if (o->tbs[i].oid == bi.tablespaces[j].oid)
+				t = &o->tbs[i];
+		if (!t)
+			rc = op_err_set(err, -ENOENT, "backup %s: tablespace %s (oid %u): no <oid>.tar",
+					id, bi.tablespaces[j].name, bi.tablespaces[j].oid);
+		else
+			rc = restore_tablespace(c, cfg, id, t, locs[j], opts, st, err);
+	}
+	bk_backup_info_done(&bi);
+	return rc;
+}
+
 int bk_restore_base(const struct bk_config *cfg, const char *id, const struct bk_restore_opts *opts,
 		    struct bk_restore_stats *ret, struct op_err *err)
 {
 	struct os_client *c = NULL;
 	int rc = restore_client(cfg, opts->timeout_ms, &c, err);
-	struct objects o;
+	struct objects o = { 0 };
 	if (rc == 0)
 		rc = find_tar(c, cfg, id, &o, err);
-	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
-	if (rc == 0)
-		rc = bk_backup_key(cfg, id, o.tar, &key, err);
 	struct bk_restore_stats st = { 0 };
-	if (rc == 0) {
-		op_log_info("restoring base backup", "backup", id, "object", op_buf_str(&key),
-			    "target", opts->target);
-		rc = stream_extract(c, op_buf_str(&key), o.comp, opts, &st, err);
-	}
+	if (rc == 0)
+		rc = restore_all(c, cfg, id, &o, opts, &st, err);
 	if (rc == 0) {
 		snprintf(st.tar_name, sizeof(st.tar_name), "%s", o.tar);
 		if (ret)
 			*ret = st;
 	}
-	op_buf_done(&key);
+	free(o.tbs);
 	os_client_free(c);
 	return rc;
 }

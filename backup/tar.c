@@ -1,4 +1,5 @@
 /* backup/tar.c - PGDATA as the tar barman-cloud-backup writes (data.tar),
+ * or a tablespace's directory as its <oid>.tar (opts.tablespace_prefix),
  * pulled through a compressor by the S3 upload: walk (fts) -> libarchive
  * (pax, through backup/dl_archive.c) -> bk_codec -> the reader's buffer.
  * Memory: one 64 KiB file chunk, libarchive's 10 KiB block, the
@@ -294,9 +295,27 @@ static int add_symlink(struct bk_tar_stream *s, FTSENT *e, const char *name)
 	return write_header(s, name, AE_IFLNK, 0777, 0, e->fts_statp, link);
 }
 
+/* A tablespace's tar: 0 to go on with e, 1 to leave it out (a top
+ * directory not of this server's version is not walked into). */
+static int tablespace_filter(struct bk_tar_stream *s, FTSENT *e)
+{
+	const char *prefix = s->opts.tablespace_prefix;
+	if (e->fts_level == 0) /* barman excludes "." (its rule "/ *"); errors go on */
+		return e->fts_info == FTS_D;
+	if (e->fts_level > 1)
+		return 0;
+	if (e->fts_info == FTS_D && !strncmp(e->fts_name, prefix, strlen(prefix)))
+		return 0;
+	if (e->fts_info == FTS_D)
+		fts_set(s->fts, e, FTS_SKIP);
+	return 1;
+}
+
 static int step_entry(struct bk_tar_stream *s, FTSENT *e)
 {
 	char name[4096];
+	if (s->opts.tablespace_prefix && e->fts_info != FTS_DP && tablespace_filter(s, e))
+		return 0;
 	entry_name(s, e, name, sizeof(name));
 	bool skip_dir_files = e->fts_parent && e->fts_parent->fts_number;
 	switch (e->fts_info) {
@@ -360,7 +379,7 @@ static int step(struct bk_tar_stream *s)
 			op_err_set(&s->err, -errno, "%s: walk: %s", s->opts.pgdata, strerror(errno));
 			return fail(s, -errno);
 		}
-		s->state = ST_CONTROL;
+		s->state = s->opts.tablespace_prefix ? ST_CLOSE : ST_CONTROL;
 		return 0;
 	}
 	case ST_FILE:
@@ -530,14 +549,14 @@ static int upload_stream(const struct bk_config *cfg, const struct bk_secrets *s
 	return rc;
 }
 
-int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
-			 const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
-			 struct op_err *err)
+/* The tar of opts to base/<backup_id>/<base>.tar[suffix]. */
+static int upload_tar(const struct bk_config *cfg, const char *backup_id, const char *base,
+		      const struct bk_tar_opts *opts, struct bk_tar_stats *ret, struct op_err *err)
 {
 	struct op_buf name = OP_BUF_INIT(OP_BUF_MAX_SMALL), key = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	struct bk_secrets sec = { 0 };
 	struct bk_tar_stream *s = NULL;
-	int rc = bk_backup_tar_name("data", opts->compression, &name, err);
+	int rc = bk_backup_tar_name(base, opts->compression, &name, err);
 	if (rc == 0)
 		rc = bk_backup_key(cfg, backup_id, op_buf_str(&name), &key, err);
 	if (rc == 0)
@@ -557,6 +576,31 @@ int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 	op_buf_done(&key);
 	op_buf_done(&name);
 	return rc;
+}
+
+int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
+			 const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
+			 struct op_err *err)
+{
+	if (opts->tablespace_prefix)
+		return op_err_set(err, -EINVAL, "data.tar: a tablespace prefix is set");
+	return upload_tar(cfg, backup_id, "data", opts, ret, err);
+}
+
+int bk_upload_tablespace_tar(const struct bk_config *cfg, const char *backup_id, uint32_t oid,
+			     const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
+			     struct op_err *err)
+{
+	char base[16];
+	if (!opts->tablespace_prefix || !*opts->tablespace_prefix || oid == 0)
+		return op_err_set(err, -EINVAL, "tablespace tar: no directory prefix or oid 0");
+	snprintf(base, sizeof(base), "%u", oid);
+	return upload_tar(cfg, backup_id, base, opts, ret, err);
+}
+
+void bk_tablespace_prefix(int server_version_num, char ret[16])
+{
+	snprintf(ret, 16, "PG_%d_", server_version_num / 10000);
 }
 
 int bk_backup_info_upload(const struct bk_config *cfg, const char *backup_id,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
 #include "instance/instance.h"
@@ -19,7 +20,7 @@
 struct instance_opts {
 	const char *pgdata, *pg_wal, *pod_name, *namespace_, *cluster_name;
 	const char *cluster_file, *kubeconfig;
-	const char *controller_dir, *certs_dir, *secrets_dir, *pg_bindir;
+	const char *controller_dir, *certs_dir, *secrets_dir, *pg_bindir, *tablespaces_dir;
 	unsigned pg_major;
 	enum op_log_level log_level;
 	/* init */
@@ -51,6 +52,9 @@ struct instance_opts {
 	  "mounted certificate Secrets (default " INST_CERTS_DIR ")" },                              \
 	{ "secrets-dir", 0, CMD_FLAG_STRING, OPT(secrets_dir), 0, "DIR",                           \
 	  "mounted credential Secrets (default " INST_SECRETS_DIR ")" },                             \
+	{ "tablespaces-dir", 0, CMD_FLAG_STRING, OPT(tablespaces_dir), 0, "DIR",                   \
+	  "where spec.tablespaces' volumes are, DIR/<name> (default "                             \
+	  API_TABLESPACE_MOUNT_ROOT ")" },                                                           \
 	{ "pg-bindir", 0, CMD_FLAG_STRING, OPT(pg_bindir), 0, "DIR",                               \
 	  "PostgreSQL programs (default: postgres on PATH, pg_config --bindir, "                   \
 	  "/usr/lib/postgresql/MAJOR/bin)" },                                                        \
@@ -133,6 +137,7 @@ static int common(struct instance_opts *o, struct inst_paths *p)
 	*p = (struct inst_paths){ .pgdata = o->pgdata, .waldir = o->pg_wal,
 				  .controller_dir = o->controller_dir, .certs_dir = o->certs_dir,
 				  .secrets_dir = o->secrets_dir, .pg_bindir = o->pg_bindir,
+				  .tablespaces_dir = o->tablespaces_dir,
 				  .pg_major = (int)o->pg_major };
 	inst_paths_default(p);
 	op_log_set_level(o->log_level);

@@ -1,6 +1,7 @@
 /* cmd/restore.c - `pgop instance restore --config FILE --pgdata DIR
  * [--backup-id ID|latest] [--target-time T | --target-lsn L | --target-xid X |
- * --target-name N | --target-immediate] [--exclusive] [--target-tli T]`: a
+ * --target-name N | --target-immediate] [--exclusive] [--target-tli T]
+ * [--tablespace NAME:LOCATION]...`: a
  * PGDATA recovered from a barman object store (the base backup, then archive
  * recovery to the target and promotion), without a Cluster. Flags only; the
  * work is inst_recover (instance/recovery.c).
@@ -11,6 +12,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/flags.h"
+#include "backup/backup.h"
 #include "instance/instance.h"
 #include "support/alloc.h"
 #include "support/log.h"
@@ -18,6 +20,7 @@
 struct restore_opts {
 	const char *config, *backup_id, *pgdata, *pg_bindir, *socket_dir, *pgop;
 	const char *target_time, *target_lsn, *target_xid, *target_name, *target_tli;
+	struct cmd_strings tablespaces;
 	bool target_immediate, exclusive;
 	unsigned port, timeout, pg_major;
 	enum op_log_level log_level;
@@ -40,6 +43,8 @@ static const struct cmd_flag restore_flags[] = {
 	{ "exclusive", 0, CMD_FLAG_BOOL, ROPT(exclusive), 0, NULL, "stop just before the target" },
 	{ "target-tli", 0, CMD_FLAG_STRING, ROPT(target_tli), 0, "T",
 	  "latest (default), current or a timeline number" },
+	{ "tablespace", 0, CMD_FLAG_STRINGS, ROPT(tablespaces), 0, "NAME:LOCATION",
+	  "where the backup's tablespace NAME goes (repeatable; each one is needed)" },
 	{ "pg-bindir", 0, CMD_FLAG_STRING, ROPT(pg_bindir), 0, "DIR",
 	  "PostgreSQL programs (default: found for the backup's PG_VERSION)" },
 	{ "port", 0, CMD_FLAG_UINT, ROPT(port), 65535, "PORT",
@@ -58,6 +63,7 @@ static const char restore_usage[] =
 	"Usage: pgop instance restore --config FILE --pgdata DIR [--backup-id ID|latest]\n"
 	"       [--target-time T | --target-lsn L | --target-xid X | --target-name N |\n"
 	"        --target-immediate] [--exclusive] [--target-tli T]\n"
+	"       [--tablespace NAME:LOCATION]...\n"
 	"Restores a base backup from the object store and recovers it to the target\n"
 	"(default: the end of the archived WAL), then promotes and stops it.\n\nFlags:\n";
 
@@ -72,6 +78,7 @@ int cmd_instance_restore(int argc, char **argv)
 		return r == CMD_FLAGS_HELP ? 0 : 2;
 	if (!o.config || !o.pgdata) {
 		fputs("pgop instance restore: --config and --pgdata are required\n", stderr);
+		cmd_strings_done(&o.tablespaces);
 		return 2;
 	}
 	op_log_set_level(o.log_level);
@@ -86,12 +93,26 @@ int cmd_instance_restore(int argc, char **argv)
 	struct inst_paths p = { .pgdata = o.pgdata, .pg_bindir = o.pg_bindir };
 	inst_paths_default(&p);
 	struct inst_recovery_source src = { .config = o.config, .backup_id = o.backup_id };
-	struct inst_recovery_opts ro = { .target = &t, .pgop = o.pgop, .timeout_s = o.timeout,
-					 .port = o.port, .sockdir = o.socket_dir };
 	struct op_err err = OP_ERR_INIT;
+	size_t n = o.tablespaces.n;
+	struct bk_tablespace_target *tbs = op_calloc(n ? n : 1, sizeof(*tbs));
+	char **rules = op_calloc(n ? n : 1, sizeof(*rules)); /* owned copies tbs points into */
+	r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		rules[i] = op_strdup(o.tablespaces.v[i]);
+		r = bk_tablespace_rule_parse(rules[i], &tbs[i], &err);
+	}
+	struct inst_recovery_opts ro = { .target = &t, .pgop = o.pgop, .timeout_s = o.timeout,
+					 .port = o.port, .sockdir = o.socket_dir,
+					 .tablespaces = tbs, .n_tablespaces = n };
 	char *bindir = NULL;
-	r = inst_recover(&p, &src, &ro, &bindir, &err);
+	r = r ? r : inst_recover(&p, &src, &ro, &bindir, &err);
 	free(bindir);
+	for (size_t i = 0; i < n; i++)
+		free(rules[i]);
+	free(rules);
+	free(tbs);
+	cmd_strings_done(&o.tablespaces);
 	if (r < 0) {
 		op_log_error("restore failed", "error", err.msg);
 		return 1;

@@ -2,9 +2,11 @@
  * the WAL archive's object store, as barman-cloud-backup 3.19.1 takes it
  * (barman/cloud.py CloudBackup.coordinate_backup, ConcurrentBackupStrategy):
  *
- *   metadata (version, data_directory, checksums, system id, settings files)
+ *   metadata (version, data_directory, checksums, system id, settings files,
+ *     tablespaces: name, oid, location)
  *   pg_backup_start(label, fast)         session kept open until the stop
  *   backup.info STARTED                  the backup is listed from now on
+ *   <oid>.tar per tablespace (tar.c)     its PG_<major>_* directory
  *   data.tar streamed (backup/tar.c)     PGDATA, then global/pg_control, then
  *     pg_backup_stop (bounded wait)      called by the tar (bk_tar_label_fn):
  *     pg_switch_wal, restore point       the label goes into the tar last
@@ -98,7 +100,6 @@ static const char metadata_sql[] =
 	"current_setting('config_file'), current_setting('hba_file'), "
 	"current_setting('ident_file'), "
 	"(SELECT sum(pg_tablespace_size(oid))::text FROM pg_tablespace), "
-	"(SELECT count(*)::text FROM pg_tablespace WHERE pg_tablespace_location(oid) <> ''), "
 	"current_setting('summarize_wal', true)";
 
 static int bb_included_files(struct bb *b, struct op_err *err)
@@ -123,6 +124,35 @@ static int bb_included_files(struct bb *b, struct op_err *err)
 	return 0;
 }
 
+/* barman's get_tablespaces: every tablespace with a location. A relative
+ * one (allow_in_place_tablespaces: pg_tblspc/<oid> is a directory) or one
+ * inside PGDATA is refused: its files would be in data.tar too. */
+static int bb_tablespaces(struct bb *b, struct op_err *err)
+{
+	_cleanup_(inst_pqclearp) PGresult *res = NULL;
+	int r = inst_pg_exec(b->pg, "SELECT spcname, oid::text, pg_tablespace_location(oid) FROM "
+			     "pg_tablespace WHERE pg_tablespace_location(oid) <> '' ORDER BY oid",
+			     0, NULL, &res, err);
+	if (r < 0)
+		return op_err_prefix(err, "base backup: tablespaces");
+	size_t n = (size_t)PQntuples(res), plen = strlen(b->bi.pgdata ? b->bi.pgdata : "");
+	if (n == 0)
+		return 0;
+	struct bk_tablespace *v = op_calloc(n, sizeof(*v));
+	b->bi.tablespaces = v, b->bi.n_tablespaces = n;
+	for (size_t i = 0; i < n; i++) {
+		const char *loc = PQgetvalue(res, (int)i, 2), *name = PQgetvalue(res, (int)i, 0);
+		v[i] = (struct bk_tablespace){ .name = op_strdup(name), .location = op_strdup(loc),
+					       .oid = (uint32_t)strtoul(PQgetvalue(res, (int)i, 1),
+									NULL, 10) };
+		if (loc[0] != '/' || (plen && !strncmp(loc, b->bi.pgdata, plen) &&
+				      (loc[plen] == '/' || !loc[plen])))
+			return op_err_set(err, -ENOTSUP, "base backup: tablespace %s is at %s: "
+					  "in-place or inside PGDATA is not supported", name, loc);
+	}
+	return 0;
+}
+
 static int bb_metadata(struct bb *b, struct op_err *err)
 {
 	_cleanup_(inst_pqclearp) PGresult *res = NULL;
@@ -135,9 +165,6 @@ static int bb_metadata(struct bb *b, struct op_err *err)
 	if (b->version < 140000)
 		return op_err_set(err, -ENOTSUP, "base backup: PostgreSQL %d is not supported (14 "
 				  "or later)", b->version);
-	if (col_i64(res, 10) > 0)
-		return op_err_set(err, -ENOTSUP, "base backup: tablespaces are not supported yet "
-				  "(%s of them)", PQgetvalue(res, 0, 10));
 	struct bk_backup_info *bi = &b->bi;
 	bi->version = (struct bk_opt_int){ true, b->version };
 	bi->xlog_segment_size = (struct bk_opt_int){ true, (int64_t)b->seg_size };
@@ -148,12 +175,13 @@ static int bb_metadata(struct bb *b, struct op_err *err)
 	set_str(&bi->config_file, res, 6);
 	set_str(&bi->hba_file, res, 7);
 	set_str(&bi->ident_file, res, 8);
-	set_str(&bi->summarize_wal, res, 11);
+	set_str(&bi->summarize_wal, res, 10);
 	if (b->version < 170000) { /* barman: None before 17 */
 		free(bi->summarize_wal);
 		bi->summarize_wal = NULL;
 	}
-	return bb_included_files(b, err);
+	r = bb_included_files(b, err);
+	return r < 0 ? r : bb_tablespaces(b, err);
 }
 
 /* An LSN, its timeline and the epoch microseconds into the WAL name and
@@ -272,15 +300,44 @@ static char *copy_stats(double seconds, unsigned workers)
 			   seconds, workers, seconds, seconds, seconds, seconds);
 }
 
+/* barman's order: each tablespace's <oid>.tar, then data.tar (whose end
+ * calls pg_backup_stop); *ret_stored: their compressed bytes. */
+static int bb_tablespace_tars(struct bb *b, uint64_t *ret_stored, struct op_err *err)
+{
+	char prefix[16];
+	bk_tablespace_prefix(b->version, prefix);
+	for (size_t i = 0; i < b->bi.n_tablespaces; i++) {
+		const struct bk_tablespace *ts = &b->bi.tablespaces[i];
+		struct bk_tar_opts t = { .pgdata = ts->location, .tablespace_prefix = prefix,
+					 .cancel = b->o->cancel,
+					 .compression = b->cfg.data_compression, .jobs = b->cfg.jobs };
+		struct bk_tar_stats stats;
+		int r = bk_upload_tablespace_tar(&b->cfg, b->id, ts->oid, &t, &stats, err);
+		if (r < 0)
+			return op_err_prefix(err, "tablespace %s (oid %u)", ts->name, ts->oid);
+		char oid[16], bytes[24];
+		snprintf(oid, sizeof(oid), "%u", ts->oid);
+		snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)stats.stored_bytes);
+		op_log_info("tablespace uploaded", "backup", b->id, "tablespace", ts->name, "oid", oid,
+			    "bytes", bytes);
+		*ret_stored += stats.stored_bytes;
+	}
+	return 0;
+}
+
 static int bb_copy(struct bb *b, struct op_err *err)
 {
 	struct bk_tar_opts t = { .pgdata = b->bi.pgdata, .label_fn = bb_stop, .label_ud = b,
 				 .cancel = b->o->cancel, .compression = b->cfg.data_compression,
 				 .jobs = b->cfg.jobs };
 	struct bk_tar_stats stats;
-	int r = bk_upload_pgdata_tar(&b->cfg, b->id, &t, &stats, err);
+	uint64_t tbs_stored = 0;
+	int r = bb_tablespace_tars(b, &tbs_stored, err);
+	if (r == 0)
+		r = bk_upload_pgdata_tar(&b->cfg, b->id, &t, &stats, err);
 	if (r < 0)
 		return r;
+	stats.stored_bytes += tbs_stored;
 	int64_t now = api_time_now_us();
 	free(b->bi.copy_stats);
 	b->bi.copy_stats = copy_stats((double)(now - b->started_us) / 1e6, b->cfg.jobs ? b->cfg.jobs : 1);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "api/names.h"
+#include "backup/backup.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
 #include "support/file.h"
@@ -365,6 +366,44 @@ static int recovered_roles(void *ud, const char *sockdir, unsigned port, struct 
 	return r;
 }
 
+/* A name that is one path component: 1-63 printable bytes, no '/', not
+ * starting with '.' (the webhook's V19 is stricter). */
+static bool tablespace_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 63 || name[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] <= ' ' || name[i] == '/' || name[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* CloudNativePG's recovery: each tablespace of the Cluster goes where its
+ * volume is mounted (api_tablespace_location; tbs[i] borrows locs[i], owned
+ * by the caller). PGDATA held no complete instance (reclaimed): what a
+ * failed attempt left at a location is removed too. */
+static int recovery_tablespaces(const struct inst_paths *p, const struct api_cluster *c,
+				struct bk_tablespace_target *tbs, char **locs, struct op_err *err)
+{
+	for (size_t i = 0; i < c->spec.n_tablespaces; i++) {
+		const char *name = c->spec.tablespaces[i].name;
+		if (!tablespace_name_ok(name))
+			return op_err_set(err, -EINVAL, "spec.tablespaces[%zu].name: not a tablespace "
+					  "name", i);
+		locs[i] = api_tablespace_location(p->tablespaces_dir, name);
+		tbs[i] = (struct bk_tablespace_target){ .name = name, .location = locs[i] };
+		if (!inst_path_exists(locs[i]))
+			continue;
+		op_log_warn("removing what a failed bootstrap attempt left in a tablespace",
+			    "tablespace", name, "location", locs[i]);
+		int r = inst_remove_tree(locs[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths *p,
 			      const struct api_cluster *c, struct op_err *err)
 {
@@ -376,12 +415,21 @@ static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths 
 	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
 	struct recovered ud = { .o = o, .p = p, .c = c };
 	struct inst_recovery_source src = { .config = cfg, .backup_id = rec->target.backup_id };
+	size_t n = c->spec.n_tablespaces;
+	struct bk_tablespace_target *tbs = op_calloc(n ? n : 1, sizeof(*tbs));
+	char **locs = op_calloc(n ? n : 1, sizeof(*locs));
+	r = recovery_tablespaces(p, c, tbs, locs, err);
 	struct inst_recovery_opts ro = { .target = rec->has_recovery_target ? &rec->target : NULL,
 					 .before_start = recovered_config,
-					 .after_promote = recovered_roles, .ud = &ud };
+					 .after_promote = recovered_roles, .ud = &ud,
+					 .tablespaces = tbs, .n_tablespaces = n };
 	_cleanup_free_ char *bindir = NULL;
 	op_log_info("bootstrap from a backup", "source", rec->source, "pgdata", p->pgdata);
-	r = inst_recover(p, &src, &ro, &bindir, err);
+	r = r ? r : inst_recover(p, &src, &ro, &bindir, err);
+	for (size_t i = 0; i < n; i++)
+		free(locs[i]);
+	free(locs);
+	free(tbs);
 	r = r ? r : inst_marker_write(p->pgdata, o->pod_name, err);
 	if (r == 0)
 		op_log_info("instance recovered", "pgdata", p->pgdata, "pod", o->pod_name);

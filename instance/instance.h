@@ -38,6 +38,8 @@ struct inst_paths {
 	const char *controller_dir; /* default INST_CONTROLLER_DIR */
 	const char *certs_dir;      /* mounted Secrets, default INST_CERTS_DIR */
 	const char *secrets_dir;    /* default INST_SECRETS_DIR */
+	const char *tablespaces_dir; /* volumes of spec.tablespaces, NULL = CloudNativePG's
+				      * API_TABLESPACE_MOUNT_ROOT (api/names.h) */
 	const char *pg_bindir;      /* --pg-bindir; NULL = found (inst_paths_locate) */
 	int pg_major;               /* --pg-major; 0 = the Cluster image's / PG_VERSION */
 };
@@ -291,6 +293,7 @@ OP_MUST_CHECK int inst_recovery_conf_render(const char *pgop, const char *config
  * setting). */
 OP_MUST_CHECK int inst_conf_quote(const char *value, struct op_buf *out);
 
+struct bk_tablespace_target;
 /* Where the base backup and the WAL come from. All borrowed. */
 struct inst_recovery_source {
 	const char *config;    /* the wal-restore configuration (backup/backup.h's JSON,
@@ -311,6 +314,10 @@ struct inst_recovery_opts {
 	inst_recovery_hook before_start;
 	inst_recovery_hook after_promote;
 	void *ud; /* passed to both */
+	/* borrowed: where the backup's tablespaces go, by name (backup/backup.h);
+	 * a tablespace of the backup not here fails the restore */
+	const struct bk_tablespace_target *tablespaces;
+	size_t n_tablespaces;
 };
 #define INST_RECOVERY_TIMEOUT_S (24u * 3600)
 #define INST_RECOVERY_CONF "pgop-recovery.conf"

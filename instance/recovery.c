@@ -417,7 +417,8 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 	}
 	char id[BK_BACKUP_ID_LEN + 1];
 	struct bk_restore_stats st;
-	struct bk_restore_opts ro = { .target = p->pgdata };
+	struct bk_restore_opts ro = { .target = p->pgdata, .tablespaces = o->tablespaces,
+				      .n_tablespaces = o->n_tablespaces };
 	umask(077);
 	r = choose_backup(&cfg, src, &t, id, err);
 	r = r ? r : empty_pgdata(p->pgdata, err);
@@ -429,8 +430,9 @@ int inst_recover(struct inst_paths *p, const struct inst_recovery_source *src,
 		_cleanup_free_ char *ms = op_asprintf("%lld", (long long)(now_ms() - t0));
 		_cleanup_free_ char *stored = op_asprintf("%llu",
 							  (unsigned long long)st.stored_bytes);
+		_cleanup_free_ char *tbs = op_asprintf("%zu", st.tablespaces);
 		op_log_info("base backup restored", "backup", id, "tar", st.tar_name, "files", files,
-			    "bytes", bytes, "downloaded", stored, "ms", ms);
+			    "bytes", bytes, "downloaded", stored, "tablespaces", tbs, "ms", ms);
 	}
 	bk_config_done(&cfg);
 	r = r ? r : inst_paths_locate(p, NULL, true, ret_bindir, err);

@@ -46,6 +46,7 @@ static const char *full_cluster =
 	"\"certificates\":{\"serverCASecret\":\"ca\",\"serverAltDNSNames\":[\"a.example\"]},"
 	"\"externalClusters\":[{\"name\":\"src\",\"connectionParameters\":{\"host\":\"h\","
 	"\"dbname\":\"postgres\"},\"password\":{\"name\":\"pw\",\"key\":\"password\"}}],"
+	"\"tablespaces\":[{\"name\":\"ts1\",\"storage\":{\"size\":\"1Gi\"}},{\"name\":\"ts2\"}],"
 	"\"resources\":{\"requests\":{\"cpu\":1,\"memory\":\"512Mi\"},\"limits\":{\"memory\":\"1Gi\"}},"
 	"\"affinity\":{\"enablePodAntiAffinity\":false,\"podAntiAffinityType\":\"required\","
 	"\"topologyKey\":\"zone\",\"nodeSelector\":{\"disk\":\"ssd\"}},"
@@ -112,6 +113,9 @@ static void test_decode_full(void **state)
 	assert_string_equal(s->certificates.server_ca_secret, "ca");
 	assert_string_equal(s->certificates.server_alt_dns_names.items[0], "a.example");
 	assert_int_equal(s->n_external_clusters, 1);
+	assert_int_equal(s->n_tablespaces, 2);
+	assert_string_equal(s->tablespaces[0].name, "ts1");
+	assert_string_equal(s->tablespaces[1].name, "ts2");
 	assert_string_equal(s->external_clusters[0].name, "src");
 	assert_string_equal(api_kvs_get(&s->external_clusters[0].connection_parameters, "dbname"),
 			    "postgres");
@@ -672,6 +676,8 @@ static void test_names(void **state)
 	check_name(api_pgdata_pvc_name("cluster-example", 3), "cluster-example-3");
 	check_name(api_wal_pvc_name("cluster-example", 12), "cluster-example-12-wal");
 	check_name(api_tablespace_pvc_name("pg-1", "tbs1"), "pg-1-tbs-tbs1");
+	check_name(api_tablespace_location(NULL, "tbs1"), "/var/lib/postgresql/tablespaces/tbs1/data");
+	check_name(api_tablespace_location("/t", "a"), "/t/a/data");
 	check_name(api_slot_name(NULL, "cluster-example-2"), "_cnpg_cluster_example_2");
 	check_name(api_slot_name("", "pg-1"), "_cnpg_pg_1");
 	check_name(api_slot_name("_x_", "Pg--a.b-1"), "_x_pg_a_b_1");

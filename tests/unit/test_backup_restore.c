@@ -270,6 +270,49 @@ static bool exists(const char *name, const char *rel)
 	return r;
 }
 
+static void test_tablespace_mapping(void **state)
+{
+	const struct bk_tablespace_target v[] = { { "ts1", "/new/one" }, { "ts2", "/new/two" },
+						  { "ts1", "/later" } };
+	struct bk_tablespace t = { .name = "ts2", .oid = 16385, .location = "/old/two" };
+	const char *loc = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(bk_tablespace_locate(&t, v, 3, &loc, &err), 0);
+	assert_string_equal(loc, "/new/two");
+	t.name = "ts1";
+	assert_int_equal(bk_tablespace_locate(&t, v, 3, &loc, &err), 0);
+	assert_string_equal(loc, "/new/one"); /* the first of its name */
+	t.name = "ts3";
+	assert_int_equal(bk_tablespace_locate(&t, v, 3, &loc, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "tablespace ts3 (oid 16385"));
+	assert_int_equal(bk_tablespace_locate(&t, NULL, 0, &loc, &err), -ENOENT);
+
+	char r1[] = "ts1:/a/b:c", r2[] = "nocolon", r3[] = ":/x", r4[] = "ts:relative";
+	struct bk_tablespace_target x;
+	assert_int_equal(bk_tablespace_rule_parse(r1, &x, &err), 0);
+	assert_string_equal(x.name, "ts1");
+	assert_string_equal(x.location, "/a/b:c");
+	assert_int_equal(bk_tablespace_rule_parse(r2, &x, &err), -EINVAL);
+	assert_int_equal(bk_tablespace_rule_parse(r3, &x, &err), -EINVAL);
+	assert_int_equal(bk_tablespace_rule_parse(r4, &x, &err), -EINVAL);
+
+	uint32_t oid;
+	enum bk_compression comp;
+	assert_int_equal(bk_tablespace_object_parse("16384.tar", &oid, &comp), 0);
+	assert_int_equal(oid, 16384);
+	assert_int_equal(comp, BK_COMP_NONE);
+	assert_int_equal(bk_tablespace_object_parse("4294967295.tar.gz", &oid, &comp), 0);
+	assert_int_equal(oid, 4294967295u);
+	assert_int_equal(comp, BK_COMP_GZIP);
+	assert_int_equal(bk_tablespace_object_parse("16384.tar.lz4", &oid, &comp), 0);
+	assert_int_equal(comp, BK_COMP_LZ4);
+	static const char *bad[] = { "data.tar", "4294967296.tar", "16384_0001.tar", "016384.tar",
+				     "16384.tar.xz", "16384", ".tar", "16384.tgz" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++)
+		if (bk_tablespace_object_parse(bad[i], &oid, &comp) != -EINVAL)
+			fail_msg("accepted as a tablespace tar: %s", bad[i]);
+}
+
 static void test_extract_good(void **state)
 {
 	int fd = tar_open("good");
@@ -416,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_select),
 		cmocka_unit_test(test_targets),
 		cmocka_unit_test(test_entry_names),
+		cmocka_unit_test(test_tablespace_mapping),
 		cmocka_unit_test(test_extract_good),
 		cmocka_unit_test(test_extract_hostile),
 		cmocka_unit_test(test_pgop_tar_round_trip),

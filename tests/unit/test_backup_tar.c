@@ -300,6 +300,52 @@ static void test_cancel(void **state)
 	bk_tar_stream_free(s);
 }
 
+/* A tablespace's tar: only PG_15_* trees, as barman's include/exclude rules */
+static void test_tablespace(void **state)
+{
+	char prefix[16];
+	bk_tablespace_prefix(150004, prefix);
+	assert_string_equal(prefix, "PG_15_");
+	bk_tablespace_prefix(170000, prefix);
+	assert_string_equal(prefix, "PG_17_");
+	static const char *dirs[] = { "tbs", "tbs/PG_15_202209061", "tbs/PG_15_202209061/16384",
+				      "tbs/PG_14_202107181", "tbs/PG_14_202107181/1", "tbs/lost+found" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(dirs); i++)
+		dir(dirs[i]);
+	put("tbs/PG_15_202209061/16384/16385", "rel", 0600);
+	put("tbs/PG_15_202209061/16384/16385_fsm", "fsm", 0600);
+	put("tbs/PG_15_202209061/16384/t3_99", "temp", 0600);
+	put("tbs/PG_14_202107181/1/2", "old", 0600);
+	put("tbs/junk", "top file", 0600);
+	put("tbs/lost+found/x", "lost", 0600);
+	char loc[128];
+	snprintf(loc, sizeof(loc), "%s/tbs", root);
+	struct bk_tar_opts o = { .pgdata = loc, .tablespace_prefix = prefix };
+	bk_tablespace_prefix(150004, prefix);
+	struct bk_tar_stream *s;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(bk_tar_stream_new(&o, &s, &err), 0);
+	struct op_buf tar = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	char buf[700];
+	ssize_t n;
+	while ((n = bk_tar_stream_read(s, buf, sizeof(buf))) > 0)
+		assert_int_equal(op_buf_add(&tar, buf, (size_t)n), 0);
+	assert_int_equal(n, 0);
+	struct bk_tar_stats st;
+	assert_int_equal(bk_tar_stream_finish(s, &st, &err), 0);
+	bk_tar_stream_free(s);
+	struct seen seen;
+	read_back(&tar, &seen);
+	static const char *want[] = { "PG_15_202209061", "PG_15_202209061/16384",
+				      "PG_15_202209061/16384/16385",
+				      "PG_15_202209061/16384/16385_fsm" };
+	assert_int_equal(seen.n, OP_ARRAY_SIZE(want)); /* no ".", label, pg_control, others */
+	for (size_t i = 0; i < OP_ARRAY_SIZE(want); i++)
+		assert_true(has(&seen, want[i]));
+	assert_int_equal(st.files, 2);
+	op_buf_done(&tar);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_and_errors),
 		cmocka_unit_test(test_label_fn),
 		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_tablespace),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
