@@ -382,7 +382,11 @@ static bool tablespace_name_ok(const char *name)
 /* CloudNativePG's recovery: each tablespace of the Cluster goes where its
  * volume is mounted (api_tablespace_location; tbs[i] borrows locs[i], owned
  * by the caller). PGDATA held no complete instance (reclaimed): what a
- * failed attempt left at a location is removed too. */
+ * failed attempt left at a location is removed too. Only with
+ * --tablespaces-dir: the reconciler does not mount tablespace volumes yet
+ * (spec.tablespaces warns "not implemented"), and a tablespace restored into
+ * the container's own filesystem would be lost with it; without the flag a
+ * backup with tablespaces fails naming the first one (bk_tablespace_locate). */
 static int recovery_tablespaces(const struct inst_paths *p, const struct api_cluster *c,
 				struct bk_tablespace_target *tbs, char **locs, struct op_err *err)
 {
@@ -415,10 +419,10 @@ static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths 
 	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
 	struct recovered ud = { .o = o, .p = p, .c = c };
 	struct inst_recovery_source src = { .config = cfg, .backup_id = rec->target.backup_id };
-	size_t n = c->spec.n_tablespaces;
+	size_t n = p->tablespaces_dir ? c->spec.n_tablespaces : 0;
 	struct bk_tablespace_target *tbs = op_calloc(n ? n : 1, sizeof(*tbs));
 	char **locs = op_calloc(n ? n : 1, sizeof(*locs));
-	r = recovery_tablespaces(p, c, tbs, locs, err);
+	r = n ? recovery_tablespaces(p, c, tbs, locs, err) : 0;
 	struct inst_recovery_opts ro = { .target = rec->has_recovery_target ? &rec->target : NULL,
 					 .before_start = recovered_config,
 					 .after_promote = recovered_roles, .ud = &ud,
