@@ -166,11 +166,14 @@ static int gz_enc(struct bk_codec *c, const void *in, size_t len, bool finish,
 		int rc = 0;
 		if (c->in_len == 0 && len >= BK_GZ_CHUNK) { /* a whole chunk: no copy */
 			rc = gz_member(c, p, BK_GZ_CHUNK, err);
-			p += BK_GZ_CHUNK, len -= BK_GZ_CHUNK;
+			p += BK_GZ_CHUNK;
+			len -= BK_GZ_CHUNK;
 		} else {
 			size_t n = BK_GZ_CHUNK - c->in_len < len ? BK_GZ_CHUNK - c->in_len : len;
 			memcpy(c->in + c->in_len, p, n);
-			c->in_len += n, p += n, len -= n;
+			c->in_len += n;
+			p += n;
+			len -= n;
 			if (c->in_len == BK_GZ_CHUNK) {
 				c->in_len = 0;
 				rc = gz_member(c, c->in, BK_GZ_CHUNK, err);
