@@ -79,7 +79,7 @@ done
 sleep 3
 RSS_UNSCRAPED=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$PID/status")
 for _ in $(seq 1 300); do
-	curl -s "http://127.0.0.1:$M1/metrics" | grep -q '^cnpg_collector_up{cluster="bench"} 1$' && break
+	grep -q '^cnpg_collector_up{cluster="bench"} 1$' <<<"$(curl -s "http://127.0.0.1:$M1/metrics")" && break
 	sleep 0.2
 done
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # clock ticks
@@ -148,11 +148,14 @@ DATA_SOURCE_NAME="host=$T/i1/controller/run port=$P1 user=postgres dbname=postgr
 	--disable-settings-metrics --no-collector.database --no-collector.bgwriter \
 	--extend.query-path="$T/queries.yaml" >"$T/pe.log" 2>&1 &
 PE_PID=$!
+# grep reads the whole answer first: `curl | grep -q` under pipefail fails when grep
+# stops at the match and curl gets SIGPIPE
+pe_up() { grep -q '^pg_up 1' <<<"$(curl -s "http://127.0.0.1:$PE_PORT/metrics")"; }
 for _ in $(seq 1 100); do
-	curl -s "http://127.0.0.1:$PE_PORT/metrics" | grep -q '^pg_up 1' && break
+	pe_up && break
 	sleep 0.2
 done
-curl -s "http://127.0.0.1:$PE_PORT/metrics" | grep -q '^pg_up 1' ||
+pe_up ||
 	{ echo "bench/metrics.sh: postgres_exporter did not connect:" >&2; tail -5 "$T/pe.log" >&2; exit 1; }
 pe_backends=$(comm -13 <(sort <<<"$before") <(backends | sort) | paste -sd' ')
 # shellcheck disable=SC2086 # one argument per backend
