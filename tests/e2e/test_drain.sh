@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e-timeout: 480
+# e2e-timeout: 600
 # Drains (issue 26), on the multi-node substrate (three nodes or more): the sample Cluster
 # (3 instances, ANY 1 synchronous) under the fault suite's writers (faults_lib.sh), pgop
 # installed by its chart:
@@ -16,11 +16,16 @@
 #   - a placement change (nodeSelector on a label every node has, a toleration of a taint
 #     none has) rolls the instances: each Pod recreated with the new placement and the
 #     same pgop.io/placementHash, replicas before the primary, still on three nodes, Events
-#     RestartingInstance saying the placement is why, healthy again, 0 COMMITs lost.
+#     RestartingInstance saying the placement is why, healthy again, 0 COMMITs lost;
+#   - nodeMaintenanceWindow {inProgress: true, reusePVC: false} and a drain of a replica's
+#     node: the replica's Pod and PVCs deleted, a new instance cloned on another node, no
+#     failover, 0 COMMITs lost.
 # Figures (METRIC fault_sync_drain<N>_*): switchover_ms (drain -> targetPrimary moved),
 # evicted_ms (drain -> the old primary's Pod deleted), drained_ms (kubectl drain returned),
 # outage_ms (longest gap between two acknowledged -rw COMMITs), lost, healthy_s;
-# fault_sync_placement_rolled_ms (patch -> every Pod recreated with the new placement).
+# fault_sync_placement_rolled_ms (patch -> every Pod recreated with the new placement);
+# fault_sync_reusepvc_{pvc_deleted_ms,replaced_ms} (drain -> the replica's PVC gone, healthy
+# with its replacement).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -143,7 +148,44 @@ placement_roll() {
 	e2e_log "$scen: rolled in $(($(now_ms) - t0)) ms, placementHash $hashes"
 }
 
+# reuse_pvc_false: nodeMaintenanceWindow {inProgress: true, reusePVC: false} and a drain of
+# a replica's node: the evicted replica's new Pod cannot be placed (its volume is on the
+# cordoned node), so its Pod and PVCs are deleted and a new instance is cloned on another
+# node (CloudNativePG's semantics); no failover, 0 lost.
+reuse_pvc_false() {
+	scen=reusepvc
+	local p r node t0 before newp
+	p=$(status currentPrimary)
+	before=$(k get pods -l "cnpg.io/cluster=$C,cnpg.io/podRole=instance" \
+		-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+	for r in $before; do [ "$r" != "$p" ] && break; done
+	node=$(node_of "$r")
+	e2e_log "=== $scen: maintenance window (reusePVC false), draining $node, the node of the replica $r"
+	k patch cluster "$C" --type merge \
+		-p '{"spec":{"nodeMaintenanceWindow":{"inProgress":true,"reusePVC":false}}}' >/dev/null
+	t0=$(now_ms)
+	kubectl drain "$node" --pod-selector "cnpg.io/cluster=$C" --ignore-daemonsets \
+		--delete-emptydir-data --timeout=150s >"$tmp/faults/$scen.drain.log" 2>&1 ||
+		{ cat "$tmp/faults/$scen.drain.log" >&2; e2e_fail "$scen: kubectl drain $node"; }
+	e2e_wait_for "! k get pvc $r >/dev/null 2>&1" 120 1 ||
+		e2e_fail "$scen: the PVC of $r still there ($(k get pod,pvc --no-headers 2>&1 | tr '\n' ' '))"
+	m pvc_deleted_ms $(($(now_ms) - t0))
+	wait_healthy 3 300
+	m replaced_ms $(($(now_ms) - t0))
+	newp=$(k get pods -l "cnpg.io/cluster=$C,cnpg.io/podRole=instance" \
+		-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort | grep -v -x -F "$before" | head -n 1 || true)
+	[ -n "$newp" ] || e2e_fail "$scen: no new instance replaced $r"
+	e2e_assert_ne "$node" "$(node_of "$newp")" "$scen: the node of the new instance $newp"
+	e2e_assert_eq t "$(sql "$newp" 'select pg_is_in_recovery()')" "$scen: $newp is a replica"
+	kubectl uncordon "$node" >/dev/null
+	k patch cluster "$C" --type merge \
+		-p '{"spec":{"nodeMaintenanceWindow":{"inProgress":false,"reusePVC":true}}}' >/dev/null
+	finish "$t0" "$p" same
+	e2e_log "$scen: $r replaced by $newp on $(node_of "$newp")"
+}
+
 drain_once 1
 drain_once 2
 placement_roll
-e2e_log "drains and the placement roll: all checks passed"
+reuse_pvc_false
+e2e_log "drains, the placement roll and reusePVC false: all checks passed"
