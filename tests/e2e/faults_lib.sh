@@ -187,10 +187,17 @@ outage() { # T0 [LEDGER]: the longest gap between two acknowledged COMMITs from 
 		END { print max + 0 }' "${2:-$tmp/faults/rw.ledger}"
 }
 two_primaries() { grep -c TWO_PRIMARIES "$tmp/faults/poll.out" || true; }
-leftover() { # objects beyond 3 instances + the client pod (bootstrap Pods go once their instance runs)
-	local pvc pods
-	pvc=$(k get pvc --no-headers 2>/dev/null | grep -vc -e "^$C-[123] " || true)
-	pods=$(k get pods --no-headers 2>/dev/null | grep -v -e "^$C-[123] " -e '^client ' | wc -l)
+# leftover: PVCs and Pods beyond the Cluster's instance Pods (whatever their serials: a
+# scenario may rebuild one) and the client Pod (bootstrap Pods go once their instance runs)
+leftover() {
+	local inst pvc pods
+	inst=$(k get pods -l "cnpg.io/cluster=$C,cnpg.io/podRole=instance" \
+		-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null)
+	[ -n "$inst" ] || inst=-
+	pvc=$(k get pvc -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null |
+		grep -v -x -F -e "$inst" | grep -c . || true)
+	pods=$(k get pods -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null |
+		grep -v -x -F -e "$inst" -e client | grep -c . || true)
 	echo $((pvc + pods))
 }
 
