@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "instance/internal.h"
+#include "instance/lease.h"
 #include "support/alloc.h"
 #include "support/lsn.h"
 
@@ -165,29 +166,42 @@ static int local_view(PGconn *c, struct local_view *v, struct op_err *err)
 }
 
 /* A replication command (simple protocol: a walsender refuses the extended
- * one inst_pg_exec speaks) answering rows; *ret owned. */
-static int repl_exec(PGconn *p, const char *cmd, PGresult **ret, struct op_err *err)
+ * one inst_pg_exec speaks) answering rows, by deadline_ms; *ret owned. */
+static int repl_exec(PGconn *p, const char *cmd, int64_t deadline_ms, PGresult **ret,
+		     struct op_err *err)
 {
-	PGresult *res = PQexec(p, cmd);
-	if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
+	if (!PQsendQuery(p, cmd)) {
+		const char *m = PQerrorMessage(p);
+		return op_err_set(err, -EIO, "the primary: %s: %.*s", cmd, (int)strcspn(m, "\n"), m);
+	}
+	PGresult *res = NULL, *next;
+	int r;
+	while ((r = inst_pq_next_result(p, deadline_ms, &next, err)) == 0 && next) {
+		if (res)
+			PQclear(res);
+		res = next;
+	}
+	if (r == 0 && res && PQresultStatus(res) == PGRES_TUPLES_OK) {
 		*ret = res;
 		return 0;
 	}
-	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(p);
-	size_t len = strcspn(m, "\n");
-	op_err_set(err, -EIO, "the primary: %s: %.*s", cmd, (int)len, m);
+	if (r == 0) {
+		const char *m = res ? PQresultErrorMessage(res) : "no result";
+		r = op_err_set(err, -EIO, "%.*s", (int)strcspn(m, "\n"), m);
+	}
 	if (res)
 		PQclear(res);
-	return -EIO;
+	op_err_prefix(err, "the primary: %s", cmd);
+	return r;
 }
 
 /* The primary's system identifier and timeline (IDENTIFY_SYSTEM), and its
  * timeline history (TIMELINE_HISTORY; none on timeline 1) into hist. */
-static int primary_view(PGconn *p, char sysid[32], uint32_t *ret_tli, struct inst_tli_switch *hist,
-			size_t max, size_t *ret_n, struct op_err *err)
+static int primary_view(PGconn *p, int64_t deadline_ms, char sysid[32], uint32_t *ret_tli,
+			struct inst_tli_switch *hist, size_t max, size_t *ret_n, struct op_err *err)
 {
 	_cleanup_(inst_pqclearp) PGresult *id = NULL;
-	int r = repl_exec(p, "IDENTIFY_SYSTEM", &id, err);
+	int r = repl_exec(p, "IDENTIFY_SYSTEM", deadline_ms, &id, err);
 	if (r)
 		return r;
 	if (PQntuples(id) != 1 || PQnfields(id) < 2)
@@ -203,7 +217,7 @@ static int primary_view(PGconn *p, char sysid[32], uint32_t *ret_tli, struct ins
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "TIMELINE_HISTORY %lu", tli);
 	_cleanup_(inst_pqclearp) PGresult *h = NULL;
-	r = repl_exec(p, cmd, &h, err);
+	r = repl_exec(p, cmd, deadline_ms, &h, err);
 	if (r)
 		return r;
 	if (PQntuples(h) != 1 || PQnfields(h) < 2)
@@ -212,13 +226,6 @@ static int primary_view(PGconn *p, char sysid[32], uint32_t *ret_tli, struct ins
 }
 
 #define HISTORY_MAX 256
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A replication connection to the primary (conninfo expanded from dbname),
  * established within INST_DIVERGE_CONNECT_MS or given up: the supervisor's
@@ -230,7 +237,7 @@ static int connect_within(const char *conninfo, PGconn **ret, struct op_err *err
 	const char *const keys[] = { "dbname", "replication", NULL };
 	const char *const vals[] = { conninfo, "true", NULL };
 	PGconn *p = PQconnectStartParams(keys, vals, 1);
-	int64_t deadline = mono_ms() + INST_DIVERGE_CONNECT_MS;
+	int64_t deadline = inst_lease_now() + INST_DIVERGE_CONNECT_MS;
 	/* libpq: poll as if PQconnectPoll had answered WRITING first */
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	while (p && PQstatus(p) != CONNECTION_BAD && st != PGRES_POLLING_FAILED) {
@@ -238,7 +245,7 @@ static int connect_within(const char *conninfo, PGconn **ret, struct op_err *err
 			*ret = p;
 			return 0;
 		}
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - inst_lease_now();
 		struct pollfd pfd = { .fd = PQsocket(p),
 				      .events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT };
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
@@ -278,7 +285,10 @@ int inst_diverge_check(PGconn *local, const char *primary_conninfo, uint32_t kno
 	char sysid[32];
 	struct inst_tli_switch *hist = op_calloc(HISTORY_MAX, sizeof(*hist));
 	size_t n = 0;
-	r = primary_view(p, sysid, &ret->primary_tli, hist, HISTORY_MAX, &n, err);
+	/* the two commands get as long as the connection had: a primary that
+	 * froze after answering the connect must not hold the tick either */
+	r = primary_view(p, inst_lease_now() + INST_DIVERGE_CONNECT_MS, sysid, &ret->primary_tli,
+			 hist, HISTORY_MAX, &n, err);
 	if (r == 0 && strcmp(sysid, v.sysid) != 0)
 		r = op_err_set(err, -EXDEV, "the primary's system identifier %s is not ours (%s)",
 			       sysid, v.sysid);

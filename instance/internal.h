@@ -247,7 +247,8 @@ enum inst_diverge inst_diverge_decide(uint32_t tli, uint64_t lsn, uint32_t prima
 #define INST_DIVERGE_CONFIRM_MS 10000
 /* The replica asks at most this often while its WAL receiver does not stream. */
 #define INST_DIVERGE_EVERY_MS 3000
-/* ... and gives the connection to the primary this long (diverge.c). */
+/* ... and gives the connection to the primary this long, then its two replication
+ * commands as long again (diverge.c). */
 #define INST_DIVERGE_CONNECT_MS 500
 struct inst_diverge_watch {
 	int64_t since; /* monotonic ms: diverged since; 0 = not diverged */
@@ -317,6 +318,15 @@ OP_MUST_CHECK int inst_pg_wait_ready(const char *sockdir, unsigned port, unsigne
  * NULL; otherwise an owned PGresult (PQclear). */
 OP_MUST_CHECK int inst_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
 			       PGresult **ret, struct op_err *err);
+/* Against a deadline (CLOCK_MONOTONIC ms, inst_lease_now's clock), on a
+ * connection in nonblocking use (PQsend*, PQconnectStart*): polls c for
+ * events (at most 1 s at a time) and reads what arrived; -ETIMEDOUT past
+ * the deadline, -EIO when the connection failed (its message in err). */
+OP_MUST_CHECK int inst_pq_wait(PGconn *c, short events, int64_t deadline_ms, struct op_err *err);
+/* The next result without blocking past deadline_ms; *ret owned, NULL at
+ * the command's end. Errors as inst_pq_wait. */
+OP_MUST_CHECK int inst_pq_next_result(PGconn *c, int64_t deadline_ms, PGresult **ret,
+				      struct op_err *err);
 /* One text value (row 0, column 0) as an owned string; NULL when SQL NULL. */
 OP_MUST_CHECK int inst_pg_value(PGconn *c, const char *sql, int nparams, const char *const *params,
 				char **ret, struct op_err *err);

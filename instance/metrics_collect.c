@@ -34,6 +34,7 @@
 
 #include "api/timestamp.h"
 #include "instance/internal.h"
+#include "instance/lease.h"
 #include "instance/metrics_internal.h"
 #include "support/alloc.h"
 #include "support/log.h"
@@ -101,13 +102,6 @@ struct inst_metrics {
 			      * /pg/status's metricsErrors (inst_metrics_errors_json) */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void trim_msg(const char *m, struct op_err *err, int code)
 {
 	size_t len = m ? strlen(m) : 0;
@@ -126,24 +120,6 @@ static void trim_msg(const char *m, struct op_err *err, int code)
  * the statement's fault, statement_timeout included). -ETIMEDOUT: the
  * connection is no longer usable (the caller drops it); -EIO: it could not
  * be sent. */
-/* Waits until a result can be taken without blocking, or the deadline. */
-static int wait_ready(struct inst_metrics *m, PGconn *c, struct op_err *err)
-{
-	while (PQisBusy(c)) {
-		int64_t left = m->deadline_ms - now_ms();
-		if (left <= 0)
-			return op_err_set(err, -ETIMEDOUT, "no answer within the collection budget");
-		struct pollfd p = { .fd = PQsocket(c), .events = POLLIN };
-		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
-			return op_err_set(err, -errno, "poll: %s", strerror(errno));
-		if (!PQconsumeInput(c)) {
-			trim_msg(PQerrorMessage(c), err, -EIO);
-			return -EIO;
-		}
-	}
-	return 0;
-}
-
 static int exec_sql(struct inst_metrics *m, PGconn *c, const char *sql, bool simple,
 		    PGresult **ret, struct op_err *err)
 {
@@ -156,13 +132,13 @@ static int exec_sql(struct inst_metrics *m, PGconn *c, const char *sql, bool sim
 	PGresult *res = NULL, *next;
 	int r = 0;
 	for (;;) {
-		int w = wait_ready(m, c, err);
+		int w = inst_pq_next_result(c, m->deadline_ms, &next, err);
 		if (w) {
 			if (res)
 				PQclear(res);
-			return w == -EIO ? -ETIMEDOUT : w; /* the connection is dropped */
+			return -ETIMEDOUT; /* either way the connection is dropped */
 		}
-		if (!(next = PQgetResult(c)))
+		if (!next)
 			break;
 		ExecStatusType st = PQresultStatus(next);
 		if (!r && st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
@@ -196,7 +172,7 @@ static int exec_deadline(struct inst_metrics *m, PGconn *c, const char *sql, PGr
  * statements and round trips per query became one (bench/metrics.sh). */
 static int begin_ro(struct inst_metrics *m, PGconn *c, struct op_err *err)
 {
-	int64_t left = m->deadline_ms - now_ms();
+	int64_t left = m->deadline_ms - inst_lease_now();
 	if (left < 20)
 		return op_err_set(err, -ETIMEDOUT, "collection budget exhausted");
 	PGTransactionStatusType ts = PQtransactionStatus(c);
@@ -229,7 +205,7 @@ static void rollback_one(struct inst_metrics *m, PGconn **c)
 	if (!*c || PQtransactionStatus(*c) == PQTRANS_IDLE)
 		return;
 	int64_t deadline = m->deadline_ms;
-	m->deadline_ms = now_ms() + ROLLBACK_MS;
+	m->deadline_ms = inst_lease_now() + ROLLBACK_MS;
 	if (exec_deadline(m, *c, "ROLLBACK", NULL, NULL) ||
 	    PQtransactionStatus(*c) != PQTRANS_IDLE) {
 		PQfinish(*c);
@@ -288,7 +264,7 @@ static void run_items(struct inst_metrics *m, PGconn **c, struct inst_pl_item *i
 		      bool end)
 {
 	struct op_err err = OP_ERR_INIT;
-	int64_t left = m->deadline_ms - now_ms();
+	int64_t left = m->deadline_ms - inst_lease_now();
 	if (n == 0 && !end)
 		return;
 	if (*c && use_pipeline()) {
@@ -804,7 +780,7 @@ struct qplan { /* the effective query set and which of it is due, before the col
 static void qplan_make(struct inst_metrics *m, char **files, size_t n_files, bool disable_default,
 		       int64_t ttl_ms, struct qplan *p)
 {
-	p->t0 = now_ms();
+	p->t0 = inst_lease_now();
 	load_custom(m, files, n_files);
 	p->n = effective_set(m, disable_default, &p->qs);
 	p->due = op_calloc(p->n + 1, sizeof(*p->due));
@@ -1025,7 +1001,7 @@ static double update_queries(struct inst_metrics *m, struct core *k, const struc
 		m->cache_miss = true;
 		m->cache_hits = 0;
 		m->last_update_s = (int64_t)time(NULL);
-		return (double)(now_ms() - p->t0) / 1000.0;
+		return (double)(inst_lease_now() - p->t0) / 1000.0;
 	}
 	m->cache_miss = false;
 	m->cache_hits++;
@@ -1159,7 +1135,7 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 	view_take(m, &v);
 	struct core k = { .sync = NAN };
 	struct inst_mfams core = { 0 }, status = { 0 };
-	int64_t t0 = now_ms();
+	int64_t t0 = inst_lease_now();
 	m->deadline_ms = t0 + m->budget_ms;
 	m->collections++;
 	struct op_err cerr = OP_ERR_INIT;
@@ -1173,7 +1149,7 @@ static int collect(struct inst_metrics *m, struct op_buf *out, struct op_err *er
 		qplan_make(m, v.files, v.n_files, v.disable_default, v.ttl_ms, &plan);
 	r = r ? r : core_query(m, &k, &dbs, plan.any_glob, &cerr);
 	k.up = r == 0;
-	k.dur_up = (double)(now_ms() - t0) / 1000.0;
+	k.dur_up = (double)(inst_lease_now() - t0) / 1000.0;
 	if (r && r != -ESHUTDOWN) {
 		m->coll_errors[C_UP]++;
 		k.error = true;

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "instance/internal.h"
 #include "instance/metrics_internal.h"
@@ -101,13 +100,6 @@ size_t inst_pl_judge(const struct inst_pl_cmd *cmds, const enum inst_pl_st *st, 
 
 /* ---- sending and reading ---- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void set_msg(char **dst, const char *m)
 {
 	size_t len = m ? strlen(m) : 0;
@@ -115,32 +107,6 @@ static void set_msg(char **dst, const char *m)
 		len--;
 	free(*dst);
 	*dst = op_strndup(m ? m : "", len);
-}
-
-/* Polls c for events until deadline_ms; reads what arrived. */
-static int wait_io(PGconn *c, short events, int64_t deadline_ms, struct op_err *err)
-{
-	int64_t left = deadline_ms - mono_ms();
-	if (left <= 0)
-		return op_err_set(err, -ETIMEDOUT, "no answer within the collection budget");
-	struct pollfd p = { .fd = PQsocket(c), .events = events };
-	if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
-		return op_err_set(err, -EIO, "poll: %s", strerror(errno));
-	if ((p.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(c))
-		return op_err_set(err, -EIO, "%s", PQerrorMessage(c));
-	return 0;
-}
-
-/* The next result without blocking past deadline_ms (NULL: the command's end). */
-static int next_result(PGconn *c, int64_t deadline_ms, PGresult **ret, struct op_err *err)
-{
-	while (PQisBusy(c)) {
-		int r = wait_io(c, POLLIN, deadline_ms, err);
-		if (r)
-			return r;
-	}
-	*ret = PQgetResult(c);
-	return 0;
 }
 
 static const char *cmd_sql(const struct inst_pl_cmd *cmd, const struct inst_pl_item *it,
@@ -187,7 +153,7 @@ static int send_all(PGconn *c, const struct inst_pl_cmd *cmds, size_t ncmds,
 	}
 	int f;
 	while ((f = PQflush(c)) == 1) {
-		int r = wait_io(c, POLLIN | POLLOUT, deadline_ms, err);
+		int r = inst_pq_wait(c, POLLIN | POLLOUT, deadline_ms, err);
 		if (r)
 			return r;
 	}
@@ -201,7 +167,7 @@ static int read_cmd(PGconn *c, const struct inst_pl_cmd *cmd, struct inst_pl_ite
 		    int64_t deadline_ms, enum inst_pl_st *st, char **cause_msg, struct op_err *err)
 {
 	PGresult *res = NULL;
-	int r = next_result(c, deadline_ms, &res, err);
+	int r = inst_pq_next_result(c, deadline_ms, &res, err);
 	if (r)
 		return r;
 	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
@@ -228,7 +194,7 @@ static int read_cmd(PGconn *c, const struct inst_pl_cmd *cmd, struct inst_pl_ite
 	if (sync)
 		return 0; /* no NULL follows a Sync's result */
 	for (;;) { /* the command's end */
-		if ((r = next_result(c, deadline_ms, &res, err)))
+		if ((r = inst_pq_next_result(c, deadline_ms, &res, err)))
 			return r;
 		if (!res)
 			return 0;

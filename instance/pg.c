@@ -1,6 +1,7 @@
 /* instance/pg.c - running PostgreSQL programs and talking to the server
  * through libpq (parameters only: PQexecParams). */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "instance/internal.h"
+#include "instance/lease.h"
 #include "support/alloc.h"
 #include "support/log.h"
 
@@ -131,6 +133,32 @@ int inst_pg_wait_ready(const char *sockdir, unsigned port, unsigned timeout_s,
 	}
 	return op_err_set(err, -ETIMEDOUT, "postgres not ready after %u s: %s", timeout_s,
 			  last.msg);
+}
+
+int inst_pq_wait(PGconn *c, short events, int64_t deadline_ms, struct op_err *err)
+{
+	int64_t left = deadline_ms - inst_lease_now();
+	if (left <= 0)
+		return op_err_set(err, -ETIMEDOUT, "no answer within the deadline");
+	struct pollfd p = { .fd = PQsocket(c), .events = events };
+	if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+		return op_err_set(err, -EIO, "poll: %s", strerror(errno));
+	if ((p.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(c)) {
+		const char *m = PQerrorMessage(c);
+		return op_err_set(err, -EIO, "%.*s", (int)strcspn(m, "\n"), m);
+	}
+	return 0;
+}
+
+int inst_pq_next_result(PGconn *c, int64_t deadline_ms, PGresult **ret, struct op_err *err)
+{
+	while (PQisBusy(c)) {
+		int r = inst_pq_wait(c, POLLIN, deadline_ms, err);
+		if (r)
+			return r;
+	}
+	*ret = PQgetResult(c);
+	return 0;
 }
 
 int inst_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
