@@ -328,17 +328,25 @@ static int key_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* v's members in key order (v an object, borrowed). */
-static json_object *sorted_object(json_object *v)
+const char **op_json_sorted_keys(json_object *o, size_t *ret_n)
 {
-	size_t n = (size_t)json_object_object_length(v), k = 0;
+	size_t n = (size_t)json_object_object_length(o), k = 0;
 	const char **keys = op_calloc(n ? n : 1, sizeof(*keys));
-	json_object_object_foreach(v, key, val)
+	json_object_object_foreach(o, key, val)
 	{
 		(void)val;
 		keys[k++] = key;
 	}
 	qsort(keys, k, sizeof(*keys), key_cmp);
+	*ret_n = k;
+	return keys;
+}
+
+/* v's members in key order (v an object, borrowed). */
+static json_object *sorted_object(json_object *v)
+{
+	size_t k;
+	const char **keys = op_json_sorted_keys(v, &k);
 	json_object *o = op_jobj();
 	for (size_t i = 0; i < k; i++)
 		op_jset(o, keys[i], op_json_sorted(json_object_object_get(v, keys[i])));

@@ -102,6 +102,10 @@ json_object *op_jpush(json_object *arr, json_object *val);
  * (replacing a non-object member). Borrowed from obj. */
 json_object *op_jchild(json_object *obj, const char *key);
 
+/* The keys of the object o (borrowed) in byte order, *ret_n of them: an
+ * OWNED array (free) of keys borrowed from o. */
+const char **op_json_sorted_keys(json_object *o, size_t *ret_n);
+
 /* A deep copy of v (borrowed; NULL = JSON null, copied as NULL) whose
  * objects, at every level, hold their members in byte order of their keys
  * (json-c keeps insertion order): its serialization is canonical, the same

@@ -98,11 +98,6 @@ static int emit_scalar(struct emit_ctx *c, const char *s, size_t len, bool is_st
 	return emit(c, &ev, err);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int emit_node(struct emit_ctx *c, json_object *o, int depth, struct op_err *err)
 {
 	yaml_event_t ev;
@@ -150,14 +145,8 @@ static int emit_node(struct emit_ctx *c, json_object *o, int depth, struct op_er
 		return emit(c, &ev, err);
 	}
 	case json_type_object: {
-		size_t n = (size_t)json_object_object_length(o), i = 0;
-		_cleanup_free_ const char **keys = op_calloc(n ? n : 1, sizeof(*keys));
-		json_object_object_foreach(o, k, v)
-		{
-			(void)v;
-			keys[i++] = k;
-		}
-		qsort(keys, n, sizeof(*keys), cmp_str);
+		size_t n, i;
+		_cleanup_free_ const char **keys = op_json_sorted_keys(o, &n);
 		if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
 							 YAML_BLOCK_MAPPING_STYLE))
 			return op_err_set(err, -ENOMEM, "cannot build YAML event");
