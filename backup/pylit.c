@@ -62,17 +62,6 @@ int bk_py_repr_str(const char *s, struct op_buf *out)
 	return rc ? rc : op_buf_addc(out, quote);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int add_utf8(struct op_buf *out, uint32_t cp)
 {
 	unsigned char b[4];
@@ -102,7 +91,7 @@ static int esc_hex(struct bk_pylit *c, int digits, struct op_buf *out)
 	if (c->end - c->p < digits)
 		return -EBADMSG;
 	for (int i = 0; i < digits; i++) {
-		int v = hexval(*c->p++);
+		int v = op_hexval(*c->p++);
 		if (v < 0)
 			return -EBADMSG;
 		cp = cp << 4 | (uint32_t)v;

@@ -193,3 +193,14 @@ char *op_buf_take(struct op_buf *b, size_t *ret_len)
 	b->len = b->cap = 0;
 	return p;
 }
+
+int op_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

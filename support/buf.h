@@ -60,6 +60,8 @@ __attribute__((warn_unused_result)) int op_buf_add_json_str(struct op_buf *b, co
 size_t op_utf8_seq_len(const unsigned char *p, size_t avail);
 /* True when s[0..len) is valid UTF-8 (NUL bytes allowed). */
 bool op_utf8_valid(const char *s, size_t len);
+/* The value of the hex digit c (either case), -1 when it is not one. */
+int op_hexval(char c);
 
 /* Returns the contents (never NULL: "" when empty); borrowed until the next change. */
 const char *op_buf_str(const struct op_buf *b);

@@ -5,26 +5,17 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "support/buf.h"
 
 /* 1 to 8 hex digits; *end past them. */
 static int hex32(const char *s, const char **end, uint32_t *ret)
 {
 	uint32_t v = 0;
 	size_t i = 0;
-	for (; s[i] && hexval(s[i]) >= 0; i++) {
+	for (; s[i] && op_hexval(s[i]) >= 0; i++) {
 		if (i == 8)
 			return -EINVAL;
-		v = v << 4 | (uint32_t)hexval(s[i]);
+		v = v << 4 | (uint32_t)op_hexval(s[i]);
 	}
 	if (i == 0)
 		return -EINVAL;
