@@ -579,21 +579,6 @@ static int stream_extract(struct os_client *c, const char *key, enum bk_compress
 	return 0;
 }
 
-/* 0 when dir has no entries, -ENOTEMPTY (err says so) otherwise. */
-static int dir_empty(const char *path, struct op_err *err)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return op_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	struct dirent *e;
-	int rc = 0;
-	while (rc == 0 && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			rc = op_err_set(err, -ENOTEMPTY, "%s: not empty (%s)", path, e->d_name);
-	closedir(d);
-	return rc;
-}
-
 /* The backup's tablespaces: each object listed in backup.info, each one
  * located by name (err names what is missing), each location empty. */
 static int plan_tablespaces(const struct objects *o, const struct bk_backup_info *bi,
@@ -618,8 +603,12 @@ static int plan_tablespaces(const struct objects *o, const struct bk_backup_info
 					  t->name, locs[j] ? locs[j] : "(none)");
 		if ((rc = op_mkdir_p(locs[j], 0700, err)) < 0)
 			return op_err_prefix(err, "tablespace %s", t->name);
-		if ((rc = dir_empty(locs[j], err)) < 0)
+		char first[256];
+		if ((rc = op_dir_empty(locs[j], first, sizeof(first), err)) < 0)
 			return op_err_prefix(err, "tablespace %s", t->name);
+		if (rc == 0)
+			return op_err_set(err, -ENOTEMPTY, "tablespace %s: %s: not empty (%s)",
+					  t->name, locs[j], first);
 	}
 	return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/file.h"
 #include "support/log.h"
 
 #define MARKER "pgop-bootstrapped"
@@ -43,21 +44,6 @@ int inst_marker_is(const char *pgdata, const char *pod, struct op_err *err)
 	const char *s = op_buf_str(&b);
 	size_t n = strcspn(s, "\r\n");
 	return n == strlen(pod) && strncmp(s, pod, n) == 0;
-}
-
-/* 1 empty (or absent), 0 not empty. */
-static int dir_empty(const char *dir, struct op_err *err)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 1 : op_err_set(err, -errno, "%s: %s", dir, strerror(errno));
-	int empty = 1;
-	struct dirent *e;
-	while (empty && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			empty = 0;
-	closedir(d);
-	return empty;
 }
 
 /* rm_one's state (nftw has no user data; only the main thread removes) */
@@ -92,10 +78,10 @@ static int remove_under(const char *dir, bool keep_top, struct op_err *err)
 
 int inst_pgdata_reclaim(const struct inst_paths *p, const char *pod, struct op_err *err)
 {
-	int r = dir_empty(p->pgdata, err);
+	int r = op_dir_empty(p->pgdata, NULL, 0, err);
 	if (r < 0)
 		return r;
-	int wal_empty = p->waldir ? dir_empty(p->waldir, err) : 1;
+	int wal_empty = p->waldir ? op_dir_empty(p->waldir, NULL, 0, err) : 1;
 	if (wal_empty < 0)
 		return wal_empty;
 	if (r == 1 && wal_empty == 1)

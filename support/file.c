@@ -1,7 +1,9 @@
 /* support/file.c - small filesystem helpers (file.h). */
 #include "support/file.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -21,4 +23,21 @@ int op_mkdir_p(const char *path, mode_t mode, struct op_err *err)
 		if (!c)
 			return 0;
 	}
+}
+
+int op_dir_empty(const char *path, char *first, size_t first_size, struct op_err *err)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 1 : op_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	int empty = 1;
+	struct dirent *e;
+	while (empty && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			empty = 0;
+			if (first && first_size)
+				snprintf(first, first_size, "%s", e->d_name);
+		}
+	closedir(d);
+	return empty;
 }
