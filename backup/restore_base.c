@@ -480,7 +480,8 @@ static int object_entry(void *ud, const struct os_list_entry *e)
 		if (!o->tbs)
 			o->tbs = op_calloc(TBS_MAX, sizeof(*o->tbs));
 		struct tbs_object *t = &o->tbs[o->n_tbs++];
-		t->oid = oid, t->comp = comp;
+		t->oid = oid;
+		t->comp = comp;
 		snprintf(t->name, sizeof(t->name), "%s", name);
 	} else if (tar_comp(name, &comp) == 0 && !o->other[0]) {
 		snprintf(o->other, sizeof(o->other), "%s", name);
@@ -654,8 +655,11 @@ static int restore_tablespace(struct os_client *c, const struct bk_config *cfg, 
 		rc = op_err_set(err, -errno, "%s -> %s: %s", link, loc, strerror(errno));
 	if (rc < 0)
 		return rc;
-	st->files += ts.files, st->dirs += ts.dirs, st->bytes += ts.bytes;
-	st->symlinks += ts.symlinks, st->hardlinks += ts.hardlinks;
+	st->files += ts.files;
+	st->dirs += ts.dirs;
+	st->bytes += ts.bytes;
+	st->symlinks += ts.symlinks;
+	st->hardlinks += ts.hardlinks;
 	st->stored_bytes += ts.stored_bytes;
 	st->tablespaces++;
 	return 0;

@@ -139,7 +139,8 @@ static int bb_tablespaces(struct bb *b, struct op_err *err)
 	if (n == 0)
 		return 0;
 	struct bk_tablespace *v = op_calloc(n, sizeof(*v));
-	b->bi.tablespaces = v, b->bi.n_tablespaces = n;
+	b->bi.tablespaces = v;
+	b->bi.n_tablespaces = n;
 	for (size_t i = 0; i < n; i++) {
 		const char *loc = PQgetvalue(res, (int)i, 2), *name = PQgetvalue(res, (int)i, 0);
 		v[i] = (struct bk_tablespace){ .name = op_strdup(name), .location = op_strdup(loc),
