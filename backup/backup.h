@@ -144,6 +144,10 @@ void bk_codec_free(struct bk_codec *c); /* NULL accepted */
  *   "jobs": 2,                         optional: 1..BK_MAX_PARALLEL, parts of
  *                                      base backups uploaded at once
  *                                      (BK_JOBS_DEFAULT, barman-cloud-backup's -J)
+ *   "maxArchiveSize": 107374182400,    optional: bytes (at least 1 MiB) of a
+ *                                      base backup's tar past which it goes on
+ *                                      in data_0001.tar... (barman-cloud-backup's
+ *                                      --max-archive-size, 100GB by default)
  *   "tags": {"k": "v"},                optional: S3 object tags of every upload
  *                                      (barman-cloud --tags; os_tag_check, at
  *                                      most OS_TAGS_MAX)
@@ -167,6 +171,7 @@ struct bk_config {
 	enum bk_compression data_compression; /* none, gzip, bzip2, lz4 */
 	bool immediate_checkpoint;
 	unsigned jobs; /* BK_JOBS_DEFAULT when absent */
+	uint64_t max_archive_size; /* BK_TAR_MAX_ARCHIVE_DEFAULT when absent */
 	/* tags and encryption (bk_client_set_attrs): encoded x-amz-tagging
 	 * values (os_tagging_add), NULL when none; AES256 | aws:kms, NULL: none */
 	char *tagging, *history_tagging;        /* owned */
@@ -232,6 +237,10 @@ OP_MUST_CHECK int bk_base_prefix(const struct bk_config *cfg, struct op_buf *out
  * out. -ENOTSUP (err says why) for xz and zstd, which barman cannot restore. */
 OP_MUST_CHECK int bk_backup_tar_name(const char *name, enum bk_compression comp,
 				     struct op_buf *out, struct op_err *err);
+/* The same for a split tar's part: part 0 is "data.tar", part n > 0
+ * "data_%04u.tar" (barman-cloud-backup's _build_dest_name). */
+OP_MUST_CHECK int bk_backup_tar_part_name(const char *name, unsigned part, enum bk_compression comp,
+					  struct op_buf *out, struct op_err *err);
 /* The object key of file (BK_BACKUP_INFO_NAME, a tar name) of backup id. */
 OP_MUST_CHECK int bk_backup_key(const struct bk_config *cfg, const char *id, const char *file,
 				struct op_buf *out, struct op_err *err);
@@ -339,7 +348,17 @@ struct bk_tar_opts {
 	 * ("PG_16_", barman's include "/PG_<major>_*") and what is below them,
 	 * no "." entry, no pg_control, no label */
 	const char *tablespace_prefix;
+	/* a part's compressed size past which the next entry starts a new tar
+	 * (barman-cloud-backup's --max-archive-size, checked as it does: before
+	 * each entry, so a part ends on an entry's boundary and is a whole tar);
+	 * 0: BK_TAR_MAX_ARCHIVE_DEFAULT */
+	uint64_t max_archive_size;
 };
+/* barman-cloud-backup's default --max-archive-size (100GB). With it no
+ * part needs more than 10,000 upload parts of BK_TAR_PART_FLOOR (156 GiB),
+ * whatever the database's size. */
+#define BK_TAR_MAX_ARCHIVE_DEFAULT (100ull * 1024 * 1024 * 1024)
+#define BK_TAR_MAX_ARCHIVE_MIN (1024u * 1024) /* the smallest accepted */
 /* The upload holds jobs + 1 part buffers (jobs uploading, one being read):
  * BK_TAR_UPLOAD_MEM in all, so parts are BK_TAR_UPLOAD_MEM / (jobs + 1),
  * at most BK_TAR_PART_DEFAULT and at least BK_TAR_PART_FLOOR. S3 allows
@@ -357,6 +376,7 @@ struct bk_tar_stats {
 	uint64_t data_bytes;   /* file contents read */
 	uint64_t tar_bytes;    /* the tar before compression */
 	uint64_t stored_bytes; /* what was uploaded (compressed) */
+	unsigned parts;        /* tars written: 1, more when split */
 };
 
 struct bk_tar_stream;
@@ -366,9 +386,15 @@ struct bk_tar_stream;
  * (bk_tar_stream_free); opts and its strings borrowed until then. */
 OP_MUST_CHECK int bk_tar_stream_new(const struct bk_tar_opts *opts, struct bk_tar_stream **ret,
 				    struct op_err *err);
-/* An os_read_fn (ud: the stream): bytes, 0 at the end, -errno on failure
- * (bk_tar_stream_finish says what failed). */
+/* An os_read_fn (ud: the stream): bytes, 0 at the end of the tar or of a
+ * part (bk_tar_stream_next_part), -errno on failure (bk_tar_stream_finish
+ * says what failed). */
 ssize_t bk_tar_stream_read(void *ud, void *buf, size_t len);
+/* After a read returned 0: true when that was the end of a part only, the
+ * rest of the walk going into the next part. */
+bool bk_tar_stream_part_ended(const struct bk_tar_stream *s);
+/* Starts the next part (a new tar from the next entry on): 0 or -errno. */
+OP_MUST_CHECK int bk_tar_stream_next_part(struct bk_tar_stream *s, struct op_err *err);
 /* After the last read: 0, or the failure the reads met (err says which
  * file). ret (optional) filled on success. */
 OP_MUST_CHECK int bk_tar_stream_finish(struct bk_tar_stream *s, struct bk_tar_stats *ret,
@@ -378,7 +404,11 @@ void bk_tar_stream_free(struct bk_tar_stream *s); /* NULL accepted */
 /* Streams opts->pgdata's tar to base/<backup_id>/data.tar[suffix] of cfg's
  * destination (os_put_from_reader_jobs: multipart in part_size pieces,
  * opts->jobs of them uploaded at once while the next is read, aborted on
- * failure; nothing is written to disk). ret (optional) on success. */
+ * failure; nothing is written to disk). A tar whose compressed size passes
+ * opts->max_archive_size goes on in data_0001.tar[suffix], data_0002...,
+ * each a whole tar, uploaded one after the other (barman-cloud-backup's
+ * split; barman-cloud-restore extracts them in order). ret (optional) on
+ * success. */
 OP_MUST_CHECK int bk_upload_pgdata_tar(const struct bk_config *cfg, const char *backup_id,
 				       const struct bk_tar_opts *opts, struct bk_tar_stats *ret,
 				       struct op_err *err);
@@ -521,10 +551,12 @@ OP_MUST_CHECK int bk_tablespace_locate(const struct bk_tablespace *t,
  * location that is not absolute. Pure. */
 OP_MUST_CHECK int bk_tablespace_rule_parse(char *rule, struct bk_tablespace_target *ret,
 					   struct op_err *err);
-/* The tablespace's object "<oid>.tar[suffix]": its oid and compression;
- * -EINVAL for any other name (data.tar, splits "_0001"). Pure. */
-OP_MUST_CHECK int bk_tablespace_object_parse(const char *name, uint32_t *ret_oid,
-					     enum bk_compression *ret_comp);
+/* A backup's tar object "<base>[_NNNN].tar[suffix]", base "data" (*ret_oid
+ * 0) or a tablespace's oid: the oid, the split part (0 for no "_NNNN"; NNNN
+ * four digits or more, from 1) and the compression; -EINVAL for any other
+ * name. Pure. */
+OP_MUST_CHECK int bk_tar_object_parse(const char *name, uint32_t *ret_oid, unsigned *ret_part,
+				      enum bk_compression *ret_comp);
 struct bk_restore_opts {
 	const char *target;     /* borrowed: an existing, empty directory */
 	/* borrowed: where the backup's tablespaces go; each of them must be here */
@@ -537,7 +569,8 @@ struct bk_restore_opts {
 struct bk_restore_stats {
 	uint64_t files, dirs, symlinks, hardlinks, bytes; /* bytes: file contents written */
 	uint64_t stored_bytes;  /* what was downloaded */
-	char tar_name[32];      /* "data.tar.gz" */
+	char tar_name[48];      /* "data.tar.gz" */
+	unsigned parts;         /* data tar parts extracted (data.tar, data_0001.tar...) */
 	size_t tablespaces;     /* <oid>.tar restored, each linked from pg_tblspc/<oid> */
 };
 /* Extracts an uncompressed tar read from fd (borrowed) under opts->target as
@@ -551,7 +584,10 @@ OP_MUST_CHECK int bk_restore_tar_fd(int fd, const struct bk_restore_opts *opts,
  * (none: -ENOENT naming it, before anything is downloaded) and
  * <target>/pg_tblspc/<oid> made a symbolic link to that location, as
  * barman-cloud-restore does (data.tar has no pg_tblspc/<oid>: barman leaves
- * them out). A <oid>.tar that backup.info does not list is -EBADMSG.
+ * them out). A <oid>.tar that backup.info does not list is -EBADMSG. A
+ * split tar's parts (data.tar, data_0001.tar, ...: barman-cloud-backup's
+ * --max-archive-size) are extracted in order; a missing part, or parts of
+ * different compressions, are -EBADMSG before anything is downloaded.
  * ret (optional) on success. */
 OP_MUST_CHECK int bk_restore_base(const struct bk_config *cfg, const char *id,
 				  const struct bk_restore_opts *opts, struct bk_restore_stats *ret,

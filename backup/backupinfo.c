@@ -542,11 +542,18 @@ int bk_base_prefix(const struct bk_config *cfg, struct op_buf *out)
 int bk_backup_tar_name(const char *name, enum bk_compression comp, struct op_buf *out,
 		       struct op_err *err)
 {
+	return bk_backup_tar_part_name(name, 0, comp, out, err);
+}
+
+int bk_backup_tar_part_name(const char *name, unsigned part, enum bk_compression comp,
+			    struct op_buf *out, struct op_err *err)
+{
 	if (comp == BK_COMP_XZ || comp == BK_COMP_ZSTD)
 		return op_err_set(err, -ENOTSUP, "base backups: %s is no compression barman-cloud "
 				  "can restore a tar from (none, gzip, bzip2, lz4, snappy)",
 				  bk_compression_name(comp));
-	int rc = op_buf_addf(out, "%s.tar%s", name, bk_compression_suffix(comp));
+	int rc = part ? op_buf_addf(out, "%s_%04u.tar%s", name, part, bk_compression_suffix(comp))
+		      : op_buf_addf(out, "%s.tar%s", name, bk_compression_suffix(comp));
 	return rc < 0 ? op_err_set(err, rc, "tar name too long") : 0;
 }
 

@@ -9,15 +9,15 @@
  * input (RFC 1952: a gzip file is a series of members; Python's gzip, which
  * barman-cloud-wal-restore uses, gunzip and our zlib decoder read them all):
  * libdeflate compresses whole buffers only, several times faster than zlib's
- * streaming deflate (docs/internals/backup.md "Figures"). Memory stays
- * bounded: one BK_GZ_CHUNK input buffer and its compressed bound. A base
+ * streaming deflate (docs/internals/backup.md "Figures"), and the members
+ * of a batch are compressed in parallel (gz_lanes.c). Memory stays bounded:
+ * per lane one BK_GZ_CHUNK input buffer and its compressed bound. A base
  * backup's tar keeps zlib's one member: barman-cloud-restore reads it with
  * tarfile's "r|gz" stream, which stops after the first member. */
 #include <errno.h>
 #include <string.h>
 
 #include <bzlib.h>
-#include <libdeflate.h>
 #include <lz4frame.h>
 #include <lzma.h>
 #include <zlib.h>
@@ -28,12 +28,6 @@
 
 #define OUT_SIZE (64u * 1024)
 #define LZ4_IN_CHUNK (64u * 1024)
-/* The WAL gzip encoder's libdeflate level. On pgbench WAL segments (16 MiB,
- * 1 MiB members; docs/internals/backup.md "Figures") per segment: zlib 6
- * 256 ms CPU, 2.09 MB; libdeflate 1 42 ms, +9 %; 2 51 ms, +6 %; 4 62 ms,
- * +4 %; 6 92 ms, +0.4 %. 1 keeps wal-archive under a tenth of
- * barman-cloud-wal-archive's CPU (issue 25). */
-#define GZ_LEVEL 1
 /* A decoder never needs more: xz -9 needs 65 MiB, zstd's window is capped
  * at 2^27 (128 MiB, zstd --ultra -22 uses 2^27). */
 #define XZ_MEMLIMIT (128ull * 1024 * 1024)
@@ -45,13 +39,12 @@ struct bk_codec {
 	bool ended;  /* decoder: the last stream/frame/member is complete */
 	bool failed; /* an error happened: every later call fails */
 	bool tar;    /* encoding a base backup's tar stream (bk_codec_new_tar) */
-	uint64_t gz_members; /* gzip encoder: members emitted */
 	uint64_t out_max, out_total;
 	bk_sink_fn sink;
 	void *ud;
 	union {
 		z_stream z; /* gzip decoder, tar encoder */
-		struct libdeflate_compressor *gz; /* gzip WAL encoder, owned */
+		struct bk_gz_lanes *gz; /* gzip WAL encoder, owned */
 		bz_stream bz;
 		lzma_stream xz;
 		LZ4F_cctx *lz4c;
@@ -61,8 +54,6 @@ struct bk_codec {
 	} u;
 	unsigned char *out; /* owned, out_size: OUT_SIZE, or the lz4 and gzip encoders' bounds */
 	size_t out_size;
-	unsigned char *in; /* gzip encoder: owned, BK_GZ_CHUNK; in_len buffered */
-	size_t in_len;
 	LZ4F_preferences_t lz4p;
 };
 
@@ -129,65 +120,17 @@ static int gz_run(struct bk_codec *c, const void *in, size_t len, bool finish,
 	}
 }
 
-/* ---- gzip: libdeflate, the WAL encoder, one member per BK_GZ_CHUNK ---- */
+/* ---- gzip: libdeflate, the WAL encoder (gz_lanes.c) ---- */
 
-static int gz_enc_init(struct bk_codec *c)
+static int gz_emit(void *ud, const void *p, size_t n, struct op_err *err)
 {
-	c->u.gz = libdeflate_alloc_compressor(GZ_LEVEL);
-	if (!c->u.gz)
-		return -ENOMEM;
-	size_t bound = libdeflate_gzip_compress_bound(c->u.gz, BK_GZ_CHUNK);
-	if (bound == 0)
-		return -ENOMEM;
-	if (bound > c->out_size) {
-		free(c->out);
-		c->out = op_malloc(bound);
-		c->out_size = bound;
-	}
-	c->in = op_malloc(BK_GZ_CHUNK);
-	return 0;
-}
-
-/* One gzip member of in[0, len), len <= BK_GZ_CHUNK (0: an empty member). */
-static int gz_member(struct bk_codec *c, const void *in, size_t len, struct op_err *err)
-{
-	size_t n = libdeflate_gzip_compress(c->u.gz, in, len, c->out, c->out_size);
-	if (n == 0) /* out_size is the bound: only a missing library fails */
-		return corrupt(c, "libdeflate_gzip_compress failed", err);
-	c->gz_members++;
-	return emit(c, c->out, n, err);
+	return emit(ud, p, n, err);
 }
 
 static int gz_enc(struct bk_codec *c, const void *in, size_t len, bool finish,
 		  struct op_err *err)
 {
-	const unsigned char *p = in;
-	while (len > 0) {
-		int rc = 0;
-		if (c->in_len == 0 && len >= BK_GZ_CHUNK) { /* a whole chunk: no copy */
-			rc = gz_member(c, p, BK_GZ_CHUNK, err);
-			p += BK_GZ_CHUNK;
-			len -= BK_GZ_CHUNK;
-		} else {
-			size_t n = BK_GZ_CHUNK - c->in_len < len ? BK_GZ_CHUNK - c->in_len : len;
-			memcpy(c->in + c->in_len, p, n);
-			c->in_len += n;
-			p += n;
-			len -= n;
-			if (c->in_len == BK_GZ_CHUNK) {
-				c->in_len = 0;
-				rc = gz_member(c, c->in, BK_GZ_CHUNK, err);
-			}
-		}
-		if (rc < 0)
-			return rc;
-	}
-	if (!finish || (c->in_len == 0 && c->gz_members > 0))
-		return 0;
-	/* the rest; an empty input still makes a gzip file (one empty member) */
-	size_t n = c->in_len;
-	c->in_len = 0;
-	return gz_member(c, c->in, n, err);
+	return bk_gz_lanes_write(c->u.gz, in, len, finish, gz_emit, c, err);
 }
 
 /* ---- bzip2 ---- */
@@ -436,7 +379,9 @@ static int codec_new(enum bk_compression comp, bool decompress, bool tar, uint64
 	int rc = 0;
 	switch (comp) {
 	case BK_COMP_NONE: break;
-	case BK_COMP_GZIP: rc = decompress || tar ? gz_init(c) : gz_enc_init(c); break;
+	case BK_COMP_GZIP:
+		rc = decompress || tar ? gz_init(c) : bk_gz_lanes_new(bk_gz_lanes_default(), &c->u.gz);
+		break;
 	case BK_COMP_BZIP2: rc = bz_init(c); break;
 	case BK_COMP_XZ: rc = xz_init(c); break;
 	case BK_COMP_LZ4: rc = lz4_init(c); break;
@@ -520,7 +465,7 @@ void bk_codec_free(struct bk_codec *c)
 	switch (c->comp) {
 	case BK_COMP_GZIP:
 		if (!c->dec && !c->tar)
-			libdeflate_free_compressor(c->u.gz);
+			bk_gz_lanes_free(c->u.gz);
 		else if (c->u.z.state)
 			c->dec ? inflateEnd(&c->u.z) : deflateEnd(&c->u.z);
 		break;
@@ -541,6 +486,5 @@ void bk_codec_free(struct bk_codec *c)
 	default: break;
 	}
 	free(c->out);
-	free(c->in);
 	free(c);
 }

@@ -42,7 +42,7 @@ static char **field(struct bk_config *c, size_t offset)
 static int known_key(const char *k)
 {
 	static const char *const others[] = { "walCompression", "maxParallel", "dataCompression",
-					      "immediateCheckpoint", "jobs", "tags",
+					      "immediateCheckpoint", "jobs", "maxArchiveSize", "tags",
 					      "historyTags" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(others); i++)
 		if (strcmp(k, others[i]) == 0)
@@ -116,11 +116,20 @@ static int parse_attrs(json_object *root, struct bk_config *c, struct op_err *er
 	return rc < 0 ? rc : parse_tag_set(root, "historyTags", &c->history_tagging, err);
 }
 
-/* dataCompression, immediateCheckpoint, jobs: what base backups read. */
+/* dataCompression, immediateCheckpoint, jobs, maxArchiveSize: what base
+ * backups read. */
 static int parse_data(json_object *root, struct bk_config *c, struct op_err *err)
 {
 	json_object *v;
 	c->jobs = BK_JOBS_DEFAULT;
+	c->max_archive_size = BK_TAR_MAX_ARCHIVE_DEFAULT;
+	if (json_object_object_get_ex(root, "maxArchiveSize", &v)) {
+		int64_t n;
+		if (op_json_to_i64(v, &n) != 1 || n < (int64_t)BK_TAR_MAX_ARCHIVE_MIN)
+			return op_err_set(err, -EINVAL, "config: maxArchiveSize: expected an "
+					  "integer of bytes, at least %u", BK_TAR_MAX_ARCHIVE_MIN);
+		c->max_archive_size = (uint64_t)n;
+	}
 	if (json_object_object_get_ex(root, "jobs", &v)) {
 		int64_t n;
 		if (op_json_to_i64(v, &n) != 1 || n < 1 || n > BK_MAX_PARALLEL)

@@ -33,6 +33,23 @@ struct op_dl_lib *bk_codec_lib(enum bk_compression comp, bool decompress, bool t
 /* The gzip encoder's input per gzip member (codec.c): what it buffers. */
 #define BK_GZ_CHUNK (1024u * 1024)
 
+/* ---- gz_lanes.c: the WAL gzip encoder, members compressed in parallel ---- */
+#define BK_GZ_LANES_MAX 4u
+struct bk_gz_lanes;
+/* Where compressed members go, in input order: 0 or -errno with err set. */
+typedef int (*bk_gz_emit_fn)(void *ud, const void *p, size_t n, struct op_err *err);
+/* The lanes this process may use: the CPUs it may run on, at most
+ * BK_GZ_LANES_MAX. */
+unsigned bk_gz_lanes_default(void);
+/* An encoder of lanes (1..BK_GZ_LANES_MAX) members at once; *ret owned by
+ * the caller (bk_gz_lanes_free). -ENOMEM. libdeflate must be loaded. */
+OP_MUST_CHECK int bk_gz_lanes_new(unsigned lanes, struct bk_gz_lanes **ret);
+/* Takes in (len bytes); each batch of lanes whole chunks is compressed and
+ * emitted; finish emits the rest (an empty input: one empty member). */
+OP_MUST_CHECK int bk_gz_lanes_write(struct bk_gz_lanes *g, const void *in, size_t len, bool finish,
+				    bk_gz_emit_fn emit, void *ud, struct op_err *err);
+void bk_gz_lanes_free(struct bk_gz_lanes *g); /* NULL accepted */
+
 #define BK_SECRET_MAX (16u * 1024)  /* one credential file */
 #define BK_CA_MAX (1024u * 1024)    /* the endpoint CA bundle */
 #define BK_MARKERS_DIR "wal-archived"

@@ -412,22 +412,24 @@ static void drain(int fd)
 		;
 }
 
-#define TBS_MAX 4096u /* backupinfo.c's cap on backup.info's list */
-
-struct tbs_object {
-	uint32_t oid;
+/* One tar object of a backup: data's or a tablespace's, one part of it. */
+struct tar_object {
+	uint32_t oid;  /* 0: data */
+	unsigned part; /* 0: <base>.tar, n: <base>_%04u.tar */
 	enum bk_compression comp;
-	char name[48]; /* "16384.tar.gz" */
+	char name[48]; /* "16384_0001.tar.gz" */
 };
+
+/* Objects kept at most: data's and each tablespace's parts (backupinfo.c
+ * caps backup.info's list at 4096 tablespaces; a part is 100 GB by default). */
+#define TARS_MAX 65536u
 
 struct objects {
 	const char *dir; /* borrowed: "<base>/<id>/" */
 	size_t dir_len;
-	char tar[32];    /* the data tar's name, "" when absent */
-	enum bk_compression comp;
-	char other[64];  /* a tar neither data's nor a tablespace's, "" when none */
-	struct tbs_object *tbs; /* owned, n_tbs of them */
-	size_t n_tbs;
+	struct tar_object *tars; /* owned, n_tars of them, sorted by (oid, part) once listed */
+	size_t n_tars, n_alloc;
+	char other[64];  /* a tar that is neither data's nor a tablespace's, "" when none */
 };
 
 static const struct {
@@ -452,15 +454,42 @@ static int tar_comp(const char *name, enum bk_compression *ret)
 	return -EINVAL;
 }
 
-int bk_tablespace_object_parse(const char *name, uint32_t *ret_oid, enum bk_compression *ret_comp)
+/* A decimal number of 1..max at p, n digits, no leading zero unless
+ * zero_ok (a part's "_0001"). */
+static int parse_number(const char *p, size_t n, bool zero_ok, unsigned long long max,
+			unsigned long long *ret)
 {
-	size_t n = strspn(name, "0123456789");
-	if (n == 0 || n > 10 || name[n] != '.' || name[0] == '0' || tar_comp(name, ret_comp) < 0)
+	if (n == 0 || n > 10 || (!zero_ok && p[0] == '0'))
 		return -EINVAL;
-	unsigned long long oid = strtoull(name, NULL, 10);
-	if (oid > UINT32_MAX)
+	unsigned long long v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (unsigned)(p[i] - '0');
+	if (v == 0 || v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int bk_tar_object_parse(const char *name, uint32_t *ret_oid, unsigned *ret_part,
+			enum bk_compression *ret_comp)
+{
+	unsigned long long oid = 0, part = 0;
+	size_t n = strspn(name, "0123456789");
+	if (n == 0 && !strncmp(name, "data", 4))
+		n = 4;
+	else if (parse_number(name, n, false, UINT32_MAX, &oid) < 0)
+		return -EINVAL;
+	const char *p = name + n;
+	if (*p == '_') {
+		size_t d = strspn(++p, "0123456789");
+		if (d < 4 || parse_number(p, d, true, TARS_MAX, &part) < 0)
+			return -EINVAL;
+		p += d;
+	}
+	if (*p != '.' || strchr(name, '.') != p || tar_comp(name, ret_comp) < 0)
 		return -EINVAL;
 	*ret_oid = (uint32_t)oid;
+	*ret_part = (unsigned)part;
 	return 0;
 }
 
@@ -470,29 +499,63 @@ static int object_entry(void *ud, const struct os_list_entry *e)
 	if (e->is_prefix || strncmp(e->key, o->dir, o->dir_len) != 0)
 		return 0;
 	const char *name = e->key + o->dir_len;
+	struct tar_object t;
 	enum bk_compression comp;
-	uint32_t oid;
-	if (!strncmp(name, "data.", 5) && strlen(name) < sizeof(o->tar) &&
-	    tar_comp(name, &comp) == 0) {
-		strcpy(o->tar, name);
-		o->comp = comp;
-	} else if (bk_tablespace_object_parse(name, &oid, &comp) == 0 && o->n_tbs < TBS_MAX) {
-		if (!o->tbs)
-			o->tbs = op_calloc(TBS_MAX, sizeof(*o->tbs));
-		struct tbs_object *t = &o->tbs[o->n_tbs++];
-		t->oid = oid;
-		t->comp = comp;
-		snprintf(t->name, sizeof(t->name), "%s", name);
+	if (bk_tar_object_parse(name, &t.oid, &t.part, &t.comp) == 0 &&
+	    strlen(name) < sizeof(t.name)) {
+		if (o->n_tars == TARS_MAX)
+			return -E2BIG;
+		if (o->n_tars == o->n_alloc) {
+			o->n_alloc = o->n_alloc ? o->n_alloc * 2 : 8;
+			o->tars = op_realloc(o->tars, o->n_alloc * sizeof(*o->tars));
+		}
+		strcpy(t.name, name);
+		o->tars[o->n_tars++] = t;
 	} else if (tar_comp(name, &comp) == 0 && !o->other[0]) {
 		snprintf(o->other, sizeof(o->other), "%s", name);
 	}
 	return 0;
 }
 
-/* The data tar of backup id (its name and compression) and its tablespaces'
- * tars; ret->tbs owned by the caller on success. */
-static int find_tar(struct os_client *c, const struct bk_config *cfg, const char *id,
-		    struct objects *ret, struct op_err *err)
+static int by_oid_part(const void *a, const void *b)
+{
+	const struct tar_object *x = a, *y = b;
+	if (x->oid != y->oid)
+		return x->oid < y->oid ? -1 : 1;
+	return x->part < y->part ? -1 : x->part > y->part;
+}
+
+/* The parts of oid's tar in o (sorted): *ret_first and *ret_n; 0 parts
+ * when there is none. -EBADMSG when a part is missing or the parts'
+ * compressions differ. */
+static int tar_parts(const struct objects *o, uint32_t oid, const struct tar_object **ret_first,
+		     size_t *ret_n, struct op_err *err)
+{
+	size_t i = 0, n = 0;
+	while (i < o->n_tars && o->tars[i].oid < oid)
+		i++;
+	while (i + n < o->n_tars && o->tars[i + n].oid == oid)
+		n++;
+	const struct tar_object *t = o->tars + i;
+	for (size_t k = 0; k < n; k++) {
+		if (t[k].part != k)
+			return op_err_set(err, -EBADMSG, "%s: part %zu of the tar is missing",
+					  t[k].name, k);
+		if (t[k].comp != t[0].comp)
+			return op_err_set(err, -EBADMSG, "%s: compressed unlike %s", t[k].name,
+					  t[0].name);
+		if (t[k].comp == BK_COMP_SNAPPY)
+			return op_err_set(err, -ENOTSUP, "%s: snappy is not supported", t[k].name);
+	}
+	*ret_first = t;
+	*ret_n = n;
+	return 0;
+}
+
+/* The tar objects of backup id, sorted by (oid, part); ret->tars owned by
+ * the caller on success. Data's tar must be there, whole. */
+static int find_tars(struct os_client *c, const struct bk_config *cfg, const char *id,
+		     struct objects *ret, struct op_err *err)
 {
 	struct op_buf dir = OP_BUF_INIT(OS_KEY_MAX + 1);
 	int rc = bk_backup_key(cfg, id, BK_BACKUP_INFO_NAME, &dir, err);
@@ -502,21 +565,23 @@ static int find_tar(struct os_client *c, const struct bk_config *cfg, const char
 	struct objects o = { .dir = op_buf_str(&dir), .dir_len = dir.len };
 	struct os_list_opts lo = { .prefix = o.dir, .max_entries = 100000 };
 	rc = os_list(c, &lo, object_entry, &o, err);
-	if (rc >= 0 && !o.tar[0])
+	if (rc == -E2BIG)
+		rc = op_err_set(err, rc, "backup %s: more than %u tar objects", id, TARS_MAX);
+	if (o.n_tars)
+		qsort(o.tars, o.n_tars, sizeof(*o.tars), by_oid_part);
+	const struct tar_object *data;
+	size_t n_data = 0;
+	if (rc >= 0 && (rc = tar_parts(&o, 0, &data, &n_data, err)) < 0)
+		op_err_prefix(err, "backup %s", id);
+	if (rc >= 0 && n_data == 0)
 		rc = op_err_set(err, -ENOENT, "backup %s: no data.tar in s3://%s/%s", id,
 				cfg->dest.bucket, o.dir);
 	else if (rc >= 0 && o.other[0])
-		rc = op_err_set(err, -ENOTSUP, "backup %s: %s is not supported (a split tar?)", id,
-				o.other);
-	else if (rc >= 0 && o.comp == BK_COMP_SNAPPY)
-		rc = op_err_set(err, -ENOTSUP, "backup %s: %s: snappy is not supported", id, o.tar);
-	for (size_t i = 0; rc >= 0 && i < o.n_tbs; i++)
-		if (o.tbs[i].comp == BK_COMP_SNAPPY)
-			rc = op_err_set(err, -ENOTSUP, "backup %s: %s: snappy is not supported", id,
-					o.tbs[i].name);
+		rc = op_err_set(err, -ENOTSUP, "backup %s: %s is no tar barman-cloud-backup writes",
+				id, o.other);
 	op_buf_done(&dir);
 	if (rc < 0) {
-		free(o.tbs);
+		free(o.tars);
 		return rc;
 	}
 	o.dir = NULL;
@@ -586,17 +651,25 @@ static int plan_tablespaces(const struct objects *o, const struct bk_backup_info
 			    const struct bk_restore_opts *opts, const char **locs,
 			    struct op_err *err)
 {
-	for (size_t i = 0; i < o->n_tbs; i++) {
-		bool listed = false;
+	for (size_t i = 0; i < o->n_tars; i++) {
+		bool listed = o->tars[i].oid == 0;
 		for (size_t j = 0; j < bi->n_tablespaces; j++)
-			listed |= bi->tablespaces[j].oid == o->tbs[i].oid;
+			listed |= bi->tablespaces[j].oid == o->tars[i].oid;
 		if (!listed)
 			return op_err_set(err, -EBADMSG, "%s: no tablespace of oid %u in backup.info",
-					  o->tbs[i].name, o->tbs[i].oid);
+					  o->tars[i].name, o->tars[i].oid);
 	}
 	for (size_t j = 0; j < bi->n_tablespaces; j++) {
 		const struct bk_tablespace *t = &bi->tablespaces[j];
-		int rc = bk_tablespace_locate(t, opts->tablespaces, opts->n_tablespaces, &locs[j], err);
+		const struct tar_object *tars;
+		size_t n;
+		int rc = tar_parts(o, t->oid, &tars, &n, err);
+		if (rc < 0)
+			return op_err_prefix(err, "tablespace %s", t->name);
+		if (n == 0)
+			return op_err_set(err, -ENOENT, "tablespace %s (oid %u): no <oid>.tar",
+					  t->name, t->oid);
+		rc = bk_tablespace_locate(t, opts->tablespaces, opts->n_tablespaces, &locs[j], err);
 		if (rc < 0)
 			return rc;
 		if (!locs[j] || locs[j][0] != '/')
@@ -630,23 +703,56 @@ static int fetch_info(struct os_client *c, const struct bk_config *cfg, const ch
 	return rc;
 }
 
+static void stats_add(struct bk_restore_stats *to, const struct bk_restore_stats *st)
+{
+	to->files += st->files;
+	to->dirs += st->dirs;
+	to->bytes += st->bytes;
+	to->symlinks += st->symlinks;
+	to->hardlinks += st->hardlinks;
+	to->stored_bytes += st->stored_bytes;
+}
+
+/* oid's tar, each of its parts in order, into opts->target; st adds them
+ * up. The cap on the restored bytes counts them all. */
+static int extract_parts(struct os_client *c, const struct bk_config *cfg, const char *id,
+			 const struct objects *o, uint32_t oid, const struct bk_restore_opts *opts,
+			 struct bk_restore_stats *st, struct op_err *err)
+{
+	const struct tar_object *t;
+	size_t n;
+	int rc = tar_parts(o, oid, &t, &n, err);
+	uint64_t total = opts->max_total ? opts->max_total : BK_RESTORE_TOTAL_MAX;
+	for (size_t k = 0; rc == 0 && k < n; k++) {
+		struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
+		struct bk_restore_opts po = *opts;
+		po.max_total = total - st->bytes; /* extract_parts' callers keep st->bytes below */
+		struct bk_restore_stats ps = { 0 };
+		rc = bk_backup_key(cfg, id, t[k].name, &key, err);
+		if (rc == 0) {
+			op_log_info("restoring a tar", "backup", id, "object", op_buf_str(&key),
+				    "target", opts->target);
+			rc = stream_extract(c, op_buf_str(&key), t[k].comp, &po, &ps, err);
+		}
+		op_buf_done(&key);
+		if (rc == 0)
+			stats_add(st, &ps);
+	}
+	return rc;
+}
+
 /* One tablespace: its tar into loc, then <pgdata>/pg_tblspc/<oid> -> loc. */
 static int restore_tablespace(struct os_client *c, const struct bk_config *cfg, const char *id,
-			      const struct tbs_object *t, const char *loc,
-			      const struct bk_restore_opts *opts, struct bk_restore_stats *st,
-			      struct op_err *err)
+			      const struct objects *o, const struct bk_tablespace *t,
+			      const char *loc, const struct bk_restore_opts *opts,
+			      struct bk_restore_stats *st, struct op_err *err)
 {
-	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
-	int rc = bk_backup_key(cfg, id, t->name, &key, err);
 	struct bk_restore_opts to = *opts;
 	to.target = loc;
+	uint64_t total = opts->max_total ? opts->max_total : BK_RESTORE_TOTAL_MAX;
+	to.max_total = total - st->bytes;
 	struct bk_restore_stats ts = { 0 };
-	if (rc == 0) {
-		op_log_info("restoring tablespace", "backup", id, "object", op_buf_str(&key),
-			    "target", loc);
-		rc = stream_extract(c, op_buf_str(&key), t->comp, &to, &ts, err);
-	}
-	op_buf_done(&key);
+	int rc = extract_parts(c, cfg, id, o, t->oid, &to, &ts, err);
 	_cleanup_free_ char *dir = op_asprintf("%s/pg_tblspc", opts->target);
 	_cleanup_free_ char *link = op_asprintf("%s/%u", dir, t->oid);
 	if (rc == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -654,13 +760,8 @@ static int restore_tablespace(struct os_client *c, const struct bk_config *cfg, 
 	if (rc == 0 && symlink(loc, link) < 0)
 		rc = op_err_set(err, -errno, "%s -> %s: %s", link, loc, strerror(errno));
 	if (rc < 0)
-		return rc;
-	st->files += ts.files;
-	st->dirs += ts.dirs;
-	st->bytes += ts.bytes;
-	st->symlinks += ts.symlinks;
-	st->hardlinks += ts.hardlinks;
-	st->stored_bytes += ts.stored_bytes;
+		return op_err_prefix(err, "tablespace %s", t->name);
+	stats_add(st, &ts);
 	st->tablespaces++;
 	return 0;
 }
@@ -675,26 +776,10 @@ static int restore_all(struct os_client *c, const struct bk_config *cfg, const c
 	_cleanup_free_ const char **locs = op_calloc(bi.n_tablespaces + 1, sizeof(*locs));
 	if (rc == 0)
 		rc = plan_tablespaces(o, &bi, opts, locs, err);
-	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
 	if (rc == 0)
-		rc = bk_backup_key(cfg, id, o->tar, &key, err);
-	if (rc == 0) {
-		op_log_info("restoring base backup", "backup", id, "object", op_buf_str(&key),
-			    "target", opts->target);
-		rc = stream_extract(c, op_buf_str(&key), o->comp, opts, st, err);
-	}
-	op_buf_done(&key);
-	for (size_t j = 0; rc == 0 && j < bi.n_tablespaces; j++) {
-		const struct tbs_object *t = NULL;
-		for (size_t i = 0; i < o->n_tbs; i++)
-			if (o->tbs[i].oid == bi.tablespaces[j].oid)
-				t = &o->tbs[i];
-		if (!t)
-			rc = op_err_set(err, -ENOENT, "backup %s: tablespace %s (oid %u): no <oid>.tar",
-					id, bi.tablespaces[j].name, bi.tablespaces[j].oid);
-		else
-			rc = restore_tablespace(c, cfg, id, t, locs[j], opts, st, err);
-	}
+		rc = extract_parts(c, cfg, id, o, 0, opts, st, err);
+	for (size_t j = 0; rc == 0 && j < bi.n_tablespaces; j++)
+		rc = restore_tablespace(c, cfg, id, o, &bi.tablespaces[j], locs[j], opts, st, err);
 	bk_backup_info_done(&bi);
 	return rc;
 }
@@ -706,16 +791,20 @@ int bk_restore_base(const struct bk_config *cfg, const char *id, const struct bk
 	int rc = restore_client(cfg, opts->timeout_ms, &c, err);
 	struct objects o = { 0 };
 	if (rc == 0)
-		rc = find_tar(c, cfg, id, &o, err);
+		rc = find_tars(c, cfg, id, &o, err);
 	struct bk_restore_stats st = { 0 };
 	if (rc == 0)
 		rc = restore_all(c, cfg, id, &o, opts, &st, err);
 	if (rc == 0) {
-		snprintf(st.tar_name, sizeof(st.tar_name), "%s", o.tar);
+		const struct tar_object *data;
+		size_t n = 0;
+		(void)tar_parts(&o, 0, &data, &n, NULL); /* checked by find_tars */
+		snprintf(st.tar_name, sizeof(st.tar_name), "%s", n ? data->name : "");
+		st.parts = (unsigned)n;
 		if (ret)
 			*ret = st;
 	}
-	free(o.tbs);
+	free(o.tars);
 	os_client_free(c);
 	return rc;
 }

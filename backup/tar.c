@@ -19,6 +19,7 @@
 
 #include "backup/internal.h"
 #include "support/alloc.h"
+#include "support/log.h"
 
 #define CHUNK (64u * 1024)
 #define PENDING_MAX (16u * 1024 * 1024) /* one step's output: far less in practice */
@@ -125,7 +126,9 @@ static bool excluded(const char *path)
 	return is_temp_relation(path);
 }
 
-enum tar_state { ST_WALK, ST_FILE, ST_CONTROL, ST_LABEL, ST_CLOSE, ST_DONE };
+/* ST_PART_END: a part's tar is closed; bk_tar_stream_next_part goes on in
+ * `resume` with a new one. */
+enum tar_state { ST_WALK, ST_FILE, ST_CONTROL, ST_LABEL, ST_CLOSE, ST_PART_END, ST_DONE };
 
 struct bk_tar_stream {
 	struct bk_tar_opts opts; /* strings borrowed */
@@ -136,6 +139,8 @@ struct bk_tar_stream {
 	struct op_buf pending;   /* compressed bytes not read yet, from pend_off */
 	size_t pend_off;
 	enum tar_state state, after_file; /* after_file: ST_FILE's next state */
+	enum tar_state resume;   /* ST_PART_END's next state */
+	uint64_t part_start;     /* stats.stored_bytes when the current part began */
 	int fd; /* the file being written, -1 */
 	uint64_t remaining;
 	char name[4096];
@@ -366,9 +371,35 @@ static int write_label(struct bk_tar_stream *s)
 							       : s->rc;
 }
 
+/* Closes the current part's tar (its end blocks, the compressor's end)
+ * when it has passed max_archive_size and an entry is about to be added:
+ * 1 when it did, the next part then starting in the state it interrupted. */
+static int end_part_if_full(struct bk_tar_stream *s)
+{
+	uint64_t max = s->opts.max_archive_size ? s->opts.max_archive_size
+						: BK_TAR_MAX_ARCHIVE_DEFAULT;
+	if (s->stats.stored_bytes - s->part_start <= max)
+		return 0;
+	s->resume = s->state;
+	s->state = ST_PART_END;
+	if (archive_write_close(s->a) < ARCHIVE_WARN)
+		return s->rc ? s->rc : fail_archive(s, "close");
+	int rc = s->rc ? s->rc : fail(s, bk_codec_finish(s->codec, &s->err));
+	return rc < 0 ? rc : 1;
+}
+
 static int step(struct bk_tar_stream *s)
 {
 	char path[4096];
+	/* before each entry: the walk's next, pg_control, the label (when there
+	 * is one); a tablespace's walk that ends right after a split leaves an
+	 * empty last part (a valid tar) */
+	if (s->state == ST_WALK || s->state == ST_CONTROL ||
+	    (s->state == ST_LABEL && (s->opts.label_fn || s->opts.backup_label))) {
+		int rc = end_part_if_full(s);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
 	switch (s->state) {
 	case ST_WALK: {
 		errno = 0;
@@ -406,6 +437,7 @@ static int step(struct bk_tar_stream *s)
 		if (archive_write_close(s->a) < ARCHIVE_WARN)
 			return s->rc ? s->rc : fail_archive(s, "close");
 		return s->rc ? s->rc : fail(s, bk_codec_finish(s->codec, &s->err));
+	case ST_PART_END:
 	case ST_DONE:
 		return 0;
 	}
@@ -417,6 +449,25 @@ static int by_name(const FTSENT **a, const FTSENT **b)
 	return strcmp((*a)->fts_name, (*b)->fts_name);
 }
 
+/* A new tar writer and compressor for the next part (the first included). */
+static int open_part(struct bk_tar_stream *s, struct op_err *err)
+{
+	int rc = bk_codec_new_tar(s->opts.compression, UINT64_MAX, codec_sink, s, &s->codec, err);
+	if (rc < 0)
+		return rc;
+	if ((rc = op_dl_load(&bk_dl_archive, err)) < 0)
+		return rc;
+	s->part_start = s->stats.stored_bytes;
+	s->stats.parts++;
+	s->a = archive_write_new();
+	if (!s->a)
+		return op_err_set(err, -ENOMEM, "libarchive: cannot make a writer");
+	if (archive_write_set_format_pax_restricted(s->a) < ARCHIVE_WARN ||
+	    archive_write_open(s->a, s, NULL, archive_out, NULL) < ARCHIVE_WARN)
+		return op_err_set(err, -EIO, "libarchive: %s", archive_error_string(s->a));
+	return 0;
+}
+
 static int stream_open(struct bk_tar_stream *s, struct op_err *err)
 {
 	char *roots[] = { (char *)s->opts.pgdata, NULL };
@@ -426,18 +477,7 @@ static int stream_open(struct bk_tar_stream *s, struct op_err *err)
 	s->fts = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_COMFOLLOW, by_name);
 	if (!s->fts)
 		return op_err_set(err, -errno, "%s: %s", s->opts.pgdata, strerror(errno));
-	int rc = bk_codec_new_tar(s->opts.compression, UINT64_MAX, codec_sink, s, &s->codec, err);
-	if (rc < 0)
-		return rc;
-	if ((rc = op_dl_load(&bk_dl_archive, err)) < 0)
-		return rc;
-	s->a = archive_write_new();
-	if (!s->a)
-		return op_err_set(err, -ENOMEM, "libarchive: cannot make a writer");
-	if (archive_write_set_format_pax_restricted(s->a) < ARCHIVE_WARN ||
-	    archive_write_open(s->a, s, NULL, archive_out, NULL) < ARCHIVE_WARN)
-		return op_err_set(err, -EIO, "libarchive: %s", archive_error_string(s->a));
-	return 0;
+	return open_part(s, err);
 }
 
 int bk_tar_stream_new(const struct bk_tar_opts *opts, struct bk_tar_stream **ret,
@@ -471,7 +511,8 @@ ssize_t bk_tar_stream_read(void *ud, void *buf, size_t len)
 		op_err_set(&s->err, -ECANCELED, "tar of %s: cancelled", s->opts.pgdata);
 		fail(s, -ECANCELED);
 	}
-	while (s->rc == 0 && s->pend_off == s->pending.len && s->state != ST_DONE) {
+	while (s->rc == 0 && s->pend_off == s->pending.len && s->state != ST_DONE &&
+	       s->state != ST_PART_END) {
 		op_buf_reset(&s->pending);
 		s->pend_off = 0;
 		int rc = step(s);
@@ -486,6 +527,26 @@ ssize_t bk_tar_stream_read(void *ud, void *buf, size_t len)
 	memcpy(buf, s->pending.data + s->pend_off, n);
 	s->pend_off += n;
 	return (ssize_t)n;
+}
+
+bool bk_tar_stream_part_ended(const struct bk_tar_stream *s)
+{
+	return s->rc == 0 && s->state == ST_PART_END && s->pend_off == s->pending.len;
+}
+
+int bk_tar_stream_next_part(struct bk_tar_stream *s, struct op_err *err)
+{
+	if (!bk_tar_stream_part_ended(s))
+		return op_err_set(err, -EINVAL, "tar of %s: no part ended", s->opts.pgdata);
+	(void)archive_write_free(s->a); /* closed by end_part_if_full */
+	s->a = NULL;
+	bk_codec_free(s->codec);
+	s->codec = NULL;
+	int rc = open_part(s, err);
+	if (rc < 0)
+		return fail(s, rc);
+	s->state = s->resume;
+	return 0;
 }
 
 int bk_tar_stream_finish(struct bk_tar_stream *s, struct bk_tar_stats *ret, struct op_err *err)
@@ -549,23 +610,49 @@ static int upload_stream(const struct bk_config *cfg, const struct bk_secrets *s
 	return rc;
 }
 
-/* The tar of opts to base/<backup_id>/<base>.tar[suffix]. */
+/* Each part of the tar stream s to base/<backup_id>/<base>[_NNNN].tar[suffix],
+ * one after the other. */
+static int upload_parts(const struct bk_config *cfg, const struct bk_secrets *sec,
+			const char *backup_id, const char *base, struct bk_tar_stream *s,
+			const struct bk_tar_opts *opts, struct op_err *err)
+{
+	int rc = 0;
+	for (unsigned part = 0; rc == 0; part++) {
+		struct op_buf name = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+		struct op_buf key = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+		rc = bk_backup_tar_part_name(base, part, opts->compression, &name, err);
+		if (rc == 0)
+			rc = bk_backup_key(cfg, backup_id, op_buf_str(&name), &key, err);
+		if (rc == 0) {
+			if (part > 0)
+				op_log_info("base backup: the tar goes on in a new part", "object",
+					    op_buf_str(&key));
+			rc = upload_stream(cfg, sec, op_buf_str(&key), s, opts, err);
+		}
+		op_buf_done(&key);
+		op_buf_done(&name);
+		if (rc < 0 || !bk_tar_stream_part_ended(s))
+			break;
+		rc = bk_tar_stream_next_part(s, err);
+	}
+	return rc;
+}
+
+/* The tar of opts to base/<backup_id>/<base>.tar[suffix] (and its parts). */
 static int upload_tar(const struct bk_config *cfg, const char *backup_id, const char *base,
 		      const struct bk_tar_opts *opts, struct bk_tar_stats *ret, struct op_err *err)
 {
-	struct op_buf name = OP_BUF_INIT(OP_BUF_MAX_SMALL), key = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	struct op_buf name = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	struct bk_secrets sec = { 0 };
 	struct bk_tar_stream *s = NULL;
-	int rc = bk_backup_tar_name(base, opts->compression, &name, err);
-	if (rc == 0)
-		rc = bk_backup_key(cfg, backup_id, op_buf_str(&name), &key, err);
+	int rc = bk_backup_tar_name(base, opts->compression, &name, err); /* xz, zstd refused */
 	if (rc == 0)
 		rc = bk_secrets_load(cfg, &sec, err);
 	if (rc == 0)
 		rc = bk_tar_stream_new(opts, &s, err);
 	if (rc == 0) {
 		struct op_err put_err = OP_ERR_INIT;
-		rc = upload_stream(cfg, &sec, op_buf_str(&key), s, opts, &put_err);
+		rc = upload_parts(cfg, &sec, backup_id, base, s, opts, &put_err);
 		int trc = bk_tar_stream_finish(s, ret, err); /* the walk's own failure first */
 		if (rc < 0 && trc == 0)
 			op_err_set(err, rc, "%s", put_err.msg);
@@ -573,7 +660,6 @@ static int upload_tar(const struct bk_config *cfg, const char *backup_id, const 
 	}
 	bk_tar_stream_free(s);
 	bk_secrets_done(&sec);
-	op_buf_done(&key);
 	op_buf_done(&name);
 	return rc;
 }

@@ -311,7 +311,8 @@ static int bb_tablespace_tars(struct bb *b, uint64_t *ret_stored, struct op_err 
 		const struct bk_tablespace *ts = &b->bi.tablespaces[i];
 		struct bk_tar_opts t = { .pgdata = ts->location, .tablespace_prefix = prefix,
 					 .cancel = b->o->cancel,
-					 .compression = b->cfg.data_compression, .jobs = b->cfg.jobs };
+					 .compression = b->cfg.data_compression, .jobs = b->cfg.jobs,
+					 .max_archive_size = b->cfg.max_archive_size };
 		struct bk_tar_stats stats;
 		int r = bk_upload_tablespace_tar(&b->cfg, b->id, ts->oid, &t, &stats, err);
 		if (r < 0)
@@ -330,7 +331,7 @@ static int bb_copy(struct bb *b, struct op_err *err)
 {
 	struct bk_tar_opts t = { .pgdata = b->bi.pgdata, .label_fn = bb_stop, .label_ud = b,
 				 .cancel = b->o->cancel, .compression = b->cfg.data_compression,
-				 .jobs = b->cfg.jobs };
+				 .jobs = b->cfg.jobs, .max_archive_size = b->cfg.max_archive_size };
 	struct bk_tar_stats stats;
 	uint64_t tbs_stored = 0;
 	int r = bb_tablespace_tars(b, &tbs_stored, err);

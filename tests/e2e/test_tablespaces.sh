@@ -14,7 +14,12 @@
 #  - barman-cloud-backup's backup with the tablespace: pgop restores it, the rows;
 #  - pgop instance init of a Cluster with bootstrap.recovery and spec.tablespaces: ts1
 #    restored into <--tablespaces-dir>/ts1/data (CloudNativePG's layout), a failed
-#    attempt's leftovers there removed, every row.
+#    attempt's leftovers there removed, every row;
+#  - split tars (barman-cloud-backup's --max-archive-size; maxArchiveSize 1 MiB in pgop's
+#    config): pgop's backup is data.tar.gz, data_0001.tar.gz... and <oid>_0001.tar.gz;
+#    pgop and barman-cloud-restore restore every row of it; barman-cloud-backup
+#    --max-archive-size 1MB's split backup is restored by pgop, every row; a part
+#    removed from the store: pgop's restore refuses it naming the part.
 # Usage: test_tablespaces.sh [PGOP_BIN]. Needs root (setpriv to postgres).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -241,6 +246,71 @@ check "instance init: pg_tblspc/$OID -> <tablespaces-dir>/ts1/data, the leftover
 	bash -c "test \"\$(readlink '$BT/pgdata/pg_tblspc/$OID')\" = '$BT/vol/ts1/data' && test ! -e '$BT/vol/ts1/data/PG_15_0'"
 got=$(sums "$BT/pgdata")
 check "instance init: every row (got $got)" test "$got" = "$SUM_END2"
+
+# ---- split tars ------------------------------------------------------------------------------
+psql1 "INSERT INTO t SELECT g, md5(g::text) || md5((g * 7)::text) FROM generate_series(6501, 60000) g"
+jq '. + {maxArchiveSize: 1048576}' "$T/src.json" >"$T/split.json" && chown postgres:postgres "$T/split.json" &&
+	chmod 0600 "$T/split.json"
+ID3=$(date -u -d "-30 minutes" +%Y%m%dT%H%M%S)
+as_pg timeout 300 "$PGOP" instance backup --config "$T/split.json" --name tbs-split --id "$ID3" \
+	--socket-dir "$WAL_PG_SOCK" --port "$WAL_PG_PORT" >"$T/res-split.json" 2>"$T/logs/backup-split.log"
+check "pgop instance backup with maxArchiveSize 1 MiB exits 0" test $? = 0 || cat "$T/logs/backup-split.log" >&2
+SUM_B3=$(sum1)
+B3=$STORE/$SRV/base/$ID3
+ls "$B3" >"$T/split.list"
+check "pgop's split backup: data.tar.gz, data_0001.tar.gz, $OID.tar.gz, ${OID}_0001.tar.gz ($(tr '\n' ' ' <"$T/split.list"))" \
+	bash -c "grep -qx data.tar.gz '$T/split.list' && grep -qx data_0001.tar.gz '$T/split.list' && grep -qx '$OID.tar.gz' '$T/split.list' && grep -qx '${OID}_0001.tar.gz' '$T/split.list'"
+check "each part is a whole gzip tar" bash -c "for f in '$B3'/*.tar.gz; do tar tzf \"\$f\" >/dev/null || exit 1; done"
+psql1 "INSERT INTO t VALUES (60001, 'after the split backup')"
+SUM_END3=$(sum1)
+check "the WAL after the split backup is archived" switch_and_wait
+NEW3=$T/tbs/pgop-split
+if restore split --backup-id "$ID3" --tablespace "ts1:$NEW3"; then
+	got=$(sums "$T/rs/split")
+	check "pgop restore of its split backup: every row (got $got)" test "$got" = "$SUM_END3"
+else
+	tail -5 "$T/logs/r-split.log" >&2
+	check "pgop restore of its split backup succeeds" false
+fi
+BMR3=$T/rs/bm-of-split
+if wal_barman_env "$BARMAN/barman-cloud-restore" --endpoint-url "$OBJSTORE_ENDPOINT" \
+	--tablespace "ts1:$T/tbs/bm-split" "$DEST" "$SRV" "$ID3" "$BMR3" >"$T/logs/bm-restore-split.log" 2>&1; then
+	chown -R postgres:postgres "$BMR3" "$T/tbs/bm-split" && chmod 0700 "$BMR3"
+	cat >>"$BMR3/postgresql.conf" <<EOF
+restore_command = '$PGOP instance wal-restore --config $T/rest.json %f %p'
+recovery_target = 'immediate'
+recovery_target_action = 'promote'
+EOF
+	as_pg touch "$BMR3/recovery.signal"
+	got=$(sums "$BMR3")
+	check "barman-cloud-restore of pgop's split backup: the rows at its end (got $got)" test "$got" = "$SUM_B3"
+else
+	cat "$T/logs/bm-restore-split.log" >&2
+	check "barman-cloud-restore of pgop's split backup succeeds" false
+fi
+sleep 1.1
+wal_barman_env "$BARMAN/barman-cloud-backup" --endpoint-url "$OBJSTORE_ENDPOINT" -h "$WAL_PG_SOCK" \
+	-p "$WAL_PG_PORT" -U postgres -d postgres --immediate-checkpoint --gzip --max-archive-size 1MB \
+	"$DEST" "$SRV" >"$T/logs/bm-backup-split.log" 2>&1
+check "barman-cloud-backup --max-archive-size 1MB exits 0" test $? = 0 || cat "$T/logs/bm-backup-split.log" >&2
+ID4=$(ls "$STORE/$SRV/base" | sort | tail -n 1)
+check "barman's split backup $ID4 has data_0001.tar.gz" test -f "$STORE/$SRV/base/$ID4/data_0001.tar.gz"
+psql1 "INSERT INTO t VALUES (60002, 'after barman''s split backup')"
+SUM_END4=$(sum1)
+check "the WAL after barman's split backup is archived" switch_and_wait
+if restore of-bm-split --backup-id "$ID4" --tablespace "ts1:$T/tbs/pgop-of-bm-split"; then
+	got=$(sums "$T/rs/of-bm-split")
+	check "pgop restore of barman-cloud-backup's split backup: every row (got $got)" test "$got" = "$SUM_END4"
+else
+	tail -5 "$T/logs/r-of-bm-split.log" >&2
+	check "pgop restore of barman-cloud-backup's split backup succeeds" false
+fi
+mv "$B3/data_0001.tar.gz" "$T/data_0001.tar.gz.away"
+restore split-gap --backup-id "$ID3" --tablespace "ts1:$T/tbs/pgop-split-gap"
+rc=$?
+check "a part missing from the store: pgop's restore fails naming it" \
+	bash -c "[[ $rc != 0 ]] && grep -q 'part 1 of the tar is missing' '$T/logs/r-split-gap.log'"
+check "... before anything is extracted" bash -c "! ls '$T/rs/split-gap/base' >/dev/null 2>&1"
 
 check "no sanitizer report or crash in any pgop log" \
 	bash -c "! grep -lE 'Sanitizer|runtime error|LeakSanitizer' '$T'/logs/*.log"

@@ -296,21 +296,44 @@ static void test_tablespace_mapping(void **state)
 	assert_int_equal(bk_tablespace_rule_parse(r3, &x, &err), -EINVAL);
 	assert_int_equal(bk_tablespace_rule_parse(r4, &x, &err), -EINVAL);
 
-	uint32_t oid;
-	enum bk_compression comp;
-	assert_int_equal(bk_tablespace_object_parse("16384.tar", &oid, &comp), 0);
-	assert_int_equal(oid, 16384);
-	assert_int_equal(comp, BK_COMP_NONE);
-	assert_int_equal(bk_tablespace_object_parse("4294967295.tar.gz", &oid, &comp), 0);
-	assert_int_equal(oid, 4294967295u);
-	assert_int_equal(comp, BK_COMP_GZIP);
-	assert_int_equal(bk_tablespace_object_parse("16384.tar.lz4", &oid, &comp), 0);
-	assert_int_equal(comp, BK_COMP_LZ4);
-	static const char *bad[] = { "data.tar", "4294967296.tar", "16384_0001.tar", "016384.tar",
-				     "16384.tar.xz", "16384", ".tar", "16384.tgz" };
-	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++)
-		if (bk_tablespace_object_parse(bad[i], &oid, &comp) != -EINVAL)
-			fail_msg("accepted as a tablespace tar: %s", bad[i]);
+	static const struct {
+		const char *name;
+		uint32_t oid;
+		unsigned part;
+		enum bk_compression comp;
+	} good[] = {
+		{ "16384.tar", 16384, 0, BK_COMP_NONE },
+		{ "4294967295.tar.gz", 4294967295u, 0, BK_COMP_GZIP },
+		{ "16384.tar.lz4", 16384, 0, BK_COMP_LZ4 },
+		{ "data.tar", 0, 0, BK_COMP_NONE },
+		{ "data.tar.bz2", 0, 0, BK_COMP_BZIP2 },
+		{ "data_0001.tar.gz", 0, 1, BK_COMP_GZIP },
+		{ "data_0012.tar", 0, 12, BK_COMP_NONE },
+		{ "data_12345.tar", 0, 12345, BK_COMP_NONE },
+		{ "16384_0001.tar", 16384, 1, BK_COMP_NONE },
+		{ "16384.tar.snappy", 16384, 0, BK_COMP_SNAPPY },
+	};
+	for (size_t i = 0; i < OP_ARRAY_SIZE(good); i++) {
+		uint32_t oid = 7;
+		unsigned part = 7;
+		enum bk_compression comp = BK_COMP_XZ;
+		if (bk_tar_object_parse(good[i].name, &oid, &part, &comp) != 0)
+			fail_msg("refused: %s", good[i].name);
+		if (oid != good[i].oid || part != good[i].part || comp != good[i].comp)
+			fail_msg("%s: oid %u part %u comp %d", good[i].name, oid, part, (int)comp);
+	}
+	static const char *bad[] = { "4294967296.tar", "016384.tar", "16384.tar.xz", "16384",
+				     ".tar", "16384.tgz", "data_001.tar", "data_0000.tar",
+				     "data_99999999999.tar", "data_0001", "data.0001.tar",
+				     "datax.tar", "data_0001.tar.gz.tar", "_0001.tar", "data_.tar",
+				     "backup.info", "16384_0001_0002.tar" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(bad); i++) {
+		uint32_t oid;
+		unsigned part;
+		enum bk_compression comp;
+		if (bk_tar_object_parse(bad[i], &oid, &part, &comp) != -EINVAL)
+			fail_msg("accepted as a backup tar: %s", bad[i]);
+	}
 }
 
 static void test_extract_good(void **state)

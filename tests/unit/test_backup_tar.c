@@ -346,6 +346,77 @@ static void test_tablespace(void **state)
 	op_buf_done(&tar);
 }
 
+/* A file of n pseudo-random (incompressible) bytes at rel. */
+static void put_random(const char *rel, size_t n, unsigned seed)
+{
+	char *data = op_malloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		data[i] = (char)('A' + (seed >> 16) % 26);
+	}
+	data[n] = 0;
+	put(rel, data, 0600);
+	free(data);
+}
+
+/* One part read to its end: its bytes into out; 0 at its end. */
+static void read_part(struct bk_tar_stream *s, struct op_buf *out)
+{
+	char buf[4096];
+	ssize_t n;
+	while ((n = bk_tar_stream_read(s, buf, sizeof(buf))) > 0)
+		assert_int_equal(op_buf_add(out, buf, (size_t)n), 0);
+	assert_int_equal(n, 0);
+}
+
+/* max_archive_size: the tar goes on in a second part, split before the
+ * entry that follows the crossing, each part a whole tar; pg_control and
+ * the label in the last. */
+static void test_split(void **state)
+{
+	static const char *dirs[] = { "split", "split/base", "split/base/2", "split/global" };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(dirs); i++)
+		dir(dirs[i]);
+	put("split/PG_VERSION", "15\n", 0600);
+	put_random("split/base/2/a", 600 * 1024, 1);
+	put_random("split/base/2/b", 600 * 1024, 2);
+	put_random("split/base/2/c", 600 * 1024, 3);
+	put("split/global/pg_control", "CONTROL", 0600);
+	char loc[128];
+	snprintf(loc, sizeof(loc), "%s/split", root);
+	struct bk_tar_opts o = { .pgdata = loc, .backup_label = "START WAL LOCATION: 0/2\n",
+				 .max_archive_size = 1024 * 1024 };
+	struct bk_tar_stream *s;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(bk_tar_stream_new(&o, &s, &err), 0);
+	assert_int_equal(bk_tar_stream_next_part(s, &err), -EINVAL); /* nothing ended yet */
+	struct op_buf p0 = OP_BUF_INIT(OP_BUF_MAX_FILE), p1 = OP_BUF_INIT(OP_BUF_MAX_FILE);
+	read_part(s, &p0);
+	assert_true(bk_tar_stream_part_ended(s));
+	assert_int_equal(bk_tar_stream_finish(s, NULL, &err), -EINVAL); /* not at its end */
+	assert_int_equal(bk_tar_stream_next_part(s, &err), 0);
+	read_part(s, &p1);
+	assert_false(bk_tar_stream_part_ended(s));
+	struct bk_tar_stats st;
+	assert_int_equal(bk_tar_stream_finish(s, &st, &err), 0);
+	bk_tar_stream_free(s);
+	assert_int_equal(st.parts, 2);
+	assert_int_equal(st.files, 6); /* PG_VERSION, a, b, c, pg_control, backup_label */
+	assert_int_equal(st.stored_bytes, p0.len + p1.len);
+	struct seen a, b;
+	read_back(&p0, &a);
+	read_back(&p1, &b);
+	assert_true(has(&a, "./PG_VERSION") && has(&a, "base/2/a") && has(&a, "base/2/b"));
+	assert_false(has(&a, "base/2/c") || has(&a, "global/pg_control"));
+	assert_int_equal(b.n, 4);
+	assert_string_equal(b.names[0], "base/2/c");
+	assert_true(has(&b, "global") && !strncmp(b.names[1], "global", 6));
+	assert_string_equal(b.names[2], "global/pg_control");
+	assert_string_equal(b.names[3], "backup_label");
+	op_buf_done(&p0);
+	op_buf_done(&p1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_label_fn),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_tablespace),
+		cmocka_unit_test(test_split),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
