@@ -148,6 +148,11 @@ void bk_codec_free(struct bk_codec *c); /* NULL accepted */
  *                                      base backup's tar past which it goes on
  *                                      in data_0001.tar... (barman-cloud-backup's
  *                                      --max-archive-size, 100GB by default)
+ *   "minChunkSize": 10485760,          optional: a base backup's upload part at
+ *                                      least this (5 MiB..256 MiB; --min-chunk-size)
+ *   "walReadTimeout": 60,              optional: seconds a WAL transfer / a base
+ *   "dataReadTimeout": 60,             backup's may stall (1..86400; barman-cloud's
+ *                                      --read-timeout; default 60)
  *   "tags": {"k": "v"},                optional: S3 object tags of every upload
  *                                      (barman-cloud --tags; os_tag_check, at
  *                                      most OS_TAGS_MAX)
@@ -172,6 +177,10 @@ struct bk_config {
 	bool immediate_checkpoint;
 	unsigned jobs; /* BK_JOBS_DEFAULT when absent */
 	uint64_t max_archive_size; /* BK_TAR_MAX_ARCHIVE_DEFAULT when absent */
+	uint64_t min_chunk_size;   /* a base backup's upload part at least this; 0: none */
+	/* seconds a transfer may stall (barman-cloud's --read-timeout) for WAL
+	 * files and for base backups; 0: objstore's default (60 s) */
+	long wal_read_timeout_s, data_read_timeout_s;
 	/* tags and encryption (bk_client_set_attrs): encoded x-amz-tagging
 	 * values (os_tagging_add), NULL when none; AES256 | aws:kms, NULL: none */
 	char *tagging, *history_tagging;        /* owned */

@@ -23,7 +23,7 @@ int bk_client_open(const struct bk_config *cfg, struct os_client **ret, struct o
 	int rc = bk_secrets_load(cfg, &s, err);
 	if (rc < 0)
 		return rc;
-	rc = bk_client_new(cfg, &s, ret, err);
+	rc = bk_client_new_data(cfg, &s, ret, err);
 	bk_secrets_done(&s);
 	return rc;
 }

@@ -42,7 +42,8 @@ static char **field(struct bk_config *c, size_t offset)
 static int known_key(const char *k)
 {
 	static const char *const others[] = { "walCompression", "maxParallel", "dataCompression",
-					      "immediateCheckpoint", "jobs", "maxArchiveSize", "tags",
+					      "immediateCheckpoint", "jobs", "maxArchiveSize", "minChunkSize",
+					      "walReadTimeout", "dataReadTimeout", "tags",
 					      "historyTags" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(others); i++)
 		if (strcmp(k, others[i]) == 0)
@@ -129,6 +130,24 @@ static int parse_data(json_object *root, struct bk_config *c, struct op_err *err
 			return op_err_set(err, -EINVAL, "config: maxArchiveSize: expected an "
 					  "integer of bytes, at least %u", BK_TAR_MAX_ARCHIVE_MIN);
 		c->max_archive_size = (uint64_t)n;
+	}
+	if (json_object_object_get_ex(root, "minChunkSize", &v)) {
+		int64_t n;
+		if (op_json_to_i64(v, &n) != 1 || n < 5 * 1024 * 1024 || n > 256 * 1024 * 1024)
+			return op_err_set(err, -EINVAL, "config: minChunkSize: expected an integer "
+					  "of bytes, 5 MiB to 256 MiB");
+		c->min_chunk_size = (uint64_t)n;
+	}
+	static const char *const timeouts[] = { "walReadTimeout", "dataReadTimeout" };
+	long *const into[] = { &c->wal_read_timeout_s, &c->data_read_timeout_s };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(timeouts); i++) {
+		int64_t n;
+		if (!json_object_object_get_ex(root, timeouts[i], &v))
+			continue;
+		if (op_json_to_i64(v, &n) != 1 || n < 1 || n > 86400)
+			return op_err_set(err, -EINVAL, "config: %s: expected whole seconds 1..86400",
+					  timeouts[i]);
+		*into[i] = (long)n;
 	}
 	if (json_object_object_get_ex(root, "jobs", &v)) {
 		int64_t n;
@@ -321,8 +340,8 @@ int bk_secrets_load(const struct bk_config *cfg, struct bk_secrets *ret, struct 
 	return 0;
 }
 
-int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
-		  struct os_client **ret, struct op_err *err)
+static int client_new(const struct bk_config *cfg, const struct bk_secrets *s,
+		      long read_timeout_s, struct os_client **ret, struct op_err *err)
 {
 	struct os_config oc = {
 		.endpoint = cfg->endpoint_url, .region = cfg->region, .bucket = cfg->dest.bucket,
@@ -330,8 +349,21 @@ int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
 		.session_token = s->token.len ? op_buf_str(&s->token) : NULL,
 		.ca_pem = s->ca.len ? s->ca.data : NULL, .ca_pem_len = s->ca.len,
 		.transfer_timeout_ms = BK_TRANSFER_TIMEOUT_MS,
+		.low_speed_seconds = read_timeout_s,
 	};
 	return os_client_new(&oc, ret, err);
+}
+
+int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
+		  struct os_client **ret, struct op_err *err)
+{
+	return client_new(cfg, s, cfg->wal_read_timeout_s, ret, err);
+}
+
+int bk_client_new_data(const struct bk_config *cfg, const struct bk_secrets *s,
+		       struct os_client **ret, struct op_err *err)
+{
+	return client_new(cfg, s, cfg->data_read_timeout_s, ret, err);
 }
 
 int bk_client_set_attrs(struct os_client *c, const struct bk_config *cfg, enum bk_put_kind kind,

@@ -65,9 +65,12 @@ struct bk_secrets {
 OP_MUST_CHECK
 int bk_secrets_load(const struct bk_config *cfg, struct bk_secrets *ret, struct op_err *err);
 void bk_secrets_done(struct bk_secrets *s);
-/* A client for cfg's bucket with s's credentials (copied by the client). */
+/* A client for cfg's bucket with s's credentials (copied by the client),
+ * for WAL files (walReadTimeout) / for base backups (dataReadTimeout). */
 OP_MUST_CHECK int bk_client_new(const struct bk_config *cfg, const struct bk_secrets *s,
 				struct os_client **ret, struct op_err *err);
+OP_MUST_CHECK int bk_client_new_data(const struct bk_config *cfg, const struct bk_secrets *s,
+				     struct os_client **ret, struct op_err *err);
 
 /* path's contents into out (its cap applies; -EFBIG past it). */
 OP_MUST_CHECK int bk_read_file(const char *path, struct op_buf *out, struct op_err *err);

@@ -604,6 +604,7 @@ static int restore_client(const struct bk_config *cfg, long timeout_ms, struct o
 		.session_token = s.token.len ? op_buf_str(&s.token) : NULL,
 		.ca_pem = s.ca.len ? s.ca.data : NULL, .ca_pem_len = s.ca.len,
 		.transfer_timeout_ms = timeout_ms ? timeout_ms : BK_RESTORE_TIMEOUT_MS,
+		.low_speed_seconds = cfg->data_read_timeout_s,
 	};
 	rc = os_client_new(&oc, ret, err);
 	bk_secrets_done(&s);

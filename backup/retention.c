@@ -259,7 +259,7 @@ int bk_retention_apply(const struct bk_config *cfg, const struct bk_retention_ba
 		struct os_client *c = NULL;
 		r = bk_secrets_load(cfg, &sec, err);
 		if (r == 0) {
-			r = bk_client_new(cfg, &sec, &c, err);
+			r = bk_client_new_data(cfg, &sec, &c, err);
 			bk_secrets_done(&sec);
 		}
 		r = r ? r : apply(c, cfg, backups, n, verdicts, gone, ret, err);

@@ -598,7 +598,7 @@ static int upload_stream(const struct bk_config *cfg, const struct bk_secrets *s
 	struct os_client **cs = op_calloc(jobs, sizeof(*cs));
 	int rc = 0;
 	for (unsigned i = 0; rc == 0 && i < jobs; i++)
-		if ((rc = bk_client_new(cfg, sec, &cs[i], err)) == 0)
+		if ((rc = bk_client_new_data(cfg, sec, &cs[i], err)) == 0)
 			rc = bk_client_set_attrs(cs[i], cfg, BK_PUT_DATA, err);
 	if (rc == 0) {
 		size_t part = opts->part_size ? opts->part_size : bk_tar_part_size(jobs);
@@ -701,7 +701,7 @@ int bk_backup_info_upload(const struct bk_config *cfg, const char *backup_id,
 	if (rc == 0)
 		rc = bk_secrets_load(cfg, &sec, err);
 	if (rc == 0)
-		rc = bk_client_new(cfg, &sec, &c, err);
+		rc = bk_client_new_data(cfg, &sec, &c, err);
 	if (rc == 0)
 		rc = bk_client_set_attrs(c, cfg, BK_PUT_DATA, err);
 	if (rc == 0)

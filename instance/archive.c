@@ -7,9 +7,11 @@
  * wal-archive reads them at each call, so a rotated Secret is used without a
  * restart. And the archive's last error, for /pg/status. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "api/barman_args.h"
 #include "api/plugin.h"
 #include "backup/backup.h"
 #include "instance/internal.h"
@@ -64,6 +66,45 @@ json_object *inst_store_config_new(const struct inst_paths *p, const struct api_
 	op_jset(o, "maxParallel", op_jint(s->wal.max_parallel > 0 ? s->wal.max_parallel : 1));
 	op_jsets(o, "pgdata", p->pgdata);
 	return o;
+}
+
+/* args (tool's additionalCommandArgs) parsed: false when absent or when
+ * they do not parse (V58 refuses those at admission; a Cluster admitted
+ * before keeps archiving, its arguments ignored). */
+static bool parse_args(const struct api_barman_store *s, enum api_barman_tool tool,
+		       struct api_barman_args *ret)
+{
+	static const size_t offs[] = {
+		[API_BARMAN_WAL_ARCHIVE] = offsetof(struct api_barman_store, wal.archive_additional_command_args),
+		[API_BARMAN_WAL_RESTORE] = offsetof(struct api_barman_store, wal.restore_additional_command_args),
+		[API_BARMAN_BACKUP] = offsetof(struct api_barman_store, data.additional_command_args),
+		[API_BARMAN_RESTORE] = offsetof(struct api_barman_store, data.restore_additional_command_args),
+	};
+	const struct api_strv *v = (const void *)((const char *)s + offs[tool]);
+	struct op_err err = OP_ERR_INIT;
+	return v->n > 0 && api_barman_args_parse(tool, (const char *const *)v->items, v->n, ret,
+						 NULL, NULL, &err) == 0;
+}
+
+void inst_store_args_config(json_object *o, const struct api_barman_store *s, bool recovery)
+{
+	struct api_barman_args a;
+	if (parse_args(s, recovery ? API_BARMAN_WAL_RESTORE : API_BARMAN_WAL_ARCHIVE, &a) &&
+	    a.read_timeout_s)
+		op_jset(o, "walReadTimeout", op_jint(a.read_timeout_s));
+	if (!parse_args(s, recovery ? API_BARMAN_RESTORE : API_BARMAN_BACKUP, &a))
+		return;
+	if (a.read_timeout_s)
+		op_jset(o, "dataReadTimeout", op_jint(a.read_timeout_s));
+	if (a.max_archive_size)
+		op_jset(o, "maxArchiveSize", json_object_new_int64((int64_t)a.max_archive_size));
+	if (a.min_chunk_size)
+		op_jset(o, "minChunkSize", json_object_new_int64((int64_t)a.min_chunk_size));
+	/* the fields win over the arguments (CloudNativePG passes its own --jobs) */
+	if (a.jobs && !(s->data.jobs > 0) && a.jobs <= BK_MAX_PARALLEL)
+		op_jset(o, "jobs", op_jint(a.jobs));
+	if (a.immediate_checkpoint)
+		op_jset(o, "immediateCheckpoint", op_jbool(true));
 }
 
 /* walCompression from wal.compression: what wal-archive writes. */
@@ -132,6 +173,7 @@ int inst_archive_config_render(const struct inst_archive_input *in, struct op_bu
 	if (s->data.jobs > 0 && s->data.jobs <= BK_MAX_PARALLEL)
 		op_jset(o, "jobs", op_jint(s->data.jobs));
 	store_attrs(o, s);
+	inst_store_args_config(o, s, false);
 	_cleanup_free_ char *state = inst_archive_state_dir(p);
 	op_jsets(o, "stateDir", state);
 	r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |

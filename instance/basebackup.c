@@ -303,6 +303,14 @@ static char *copy_stats(double seconds, unsigned workers)
 
 /* barman's order: each tablespace's <oid>.tar, then data.tar (whose end
  * calls pg_backup_stop); *ret_stored: their compressed bytes. */
+/* The upload part: bk_tar_part_size's, at least minChunkSize
+ * (barman-cloud-backup's --min-chunk-size). */
+static size_t bb_part_size(const struct bk_config *cfg)
+{
+	size_t part = bk_tar_part_size(cfg->jobs);
+	return cfg->min_chunk_size > part ? (size_t)cfg->min_chunk_size : part;
+}
+
 static int bb_tablespace_tars(struct bb *b, uint64_t *ret_stored, struct op_err *err)
 {
 	char prefix[16];
@@ -312,7 +320,8 @@ static int bb_tablespace_tars(struct bb *b, uint64_t *ret_stored, struct op_err 
 		struct bk_tar_opts t = { .pgdata = ts->location, .tablespace_prefix = prefix,
 					 .cancel = b->o->cancel,
 					 .compression = b->cfg.data_compression, .jobs = b->cfg.jobs,
-					 .max_archive_size = b->cfg.max_archive_size };
+					 .max_archive_size = b->cfg.max_archive_size,
+					 .part_size = bb_part_size(&b->cfg) };
 		struct bk_tar_stats stats;
 		int r = bk_upload_tablespace_tar(&b->cfg, b->id, ts->oid, &t, &stats, err);
 		if (r < 0)
@@ -331,7 +340,8 @@ static int bb_copy(struct bb *b, struct op_err *err)
 {
 	struct bk_tar_opts t = { .pgdata = b->bi.pgdata, .label_fn = bb_stop, .label_ud = b,
 				 .cancel = b->o->cancel, .compression = b->cfg.data_compression,
-				 .jobs = b->cfg.jobs, .max_archive_size = b->cfg.max_archive_size };
+				 .jobs = b->cfg.jobs, .max_archive_size = b->cfg.max_archive_size,
+				 .part_size = bb_part_size(&b->cfg) };
 	struct bk_tar_stats stats;
 	uint64_t tbs_stored = 0;
 	int r = bb_tablespace_tars(b, &tbs_stored, err);

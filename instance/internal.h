@@ -75,6 +75,10 @@ OP_MUST_CHECK int inst_stop_postgres(pid_t pid, unsigned timeout_s, struct op_er
  * archive's store, "recovery" for a recovery source's), maxParallel, pgdata. */
 json_object *inst_store_config_new(const struct inst_paths *p, const struct api_barman_store *s,
 				   const char *server, const char *region, const char *prefix);
+/* The additionalCommandArgs options pgop acts on (api/barman_args.h) as
+ * configuration keys into o: the archive's (wal.archive..., data.additional...)
+ * or a recovery source's (wal.restore..., data.restore...). */
+void inst_store_args_config(json_object *o, const struct api_barman_store *s, bool recovery);
 OP_MUST_CHECK int inst_archive_error(const struct inst_paths *p, char **ret);
 
 /* ---- recovery.c: a Cluster's recovery source ---- */

@@ -476,6 +476,7 @@ int inst_recovery_source_render(const struct inst_paths *p, const struct api_clu
 	json_object *o = inst_store_config_new(p, s, s->server_name && *s->server_name
 							     ? s->server_name : x->name,
 					       region, "recovery");
+	inst_store_args_config(o, s, true);
 	_cleanup_free_ char *state = op_asprintf("%s/run/recovery-wal", p->controller_dir);
 	op_jsets(o, "stateDir", state);
 	int r = op_buf_adds(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |

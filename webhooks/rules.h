@@ -28,7 +28,7 @@ struct wh_rule {
 /* Rule tables, each defined in its own rules_*.c, run in this order by validate.c. */
 extern const struct wh_rule wh_rules_safety[];    /* P1-P2 (rules_safety.c), always */
 extern const size_t wh_rules_safety_count;
-extern const struct wh_rule wh_rules_spec[];      /* V1-V57 (rules_spec*.c) */
+extern const struct wh_rule wh_rules_spec[];      /* V1-V58 (rules_spec*.c) */
 extern const size_t wh_rules_spec_count;
 extern const struct wh_rule wh_rules_update[];    /* U1-U9 (rules_update.c) */
 extern const size_t wh_rules_update_count;

@@ -1,6 +1,6 @@
-/* webhooks/rules_spec.c - the table of validation rules V1-V57 that run on
+/* webhooks/rules_spec.c - the table of validation rules V1-V58 that run on
  * CREATE and UPDATE, in the order of admission-rules.md §4 (CNPG's
- * validate() for V1-V50, then pgop's own backup rules V51-V57). The rule
+ * validate() for V1-V50, then pgop's own backup rules V51-V58). The rule
  * functions live in rules_spec_<area>.c; the table is the only place that
  * fixes their order.
  */
@@ -69,6 +69,7 @@ const struct wh_rule wh_rules_spec[] = {
 	{ "V55", CU, wh_v55_recovery_backup_name },
 	{ "V56", CU, wh_v56_plugin_names },
 	{ "V57", CU, wh_v57_backup_target },
+	{ "V58", CU, wh_v58_store_command_args },
 };
 
 const size_t wh_rules_spec_count = OP_ARRAY_SIZE(wh_rules_spec);

@@ -1,4 +1,4 @@
-/* webhooks/rules_spec.h - internal to webhooks/: the V1-V57 rule functions
+/* webhooks/rules_spec.h - internal to webhooks/: the V1-V58 rule functions
  * (defined in rules_spec_<area>.c, listed in order by rules_spec.c) and the
  * small read-only helpers they share (rules_spec_util.c).
  *
@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/barman_args.h"
 #include "api/cluster.h"
 #include "webhooks/lookup.h"
 #include "webhooks/rules.h"
@@ -142,5 +143,12 @@ WH_RULE_FN(wh_v54_store_server_name);
 WH_RULE_FN(wh_v55_recovery_backup_name);
 WH_RULE_FN(wh_v56_plugin_names);
 WH_RULE_FN(wh_v57_backup_target);
+WH_RULE_FN(wh_v58_store_command_args);
+/* The additionalCommandArgs of tool in store (a barmanObjectStore) parsed
+ * (api_barman_args_parse): for V58 and the warnings on the options pgop does
+ * not act on (rules_warnings.c). */
+int wh_store_args_parse(json_object *store, enum api_barman_tool tool,
+			struct api_barman_args *ret, api_barman_ignored_fn ignored, void *ud,
+			struct op_err *err);
 
 #endif

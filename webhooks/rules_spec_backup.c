@@ -13,6 +13,8 @@
  *   V55 bootstrap.recovery.backup.name is a Backup's name (DNS-1123)
  *   V56 spec.plugins[].name unique
  *   V57 spec.backup.target is primary or prefer-standby
+ *   V58 the additionalCommandArgs options pgop acts on (api/barman_args.h)
+ *       have values it can use
  *
  * V51-V54 apply to every barmanObjectStore: spec.backup's and each
  * spec.externalClusters[i]'s. Recovery targets are V10 (rules_spec_bootstrap.c).
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/barman_args.h"
 #include "objstore/objstore.h"
 #include "support/alloc.h"
 
@@ -288,4 +291,40 @@ WH_RULE_FN(wh_v57_backup_target)
 	const char *t = wh_str(ctx->spec, "backup.target");
 	if (t && *t && !one_of(t, targets, OP_ARRAY_SIZE(targets)))
 		wh_result_unsupported(res, "spec.backup.target", targets, OP_ARRAY_SIZE(targets));
+}
+
+/* ---- V58 additionalCommandArgs ---- */
+
+int wh_store_args_parse(json_object *store, enum api_barman_tool tool,
+			struct api_barman_args *ret, api_barman_ignored_fn ignored, void *ud,
+			struct op_err *err)
+{
+	json_object *arr = wh_arr(store, api_barman_args_field(tool));
+	size_t n = arr ? json_object_array_length(arr) : 0;
+	_cleanup_free_ const char **args = op_calloc(n + 1, sizeof(*args));
+	for (size_t i = 0; i < n; i++) /* not a string: the schema's type check names it */
+		args[i] = json_object_get_string(json_object_array_get_idx(arr, i));
+	return api_barman_args_parse(tool, args, n, ret, ignored, ud, err);
+}
+
+static void check_args(json_object *store, const char *path, struct wh_result *res)
+{
+	static const enum api_barman_tool tools[] = { API_BARMAN_WAL_ARCHIVE, API_BARMAN_WAL_RESTORE,
+						      API_BARMAN_BACKUP, API_BARMAN_RESTORE };
+	for (size_t i = 0; i < OP_ARRAY_SIZE(tools); i++) {
+		struct api_barman_args a;
+		struct op_err err = OP_ERR_INIT;
+		if (wh_store_args_parse(store, tools[i], &a, NULL, NULL, &err) == 0)
+			continue;
+		/* err.msg starts with the element: "[2]: --read-timeout: ..." */
+		const char *close = strstr(err.msg, "]: ");
+		_cleanup_free_ char *p = op_asprintf("%s.%s%.*s", path, api_barman_args_field(tools[i]),
+						     close ? (int)(close - err.msg + 1) : 0, err.msg);
+		wh_result_error(res, p, "%s", close ? close + 3 : err.msg);
+	}
+}
+
+WH_RULE_FN(wh_v58_store_command_args)
+{
+	for_each_store(ctx, check_args, res);
 }

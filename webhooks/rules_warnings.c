@@ -11,6 +11,7 @@
 #include "support/json.h"
 #include "webhooks/lookup.h"
 #include "webhooks/rules.h"
+#include "webhooks/rules_spec.h"
 
 #define CU (WH_OP_CREATE | WH_OP_UPDATE)
 
@@ -209,17 +210,6 @@ static const struct unsupported_field {
 	  API_BARMAN_PLUGIN },
 };
 
-/* Rows under every barmanObjectStore (spec.backup's and each external
- * cluster's), after the rows above. */
-static const struct {
-	const char *field, *what;
-} unsupported_store_fields[] = {
-	{ "wal.archiveAdditionalCommandArgs", "barman-cloud command arguments" },
-	{ "wal.restoreAdditionalCommandArgs", "barman-cloud command arguments" },
-	{ "data.additionalCommandArgs", "barman-cloud command arguments" },
-	{ "data.restoreAdditionalCommandArgs", "barman-cloud command arguments" },
-};
-
 /* Set to something other than zero values (null, false, 0, "", [], {} and
  * objects holding only those): CRD and D8 defaults such as
  * monitoring {disableDefaultQueries:false} do not count as use. */
@@ -276,14 +266,34 @@ static void warn_field(struct warned *w, struct wh_result *res, json_object *v,
 		w->paths[w->n++] = op_strdup(path);
 }
 
-/* The unsupported_store_fields rows of the store at path (not owned). */
-static void warn_store_fields(struct warned *w, struct wh_result *res, json_object *store,
-			      const char *path)
+struct ignored_arg {
+	struct wh_result *res;
+	const char *path; /* "<store>.data.additionalCommandArgs" */
+};
+
+static void warn_ignored_arg(void *ud, size_t index, const char *option)
 {
-	for (size_t i = 0; store && i < OP_ARRAY_SIZE(unsupported_store_fields); i++) {
-		_cleanup_free_ char *p = op_asprintf("%s.%s", path, unsupported_store_fields[i].field);
-		warn_field(w, res, op_json_at(store, unsupported_store_fields[i].field), p,
-			   unsupported_store_fields[i].what, NULL);
+	struct ignored_arg *w = ud;
+	wh_result_warn(w->res, "%s[%zu]: %.100s is accepted but not implemented by pgop yet "
+			       "(pgop runs no barman-cloud; of its options it acts on "
+			       "--max-archive-size, --min-chunk-size, --jobs, "
+			       "--immediate-checkpoint and --read-timeout)",
+		       w->path, index, option);
+}
+
+/* Each additionalCommandArgs option of the store at path (not owned) that
+ * pgop does not act on (api/barman_args.h), by its element; a bad value of
+ * one it acts on is V58's. */
+static void warn_store_args(struct wh_result *res, json_object *store, const char *path)
+{
+	static const enum api_barman_tool tools[] = { API_BARMAN_WAL_ARCHIVE, API_BARMAN_WAL_RESTORE,
+						      API_BARMAN_BACKUP, API_BARMAN_RESTORE };
+	for (size_t i = 0; store && i < OP_ARRAY_SIZE(tools); i++) {
+		_cleanup_free_ char *p = op_asprintf("%s.%s", path, api_barman_args_field(tools[i]));
+		struct ignored_arg ia = { .res = res, .path = p };
+		struct api_barman_args a;
+		struct op_err err = OP_ERR_INIT;
+		(void)wh_store_args_parse(store, tools[i], &a, warn_ignored_arg, &ia, &err);
 	}
 }
 
@@ -304,14 +314,14 @@ static void w_unsupported_fields(const struct wh_ctx *ctx, struct wh_result *res
 				   p, f->what, f->inactive);
 		}
 	}
-	warn_store_fields(&w, res, wh_obj(ctx->obj, "spec.backup.barmanObjectStore"),
-			  "spec.backup.barmanObjectStore");
+	warn_store_args(res, wh_obj(ctx->obj, "spec.backup.barmanObjectStore"),
+			"spec.backup.barmanObjectStore");
 	json_object *ecs = wh_arr(ctx->obj, "spec.externalClusters");
 	for (size_t j = 0; ecs && j < json_object_array_length(ecs); j++) {
 		_cleanup_free_ char *p =
 			op_asprintf("spec.externalClusters[%zu].barmanObjectStore", j);
-		warn_store_fields(&w, res,
-				  wh_obj(json_object_array_get_idx(ecs, j), "barmanObjectStore"), p);
+		warn_store_args(res, wh_obj(json_object_array_get_idx(ecs, j), "barmanObjectStore"),
+				p);
 	}
 	for (size_t i = 0; i < w.n; i++)
 		free(w.paths[i]);

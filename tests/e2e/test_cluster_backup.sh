@@ -3,8 +3,9 @@
 # Base backups, scheduled backups and recovery of a Cluster on an object store in the
 # cluster (issue 25's acceptance):
 #   1. versitygw as a Pod over TLS (objstore_lib.sh); pgop from its Helm chart;
-#      samples/cluster-backup-s3.yaml (3 instances, gzip WAL) pointed at it; rows in a
-#      ledger table;
+#      samples/cluster-backup-s3.yaml (3 instances, gzip WAL) pointed at it, with
+#      data.additionalCommandArgs --max-archive-size=1MB (every backup split in
+#      data.tar, data_0001.tar...); rows in a ledger table;
 #   2. a Backup (the default method and target): completed, taken on a standby (not
 #      the primary), with begin/end WAL and LSNs, backupId, the store in its status; the
 #      Cluster's lastSuccessfulBackup and condition LastBackupSucceeded True;
@@ -58,8 +59,14 @@ trap backup_cleanup EXIT
 objstore_cluster_env
 C=cluster-backup-s3
 t0=$(date +%s)
-sed -e "s|https://versitygw.objstore.svc:7070|$OBJSTORE_ENDPOINT|" "$SAMPLES/cluster-backup-s3.yaml" |
-	k apply -f - >/dev/null
+# with barman-cloud-backup's --max-archive-size as CloudNativePG users pass it: every base
+# backup here is split in 1 MiB tars, which barman-cloud-restore (3.) and pgop's recovery
+# (4.) then read
+sed -e "s|https://versitygw.objstore.svc:7070|$OBJSTORE_ENDPOINT|" \
+	-e 's|^        maxParallel: 4$|&\n      data:\n        additionalCommandArgs: ["--max-archive-size=1MB", "--read-timeout=60"]|' \
+	"$SAMPLES/cluster-backup-s3.yaml" | k apply -f - >/dev/null
+k get cluster $C -o jsonpath='{.spec.backup.barmanObjectStore.data.additionalCommandArgs}' | grep -q max-archive-size ||
+	e2e_fail "the Cluster lacks data.additionalCommandArgs (the sample changed?)"
 wait_healthy 3 600
 primary=$(status currentPrimary)
 e2e_log "healthy, primary $primary ($(($(date +%s) - t0)) s)"
@@ -101,6 +108,9 @@ for f in beginLSN endLSN; do e2e_assert_match "$(bst first $f)" '^[0-9A-F]+/[0-9
 e2e_assert_eq "s3://backups/pgop" "$(bst first destinationPath)" "status.destinationPath"
 e2e_assert_eq "$C" "$(bst first serverName)" "status.serverName"
 e2e_assert_ne "" "$(bst first stoppedAt)" "status.stoppedAt"
+S3=${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/tools/pgop-s3
+parts=$(objstore_pod_s3 "$S3" list "pgop/$C/base/$id/" | awk '{ sub(".*/", "", $2); print $2 }' | tr '\n' ' ')
+e2e_assert_match "$parts" 'data\.tar.* data_0001\.tar' "--max-archive-size=1MB: the backup is split ($parts)"
 e2e_wait_for "[ -n \"\$(status lastSuccessfulBackup)\" ]" 30 || e2e_fail "no lastSuccessfulBackup"
 cond() { k get cluster $C -o jsonpath="{.status.conditions[?(@.type==\"$1\")].$2}"; }
 e2e_wait_for "[ \"\$(cond LastBackupSucceeded status)\" = True ]" 30 ||

@@ -748,6 +748,38 @@ static void test_archive_config_attrs(void **state)
 	assert_string_equal(cfg.data_encryption, "aws:kms");
 	bk_config_done(&cfg);
 	api_cluster_free(c);
+	/* additionalCommandArgs: the options pgop acts on, as keys its parser reads */
+	c = cluster(MIN_CLUSTER(
+		STORE_SPEC("},\"wal\":{\"archiveAdditionalCommandArgs\":[\"--read-timeout=30\","
+			   "\"--max-concurrency=2\"]},\"data\":{\"additionalCommandArgs\":["
+			   "\"--max-archive-size=2GB\",\"--min-chunk-size\",\"10MB\",\"-J\",\"3\","
+			   "\"--read-timeout=90\",\"--max-bandwidth=1MB\"]}"),
+		""));
+	in.cluster = c;
+	op_buf_reset(&out);
+	assert_int_equal(inst_archive_config_render(&in, &out, &err), 0);
+	if (bk_config_parse(out.data, out.len, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(cfg.max_archive_size, 2ull << 30);
+	assert_int_equal(cfg.min_chunk_size, 10u << 20);
+	assert_int_equal(cfg.jobs, 3);
+	assert_int_equal(cfg.wal_read_timeout_s, 30);
+	assert_int_equal(cfg.data_read_timeout_s, 90);
+	bk_config_done(&cfg);
+	api_cluster_free(c);
+	/* a value V58 refuses (a Cluster admitted before it): archiving goes on, the
+	 * arguments ignored */
+	c = cluster(MIN_CLUSTER(
+		STORE_SPEC("},\"data\":{\"additionalCommandArgs\":[\"--read-timeout=x\"]}"), ""));
+	in.cluster = c;
+	op_buf_reset(&out);
+	assert_int_equal(inst_archive_config_render(&in, &out, &err), 0);
+	if (bk_config_parse(out.data, out.len, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(cfg.data_read_timeout_s, 0);
+	assert_int_equal(cfg.max_archive_size, BK_TAR_MAX_ARCHIVE_DEFAULT);
+	bk_config_done(&cfg);
+	api_cluster_free(c);
 	/* none set: none of the keys */
 	c = cluster(MIN_CLUSTER(STORE_SPEC("}"), ""));
 	in.cluster = c;
@@ -755,7 +787,8 @@ static void test_archive_config_attrs(void **state)
 	assert_int_equal(inst_archive_config_render(&in, &out, &err), 0);
 	assert_int_equal(op_json_parse(out.data, out.len, 8, &o, NULL), 0);
 	static const char *const keys[] = { "tags", "historyTags", "walEncryption",
-					    "dataEncryption" };
+					    "dataEncryption", "maxArchiveSize", "minChunkSize",
+					    "walReadTimeout", "dataReadTimeout" };
 	for (size_t i = 0; i < OP_ARRAY_SIZE(keys); i++)
 		assert_null(op_json_at(o, keys[i]));
 	json_object_put(o);

@@ -186,7 +186,9 @@ static void test_source_render(void **state)
 		"{\"destinationPath\":\"s3://bucket/p\",\"endpointURL\":\"https://s3:9000\","
 		"\"endpointCA\":{\"name\":\"ca\",\"key\":\"ca.crt\"},\"s3Credentials\":{"
 		"\"accessKeyId\":{\"name\":\"s\",\"key\":\"A\"},\"secretAccessKey\":{\"name\":\"s\","
-		"\"key\":\"S\"}},\"wal\":{\"maxParallel\":4}}"));
+		"\"key\":\"S\"}},\"wal\":{\"maxParallel\":4,\"restoreAdditionalCommandArgs\":["
+		"\"--read-timeout=45\",\"--no-partial\"]},\"data\":{\"restoreAdditionalCommandArgs\":["
+		"\"--read-timeout\",\"120\"]}}"));
 	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
 	struct op_err err = OP_ERR_INIT;
 	assert_int_equal(inst_recovery_source_render(&p, c, "eu-west-1", &b, &err), 0);
@@ -203,6 +205,8 @@ static void test_source_render(void **state)
 	assert_string_equal(cfg.ca_file, INST_SECRETS_DIR "/recovery-endpoint-ca/endpoint-ca");
 	assert_null(cfg.session_token_file);
 	assert_int_equal(cfg.max_parallel, 4);
+	assert_int_equal(cfg.wal_read_timeout_s, 45);  /* wal.restoreAdditionalCommandArgs */
+	assert_int_equal(cfg.data_read_timeout_s, 120); /* data.restoreAdditionalCommandArgs */
 	assert_string_equal(cfg.state_dir, INST_CONTROLLER_DIR "/run/recovery-wal");
 	bk_config_done(&cfg);
 	op_buf_done(&b);

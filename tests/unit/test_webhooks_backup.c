@@ -383,6 +383,17 @@ static void test_cluster_backup_rules(void **state)
 		  "'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
 		  "'inheritFromIAMRole':true}}}}",
 		  "spec.backup.retentionPolicy", "not a valid retention policy" },
+		{ "{'instances':1,'storage':{'size':'1Gi'},'backup':{'barmanObjectStore':{"
+		  "'destinationPath':'s3://b','s3Credentials':{'inheritFromIAMRole':true},"
+		  "'data':{'additionalCommandArgs':['--tags','a','--read-timeout=1.5']}}}}",
+		  "spec.backup.barmanObjectStore.data.additionalCommandArgs[2]",
+		  "--read-timeout: expected whole seconds 1..86400, got '1.5'" },
+		{ "{'instances':1,'storage':{'size':'1Gi'},'externalClusters':[{'name':'o',"
+		  "'barmanObjectStore':{'destinationPath':'s3://b','s3Credentials':{"
+		  "'inheritFromIAMRole':true},'data':{'additionalCommandArgs':["
+		  "'--max-archive-size=10KB']}}}]}",
+		  "spec.externalClusters[0].barmanObjectStore.data.additionalCommandArgs[0]",
+		  "--max-archive-size: expected a size of 1MB or more" },
 	};
 	for (size_t i = 0; i < OP_ARRAY_SIZE(cases); i++) {
 		_cleanup_(op_json_putp) json_object *c =
@@ -394,6 +405,37 @@ static void test_cluster_backup_rules(void **state)
 			fail_msg("case %zu: got %s, want %s", i, e ? e : "(no error)", cases[i].text);
 		wh_result_done(&res);
 	}
+}
+
+/* additionalCommandArgs: the options pgop acts on admitted silently, every
+ * other one warned by its element; nothing refused. */
+static void test_command_args_warnings(void **state)
+{
+	(void)state;
+	_cleanup_(op_json_putp) json_object *c = make(
+		PG, "Cluster", "{'name':'pg'}",
+		"{'instances':1,'storage':{'size':'1Gi'},'backup':{'barmanObjectStore':{"
+		"'destinationPath':'s3://b','s3Credentials':{'inheritFromIAMRole':true},"
+		"'wal':{'archiveAdditionalCommandArgs':['--read-timeout=60','--max-concurrency=2'],"
+		"'restoreAdditionalCommandArgs':['--no-partial']},"
+		"'data':{'additionalCommandArgs':['--max-archive-size=50GB','--min-chunk-size=10MB',"
+		"'-J','4','--max-bandwidth','10MB']}}}}");
+	struct wh_result res = { 0 };
+	assert_int_equal(admit(WH_RES_CLUSTER, c, NULL, &res), 0);
+	assert_int_equal(res.n_errors, 0);
+	const char *p = "spec.backup.barmanObjectStore.";
+	char want[256];
+	snprintf(want, sizeof(want), "%swal.archiveAdditionalCommandArgs[1]: --max-concurrency=2 is "
+		 "accepted but not implemented", p);
+	assert_true(warned(&res, want));
+	snprintf(want, sizeof(want), "%swal.restoreAdditionalCommandArgs[0]: --no-partial", p);
+	assert_true(warned(&res, want));
+	snprintf(want, sizeof(want), "%sdata.additionalCommandArgs[4]: --max-bandwidth", p);
+	assert_true(warned(&res, want));
+	assert_false(warned(&res, "--max-archive-size=50GB is"));
+	assert_false(warned(&res, "--read-timeout=60 is"));
+	assert_false(warned(&res, "[3]"));
+	wh_result_done(&res);
 }
 
 /* The tables: ids in docs/admission-rules.md §11's order; B6 on UPDATE only. */
@@ -437,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_and_bypass),
 		cmocka_unit_test(test_reviews),
 		cmocka_unit_test(test_cluster_backup_rules),
+		cmocka_unit_test(test_command_args_warnings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
