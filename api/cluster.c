@@ -379,10 +379,20 @@ static void dec_monitoring(struct api_dec *d, json_object *o, const char *p,
 					  dec_key_ref_elem);
 }
 
+static void dec_tablespace_owner(struct api_dec *d, json_object *o, const char *p, void *x)
+{
+	struct api_tablespace *t = x;
+	STR(o, p, "name", &t->owner);
+}
+
 static void dec_tablespace_elem(struct api_dec *d, json_object *o, const char *p, void *x)
 {
 	struct api_tablespace *t = x;
 	STR(o, p, "name", &t->name);
+	t->storage.resize_in_use_volumes = true;
+	SUB(o, p, "storage", dec_storage, &t->storage);
+	SUB(o, p, "owner", dec_tablespace_owner, t);
+	BOOL(o, p, "temporary", &t->temporary);
 }
 
 static void dec_spec(struct api_dec *d, json_object *o, const char *p, struct api_cluster_spec *s)
@@ -608,8 +618,11 @@ struct api_cluster *api_cluster_free(struct api_cluster *c)
 		free(e->plugin);
 	}
 	free(s->external_clusters);
-	for (size_t i = 0; i < s->n_tablespaces; i++)
+	for (size_t i = 0; i < s->n_tablespaces; i++) {
 		free(s->tablespaces[i].name);
+		free(s->tablespaces[i].owner);
+		storage_done(&s->tablespaces[i].storage);
+	}
 	free(s->tablespaces);
 	barman_store_free(s->backup.barman);
 	free(s->backup.retention_policy), free(s->backup.target);

@@ -259,10 +259,14 @@ struct api_monitoring {
 	size_t n_custom_secrets;
 };
 
-/* spec.tablespaces[]: what pgop reads of one (the name: the restore maps
- * a backup's tablespaces by it). */
+/* spec.tablespaces[]: a volume per instance (api_tablespace_pvc_name),
+ * mounted where the tablespace's location is (api_tablespace_location),
+ * and the tablespace the primary creates there. */
 struct api_tablespace {
 	char *name;
+	struct api_storage storage;
+	char *owner;    /* owner.name; D10 defaults it (NULL: the application owner) */
+	bool temporary; /* in temp_tablespaces */
 };
 
 struct api_cluster_spec {

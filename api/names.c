@@ -1,6 +1,7 @@
 /* api/names.c - derived object names (names.h). */
 #include "api/names.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -50,9 +51,31 @@ char *api_wal_pvc_name(const char *cluster, int64_t serial)
 	return op_asprintf("%s-%lld-wal", cluster, (long long)serial);
 }
 
+char *api_tablespace_k8s_name(const char *tablespace)
+{
+	char *s = op_strdup(tablespace);
+	if (s[0] == '_')
+		s[0] = '1';
+	for (char *p = s; *p; p++)
+		*p = (*p == '_' || *p == '$') ? '-' : (char)tolower((unsigned char)*p);
+	return s;
+}
+
 char *api_tablespace_pvc_name(const char *pod, const char *tablespace)
 {
-	return op_asprintf("%s-tbs-%s", pod, tablespace);
+	_cleanup_free_ char *k = api_tablespace_k8s_name(tablespace);
+	return op_asprintf("%s-tbs-%s", pod, k);
+}
+
+char *api_tablespace_volume_name(const char *tablespace)
+{
+	_cleanup_free_ char *k = api_tablespace_k8s_name(tablespace);
+	return op_asprintf("tbs-%s", k);
+}
+
+char *api_tablespace_mount(const char *root, const char *tablespace)
+{
+	return op_asprintf("%s/%s", root ? root : API_TABLESPACE_MOUNT_ROOT, tablespace);
 }
 
 char *api_tablespace_location(const char *root, const char *tablespace)

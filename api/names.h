@@ -30,8 +30,17 @@ char *api_pod_name(const char *cluster, int64_t serial);
 char *api_pgdata_pvc_name(const char *cluster, int64_t serial);
 /* WAL PVC "<cluster>-<serial>-wal". */
 char *api_wal_pvc_name(const char *cluster, int64_t serial);
-/* Tablespace PVC "<pod>-tbs-<tablespace>". */
+/* A tablespace name as Kubernetes names take it (CloudNativePG's
+ * convertPostgresIDToK8sName): a leading '_' becomes '1', '$' and '_' '-',
+ * lower case. */
+char *api_tablespace_k8s_name(const char *tablespace);
+/* Tablespace PVC "<pod>-tbs-<k8s name>" and its volume in the Pod
+ * "tbs-<k8s name>" (pkg/specs PvcNameForTablespace,
+ * VolumeMountNameForTablespace). */
 char *api_tablespace_pvc_name(const char *pod, const char *tablespace);
+char *api_tablespace_volume_name(const char *tablespace);
+/* "<root>/<name>": where the volume is mounted (MountForTablespace). */
+char *api_tablespace_mount(const char *root, const char *tablespace);
 /* Where an instance mounts a tablespace's volume and the location its
  * tablespace has there, as CloudNativePG (pkg/specs MountForTablespace,
  * LocationForTablespace): "/var/lib/postgresql/tablespaces/<name>" and

@@ -53,8 +53,8 @@ struct instance_opts {
 	{ "secrets-dir", 0, CMD_FLAG_STRING, OPT(secrets_dir), 0, "DIR",                           \
 	  "mounted credential Secrets (default " INST_SECRETS_DIR ")" },                             \
 	{ "tablespaces-dir", 0, CMD_FLAG_STRING, OPT(tablespaces_dir), 0, "DIR",                   \
-	  "where spec.tablespaces' volumes are mounted (DIR/<name>/data; CloudNativePG's is "    \
-	  API_TABLESPACE_MOUNT_ROOT "): a recovery restores tablespaces only with it" },              \
+	  "where spec.tablespaces' volumes are mounted (DIR/<name>/data; default "                \
+	  API_TABLESPACE_MOUNT_ROOT ", CloudNativePG's)" },                                          \
 	{ "pg-bindir", 0, CMD_FLAG_STRING, OPT(pg_bindir), 0, "DIR",                               \
 	  "PostgreSQL programs (default: postgres on PATH, pg_config --bindir, "                   \
 	  "/usr/lib/postgresql/MAJOR/bin)" },                                                        \

@@ -380,13 +380,12 @@ static bool tablespace_name_ok(const char *name)
 }
 
 /* CloudNativePG's recovery: each tablespace of the Cluster goes where its
- * volume is mounted (api_tablespace_location; tbs[i] borrows locs[i], owned
- * by the caller). PGDATA held no complete instance (reclaimed): what a
- * failed attempt left at a location is removed too. Only with
- * --tablespaces-dir: the reconciler does not mount tablespace volumes yet
- * (spec.tablespaces warns "not implemented"), and a tablespace restored into
- * the container's own filesystem would be lost with it; without the flag a
- * backup with tablespaces fails naming the first one (bk_tablespace_locate). */
+ * volume is mounted (api_tablespace_location under --tablespaces-dir,
+ * CloudNativePG's /var/lib/postgresql/tablespaces by default; tbs[i] borrows
+ * locs[i], owned by the caller). PGDATA held no complete instance
+ * (reclaimed): what a failed attempt left at a location is removed too. A
+ * backup's tablespace the Cluster does not declare fails naming it
+ * (bk_tablespace_locate). */
 static int recovery_tablespaces(const struct inst_paths *p, const struct api_cluster *c,
 				struct bk_tablespace_target *tbs, char **locs, struct op_err *err)
 {
@@ -419,7 +418,7 @@ static int init_from_recovery(const struct inst_init_opts *o, struct inst_paths 
 	const struct api_recovery *rec = &c->spec.bootstrap.recovery;
 	struct recovered ud = { .o = o, .p = p, .c = c };
 	struct inst_recovery_source src = { .config = cfg, .backup_id = rec->target.backup_id };
-	size_t n = p->tablespaces_dir ? c->spec.n_tablespaces : 0;
+	size_t n = c->spec.n_tablespaces;
 	struct bk_tablespace_target *tbs = op_calloc(n ? n : 1, sizeof(*tbs));
 	char **locs = op_calloc(n ? n : 1, sizeof(*locs));
 	r = n ? recovery_tablespaces(p, c, tbs, locs, err) : 0;
@@ -528,6 +527,9 @@ int inst_clone_standby(const struct inst_paths *p, const struct api_cluster *c, 
 	if (inst_primary_conninfo(pod, p->controller_dir, host, port, "postgres", &ci))
 		return op_err_set(err, -EMSGSIZE, "conninfo too long");
 	umask(077);
+	int r = inst_tablespace_dirs(p, c, err); /* pg_basebackup fills them */
+	if (r)
+		return r;
 	struct argv_b a = { 0 };
 	argv_add(&a, "pg_basebackup");
 	argv_add(&a, "-D");
@@ -544,7 +546,7 @@ int inst_clone_standby(const struct inst_paths *p, const struct api_cluster *c, 
 		argv_add(&a, p->waldir);
 	}
 	op_log_info("cloning the primary", "host", host, "pgdata", p->pgdata);
-	int r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
+	r = inst_run_cmd(p->pg_bindir, (const char *const *)a.v, err);
 	argv_done(&a);
 	if (r > 0)
 		return op_err_set(err, -EIO, "pg_basebackup exited with status %d", r);

@@ -204,6 +204,23 @@ static const char *archive_mode(const struct api_cluster *c)
  * Cluster archives nowhere (the command is /bin/true, as CloudNativePG's is
  * a no-op then). The paths come from the manager's flags, never the spec;
  * one that would need shell quoting is refused. */
+/* temp_tablespaces: spec.tablespaces[] marked temporary, each name a
+ * quoted identifier (postgres splits the list as identifiers), into out. */
+static int temp_tablespaces(const struct api_cluster *c, struct op_buf *out, struct op_err *err)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < c->spec.n_tablespaces; i++) {
+		const char *t = c->spec.tablespaces[i].name;
+		if (!c->spec.tablespaces[i].temporary || !t)
+			continue;
+		r = op_buf_adds(out, out->len ? ",\"" : "\"");
+		for (const char *q = t; r == 0 && *q; q++)
+			r = *q == '"' ? op_buf_adds(out, "\"\"") : op_buf_addc(out, *q);
+		r = r ? r : op_buf_addc(out, '"');
+	}
+	return r ? op_err_set(err, r, "temp_tablespaces: too long") : 0;
+}
+
 static int archive_command(const struct inst_config_input *in, struct op_buf *out,
 			   struct op_err *err)
 {
@@ -292,6 +309,11 @@ static int collect_params(const struct inst_config_input *in, struct param_list 
 	if (r)
 		return r;
 	params_set(ps, "shared_preload_libraries", op_buf_str(&tmp));
+	op_buf_reset(&tmp);
+	if ((r = temp_tablespaces(c, &tmp, err)) < 0)
+		return r;
+	if (tmp.len)
+		params_set(ps, "temp_tablespaces", op_buf_str(&tmp));
 	op_buf_reset(&tmp);
 	r = inst_sync_standby_names(c, in->pod_name, in->healthy_replicas, &tmp, err);
 	if (r)

@@ -21,6 +21,7 @@ static char not_loaded[] = "libpq not loaded\n"; /* what PQerrorMessage returns 
 	  (c, passwd, user, algorithm), NULL)                                                      \
 	F(char *, PQerrorMessage, (const PGconn *c), (c), not_loaded)                              \
 	F(char *, PQescapeIdentifier, (PGconn * c, const char *s, size_t n), (c, s, n), NULL)      \
+	F(char *, PQescapeLiteral, (PGconn * c, const char *s, size_t n), (c, s, n), NULL)         \
 	F(PGresult *, PQexec, (PGconn * c, const char *q), (c, q), NULL)                           \
 	F(PGresult *, PQexecParams,                                                                \
 	  (PGconn * c, const char *q, int n, const Oid *types, const char *const *values,          \

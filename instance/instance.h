@@ -176,6 +176,9 @@ struct inst_pg_status {
 	/* owned JSON array text: the exporter's failing queries and custom query
 	 * files, [{"source", "error"}] (instance/metrics_collect.c), or NULL */
 	char *metrics_errors;
+	/* owned JSON array text: the primary's spec.tablespaces states
+	 * (instance/tablespaces.c), or NULL */
+	char *tablespaces;
 };
 
 void inst_pg_status_done(struct inst_pg_status *s);

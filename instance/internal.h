@@ -196,26 +196,36 @@ enum inst_aside_action {
  * whether PGDATA's marker names this pod (written last by a clone). */
 enum inst_aside_action inst_aside_decide(bool aside_exists, bool pgdata_ours);
 /* PGDATA, the WAL directory its pg_wal links to (NULL when pg_wal is a
- * directory; read from the aside copy when there is one) and their
- * moved-aside siblings (<path>.rewind-failed). Every string owned. */
+ * directory; read from the aside copy when there is one), the tablespaces'
+ * locations (spec.tablespaces: pg_basebackup writes each one back where it
+ * was, and wants it empty) and their moved-aside siblings
+ * (<path>.rewind-failed). Every string owned. */
 struct inst_reclone_paths {
 	char *pgdata, *aside, *waldir, *wal_aside;
+	char **tbs, **tbs_aside; /* n_tbs each */
+	size_t n_tbs;
 };
 OP_MUST_CHECK
 int inst_reclone_paths(const char *pgdata, struct inst_reclone_paths *ret, struct op_err *err);
+/* The tablespace locations of c (api_tablespace_location under p's
+ * tablespaces_dir) added to rp. */
+void inst_reclone_paths_tablespaces(struct inst_reclone_paths *rp, const struct inst_paths *p,
+				    const struct api_cluster *c);
 /* Frees the strings (usable as _cleanup_). */
 void inst_reclone_paths_done(struct inst_reclone_paths *rp);
-/* Renames PGDATA, then the WAL directory, to their asides (-EEXIST when an
- * aside exists). */
+/* Renames PGDATA, then the WAL directory, then each tablespace location
+ * (made again, empty) to their asides (-EEXIST when an aside exists). */
 OP_MUST_CHECK int inst_reclone_move_aside(const struct inst_reclone_paths *rp, struct op_err *err);
-/* Removes what PGDATA and the WAL directory hold and renames the asides back
- * (the WAL directory first). */
+/* Removes what PGDATA, the WAL directory and each tablespace location with
+ * an aside hold and renames the asides back (PGDATA last). */
 OP_MUST_CHECK int inst_reclone_restore(const struct inst_reclone_paths *rp, struct op_err *err);
-/* Removes the aside copies (the WAL directory's first). */
+/* Removes the aside copies (the tablespaces', the WAL directory's, then
+ * PGDATA's: a tablespace or WAL aside exists only while PGDATA's does). */
 OP_MUST_CHECK int inst_reclone_drop_aside(const struct inst_reclone_paths *rp, struct op_err *err);
 /* At start, before anything reads PGDATA: acts on inst_aside_decide (logs
  * what it did). */
-OP_MUST_CHECK int inst_reclone_leftover(const char *pgdata, const char *pod, struct op_err *err);
+OP_MUST_CHECK int inst_reclone_leftover(const struct inst_paths *p, const struct api_cluster *c,
+				       const char *pod, struct op_err *err);
 /* Moves PGDATA (and its WAL directory) aside, clones from host:port
  * (inst_clone_standby), removes the aside copies; a failed clone puts the old
  * data back before returning its error. */
@@ -461,6 +471,9 @@ void inst_state_set(struct inst_state *st, bool started, bool ready);
 void inst_state_set_started(struct inst_state *st, bool started);
 /* Why WAL is not archived (/pg/status archiveError; msg copied, NULL = it is). */
 void inst_state_set_archive_error(struct inst_state *st, const char *msg);
+/* The primary's tablespace states (inst_tablespaces_reconcile's JSON; taken
+ * over, NULL clears) for /pg/status "tablespaces". */
+void inst_state_set_tablespaces(struct inst_state *st, char *json);
 /* pg_rewind (or the re-clone after it) runs: /pg/status says so. */
 void inst_state_set_rewinding(struct inst_state *st, bool v);
 /* The replica diverged from the primary (why: copied, /pg/status
@@ -474,6 +487,19 @@ void inst_state_set_metrics(struct inst_state *st, struct inst_metrics *m);
 /* The backup catalog's looks (instance/catalog.c), owned by the state
  * (borrowed from it; lives as long as st). */
 struct inst_catalog *inst_state_catalog(struct inst_state *st);
+
+/* ---- tablespaces.c: spec.tablespaces (CloudNativePG's declarative ones) ---- */
+/* Each spec tablespace whose volume is mounted (api_tablespace_mount under
+ * p->tablespaces_dir) gets its location directory (mode 0700): before
+ * postgres starts, and before a clone. c NULL: none. */
+OP_MUST_CHECK int inst_tablespace_dirs(const struct inst_paths *p, const struct api_cluster *c,
+				       struct op_err *err);
+/* The primary (conn, borrowed): each spec tablespace created at its location
+ * with its owner when missing, its owner set when it differs. The states as
+ * a JSON array of {name, owner, state: reconciled|pending, error} (owned;
+ * NULL when the Cluster has none). */
+char *inst_tablespaces_reconcile(PGconn *conn, const struct inst_paths *p,
+				 const struct api_cluster *c);
 
 /* ---- catalog.c: the store's backups, retention (the primary only) ---- */
 #define INST_CATALOG_EVERY_S 60

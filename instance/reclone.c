@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/names.h"
 #include "instance/internal.h"
 #include "support/alloc.h"
 #include "support/log.h"
@@ -89,6 +90,12 @@ void inst_reclone_paths_done(struct inst_reclone_paths *rp)
 	free(rp->aside);
 	free(rp->waldir);
 	free(rp->wal_aside);
+	for (size_t i = 0; i < rp->n_tbs; i++) {
+		free(rp->tbs[i]);
+		free(rp->tbs_aside[i]);
+	}
+	free(rp->tbs);
+	free(rp->tbs_aside);
 	*rp = (struct inst_reclone_paths){ 0 };
 }
 
@@ -115,6 +122,22 @@ int inst_reclone_paths(const char *pgdata, struct inst_reclone_paths *ret, struc
 	return 0;
 }
 
+void inst_reclone_paths_tablespaces(struct inst_reclone_paths *rp, const struct inst_paths *p,
+				    const struct api_cluster *c)
+{
+	size_t n = c ? c->spec.n_tablespaces : 0;
+	rp->tbs = op_calloc(n + 1, sizeof(*rp->tbs));
+	rp->tbs_aside = op_calloc(n + 1, sizeof(*rp->tbs_aside));
+	for (size_t i = 0; i < n; i++) {
+		const char *t = c->spec.tablespaces[i].name;
+		if (!t || !*t || strchr(t, '/'))
+			continue;
+		rp->tbs[rp->n_tbs] = api_tablespace_location(p->tablespaces_dir, t);
+		rp->tbs_aside[rp->n_tbs] = op_asprintf("%s" INST_ASIDE_SUFFIX, rp->tbs[rp->n_tbs]);
+		rp->n_tbs++;
+	}
+}
+
 static int move(const char *from, const char *to, struct op_err *err)
 {
 	if (rename(from, to) < 0)
@@ -128,18 +151,34 @@ int inst_reclone_move_aside(const struct inst_reclone_paths *rp, struct op_err *
 		return op_err_set(err, -EEXIST, "%s already exists (a re-clone in progress)",
 				  lexists(rp->aside) ? rp->aside : rp->wal_aside);
 	int r = move(rp->pgdata, rp->aside, err);
-	if (r || !rp->waldir)
-		return r;
-	r = move(rp->waldir, rp->wal_aside, err);
-	if (r && rename(rp->aside, rp->pgdata) < 0)
+	if (r == 0 && rp->waldir && (r = move(rp->waldir, rp->wal_aside, err)) &&
+	    rename(rp->aside, rp->pgdata) < 0)
 		op_err_prefix(err, "%s left at %s: ", rp->pgdata, rp->aside);
+	for (size_t i = 0; r == 0 && i < rp->n_tbs; i++) {
+		if (!lexists(rp->tbs[i]))
+			continue; /* not mounted: nothing to keep */
+		r = move(rp->tbs[i], rp->tbs_aside[i], err);
+		if (r == 0 && mkdir(rp->tbs[i], 0700) < 0)
+			r = op_err_set(err, -errno, "mkdir %s: %s", rp->tbs[i], strerror(errno));
+	}
+	if (r && lexists(rp->aside)) { /* a tablespace could not move: everything back */
+		struct op_err e = OP_ERR_INIT;
+		if (inst_reclone_restore(rp, &e))
+			op_err_prefix(err, "the old data was not put back (%s) after: ", e.msg);
+	}
 	return r;
 }
 
 int inst_reclone_restore(const struct inst_reclone_paths *rp, struct op_err *err)
 {
 	int r = 0;
-	if (rp->wal_aside && lexists(rp->wal_aside)) {
+	for (size_t i = 0; r == 0 && i < rp->n_tbs; i++) {
+		if (!lexists(rp->tbs_aside[i]))
+			continue; /* never moved: it holds the old data still */
+		r = lexists(rp->tbs[i]) ? inst_remove_tree(rp->tbs[i], err) : 0;
+		r = r ? r : move(rp->tbs_aside[i], rp->tbs[i], err);
+	}
+	if (r == 0 && rp->wal_aside && lexists(rp->wal_aside)) {
 		r = inst_remove_tree(rp->waldir, err);
 		r = r ? r : move(rp->wal_aside, rp->waldir, err);
 	}
@@ -149,16 +188,21 @@ int inst_reclone_restore(const struct inst_reclone_paths *rp, struct op_err *err
 
 int inst_reclone_drop_aside(const struct inst_reclone_paths *rp, struct op_err *err)
 {
-	int r = rp->wal_aside ? inst_remove_tree(rp->wal_aside, err) : 0;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < rp->n_tbs; i++)
+		r = lexists(rp->tbs_aside[i]) ? inst_remove_tree(rp->tbs_aside[i], err) : 0;
+	r = r ? r : rp->wal_aside ? inst_remove_tree(rp->wal_aside, err) : 0;
 	return r ? r : inst_remove_tree(rp->aside, err);
 }
 
-int inst_reclone_leftover(const char *pgdata, const char *pod, struct op_err *err)
+int inst_reclone_leftover(const struct inst_paths *p, const struct api_cluster *c,
+			  const char *pod, struct op_err *err)
 {
 	_cleanup_(inst_reclone_paths_done) struct inst_reclone_paths rp = { 0 };
-	int r = inst_reclone_paths(pgdata, &rp, err);
+	int r = inst_reclone_paths(p->pgdata, &rp, err);
 	if (r)
 		return r;
+	inst_reclone_paths_tablespaces(&rp, p, c);
 	bool aside = lexists(rp.aside);
 	int ours = aside ? inst_marker_is(rp.pgdata, pod, err) : 0;
 	if (ours < 0)
@@ -183,6 +227,8 @@ int inst_reclone(const struct inst_paths *p, const struct api_cluster *c, const 
 {
 	_cleanup_(inst_reclone_paths_done) struct inst_reclone_paths rp = { 0 };
 	int r = inst_reclone_paths(p->pgdata, &rp, err);
+	if (r == 0)
+		inst_reclone_paths_tablespaces(&rp, p, c);
 	r = r ? r : inst_reclone_move_aside(&rp, err);
 	if (r)
 		return r;

@@ -165,6 +165,7 @@ struct runner {
 	pid_t pid;
 	bool bootstrapped_primary;   /* no standby.signal when we started */
 	time_t last_slots;
+	time_t last_tablespaces;     /* the primary's last spec.tablespaces pass */
 	bool pending_restart;        /* last seen, to log the change once */
 	bool waiting_receiver;       /* the target waits for its WAL receiver to stop:
 	                              * full ticks every FAST_TICK_MS */
@@ -904,11 +905,14 @@ static int promote_when_target(struct runner *rn, PGconn *conn, bool was_waiting
 	return promote(rn, conn, err);
 }
 
+/* How often the primary checks spec.tablespaces against pg_tablespace. */
+#define TABLESPACES_EVERY_S 10
+
 /* Tick, a running primary: demotion when the Cluster targets another
  * instance (-ESHUTDOWN, before and after the lease's fresh read), the lease
  * (-ENOLCK: fence), currentPrimary claimed (first bootstrap, or a promotion
- * whose patch failed earlier: retried every tick until it sticks), the HA
- * slots every 5 s. */
+ * whose patch failed earlier: retried every tick until it sticks),
+ * spec.tablespaces every TABLESPACES_EVERY_S, the HA slots every 5 s. */
 static int primary_tick(struct runner *rn, PGconn *conn, struct op_err *err)
 {
 	const char *me = rn->o->pod_name;
@@ -939,6 +943,11 @@ static int primary_tick(struct runner *rn, PGconn *conn, struct op_err *err)
 		else if (m > 0)
 			op_log_info("metrics: role cnpg_metrics_exporter created");
 		rn->metrics_role_ok = m >= 0;
+	}
+	if (time(NULL) - rn->last_tablespaces >= TABLESPACES_EVERY_S) {
+		rn->last_tablespaces = time(NULL);
+		inst_state_set_tablespaces(rn->st, inst_tablespaces_reconcile(conn, &rn->o->paths,
+									      rn->cluster));
 	}
 	if ((!current || strcmp(current, me) == 0 || !*current) &&
 	    time(NULL) - rn->last_slots >= 5) {
@@ -1095,6 +1104,10 @@ static int reconcile_role(struct runner *rn, struct op_err *err)
 		return promote_when_target(rn, conn, was_waiting, err);
 	if (primary)
 		diverge_clear(rn);
+	else if (rn->last_tablespaces) { /* demoted: the new primary reports them */
+		rn->last_tablespaces = 0;
+		inst_state_set_tablespaces(rn->st, NULL);
+	}
 	if ((r = primary ? primary_tick(rn, conn, err) : diverge_tick(rn, conn, err)))
 		return r;
 	note_pending_restart(rn, conn);
@@ -1349,8 +1362,9 @@ static int run_prepare_dirs(struct run_ctx *x, struct op_err *err)
 	_cleanup_free_ char *run = op_asprintf("%s/run", o->paths.controller_dir);
 	_cleanup_free_ char *log = op_asprintf("%s/log", o->paths.controller_dir);
 	int r;
-	if ((r = inst_reclone_leftover(o->paths.pgdata, o->pod_name, err)) ||
+	if ((r = inst_reclone_leftover(&o->paths, x->rn.cluster, o->pod_name, err)) ||
 	    (r = inst_paths_locate(&x->located.paths, x->rn.cluster, true, &x->bindir, err)) ||
+	    (r = inst_tablespace_dirs(&o->paths, x->rn.cluster, err)) ||
 	    (r = inst_marker_write(o->paths.pgdata, o->pod_name, err)))
 		return r;
 	r = op_mkdir_p(run, 0700, err);

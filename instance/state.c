@@ -41,6 +41,7 @@ struct inst_state {
 	struct api_cluster *pending;   /* newer Cluster from the watcher (owned) */
 	bool wake;
 	char *archive_error; /* owned: why WAL is not archived (inst_state_set_archive_error) */
+	char *tablespaces;   /* owned: JSON array (inst_state_set_tablespaces), or NULL */
 	struct inst_catalog *catalog; /* owned; immutable pointer (its own lock) */
 	struct inst_metrics *metrics; /* borrowed (run.c), under lock; NULL = no exporter */
 	/* its own lock; immutable pointer */
@@ -89,6 +90,7 @@ void inst_state_free(struct inst_state *st)
 	api_cluster_free(st->pending);
 	free(st->reclone_source);
 	free(st->archive_error);
+	free(st->tablespaces);
 	free(st->diverged);
 	inst_catalog_free(st->catalog);
 	free(st->sockdir);
@@ -130,6 +132,14 @@ bool inst_state_restarting(struct inst_state *st)
 	bool v = st->restarting;
 	pthread_mutex_unlock(&st->lock);
 	return v;
+}
+
+void inst_state_set_tablespaces(struct inst_state *st, char *json)
+{
+	pthread_mutex_lock(&st->lock);
+	free(st->tablespaces);
+	st->tablespaces = json;
+	pthread_mutex_unlock(&st->lock);
 }
 
 void inst_state_set_archive_error(struct inst_state *st, const char *msg)
@@ -190,6 +200,7 @@ int inst_state_status_json(struct inst_state *st, struct op_buf *out, struct op_
 	}
 	s.archive_error = st->archive_error ? op_strdup(st->archive_error) : NULL;
 	s.timeline_diverged = st->diverged ? op_strdup(st->diverged) : NULL;
+	s.tablespaces = st->tablespaces ? op_strdup(st->tablespaces) : NULL;
 	pthread_mutex_unlock(&st->lock);
 	s.backup_catalog = inst_catalog_json(st->catalog);
 	pthread_mutex_lock(&st->lock); /* held: run.c unsets it before freeing it */

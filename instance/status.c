@@ -57,6 +57,7 @@ void inst_pg_status_done(struct inst_pg_status *s)
 	free(s->timeline_diverged);
 	free(s->backup_catalog);
 	free(s->metrics_errors);
+	free(s->tablespaces);
 	for (size_t i = 0; i < s->n_repl; i++)
 		repl_done(&s->repl[i]);
 	free(s->repl);
@@ -189,6 +190,10 @@ int inst_status_to_json(const struct inst_pg_status *s, struct op_buf *out)
 	if (e == 0 && s->backup_catalog) { /* already JSON (instance/catalog.c) */
 		e = op_buf_adds(out, ",\"backupCatalog\":");
 		e = e ? e : op_buf_adds(out, s->backup_catalog);
+	}
+	if (e == 0 && s->tablespaces) { /* already JSON (instance/tablespaces.c) */
+		e = op_buf_adds(out, ",\"tablespaces\":");
+		e = e ? e : op_buf_adds(out, s->tablespaces);
 	}
 	if (e == 0 && s->metrics_errors) { /* already JSON (instance/metrics_collect.c) */
 		e = op_buf_adds(out, ",\"metricsErrors\":");

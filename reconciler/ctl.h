@@ -383,6 +383,10 @@ void rc_metrics_error_events(struct rc_run *r, const struct rc_instance *v, size
  * (rc_backups_of); both borrowed. */
 OP_MUST_CHECK int rc_backups_step(struct rc_run *r, const struct rc_instance *v, size_t n,
 				 json_object *backups);
+/* tablespaces.c (layer 3) - r->want's status.tablespacesStatus from the
+ * primary's /pg/status "tablespaces" (v[0..n), borrowed); kept as read when
+ * no primary reported. */
+void rc_tablespaces_status(struct rc_run *r, const struct rc_instance *v, size_t n);
 /* scheduled.c (layer 3) - the Cluster's ScheduledBackups: creates their
  * Backups when due (one at a time: backups, borrowed, says which still run)
  * and requeues for the next fire time. */

@@ -113,14 +113,13 @@ json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
 	return o;
 }
 
-int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
-		 struct op_err *err)
+/* One PVC of instance serial: storage st (its size at path), named name,
+ * pvcRole role, cnpg.io/tablespaceName tbs (NULL: none). */
+static int build_pvc(const struct api_cluster *c, int64_t serial, const struct api_storage *st,
+		     const char *path, const char *name, const char *role, const char *tbs,
+		     json_object **ret, struct op_err *err)
 {
-	const struct api_storage *st = wal ? &c->spec.wal_storage : &c->spec.storage;
-	if (wal && !st->present)
-		return op_err_set(err, -EINVAL, "spec.walStorage: not configured");
 	const char *size = st->size ? st->size : st->pvc_request_storage;
-	const char *path = wal ? "spec.walStorage.size" : "spec.storage.size";
 	if (!size || !*size)
 		return op_err_set(err, -EINVAL, "%s: no size given", path);
 	int64_t bytes = 0;
@@ -130,12 +129,14 @@ int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_obj
 	const char *sc = st->storage_class ? st->storage_class : st->pvc_storage_class;
 
 	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
-	_cleanup_free_ char *name = wal ? api_wal_pvc_name(c->metadata.name, serial)
-					: api_pgdata_pvc_name(c->metadata.name, serial);
 	json_object *m = meta_new(c, name);
 	json_object *labels = json_object_object_get(m, "labels");
 	op_jsets(labels, RC_LABEL_INSTANCE_NAME, pod);
-	op_jsets(labels, RC_LABEL_PVC_ROLE, wal ? "PG_WAL" : "PG_DATA");
+	op_jsets(labels, RC_LABEL_PVC_ROLE, role);
+	if (tbs) {
+		_cleanup_free_ char *k = api_tablespace_k8s_name(tbs);
+		op_jsets(labels, RC_LABEL_TABLESPACE, k);
+	}
 	_cleanup_free_ char *ser = op_asprintf("%lld", (long long)serial);
 	op_jsets(op_jchild(m, "annotations"), RC_ANN_NODE_SERIAL, ser);
 	json_object *o = object_new("v1", "PersistentVolumeClaim", m);
@@ -147,6 +148,41 @@ int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_obj
 	op_jsets(spec, "volumeMode", "Filesystem");
 	*ret = o;
 	return 0;
+}
+
+int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
+		 struct op_err *err)
+{
+	if (wal && !c->spec.wal_storage.present)
+		return op_err_set(err, -EINVAL, "spec.walStorage: not configured");
+	_cleanup_free_ char *name = wal ? api_wal_pvc_name(c->metadata.name, serial)
+					: api_pgdata_pvc_name(c->metadata.name, serial);
+	return build_pvc(c, serial, wal ? &c->spec.wal_storage : &c->spec.storage,
+			 wal ? "spec.walStorage.size" : "spec.storage.size", name,
+			 wal ? "PG_WAL" : "PG_DATA", NULL, ret, err);
+}
+
+int rc_build_tablespace_pvc(const struct api_cluster *c, int64_t serial, size_t i,
+			    json_object **ret, struct op_err *err)
+{
+	if (i >= c->spec.n_tablespaces || !c->spec.tablespaces[i].name)
+		return op_err_set(err, -EINVAL, "spec.tablespaces[%zu]: no such tablespace", i);
+	const struct api_tablespace *t = &c->spec.tablespaces[i];
+	_cleanup_free_ char *pod = api_pod_name(c->metadata.name, serial);
+	_cleanup_free_ char *name = api_tablespace_pvc_name(pod, t->name);
+	_cleanup_free_ char *path = op_asprintf("spec.tablespaces[%zu].storage.size", i);
+	return build_pvc(c, serial, &t->storage, path, name, "PG_TABLESPACE", t->name, ret, err);
+}
+
+char *rc_tablespace_names(const struct api_cluster *c)
+{
+	struct op_buf b = OP_BUF_INIT(OP_BUF_MAX_SMALL);
+	int e = op_buf_adds(&b, "");
+	for (size_t i = 0; e == 0 && i < c->spec.n_tablespaces; i++)
+		e = op_buf_addf(&b, "%s%s", i ? "," : "", c->spec.tablespaces[i].name ?: "");
+	char *out = op_strdup(e == 0 ? op_buf_str(&b) : "?"); /* "?": over the cap, still differs */
+	op_buf_done(&b);
+	return out;
 }
 
 static const char *named_user_secret(const struct api_cluster *c, enum api_secret which)

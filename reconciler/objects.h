@@ -26,6 +26,7 @@
 #define RC_LABEL_ROLE "role" /* deprecated copy of instanceRole */
 #define RC_LABEL_JOB_ROLE "cnpg.io/jobRole"
 #define RC_LABEL_PVC_ROLE "cnpg.io/pvcRole"
+#define RC_LABEL_TABLESPACE "cnpg.io/tablespaceName" /* its Kubernetes form */
 #define RC_LABEL_USER_TYPE "cnpg.io/userType"
 #define RC_LABEL_RELOAD "cnpg.io/reload"
 #define RC_ANN_NODE_SERIAL "cnpg.io/nodeSerial"
@@ -42,6 +43,10 @@
  * adding or changing spec.backup.barmanObjectStore's Secret references rolls
  * the instances. Absent when the Cluster archives nowhere. */
 #define RC_ANN_ARCHIVE_VOLUMES "pgop.io/archiveVolumes"
+/* The tablespaces whose volumes the Pod mounts (rc_tablespace_names): a
+ * tablespace added to the Cluster rolls the instances onto Pods that mount
+ * its new volumes. Absent when there is none. */
+#define RC_ANN_TABLESPACES "pgop.io/tablespaces"
 /* On the Cluster: the primary Pod named here is being restarted in place
  * (contract with the instance manager: on SIGTERM it does not hand over,
  * it just restarts); the UID is the Pod to delete (pgop's own bookkeeping). */
@@ -77,6 +82,13 @@ json_object *rc_build_service(const struct api_cluster *c, enum api_service svc)
 OP_MUST_CHECK
 int rc_build_pvc(const struct api_cluster *c, int64_t serial, bool wal, json_object **ret,
 		 struct op_err *err);
+/* The PVC of spec.tablespaces[i] for instance serial: `<pod>-tbs-<name>`
+ * (api_tablespace_pvc_name), pvcRole PG_TABLESPACE, cnpg.io/tablespaceName,
+ * its storage. -EINVAL as rc_build_pvc. */
+OP_MUST_CHECK int rc_build_tablespace_pvc(const struct api_cluster *c, int64_t serial, size_t i,
+					  json_object **ret, struct op_err *err);
+/* spec.tablespaces' names joined by ',' ("" when none; owned). */
+char *rc_tablespace_names(const struct api_cluster *c);
 
 /* The instance Pods' postgres container: its name, and its image (borrowed:
  * spec.imageName, else the operator's default image). */

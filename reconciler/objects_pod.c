@@ -143,6 +143,17 @@ static void add_volumes(const struct api_cluster *c, int64_t serial, bool recove
 		op_jpush(vols, vol_pvc("pg-wal", wal));
 		op_jpush(mounts, mount("pg-wal", WAL_MOUNT, false));
 	}
+	_cleanup_free_ char *pod = api_pod_name(cn, serial);
+	for (size_t i = 0; i < c->spec.n_tablespaces; i++) { /* CloudNativePG's names and paths */
+		const char *t = c->spec.tablespaces[i].name;
+		if (!t)
+			continue;
+		_cleanup_free_ char *vol = api_tablespace_volume_name(t);
+		_cleanup_free_ char *claim = api_tablespace_pvc_name(pod, t);
+		_cleanup_free_ char *at = api_tablespace_mount(NULL, t);
+		op_jpush(vols, vol_pvc(vol, claim));
+		op_jpush(mounts, mount(vol, at, false));
+	}
 	json_object *ctl = op_jobj();
 	op_jsets(ctl, "name", "controller");
 	op_jset(ctl, "emptyDir", op_jobj());
@@ -350,6 +361,9 @@ int rc_build_pod(const struct api_cluster *c, const struct rc_settings *s, int64
 	_cleanup_free_ char *vols = rc_archive_volumes(c);
 	if (*vols)
 		op_jsets(op_jchild(m, "annotations"), RC_ANN_ARCHIVE_VOLUMES, vols);
+	_cleanup_free_ char *tbs = rc_tablespace_names(c);
+	if (*tbs)
+		op_jsets(op_jchild(m, "annotations"), RC_ANN_TABLESPACES, tbs);
 	_cleanup_free_ char *place = rc_placement_hash(c);
 	op_jsets(op_jchild(m, "annotations"), RC_ANN_PLACEMENT_HASH, place);
 	op_jset(o, "metadata", m);

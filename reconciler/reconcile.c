@@ -303,6 +303,31 @@ static int64_t restarts(json_object *pod)
 	return most;
 }
 
+/* Instance serial's tablespace PVCs that the cache does not hold yet: at
+ * its creation, and before each of its Pods (a tablespace added later gets
+ * its volume when the rollout recreates the Pod). */
+static int ensure_tablespace_pvcs(struct rc_run *r, int64_t serial)
+{
+	_cleanup_free_ char *pod = api_pod_name(r->name, serial);
+	int ret = 0;
+	for (size_t i = 0; ret >= 0 && i < r->c->spec.n_tablespaces; i++) {
+		const char *t = r->c->spec.tablespaces[i].name;
+		_cleanup_free_ char *name = t ? api_tablespace_pvc_name(pod, t) : NULL;
+		json_object *have = name ? rc_cache_get(r->ctl, RC_INF_PVCS, r->ns, name) : NULL;
+		if (have) {
+			json_object_put(have);
+			continue;
+		}
+		json_object *o = NULL;
+		ret = rc_build_tablespace_pvc(r->c, serial, i, &o, r->err);
+		if (ret == 0)
+			ret = rc_create(r, KUBE_PVCS, o);
+		if (o)
+			json_object_put(o);
+	}
+	return ret < 0 ? ret : 0;
+}
+
 static int create_instance_objects(struct rc_run *r, int64_t serial, enum rc_job_role role)
 {
 	json_object *o = NULL;
@@ -321,6 +346,8 @@ static int create_instance_objects(struct rc_run *r, int64_t serial, enum rc_job
 		o = NULL;
 	}
 	if (ret >= 0)
+		ret = ensure_tablespace_pvcs(r, serial);
+	if (ret >= 0)
 		ret = create_bootstrap_pod(r, serial, role);
 	return ret < 0 ? ret : 0;
 }
@@ -332,8 +359,11 @@ static int create_pod(struct rc_run *r, int64_t serial)
 				      ? r->want.current_primary
 				      : r->want.target_primary;
 	json_object *o = NULL;
-	int ret = rc_build_pod(r->c, &r->ctl->settings, serial,
-			       str_eq(primary, name) ? RC_ROLE_PRIMARY : RC_ROLE_REPLICA, &o, r->err);
+	int ret = ensure_tablespace_pvcs(r, serial);
+	if (ret == 0)
+		ret = rc_build_pod(r->c, &r->ctl->settings, serial,
+				   str_eq(primary, name) ? RC_ROLE_PRIMARY : RC_ROLE_REPLICA, &o,
+				   r->err);
 	if (ret == 0)
 		ret = rc_create(r, KUBE_PODS, o);
 	if (o)
@@ -1217,6 +1247,7 @@ static int reconcile_valid(struct rc_run *r, struct status_base *b)
 	}
 	if (backups)
 		json_object_put(backups);
+	rc_tablespaces_status(r, inv.v, inv.n);
 	pending_restart_event(r, b);
 	archiving_event(r, b);
 	reclone_events(r, &inv);

@@ -212,12 +212,14 @@ static void build_input(struct rc_run *r, const struct rc_instance *v, size_t n,
 	_cleanup_free_ char *vols = rc_archive_volumes(r->c);
 	_cleanup_free_ char *patch = rc_pod_patch_hash(r->c);
 	_cleanup_free_ char *place = rc_placement_hash(r->c);
+	_cleanup_free_ char *tbs = rc_tablespace_names(r->c); /* a new one: Pods mounting it */
 	struct rc_roll_member *m = op_calloc(n ? n : 1, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = find_pod(pods, v[i].name);
 		bool placed = p && rc_placement_outdated(p, place);
 		bool other = p && (rc_rollout_outdated(p, restarted, &v[i], image, vols) ||
-				   rc_pod_patch_outdated(p, patch));
+				   rc_pod_patch_outdated(p, patch) ||
+				   !str_eq(annotation(p, RC_ANN_TABLESPACES) ?: "", tbs));
 		m[i] = (struct rc_roll_member){
 			.in = &v[i],
 			.uid = p ? kube_obj_uid(p) : NULL,

@@ -100,6 +100,12 @@ int rc_delete_instance(struct rc_run *r, int64_t serial, const char *pod, bool f
 		ret = rc_delete(r, KUBE_PVCS, data);
 	if (ret >= 0)
 		ret = rc_delete(r, KUBE_PVCS, wal);
+	for (size_t i = 0; ret >= 0 && i < r->c->spec.n_tablespaces; i++) {
+		const char *t = r->c->spec.tablespaces[i].name;
+		_cleanup_free_ char *tbs = t ? api_tablespace_pvc_name(pod, t) : NULL;
+		if (tbs)
+			ret = rc_delete(r, KUBE_PVCS, tbs);
+	}
 	if (ret >= 0)
 		ret = rc_delete_grace(r, KUBE_PODS, pod, grace);
 	return ret < 0 ? ret : 0;

@@ -445,6 +445,8 @@ void rc_status_done(struct rc_status *s)
 	free(s->last_successful_backup);
 	free(s->last_failed_backup);
 	free(s->first_recoverability_point);
+	if (s->tablespaces_status)
+		json_object_put(s->tablespaces_status);
 	free(s->backup_msg);
 	free(s->hib_reason);
 	free(s->hib_msg);
@@ -804,6 +806,12 @@ int rc_status_patch(json_object *cur, const struct rc_status *w, const char *rv,
 		diff_set(p, cur, "lastFailedBackup", op_jstr(w->last_failed_backup));
 	if (w->first_recoverability_point)
 		diff_set(p, cur, "firstRecoverabilityPoint", op_jstr(w->first_recoverability_point));
+	if (w->tablespaces_status) {
+		json_object *ts = NULL;
+		if (json_object_deep_copy(w->tablespaces_status, &ts, NULL) != 0)
+			op_oom(0);
+		diff_set(p, cur, "tablespacesStatus", ts);
+	}
 	diff_set(p, cur, "currentPrimaryFailingSinceTimestamp",
 		 w->failing_since ? op_jstr(w->failing_since) : NULL);
 	if (w->n_certs) {

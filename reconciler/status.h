@@ -249,6 +249,9 @@ struct rc_status {
 	 * times, NULL = keep what was read; condition LastBackupSucceeded */
 	char *last_successful_backup, *last_failed_backup;
 	char *first_recoverability_point; /* the primary's backupCatalog; NULL = keep */
+	/* status.tablespacesStatus (reconciler/tablespaces.c; owned): the
+	 * primary's report; NULL = keep what was read */
+	json_object *tablespaces_status;
 	enum rc_backup_cond backup_cond;
 	char *backup_msg;
 	/* condition cnpg.io/hibernation (reconciler/hibernation.c): KEEP keeps the

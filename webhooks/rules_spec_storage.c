@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/names.h"
 #include "support/alloc.h"
 #include "webhooks/reserved.h"
 
@@ -65,13 +66,10 @@ WH_RULE_FN(wh_v17_tablespace_storage_size)
 	}
 }
 
-/* Kubernetes volume name of a tablespace: lower case, '_' and '$' -> '-'. */
+/* Kubernetes volume name of a tablespace (api/names.h). */
 static char *ts_volume_name(const char *name)
 {
-	char *s = op_strdup(name);
-	for (char *p = s; *p; p++)
-		*p = (*p == '_' || *p == '$') ? '-' : (char)tolower((unsigned char)*p);
-	return s;
+	return api_tablespace_k8s_name(name);
 }
 
 WH_RULE_FN(wh_v19_tablespace_names)

@@ -186,7 +186,6 @@ static const struct unsupported_field {
 	{ NULL, "spec.monitoring.podMonitorMetricRelabelings", "PodMonitor relabelings", NULL },
 	{ NULL, "spec.monitoring.podMonitorRelabelings", "PodMonitor relabelings", NULL },
 	{ NULL, "spec.managed", "managed roles and services", NULL },
-	{ NULL, "spec.tablespaces", "tablespaces", NULL },
 	{ NULL, "spec.replica", "replica clusters", NULL },
 	{ NULL, "spec.projectedVolumeTemplate", "projected volumes", NULL },
 	{ NULL, "spec.imageCatalogRef", "image catalogs", NULL },

@@ -213,6 +213,15 @@ static const struct conf_case conf_cases[] = {
 	{ "bad parameter name is refused",
 	  MIN_CLUSTER("\"postgresql\":{\"parameters\":{\"a = 1\\nb\":\"x\"}}", ""), "c-1", NULL, 0,
 	  15, { 0 }, { 0 }, -EINVAL },
+	{ "temporary tablespaces in temp_tablespaces, quoted identifiers",
+	  MIN_CLUSTER("\"tablespaces\":[{\"name\":\"t1\",\"temporary\":true},{\"name\":\"plainone\"},"
+		      "{\"name\":\"Tmp\\\"x\",\"temporary\":true}],"
+		      "\"postgresql\":{\"parameters\":{\"temp_tablespaces\":\"evil\"}}",
+		      ""),
+	  "c-1", NULL, 0, 15, { "temp_tablespaces = '\"t1\",\"Tmp\"\"x\"'\n" }, { "evil", "plainone" }, 0 },
+	{ "no temporary tablespace: no temp_tablespaces",
+	  MIN_CLUSTER("\"tablespaces\":[{\"name\":\"t1\"}]", ""), "c-1", NULL, 0, 15, { 0 },
+	  { "temp_tablespaces" }, 0 },
 	{ "library name with a comma is refused",
 	  MIN_CLUSTER("\"postgresql\":{\"shared_preload_libraries\":[\"a,b\"]}", ""), "c-1", NULL,
 	  0, 15, { 0 }, { 0 }, -EINVAL },

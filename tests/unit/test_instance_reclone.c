@@ -25,6 +25,7 @@
 
 #include "instance/internal.h"
 #include "support/alloc.h"
+#include "support/json.h"
 
 #include "test_tmpdir.h"
 
@@ -161,13 +162,13 @@ static void test_completed_clone_drops_aside(void **state)
 	put("a/wal/pg_wal/000000030000000000000009", "primary wal");
 	wal_symlink("a/pgdata", "a/wal/pg_wal");
 	err = OP_ERR_INIT;
-	assert_int_equal(inst_reclone_leftover(pg, "c-2", &err), 0);
+	assert_int_equal(inst_reclone_leftover(&(struct inst_paths){ .pgdata = pg }, NULL, "c-2", &err), 0);
 	assert_false(exists("a/pgdata.rewind-failed"));
 	assert_false(exists("a/wal/pg_wal.rewind-failed"));
 	assert_string_equal(content("a/pgdata/base/1/1259"), "primary relation");
 	assert_string_equal(content("a/wal/pg_wal/000000030000000000000009"), "primary wal");
 	/* nothing aside: nothing to do */
-	assert_int_equal(inst_reclone_leftover(pg, "c-2", &err), 0);
+	assert_int_equal(inst_reclone_leftover(&(struct inst_paths){ .pgdata = pg }, NULL, "c-2", &err), 0);
 	assert_string_equal(content("a/pgdata/base/1/1259"), "primary relation");
 	inst_reclone_paths_done(&rp);
 	free(pg);
@@ -191,7 +192,7 @@ static void test_interrupted_clone_is_undone(void **state)
 	wal_symlink("b/pgdata", "b/wal/pg_wal");
 	char *l = op_asprintf("%s/evil", pg), *out = at("outside");
 	assert_int_equal(symlink(out, l), 0);
-	assert_int_equal(inst_reclone_leftover(pg, "c-2", &err), 0);
+	assert_int_equal(inst_reclone_leftover(&(struct inst_paths){ .pgdata = pg }, NULL, "c-2", &err), 0);
 	assert_false(exists("b/pgdata.rewind-failed"));
 	assert_false(exists("b/wal/pg_wal.rewind-failed"));
 	assert_string_equal(content("b/pgdata/base/1/1259"), "old relation");
@@ -216,7 +217,7 @@ static void test_killed_between_renames(void **state)
 	char *pg = at("c/pgdata"), *aside = at("c/pgdata.rewind-failed");
 	assert_int_equal(rename(pg, aside), 0);
 	struct op_err err = OP_ERR_INIT;
-	assert_int_equal(inst_reclone_leftover(pg, "c-2", &err), 0);
+	assert_int_equal(inst_reclone_leftover(&(struct inst_paths){ .pgdata = pg }, NULL, "c-2", &err), 0);
 	assert_false(exists("c/pgdata.rewind-failed"));
 	assert_string_equal(content("c/pgdata/base/1/1259"), "old relation");
 	assert_string_equal(content("c/wal/pg_wal/000000020000000000000007"), "old wal");
@@ -225,12 +226,76 @@ static void test_killed_between_renames(void **state)
 	assert_int_equal(inst_reclone_paths(pg, &rp, &err), 0);
 	assert_int_equal(inst_reclone_move_aside(&rp, &err), 0);
 	inst_reclone_paths_done(&rp);
-	assert_int_equal(inst_reclone_leftover(pg, "c-2", &err), 0);
+	assert_int_equal(inst_reclone_leftover(&(struct inst_paths){ .pgdata = pg }, NULL, "c-2", &err), 0);
 	assert_false(exists("c/pgdata.rewind-failed"));
 	assert_false(exists("c/wal/pg_wal.rewind-failed"));
 	assert_string_equal(content("c/pgdata/base/1/1259"), "old relation");
 	assert_string_equal(content("c/pgdata/pg_wal/000000020000000000000007"), "old wal");
 	free(aside);
+	free(pg);
+}
+
+static struct api_cluster *tbs_cluster(void)
+{
+	static const char *json = "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"tablespaces\":["
+				  "{\"name\":\"t1\",\"storage\":{\"size\":\"1Gi\"}},"
+				  "{\"name\":\"t2\",\"storage\":{\"size\":\"1Gi\"}}]}}";
+	json_object *o = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(op_json_parse(json, strlen(json), 16, &o, &err), 0);
+	struct api_cluster *c = NULL;
+	assert_int_equal(api_cluster_decode(o, NULL, &c, &err), 0);
+	json_object_put(o);
+	return c;
+}
+
+/* spec.tablespaces: the locations are made where the volumes are mounted
+ * (t2's is not: left alone); a re-clone moves each location aside with
+ * PGDATA (an empty one made for pg_basebackup), puts it back when the clone
+ * did not complete, drops it when it did. */
+static void test_tablespaces(void **state)
+{
+	struct api_cluster *c = tbs_cluster();
+	old_primary("t/pgdata", "t/wal/pg_wal", "c-2");
+	char *pg = at("t/pgdata"), *root = at("t/tbs"), *mnt = at("t/tbs/t1");
+	assert_int_equal(op_mkdir_p(mnt, 0700, NULL), 0);
+	struct inst_paths p = { .pgdata = pg, .tablespaces_dir = root };
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(inst_tablespace_dirs(&p, c, &err), 0);
+	assert_true(exists("t/tbs/t1/data"));
+	assert_false(exists("t/tbs/t2"));
+	assert_int_equal(inst_tablespace_dirs(&p, c, &err), 0); /* again: nothing to do */
+	put("t/tbs/t1/data/PG_15_1/1/16384", "old tablespace relation");
+	/* moved aside; the clone writes into the empty location; killed before
+	 * its marker: the next start puts every old copy back */
+	struct inst_reclone_paths rp = { 0 };
+	assert_int_equal(inst_reclone_paths(pg, &rp, &err), 0);
+	inst_reclone_paths_tablespaces(&rp, &p, c);
+	assert_int_equal(rp.n_tbs, 2);
+	assert_int_equal(inst_reclone_move_aside(&rp, &err), 0);
+	assert_true(exists("t/tbs/t1/data"));
+	assert_false(exists("t/tbs/t1/data/PG_15_1"));
+	assert_string_equal(content("t/tbs/t1/data.rewind-failed/PG_15_1/1/16384"),
+			    "old tablespace relation");
+	put("t/tbs/t1/data/PG_15_1/1/16384", "partial clone");
+	put("t/pgdata/pgop-bootstrapped", "c-1\n");
+	assert_int_equal(inst_reclone_leftover(&p, c, "c-2", &err), 0);
+	assert_false(exists("t/tbs/t1/data.rewind-failed"));
+	assert_string_equal(content("t/tbs/t1/data/PG_15_1/1/16384"), "old tablespace relation");
+	assert_string_equal(content("t/pgdata/base/1/1259"), "old relation");
+	/* again, the clone completing: the old copies dropped */
+	assert_int_equal(inst_reclone_move_aside(&rp, &err), 0);
+	put("t/tbs/t1/data/PG_15_1/1/16384", "primary's tablespace relation");
+	put("t/pgdata/PG_VERSION", "15\n");
+	put("t/pgdata/pgop-bootstrapped", "c-2\n");
+	assert_int_equal(inst_reclone_leftover(&p, c, "c-2", &err), 0);
+	assert_false(exists("t/tbs/t1/data.rewind-failed"));
+	assert_false(exists("t/pgdata.rewind-failed"));
+	assert_string_equal(content("t/tbs/t1/data/PG_15_1/1/16384"), "primary's tablespace relation");
+	inst_reclone_paths_done(&rp);
+	api_cluster_free(c);
+	free(mnt);
+	free(root);
 	free(pg);
 }
 
@@ -276,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_interrupted_clone_is_undone),
 		cmocka_unit_test(test_killed_between_renames),
 		cmocka_unit_test(test_failed_clone_puts_data_back),
+		cmocka_unit_test(test_tablespaces),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

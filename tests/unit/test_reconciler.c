@@ -163,6 +163,57 @@ static json_object *find_named(json_object *arr, const char *name)
 	return NULL;
 }
 
+/* spec.tablespaces: a PVC per instance and tablespace in CloudNativePG's
+ * names, its volume and mount in the Pod, the names annotation the rollout
+ * compares. */
+static void test_tablespaces(void **state)
+{
+	struct api_cluster *c = decode(
+		"{\"metadata\":{\"name\":\"pg\",\"namespace\":\"n\"},\"spec\":{\"instances\":2,"
+		"\"storage\":{\"size\":\"1Gi\"},\"tablespaces\":[{\"name\":\"tbs1\",\"storage\":{"
+		"\"size\":\"2Gi\",\"storageClass\":\"slow\"},\"owner\":{\"name\":\"app\"}},"
+		"{\"name\":\"_Tmp$x\",\"storage\":{\"size\":\"1Gi\"},\"temporary\":true}]}}");
+	assert_int_equal(c->spec.n_tablespaces, 2);
+	assert_string_equal(c->spec.tablespaces[0].owner, "app");
+	assert_true(c->spec.tablespaces[1].temporary);
+	json_object *p = NULL;
+	struct op_err err = OP_ERR_INIT;
+	assert_int_equal(rc_build_tablespace_pvc(c, 2, 0, &p, &err), 0);
+	assert_str_at(p, "metadata.name", "pg-2-tbs-tbs1");
+	assert_string_equal(label(p, RC_LABEL_PVC_ROLE), "PG_TABLESPACE");
+	assert_string_equal(label(p, RC_LABEL_TABLESPACE), "tbs1");
+	assert_string_equal(label(p, RC_LABEL_INSTANCE_NAME), "pg-2");
+	assert_str_at(p, "spec.resources.requests.storage", "2Gi");
+	assert_str_at(p, "spec.storageClassName", "slow");
+	json_object_put(p);
+	assert_int_equal(rc_build_tablespace_pvc(c, 2, 1, &p, &err), 0);
+	assert_str_at(p, "metadata.name", "pg-2-tbs-1tmp-x"); /* CloudNativePG's conversion */
+	json_object_put(p);
+	p = NULL;
+	assert_int_equal(rc_build_tablespace_pvc(c, 2, 2, &p, &err), -EINVAL);
+	assert_null(p);
+	_cleanup_free_ char *names = rc_tablespace_names(c);
+	assert_string_equal(names, "tbs1,_Tmp$x");
+	assert_int_equal(rc_build_pod(c, &settings, 1, RC_ROLE_PRIMARY, &p, &err), 0);
+	json_object *vol = find_named(op_json_at(p, "spec.volumes"), "tbs-tbs1");
+	assert_non_null(vol);
+	assert_str_at(vol, "persistentVolumeClaim.claimName", "pg-1-tbs-tbs1");
+	json_object *ctr = json_object_array_get_idx(op_json_at(p, "spec.containers"), 0);
+	json_object *m = find_named(op_json_at(ctr, "volumeMounts"), "tbs-1tmp-x");
+	assert_non_null(m);
+	assert_str_at(m, "mountPath", "/var/lib/postgresql/tablespaces/_Tmp$x");
+	assert_string_equal(op_json_key_str(op_json_at(p, "metadata.annotations"),
+					    RC_ANN_TABLESPACES), "tbs1,_Tmp$x");
+	json_object_put(p);
+	api_cluster_free(c);
+	/* none: no annotation */
+	c = decode(cluster_json);
+	assert_int_equal(rc_build_pod(c, &settings, 1, RC_ROLE_PRIMARY, &p, &err), 0);
+	assert_null(op_json_key_str(op_json_at(p, "metadata.annotations"), RC_ANN_TABLESPACES));
+	json_object_put(p);
+	api_cluster_free(c);
+}
+
 static bool has_arg_pair(json_object *cmd, const char *flag, const char *value)
 {
 	size_t n = json_object_array_length(cmd);
@@ -610,6 +661,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_services),  cmocka_unit_test(test_pvcs),
+		cmocka_unit_test(test_tablespaces),
 		cmocka_unit_test(test_pod),	  cmocka_unit_test(test_bootstrap_pods),
 		cmocka_unit_test(test_job_initdb_argv),
 		cmocka_unit_test(test_basic_auth_secrets), cmocka_unit_test(test_random_password),
