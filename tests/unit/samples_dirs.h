@@ -20,7 +20,7 @@
 #define REPO_INVALID_SAMPLES_DIR PGOP_SOURCE_DIR "/samples/invalid"
 /* Cluster documents in REPO_SAMPLES_DIR (top level) and in REPO_INVALID_SAMPLES_DIR:
  * update with the files (samples/README.md lists them). */
-#define REPO_SAMPLE_CLUSTERS 8
+#define REPO_SAMPLE_CLUSTERS 9
 #define REPO_INVALID_SAMPLE_CLUSTERS 16
 /* Backup, ScheduledBackup and ObjectStore samples (one document per file) */
 #define REPO_SAMPLE_OTHERS 3
