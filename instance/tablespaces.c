@@ -59,10 +59,17 @@ static void state(json_object *arr, const char *name, const char *owner, bool do
 static int current_owner(PGconn *conn, const char *name, char **ret, struct op_err *err)
 {
 	const char *params[] = { name };
-	return inst_pg_value(conn,
+	PGresult *res = NULL;
+	int r = inst_pg_exec(conn,
 			     "SELECT pg_catalog.pg_get_userbyid(spcowner) FROM pg_catalog.pg_tablespace "
 			     "WHERE spcname = $1",
-			     1, params, ret, err);
+			     1, params, &res, err);
+	*ret = r == 0 && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
+		       ? op_strdup(PQgetvalue(res, 0, 0))
+		       : NULL;
+	if (res)
+		PQclear(res);
+	return r;
 }
 
 /* CREATE TABLESPACE or ALTER TABLESPACE ... OWNER TO, as needed, for t at
