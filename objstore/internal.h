@@ -23,6 +23,14 @@ struct os_client {
 	long connect_ms, request_ms, transfer_ms, low_bytes, low_secs;
 };
 
+/* In-memory bodies up to this are signed (their SHA-256 in the request)
+ * whatever the scheme; larger ones (upload parts of MiBs) go over https as
+ * UNSIGNED-PAYLOAD, as the streamed ones do: TLS already guards their bytes,
+ * and hashing them costs the client and the server a pass over each part
+ * (S3 accepts it for PutObject and UploadPart over https). Over plain http
+ * every in-memory body is signed. */
+#define OS_SIGNED_BODY_MAX (64u * 1024)
+
 /* One request. Everything borrowed for the call. */
 struct os_req {
 	const char *op;     /* for messages: "PUT", "GET", "LIST", "DELETE", ... */
@@ -32,8 +40,9 @@ struct os_req {
 	const char *query;  /* canonical query (keys sorted, AWS-encoded, "k=v&k2="); NULL none */
 	const char *const *headers; /* extra header lines, NULL-terminated; NULL none */
 	bool put_attrs;     /* also the client's put_hdrs (object or upload creation) */
-	/* request body, from memory (signed: its sha256 is sent) or from read
-	 * (UNSIGNED-PAYLOAD, exactly upload_size bytes) */
+	/* request body, from memory (signed: its sha256 is sent; over https a
+	 * body past OS_SIGNED_BODY_MAX is UNSIGNED-PAYLOAD, TLS guarding it) or
+	 * from read (UNSIGNED-PAYLOAD, exactly upload_size bytes) */
 	const void *body;
 	size_t body_len;
 	bool has_body;

@@ -152,7 +152,8 @@ static void sha256_hex(const void *data, size_t len, char out[65])
 static struct curl_slist *build_headers(const struct os_client *c, const struct os_req *r)
 {
 	char hash[65 + 22] = "x-amz-content-sha256: ";
-	if (r->has_body && !r->read)
+	bool https = strncmp(c->base_url, "https://", 8) == 0;
+	if (r->has_body && !r->read && (!https || r->body_len <= OS_SIGNED_BODY_MAX))
 		sha256_hex(r->body, r->body_len, hash + 22);
 	else if (r->has_body)
 		snprintf(hash + 22, 65, "UNSIGNED-PAYLOAD");

@@ -62,7 +62,7 @@ done
 # ---- 3. data in the tablespace ----------------------------------------------------------
 app() { # POD SQL: as the app user in its database, over the pod's socket
 	"$AGENT" --state-dir "$AGENT_STATE" exec "$ns/$1" -c postgres -- \
-		psql -h /controller/run -U postgres -d app -v ON_ERROR_STOP=1 -Atc "set role app; $2"
+		psql -h /controller/run -U postgres -d app -v ON_ERROR_STOP=1 -qAtc "set role app; $2"
 }
 app "$primary" "create table t1 (id int primary key, v text) tablespace data_tbs; insert into t1 select g, md5(g::text) from generate_series(1, 2000) g" >/dev/null
 path=$(app "$primary" "select pg_relation_filepath('t1')")
