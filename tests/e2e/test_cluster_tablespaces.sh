@@ -67,7 +67,7 @@ app() { # POD SQL: as the app user in its database, over the pod's socket
 app "$primary" "create table t1 (id int primary key, v text) tablespace data_tbs; insert into t1 select g, md5(g::text) from generate_series(1, 2000) g" >/dev/null
 path=$(app "$primary" "select pg_relation_filepath('t1')")
 e2e_assert_match "$path" '^pg_tblspc/[0-9]+/PG_' "t1's file in a tablespace ($path)"
-loc=$(sql "$primary" "select pg_tablespace_location(reltablespace) from pg_class where relname = 't1'")
+loc=$(app "$primary" "select pg_tablespace_location(reltablespace) from pg_class where relname = 't1'")
 e2e_assert_eq "$ROOT/data_tbs/data" "$loc" "t1's tablespace location"
 want=$(app "$primary" 'select count(*), md5(string_agg(v, $$,$$ order by id)) from t1')
 e2e_wait_for "[ \"\$(app $replica 'select count(*), md5(string_agg(v, \$\$,\$\$ order by id)) from t1' 2>/dev/null)\" = '$want' ]" 60 1 ||

@@ -160,24 +160,31 @@ else
 	check "pgop restore --tablespace succeeds" false
 fi
 
-# barman-cloud-restore of pgop's backup, recovered with pgop's wal-restore to its end
-BMR=$T/rs/bm-of-pgop
-BMLOC=$T/tbs/bm-restore
-if wal_barman_env "$BARMAN/barman-cloud-restore" --endpoint-url "$OBJSTORE_ENDPOINT" \
-	--tablespace "ts1:$BMLOC" "$DEST" "$SRV" "$ID1" "$BMR" >"$T/logs/bm-restore.log" 2>&1; then
-	chown -R postgres:postgres "$BMR" "$BMLOC" && chmod 0700 "$BMR"
-	cat >>"$BMR/postgresql.conf" <<EOF
+# bm_restore ID DIR LOC: barman-cloud-restore of backup ID into DIR (ts1 at LOC), set to
+# recover to the backup's end with pgop's wal-restore (log: bm-restore-<dir name>.log)
+bm_restore() {
+	wal_barman_env "$BARMAN/barman-cloud-restore" --endpoint-url "$OBJSTORE_ENDPOINT" \
+		--tablespace "ts1:$3" "$DEST" "$SRV" "$1" "$2" >"$T/logs/bm-restore-$(basename "$2").log" 2>&1 ||
+		return 1
+	chown -R postgres:postgres "$2" "$3" && chmod 0700 "$2"
+	cat >>"$2/postgresql.conf" <<EOF
 restore_command = '$PGOP instance wal-restore --config $T/rest.json %f %p'
 recovery_target = 'immediate'
 recovery_target_action = 'promote'
 EOF
-	as_pg touch "$BMR/recovery.signal"
+	as_pg touch "$2/recovery.signal"
+}
+
+# barman-cloud-restore of pgop's backup, recovered with pgop's wal-restore to its end
+BMR=$T/rs/bm-of-pgop
+BMLOC=$T/tbs/bm-restore
+if bm_restore "$ID1" "$BMR" "$BMLOC"; then
 	check "barman-cloud-restore: pg_tblspc/$OID -> $BMLOC" test "$(readlink "$BMR/pg_tblspc/$OID")" = "$BMLOC"
 	got=$(sums "$BMR")
 	check "barman-cloud-restore --tablespace of pgop's backup: the rows at its end (got $got)" \
 		test "$got" = "$SUM_B1"
 else
-	cat "$T/logs/bm-restore.log" >&2
+	cat "$T/logs/bm-restore-bm-of-pgop.log" >&2
 	check "barman-cloud-restore --tablespace of pgop's backup succeeds" false
 fi
 
@@ -273,19 +280,11 @@ else
 	check "pgop restore of its split backup succeeds" false
 fi
 BMR3=$T/rs/bm-of-split
-if wal_barman_env "$BARMAN/barman-cloud-restore" --endpoint-url "$OBJSTORE_ENDPOINT" \
-	--tablespace "ts1:$T/tbs/bm-split" "$DEST" "$SRV" "$ID3" "$BMR3" >"$T/logs/bm-restore-split.log" 2>&1; then
-	chown -R postgres:postgres "$BMR3" "$T/tbs/bm-split" && chmod 0700 "$BMR3"
-	cat >>"$BMR3/postgresql.conf" <<EOF
-restore_command = '$PGOP instance wal-restore --config $T/rest.json %f %p'
-recovery_target = 'immediate'
-recovery_target_action = 'promote'
-EOF
-	as_pg touch "$BMR3/recovery.signal"
+if bm_restore "$ID3" "$BMR3" "$T/tbs/bm-split"; then
 	got=$(sums "$BMR3")
 	check "barman-cloud-restore of pgop's split backup: the rows at its end (got $got)" test "$got" = "$SUM_B3"
 else
-	cat "$T/logs/bm-restore-split.log" >&2
+	cat "$T/logs/bm-restore-bm-of-split.log" >&2
 	check "barman-cloud-restore of pgop's split backup succeeds" false
 fi
 sleep 1.1
