@@ -714,6 +714,13 @@ static void stats_add(struct bk_restore_stats *to, const struct bk_restore_stats
 	to->stored_bytes += st->stored_bytes;
 }
 
+/* What is left of the cap on restored bytes after used (never 0, which
+ * would mean the default cap). */
+static uint64_t cap_left(uint64_t total, uint64_t used)
+{
+	return used < total ? total - used : 1;
+}
+
 /* oid's tar, each of its parts in order, into opts->target; st adds them
  * up. The cap on the restored bytes counts them all. */
 static int extract_parts(struct os_client *c, const struct bk_config *cfg, const char *id,
@@ -727,7 +734,7 @@ static int extract_parts(struct os_client *c, const struct bk_config *cfg, const
 	for (size_t k = 0; rc == 0 && k < n; k++) {
 		struct op_buf key = OP_BUF_INIT(OS_KEY_MAX + 1);
 		struct bk_restore_opts po = *opts;
-		po.max_total = total - st->bytes; /* extract_parts' callers keep st->bytes below */
+		po.max_total = cap_left(total, st->bytes);
 		struct bk_restore_stats ps = { 0 };
 		rc = bk_backup_key(cfg, id, t[k].name, &key, err);
 		if (rc == 0) {
@@ -751,7 +758,7 @@ static int restore_tablespace(struct os_client *c, const struct bk_config *cfg, 
 	struct bk_restore_opts to = *opts;
 	to.target = loc;
 	uint64_t total = opts->max_total ? opts->max_total : BK_RESTORE_TOTAL_MAX;
-	to.max_total = total - st->bytes;
+	to.max_total = cap_left(total, st->bytes);
 	struct bk_restore_stats ts = { 0 };
 	int rc = extract_parts(c, cfg, id, o, t->oid, &to, &ts, err);
 	_cleanup_free_ char *dir = op_asprintf("%s/pg_tblspc", opts->target);
