@@ -25,6 +25,8 @@ struct job {
 	char *path;               /* owned: the WAL file */
 	char *name;               /* borrowed from path */
 	const char *tmpdir;       /* borrowed */
+	struct bk_wal_upload up;  /* made ready (compressed) before its client exists: jobs[0] */
+	bool prepared;
 	int rc;
 	struct op_err err;
 	pthread_t th;
@@ -34,7 +36,12 @@ struct job {
 static void *job_run(void *ud)
 {
 	struct job *j = ud;
-	j->rc = bk_upload_wal(j->client, j->cfg, j->path, j->tmpdir, &j->err);
+	if (!j->prepared)
+		j->rc = bk_wal_prepare(j->cfg, j->path, j->tmpdir, &j->up, &j->err);
+	j->prepared = true;
+	if (j->rc == 0)
+		j->rc = bk_wal_put(j->client, j->cfg, &j->up, &j->err);
+	bk_wal_upload_done(&j->up);
 	return NULL;
 }
 
@@ -146,16 +153,44 @@ static void record_extras(const struct bk_config *cfg, struct job *jobs, size_t 
 	}
 }
 
+/* The clients of the jobs and the destination's check, in a thread while the
+ * requested file is compressed: loading libcurl and its libraries, and the
+ * check's request, cost a call what they cost no more. */
+struct clients {
+	const struct bk_config *cfg;
+	const struct bk_secrets *sec;
+	struct job *jobs;
+	size_t n;
+	int rc;
+	struct op_err err;
+};
+
+static void *clients_run(void *ud)
+{
+	struct clients *x = ud;
+	for (size_t i = 0; i < x->n && x->rc == 0; i++)
+		x->rc = bk_client_new(x->cfg, x->sec, &x->jobs[i].client, &x->err);
+	if (x->rc == 0)
+		x->rc = bk_check_archive(x->jobs[0].client, x->cfg, &x->err);
+	return NULL;
+}
+
 static int archive_with(const struct bk_config *cfg, const struct bk_secrets *sec,
 			struct job *jobs, size_t n, const char *markers, struct op_err *err)
 {
-	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = bk_client_new(cfg, sec, &jobs[i].client, err);
-	if (rc == 0)
-		rc = bk_check_archive(jobs[0].client, cfg, err);
-	if (rc < 0)
-		return rc;
+	struct clients x = { .cfg = cfg, .sec = sec, .jobs = jobs, .n = n, .err = OP_ERR_INIT };
+	pthread_t th;
+	bool threaded = pthread_create(&th, NULL, clients_run, &x) == 0;
+	if (!threaded)
+		clients_run(&x);
+	jobs[0].rc = bk_wal_prepare(cfg, jobs[0].path, jobs[0].tmpdir, &jobs[0].up, &jobs[0].err);
+	jobs[0].prepared = true;
+	if (threaded)
+		pthread_join(th, NULL);
+	if (x.rc < 0) { /* the store's refusal first: it says more than the file */
+		bk_wal_upload_done(&jobs[0].up);
+		return op_err_set(err, x.rc, "%s", x.err.msg);
+	}
 	run_jobs(jobs, n);
 	record_extras(cfg, jobs, n, markers);
 	if (jobs[0].rc < 0)

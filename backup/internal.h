@@ -79,9 +79,26 @@ OP_MUST_CHECK int bk_sink_to_fd(void *ud, const void *buf, size_t len);
 /* Writes data to path atomically (temp file + rename), mode 0600. */
 OP_MUST_CHECK int bk_write_file(const char *path, const void *data, size_t len, struct op_err *err);
 
-/* Uploads the WAL file at path (its base name is the WAL name) to its key,
- * compressed as cfg says (through an unlinked temp file in tmpdir, so the
- * upload is one PUT of a known size). */
+/* A WAL file made ready to go up (bk_wal_prepare): its key, what it is
+ * (history or not), and the bytes to send (the file, or its compressed copy
+ * in an unlinked temp file) at offset 0. */
+struct bk_wal_upload {
+	struct op_buf key;
+	enum bk_put_kind kind;
+	int fd;        /* owned, -1 when none */
+	uint64_t size; /* bytes at fd */
+};
+/* The WAL file at path (its base name is the WAL name) compressed as cfg
+ * says, through an unlinked temp file in tmpdir, so that the upload is one
+ * PUT of a known size. Needs no client: the compression can run while one
+ * is made. *ret released by bk_wal_upload_done (on failure too). */
+OP_MUST_CHECK int bk_wal_prepare(const struct bk_config *cfg, const char *path, const char *tmpdir,
+				 struct bk_wal_upload *ret, struct op_err *err);
+/* PUTs what bk_wal_prepare made ready with c. */
+OP_MUST_CHECK int bk_wal_put(struct os_client *c, const struct bk_config *cfg,
+			     struct bk_wal_upload *u, struct op_err *err);
+void bk_wal_upload_done(struct bk_wal_upload *u);
+/* bk_wal_prepare then bk_wal_put. */
 OP_MUST_CHECK int bk_upload_wal(struct os_client *c, const struct bk_config *cfg, const char *path,
 				const char *tmpdir, struct op_err *err);
 /* GETs key, decompresses (comp) into dest through dest.pgop-tmp + rename;

@@ -85,7 +85,7 @@ static int compress_to_tmp(int in, enum bk_compression comp, const char *tmpdir,
 		return out;
 	struct bk_codec *c = NULL;
 	int rc = bk_codec_new(comp, false, BK_STORED_MAX, bk_sink_to_fd, &out, &c, err);
-	enum { CHUNK = 64 * 1024 };
+	enum { CHUNK = BK_GZ_CHUNK }; /* one member's input per read: 16 reads a segment */
 	_cleanup_free_ char *buf = op_malloc(CHUNK);
 	while (rc == 0) {
 		ssize_t n = read_fd(&in, buf, CHUNK);
@@ -112,43 +112,59 @@ static int compress_to_tmp(int in, enum bk_compression comp, const char *tmpdir,
 	return 0;
 }
 
-int bk_upload_wal(struct os_client *c, const struct bk_config *cfg, const char *path,
-		  const char *tmpdir, struct op_err *err)
+void bk_wal_upload_done(struct bk_wal_upload *u)
 {
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
+	op_buf_done(&u->key);
+}
+
+int bk_wal_prepare(const struct bk_config *cfg, const char *path, const char *tmpdir,
+		   struct bk_wal_upload *ret, struct op_err *err)
+{
+	*ret = (struct bk_wal_upload){ .key = OP_BUF_INIT(OS_KEY_MAX), .fd = -1 };
 	_cleanup_free_ char *copy = op_strdup(path);
 	const char *name = basename(copy);
-	struct op_buf key = OP_BUF_INIT(OS_KEY_MAX);
 	struct bk_wal_name wn;
-	int rc = bk_wal_key(cfg, name, cfg->compression, &key, err);
+	int rc = bk_wal_key(cfg, name, cfg->compression, &ret->key, err);
 	if (rc == 0 && (rc = bk_wal_name_parse(name, &wn, err)) == 0)
-		rc = bk_client_set_attrs(c, cfg, wn.kind == BK_WAL_HISTORY ? BK_PUT_HISTORY : BK_PUT_WAL,
-					 err);
-	if (rc < 0) {
-		op_buf_done(&key);
+		ret->kind = wn.kind == BK_WAL_HISTORY ? BK_PUT_HISTORY : BK_PUT_WAL;
+	if (rc < 0)
 		return rc;
-	}
 	int in = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (in < 0 || fstat(in, &st) < 0) {
 		rc = op_err_set(err, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if ((uint64_t)st.st_size > BK_WAL_MAX_BYTES) {
+	} else if ((uint64_t)st.st_size > BK_WAL_MAX_BYTES) {
 		rc = op_err_set(err, -EFBIG, "%s: larger than 1 GiB, not a WAL file", path);
-		goto out;
+	} else if (cfg->compression == BK_COMP_NONE) {
+		ret->fd = in;
+		ret->size = (uint64_t)st.st_size;
+		return 0;
+	} else {
+		rc = compress_to_tmp(in, cfg->compression, tmpdir, &ret->fd, &ret->size, err);
 	}
-	int src = in;
-	uint64_t size = (uint64_t)st.st_size;
-	if (cfg->compression != BK_COMP_NONE &&
-	    (rc = compress_to_tmp(in, cfg->compression, tmpdir, &src, &size, err)) < 0)
-		goto out;
-	rc = os_put_stream(c, op_buf_str(&key), read_fd, &src, size, err);
-	if (src != in)
-		close(src);
-out:
 	if (in >= 0)
 		close(in);
-	op_buf_done(&key);
+	return rc;
+}
+
+int bk_wal_put(struct os_client *c, const struct bk_config *cfg, struct bk_wal_upload *u,
+	       struct op_err *err)
+{
+	int rc = bk_client_set_attrs(c, cfg, u->kind, err);
+	return rc < 0 ? rc : os_put_stream(c, op_buf_str(&u->key), read_fd, &u->fd, u->size, err);
+}
+
+int bk_upload_wal(struct os_client *c, const struct bk_config *cfg, const char *path,
+		  const char *tmpdir, struct op_err *err)
+{
+	struct bk_wal_upload u;
+	int rc = bk_wal_prepare(cfg, path, tmpdir, &u, err);
+	if (rc == 0)
+		rc = bk_wal_put(c, cfg, &u, err);
+	bk_wal_upload_done(&u);
 	return rc;
 }
 
