@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e-timeout: 900
-# Declarative tablespaces (spec.tablespaces) of samples/cluster-tablespaces.yaml, applied
-# unchanged, with pgop from its Helm chart:
+# Declarative tablespaces (spec.tablespaces) of samples/cluster-tablespaces.yaml (with a
+# backup section added: versitygw as a Pod over TLS), pgop from its Helm chart:
 #   1. healthy with 2 instances; each has its PGDATA PVC and one PVC per tablespace
 #      (<pod>-tbs-<name>, pvcRole PG_TABLESPACE, cnpg.io/tablespaceName), mounted at
 #      /var/lib/postgresql/tablespaces/<name>;
@@ -15,9 +15,14 @@
 #      last), each gets its new volume, the primary creates it (reconciled), a table there
 #      is read on the replica;
 #   5. scaled to 3: the new instance's clone (pg_basebackup) fills its tablespace volumes;
-#      it reads every table.
+#      it reads every table;
+#   6. a Backup (its tablespaces as barman's <oid>.tar), then a new Cluster recovering it
+#      (bootstrap.recovery.backup.name) with the same spec.tablespaces: each tablespace
+#      restored into its own volume, every row to the end of the WAL, its
+#      tablespacesStatus reconciled.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$E2E_DIR/objstore_lib.sh"
 
 [ -z "${1:-}" ] || PGOP_BIN=$1
 e2e_up
@@ -25,14 +30,29 @@ e2e_agent_up
 # shellcheck source=cluster_lib.sh
 . "$(dirname "$0")/cluster_lib.sh"
 cluster_setup tbs
-cluster_crd
-cluster_helm_install
+osns=
+trap '[ -z "$osns" ] || kubectl delete namespace "$osns" --wait=false >/dev/null 2>&1 || true; cluster_cleanup' EXIT
+objstore_cluster_env
 C=cluster-tablespaces
 ROOT=/var/lib/postgresql/tablespaces
 
 # ---- 1. the volumes ------------------------------------------------------------------
 t0=$(date +%s)
-k apply -f "$SAMPLES/cluster-tablespaces.yaml" >/dev/null
+{
+	cat "$SAMPLES/cluster-tablespaces.yaml"
+	cat <<EOF
+
+  backup:
+    barmanObjectStore:
+      destinationPath: s3://backups/pgop
+      endpointURL: $OBJSTORE_ENDPOINT
+      endpointCA: {name: objstore-ca, key: ca.crt}
+      s3Credentials:
+        accessKeyId: {name: objstore-credentials, key: ACCESS_KEY_ID}
+        secretAccessKey: {name: objstore-credentials, key: ACCESS_SECRET_KEY}
+      wal: {compression: gzip}
+EOF
+} | k apply -f - >/dev/null
 wait_healthy 2 600
 echo "METRIC tablespaces_cluster_healthy_s=$(($(date +%s) - t0))"
 primary=$(status currentPrimary)
@@ -103,4 +123,53 @@ e2e_assert_eq "$want" "$(app $C-3 'select count(*), md5(string_agg(v, $$,$$ orde
 e2e_assert_eq 500 "$(app $C-3 'select count(*) from t2')" "$C-3 reads t2"
 e2e_assert_eq 3 "$(k get pvc -l "cnpg.io/instanceName=$C-3,cnpg.io/pvcRole=PG_TABLESPACE" -o name | wc -l)" "$C-3's tablespace PVCs"
 e2e_log "$C-3 cloned with its three tablespace volumes ($(($(date +%s) - t0)) s)"
+
+# ---- 6. a backup with the tablespaces, recovered into a new Cluster -----------------------
+primary=$(status currentPrimary)
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Backup
+metadata: {name: tbs-first}
+spec: {cluster: {name: $C}}
+EOF
+bphase() { k get backup tbs-first -o jsonpath='{.status.phase}' 2>/dev/null; }
+e2e_wait_for "[ \"\$(bphase)\" = completed ] || [ \"\$(bphase)\" = failed ]" 300 2 ||
+	e2e_fail "Backup tbs-first: phase '$(bphase)'"
+e2e_assert_eq completed "$(bphase)" "Backup tbs-first ($(k get backup tbs-first -o jsonpath='{.status.error}'))"
+id=$(k get backup tbs-first -o jsonpath='{.status.backupId}')
+app "$primary" "insert into t1 values (2001, 'after the backup')" >/dev/null
+want=$(app "$primary" 'select count(*), md5(string_agg(v, $$,$$ order by id)) from t1')
+sw=$(sql "$primary" "select pg_walfile_name(pg_switch_wal())")
+e2e_wait_for "[ \"\$(sql $primary 'select coalesce(last_archived_wal, 0::text) from pg_stat_archiver')\" \\> '$sw' ] || [ \"\$(sql $primary 'select last_archived_wal from pg_stat_archiver')\" = '$sw' ]" 60 ||
+	e2e_fail "$sw not archived within 60 s"
+S3=${PGOP_BUILD_DIR:-$E2E_DIR/../../build}/tests/e2e/tools/pgop-s3
+objs=$(objstore_pod_s3 "$S3" list "pgop/$C/base/$id/" | awk '{ sub(".*/", "", $2); print $2 }' | tr '\n' ' ')
+e2e_assert_match "$objs" '^([0-9]+\.tar ){3}backup\.info data\.tar $' "the backup's objects: one <oid>.tar per tablespace ($objs)"
+t0=$(date +%s)
+k apply -f - >/dev/null <<EOF
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: tbs-restore}
+spec:
+  instances: 1
+  storage: {size: 1Gi}
+  tablespaces:
+    - {name: data_tbs, owner: {name: app}, storage: {size: 1Gi}}
+    - {name: scratch, temporary: true, storage: {size: 1Gi}}
+    - {name: added, storage: {size: 1Gi}}
+  bootstrap:
+    recovery:
+      backup: {name: tbs-first}
+EOF
+C=tbs-restore wait_healthy 1 600
+echo "METRIC tablespaces_recovery_healthy_s=$(($(date +%s) - t0))"
+e2e_assert_eq "$want" "$(app tbs-restore-1 'select count(*), md5(string_agg(v, $$,$$ order by id)) from t1')" \
+	"the recovered Cluster: t1 to the end of the WAL"
+e2e_assert_eq 500 "$(app tbs-restore-1 'select count(*) from t2')" "the recovered Cluster: t2"
+e2e_assert_eq "$ROOT/data_tbs/data" \
+	"$(app tbs-restore-1 "select pg_tablespace_location(reltablespace) from pg_class where relname = 't1'")" \
+	"the recovered t1's tablespace location (its own volume)"
+e2e_wait_for "[ \"\$(k get cluster tbs-restore -o jsonpath='{range .status.tablespacesStatus[*]}{.state} {end}')\" = 'reconciled reconciled reconciled ' ]" 60 1 ||
+	e2e_fail "tbs-restore tablespacesStatus: $(k get cluster tbs-restore -o jsonpath='{.status.tablespacesStatus}')"
+e2e_log "backup $id with 3 tablespaces recovered into tbs-restore ($(($(date +%s) - t0)) s): every row, each tablespace on its volume"
 e2e_log "PASS"
