@@ -30,6 +30,7 @@ enum api_barman_tool {
 	API_BARMAN_WAL_RESTORE, /* wal.restoreAdditionalCommandArgs */
 	API_BARMAN_BACKUP,      /* data.additionalCommandArgs */
 	API_BARMAN_RESTORE,     /* data.restoreAdditionalCommandArgs */
+	API_BARMAN_TOOLS        /* how many: the lists are 0..API_BARMAN_TOOLS-1 */
 };
 
 /* The field of tool under barmanObjectStore ("wal.archiveAdditionalCommandArgs"). */

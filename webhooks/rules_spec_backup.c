@@ -309,16 +309,14 @@ int wh_store_args_parse(json_object *store, enum api_barman_tool tool,
 
 static void check_args(json_object *store, const char *path, struct wh_result *res)
 {
-	static const enum api_barman_tool tools[] = { API_BARMAN_WAL_ARCHIVE, API_BARMAN_WAL_RESTORE,
-						      API_BARMAN_BACKUP, API_BARMAN_RESTORE };
-	for (size_t i = 0; i < OP_ARRAY_SIZE(tools); i++) {
+	for (enum api_barman_tool t = 0; t < API_BARMAN_TOOLS; t++) {
 		struct api_barman_args a;
 		struct op_err err = OP_ERR_INIT;
-		if (wh_store_args_parse(store, tools[i], &a, NULL, NULL, &err) == 0)
+		if (wh_store_args_parse(store, t, &a, NULL, NULL, &err) == 0)
 			continue;
 		/* err.msg starts with the element: "[2]: --read-timeout: ..." */
 		const char *close = strstr(err.msg, "]: ");
-		_cleanup_free_ char *p = op_asprintf("%s.%s%.*s", path, api_barman_args_field(tools[i]),
+		_cleanup_free_ char *p = op_asprintf("%s.%s%.*s", path, api_barman_args_field(t),
 						     close ? (int)(close - err.msg + 1) : 0, err.msg);
 		wh_result_error(res, p, "%s", close ? close + 3 : err.msg);
 	}

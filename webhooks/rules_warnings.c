@@ -285,14 +285,12 @@ static void warn_ignored_arg(void *ud, size_t index, const char *option)
  * one it acts on is V58's. */
 static void warn_store_args(struct wh_result *res, json_object *store, const char *path)
 {
-	static const enum api_barman_tool tools[] = { API_BARMAN_WAL_ARCHIVE, API_BARMAN_WAL_RESTORE,
-						      API_BARMAN_BACKUP, API_BARMAN_RESTORE };
-	for (size_t i = 0; store && i < OP_ARRAY_SIZE(tools); i++) {
-		_cleanup_free_ char *p = op_asprintf("%s.%s", path, api_barman_args_field(tools[i]));
+	for (enum api_barman_tool t = 0; store && t < API_BARMAN_TOOLS; t++) {
+		_cleanup_free_ char *p = op_asprintf("%s.%s", path, api_barman_args_field(t));
 		struct ignored_arg ia = { .res = res, .path = p };
 		struct api_barman_args a;
 		struct op_err err = OP_ERR_INIT;
-		(void)wh_store_args_parse(store, tools[i], &a, warn_ignored_arg, &ia, &err);
+		(void)wh_store_args_parse(store, t, &a, warn_ignored_arg, &ia, &err);
 	}
 }
 

@@ -105,10 +105,15 @@ switch_and_wait() {
 	return 1
 }
 
+# pgop_backup CONFIG WHAT ID: pgop instance backup named tbs-WHAT (log: backup-WHAT.log)
+pgop_backup() {
+	as_pg timeout 300 "$PGOP" instance backup --config "$1" --name "tbs-$2" --id "$3" \
+		--socket-dir "$WAL_PG_SOCK" --port "$WAL_PG_PORT" >"$T/res-$2.json" 2>"$T/logs/backup-$2.log"
+}
+
 # ---- pgop's backup -------------------------------------------------------------------------
 ID1=$(date -u -d "-1 hour" +%Y%m%dT%H%M%S)
-as_pg timeout 300 "$PGOP" instance backup --config "$T/src.json" --name tbs-one --id "$ID1" \
-	--socket-dir "$WAL_PG_SOCK" --port "$WAL_PG_PORT" >"$T/res-one.json" 2>"$T/logs/backup-one.log"
+pgop_backup "$T/src.json" one "$ID1"
 check "pgop instance backup with a tablespace exits 0" test $? = 0 || cat "$T/logs/backup-one.log" >&2
 SUM_B1=$(sum1)
 B=$STORE/$SRV/base/$ID1
@@ -259,8 +264,7 @@ psql1 "INSERT INTO t SELECT g, md5(g::text) || md5((g * 7)::text) FROM generate_
 jq '. + {maxArchiveSize: 1048576}' "$T/src.json" >"$T/split.json" && chown postgres:postgres "$T/split.json" &&
 	chmod 0600 "$T/split.json"
 ID3=$(date -u -d "-30 minutes" +%Y%m%dT%H%M%S)
-as_pg timeout 300 "$PGOP" instance backup --config "$T/split.json" --name tbs-split --id "$ID3" \
-	--socket-dir "$WAL_PG_SOCK" --port "$WAL_PG_PORT" >"$T/res-split.json" 2>"$T/logs/backup-split.log"
+pgop_backup "$T/split.json" split "$ID3"
 check "pgop instance backup with maxArchiveSize 1 MiB exits 0" test $? = 0 || cat "$T/logs/backup-split.log" >&2
 SUM_B3=$(sum1)
 B3=$STORE/$SRV/base/$ID3
